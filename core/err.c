@@ -1,0 +1,71 @@
+/* err: filling struct err. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/err.h"
+
+static void
+fill(struct err *e, int status, const char *code, const char *fmt, va_list ap)
+{
+	e->status = status;
+	snprintf(e->code, sizeof(e->code), "%s", code);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+	e->detail[0] = '\0';
+	e->pointer[0] = '\0';
+	e->retry_after = 0;
+}
+
+bool
+err_set(struct err *e, int status, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e == NULL)
+		return false;
+	va_start(ap, fmt);
+	fill(e, status, code, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+bool
+err_field(struct err *e, int status, const char *code, const char *pointer,
+	  const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e == NULL)
+		return false;
+	va_start(ap, fmt);
+	fill(e, status, code, fmt, ap);
+	va_end(ap);
+	snprintf(e->pointer, sizeof(e->pointer), "%s", pointer ? pointer : "");
+	return false;
+}
+
+bool
+err_detail(struct err *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e == NULL)
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(e->detail, sizeof(e->detail), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+void
+err_clear(struct err *e)
+{
+	if (e != NULL)
+		memset(e, 0, sizeof(*e));
+}
+
+bool
+err_is_set(const struct err *e)
+{
+	return e != NULL && e->status != 0;
+}

@@ -1,0 +1,174 @@
+/* jsonx: parse and field checks that produce 400s pointing at the field. */
+#include <math.h>
+#include <string.h>
+
+#include "core/jsonx.h"
+
+json_t *
+jsonx_parse_object(const char *text, size_t len, struct err *e)
+{
+	json_error_t je;
+	json_t *v;
+
+	if (!jsonx_utf8_valid(text, len)) {
+		err_set(e, 400, "api.bad_json", "body is not valid utf-8");
+		return NULL;
+	}
+	v = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	if (v == NULL) {
+		err_set(e, 400, "api.bad_json", "body is not valid json");
+		err_detail(e, "line %d, column %d: %s", je.line, je.column, je.text);
+		return NULL;
+	}
+	if (!json_is_object(v)) {
+		json_decref(v);
+		err_field(e, 400, "api.not_object", "", "body must be a json object");
+		return NULL;
+	}
+	return v;
+}
+
+bool
+jsonx_only(json_t *obj, const char *const *allowed, const char *prefix, struct err *e)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(obj, key, v) {
+		bool ok = false;
+
+		(void)v;
+		for (size_t i = 0; allowed[i] != NULL; i++) {
+			if (strcmp(key, allowed[i]) == 0) {
+				ok = true;
+				break;
+			}
+		}
+		if (!ok) {
+			char ptr[128];
+
+			snprintf(ptr, sizeof(ptr), "%s/%.100s", prefix ? prefix : "", key);
+			return err_field(e, 400, "api.unknown_field", ptr,
+			    "unknown field %.100s", key);
+		}
+	}
+	return true;
+}
+
+static bool
+member(json_t *obj, const char *key, const char *prefix, bool required, json_t **out,
+       char *ptr, size_t ptrlen, struct err *e)
+{
+	snprintf(ptr, ptrlen, "%s/%s", prefix ? prefix : "", key);
+	*out = json_object_get(obj, key);
+	if (*out == NULL || json_is_null(*out)) {
+		*out = NULL;
+		if (required)
+			return err_field(e, 400, "api.missing_field", ptr, "%s is required", key);
+	}
+	return true;
+}
+
+bool
+jsonx_str(json_t *obj, const char *key, const char *prefix, bool required,
+	  const char **out, struct err *e)
+{
+	char ptr[128];
+	json_t *v;
+
+	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+		return false;
+	if (v == NULL)
+		return true;
+	if (!json_is_string(v))
+		return err_field(e, 400, "api.wrong_type", ptr, "%s must be a string", key);
+	*out = json_string_value(v);
+	return true;
+}
+
+bool
+jsonx_int(json_t *obj, const char *key, const char *prefix, bool required,
+	  long long *out, struct err *e)
+{
+	char ptr[128];
+	json_t *v;
+
+	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+		return false;
+	if (v == NULL)
+		return true;
+	if (!json_is_integer(v))
+		return err_field(e, 400, "api.wrong_type", ptr, "%s must be an integer", key);
+	*out = json_integer_value(v);
+	return true;
+}
+
+bool
+jsonx_num(json_t *obj, const char *key, const char *prefix, bool required,
+	  double *out, struct err *e)
+{
+	char ptr[128];
+	json_t *v;
+
+	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+		return false;
+	if (v == NULL)
+		return true;
+	if (!json_is_number(v) || !isfinite(json_number_value(v)))
+		return err_field(e, 400, "api.wrong_type", ptr, "%s must be a number", key);
+	*out = json_number_value(v);
+	return true;
+}
+
+bool
+jsonx_bool(json_t *obj, const char *key, const char *prefix, bool required,
+	   bool *out, struct err *e)
+{
+	char ptr[128];
+	json_t *v;
+
+	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+		return false;
+	if (v == NULL)
+		return true;
+	if (!json_is_boolean(v))
+		return err_field(e, 400, "api.wrong_type", ptr, "%s must be a boolean", key);
+	*out = json_is_true(v);
+	return true;
+}
+
+bool
+jsonx_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned char c = p[i];
+		size_t n;
+		unsigned cp;
+
+		if (c == 0)
+			return false;
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if ((c & 0xe0) == 0xc0) { n = 1; cp = c & 0x1f; }
+		else if ((c & 0xf0) == 0xe0) { n = 2; cp = c & 0x0f; }
+		else if ((c & 0xf8) == 0xf0) { n = 3; cp = c & 0x07; }
+		else return false;
+		if (i + n >= len)
+			return false;
+		for (size_t k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}

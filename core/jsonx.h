@@ -1,0 +1,29 @@
+/* jsonx: small jansson helpers shared by every module. */
+#ifndef FLEET_CORE_JSONX_H
+#define FLEET_CORE_JSONX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "core/err.h"
+
+/* Parses text as one JSON object; 400 "api.bad_json" / "api.not_object" otherwise. */
+json_t	*jsonx_parse_object(const char *text, size_t len, struct err *e);
+/* Rejects members of obj not listed in allowed (NULL-terminated): 400 "api.unknown_field"
+ * with the pointer prefix + "/" + name. */
+bool	 jsonx_only(json_t *obj, const char *const *allowed, const char *prefix, struct err *e);
+/* Typed getters: absent -> default (or error when required); wrong type -> 400 with pointer. */
+bool	 jsonx_str(json_t *obj, const char *key, const char *prefix, bool required,
+	    const char **out, struct err *e);
+bool	 jsonx_int(json_t *obj, const char *key, const char *prefix, bool required,
+	    long long *out, struct err *e);
+bool	 jsonx_num(json_t *obj, const char *key, const char *prefix, bool required,
+	    double *out, struct err *e);
+bool	 jsonx_bool(json_t *obj, const char *key, const char *prefix, bool required,
+	    bool *out, struct err *e);
+/* Valid UTF-8, no NUL bytes. */
+bool	 jsonx_utf8_valid(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# tests/run.sh BUILD_DIR [ctest args…] — starts a throwaway Postgres, runs every test
+# through ctest, and stops what it started even when a test fails.
+set -uo pipefail
+build=${1:?usage: tests/run.sh BUILD_DIR}; shift
+top=$(cd "$(dirname "$0")/.." && pwd)
+pgdir=$(mktemp -d /tmp/fleetd-test-pg.XXXXXX)
+cleanup() {
+	bash "$top/scripts/pg.sh" stop "$pgdir"
+	rm -rf "$pgdir"
+}
+trap cleanup EXIT INT TERM
+bash "$top/scripts/pg.sh" start "$pgdir" || { echo "tests: could not start postgres" >&2; exit 1; }
+export FLEETD_TEST_DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$pgdir")
+export FLEETD_TEST_PGDIR=$pgdir
+export FLEETD_BUILD_DIR=$(cd "$build" && pwd)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp}
+cd "$build" && ctest --output-on-failure -j2 "$@"
