@@ -542,6 +542,17 @@ segment_json(const char *s, size_t len)
 	return v;
 }
 
+/* True when text is the one canonical base64url spelling of raw (no stray low bits). */
+static bool
+canonical_b64url(const char *text, const uint8_t *raw, size_t len)
+{
+	char *again = crypto_b64url_encode(raw, len);
+	bool ok = again != NULL && strcmp(again, text) == 0;
+
+	free(again);
+	return ok;
+}
+
 json_t *
 crypto_jwt_verify(const char *pem_public, const char *token, json_t **header)
 {
@@ -565,7 +576,8 @@ crypto_jwt_verify(const char *pem_public, const char *token, json_t **header)
 	if (alg == NULL || strcmp(alg, "RS256") != 0)	/* never let the token pick */
 		goto fail;
 	sig = crypto_b64_decode(d2 + 1, &siglen);
-	if (sig == NULL || !crypto_rs256_verify(pem_public, token, (size_t)(d2 - token),
+	if (sig == NULL || !canonical_b64url(d2 + 1, sig, siglen) ||
+	    !crypto_rs256_verify(pem_public, token, (size_t)(d2 - token),
 	    sig, siglen))
 		goto fail;
 	claims = segment_json(d1 + 1, (size_t)(d2 - d1 - 1));
