@@ -1,0 +1,115 @@
+/* h_health: liveness, readiness, metrics and the OpenAPI document. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handlers.h"
+#include "api/metrics.h"
+#include "core/config.h"
+#include "core/crypto.h"
+#include "core/migrate.h"
+
+HANDLER(h_healthz)
+{
+	(void)e;
+	rq_reply(rq, 200, json_pack("{s:s}", "status", "ok"));
+	return true;
+}
+
+HANDLER(h_readyz)
+{
+	struct err dbe = { 0 };
+	struct db *c = db_acquire(2000, &dbe);
+	int pending = 0;
+
+	(void)e;
+	if (c == NULL) {
+		rq_reply(rq, 503, json_pack("{s:s, s:s}", "status", "unavailable", "reason",
+		    "database unreachable"));
+		rq->retry_after = 2;
+		return true;
+	}
+	if (!migrate_pending(c, cfg.migrations_dir, &pending, &dbe)) {
+		db_release(c);
+		rq_reply(rq, 503, json_pack("{s:s, s:s}", "status", "unavailable", "reason",
+		    strcmp(dbe.code, "db.unavailable") == 0 ? "database unreachable" : dbe.msg));
+		rq->retry_after = 2;
+		return true;
+	}
+	db_release(c);
+	if (pending > 0) {
+		rq_reply(rq, 503, json_pack("{s:s, s:s, s:i}", "status", "unavailable",
+		    "reason", "migrations pending", "pending", pending));
+		return true;
+	}
+	rq_reply(rq, 200, json_pack("{s:s}", "status", "ready"));
+	return true;
+}
+
+HANDLER(h_metrics)
+{
+	size_t len;
+	char *text = metrics_render(&len);
+
+	(void)e;
+	rq->raw = arena_strndup(rq->arena, text, len);
+	rq->raw_len = len;
+	rq->status = 200;
+	rq->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	free(text);
+	return true;
+}
+
+HANDLER(h_openapi)
+{
+	static char *doc;
+	static size_t doclen;
+	FILE *f;
+
+	if (doc == NULL && (f = fopen(cfg.openapi_path, "rb")) != NULL) {
+		char *buf = NULL;
+		long n;
+
+		if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
+		    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) != NULL &&
+		    fread(buf, 1, (size_t)n, f) == (size_t)n) {
+			doclen = (size_t)n;
+			doc = buf;	/* lives as long as the process: the contract */
+		} else {
+			free(buf);
+		}
+		fclose(f);
+	}
+	if (doc == NULL)
+		return err_set(e, 500, "api.no_openapi", "the openapi document is missing");
+	rq->raw = doc;
+	rq->raw_len = doclen;
+	rq->status = 200;
+	rq->content_type = "application/yaml";
+	return true;
+}
+
+json_t *
+page_reply(struct request *rq, json_t *items, int limit, const char *key_of)
+{
+	json_t *next = json_null();
+	size_t n = json_array_size(items);
+
+	if ((int)n > limit) {
+		json_array_remove(items, n - 1);
+		n--;
+	}
+	if ((int)n == limit && n > 0) {
+		const char *key = json_string_value(json_object_get(json_array_get(items, n - 1),
+		    key_of));
+		char *cur = key ? crypto_b64url_encode(key, strlen(key)) : NULL;
+
+		if (cur != NULL) {
+			json_decref(next);
+			next = json_string(arena_printf(rq->arena, "%s?limit=%d&after=%s",
+			    rq->route->pattern, limit, cur));
+			free(cur);
+		}
+	}
+	return json_pack("{s:o, s:o}", "items", items, "next", next);
+}

@@ -1,0 +1,31 @@
+/* handlers: thin — unpack the request, call the module, pack the answer. */
+#ifndef FLEET_API_HANDLERS_H
+#define FLEET_API_HANDLERS_H
+
+#include "api/server.h"
+
+#define HANDLER(name) bool name(struct request *rq, struct err *e)
+
+HANDLER(h_healthz);
+HANDLER(h_readyz);
+HANDLER(h_metrics);
+HANDLER(h_openapi);
+
+HANDLER(h_env_list);
+HANDLER(h_env_create);
+HANDLER(h_env_get);
+HANDLER(h_env_replace);
+HANDLER(h_env_delete);
+
+HANDLER(h_token_list);
+HANDLER(h_token_create);
+HANDLER(h_token_get);
+HANDLER(h_token_delete);
+
+HANDLER(h_audit_list);
+
+/* Shared by list handlers: {"items": items, "next": link or null}.  key_of names the
+ * member of the last item that is the cursor. */
+json_t	*page_reply(struct request *rq, json_t *items, int limit, const char *key_of);
+
+#endif

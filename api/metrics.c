@@ -1,0 +1,159 @@
+/* metrics: request counters by route template and status, a latency histogram per route,
+ * database pool gauges; one mutex, fixed-size tables (route templates are few). */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/metrics.h"
+#include "core/db.h"
+
+#define MAX_SERIES	512
+#define MAX_WRITERS	16
+
+static const double buckets[] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5 };
+#define NBUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+
+struct series {
+	const char	*route;		/* static route pattern */
+	char		 method[8];
+	int		 status;
+	unsigned long	 count;
+};
+
+struct hist {
+	const char	*route;
+	unsigned long	 le[NBUCKETS];
+	unsigned long	 count;
+	double		 sum;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct series series[MAX_SERIES];
+static int nseries;
+static struct hist hists[MAX_SERIES];
+static int nhists;
+static metrics_writer writers[MAX_WRITERS];
+static int nwriters;
+
+void
+metrics_observe_request(const char *route, const char *method, int status, double seconds)
+{
+	struct series *s = NULL;
+	struct hist *h = NULL;
+
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < nseries; i++) {
+		if (series[i].route == route && series[i].status == status &&
+		    strcmp(series[i].method, method) == 0) {
+			s = &series[i];
+			break;
+		}
+	}
+	if (s == NULL && nseries < MAX_SERIES) {
+		s = &series[nseries++];
+		s->route = route;
+		snprintf(s->method, sizeof(s->method), "%s", method);
+		s->status = status;
+	}
+	if (s != NULL)
+		s->count++;
+	for (int i = 0; i < nhists; i++)
+		if (hists[i].route == route)
+			h = &hists[i];
+	if (h == NULL && nhists < MAX_SERIES) {
+		h = &hists[nhists++];
+		h->route = route;
+	}
+	if (h != NULL) {
+		for (size_t b = 0; b < NBUCKETS; b++)
+			if (seconds <= buckets[b])
+				h->le[b]++;
+		h->count++;
+		h->sum += seconds;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void
+metrics_register(metrics_writer fn)
+{
+	pthread_mutex_lock(&mu);
+	if (nwriters < MAX_WRITERS)
+		writers[nwriters++] = fn;
+	pthread_mutex_unlock(&mu);
+}
+
+void
+metrics_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return;
+		}
+		*cap = (*cap + (size_t)n) * 2;
+		*buf = realloc(*buf, *cap);
+		if (*buf == NULL)
+			abort();
+	}
+}
+
+char *
+metrics_render(size_t *len)
+{
+	size_t cap = 8192, n = 0;
+	char *b = malloc(cap);
+	int in_use, idle, size;
+	metrics_writer w[MAX_WRITERS];
+	int nw;
+
+	if (b == NULL)
+		abort();
+	b[0] = '\0';
+	pthread_mutex_lock(&mu);
+	metrics_appendf(&b, &n, &cap, "# HELP fleetd_http_requests_total HTTP requests answered.\n"
+	    "# TYPE fleetd_http_requests_total counter\n");
+	for (int i = 0; i < nseries; i++)
+		metrics_appendf(&b, &n, &cap,
+		    "fleetd_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %lu\n",
+		    series[i].route, series[i].method, series[i].status, series[i].count);
+	metrics_appendf(&b, &n, &cap, "# HELP fleetd_http_request_duration_seconds Time to "
+	    "answer a request.\n# TYPE fleetd_http_request_duration_seconds histogram\n");
+	for (int i = 0; i < nhists; i++) {
+		for (size_t k = 0; k < NBUCKETS; k++)
+			metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_bucket"
+			    "{route=\"%s\",le=\"%g\"} %lu\n", hists[i].route, buckets[k],
+			    hists[i].le[k]);
+		metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_bucket"
+		    "{route=\"%s\",le=\"+Inf\"} %lu\n", hists[i].route, hists[i].count);
+		metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_sum"
+		    "{route=\"%s\"} %.6f\n", hists[i].route, hists[i].sum);
+		metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_count"
+		    "{route=\"%s\"} %lu\n", hists[i].route, hists[i].count);
+	}
+	nw = nwriters;
+	memcpy(w, writers, sizeof(w));
+	pthread_mutex_unlock(&mu);
+	db_pool_stats(&in_use, &idle, &size);
+	metrics_appendf(&b, &n, &cap,
+	    "# HELP fleetd_db_pool_connections Database pool connections by state.\n"
+	    "# TYPE fleetd_db_pool_connections gauge\n"
+	    "fleetd_db_pool_connections{state=\"in_use\"} %d\n"
+	    "fleetd_db_pool_connections{state=\"idle\"} %d\n"
+	    "# HELP fleetd_db_pool_size Database pool size.\n"
+	    "# TYPE fleetd_db_pool_size gauge\nfleetd_db_pool_size %d\n", in_use, idle, size);
+	for (int i = 0; i < nw; i++)
+		w[i](&b, &n, &cap);
+	*len = n;
+	return b;
+}

@@ -1,0 +1,527 @@
+/* server: libmicrohttpd with an internal thread pool.  Each request owns an arena created
+ * in the access callback and freed in the completed callback (req_cls, as in MHD's examples). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <microhttpd.h>
+#include <uuid/uuid.h>
+
+#include "api/metrics.h"
+#include "api/server.h"
+#include "core/config.h"
+#include "core/crypto.h"
+#include "core/jsonx.h"
+#include "core/log.h"
+#include "iam/token.h"
+
+static struct MHD_Daemon *daemon_;
+static atomic_int inflight;
+static int bound_port;
+
+static bool sane_request_id(const char *s);
+static void answer(struct request *rq, struct MHD_Connection *conn);
+
+const char *
+rq_param(struct request *rq, const char *name)
+{
+	for (int i = 0; i < rq->nparams; i++)
+		if (strcmp(rq->param_names[i], name) == 0)
+			return rq->param_values[i];
+	return NULL;
+}
+
+const char *
+rq_query(struct request *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *
+rq_header(struct request *rq, const char *name)
+{
+	return MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, name);
+}
+
+bool
+rq_env_visible(struct request *rq, const char *env)
+{
+	if (env == NULL)
+		return false;
+	for (int i = 0; i < rq->nenvs; i++)
+		if (strcmp(rq->envs[i], "*") == 0 || strcmp(rq->envs[i], env) == 0)
+			return true;
+	return false;
+}
+
+void
+rq_reply(struct request *rq, int status, json_t *reply)
+{
+	json_decref(rq->reply);
+	rq->status = status;
+	rq->reply = reply;
+}
+
+bool
+rq_page(struct request *rq, int *limit, const char **after, struct err *e)
+{
+	const char *l = rq_query(rq, "limit");
+	const char *a = rq_query(rq, "after");
+
+	*limit = 100;
+	*after = NULL;
+	if (l != NULL) {
+		char *end;
+		long v = strtol(l, &end, 10);
+
+		if (*l == '\0' || *end != '\0' || v < 1 || v > 500)
+			return err_field(e, 400, "api.bad_limit", "/query/limit",
+			    "limit must be an integer from 1 to 500");
+		*limit = (int)v;
+	}
+	if (a != NULL) {
+		size_t n;
+		uint8_t *raw = crypto_b64_decode(a, &n);
+
+		if (raw == NULL || n == 0 || n > 512 || !jsonx_utf8_valid((char *)raw, n)) {
+			free(raw);
+			return err_field(e, 400, "api.bad_cursor", "/query/after",
+			    "after is not a cursor returned by this list");
+		}
+		*after = arena_strndup(rq->arena, (char *)raw, n);
+		free(raw);
+	}
+	return true;
+}
+
+const char *
+rq_etag(struct request *rq, long version)
+{
+	return arena_printf(rq->arena, "\"%ld\"", version);
+}
+
+bool
+rq_if_match(struct request *rq, long version, struct err *e)
+{
+	const char *im = rq_header(rq, "If-Match");
+	char want[32];
+
+	if (im == NULL || strcmp(im, "*") == 0)
+		return true;
+	snprintf(want, sizeof(want), "\"%ld\"", version);
+	if (strcmp(im, want) != 0 && !(strncmp(im, "W/", 2) == 0 && strcmp(im + 2, want) == 0))
+		return err_set(e, 412, "api.precondition_failed",
+		    "the object changed since it was read (version %ld)", version);
+	return true;
+}
+
+static bool
+sane_request_id(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+static void
+problem(struct request *rq, const struct err *e)
+{
+	json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s}",
+	    "type", "about:blank", "title", e->msg, "status", e->status,
+	    "code", e->code, "request_id", rq->id);
+
+	if (e->detail[0] != '\0' && strncmp(e->code, "db.", 3) != 0)
+		json_object_set_new(p, "detail", json_string(e->detail));
+	else
+		json_object_set_new(p, "detail", json_string(e->msg));
+	if (e->pointer[0] != '\0' || strcmp(e->code, "api.not_object") == 0)
+		json_object_set_new(p, "errors", json_pack("[{s:s, s:s}]",
+		    "pointer", e->pointer, "detail", e->msg));
+	rq_reply(rq, e->status, p);
+	rq->content_type = "application/problem+json";
+	if (e->status >= 500)
+		log_error(rq->id, "api", "request failed", "{s:s, s:s, s:i}", "code", e->code,
+		    "error", e->msg, "status", e->status);
+	else
+		log_info(rq->id, "api", "request refused", "{s:s, s:s, s:i}", "code", e->code,
+		    "error", e->msg, "status", e->status);
+}
+
+/* Authenticates the bearer token; fills rq->actor, role and envs. */
+static bool
+authenticate(struct request *rq, struct err *e)
+{
+	const char *h = rq_header(rq, "Authorization");
+	struct token_principal p;
+
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 || h[7] == '\0')
+		return err_set(e, 401, "auth.missing_token", "a bearer token is required");
+	if (!token_authenticate(h + 7, rq->arena, &p, e))
+		return false;
+	snprintf(rq->actor.id, sizeof(rq->actor.id), "%s", p.id);
+	snprintf(rq->actor.name, sizeof(rq->actor.name), "%s", p.name);
+	rq->role = (enum role)p.role;
+	rq->envs = (const char *const *)p.envs;
+	rq->nenvs = p.nenvs;
+	return true;
+}
+
+static bool
+content_type_json(struct request *rq)
+{
+	const char *ct = rq_header(rq, "Content-Type");
+	size_t n = strlen("application/json");
+
+	return ct != NULL && strncasecmp(ct, "application/json", n) == 0 &&
+	    (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+/* Runs the handler inside one transaction (unless R_NOTX). */
+static bool
+run_handler(struct request *rq, struct err *e)
+{
+	bool ok;
+
+	if (rq->route->flags & R_NOTX)
+		return rq->route->fn(rq, e);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		err_clear(e);
+		rq->db = db_acquire(5000, e);
+		if (rq->db == NULL)
+			return false;
+		ok = db_begin(rq->db, e) && idem_before(rq, e);
+		if (ok && rq->status == 0)
+			ok = rq->route->fn(rq, e) && idem_after(rq, e);
+		ok = ok && db_commit(rq->db, e);
+		if (!ok)
+			db_rollback(rq->db);
+		db_release(rq->db);
+		rq->db = NULL;
+		if (ok || strcmp(e->code, "db.retry") != 0)
+			return ok;
+		rq_reply(rq, 0, NULL);
+	}
+	return false;
+}
+
+static void
+dispatch(struct request *rq)
+{
+	struct err e = { 0 };
+	char allow[128] = "";
+
+	rq->route = router_match(rq, allow, sizeof(allow), &e);
+	if (rq->route == NULL)
+		goto fail;
+	if (!(rq->route->flags & R_PUBLIC)) {
+		if (!authenticate(rq, &e))
+			goto fail;
+		if (rq->role < rq->route->min_role) {
+			err_set(&e, 403, "auth.forbidden", "this token's role may not do this");
+			goto fail;
+		}
+	}
+	if (rq->body_too_large) {
+		err_set(&e, 413, "api.body_too_large", "request body is larger than %ld bytes",
+		    cfg.body_limit);
+		goto fail;
+	}
+	if (rq->route->flags & R_BODY) {
+		if (!content_type_json(rq)) {
+			err_set(&e, 415, "api.unsupported_media_type",
+			    "content-type must be application/json");
+			goto fail;
+		}
+		rq->json = jsonx_parse_object(rq->body ? rq->body : "", rq->body_len, &e);
+		if (rq->json == NULL)
+			goto fail;
+	}
+	if (!run_handler(rq, &e))
+		goto fail;
+	return;
+fail:
+	if (e.status == 0)
+		err_set(&e, 500, "api.internal", "internal error");
+	problem(rq, &e);
+	if (e.status == 405 && allow[0] != '\0')
+		rq->allow = arena_strdup(rq->arena, allow);
+	rq->retry_after = e.retry_after;
+}
+
+static void
+add_common_headers(struct request *rq, struct MHD_Response *resp)
+{
+	MHD_add_response_header(resp, "X-Request-Id", rq->id);
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+}
+
+static void
+answer(struct request *rq, struct MHD_Connection *conn)
+{
+	struct MHD_Response *resp;
+	char *text = NULL;
+	bool problem_json = rq->content_type &&
+	    strcmp(rq->content_type, "application/problem+json") == 0;
+
+	if (rq->route != NULL && (rq->route->flags & R_RAW) && !problem_json) {
+		resp = MHD_create_response_from_buffer(rq->raw_len, (void *)rq->raw,
+		    MHD_RESPMEM_MUST_COPY);
+	} else if (rq->reply != NULL) {
+		text = json_dumps(rq->reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		resp = MHD_create_response_from_buffer(text ? strlen(text) : 0, text,
+		    MHD_RESPMEM_MUST_FREE);
+	} else {
+		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	}
+	if (resp == NULL)
+		return;
+	add_common_headers(rq, resp);
+	if (rq->reply != NULL || rq->content_type != NULL)
+		MHD_add_response_header(resp, "Content-Type",
+		    rq->content_type ? rq->content_type : "application/json");
+	if (rq->allow != NULL)
+		MHD_add_response_header(resp, "Allow", rq->allow);
+	if (rq->etag != NULL && !problem_json)
+		MHD_add_response_header(resp, "ETag", rq->etag);
+	if (rq->retry_after > 0) {
+		char ra[16];
+
+		snprintf(ra, sizeof(ra), "%d", rq->retry_after);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
+	if (rq->status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"fleetd\"");
+	if (rq->location != NULL && !problem_json)
+		MHD_add_response_header(resp, "Location", rq->location);
+	MHD_queue_response(conn, (unsigned)rq->status, resp);
+	MHD_destroy_response(resp);
+}
+
+static enum MHD_Result
+on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+	  const char *version, const char *upload, size_t *upload_size, void **req_cls)
+{
+	struct request *rq = *req_cls;
+
+	(void)cls;
+	(void)version;
+	if (rq == NULL) {
+		struct arena *a = arena_new();
+		const char *rid;
+
+		rq = arena_alloc(a, sizeof(*rq));
+		rq->arena = a;
+		rq->conn = conn;
+		rq->method = arena_strdup(a, method);
+		rq->path = arena_strdup(a, url);
+		clock_gettime(CLOCK_MONOTONIC, &rq->start);
+		rid = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id");
+		if (sane_request_id(rid)) {
+			snprintf(rq->id, sizeof(rq->id), "%s", rid);
+		} else {
+			uuid_t u;
+
+			uuid_generate_random(u);
+			uuid_unparse_lower(u, rq->id);
+		}
+		snprintf(rq->actor.request_id, sizeof(rq->actor.request_id), "%s", rq->id);
+		*req_cls = rq;
+		atomic_fetch_add(&inflight, 1);
+		return MHD_YES;
+	}
+	if (*upload_size > 0) {
+		size_t n = *upload_size;
+
+		if (!rq->body_too_large && rq->body_len + n > (size_t)cfg.body_limit) {
+			rq->body_too_large = true;
+			free(rq->body);
+			rq->body = NULL;
+			rq->body_len = 0;
+		}
+		if (!rq->body_too_large) {
+			if (rq->body_len + n + 1 > rq->body_cap) {
+				size_t cap = rq->body_cap ? rq->body_cap * 2 : 4096;
+				char *p;
+
+				while (cap < rq->body_len + n + 1)
+					cap *= 2;
+				p = realloc(rq->body, cap);
+				if (p == NULL) {
+					rq->body_too_large = true;
+				} else {
+					rq->body = p;
+					rq->body_cap = cap;
+				}
+			}
+			if (!rq->body_too_large) {
+				memcpy(rq->body + rq->body_len, upload, n);
+				rq->body_len += n;
+				rq->body[rq->body_len] = '\0';
+			}
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	dispatch(rq);
+	answer(rq, conn);
+	return MHD_YES;
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
+	     enum MHD_RequestTerminationCode toe)
+{
+	struct request *rq = *req_cls;
+	struct timespec end;
+	double secs;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (rq == NULL)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	secs = (double)(end.tv_sec - rq->start.tv_sec) +
+	    (double)(end.tv_nsec - rq->start.tv_nsec) / 1e9;
+	metrics_observe_request(rq->route ? rq->route->pattern : "unmatched", rq->method,
+	    rq->status, secs);
+	log_debug(rq->id, "api", "request done", "{s:s, s:s, s:i, s:f}", "method", rq->method,
+	    "route", rq->route ? rq->route->pattern : "unmatched", "status", rq->status,
+	    "seconds", secs);
+	json_decref(rq->json);
+	json_decref(rq->reply);
+	free(rq->body);
+	arena_free(rq->arena);
+	*req_cls = NULL;
+	atomic_fetch_sub(&inflight, 1);
+}
+
+/* Percent-decoding that never produces NUL: "%00" stays literal so the router can refuse it. */
+static size_t
+unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *r = s, *w = s;
+
+	(void)cls;
+	(void)c;
+	while (*r != '\0') {
+		if (r[0] == '%' && r[1] != '\0' && r[2] != '\0') {
+			char hex[3] = { r[1], r[2], 0 }, *end;
+			unsigned long v = strtoul(hex, &end, 16);
+
+			if (*end == '\0' && v != 0) {
+				*w++ = (char)v;
+				r += 3;
+				continue;
+			}
+		}
+		*w++ = *r++;
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
+static char *
+read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1)) != NULL) {
+		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[n] = '\0';
+		}
+	}
+	fclose(f);
+	return buf;
+}
+
+static char *tls_cert_pem, *tls_key_pem;
+
+bool
+server_start(struct err *e)
+{
+	char host[64] = "127.0.0.1";
+	const char *colon = strrchr(cfg.listen, ':');
+	struct sockaddr_in sa = { 0 };
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+	const union MHD_DaemonInfo *info;
+	int port;
+
+	if (colon == NULL || (size_t)(colon - cfg.listen) >= sizeof(host))
+		return err_set(e, 400, "config.bad_listen", "listen must be address:port");
+	memcpy(host, cfg.listen, (size_t)(colon - cfg.listen));
+	host[colon - cfg.listen] = '\0';
+	port = atoi(colon + 1);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return err_set(e, 400, "config.bad_listen", "listen address must be IPv4");
+	if (cfg.tls_cert != NULL && cfg.tls_key != NULL) {
+		tls_cert_pem = read_file(cfg.tls_cert);
+		tls_key_pem = read_file(cfg.tls_key);
+		if (tls_cert_pem == NULL || tls_key_pem == NULL)
+			return err_set(e, 400, "config.tls", "cannot read the tls certificate or key");
+		flags |= MHD_USE_TLS;
+	}
+	daemon_ = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_access, NULL,
+	    MHD_OPTION_SOCK_ADDR, &sa,
+	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg.threads,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg.conn_limit,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg.conn_limit,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg.conn_timeout,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+	    (flags & MHD_USE_TLS) ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, tls_cert_pem,
+	    MHD_OPTION_HTTPS_MEM_KEY, tls_key_pem,
+	    MHD_OPTION_END);
+	if (daemon_ == NULL)
+		return err_set(e, 500, "server.start", "cannot listen on %s", cfg.listen);
+	info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
+	bound_port = info ? info->port : port;
+	return true;
+}
+
+int
+server_port(void)
+{
+	return bound_port;
+}
+
+void
+server_stop(void)
+{
+	if (daemon_ == NULL)
+		return;
+	MHD_quiesce_daemon(daemon_);
+	for (int i = 0; i < 300 && atomic_load(&inflight) > 0; i++)
+		usleep(100 * 1000);
+	MHD_stop_daemon(daemon_);
+	daemon_ = NULL;
+	free(tls_cert_pem);
+	free(tls_key_pem);
+}

@@ -1,0 +1,105 @@
+/* server: libmicrohttpd callbacks, per-request state, dispatch through the route table,
+ * problem+json answers.  Only api/ includes this file. */
+#ifndef FLEET_API_SERVER_H
+#define FLEET_API_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "core/arena.h"
+#include "core/audit.h"
+#include "core/db.h"
+#include "core/err.h"
+
+enum role { ROLE_NONE = 0, ROLE_VIEWER, ROLE_OPERATOR, ROLE_ADMIN };
+
+struct request;
+typedef bool (*handler_fn)(struct request *rq, struct err *e);
+
+enum route_flags {
+	R_PUBLIC	= 1 << 0,	/* no bearer token needed */
+	R_NOTX		= 1 << 1,	/* handler manages its own transactions (network calls) */
+	R_BODY		= 1 << 2,	/* takes a JSON object body */
+	R_RAW		= 1 << 3,	/* answers rq->raw, not JSON */
+};
+
+struct route {
+	const char	*method;
+	const char	*pattern;	/* "/v1/environments/{name}" */
+	handler_fn	 fn;
+	enum role	 min_role;
+	int		 flags;
+};
+
+#define MAX_PARAMS 6
+
+struct request {
+	struct arena	*arena;
+	void		*conn;		/* struct MHD_Connection * */
+	char		 id[64];	/* request id, echoed as X-Request-Id */
+	const char	*method;
+	const char	*path;
+	const struct route *route;
+	const char	*param_names[MAX_PARAMS];
+	const char	*param_values[MAX_PARAMS];
+	int		 nparams;
+	char		*body;
+	size_t		 body_len;
+	size_t		 body_cap;
+	bool		 body_too_large;
+	json_t		*json;		/* parsed body when the route takes one */
+	struct db	*db;		/* open transaction unless the route is R_NOTX */
+	struct actor	 actor;		/* who called (token id, name) */
+	enum role	 role;
+	const char	*const *envs;	/* environments the token may see; "*" = all */
+	int		 nenvs;
+	struct timespec	 start;
+	/* answer */
+	int		 status;
+	json_t		*reply;		/* owned; serialized at the end */
+	const char	*location;
+	const char	*etag;
+	const char	*content_type;
+	const char	*raw;		/* R_RAW body (arena or static) */
+	size_t		 raw_len;
+	const char	*allow;		/* Allow header of a 405 */
+	int		 retry_after;	/* Retry-After seconds of a 503 */
+	const char	*idem_key;	/* Idempotency-Key to record after success */
+	char		 body_sha[65];
+};
+
+/* Route parameters and query strings, NULL when absent. */
+const char	*rq_param(struct request *rq, const char *name);
+const char	*rq_query(struct request *rq, const char *name);
+const char	*rq_header(struct request *rq, const char *name);
+/* Is env visible to the caller's token? */
+bool		 rq_env_visible(struct request *rq, const char *env);
+/* Sets a 2xx JSON answer (steals reply). */
+void		 rq_reply(struct request *rq, int status, json_t *reply);
+/* Paging: parses limit (1..500, default 100) and the opaque after cursor. */
+bool		 rq_page(struct request *rq, int *limit, const char **after, struct err *e);
+/* If-Match against the object's version: 412 on mismatch, true when absent. */
+bool		 rq_if_match(struct request *rq, long version, struct err *e);
+/* ETag header value for a version, arena-allocated. */
+const char	*rq_etag(struct request *rq, long version);
+
+bool	server_start(struct err *e);
+void	server_stop(void);		/* quiesce, wait for in-flight requests, stop */
+int	server_port(void);
+
+/* Idempotency-Key (idem.c): replay a stored answer, or record this one.  Both run
+ * inside the request's transaction. */
+bool	idem_before(struct request *rq, struct err *e);
+bool	idem_after(struct request *rq, struct err *e);
+
+/* route table (router.c) */
+extern const struct route routes[];
+extern const size_t nroutes;
+/* Finds the route for method+path; 404/405 (with allow filled) otherwise. */
+const struct route *router_match(struct request *rq, char *allow, size_t allowlen,
+	    struct err *e);
+
+#endif

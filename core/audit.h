@@ -1,0 +1,26 @@
+/* audit: one row per mutation, written in the same transaction as the change. */
+#ifndef FLEET_CORE_AUDIT_H
+#define FLEET_CORE_AUDIT_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "core/db.h"
+#include "core/err.h"
+
+struct actor {
+	char	id[40];		/* token id (uuid) or "" for the bootstrap command */
+	char	name[128];
+	char	request_id[64];
+};
+
+/* before/after are borrowed; secrets must already be redacted by the caller
+ * (audit_redact helps). */
+bool	audit_write(struct db *c, const struct actor *who, const char *action,
+	    const char *rtype, const char *rid, const char *env, json_t *before,
+	    json_t *after, struct err *e);
+/* Copy of o with every member named like a secret replaced by "[redacted]". */
+json_t	*audit_redact(json_t *o);
+
+#endif

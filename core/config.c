@@ -1,0 +1,232 @@
+/* config: the key table (as PgBouncer's), defaults, environment variables and flags. */
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/config.h"
+
+struct config cfg;
+
+enum ctype { C_STR, C_INT, C_LONG };
+
+struct ckey {
+	const char	*name;		/* flag name without "--" */
+	enum ctype	 type;
+	size_t		 off;
+	const char	*def;
+	const char	*env;
+	bool		 secret;
+	const char	*help;
+};
+
+#define S(f) offsetof(struct config, f)
+
+static const struct ckey keys[] = {
+	{ "listen", C_STR, S(listen), "127.0.0.1:8080", "FLEETD_LISTEN", false,
+	  "address:port to serve on" },
+	{ "threads", C_INT, S(threads), "4", "FLEETD_THREADS", false,
+	  "HTTP worker threads" },
+	{ "db-pool", C_INT, S(db_pool), "8", "FLEETD_DB_POOL", false,
+	  "database connections in the pool" },
+	{ "log-level", C_STR, S(log_level), "info", "FLEETD_LOG_LEVEL", false,
+	  "debug | info | warn | error" },
+	{ "database-url", C_STR, S(database_url), NULL, "DATABASE_URL", true,
+	  "libpq connection string (required)" },
+	{ "body-limit", C_LONG, S(body_limit), "1048576", "FLEETD_BODY_LIMIT", false,
+	  "largest request body in bytes (413 above)" },
+	{ "conn-limit", C_INT, S(conn_limit), "1024", "FLEETD_CONN_LIMIT", false,
+	  "concurrent HTTP connections" },
+	{ "conn-timeout", C_INT, S(conn_timeout), "30", "FLEETD_CONN_TIMEOUT", false,
+	  "seconds an idle or slow connection may live" },
+	{ "master-key", C_STR, S(master_key), NULL, "FLEETD_MASTER_KEY", true,
+	  "base64 of 32 bytes; encrypts cluster credentials at rest" },
+	{ "migrations-dir", C_STR, S(migrations_dir), FLEETD_SOURCE_DIR "/migrations",
+	  "FLEETD_MIGRATIONS_DIR", false, "folder of NNNN_name.sql files" },
+	{ "openapi", C_STR, S(openapi_path), FLEETD_SOURCE_DIR "/api/openapi.yaml",
+	  "FLEETD_OPENAPI", false, "the OpenAPI document served at /openapi.yaml" },
+	{ "tls-cert", C_STR, S(tls_cert), NULL, "FLEETD_TLS_CERT", false,
+	  "PEM certificate file; serves HTTPS when set with --tls-key" },
+	{ "tls-key", C_STR, S(tls_key), NULL, "FLEETD_TLS_KEY", true,
+	  "PEM private key file" },
+	{ "scheduler-interval-ms", C_INT, S(scheduler_interval_ms), "1000",
+	  "FLEETD_SCHEDULER_INTERVAL_MS", false, "scheduler timer between cycles" },
+	{ "poll-interval-ms", C_INT, S(poll_interval_ms), "15000", "FLEETD_POLL_INTERVAL_MS",
+	  false, "capacity refresh period" },
+	{ "snapshot-max-age", C_INT, S(snapshot_max_age_s), "120", "FLEETD_SNAPSHOT_MAX_AGE",
+	  false, "seconds after which a capacity snapshot is stale" },
+	{ "gcp-oauth-url", C_STR, S(gcp_oauth_url), "https://oauth2.googleapis.com",
+	  "FLEETD_GCP_OAUTH_URL", false, "Google OAuth base URL" },
+	{ "gcp-iamcredentials-url", C_STR, S(gcp_iamcredentials_url),
+	  "https://iamcredentials.googleapis.com", "FLEETD_GCP_IAMCREDENTIALS_URL", false,
+	  "Google IAM Credentials base URL" },
+	{ "gke-url", C_STR, S(gke_url), "https://container.googleapis.com", "FLEETD_GKE_URL",
+	  false, "GKE API base URL" },
+	{ "gce-url", C_STR, S(gce_url), "https://compute.googleapis.com", "FLEETD_GCE_URL",
+	  false, "Compute Engine API base URL" },
+	{ "gcp-sa-key-file", C_STR, S(gcp_sa_key_file), NULL, "FLEETD_GCP_SA_KEY_FILE", false,
+	  "fleetd's own Google service-account key (JSON file)" },
+	{ "azure-login-url", C_STR, S(azure_login_url), "https://login.microsoftonline.com",
+	  "FLEETD_AZURE_LOGIN_URL", false, "Azure AD base URL" },
+	{ "arm-url", C_STR, S(arm_url), "https://management.azure.com", "FLEETD_ARM_URL",
+	  false, "Azure Resource Manager base URL" },
+	{ "azure-tenant", C_STR, S(azure_tenant), NULL, "FLEETD_AZURE_TENANT", false,
+	  "fleetd's Azure AD tenant" },
+	{ "azure-client-id", C_STR, S(azure_client_id), NULL, "FLEETD_AZURE_CLIENT_ID", false,
+	  "fleetd's Azure app registration" },
+	{ "azure-client-secret", C_STR, S(azure_client_secret), NULL,
+	  "FLEETD_AZURE_CLIENT_SECRET", true, "its client secret" },
+	{ "aws-sts-url", C_STR, S(aws_sts_url), "https://sts.amazonaws.com",
+	  "FLEETD_AWS_STS_URL", false, "AWS STS endpoint" },
+	{ "aws-iam-url", C_STR, S(aws_iam_url), "https://iam.amazonaws.com",
+	  "FLEETD_AWS_IAM_URL", false, "AWS IAM endpoint" },
+	{ "sagemaker-url", C_STR, S(sagemaker_url), NULL, "FLEETD_SAGEMAKER_URL", false,
+	  "SageMaker endpoint (default: the region's api.sagemaker host)" },
+	{ "aws-access-key-id", C_STR, S(aws_access_key_id), NULL, "FLEETD_AWS_ACCESS_KEY_ID",
+	  false, "fleetd's base AWS credentials" },
+	{ "aws-secret-access-key", C_STR, S(aws_secret_access_key), NULL,
+	  "FLEETD_AWS_SECRET_ACCESS_KEY", true, "their secret" },
+	{ "aws-principal-arn", C_STR, S(aws_principal_arn), "arn:aws:iam::000000000000:role/fleetd",
+	  "FLEETD_AWS_PRINCIPAL_ARN", false, "principal trusted by control-plane roles" },
+	{ "gcp-principal", C_STR, S(gcp_principal),
+	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
+	  "service account that impersonates control-plane accounts" },
+	{ "instance-id", C_STR, S(instance_id), NULL, "FLEETD_INSTANCE_ID", false,
+	  "replica name (default: hostname-pid)" },
+};
+
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+static const struct ckey *
+find(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (strlen(keys[i].name) == len && strncmp(keys[i].name, name, len) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+static bool
+assign(const struct ckey *k, const char *value, struct err *e)
+{
+	char *base = (char *)&cfg;
+	char *end;
+	long v;
+
+	switch (k->type) {
+	case C_STR: {
+		char **p = (char **)(base + k->off);
+
+		free(*p);
+		*p = value ? strdup(value) : NULL;
+		return true;
+	}
+	case C_INT:
+	case C_LONG:
+		errno = 0;
+		v = strtol(value, &end, 10);
+		if (errno != 0 || end == value || *end != '\0' || v < 0 ||
+		    (k->type == C_INT && v > INT_MAX))
+			return err_set(e, 400, "config.bad_value",
+			    "%s must be a non-negative integer", k->name);
+		if (k->type == C_INT)
+			*(int *)(base + k->off) = (int)v;
+		else
+			*(long *)(base + k->off) = v;
+		return true;
+	}
+	return false;
+}
+
+bool
+config_set(const char *name, const char *value, struct err *e)
+{
+	const struct ckey *k = find(name, strlen(name));
+
+	if (k == NULL)
+		return err_set(e, 400, "config.unknown", "unknown setting %s", name);
+	return assign(k, value, e);
+}
+
+bool
+config_load(int argc, char **argv, int first, char ***rest, int *nrest, struct err *e)
+{
+	static char *positional[64];
+	int np = 0;
+
+	config_cleanup();
+	for (size_t i = 0; i < NKEYS; i++) {
+		const char *env = getenv(keys[i].env);
+		const char *v = (env != NULL && *env != '\0') ? env : keys[i].def;
+
+		if (v != NULL && !assign(&keys[i], v, e))
+			return false;
+	}
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i], *eq, *val;
+		const struct ckey *k;
+
+		if (strncmp(a, "--", 2) != 0) {
+			if (np < 64)
+				positional[np++] = argv[i];
+			continue;
+		}
+		a += 2;
+		eq = strchr(a, '=');
+		k = find(a, eq ? (size_t)(eq - a) : strlen(a));
+		if (k == NULL) {
+			if (np < 64)
+				positional[np++] = argv[i];	/* command flags, e.g. --migrate */
+			continue;
+		}
+		if (eq != NULL)
+			val = eq + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else
+			return err_set(e, 400, "config.missing_value", "--%s needs a value", k->name);
+		if (!assign(k, val, e))
+			return false;
+	}
+	if (cfg.instance_id == NULL) {
+		char host[128] = "fleetd", buf[160];
+
+		gethostname(host, sizeof(host) - 1);
+		snprintf(buf, sizeof(buf), "%s-%d", host, (int)getpid());
+		cfg.instance_id = strdup(buf);
+	}
+	if (cfg.threads < 1 || cfg.db_pool < 1)
+		return err_set(e, 400, "config.bad_value", "threads and db-pool must be at least 1");
+	if (rest != NULL) {
+		*rest = positional;
+		*nrest = np;
+	}
+	return true;
+}
+
+void
+config_usage(FILE *f)
+{
+	fprintf(f, "settings (flag / environment variable / default):\n");
+	for (size_t i = 0; i < NKEYS; i++)
+		fprintf(f, "  --%-24s %-30s %s\n      %s\n", keys[i].name, keys[i].env,
+		    keys[i].secret ? "(secret)" : (keys[i].def ? keys[i].def : "(unset)"),
+		    keys[i].help);
+}
+
+void
+config_cleanup(void)
+{
+	char *base = (char *)&cfg;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (keys[i].type == C_STR) {
+			char **p = (char **)(base + keys[i].off);
+
+			free(*p);
+			*p = NULL;
+		}
+	}
+}

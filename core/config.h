@@ -1,0 +1,59 @@
+/* config: one table of settings, from defaults, FLEETD_* environment variables and flags;
+ * parsed once at start, read-only afterwards. */
+#ifndef FLEET_CORE_CONFIG_H
+#define FLEET_CORE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/err.h"
+
+struct config {
+	char	*listen;		/* "127.0.0.1:8080" */
+	int	 threads;		/* libmicrohttpd worker threads */
+	int	 db_pool;		/* connections in the pool */
+	char	*log_level;
+	char	*database_url;
+	long	 body_limit;		/* bytes */
+	int	 conn_limit;		/* concurrent connections */
+	int	 conn_timeout;		/* seconds of idle before a connection is dropped */
+	char	*master_key;		/* base64 of 32 bytes; secret */
+	char	*migrations_dir;
+	char	*openapi_path;
+	char	*tls_cert;
+	char	*tls_key;
+	int	 scheduler_interval_ms;
+	int	 poll_interval_ms;
+	int	 snapshot_max_age_s;
+	char	*gcp_oauth_url;
+	char	*gcp_iamcredentials_url;
+	char	*gke_url;
+	char	*gce_url;
+	char	*gcp_sa_key_file;	/* fleetd's own service-account key (JSON) */
+	char	*azure_login_url;
+	char	*arm_url;
+	char	*azure_tenant;
+	char	*azure_client_id;
+	char	*azure_client_secret;	/* secret */
+	char	*aws_sts_url;
+	char	*aws_iam_url;
+	char	*sagemaker_url;
+	char	*aws_access_key_id;
+	char	*aws_secret_access_key;	/* secret */
+	char	*aws_principal_arn;
+	char	*gcp_principal;
+	char	*instance_id;		/* replica name in logs and claims */
+};
+
+extern struct config cfg;
+
+/* Loads defaults, then the environment, then argv flags (--name value or --name=value)
+ * starting at argv[first]; unknown flags are errors.  Remaining positional arguments
+ * are left in *rest / *nrest. */
+bool	config_load(int argc, char **argv, int first, char ***rest, int *nrest, struct err *e);
+void	config_usage(FILE *f);
+void	config_cleanup(void);
+/* Sets one setting by its flag name ("db-pool"), as the environment would. */
+bool	config_set(const char *name, const char *value, struct err *e);
+
+#endif

@@ -1,0 +1,272 @@
+/* db: a fixed pool of libpq connections guarded by one mutex; broken connections are
+ * reset on acquire so fleetd survives a database restart without restarting itself. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/db.h"
+#include "core/log.h"
+
+struct db {
+	PGconn	*conn;
+	bool	 busy;
+	bool	 in_tx;
+	char	 sqlstate[6];
+};
+
+static struct {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	struct db	*conns;
+	int		 size;
+	int		 in_use;
+	char		*url;
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static PGconn *
+connect_one(void)
+{
+	PGconn *c = PQconnectdb(pool.url);
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		return NULL;
+	}
+	PQclear(PQexec(c, "SET application_name = 'fleetd'; SET TimeZone = 'UTC'"));
+	return c;
+}
+
+bool
+db_pool_init(const char *url, int size, struct err *e)
+{
+	if (url == NULL || *url == '\0')
+		return err_set(e, 500, "db.no_url", "database url is not set");
+	pool.url = strdup(url);
+	pool.size = size;
+	pool.conns = calloc((size_t)size, sizeof(*pool.conns));
+	/* Connections open lazily: fleetd starts (and /readyz answers 503) while the
+	 * database is still away. */
+	return true;
+}
+
+void
+db_pool_close(void)
+{
+	pthread_mutex_lock(&pool.mu);
+	for (int i = 0; i < pool.size; i++)
+		if (pool.conns[i].conn != NULL)
+			PQfinish(pool.conns[i].conn);
+	free(pool.conns);
+	free(pool.url);
+	pool.conns = NULL;
+	pool.url = NULL;
+	pool.size = 0;
+	pthread_mutex_unlock(&pool.mu);
+}
+
+static void
+deadline_after(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+struct db *
+db_acquire(int wait_ms, struct err *e)
+{
+	struct timespec until;
+	struct db *c = NULL;
+
+	deadline_after(&until, wait_ms);
+	pthread_mutex_lock(&pool.mu);
+	while (c == NULL) {
+		for (int i = 0; i < pool.size; i++) {
+			if (!pool.conns[i].busy) {
+				c = &pool.conns[i];
+				c->busy = true;
+				pool.in_use++;
+				break;
+			}
+		}
+		if (c == NULL &&
+		    pthread_cond_timedwait(&pool.cv, &pool.mu, &until) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&pool.mu);
+	if (c == NULL) {
+		err_set(e, 503, "db.busy", "all database connections are busy");
+		e->retry_after = 1;
+		return NULL;
+	}
+	if (c->conn != NULL && PQstatus(c->conn) != CONNECTION_OK) {
+		PQfinish(c->conn);
+		c->conn = NULL;
+	}
+	if (c->conn == NULL)
+		c->conn = connect_one();
+	if (c->conn == NULL) {
+		db_release(c);
+		err_set(e, 503, "db.unavailable", "the database is unavailable");
+		e->retry_after = 2;
+		return NULL;
+	}
+	return c;
+}
+
+void
+db_release(struct db *c)
+{
+	if (c == NULL)
+		return;
+	if (c->in_tx && c->conn != NULL)
+		db_rollback(c);
+	c->in_tx = false;
+	pthread_mutex_lock(&pool.mu);
+	c->busy = false;
+	pool.in_use--;
+	pthread_cond_signal(&pool.cv);
+	pthread_mutex_unlock(&pool.mu);
+}
+
+void
+db_pool_stats(int *in_use, int *idle, int *size)
+{
+	pthread_mutex_lock(&pool.mu);
+	*in_use = pool.in_use;
+	*size = pool.size;
+	*idle = pool.size - pool.in_use;
+	pthread_mutex_unlock(&pool.mu);
+}
+
+static bool
+fail_from_result(struct db *c, PGresult *r, struct err *e)
+{
+	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+	const char *constraint = r ? PQresultErrorField(r, PG_DIAG_CONSTRAINT_NAME) : NULL;
+
+	snprintf(c->sqlstate, sizeof(c->sqlstate), "%s", state ? state : "");
+	if (PQstatus(c->conn) != CONNECTION_OK || state == NULL || strncmp(state, "08", 2) == 0 ||
+	    strncmp(state, "57P", 3) == 0) {
+		err_set(e, 503, "db.unavailable", "the database is unavailable");
+		if (e)
+			e->retry_after = 2;
+	} else if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0) {
+		err_set(e, 503, "db.retry", "the database asked to retry the transaction");
+		if (e)
+			e->retry_after = 1;
+	} else if (strcmp(state, "23505") == 0 || strcmp(state, "23P01") == 0) {
+		err_set(e, 409, "db.conflict", "the object already exists");
+	} else if (strcmp(state, "23503") == 0) {
+		err_set(e, 409, "db.in_use", "the object is referenced by others");
+	} else if (strncmp(state, "22", 2) == 0 || strcmp(state, "23514") == 0 ||
+	    strcmp(state, "23502") == 0) {
+		err_set(e, 400, "db.bad_value", "a value is out of range or malformed");
+	} else {
+		err_set(e, 500, "db.error", "database error");
+		log_error(NULL, "db", "query failed", "{s:s, s:s}", "sqlstate", state,
+		    "error", r ? PQresultErrorMessage(r) : PQerrorMessage(c->conn));
+	}
+	if (e != NULL)
+		snprintf(e->detail, sizeof(e->detail), "%s%s%s", state ? state : "",
+		    constraint ? " " : "", constraint ? constraint : "");
+	return false;
+}
+
+bool
+db_exec(struct db *c, const char *sql, int n, const char *const *params, PGresult **out,
+	struct err *e)
+{
+	PGresult *r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+
+	if (out != NULL)
+		*out = NULL;
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		fail_from_result(c, r, e);
+		PQclear(r);
+		return false;
+	}
+	if (out != NULL)
+		*out = r;
+	else
+		PQclear(r);
+	return true;
+}
+
+bool
+db_begin(struct db *c, struct err *e)
+{
+	if (!db_exec(c, "BEGIN", 0, NULL, NULL, e))
+		return false;
+	c->in_tx = true;
+	return true;
+}
+
+bool
+db_commit(struct db *c, struct err *e)
+{
+	bool ok = db_exec(c, "COMMIT", 0, NULL, NULL, e);
+
+	c->in_tx = false;
+	return ok;
+}
+
+void
+db_rollback(struct db *c)
+{
+	PGresult *r;
+
+	if (c == NULL || c->conn == NULL)
+		return;
+	r = PQexec(c->conn, "ROLLBACK");
+	PQclear(r);
+	c->in_tx = false;
+}
+
+bool
+db_tx(db_tx_fn fn, void *arg, struct err *e)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		struct db *c = db_acquire(5000, e);
+		bool ok;
+
+		if (c == NULL)
+			return false;
+		err_clear(e);
+		ok = db_begin(c, e) && fn(c, arg, e) && db_commit(c, e);
+		if (!ok)
+			db_rollback(c);
+		db_release(c);
+		if (ok)
+			return true;
+		if (e == NULL || strcmp(e->code, "db.retry") != 0)
+			return false;
+	}
+	return false;
+}
+
+PGconn *
+db_conn(struct db *c)
+{
+	return c->conn;
+}
+
+const char *
+db_sqlstate(const struct err *e)
+{
+	return e ? e->detail : "";
+}
+
+const char *
+db_val(const PGresult *r, int row, int col)
+{
+	if (PQgetisnull(r, row, col))
+		return NULL;
+	return PQgetvalue(r, row, col);
+}

@@ -1,0 +1,44 @@
+/* db: the only door to libpq — a connection pool, transactions, parameterized queries,
+ * and SQLSTATE to HTTP status mapping. */
+#ifndef FLEET_CORE_DB_H
+#define FLEET_CORE_DB_H
+
+#include <stdbool.h>
+
+#include <libpq-fe.h>
+
+#include "core/err.h"
+
+struct db;	/* one pooled connection, opaque */
+
+bool	 db_pool_init(const char *url, int size, struct err *e);
+void	 db_pool_close(void);
+/* Waits up to wait_ms for a free connection; 503 "db.unavailable" when none or when the
+ * server cannot be reached (a broken connection is reset before use). */
+struct db *db_acquire(int wait_ms, struct err *e);
+/* Returns the connection; rolls back a transaction left open. */
+void	 db_release(struct db *c);
+void	 db_pool_stats(int *in_use, int *idle, int *size);
+
+bool	 db_begin(struct db *c, struct err *e);
+bool	 db_commit(struct db *c, struct err *e);
+void	 db_rollback(struct db *c);
+
+/* PQexecParams with text params (NULL = SQL NULL).  On success *out (when not NULL)
+ * owns the result (PQclear it).  On failure fills e by SQLSTATE:
+ * 23505/23503/23P01 -> 409, 22xxx/23514 -> 400, 40001/40P01 -> 503 "db.retry",
+ * connection loss -> 503 "db.unavailable", else 500. */
+bool	 db_exec(struct db *c, const char *sql, int n, const char *const *params,
+	    PGresult **out, struct err *e);
+/* Runs fn inside one transaction on a pooled connection; retries once on
+ * serialization failure or deadlock. */
+typedef bool (*db_tx_fn)(struct db *c, void *arg, struct err *e);
+bool	 db_tx(db_tx_fn fn, void *arg, struct err *e);
+
+PGconn	*db_conn(struct db *c);	/* for LISTEN/NOTIFY and COPY only */
+const char *db_sqlstate(const struct err *e);	/* last SQLSTATE in e->detail or "" */
+
+/* Rows helpers: value or NULL for SQL NULL. */
+const char *db_val(const PGresult *r, int row, int col);
+
+#endif

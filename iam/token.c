@@ -1,0 +1,323 @@
+/* token: secrets are "fleet_" + 43 base64url characters (256 random bits); only their
+ * sha-256 reaches the database.  A 2-second cache spares a query per request. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uuid/uuid.h>
+
+#include "core/crypto.h"
+#include "iam/token.h"
+
+#define CACHE_SLOTS	256
+#define CACHE_TTL_S	2
+
+struct cached {
+	char	 sha[65];
+	time_t	 at;
+	char	 id[40];
+	char	 name[128];
+	int	 role;
+	char	*envs;		/* malloc'd, comma-joined */
+};
+
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct cached cache[CACHE_SLOTS];
+
+static const char *const role_names[] = { "none", "viewer", "operator", "admin" };
+
+int
+token_role_parse(const char *s)
+{
+	for (int i = 1; i <= TOKEN_ADMIN; i++)
+		if (s != NULL && strcmp(s, role_names[i]) == 0)
+			return i;
+	return TOKEN_NONE;
+}
+
+const char *
+token_role_name(int role)
+{
+	return (role >= 0 && role <= TOKEN_ADMIN) ? role_names[role] : "none";
+}
+
+static const char sql_cols[] =
+    "id::text, name, role, array_to_json(environments)::text, revoked_at IS NOT NULL,"
+    " to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), version";
+
+static json_t *
+row_json(PGresult *r, int row)
+{
+	return json_pack("{s:s, s:s, s:s, s:o, s:b, s:s, s:i}",
+	    "id", PQgetvalue(r, row, 0), "name", PQgetvalue(r, row, 1),
+	    "role", PQgetvalue(r, row, 2),
+	    "environments", json_loads(PQgetvalue(r, row, 3), 0, NULL),
+	    "revoked", PQgetvalue(r, row, 4)[0] == 't', "created_at", PQgetvalue(r, row, 5),
+	    "version", atoi(PQgetvalue(r, row, 6)));
+}
+
+/* envs as a Postgres text[] literal built from validated names only. */
+static bool
+envs_literal(json_t *envs, char *out, size_t outlen, struct err *e)
+{
+	size_t i, n = 0;
+	json_t *v;
+
+	if (!json_is_array(envs) || json_array_size(envs) == 0 || json_array_size(envs) > 64)
+		return err_field(e, 400, "token.bad_environments", "/environments",
+		    "environments must be a list of 1 to 64 names, or [\"*\"]");
+	n += (size_t)snprintf(out + n, outlen - n, "{");
+	json_array_foreach(envs, i, v) {
+		const char *s = json_string_value(v);
+		char ptr[48];
+
+		snprintf(ptr, sizeof(ptr), "/environments/%zu", i);
+		if (s == NULL || (strcmp(s, "*") != 0 &&
+		    (strlen(s) < 2 || strlen(s) > 31 || strspn(s,
+		    "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(s))))
+			return err_field(e, 400, "token.bad_environment", ptr,
+			    "environment names are lowercase letters, digits and dashes, or *");
+		if (n + strlen(s) + 4 >= outlen)
+			return err_field(e, 400, "token.bad_environments", "/environments",
+			    "too many environments");
+		n += (size_t)snprintf(out + n, outlen - n, "%s%s", i ? "," : "", s);
+	}
+	snprintf(out + n, outlen - n, "}");
+	return true;
+}
+
+bool
+token_create(struct db *c, const char *name, const char *role, json_t *envs, char **secret,
+	     json_t **out, struct err *e)
+{
+	static const char sql[] =
+	    "INSERT INTO api_tokens (id, name, role, environments, secret_sha256)"
+	    " VALUES ($1, $2, $3, $4::text[], $5) RETURNING ";
+	char lit[2400], id[37], sha[65], *b64 = NULL, *q = NULL;
+	uint8_t raw[32];
+	uuid_t u;
+	PGresult *r = NULL;
+	bool ok = false;
+
+	*secret = NULL;
+	if (name == NULL || *name == '\0' || strlen(name) > 100)
+		return err_field(e, 400, "token.bad_name", "/name", "name must be 1 to 100 characters");
+	if (token_role_parse(role) == TOKEN_NONE)
+		return err_field(e, 400, "token.bad_role", "/role",
+		    "role must be viewer, operator or admin");
+	if (!envs_literal(envs, lit, sizeof(lit), e))
+		return false;
+	if (!crypto_random(raw, sizeof(raw)))
+		return err_set(e, 500, "token.random", "no randomness available");
+	b64 = crypto_b64url_encode(raw, sizeof(raw));
+	if (asprintf(&q, "%s%s", sql, sql_cols) < 0 || b64 == NULL)
+		goto cleanup;
+	if (asprintf(secret, "fleet_%s", b64) < 0) {
+		*secret = NULL;
+		goto cleanup;
+	}
+	crypto_sha256_hex(*secret, strlen(*secret), sha);
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, id);
+	{
+		const char *p[5] = { id, name, role, lit, sha };
+
+		if (!db_exec(c, q, 5, p, &r, e))
+			goto cleanup;
+	}
+	*out = row_json(r, 0);
+	ok = true;
+cleanup:
+	if (!ok) {
+		free(*secret);
+		*secret = NULL;
+	}
+	PQclear(r);
+	free(q);
+	free(b64);
+	return ok;
+}
+
+bool
+token_list(struct db *c, int limit, const char *after, json_t **out, struct err *e)
+{
+	char *q = NULL, lim[16];
+	const char *p[2] = { after ? after : "", lim };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	snprintf(lim, sizeof(lim), "%d", limit + 1);
+	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id::text > $1 ORDER BY id LIMIT $2",
+	    sql_cols) < 0)
+		return err_set(e, 500, "token.oom", "out of memory");
+	if (!db_exec(c, q, 2, p, &r, e))
+		goto cleanup;
+	*out = json_array();
+	for (int i = 0; i < PQntuples(r) && i < limit; i++)
+		json_array_append_new(*out, row_json(r, i));
+	ok = true;
+cleanup:
+	PQclear(r);
+	free(q);
+	return ok;
+}
+
+bool
+token_get(struct db *c, const char *id, json_t **out, struct err *e)
+{
+	char *q = NULL;
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	bool ok = false;
+	uuid_t u;
+
+	if (uuid_parse(id, u) != 0)
+		return err_set(e, 404, "token.not_found", "token not found");
+	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id = $1::uuid AND revoked_at IS NULL",
+	    sql_cols) < 0)
+		return err_set(e, 500, "token.oom", "out of memory");
+	if (!db_exec(c, q, 1, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, "token.not_found", "token not found");
+		goto cleanup;
+	}
+	*out = row_json(r, 0);
+	ok = true;
+cleanup:
+	PQclear(r);
+	free(q);
+	return ok;
+}
+
+bool
+token_revoke(struct db *c, const char *id, json_t **before, struct err *e)
+{
+	static const char sql[] = "UPDATE api_tokens SET revoked_at = now(), updated_at = now(),"
+	    " version = version + 1 WHERE id = $1::uuid AND revoked_at IS NULL";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	bool ok;
+
+	if (!token_get(c, id, before, e))
+		return false;
+	ok = db_exec(c, sql, 1, p, &r, e);
+	PQclear(r);
+	token_cache_flush();
+	return ok;
+}
+
+static bool
+cache_get(const char *sha, struct arena *a, struct token_principal *p)
+{
+	struct cached *s = &cache[(unsigned char)sha[0] * 16 % CACHE_SLOTS +
+	    ((unsigned char)sha[1] % 16)];
+	bool hit = false;
+
+	pthread_mutex_lock(&cache_mu);
+	if (strcmp(s->sha, sha) == 0 && time(NULL) - s->at < CACHE_TTL_S) {
+		char *envs = arena_strdup(a, s->envs), *save = NULL, *tok;
+
+		snprintf(p->id, sizeof(p->id), "%s", s->id);
+		snprintf(p->name, sizeof(p->name), "%s", s->name);
+		p->role = s->role;
+		p->envs = arena_alloc(a, sizeof(char *) * 65);
+		p->nenvs = 0;
+		for (tok = strtok_r(envs, ",", &save); tok && p->nenvs < 64;
+		    tok = strtok_r(NULL, ",", &save))
+			p->envs[p->nenvs++] = tok;
+		hit = true;
+	}
+	pthread_mutex_unlock(&cache_mu);
+	return hit;
+}
+
+static void
+cache_put(const char *sha, const struct token_principal *p)
+{
+	struct cached *s = &cache[(unsigned char)sha[0] * 16 % CACHE_SLOTS +
+	    ((unsigned char)sha[1] % 16)];
+	size_t len = 1;
+	char *envs;
+
+	for (int i = 0; i < p->nenvs; i++)
+		len += strlen(p->envs[i]) + 1;
+	envs = calloc(1, len);
+	for (int i = 0; i < p->nenvs; i++) {
+		if (i)
+			strcat(envs, ",");
+		strcat(envs, p->envs[i]);
+	}
+	pthread_mutex_lock(&cache_mu);
+	free(s->envs);
+	snprintf(s->sha, sizeof(s->sha), "%s", sha);
+	s->at = time(NULL);
+	snprintf(s->id, sizeof(s->id), "%s", p->id);
+	snprintf(s->name, sizeof(s->name), "%s", p->name);
+	s->role = p->role;
+	s->envs = envs;
+	pthread_mutex_unlock(&cache_mu);
+}
+
+void
+token_cache_flush(void)
+{
+	pthread_mutex_lock(&cache_mu);
+	for (int i = 0; i < CACHE_SLOTS; i++) {
+		free(cache[i].envs);
+		memset(&cache[i], 0, sizeof(cache[i]));
+	}
+	pthread_mutex_unlock(&cache_mu);
+}
+
+bool
+token_authenticate(const char *secret, struct arena *a, struct token_principal *p,
+		   struct err *e)
+{
+	static const char sql[] = "SELECT id::text, name, role, environments FROM api_tokens"
+	    " WHERE secret_sha256 = $1 AND revoked_at IS NULL";
+	char sha[65];
+	const char *params[1] = { sha };
+	struct db *c = NULL;
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (strlen(secret) > 200)
+		return err_set(e, 401, "auth.bad_token", "the bearer token is not valid");
+	crypto_sha256_hex(secret, strlen(secret), sha);
+	if (cache_get(sha, a, p))
+		return true;
+	if ((c = db_acquire(5000, e)) == NULL)
+		return false;
+	if (!db_exec(c, sql, 1, params, &r, e))
+		goto cleanup;
+	if (PQntuples(r) != 1) {
+		err_set(e, 401, "auth.bad_token", "the bearer token is not valid");
+		goto cleanup;
+	}
+	snprintf(p->id, sizeof(p->id), "%s", PQgetvalue(r, 0, 0));
+	snprintf(p->name, sizeof(p->name), "%s", PQgetvalue(r, 0, 1));
+	p->role = token_role_parse(PQgetvalue(r, 0, 2));
+	{
+		/* text[] output: {a,b} — names are validated at creation, so no quoting. */
+		char *lit = arena_strdup(a, PQgetvalue(r, 0, 3)), *save = NULL, *tok;
+		size_t n = strlen(lit);
+
+		if (n >= 2) {
+			lit[n - 1] = '\0';
+			lit++;
+		}
+		p->envs = arena_alloc(a, sizeof(char *) * 65);
+		p->nenvs = 0;
+		for (tok = strtok_r(lit, ",", &save); tok && p->nenvs < 64;
+		    tok = strtok_r(NULL, ",", &save))
+			p->envs[p->nenvs++] = tok;
+	}
+	cache_put(sha, p);
+	ok = true;
+cleanup:
+	PQclear(r);
+	db_release(c);
+	return ok;
+}

@@ -1,0 +1,39 @@
+/* token: API bearer tokens — created with a random secret shown once, stored as sha-256,
+ * revocable; roles viewer < operator < admin, each limited to listed environments. */
+#ifndef FLEET_IAM_TOKEN_H
+#define FLEET_IAM_TOKEN_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "core/arena.h"
+#include "core/db.h"
+#include "core/err.h"
+
+enum token_role { TOKEN_NONE = 0, TOKEN_VIEWER = 1, TOKEN_OPERATOR = 2, TOKEN_ADMIN = 3 };
+
+struct token_principal {
+	char	 id[40];
+	char	 name[128];
+	int	 role;		/* enum token_role */
+	char	**envs;		/* arena-owned */
+	int	 nenvs;
+};
+
+int	 token_role_parse(const char *s);	/* TOKEN_NONE when unknown */
+const char *token_role_name(int role);
+/* Creates a token; *secret (malloc'd, caller frees) is the only copy of the secret.
+ * envs: array of names or ["*"].  Returns the public object (new reference) in *out. */
+bool	 token_create(struct db *c, const char *name, const char *role, json_t *envs,
+	    char **secret, json_t **out, struct err *e);
+bool	 token_list(struct db *c, int limit, const char *after, json_t **out,
+	    struct err *e);
+bool	 token_get(struct db *c, const char *id, json_t **out, struct err *e);
+bool	 token_revoke(struct db *c, const char *id, json_t **before, struct err *e);
+/* Looks the secret up (own pooled connection, short cache); 401 when unknown or revoked. */
+bool	 token_authenticate(const char *secret, struct arena *a, struct token_principal *p,
+	    struct err *e);
+void	 token_cache_flush(void);
+
+#endif

@@ -1,0 +1,175 @@
+/* env: rows of environments, built as JSON by Postgres itself. */
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uuid/uuid.h>
+
+#include "core/jsonx.h"
+#include "regions/env.h"
+
+#define ENV_JSON "json_build_object('id', id, 'name', name, 'description', description," \
+	" 'version', version, 'created_at', created_at, 'updated_at', updated_at)::text"
+
+bool
+env_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n < 2 || n > 31 || name[0] < 'a' || name[0] > 'z')
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+		    name[i] == '-'))
+			return false;
+	return true;
+}
+
+static bool
+one(struct db *c, const char *sql, int n, const char *const *p, json_t **out, struct err *e,
+    const char *name)
+{
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql, n, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, "env.not_found", "environment %.64s not found", name);
+		goto cleanup;
+	}
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	ok = *out != NULL || err_set(e, 500, "env.bad_row", "cannot read the environment");
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+static bool
+unpack(json_t *body, const char **name, const char **desc, struct err *e)
+{
+	static const char *const allowed[] = { "name", "description", NULL };
+
+	if (!jsonx_only(body, allowed, "", e) || !jsonx_str(body, "name", "", true, name, e) ||
+	    !jsonx_str(body, "description", "", false, desc, e))
+		return false;
+	if (!env_name_valid(*name))
+		return err_field(e, 400, "env.bad_name", "/name",
+		    "name must match ^[a-z][a-z0-9-]{1,30}$");
+	if (*desc != NULL && strlen(*desc) > 1024)
+		return err_field(e, 400, "env.bad_description", "/description",
+		    "description must be at most 1024 bytes");
+	return true;
+}
+
+bool
+env_create(struct db *c, json_t *body, json_t **out, struct err *e)
+{
+	static const char sql[] = "INSERT INTO environments (id, name, description)"
+	    " VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING " ENV_JSON;
+	const char *name = NULL, *desc = "";
+	char id[37];
+	uuid_t u;
+
+	if (!unpack(body, &name, &desc, e))
+		return false;
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, id);
+	{
+		const char *p[3] = { id, name, desc ? desc : "" };
+
+		if (!one(c, sql, 3, p, out, e, name)) {
+			if (e->status == 404)
+				err_field(e, 409, "env.exists", "/name",
+				    "environment %s already exists", name);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool
+env_get(struct db *c, const char *name, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " ENV_JSON " FROM environments WHERE name = $1";
+	const char *p[1] = { name };
+
+	return one(c, sql, 1, p, out, e, name);
+}
+
+bool
+env_list(struct db *c, int limit, const char *after, const char *const *only, int nonly,
+	 json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " ENV_JSON " FROM environments"
+	    " WHERE name > $1 AND ($3::text[] IS NULL OR name = ANY($3::text[]))"
+	    " ORDER BY name LIMIT $2";
+	char lim[16], *filter = NULL;
+	const char *p[3];
+	PGresult *r = NULL;
+	bool ok = false;
+
+	snprintf(lim, sizeof(lim), "%d", limit);
+	if (only != NULL) {
+		size_t len = 3;
+
+		for (int i = 0; i < nonly; i++)
+			len += strlen(only[i]) + 1;
+		filter = calloc(1, len);
+		strcat(filter, "{");
+		for (int i = 0; i < nonly; i++) {
+			if (i)
+				strcat(filter, ",");
+			strcat(filter, only[i]);
+		}
+		strcat(filter, "}");
+	}
+	p[0] = after ? after : "";
+	p[1] = lim;
+	p[2] = filter;
+	if (!db_exec(c, sql, 3, p, &r, e))
+		goto cleanup;
+	*out = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
+	ok = true;
+cleanup:
+	free(filter);
+	PQclear(r);
+	return ok;
+}
+
+bool
+env_replace(struct db *c, const char *name, json_t *body, json_t **before, json_t **out,
+	    struct err *e)
+{
+	static const char sql[] = "UPDATE environments SET description = $2,"
+	    " version = version + CASE WHEN description = $2 THEN 0 ELSE 1 END,"
+	    " updated_at = CASE WHEN description = $2 THEN updated_at ELSE now() END"
+	    " WHERE name = $1 RETURNING " ENV_JSON;
+	const char *newname = NULL, *desc = "";
+
+	if (!env_get(c, name, before, e))
+		return false;
+	if (!unpack(body, &newname, &desc, e))
+		return false;
+	if (strcmp(newname, name) != 0)
+		return err_field(e, 409, "env.immutable", "/name",
+		    "name is immutable; create a new environment instead");
+	{
+		const char *p[2] = { name, desc ? desc : "" };
+
+		return one(c, sql, 2, p, out, e, name);
+	}
+}
+
+bool
+env_delete(struct db *c, const char *name, json_t **before, struct err *e)
+{
+	static const char sql[] = "DELETE FROM environments WHERE name = $1";
+	const char *p[1] = { name };
+
+	if (!env_get(c, name, before, e))
+		return false;
+	return db_exec(c, sql, 1, p, NULL, e);
+}
