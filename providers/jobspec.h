@@ -1,0 +1,151 @@
+/* jobspec: the concise fleetd job spec (POST /v1/jobs body), strict validation with a
+ * JSON pointer per error, canonical JSON form, and resource totals for the scheduler. */
+#ifndef FLEET_PROVIDERS_JOBSPEC_H
+#define FLEET_PROVIDERS_JOBSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "core/err.h"
+
+#define JOBSPEC_MAX_GROUPS	16
+#define JOBSPEC_MAX_LIST	32	/* regions, providers */
+
+enum jobspec_kind {
+	JOBSPEC_RAYJOB,
+	JOBSPEC_RAYCLUSTER,
+	JOBSPEC_RAYSERVICE,
+	JOBSPEC_RAYCRONJOB,
+};
+
+enum jobspec_topology {
+	JOBSPEC_TOPO_NONE,
+	JOBSPEC_TOPO_HOST,	/* every worker of the accelerator gang on one node */
+	JOBSPEC_TOPO_RACK,	/* one rack / NVLink domain */
+	JOBSPEC_TOPO_SLICE,	/* exactly one TPU slice of slice_shape per replica */
+};
+
+enum jobspec_spot {
+	JOBSPEC_SPOT_ANY,	/* constraints.spot absent */
+	JOBSPEC_SPOT_ONLY,	/* spot: true */
+	JOBSPEC_SPOT_NEVER,	/* spot: false */
+};
+
+enum jobspec_gcs_ft {
+	JOBSPEC_GCS_FT_DEFAULT,	/* absent: rocksdb for RayService and RayCluster, off otherwise */
+	JOBSPEC_GCS_FT_OFF,
+	JOBSPEC_GCS_FT_ROCKSDB,	/* embedded, on a PVC the operator manages */
+	JOBSPEC_GCS_FT_REDIS,	/* external redis, password from a secret */
+};
+
+enum jobspec_delete {
+	JOBSPEC_DELETE_UNSET,
+	JOBSPEC_DELETE_CLUSTER,
+	JOBSPEC_DELETE_WORKERS,
+	JOBSPEC_DELETE_SELF,
+};
+
+struct jobspec_group {
+	char	*name;			/* DNS-1123 label, unique in the job */
+	bool	 elastic;		/* min_replicas..max_replicas given */
+	int	 min_replicas;		/* == max_replicas when fixed */
+	int	 max_replicas;
+	int64_t	 cpu_milli;		/* per worker pod */
+	int64_t	 memory_bytes;		/* per worker pod */
+	char	*accel_flavor;		/* NULL: no accelerator */
+	int	 accel_count;		/* per worker pod (per host for a slice) */
+};
+
+struct jobspec_gcs {
+	enum jobspec_gcs_ft mode;
+	int64_t	 storage_bytes;		/* rocksdb PVC size, 0 = operator default */
+	char	*storage_class;		/* rocksdb, optional */
+	char	*redis_address;		/* redis: host:port or redis://... */
+	char	*redis_secret;		/* redis: secret name holding the password */
+	char	*redis_secret_key;	/* redis: key in that secret */
+};
+
+struct job_spec {
+	enum jobspec_kind kind;
+	char	*queue;
+	char	*priority_class;	/* NULL: the queue's default */
+	char	*name;
+	char	*ray_version;		/* "2.52.0" */
+	char	*image;			/* default rayproject/ray:<ray_version> */
+	char	*entrypoint;		/* RayJob, RayCronJob */
+	char	*schedule;		/* RayCronJob: 5-field cron or @hourly... */
+	char	*time_zone;		/* RayCronJob, optional */
+	json_t	*serve_config;		/* RayService: object, rendered as serveConfigV2 */
+	int64_t	 head_cpu_milli;
+	int64_t	 head_memory_bytes;
+	struct jobspec_group groups[JOBSPEC_MAX_GROUPS];
+	size_t	 ngroups;
+	enum jobspec_topology topology;
+	char	*slice_shape;		/* "2x2x4" */
+	int	 slice_dims[3];
+	int	 slice_ndims;
+	char	*regions[JOBSPEC_MAX_LIST];
+	size_t	 nregions;
+	char	*providers[JOBSPEC_MAX_LIST];	/* gke | aks | hyperpod */
+	size_t	 nproviders;
+	enum jobspec_spot spot;
+	bool	 has_max_price;
+	double	 max_price;		/* per accelerator-hour, USD */
+	json_t	*runtime_env;		/* object or NULL */
+	char	*checkpoint_uri;	/* NULL: no checkpointing */
+	int	 checkpoint_grace_seconds;
+	struct jobspec_gcs gcs;
+	int	 ttl_seconds_after_finished;	/* RayJob, default 600 */
+	int	 active_deadline_seconds;	/* RayJob, 0 = none */
+	int	 backoff_limit;			/* RayJob, default 0 */
+	char	*submission_mode;		/* K8sJobMode (default) | HTTPMode | SidecarMode */
+	enum jobspec_delete delete_on_success;	/* RayJob deletionStrategy, optional pair */
+	enum jobspec_delete delete_on_failure;
+};
+
+struct jobspec_totals {
+	int64_t	cpu_milli_min, cpu_milli_max;		/* head included */
+	int64_t	memory_min, memory_max;			/* bytes, head included */
+	int64_t	accel_min, accel_max;			/* all worker accelerators */
+	int	pods_min, pods_max;			/* gang size: head + worker hosts */
+	int	accel_per_pod;				/* largest per-pod (per-node) count */
+};
+
+/* Validates j strictly into *out (unknown fields 400 api.unknown_field; every error
+ * carries a JSON pointer). On failure fills e and leaves *out zeroed; on success the
+ * caller owns *out and releases it with jobspec_cleanup. */
+bool		 jobspec_from_json(json_t *j, struct job_spec *out, struct err *e);
+/* Canonical form (quantities as strings, defaults spelled out); NULL only on OOM. */
+json_t		*jobspec_to_json(const struct job_spec *s);
+void		 jobspec_cleanup(struct job_spec *s);
+
+const char	*jobspec_kind_name(enum jobspec_kind k);	/* "RayJob" ... */
+const char	*jobspec_topology_name(enum jobspec_topology t);
+const char	*jobspec_delete_name(enum jobspec_delete d);	/* "DeleteCluster" ... */
+
+/* Hosts (pods) one replica of g spans: chips of the slice / accel_count for the
+ * accelerator group of a slice job, else 1. */
+int		 jobspec_group_hosts(const struct job_spec *s, const struct jobspec_group *g);
+bool		 jobspec_is_elastic(const struct job_spec *s);
+int64_t		 jobspec_slice_chips(const struct job_spec *s);	/* 0 unless slice */
+void		 jobspec_totals(const struct job_spec *s, struct jobspec_totals *out);
+int		 jobspec_gang_size(const struct job_spec *s);	/* pods at min replicas */
+int64_t		 jobspec_total_accelerators(const struct job_spec *s, bool at_max);
+
+/* Kubernetes quantities. cpu: "4", "500m", "2.5", 2.5 -> millicores; memory: "16Gi",
+ * "1G", 1073741824 -> bytes. Positive, exact (no sub-millicore, no fractional byte). */
+bool		 jobspec_parse_cpu(json_t *v, int64_t *milli);
+bool		 jobspec_parse_memory(json_t *v, int64_t *bytes);
+/* Canonical text: "4" / "500m"; "16Gi" / "1G" / "1000". buf >= 32 bytes. */
+void		 jobspec_fmt_cpu(int64_t milli, char *buf, size_t len);
+void		 jobspec_fmt_memory(int64_t bytes, char *buf, size_t len);
+/* 5-field cron (lists, ranges, steps, month/day names, ?) or @yearly/@annually/
+ * @monthly/@weekly/@daily/@midnight/@hourly/@every <duration>. */
+bool		 jobspec_cron_valid(const char *s);
+/* Lowercase DNS-1123 label of at most max characters. */
+bool		 jobspec_dns_label(const char *s, size_t max);
+
+#endif
