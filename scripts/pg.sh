@@ -30,7 +30,8 @@ start)
 	if as_pg "$bindir/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
 		exit 0
 	fi
-	port=$(free_port)
+	# A restart keeps its port so clients reconnect to the same address.
+	if [ -f "$dir/port" ]; then port=$(cat "$dir/port"); else port=$(free_port); fi
 	echo "$port" >"$dir/port"
 	[ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir/port"
 	as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \

@@ -1,0 +1,330 @@
+/* harness: scratch databases, fleetd processes and libcurl calls for integration tests. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <libpq-fe.h>
+
+#include "tests/integration/harness.h"
+
+static const char *
+base_url(void)
+{
+	const char *u = getenv("FLEETD_TEST_DATABASE_URL");
+
+	if (u == NULL || *u == '\0') {
+		fprintf(stderr, "FLEETD_TEST_DATABASE_URL is not set: run through `make test` "
+		    "(tests/run.sh starts Postgres); a missing database is a failure\n");
+		fail();
+	}
+	return u;
+}
+
+static void
+admin_sql(const char *sql)
+{
+	PGconn *c = PQconnectdb(base_url());
+	PGresult *r;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "cannot reach the test database: %s\n", PQerrorMessage(c));
+		PQfinish(c);
+		fail();
+	}
+	r = PQexec(c, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		fprintf(stderr, "%s: %s\n", sql, PQresultErrorMessage(r));
+		PQclear(r);
+		PQfinish(c);
+		fail();
+	}
+	PQclear(r);
+	PQfinish(c);
+}
+
+void
+harness_db_create(const char *tag, char *url, size_t urllen)
+{
+	char name[96], sql[256];
+	const char *base = base_url(), *slash = strrchr(base, '/');
+
+	snprintf(name, sizeof(name), "t_%s_%d", tag, (int)getpid());
+	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+	admin_sql(sql);
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
+	admin_sql(sql);
+	snprintf(url, urllen, "%.*s/%s", (int)(slash - base), base, name);
+}
+
+void
+harness_db_drop(const char *url)
+{
+	char sql[256];
+	const char *name = strrchr(url, '/') + 1;
+
+	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+	admin_sql(sql);
+}
+
+int
+harness_free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int s = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(s, (struct sockaddr *)&sa, &len), 0);
+	port = ntohs(sa.sin_port);
+	close(s);
+	return port;
+}
+
+static const char *
+fleetd_bin(void)
+{
+	return FLEETD_BINARY_DIR "/fleetd";
+}
+
+void
+harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env)
+{
+	char listen[64];
+	struct http_result r = { 0 };
+	char health[128];
+
+	memset(p, 0, sizeof(*p));
+	p->port = harness_free_port();
+	snprintf(p->url, sizeof(p->url), "http://127.0.0.1:%d", p->port);
+	snprintf(p->log, sizeof(p->log), "/tmp/fleetd-test-%d-%d.log", (int)getpid(), p->port);
+	snprintf(p->dburl, sizeof(p->dburl), "%s", dburl);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", p->port);
+	p->pid = fork();
+	assert_true(p->pid >= 0);
+	if (p->pid == 0) {
+		int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setenv("DATABASE_URL", dburl, 1);
+		setenv("FLEETD_LISTEN", listen, 1);
+		setenv("FLEETD_LOG_LEVEL", "debug", 1);
+		setenv("FLEETD_MIGRATIONS_DIR", FLEETD_SOURCE_DIR "/migrations", 1);
+		setenv("FLEETD_OPENAPI", FLEETD_SOURCE_DIR "/api/openapi.yaml", 1);
+		for (int i = 0; env != NULL && env[i] != NULL; i++)
+			putenv(strdup(env[i]));
+		execl(fleetd_bin(), "fleetd", "serve", "--migrate", (char *)NULL);
+		_exit(127);
+	}
+	snprintf(health, sizeof(health), "%s/healthz", p->url);
+	for (int i = 0; i < 300; i++) {
+		int st;
+
+		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+			char *log = harness_slurp(p->log);
+
+			fprintf(stderr, "fleetd exited at start:\n%s\n", log ? log : "");
+			free(log);
+			fail();
+		}
+		harness_http(&r, "GET", health, NULL, NULL, NULL);
+		if (r.status == 200) {
+			harness_http_free(&r);
+			return;
+		}
+		harness_http_free(&r);
+		usleep(50 * 1000);
+	}
+	fail_msg("fleetd did not become healthy");
+}
+
+int
+harness_fleetd_stop(struct fleetd_proc *p)
+{
+	int st = 0;
+
+	if (p->pid <= 0)
+		return -1;
+	kill(p->pid, SIGTERM);
+	for (int i = 0; i < 400; i++) {
+		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
+			p->pid = 0;
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
+		usleep(50 * 1000);
+	}
+	kill(p->pid, SIGKILL);
+	waitpid(p->pid, &st, 0);
+	p->pid = 0;
+	fail_msg("fleetd did not stop within 20 s of SIGTERM");
+	return -1;
+}
+
+char *
+harness_token(const char *dburl, const char *role, const char *envs)
+{
+	char cmd[1024], buf[256] = "";
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "DATABASE_URL='%s' FLEETD_LOG_LEVEL=error %s token create "
+	    "--name test-%s --role %s --env '%s'", dburl, fleetd_bin(), role, role, envs);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	while (fgets(buf, sizeof(buf), f) != NULL && strncmp(buf, "fleet_", 6) != 0)
+		;
+	assert_int_equal(pclose(f), 0);
+	buf[strcspn(buf, "\n")] = '\0';
+	assert_true(strncmp(buf, "fleet_", 6) == 0);
+	return strdup(buf);
+}
+
+struct buf {
+	char	*p;
+	size_t	 n;
+};
+
+static size_t
+on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct buf *b = ud;
+	size_t n = size * nmemb;
+	char *q = realloc(b->p, b->n + n + 1);
+
+	if (q == NULL)
+		return 0;
+	b->p = q;
+	memcpy(b->p + b->n, ptr, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+	return n;
+}
+
+void
+harness_http(struct http_result *r, const char *method, const char *url, const char *token,
+	     const char *body, const char *const *headers)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = NULL;
+	struct buf bb = { 0 }, hb = { 0 };
+	char auth[512];
+
+	memset(r, 0, sizeof(*r));
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &bb);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &hb);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	if (token != NULL) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		h = curl_slist_append(h, auth);
+	}
+	if (body != NULL) {
+		bool has_ct = false;
+
+		for (int i = 0; headers != NULL && headers[i] != NULL; i++)
+			if (strncasecmp(headers[i], "Content-Type:", 13) == 0)
+				has_ct = true;
+		if (!has_ct)
+			h = curl_slist_append(h, "Content-Type: application/json");
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	}
+	for (int i = 0; headers != NULL && headers[i] != NULL; i++)
+		h = curl_slist_append(h, headers[i]);
+	h = curl_slist_append(h, "Expect:");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	r->body = bb.p ? bb.p : strdup("");
+	r->len = bb.n;
+	r->headers = hb.p ? hb.p : strdup("");
+	r->json = json_loads(r->body, JSON_DECODE_ANY, NULL);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+}
+
+void
+harness_http_free(struct http_result *r)
+{
+	free(r->body);
+	free(r->headers);
+	json_decref(r->json);
+	memset(r, 0, sizeof(*r));
+}
+
+char *
+harness_header(const struct http_result *r, const char *name)
+{
+	size_t n = strlen(name);
+	const char *line = r->headers;
+
+	while (line != NULL && *line != '\0') {
+		const char *end = strstr(line, "\r\n");
+
+		if (strncasecmp(line, name, n) == 0 && line[n] == ':') {
+			const char *v = line + n + 1;
+
+			while (*v == ' ')
+				v++;
+			return strndup(v, end ? (size_t)(end - v) : strlen(v));
+		}
+		line = end ? end + 2 : NULL;
+	}
+	return NULL;
+}
+
+char *
+harness_slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1)) != NULL) {
+		size_t got = fread(buf, 1, (size_t)n, f);
+
+		buf[got] = '\0';
+	}
+	fclose(f);
+	return buf;
+}
+
+int
+harness_sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
