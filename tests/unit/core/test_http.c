@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "core/http.h"
 
@@ -36,6 +39,7 @@ struct srv {
 	int64_t		 t_limited[8];
 	int		 max_inflight;
 	int		 inflight;
+	SSL_CTX		*_Atomic tls;	/* when set, connections speak TLS */
 };
 
 static struct srv S;
@@ -159,6 +163,36 @@ route(int fd, const char *method, const char *path, const char *head, const char
 	}
 }
 
+/* TLS connections get one fixed answer once the handshake succeeded. */
+static void
+conn_tls(int fd, SSL_CTX *ctx)
+{
+	static const char answer[] = "HTTP/1.1 200 X\r\nContent-Length: 3\r\n"
+	    "Connection: close\r\n\r\ntls";
+	SSL *ssl = SSL_new(ctx);
+	char req[8192];
+	int len = 0;
+
+	SSL_set_fd(ssl, fd);
+	if (SSL_accept(ssl) == 1) {
+		while (len < (int)sizeof(req) - 1) {
+			int r = SSL_read(ssl, req + len, (int)sizeof(req) - 1 - len);
+
+			if (r <= 0)
+				break;
+			len += r;
+			req[len] = '\0';
+			if (strstr(req, "\r\n\r\n") != NULL) {
+				SSL_write(ssl, answer, (int)strlen(answer));
+				SSL_shutdown(ssl);
+				break;
+			}
+		}
+	}
+	SSL_free(ssl);
+	close(fd);
+}
+
 static void *
 conn_main(void *arg)
 {
@@ -168,6 +202,10 @@ conn_main(void *arg)
 	char *end = NULL, *body;
 	long need;
 
+	if (atomic_load(&S.tls) != NULL) {
+		conn_tls(fd, atomic_load(&S.tls));
+		return NULL;
+	}
 	while (end == NULL && len < sizeof(req) - 1) {
 		ssize_t r = recv(fd, req + len, sizeof(req) - 1 - len, 0);
 
@@ -258,6 +296,7 @@ srv_stop(void **state)
 	for (size_t i = 0; i < S.nconns; i++)
 		pthread_join(S.conns[i], NULL);
 	close(S.fd);
+	SSL_CTX_free(atomic_load(&S.tls));
 	pthread_mutex_destroy(&S.mu);
 	return 0;
 }
@@ -605,6 +644,88 @@ test_transport_errors(void **state)
 	http_resp_cleanup(NULL);
 }
 
+/* Self-signed P-256 certificate for IP 127.0.0.1; returns its PEM. */
+static char *
+make_cert(EVP_PKEY **key, X509 **cert)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509 *x = X509_new();
+	X509_NAME *name = X509_get_subject_name(x);
+	X509V3_CTX v3;
+	X509_EXTENSION *ext;
+	BIO *bio = BIO_new(BIO_s_mem());
+	char *data, *pem;
+	long n;
+
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), -60);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, k);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+	    (const unsigned char *)"fleetd test", -1, -1, 0);
+	X509_set_issuer_name(x, name);
+	X509V3_set_ctx_nodb(&v3);
+	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	ext = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
+	X509_add_ext(x, ext, -1);
+	X509_EXTENSION_free(ext);
+	assert_true(X509_sign(x, k, EVP_sha256()) > 0);
+	assert_int_equal(PEM_write_bio_X509(bio, x), 1);
+	n = BIO_get_mem_data(bio, &data);
+	pem = strndup(data, (size_t)n);
+	BIO_free(bio);
+	*key = k;
+	*cert = x;
+	return pem;
+}
+
+static void
+test_tls_ca_pem(void **state)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	EVP_PKEY *key, *key2;
+	X509 *cert, *cert2;
+	char *pem = make_cert(&key, &cert), *other = make_cert(&key2, &cert2);
+	char u[64];
+	struct http_req req = { .url = u, .timeout_ms = 5000 };
+	struct http_resp resp;
+	struct err e = { 0 };
+
+	(void)state;
+	assert_int_equal(SSL_CTX_use_certificate(ctx, cert), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, key), 1);
+	atomic_store(&S.tls, ctx);
+	snprintf(u, sizeof(u), "https://127.0.0.1:%d/", S.port);
+
+	req.ca_pem = pem;			/* trusted through the in-memory CA */
+	assert_true(http_do(&req, &resp, &e));
+	assert_int_equal(resp.status, 200);
+	assert_string_equal(resp.body, "tls");
+	http_resp_cleanup(&resp);
+
+	req.ca_pem = other;			/* some other CA: refused */
+	assert_false(http_do(&req, &resp, &e));
+	assert_string_equal(e.code, "http.transport");
+	assert_non_null(strstr(resp.error, "certificate"));
+	http_resp_cleanup(&resp);
+
+	req.ca_pem = NULL;			/* system store does not know it */
+	assert_false(http_do(&req, &resp, &e));
+	assert_string_equal(e.code, "http.transport");
+	http_resp_cleanup(&resp);
+
+	free(pem);
+	free(other);
+	X509_free(cert);
+	X509_free(cert2);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(key2);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, srv_start, srv_stop)
 
 int
@@ -621,6 +742,7 @@ main(void)
 		T(test_body_cap),
 		T(test_pagination),
 		T(test_transport_errors),
+		T(test_tls_ca_pem),
 	};
 
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
