@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# bench/http.sh — wrk (32 connections, loopback) against a static libmicrohttpd responder,
+# fleetd's GET /healthz and its database-backed GET /v1/environments, in one run.
+# Appends the figures to bench/RESULTS.md.  Needs the release build (make build).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=$top/build/rel
+dur=${BENCH_DURATION:-10s}
+work=$(mktemp -d /tmp/fleetd-bench.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	bash "$top/scripts/pg.sh" stop "$work/pg"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+command -v wrk >/dev/null || bash "$top/scripts/deps.sh"
+[ -x "$bin/fleetd" ] || { echo "build first: make build" >&2; exit 1; }
+
+cc -O2 -o "$work/static" "$top/bench/static_responder.c" $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+bash "$top/scripts/pg.sh" start "$work/pg"
+export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
+export FLEETD_LOG_LEVEL=warn FLEETD_THREADS=${FLEETD_THREADS:-4} FLEETD_DB_POOL=${FLEETD_DB_POOL:-8}
+"$bin/fleetd" migrate >/dev/null
+token=$("$bin/fleetd" token create --name bench --role viewer --env '*' | grep '^fleet_')
+for i in $(seq 1 50); do
+	psql -qAt "$DATABASE_URL" -c "INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'env-$i')" >/dev/null
+done
+sp=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+fp=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+"$work/static" "$sp" "$FLEETD_THREADS" & pids+=($!)
+FLEETD_LISTEN=127.0.0.1:$fp "$bin/fleetd" serve >"$work/fleetd.log" 2>&1 & pids+=($!)
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$fp/healthz" >/dev/null && break; sleep 0.1; done
+
+rps() { wrk -t2 -c32 -d"$dur" "$@" | awk '/Requests\/sec/ {print $2}'; }
+static=$(rps "http://127.0.0.1:$sp/")
+health=$(rps "http://127.0.0.1:$fp/healthz")
+envs=$(rps -H "Authorization: Bearer $token" "http://127.0.0.1:$fp/v1/environments?limit=20")
+rss=$(awk '/VmHWM/ {print $2}' /proc/${pids[1]}/status)
+r1=$(python3 -c "print(f'{$health/$static:.2f}')")
+r2=$(python3 -c "print(f'{$envs/$static:.2f}')")
+echo "static $static rps, /healthz $health rps ($r1x), /v1/environments $envs rps ($r2x), fleetd peak RSS ${rss} kB"
+{
+	echo
+	echo "## HTTP ($(date -u +%Y-%m-%d), \`bash bench/http.sh\`, wrk -t2 -c32 -d$dur, FLEETD_THREADS=$FLEETD_THREADS)"
+	echo
+	echo "| target | requests/s | ratio to static |"
+	echo "|---|---|---|"
+	echo "| static libmicrohttpd responder | $static | 1.00 |"
+	echo "| fleetd GET /healthz | $health | $r1 (target ≥ 0.7) |"
+	echo "| fleetd GET /v1/environments?limit=20 (Postgres) | $envs | $r2 (target ≥ 0.4) |"
+	echo
+	echo "fleetd peak RSS during the run: ${rss} kB."
+} >>"$top/bench/RESULTS.md"
