@@ -1,7 +1,6 @@
 /* sigv4: AWS Signature Version 4 (AWS4-HMAC-SHA256) for non-S3 services, checked
  * byte for byte against AWS's aws-sig-v4-test-suite. */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,6 +431,9 @@ sigv4_string_to_sign(const struct sigv4_key *k, const char *canonical_request)
 void
 sigv4_signature(const struct sigv4_key *k, const char *string_to_sign, char out[65])
 {
+	const char *region = k->region ? k->region : "";
+	const char *service = k->service ? k->service : "";
+	const char *sts = string_to_sign ? string_to_sign : "";
 	uint8_t key[32], mac[32];
 	struct buf secret = { 0 };
 	char date[9] = "";
@@ -440,10 +442,10 @@ sigv4_signature(const struct sigv4_key *k, const char *string_to_sign, char out[
 	buf_str(&secret, "AWS4");
 	buf_str(&secret, k->secret_key ? k->secret_key : "");
 	crypto_hmac_sha256(secret.p, secret.len, date, strlen(date), key);
-	crypto_hmac_sha256(key, 32, k->region, strlen(k->region), key);
-	crypto_hmac_sha256(key, 32, k->service, strlen(k->service), key);
+	crypto_hmac_sha256(key, 32, region, strlen(region), key);
+	crypto_hmac_sha256(key, 32, service, strlen(service), key);
 	crypto_hmac_sha256(key, 32, "aws4_request", 12, key);
-	crypto_hmac_sha256(key, 32, string_to_sign, strlen(string_to_sign), mac);
+	crypto_hmac_sha256(key, 32, sts, strlen(sts), mac);
 	crypto_hex(mac, sizeof(mac), out);
 	OPENSSL_cleanse(secret.p, secret.len);
 	OPENSSL_cleanse(key, sizeof(key));
