@@ -1,0 +1,360 @@
+/* sched: the scheduler's pure decision logic (fair share, placement, preemption,
+ * one cycle, explain) over an in-memory model that the caller fills from rows. */
+#ifndef FLEET_QUEUE_SCHED_H
+#define FLEET_QUEUE_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "core/arena.h"
+#include "core/err.h"
+
+#define SCHED_MAX_FLAVORS	64	/* distinct flavors in one model */
+#define SCHED_MAX_GROUPS	8	/* worker groups (head included) per job */
+#define SCHED_MAX_CHOICES	16	/* regions or providers a job may list */
+#define SCHED_UNSET		(-1)	/* quota: unmanaged resource, or no limit */
+
+enum sched_resource {
+	SCHED_ACCEL,		/* accelerators, count */
+	SCHED_CPU,		/* millicores */
+	SCHED_MEM,		/* MiB */
+	SCHED_NRES
+};
+
+struct sched_vec {
+	int64_t	v[SCHED_NRES];
+};
+
+enum sched_topo { SCHED_TOPO_NONE, SCHED_TOPO_HOST, SCHED_TOPO_RACK, SCHED_TOPO_SLICE };
+enum sched_strategy { SCHED_BEST_EFFORT_FIFO, SCHED_STRICT_FIFO };
+enum sched_spot { SCHED_SPOT_ANY, SCHED_SPOT_ONLY, SCHED_SPOT_NEVER };
+enum sched_state {
+	SCHED_PENDING,
+	SCHED_ADMITTED,		/* holds quota; capacity in flight unless the snapshot shows it */
+	SCHED_RUNNING,		/* holds quota; capacity already in the snapshot */
+	SCHED_PREEMPTED,	/* chosen as a victim this cycle; the caller requeues it */
+	SCHED_FINISHED
+};
+
+/* Why a cluster was not chosen (or a job not admitted).  Codes are stable API. */
+enum sched_reason {
+	SCHED_R_CHOSEN = 0,
+	SCHED_R_OUTSCORED,		/* fitted, another cluster scored better */
+	SCHED_R_NOT_READY,
+	SCHED_R_UNREACHABLE,		/* cloud not active or API unreachable */
+	SCHED_R_STALE,
+	SCHED_R_CORDONED,
+	SCHED_R_WRONG_FLAVOR,
+	SCHED_R_REGION_NOT_ALLOWED,
+	SCHED_R_PROVIDER_NOT_ALLOWED,
+	SCHED_R_SPOT_MISMATCH,
+	SCHED_R_OVER_PRICE,
+	SCHED_R_OVER_QUOTA,
+	SCHED_R_BORROWING_LIMIT,
+	SCHED_R_RESERVED,		/* capacity held for an older job that waits */
+	SCHED_R_INSUFFICIENT_CAPACITY,
+	SCHED_R_TOPOLOGY_SPLIT,
+	SCHED_R_QUEUE_BLOCKED,		/* strict_fifo: waits behind the queue head */
+	SCHED_R_NOT_ATTEMPTED,		/* job not considered this cycle */
+	SCHED_NREASONS
+};
+
+const char	*sched_reason_code(enum sched_reason r);
+
+struct sched_config {
+	int64_t	stale_after;		/* seconds a snapshot is trusted (120) */
+	int64_t	starve_after;		/* seconds before a waiting head holds a cluster (600) */
+	int64_t	stockout_half_life;	/* seconds (900) */
+	double	w_price;		/* weight of relative price (1.0) */
+	double	w_fit;			/* weight of best fit (1.0) */
+	double	w_region;		/* weight of region preference (0.5) */
+	double	w_stockout;		/* weight of the decayed stockout penalty (1.0) */
+	size_t	max_candidates;		/* candidates kept per decision, 0 = all (32) */
+	size_t	max_holds;		/* clusters held for waiting heads per cycle (8) */
+	bool	preempt;		/* allow preemption in the cycle (true) */
+};
+
+void	sched_config_default(struct sched_config *c);
+
+struct sched_node {
+	const char		*id;		/* NULL for a node grown this cycle */
+	int			 pool;
+	int			 rack;		/* interned, -1 none */
+	int			 slice;		/* interned slice id, -1 none */
+	int			 shape;		/* interned slice shape, -1 none */
+	struct sched_vec	 alloc;		/* allocatable */
+	struct sched_vec	 free;		/* free now (snapshot minus in-flight) */
+};
+
+struct sched_pool {
+	int			 flavor;
+	bool			 spot;
+	double			 price;		/* per node-hour */
+	struct sched_vec	 node_alloc;	/* one node's allocatable (growth, price share) */
+	int			 grow_nodes;	/* nodes the pool may still add */
+	double			 stockout_penalty;
+	int64_t			 stockout_at;	/* unix seconds of the last stockout */
+	/* derived */
+	struct sched_vec	 sum_free;	/* over existing nodes */
+	struct sched_vec	 max_free;	/* per resource, over existing nodes */
+	int			 held_by;	/* job index holding this pool, -1 none */
+};
+
+struct sched_cluster {
+	const char		*id;
+	int			 idx;
+	int			 env, region, provider;	/* interned */
+	bool			 ready, cordoned, reachable;
+	int64_t			 observed_at;		/* snapshot time, unix seconds */
+	struct sched_pool	*pools;
+	size_t			 n_pools, cap_pools;
+	struct sched_node	*nodes;
+	size_t			 n_nodes, cap_nodes;
+	uint64_t		 flavor_mask;		/* derived */
+};
+
+struct sched_quota {
+	struct sched_vec	 nominal;	/* SCHED_UNSET = unmanaged */
+	struct sched_vec	 borrow_limit;	/* SCHED_UNSET = no limit */
+	struct sched_vec	 lend_limit;	/* SCHED_UNSET = all of nominal */
+};
+
+struct sched_queue {
+	const char		*id;
+	int			 idx;
+	int			 env, cohort;		/* interned; cohort -1 = alone */
+	double			 weight;
+	enum sched_strategy	 strategy;
+	bool			 has_quota[SCHED_MAX_FLAVORS];
+	struct sched_quota	 quota[SCHED_MAX_FLAVORS];	/* absent flavor: nominal 0 */
+	/* derived */
+	int			 group;			/* index into the model's cohorts */
+	struct sched_vec	 usage[SCHED_MAX_FLAVORS];
+	double			 ratio;			/* max borrowed/lendable now */
+	int			*pending;		/* sorted pending job indices */
+	size_t			 n_pending, cursor;
+	bool			 blocked;
+};
+
+struct sched_cohort {
+	int			 name;			/* interned, -1 for a lone queue */
+	int			 env;
+	uint64_t		 flavor_mask;
+	struct sched_vec	 lendable[SCHED_MAX_FLAVORS];
+	struct sched_vec	 used[SCHED_MAX_FLAVORS];	/* sum of usage over guaranteed */
+};
+
+struct sched_group {
+	int			 flavor;
+	int			 min, max;	/* replicas; max == min when not elastic */
+	int			 count;		/* admitted replicas (admitted/running jobs) */
+	struct sched_vec	 pod;		/* per pod */
+};
+
+/* Pods of one group on one node.  node < 0 while the alloc names a node still to grow. */
+struct sched_alloc {
+	int			 node;
+	int			 pool;
+	int			 group;
+	int			 pods;
+	bool			 grown;		/* on a node added from headroom */
+	struct sched_vec	 res;		/* pods * per-pod */
+};
+
+struct sched_flavor_req {
+	int			 flavor;
+	struct sched_vec	 v;
+};
+
+struct sched_job {
+	const char		*id;
+	int			 idx;
+	int			 queue;
+	int			 priority;
+	bool			 can_preempt;
+	int64_t			 enqueued_at, admitted_at;
+	enum sched_state	 state;
+	enum sched_topo		 topo;
+	int			 shape;		/* interned slice shape for SCHED_TOPO_SLICE */
+	struct sched_group	 groups[SCHED_MAX_GROUPS];
+	int			 n_groups;
+	int			 regions[SCHED_MAX_CHOICES];	/* allowed, in preference order */
+	int			 n_regions;
+	int			 providers[SCHED_MAX_CHOICES];
+	int			 n_providers;
+	enum sched_spot		 spot;
+	double			 max_price;	/* per node-hour, 0 = no limit */
+	/* placement of admitted/running jobs */
+	int			 cluster;	/* -1 none */
+	bool			 in_flight;	/* reservation not yet in the snapshot */
+	struct sched_alloc	*allocs;
+	size_t			 n_allocs;
+	int			 hold_cluster;	/* cluster held for it across cycles, -1 none */
+	/* derived */
+	struct sched_flavor_req	 req[SCHED_MAX_GROUPS];
+	int			 n_req;
+	uint64_t		 flavor_mask;
+	int			 rank;		/* position in its queue's pending order */
+};
+
+struct sched_model;
+
+/* Building.  Strings are copied.  Returned pointers stay valid for the model's life. */
+struct sched_model	*sched_model_new(const struct sched_config *cfg, int64_t now);
+void			 sched_model_free(struct sched_model *m);
+void			 sched_model_set_now(struct sched_model *m, int64_t now);
+int			 sched_model_intern(struct sched_model *m, const char *s); /* NULL -> -1 */
+const char		*sched_model_name(const struct sched_model *m, int id);
+bool			 sched_model_flavor(struct sched_model *m, const char *flavor, int *out,
+			    struct err *e);
+
+struct sched_cluster	*sched_model_add_cluster(struct sched_model *m, const char *id,
+			    const char *env, const char *region, const char *provider,
+			    struct err *e);
+struct sched_pool	*sched_cluster_add_pool(struct sched_model *m, struct sched_cluster *c,
+			    const char *flavor, bool spot, double price, struct err *e);
+/* rack, slice, shape may be NULL. */
+bool			 sched_pool_add_node(struct sched_model *m, struct sched_cluster *c,
+			    struct sched_pool *p, const char *id, const char *rack,
+			    const char *slice, const char *shape, struct sched_vec alloc,
+			    struct sched_vec free, struct err *e);
+
+struct sched_queue	*sched_model_add_queue(struct sched_model *m, const char *id,
+			    const char *env, const char *cohort, double weight,
+			    enum sched_strategy strategy, struct err *e);
+bool			 sched_queue_set_quota(struct sched_model *m, struct sched_queue *q,
+			    const char *flavor, const struct sched_quota *quota, struct err *e);
+
+struct sched_job	*sched_model_add_job(struct sched_model *m, const char *id,
+			    const char *queue, int priority, int64_t enqueued_at,
+			    enum sched_state state, struct err *e);
+/* max < min is refused; max == 0 means max = min. */
+bool			 sched_job_add_group(struct sched_model *m, struct sched_job *j,
+			    const char *flavor, int min, int max, struct sched_vec pod,
+			    struct err *e);
+bool			 sched_job_allow_region(struct sched_model *m, struct sched_job *j,
+			    const char *region, struct err *e);
+bool			 sched_job_allow_provider(struct sched_model *m, struct sched_job *j,
+			    const char *provider, struct err *e);
+/* Placement of an admitted/running job; then one alloc per (group, node).
+ * node NULL = a node grown from the first pool of the group's flavor with headroom. */
+bool			 sched_job_set_cluster(struct sched_model *m, struct sched_job *j,
+			    const char *cluster, bool in_flight, int64_t admitted_at,
+			    struct err *e);
+bool			 sched_job_add_alloc(struct sched_model *m, struct sched_job *j,
+			    int group, const char *node, int pods, struct err *e);
+
+/* Builds indexes, usage, in-flight reservations.  Call once after filling. */
+bool			 sched_model_finalize(struct sched_model *m, struct err *e);
+
+/* Access. */
+size_t			 sched_model_n_clusters(const struct sched_model *m);
+size_t			 sched_model_n_queues(const struct sched_model *m);
+size_t			 sched_model_n_jobs(const struct sched_model *m);
+struct sched_cluster	*sched_model_cluster(const struct sched_model *m, size_t i);
+struct sched_queue	*sched_model_queue(const struct sched_model *m, size_t i);
+struct sched_job	*sched_model_job(const struct sched_model *m, size_t i);
+struct sched_cohort	*sched_model_cohort(const struct sched_model *m, int group);
+struct sched_job	*sched_model_find_job(const struct sched_model *m, const char *id);
+struct sched_cluster	*sched_model_find_cluster(const struct sched_model *m, const char *id);
+const struct sched_config *sched_model_config(const struct sched_model *m);
+int64_t			 sched_model_now(const struct sched_model *m);
+
+/* State changes the caller (or a simulation) makes between cycles. */
+void			 sched_model_finish_job(struct sched_model *m, struct sched_job *j);
+void			 sched_model_requeue_job(struct sched_model *m, struct sched_job *j);
+
+/* Fair share (sched_fairshare.c). */
+void			 sched_job_request(const struct sched_job *j, bool admitted,
+			    struct sched_flavor_req *out, int *n);
+enum sched_reason	 sched_quota_check(const struct sched_model *m, const struct sched_job *j);
+/* Weighted dominant-resource share of q now, or after admitting j (j may be NULL). */
+double			 sched_share(const struct sched_model *m, const struct sched_queue *q,
+			    const struct sched_job *j, bool *borrowing);
+void			 sched_usage_add(struct sched_model *m, const struct sched_job *j, int sign);
+
+/* Placement (sched_placement.c). */
+struct sched_candidate {
+	int			 cluster;
+	enum sched_reason	 reason;
+	double			 score;		/* lower is better; NAN when filtered out */
+};
+
+struct sched_placement {
+	int			 cluster;	/* -1 when nothing fits */
+	double			 score;
+	struct sched_alloc	*allocs;
+	size_t			 n_allocs;
+	struct sched_candidate	*cands;		/* winner first, then by score */
+	size_t			 n_cands;
+	uint32_t		 counts[SCHED_NREASONS];
+	enum sched_reason	 reason;	/* the most telling reason when nothing fits */
+};
+
+/* Static filter for j on c: the first failing check, or SCHED_R_CHOSEN. */
+enum sched_reason	 sched_cluster_filter(const struct sched_model *m, const struct sched_job *j,
+			    const struct sched_cluster *c);
+/* Exact gang fit of j on c (allocs from a). */
+enum sched_reason	 sched_pack(struct sched_model *m, const struct sched_job *j,
+			    const struct sched_cluster *c, struct arena *a,
+			    struct sched_alloc **allocs, size_t *n_allocs);
+/* Filters, scores and packs j over all clusters of its environment.  quota is the
+ * job's quota verdict (SCHED_R_CHOSEN when it fits quota).  Returns true when placed. */
+bool			 sched_place(struct sched_model *m, const struct sched_job *j,
+			    enum sched_reason quota, struct arena *a, struct sched_placement *out);
+void			 sched_apply(struct sched_model *m, struct sched_job *j, int cluster,
+			    struct sched_alloc *allocs, size_t n_allocs);
+void			 sched_release(struct sched_model *m, struct sched_job *j);
+double			 sched_stockout_now(const struct sched_model *m, const struct sched_pool *p);
+
+/* Preemption (sched_preempt.c). */
+struct sched_preemption {
+	int			 cluster;
+	int			*victims;	/* job indices */
+	size_t			 n_victims;
+	struct sched_alloc	*allocs;
+	size_t			 n_allocs;
+};
+
+/* Smallest victim set on one cluster that lets j fit, or false.  Leaves the model as found. */
+bool			 sched_preempt_plan(struct sched_model *m, const struct sched_job *j,
+			    struct arena *a, struct sched_preemption *out);
+
+/* Cycle (sched_cycle.c). */
+enum sched_outcome { SCHED_OUT_ADMIT, SCHED_OUT_PENDING };
+
+struct sched_decision {
+	int			 job;
+	enum sched_outcome	 outcome;
+	struct sched_placement	 place;		/* cluster/allocs for an admission */
+	int			*victims;
+	size_t			 n_victims;
+	enum sched_reason	 reason;	/* pending: why */
+	int			 position;	/* pending: 1-based in its queue */
+	int			 hold_cluster;	/* pending: cluster held for it, -1 none */
+	double			 share;		/* queue share after admission */
+	bool			 borrowing;
+};
+
+struct sched_cycle {
+	struct sched_decision	*d;
+	size_t			 n;
+	size_t			 admitted, preempted, pending;
+};
+
+/* Runs one cycle: every pending job gets one decision (admissions first, in
+ * order).  Applies admissions and preemptions to the model.  Memory from a. */
+void			 sched_cycle_run(struct sched_model *m, struct arena *a,
+			    struct sched_cycle *out);
+
+/* Explain (sched_explain.c).  New references; NULL only on allocation failure. */
+json_t			*sched_decision_to_json(const struct sched_model *m,
+			    const struct sched_decision *d);
+/* Fresh per-cluster view for one job (pending: position and blocking reason per
+ * cluster; admitted: its cluster and allocations). */
+json_t			*sched_explain_job(struct sched_model *m, const struct sched_job *j);
+
+#endif

@@ -1,0 +1,319 @@
+/* sched_cycle: one scheduling pass.  Queue heads are served in fair-share order
+ * (lowest share after admission; then not borrowing, priority, age); within a
+ * queue priority then age; strict_fifo blocks behind its head; a head that has
+ * waited starve_after holds a cluster so smaller jobs cannot starve it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue/sched_int.h"
+
+static int
+pending_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sched_model *m = arg;
+	const struct sched_job *x = m->jobs[*(const int *)a], *y = m->jobs[*(const int *)b];
+
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->enqueued_at != y->enqueued_at)
+		return x->enqueued_at < y->enqueued_at ? -1 : 1;
+	return x->idx - y->idx;
+}
+
+static size_t
+build_queues(struct sched_model *m)
+{
+	size_t i, total = 0;
+
+	for (i = 0; i < m->n_queues; i++) {
+		m->queues[i]->n_pending = m->queues[i]->cursor = 0;
+		m->queues[i]->blocked = false;
+	}
+	for (i = 0; i < m->n_jobs; i++)
+		if (m->jobs[i]->state == SCHED_PENDING)
+			m->queues[m->jobs[i]->queue]->n_pending++;
+	for (i = 0; i < m->n_queues; i++) {
+		struct sched_queue *q = m->queues[i];
+
+		free(q->pending);
+		q->pending = calloc(q->n_pending + 1, sizeof(int));
+		if (q->pending == NULL)
+			abort();
+		q->n_pending = 0;
+	}
+	for (i = 0; i < m->n_jobs; i++) {
+		struct sched_queue *q = m->queues[m->jobs[i]->queue];
+
+		if (m->jobs[i]->state != SCHED_PENDING)
+			continue;
+		q->pending[q->n_pending++] = (int)i;
+		total++;
+	}
+	for (i = 0; i < m->n_queues; i++) {
+		struct sched_queue *q = m->queues[i];
+		size_t k;
+
+		qsort_r(q->pending, q->n_pending, sizeof(int), pending_cmp, m);
+		for (k = 0; k < q->n_pending; k++)
+			m->jobs[q->pending[k]]->rank = (int)k;
+	}
+	return total;
+}
+
+static void
+hold_pools(struct sched_model *m, struct sched_job *j, struct sched_cluster *c)
+{
+	size_t p;
+	int g;
+
+	for (p = 0; p < c->n_pools; p++)
+		for (g = 0; g < j->n_groups; g++)
+			if (c->pools[p].held_by < 0 &&
+			    sched_pool_matches(m, j, &c->pools[p], j->groups[g].flavor))
+				c->pools[p].held_by = j->idx;
+	j->hold_cluster = c->idx;
+}
+
+static void
+unhold(struct sched_model *m, struct sched_job *j)
+{
+	size_t p;
+
+	if (j->hold_cluster >= 0 && (size_t)j->hold_cluster < m->n_clusters) {
+		struct sched_cluster *c = m->clusters[j->hold_cluster];
+
+		for (p = 0; p < c->n_pools; p++)
+			if (c->pools[p].held_by == j->idx)
+				c->pools[p].held_by = -1;
+	}
+	j->hold_cluster = -1;
+}
+
+/* Holds carried over from earlier cycles, oldest job first. */
+static size_t
+restore_holds(struct sched_model *m)
+{
+	size_t i, p, n = 0;
+	int *idx = calloc(m->n_jobs + 1, sizeof(int));
+
+	if (idx == NULL)
+		abort();
+	for (i = 0; i < m->n_clusters; i++)
+		for (p = 0; p < m->clusters[i]->n_pools; p++)
+			m->clusters[i]->pools[p].held_by = -1;
+	for (i = 0; i < m->n_jobs; i++)
+		if (m->jobs[i]->state == SCHED_PENDING && m->jobs[i]->hold_cluster >= 0)
+			idx[n++] = (int)i;
+	qsort_r(idx, n, sizeof(int), pending_cmp, m);
+	for (i = 0; i < n; i++) {
+		struct sched_job *j = m->jobs[idx[i]];
+		struct sched_cluster *c = (size_t)j->hold_cluster < m->n_clusters ?
+		    m->clusters[j->hold_cluster] : NULL;
+
+		j->hold_cluster = -1;
+		if (c != NULL && sched_cluster_filter(m, j, c) == SCHED_R_CHOSEN)
+			hold_pools(m, j, c);
+	}
+	free(idx);
+	return n;
+}
+
+/* The cluster where j could fit once emptied and that is closest to fitting now. */
+static void
+choose_hold(struct sched_model *m, struct sched_job *j)
+{
+	int env = m->queues[j->queue]->env, best = -1, k, r;
+	double best_ratio = -1.0;
+	size_t i, p;
+
+	for (i = 0; i < m->n_clusters; i++) {
+		struct sched_cluster *c = m->clusters[i];
+		double ratio = 1e300;
+		bool ok = true;
+
+		if (c->env != env || sched_cluster_filter(m, j, c) != SCHED_R_CHOSEN)
+			continue;
+		for (k = 0; k < j->n_req && ok; k++) {
+			struct sched_vec tot = { { 0 } }, fr = { { 0 } };
+
+			for (p = 0; p < c->n_pools; p++) {
+				const struct sched_pool *pp = &c->pools[p];
+				size_t n;
+
+				if (!sched_pool_matches(m, j, pp, j->req[k].flavor))
+					continue;
+				if (pp->held_by >= 0 && pp->held_by != j->idx)
+					ok = false;
+				for (n = 0; n < c->n_nodes; n++)
+					if (c->nodes[n].pool == (int)p)
+						for (r = 0; r < SCHED_NRES; r++)
+							tot.v[r] += c->nodes[n].alloc.v[r];
+				for (r = 0; r < SCHED_NRES; r++)
+					fr.v[r] += pp->sum_free.v[r];
+			}
+			ok = ok && sched_vec_fits(&tot, &j->req[k].v);
+			for (r = 0; r < SCHED_NRES && ok; r++)
+				if (j->req[k].v.v[r] > 0 &&
+				    (double)fr.v[r] / (double)j->req[k].v.v[r] < ratio)
+					ratio = (double)fr.v[r] / (double)j->req[k].v.v[r];
+		}
+		if (ok && ratio > best_ratio) {
+			best_ratio = ratio;
+			best = (int)i;
+		}
+	}
+	if (best >= 0)
+		hold_pools(m, j, m->clusters[best]);
+}
+
+static struct sched_queue *
+next_queue(struct sched_model *m, double *share, bool *borrowing)
+{
+	struct sched_queue *best = NULL;
+	const struct sched_job *bj = NULL;
+	double bs = 0.0, s;
+	bool bb = false, b;
+	size_t i;
+
+	for (i = 0; i < m->n_queues; i++) {
+		struct sched_queue *q = m->queues[i];
+		const struct sched_job *j;
+
+		if (q->blocked || q->cursor >= q->n_pending)
+			continue;
+		j = m->jobs[q->pending[q->cursor]];
+		s = sched_share(m, q, j, &b);
+		if (best != NULL && (s > bs || (s == bs && (b > bb || (b == bb &&
+		    (j->priority < bj->priority || (j->priority == bj->priority &&
+		    (j->enqueued_at > bj->enqueued_at || (j->enqueued_at == bj->enqueued_at &&
+		    j->idx > bj->idx)))))))))
+			continue;
+		best = q;
+		bj = j;
+		bs = s;
+		bb = b;
+	}
+	*share = bs;
+	*borrowing = bb;
+	return best;
+}
+
+static bool
+may_preempt(const struct sched_model *m, const struct sched_job *j, enum sched_reason why)
+{
+	if (!m->cfg.preempt || !j->can_preempt)
+		return false;
+	return why == SCHED_R_OVER_QUOTA || why == SCHED_R_BORROWING_LIMIT ||
+	    why == SCHED_R_INSUFFICIENT_CAPACITY || why == SCHED_R_TOPOLOGY_SPLIT ||
+	    why == SCHED_R_RESERVED;
+}
+
+static void
+attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sched_decision *d,
+	size_t *holds, struct sched_cycle *out)
+{
+	struct sched_preemption pp;
+	enum sched_reason quota = sched_quota_check(m, j);
+	size_t i;
+
+	if (sched_place(m, j, quota, a, &d->place)) {
+		unhold(m, j);
+		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
+		d->outcome = SCHED_OUT_ADMIT;
+		out->admitted++;
+		return;
+	}
+	d->reason = d->place.reason;
+	if (may_preempt(m, j, d->reason) && sched_preempt_plan(m, j, a, &pp)) {
+		for (i = 0; i < pp.n_victims; i++) {
+			struct sched_job *v = m->jobs[pp.victims[i]];
+
+			sched_release(m, v);
+			v->state = SCHED_PREEMPTED;
+		}
+		unhold(m, j);
+		sched_apply(m, j, pp.cluster, pp.allocs, pp.n_allocs);
+		d->outcome = SCHED_OUT_ADMIT;
+		d->place.cluster = pp.cluster;
+		d->place.allocs = pp.allocs;
+		d->place.n_allocs = pp.n_allocs;
+		d->victims = pp.victims;
+		d->n_victims = pp.n_victims;
+		d->reason = SCHED_R_CHOSEN;
+		out->admitted++;
+		out->preempted += pp.n_victims;
+		return;
+	}
+	if (j->hold_cluster < 0 && *holds < m->cfg.max_holds &&
+	    m->now - j->enqueued_at >= m->cfg.starve_after &&
+	    (d->reason == SCHED_R_INSUFFICIENT_CAPACITY || d->reason == SCHED_R_RESERVED ||
+	     d->reason == SCHED_R_TOPOLOGY_SPLIT)) {
+		choose_hold(m, j);
+		if (j->hold_cluster >= 0)
+			(*holds)++;
+	}
+	d->hold_cluster = j->hold_cluster;
+}
+
+static void
+finish(struct sched_model *m, struct sched_cycle *out, struct sched_decision **by_job)
+{
+	size_t i, k;
+
+	for (i = 0; i < m->n_queues; i++) {
+		struct sched_queue *q = m->queues[i];
+		int pos = 0;
+
+		for (k = 0; k < q->n_pending; k++) {
+			struct sched_job *j = m->jobs[q->pending[k]];
+			struct sched_decision *d = by_job[j->idx];
+
+			if (j->state != SCHED_PENDING)
+				continue;
+			if (d == NULL) {
+				d = by_job[j->idx] = &out->d[out->n++];
+				d->job = j->idx;
+				d->outcome = SCHED_OUT_PENDING;
+				d->place.cluster = -1;
+				d->reason = q->blocked ? SCHED_R_QUEUE_BLOCKED : SCHED_R_NOT_ATTEMPTED;
+				d->hold_cluster = j->hold_cluster;
+			}
+			d->position = ++pos;
+			out->pending++;
+		}
+	}
+}
+
+void
+sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
+{
+	struct sched_decision **by_job;
+	size_t total, holds;
+	struct sched_queue *q;
+	double share;
+	bool borrowing;
+
+	memset(out, 0, sizeof(*out));
+	total = build_queues(m);
+	holds = restore_holds(m);
+	out->d = arena_alloc(a, (total + 1) * sizeof(*out->d));
+	by_job = calloc(m->n_jobs + 1, sizeof(*by_job));
+	if (by_job == NULL)
+		abort();
+	while ((q = next_queue(m, &share, &borrowing)) != NULL) {
+		struct sched_job *j = m->jobs[q->pending[q->cursor++]];
+		struct sched_decision *d = &out->d[out->n++];
+
+		by_job[j->idx] = d;
+		d->job = j->idx;
+		d->outcome = SCHED_OUT_PENDING;
+		d->share = share;
+		d->borrowing = borrowing;
+		d->hold_cluster = -1;
+		attempt(m, j, a, d, &holds, out);
+		if (d->outcome == SCHED_OUT_PENDING && q->strategy == SCHED_STRICT_FIFO)
+			q->blocked = true;
+	}
+	finish(m, out, by_job);
+	free(by_job);
+}
