@@ -1,0 +1,734 @@
+/* kuberay: renders ray.io/v1 manifests the way a careful platform engineer writes them:
+ * fleet labels, /dev/shm, head on on-demand nodes, provider node vocabulary, gangs. */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/kuberay.h"
+
+#define HASH_HEX	12	/* hex characters of the job id hash in object names */
+
+static const char *const provider_names[] = { "gke", "aks", "hyperpod" };
+static const char *const sched_names[] = { "none", "volcano", "yunikorn", "kai", "kueue" };
+
+const char *
+kuberay_provider_name(enum kuberay_provider p)
+{
+	return (unsigned)p < 3 ? provider_names[p] : "?";
+}
+
+bool
+kuberay_provider_from_name(const char *name, enum kuberay_provider *out)
+{
+	for (int i = 0; name != NULL && i < 3; i++) {
+		if (strcmp(name, provider_names[i]) == 0) {
+			*out = (enum kuberay_provider)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *
+kuberay_scheduler_name(enum kuberay_scheduler s)
+{
+	return (unsigned)s < 5 ? sched_names[s] : "?";
+}
+
+bool
+kuberay_scheduler_from_name(const char *name, enum kuberay_scheduler *out)
+{
+	for (int i = 0; name != NULL && i < 5; i++) {
+		if (strcmp(name, sched_names[i]) == 0) {
+			*out = (enum kuberay_scheduler)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+int
+kuberay_name_max(enum jobspec_kind kind)
+{
+	switch (kind) {
+	case JOBSPEC_RAYCLUSTER:	return 53;
+	case JOBSPEC_RAYCRONJOB:	return 36;
+	default:			return 47;
+	}
+}
+
+const char *
+kuberay_accel_resource(const char *flavor)
+{
+	if (flavor == NULL)
+		return NULL;
+	if (strncmp(flavor, "tpu", 3) == 0)
+		return "google.com/tpu";
+	if (strncmp(flavor, "amd-", 4) == 0)
+		return "amd.com/gpu";
+	if (strncmp(flavor, "aws-", 4) == 0 || strstr(flavor, "trainium") != NULL ||
+	    strstr(flavor, "inferentia") != NULL)
+		return "aws.amazon.com/neuron";
+	return "nvidia.com/gpu";
+}
+
+const char *
+kuberay_rack_label(enum kuberay_provider p)
+{
+	switch (p) {
+	case KUBERAY_GKE:	return "cloud.google.com/gce-topology-subblock";
+	case KUBERAY_HYPERPOD:	return "topology.k8s.aws/network-node-layer-3";
+	default:		return "fleet.io/rack";
+	}
+}
+
+static const char *
+pool_label(enum kuberay_provider p)
+{
+	switch (p) {
+	case KUBERAY_GKE:	return "cloud.google.com/gke-nodepool";
+	case KUBERAY_AKS:	return "kubernetes.azure.com/agentpool";
+	default:		return "sagemaker.amazonaws.com/instance-group-name";
+	}
+}
+
+/* FNV-1a 64: a stable, well-spread hash for names (not a security boundary). */
+static uint64_t
+fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/* Lowercase [a-z0-9-] copy of s, runs of other characters folded into one '-', at most
+ * max characters, no leading or trailing '-'. */
+static void
+slug(const char *s, char *out, size_t max)
+{
+	size_t n = 0;
+
+	for (; s != NULL && *s != '\0' && n < max; s++) {
+		char c = (char)tolower((unsigned char)*s);
+
+		if (!isalnum((unsigned char)c))
+			c = '-';
+		if (c == '-' && (n == 0 || out[n - 1] == '-'))
+			continue;
+		out[n++] = c;
+	}
+	while (n > 0 && out[n - 1] == '-')
+		n--;
+	out[n] = '\0';
+}
+
+bool
+kuberay_object_name(enum jobspec_kind kind, const char *spec_name, const char *job_id,
+		    int attempt, char *buf, size_t len)
+{
+	char base[64], suffix[40];
+	int max = kuberay_name_max(kind), room;
+
+	if (job_id == NULL || job_id[0] == '\0' || attempt < 1 || len < (size_t)max + 1)
+		return false;
+	snprintf(suffix, sizeof(suffix), "-%0*llx-a%d", HASH_HEX,
+	    (unsigned long long)(fnv1a(job_id) >> (64 - 4 * HASH_HEX)), attempt);
+	room = max - (int)strlen(suffix);
+	if (room < 4)
+		return false;
+	slug(spec_name, base, (size_t)room);
+	if (base[0] == '\0') {
+		snprintf(base, sizeof(base), "ray");
+	} else if (!isalpha((unsigned char)base[0])) {
+		/* DNS-1035 starts with a letter: prefix "r" (ray) when the name does not */
+		memmove(base + 1, base, strlen(base) + 1);
+		base[0] = 'r';
+		base[room] = '\0';
+		while (base[strlen(base) - 1] == '-')
+			base[strlen(base) - 1] = '\0';
+	}
+	snprintf(buf, len, "%s%s", base, suffix);
+	return true;
+}
+
+bool
+kuberay_namespace(const char *environment, const char *queue, char *buf, size_t len)
+{
+	char env[64], q[64], full[160];
+
+	if (len < 64)
+		return false;
+	slug(environment, env, sizeof(env) - 1);
+	slug(queue, q, sizeof(q) - 1);
+	if (env[0] == '\0' || q[0] == '\0')
+		return false;
+	snprintf(full, sizeof(full), "fleet-%s-%s", env, q);
+	if (strlen(full) <= 63) {
+		snprintf(buf, len, "%s", full);
+		return true;
+	}
+	full[54] = '\0';
+	while (full[strlen(full) - 1] == '-')
+		full[strlen(full) - 1] = '\0';
+	snprintf(buf, len, "%s-%08llx", full,
+	    (unsigned long long)(fnv1a(environment) ^ (fnv1a(queue) >> 1)) & 0xffffffffULL);
+	return true;
+}
+
+/* ------------------------------------------------------------------ render context */
+
+struct ctx {
+	const struct kuberay_input *in;
+	const struct job_spec *s;
+	const struct kuberay_placement *p;
+	const char	*queue;
+	char		 name[64];
+	char		 ns[64];
+	char		 attempt[16];
+	bool		 elastic;
+	enum jobspec_gcs_ft gcs;
+};
+
+static bool
+label_value_ok(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (n > 63)
+		return false;
+	if (n == 0)
+		return true;
+	if (!isalnum((unsigned char)v[0]) || !isalnum((unsigned char)v[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!isalnum((unsigned char)v[i]) && v[i] != '-' && v[i] != '_' && v[i] != '.')
+			return false;
+	}
+	return true;
+}
+
+static bool
+uuid_ok(const char *s)
+{
+	if (s == NULL || strlen(s) != 36)
+		return false;
+	for (int i = 0; i < 36; i++) {
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+
+		if (dash ? s[i] != '-' : !isxdigit((unsigned char)s[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool
+check_input(struct ctx *c, struct err *e)
+{
+	const struct kuberay_input *in = c->in;
+	const struct kuberay_placement *p = &in->placement;
+
+	if (in->spec == NULL || !uuid_ok(in->job_id) || in->attempt < 1)
+		return err_set(e, 422, "kuberay.bad_input", "spec, a uuid job id and attempt >= 1 "
+		    "are required");
+	if (in->environment == NULL || !jobspec_dns_label(in->environment, 63) ||
+	    !label_value_ok(c->queue))
+		return err_set(e, 422, "kuberay.bad_input", "environment and queue must be dns labels");
+	if ((unsigned)p->provider > KUBERAY_HYPERPOD || p->pool == NULL ||
+	    !label_value_ok(p->pool) || (p->cpu_pool && !label_value_ok(p->cpu_pool)) ||
+	    (p->head_pool && !label_value_ok(p->head_pool)))
+		return err_set(e, 422, "kuberay.bad_placement", "placement needs a provider and a "
+		    "valid pool name");
+	if (in->batch.queue != NULL && !label_value_ok(in->batch.queue))
+		return err_set(e, 422, "kuberay.bad_placement", "batch scheduler queue is not a "
+		    "valid label value");
+	if (in->spec->topology == JOBSPEC_TOPO_RACK && (p->rack_id == NULL ||
+	    !label_value_ok(p->rack_id)))
+		return err_set(e, 422, "kuberay.bad_placement", "topology rack needs the rack id");
+	if (in->spec->topology == JOBSPEC_TOPO_SLICE && (p->provider != KUBERAY_GKE ||
+	    p->tpu_accelerator == NULL || !label_value_ok(p->tpu_accelerator)))
+		return err_set(e, 422, "kuberay.unsupported_topology", "tpu slices need a gke "
+		    "placement with a tpu accelerator");
+	if (in->spec->priority_class != NULL && !label_value_ok(in->spec->priority_class))
+		return err_set(e, 422, "kuberay.bad_input", "priority class is not a label value");
+	return true;
+}
+
+/* ------------------------------------------------------------------ pod templates */
+
+static json_t *
+fleet_labels(const struct ctx *c)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}",
+	    "app.kubernetes.io/managed-by", "fleetd",
+	    "fleet.io/job-id", c->in->job_id, "fleet.io/queue", c->queue,
+	    "fleet.io/environment", c->in->environment, "fleet.io/attempt", c->attempt);
+}
+
+static json_t *
+resources(int64_t cpu_milli, int64_t memory, const char *accel, int count)
+{
+	char cpu[32], mem[32];
+	json_t *r;
+
+	jobspec_fmt_cpu(cpu_milli, cpu, sizeof(cpu));
+	jobspec_fmt_memory(memory, mem, sizeof(mem));
+	r = json_pack("{s:s, s:s}", "cpu", cpu, "memory", mem);
+	if (accel != NULL)
+		json_object_set_new(r, accel, json_sprintf("%d", count));
+	/* requests == limits: guaranteed QoS, and required for extended resources */
+	return json_pack("{s:o, s:o}", "requests", json_deep_copy(r), "limits", r);
+}
+
+/* /dev/shm as memory-backed emptyDir: 30% of the pod memory (Ray's object store
+ * default), at least 64Mi, rounded down to a whole Mi. */
+static json_t *
+shm_volume(int64_t memory)
+{
+	int64_t shm = memory / 10 * 3;
+	char buf[32];
+
+	shm -= shm % (1LL << 20);
+	if (shm < (64LL << 20))
+		shm = 64LL << 20;
+	if (shm > memory)
+		shm = memory;
+	jobspec_fmt_memory(shm, buf, sizeof(buf));
+	return json_pack("{s:s, s:{s:s, s:s}}", "name", "dshm", "emptyDir", "medium", "Memory",
+	    "sizeLimit", buf);
+}
+
+static json_t *
+container_env(const struct ctx *c)
+{
+	json_t *env = json_pack("[{s:s, s:s}, {s:s, s:s}]",
+	    "name", "FLEET_JOB_ID", "value", c->in->job_id,
+	    "name", "FLEET_ATTEMPT", "value", c->attempt);
+
+	if (c->s->checkpoint_uri != NULL) {
+		char grace[16];
+
+		snprintf(grace, sizeof(grace), "%d", c->s->checkpoint_grace_seconds);
+		json_array_append_new(env, json_pack("{s:s, s:s}", "name", "FLEET_CHECKPOINT_URI",
+		    "value", c->s->checkpoint_uri));
+		json_array_append_new(env, json_pack("{s:s, s:s}", "name",
+		    "FLEET_CHECKPOINT_GRACE_SECONDS", "value", grace));
+	}
+	return env;
+}
+
+static json_t *
+toleration(const char *key, const char *value)
+{
+	if (value == NULL)
+		return json_pack("{s:s, s:s, s:s}", "key", key, "operator", "Exists",
+		    "effect", "NoSchedule");
+	return json_pack("{s:s, s:s, s:s, s:s}", "key", key, "operator", "Equal", "value", value,
+	    "effect", "NoSchedule");
+}
+
+static json_t *
+match_expr(const char *key, const char *op, const char *value)
+{
+	if (value == NULL)
+		return json_pack("{s:s, s:s}", "key", key, "operator", op);
+	return json_pack("{s:s, s:s, s:[s]}", "key", key, "operator", op, "values", value);
+}
+
+static json_t *
+required_node_affinity(json_t *exprs)
+{
+	return json_pack("{s:{s:{s:[{s:o}]}}}", "nodeAffinity",
+	    "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+	    "matchExpressions", exprs);
+}
+
+/* Head: on-demand only, whatever the workers run on. */
+static void
+head_placement(const struct ctx *c, json_t *spec)
+{
+	const struct kuberay_placement *p = c->p;
+	json_t *sel = json_object(), *ex = json_array();
+
+	if (p->head_pool != NULL)
+		json_object_set_new(sel, pool_label(p->provider), json_string(p->head_pool));
+	switch (p->provider) {
+	case KUBERAY_GKE:
+		json_array_append_new(ex, match_expr("cloud.google.com/gke-spot", "DoesNotExist",
+		    NULL));
+		json_array_append_new(ex, match_expr("cloud.google.com/gke-preemptible",
+		    "DoesNotExist", NULL));
+		break;
+	case KUBERAY_AKS:
+		json_array_append_new(ex, match_expr("kubernetes.azure.com/scalesetpriority",
+		    "NotIn", "spot"));
+		break;
+	case KUBERAY_HYPERPOD:
+		json_array_append_new(ex, match_expr("eks.amazonaws.com/capacityType", "NotIn",
+		    "SPOT"));
+		if (p->spot && p->head_pool == NULL)
+			json_array_append_new(ex, match_expr(pool_label(p->provider), "NotIn",
+			    p->pool));
+		break;
+	}
+	if (json_object_size(sel) > 0)
+		json_object_set_new(spec, "nodeSelector", sel);
+	else
+		json_decref(sel);
+	json_object_set_new(spec, "affinity", required_node_affinity(ex));
+}
+
+/* Groups without accelerators move to cpu_pool when one is given; spot and topology
+ * belong to the chosen (accelerator) pool only. */
+static bool
+on_main_pool(const struct ctx *c, const struct jobspec_group *g)
+{
+	return g->accel_flavor != NULL || c->p->cpu_pool == NULL;
+}
+
+static void
+worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel,
+		 json_t *tol)
+{
+	const struct kuberay_placement *p = c->p;
+	const char *res = kuberay_accel_resource(g->accel_flavor);
+	bool tpu = c->s->topology == JOBSPEC_TOPO_SLICE && g->accel_flavor != NULL;
+	bool spot = p->spot && on_main_pool(c, g);
+
+	json_object_set_new(sel, pool_label(p->provider), json_string(
+	    on_main_pool(c, g) ? p->pool : p->cpu_pool));
+	if (p->provider == KUBERAY_GKE) {
+		if (tpu) {
+			json_object_set_new(sel, "cloud.google.com/gke-tpu-accelerator",
+			    json_string(p->tpu_accelerator));
+			json_object_set_new(sel, "cloud.google.com/gke-tpu-topology", json_string(
+			    p->tpu_topology != NULL ? p->tpu_topology : c->s->slice_shape));
+		} else if (g->accel_flavor != NULL) {
+			json_object_set_new(sel, "cloud.google.com/gke-accelerator", json_string(
+			    p->accelerator != NULL ? p->accelerator : g->accel_flavor));
+		}
+		if (spot) {
+			json_object_set_new(sel, "cloud.google.com/gke-spot", json_string("true"));
+			json_array_append_new(tol, toleration("cloud.google.com/gke-spot", "true"));
+		}
+	} else if (p->provider == KUBERAY_AKS) {
+		if (spot) {
+			json_object_set_new(sel, "kubernetes.azure.com/scalesetpriority",
+			    json_string("spot"));
+			json_array_append_new(tol, toleration(
+			    "kubernetes.azure.com/scalesetpriority", "spot"));
+		}
+	} else if (p->machine_type != NULL && g->accel_flavor != NULL) {
+		json_object_set_new(sel, "node.kubernetes.io/instance-type",
+		    json_string(p->machine_type));
+	}
+	if (res != NULL)
+		json_array_append_new(tol, toleration(res, NULL));
+}
+
+/* Workers: the chosen pool, the provider's accelerator and spot vocabulary, topology. */
+static void
+worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spec)
+{
+	json_t *sel = json_object(), *tol = json_array();
+
+	worker_selectors(c, g, sel, tol);
+	if (!on_main_pool(c, g)) {
+		/* no topology: the cpu pool is elsewhere */
+	} else if (c->s->topology == JOBSPEC_TOPO_RACK) {
+		const char *key = c->p->rack_label ? c->p->rack_label :
+		    kuberay_rack_label(c->p->provider);
+
+		json_object_set_new(spec, "affinity", required_node_affinity(json_pack("[o]",
+		    match_expr(key, "In", c->p->rack_id))));
+	} else if (c->s->topology == JOBSPEC_TOPO_HOST && c->p->host != NULL) {
+		json_object_set_new(sel, "kubernetes.io/hostname", json_string(c->p->host));
+	} else if (c->s->topology == JOBSPEC_TOPO_HOST) {
+		json_object_set_new(spec, "affinity", json_pack(
+		    "{s:{s:[{s:{s:{s:s, s:s, s:s}}, s:s}]}}", "podAffinity",
+		    "requiredDuringSchedulingIgnoredDuringExecution", "labelSelector",
+		    "matchLabels", "fleet.io/job-id", c->in->job_id, "fleet.io/attempt",
+		    c->attempt, "fleet.io/role", "worker", "topologyKey", "kubernetes.io/hostname"));
+	}
+	json_object_set_new(spec, "nodeSelector", sel);
+	if (json_array_size(tol) > 0)
+		json_object_set_new(spec, "tolerations", tol);
+	else
+		json_decref(tol);
+}
+
+/* g == NULL renders the head. */
+static json_t *
+pod_template(const struct ctx *c, const struct jobspec_group *g)
+{
+	int64_t cpu = g ? g->cpu_milli : c->s->head_cpu_milli;
+	int64_t mem = g ? g->memory_bytes : c->s->head_memory_bytes;
+	json_t *labels = fleet_labels(c), *ctr, *spec;
+
+	json_object_set_new(labels, "fleet.io/role", json_string(g ? "worker" : "head"));
+	ctr = json_pack("{s:s, s:s, s:s, s:o, s:o, s:[{s:s, s:s}]}",
+	    "name", g ? "ray-worker" : "ray-head", "image", c->s->image,
+	    "imagePullPolicy", "IfNotPresent",
+	    "env", container_env(c),
+	    "resources", resources(cpu, mem, g ? kuberay_accel_resource(g->accel_flavor) : NULL,
+	    g ? g->accel_count : 0),
+	    "volumeMounts", "name", "dshm", "mountPath", "/dev/shm");
+	if (g == NULL)
+		json_object_set_new(ctr, "ports", json_pack("[{s:i, s:s}, {s:i, s:s}, {s:i, s:s}]",
+		    "containerPort", 6379, "name", "gcs-server", "containerPort", 8265,
+		    "name", "dashboard", "containerPort", 10001, "name", "client"));
+	spec = json_pack("{s:[o], s:[o]}", "containers", ctr, "volumes", shm_volume(mem));
+	if (g == NULL)
+		head_placement(c, spec);
+	else
+		worker_placement(c, g, spec);
+	if (c->s->checkpoint_uri != NULL)
+		json_object_set_new(spec, "terminationGracePeriodSeconds",
+		    json_integer(c->s->checkpoint_grace_seconds));
+	return json_pack("{s:{s:o}, s:o}", "metadata", "labels", labels, "spec", spec);
+}
+
+/* ------------------------------------------------------------------ specs */
+
+static json_t *
+worker_group(const struct ctx *c, const struct jobspec_group *g)
+{
+	int hosts = jobspec_group_hosts(c->s, g);
+	json_t *o;
+
+	if (c->s->topology == JOBSPEC_TOPO_SLICE && g->accel_flavor != NULL &&
+	    c->p->tpu_hosts > 0)
+		hosts = c->p->tpu_hosts;
+	o = json_pack("{s:s, s:i, s:i, s:i}", "groupName", g->name,
+	    "replicas", g->min_replicas, "minReplicas", g->min_replicas,
+	    "maxReplicas", g->max_replicas);
+	if (hosts > 1)
+		json_object_set_new(o, "numOfHosts", json_integer(hosts));
+	json_object_set_new(o, "rayStartParams", json_object());
+	json_object_set_new(o, "template", pod_template(c, g));
+	return o;
+}
+
+static json_t *
+gcs_options(const struct ctx *c)
+{
+	const struct jobspec_gcs *g = &c->s->gcs;
+	json_t *o;
+	char size[32];
+
+	if (c->gcs == JOBSPEC_GCS_FT_REDIS) {
+		o = json_pack("{s:s, s:s}", "backend", "redis", "redisAddress", g->redis_address);
+		if (g->redis_secret != NULL)
+			json_object_set_new(o, "redisPassword", json_pack("{s:{s:{s:s, s:s}}}",
+			    "valueFrom", "secretKeyRef", "name", g->redis_secret,
+			    "key", g->redis_secret_key));
+		return o;
+	}
+	o = json_pack("{s:s}", "backend", "rocksdb");
+	if (g->storage_bytes > 0 || g->storage_class != NULL) {
+		json_t *st = json_object();
+
+		if (g->storage_bytes > 0) {
+			jobspec_fmt_memory(g->storage_bytes, size, sizeof(size));
+			json_object_set_new(st, "size", json_string(size));
+		}
+		if (g->storage_class != NULL)
+			json_object_set_new(st, "storageClassName", json_string(g->storage_class));
+		json_object_set_new(o, "storage", st);
+	}
+	return o;
+}
+
+static json_t *
+cluster_spec(const struct ctx *c)
+{
+	json_t *o, *groups = json_array();
+
+	for (size_t i = 0; i < c->s->ngroups; i++)
+		json_array_append_new(groups, worker_group(c, &c->s->groups[i]));
+	o = json_pack("{s:s}", "rayVersion", c->s->ray_version);
+	if (c->elastic) {
+		json_object_set_new(o, "enableInTreeAutoscaling", json_true());
+		json_object_set_new(o, "autoscalerOptions", json_pack("{s:s, s:i}",
+		    "upscalingMode", "Default", "idleTimeoutSeconds", 60));
+	}
+	if (c->gcs == JOBSPEC_GCS_FT_ROCKSDB || c->gcs == JOBSPEC_GCS_FT_REDIS)
+		json_object_set_new(o, "gcsFaultToleranceOptions", gcs_options(c));
+	json_object_set_new(o, "headGroupSpec", json_pack("{s:{s:s, s:s}, s:o}",
+	    "rayStartParams", "num-cpus", "0", "dashboard-host", "0.0.0.0",
+	    "template", pod_template(c, NULL)));
+	json_object_set_new(o, "workerGroupSpecs", groups);
+	return o;
+}
+
+/* JSON is a subset of YAML: runtimeEnvYAML and serveConfigV2 carry sorted, indented JSON. */
+static json_t *
+yaml_string(const json_t *v)
+{
+	char *text = json_dumps(v, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_t *s = json_string(text);
+
+	free(text);
+	return s;
+}
+
+static json_t *
+rayjob_spec(const struct ctx *c, bool with_suspend)
+{
+	const struct job_spec *s = c->s;
+	json_t *o = json_pack("{s:s}", "entrypoint", s->entrypoint);
+
+	if (s->runtime_env != NULL)
+		json_object_set_new(o, "runtimeEnvYAML", yaml_string(s->runtime_env));
+	/* the operator requires shutdownAfterJobFinishes for suspend; fleetd always sets it */
+	json_object_set_new(o, "shutdownAfterJobFinishes", json_true());
+	json_object_set_new(o, "ttlSecondsAfterFinished",
+	    json_integer(s->ttl_seconds_after_finished));
+	json_object_set_new(o, "backoffLimit", json_integer(s->backoff_limit));
+	if (s->active_deadline_seconds > 0)
+		json_object_set_new(o, "activeDeadlineSeconds",
+		    json_integer(s->active_deadline_seconds));
+	json_object_set_new(o, "submissionMode", json_string(s->submission_mode ?
+	    s->submission_mode : "K8sJobMode"));
+	if (s->delete_on_success != JOBSPEC_DELETE_UNSET)
+		json_object_set_new(o, "deletionStrategy", json_pack("{s:{s:s}, s:{s:s}}",
+		    "onSuccess", "policy", jobspec_delete_name(s->delete_on_success),
+		    "onFailure", "policy", jobspec_delete_name(s->delete_on_failure)));
+	/* Kueue owns spec.suspend while it queues the job: never apply suspend: false */
+	if (with_suspend && (c->in->suspend || c->in->batch.kind != KUBERAY_SCHED_KUEUE))
+		json_object_set_new(o, "suspend", json_boolean(c->in->suspend));
+	json_object_set_new(o, "rayClusterSpec", cluster_spec(c));
+	return o;
+}
+
+static json_t *
+kind_spec(const struct ctx *c)
+{
+	json_t *o;
+
+	switch (c->s->kind) {
+	case JOBSPEC_RAYJOB:
+		return rayjob_spec(c, true);
+	case JOBSPEC_RAYCRONJOB:
+		o = json_pack("{s:s}", "schedule", c->s->schedule);
+		if (c->s->time_zone != NULL)
+			json_object_set_new(o, "timeZone", json_string(c->s->time_zone));
+		if (c->in->suspend)
+			json_object_set_new(o, "suspend", json_true());
+		json_object_set_new(o, "jobTemplate", rayjob_spec(c, false));
+		return o;
+	case JOBSPEC_RAYSERVICE:
+		o = json_pack("{s:o, s:{s:s}}", "serveConfigV2", yaml_string(c->s->serve_config),
+		    "upgradeStrategy", "type", "NewCluster");
+		if (c->in->suspend)
+			json_object_set_new(o, "suspend", json_true());
+		json_object_set_new(o, "rayClusterConfig", cluster_spec(c));
+		return o;
+	case JOBSPEC_RAYCLUSTER:
+		o = cluster_spec(c);
+		if (c->in->suspend)
+			json_object_set_new(o, "suspend", json_true());
+		return o;
+	}
+	return NULL;
+}
+
+/* Gang-scheduling vocabulary of the member cluster's batch scheduler. */
+static void
+scheduler_labels(const struct ctx *c, json_t *labels)
+{
+	const char *q = c->in->batch.queue != NULL ? c->in->batch.queue : c->queue;
+	const char *pc = c->s->priority_class;
+
+	switch (c->in->batch.kind) {
+	case KUBERAY_SCHED_NONE:
+		return;
+	case KUBERAY_SCHED_KUEUE:
+		if (c->s->kind == JOBSPEC_RAYSERVICE)
+			return;	/* Kueue does not manage RayService */
+		json_object_set_new(labels, "kueue.x-k8s.io/queue-name", json_string(q));
+		if (pc != NULL)
+			json_object_set_new(labels, "kueue.x-k8s.io/priority-class", json_string(pc));
+		return;
+	case KUBERAY_SCHED_VOLCANO:
+		json_object_set_new(labels, "ray.io/scheduler-name", json_string("volcano"));
+		json_object_set_new(labels, "volcano.sh/queue-name", json_string(q));
+		break;
+	case KUBERAY_SCHED_YUNIKORN:
+		json_object_set_new(labels, "ray.io/scheduler-name", json_string("yunikorn"));
+		json_object_set_new(labels, "yunikorn.apache.org/app-id", json_string(c->name));
+		json_object_set_new(labels, "yunikorn.apache.org/queue", json_string(q));
+		break;
+	case KUBERAY_SCHED_KAI:
+		json_object_set_new(labels, "kai.scheduler/queue", json_string(q));
+		break;
+	}
+	json_object_set_new(labels, "ray.io/gang-scheduling-enabled", json_string("true"));
+	if (pc != NULL)
+		json_object_set_new(labels, "ray.io/priority-class-name", json_string(pc));
+}
+
+static json_t *
+metadata(const struct ctx *c)
+{
+	const struct kuberay_placement *p = c->p;
+	json_t *labels = fleet_labels(c), *ann;
+
+	scheduler_labels(c, labels);
+	ann = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+	    "fleet.io/job-id", c->in->job_id, "fleet.io/queue", c->queue,
+	    "fleet.io/environment", c->in->environment, "fleet.io/attempt", c->attempt,
+	    "fleet.io/job-name", c->s->name, "fleet.io/provider", kuberay_provider_name(p->provider),
+	    "fleet.io/pool", p->pool);
+	if (p->cluster != NULL)
+		json_object_set_new(ann, "fleet.io/cluster", json_string(p->cluster));
+	if (c->s->priority_class != NULL)
+		json_object_set_new(ann, "fleet.io/priority-class", json_string(c->s->priority_class));
+	if (c->s->checkpoint_uri != NULL)
+		json_object_set_new(ann, "fleet.io/checkpoint-uri", json_string(c->s->checkpoint_uri));
+	if (c->in->checkpoint_deadline != NULL)
+		json_object_set_new(ann, "fleet.io/checkpoint-requested",
+		    json_string(c->in->checkpoint_deadline));
+	return json_pack("{s:s, s:s, s:o, s:o}", "name", c->name, "namespace", c->ns,
+	    "labels", labels, "annotations", ann);
+}
+
+json_t *
+kuberay_render(const struct kuberay_input *in, struct err *e)
+{
+	struct ctx c;
+
+	memset(&c, 0, sizeof(c));
+	c.in = in;
+	c.s = in->spec;
+	c.p = &in->placement;
+	c.queue = in->queue != NULL ? in->queue : (in->spec ? in->spec->queue : NULL);
+	if (c.queue == NULL)
+		c.queue = "";
+	if (!check_input(&c, e))
+		return NULL;
+	if (!kuberay_object_name(c.s->kind, c.s->name, in->job_id, in->attempt, c.name,
+	    sizeof(c.name)))
+		return err_set(e, 422, "kuberay.bad_input", "cannot derive an object name"), NULL;
+	if (in->ns != NULL) {
+		if (!jobspec_dns_label(in->ns, 63))
+			return err_set(e, 422, "kuberay.bad_input", "namespace is not a dns label"),
+			    NULL;
+		snprintf(c.ns, sizeof(c.ns), "%s", in->ns);
+	} else if (!kuberay_namespace(in->environment, c.queue, c.ns, sizeof(c.ns))) {
+		return err_set(e, 422, "kuberay.bad_input", "cannot derive a namespace"), NULL;
+	}
+	snprintf(c.attempt, sizeof(c.attempt), "%d", in->attempt);
+	c.elastic = jobspec_is_elastic(c.s);
+	c.gcs = c.s->gcs.mode;
+	if (c.gcs == JOBSPEC_GCS_FT_DEFAULT)
+		c.gcs = c.s->kind == JOBSPEC_RAYSERVICE || c.s->kind == JOBSPEC_RAYCLUSTER ?
+		    JOBSPEC_GCS_FT_ROCKSDB : JOBSPEC_GCS_FT_OFF;
+	return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "ray.io/v1",
+	    "kind", jobspec_kind_name(c.s->kind), "metadata", metadata(&c), "spec", kind_spec(&c));
+}

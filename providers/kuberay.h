@@ -1,0 +1,89 @@
+/* kuberay: pure renderer of ray.io/v1 RayJob, RayCluster, RayService and RayCronJob
+ * manifests from a job spec and its placement (struct in, json_t out, no I/O). */
+#ifndef FLEET_PROVIDERS_KUBERAY_H
+#define FLEET_PROVIDERS_KUBERAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "core/err.h"
+#include "providers/jobspec.h"
+
+enum kuberay_provider {
+	KUBERAY_GKE,
+	KUBERAY_AKS,
+	KUBERAY_HYPERPOD,
+};
+
+/* The batch scheduler the member cluster declares it runs. */
+enum kuberay_scheduler {
+	KUBERAY_SCHED_NONE,
+	KUBERAY_SCHED_VOLCANO,
+	KUBERAY_SCHED_YUNIKORN,
+	KUBERAY_SCHED_KAI,
+	KUBERAY_SCHED_KUEUE,
+};
+
+struct kuberay_placement {
+	enum kuberay_provider provider;
+	const char	*cluster;	/* member cluster name (annotation only) */
+	const char	*pool;		/* workers: GKE node pool, AKS agent pool, HyperPod
+					 * instance group; required */
+	const char	*cpu_pool;	/* workers without accelerators; NULL = pool */
+	const char	*head_pool;	/* on-demand pool for the head; NULL = any on-demand node */
+	const char	*machine_type;	/* instance type; HyperPod: node.kubernetes.io/instance-type */
+	const char	*accelerator;	/* GKE gke-accelerator value; NULL = the group's flavor */
+	bool		 spot;		/* workers run on spot capacity (the head never does) */
+	const char	*rack_id;	/* topology rack: required */
+	const char	*rack_label;	/* node label naming the rack; NULL = provider default */
+	const char	*host;		/* topology host: node name; NULL = pod affinity on hostname */
+	const char	*tpu_accelerator; /* slice (GKE): gke-tpu-accelerator, e.g. tpu-v5p-slice */
+	const char	*tpu_topology;	/* slice: gke-tpu-topology; NULL = the job's slice shape */
+	int		 tpu_hosts;	/* slice: hosts per slice; 0 = derived from the spec */
+};
+
+struct kuberay_batch {
+	enum kuberay_scheduler kind;
+	const char	*queue;		/* scheduler queue; NULL = the fleetd queue name */
+};
+
+struct kuberay_input {
+	const struct job_spec *spec;
+	const char	*job_id;	/* uuid */
+	int		 attempt;	/* >= 1; part of the object name */
+	const char	*environment;
+	const char	*queue;		/* NULL = spec->queue */
+	const char	*ns;		/* namespace; NULL = kuberay_namespace(environment, queue) */
+	struct kuberay_placement placement;
+	struct kuberay_batch batch;
+	bool		 suspend;	/* moves and preemption: spec.suspend */
+	const char	*checkpoint_deadline;	/* RFC 3339; sets fleet.io/checkpoint-requested */
+};
+
+/* Renders the manifest. Deterministic: the same input gives the same bytes. On a
+ * placement that cannot express the spec (slice off GKE, rack without a rack id, bad
+ * ids) fills e with 422 "kuberay.*" and returns NULL. Caller owns the result. */
+json_t		*kuberay_render(const struct kuberay_input *in, struct err *e);
+
+/* "<name>-<hash of job id>-a<attempt>", a DNS-1035 label within the operator's limit
+ * for kind (kuberay_name_max). False when job_id is empty, attempt < 1 or len too small. */
+bool		 kuberay_object_name(enum jobspec_kind kind, const char *spec_name,
+		    const char *job_id, int attempt, char *buf, size_t len);
+/* "fleet-<environment>-<queue>", a DNS-1123 label (hashed when over 63 characters). */
+bool		 kuberay_namespace(const char *environment, const char *queue, char *buf,
+		    size_t len);
+int		 kuberay_name_max(enum jobspec_kind kind);	/* 47, 53, 47, 36 */
+
+/* Extended resource for an accelerator flavor: google.com/tpu, nvidia.com/gpu,
+ * amd.com/gpu or aws.amazon.com/neuron. */
+const char	*kuberay_accel_resource(const char *flavor);
+/* Default node label naming a rack / NVLink domain for the provider. */
+const char	*kuberay_rack_label(enum kuberay_provider p);
+const char	*kuberay_provider_name(enum kuberay_provider p);	/* gke | aks | hyperpod */
+bool		 kuberay_provider_from_name(const char *name, enum kuberay_provider *out);
+const char	*kuberay_scheduler_name(enum kuberay_scheduler s);
+bool		 kuberay_scheduler_from_name(const char *name, enum kuberay_scheduler *out);
+
+#endif
