@@ -252,13 +252,18 @@ cron_every(const char *s)
 	if (*s == '\0')
 		return false;
 	while (*s != '\0') {
-		char *end;
-		double v;
+		double v = 0, scale = 1;
 
 		if (!isdigit((unsigned char)*s))
 			return false;
-		v = strtod(s, &end);
-		s = end;
+		while (isdigit((unsigned char)*s))
+			v = v * 10 + (*s++ - '0');
+		if (*s == '.') {
+			if (!isdigit((unsigned char)*++s))
+				return false;
+			while (isdigit((unsigned char)*s))
+				v += (*s++ - '0') * (scale /= 10);
+		}
 		if (strncmp(s, "ms", 2) == 0 || strncmp(s, "us", 2) == 0 || strncmp(s, "ns", 2) == 0) {
 			v /= s[0] == 'm' ? 1e3 : s[0] == 'u' ? 1e6 : 1e9;
 			s += 2;

@@ -455,11 +455,11 @@ test_cron(void **state)
 		"0 9-17 * * 1-5", "15,45 */2 1,15 * *", "0 0 1 jan *", "0 0 * * SUN",
 		"0 0 ? * mon-fri", "30 4 1-31/2 JAN-DEC/3 *", "5/10 * * * *", "@hourly", "@daily",
 		"@midnight", "@weekly", "@monthly", "@yearly", "@annually", "@every 1h30m",
-		"@every 90s", "0 0 * * 6", "59 23 31 12 0", NULL };
+		"@every 90s", "@every 1.5h", "@every 1m500ms", "0 0 * * 6", "59 23 31 12 0", NULL };
 	static const char *const bad_cron[] = { "", "* * * *", "* * * * * *", "60 * * * *",
 		"* 24 * * *", "* * 0 * *", "* * 32 * *", "* * * 13 *", "* * * * 7", "*/0 * * * *",
 		"5-1 * * * *", "1,,2 * * * *", ",1 * * * *", "* * * foo *", "* * * * funday",
-		"? * * * *", "@reboot", "@every", "@every 5", "@every 500ms", "TZ=UTC 0 0 * * *",
+		"? * * * *", "@reboot", "@every", "@every 5", "@every 500ms", "@every 0x10s", "@every 1e3s", "@every 1.h", "@every 1h 2m", "TZ=UTC 0 0 * * *",
 		"a b c d e", "1-2-3 * * * *", "*/ * * * *", "0 0 * * mon-", NULL };
 
 	(void)state;
