@@ -24,6 +24,22 @@ HANDLER(h_token_delete);
 
 HANDLER(h_audit_list);
 
+HANDLER(h_cloud_list);
+HANDLER(h_cloud_create);
+HANDLER(h_cloud_get);
+HANDLER(h_cloud_replace);
+HANDLER(h_cloud_delete);
+HANDLER(h_cloud_iam);
+HANDLER(h_cloud_iam_rotate);
+
+HANDLER(h_cluster_create);
+HANDLER(h_cluster_list);
+HANDLER(h_cluster_get);
+HANDLER(h_cluster_replace);
+HANDLER(h_cluster_delete);
+HANDLER(h_cluster_cordon);
+HANDLER(h_cluster_uncordon);
+
 /* Shared by list handlers: {"items": items, "next": link or null}.  key_of names the
  * member of the last item that is the cursor. */
 json_t	*page_reply(struct request *rq, json_t *items, int limit, const char *key_of);

@@ -24,6 +24,26 @@ const struct route routes[] = {
 	{ "DELETE", "/v1/tokens/{id}", h_token_delete, ROLE_ADMIN, 0 },
 
 	{ "GET", "/v1/audit", h_audit_list, ROLE_ADMIN, 0 },
+
+	{ "GET", "/v1/clouds", h_cloud_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/clouds", h_cloud_create, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/clouds/{id}", h_cloud_get, ROLE_VIEWER, 0 },
+	{ "PUT", "/v1/clouds/{id}", h_cloud_replace, ROLE_ADMIN, R_BODY },
+	{ "DELETE", "/v1/clouds/{id}", h_cloud_delete, ROLE_ADMIN, 0 },
+	{ "POST", "/v1/clouds/{id}/iam", h_cloud_iam, ROLE_ADMIN, R_BODY | R_NOTX },
+	{ "POST", "/v1/clouds/{id}/iam/rotate", h_cloud_iam_rotate, ROLE_ADMIN, R_BODY | R_NOTX },
+	{ "GET", "/v1/clouds/{id}/clusters", h_cluster_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/clouds/{id}/clusters", h_cluster_create, ROLE_ADMIN, R_BODY | R_NOTX },
+	{ "GET", "/v1/clouds/{cloud_id}/clusters/{id}", h_cluster_get, ROLE_VIEWER, 0 },
+	{ "PUT", "/v1/clouds/{cloud_id}/clusters/{id}", h_cluster_replace, ROLE_ADMIN, R_BODY },
+	{ "DELETE", "/v1/clouds/{cloud_id}/clusters/{id}", h_cluster_delete, ROLE_ADMIN, 0 },
+
+	{ "GET", "/v1/clusters", h_cluster_list, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/clusters/{id}", h_cluster_get, ROLE_VIEWER, 0 },
+	{ "PUT", "/v1/clusters/{id}", h_cluster_replace, ROLE_ADMIN, R_BODY },
+	{ "DELETE", "/v1/clusters/{id}", h_cluster_delete, ROLE_ADMIN, 0 },
+	{ "POST", "/v1/clusters/{id}/cordon", h_cluster_cordon, ROLE_OPERATOR, 0 },
+	{ "POST", "/v1/clusters/{id}/uncordon", h_cluster_uncordon, ROLE_OPERATOR, 0 },
 };
 const size_t nroutes = sizeof(routes) / sizeof(routes[0]);
 

@@ -162,6 +162,19 @@ problem(struct request *rq, const struct err *e)
 		    "error", e->msg, "status", e->status);
 }
 
+void
+rq_problem(struct request *rq, int status, const char *code, const char *title,
+	   const char *detail, json_t *errors)
+{
+	json_t *p = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s, s:o}", "type", "about:blank",
+	    "title", title, "status", status, "code", code, "request_id", rq->id,
+	    "detail", detail ? detail : title, "errors", errors ? errors : json_array());
+
+	rq_reply(rq, status, p);
+	rq->content_type = "application/problem+json";
+	log_info(rq->id, "api", "request refused", "{s:s, s:i}", "code", code, "status", status);
+}
+
 /* Authenticates the bearer token; fills rq->actor, role and envs. */
 static bool
 authenticate(struct request *rq, struct err *e)

@@ -79,6 +79,10 @@ const char	*rq_header(struct request *rq, const char *name);
 bool		 rq_env_visible(struct request *rq, const char *env);
 /* Sets a 2xx JSON answer (steals reply). */
 void		 rq_reply(struct request *rq, int status, json_t *reply);
+/* Answers a problem+json with a list of per-field errors (steals errors); for checks that
+ * fail several ways at once (422 of phase 2).  The handler then returns true. */
+void		 rq_problem(struct request *rq, int status, const char *code, const char *title,
+		    const char *detail, json_t *errors);
 /* Paging: parses limit (1..500, default 100) and the opaque after cursor. */
 bool		 rq_page(struct request *rq, int *limit, const char **after, struct err *e);
 /* If-Match against the object's version: 412 on mismatch, true when absent. */

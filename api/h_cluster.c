@@ -1,0 +1,209 @@
+/* h_cluster: member clusters — create (after a reachability probe), list, get, replace,
+ * delete, cordon and uncordon.  Credentials never appear in an answer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handlers.h"
+#include "regions/cloud.h"
+#include "regions/cluster.h"
+
+static bool
+visible_cluster(struct request *rq, struct db *c, const char *id, bool lock, json_t **out,
+		struct err *e)
+{
+	const char *cloud = rq_param(rq, "cloud_id");
+
+	if (!cluster_get(c, id, lock, out, e))
+		return false;
+	if (!rq_env_visible(rq, json_string_value(json_object_get(*out, "environment"))) ||
+	    (cloud != NULL && strcmp(cloud,
+	    json_string_value(json_object_get(*out, "cloud_id"))) != 0)) {
+		json_decref(*out);
+		*out = NULL;
+		return err_set(e, 404, "cluster.not_found", "cluster not found");
+	}
+	return true;
+}
+
+static void
+reply_cluster(struct request *rq, int status, json_t *obj)
+{
+	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
+	if (status == 201)
+		rq->location = arena_printf(rq->arena, "/v1/clusters/%s",
+		    json_string_value(json_object_get(obj, "id")));
+	rq_reply(rq, status, obj);
+}
+
+struct create_arg {
+	struct request		*rq;
+	struct cluster_input	 in;
+	json_t			*cloud;
+	json_t			*out;
+};
+
+static bool
+create_check(struct db *c, void *arg, struct err *e)
+{
+	struct create_arg *a = arg;
+	const char *provider;
+
+	if (!cloud_get(c, rq_param(a->rq, "id"), false, &a->cloud, e))
+		return false;
+	if (!rq_env_visible(a->rq, json_string_value(json_object_get(a->cloud, "environment"))))
+		return err_set(e, 404, "cloud.not_found", "cloud not found");
+	if (strcmp(json_string_value(json_object_get(a->cloud, "state")), "active") != 0) {
+		err_set(e, 409, "cloud.not_active", "the cloud's iam pair is not verified yet");
+		return err_detail(e, "Finish phase 2 (POST /v1/clouds/{id}/iam) before attaching "
+		    "clusters.");
+	}
+	provider = json_string_value(json_object_get(a->cloud, "provider"));
+	return cluster_parse(a->rq->json, provider, false, &a->in, e);
+}
+
+static bool
+create_insert(struct db *c, void *arg, struct err *e)
+{
+	struct create_arg *a = arg;
+	const char *env = json_string_value(json_object_get(a->cloud, "environment"));
+
+	json_decref(a->out);
+	a->out = NULL;
+	return cluster_create(c, rq_param(a->rq, "id"), &a->in, &a->out, e) &&
+	    audit_write(c, &a->rq->actor, "cluster.create", "cluster",
+	    json_string_value(json_object_get(a->out, "id")), env, NULL, a->out, e);
+}
+
+HANDLER(h_cluster_create)
+{
+	struct create_arg a = { .rq = rq };
+	bool ok = false;
+
+	if (!db_tx(create_check, &a, e))
+		goto cleanup;
+	if (!cluster_probe(a.in.api_server, a.in.ca_cert, a.in.token, e))
+		goto cleanup;
+	if (!db_tx(create_insert, &a, e))
+		goto cleanup;
+	reply_cluster(rq, 201, a.out);
+	a.out = NULL;
+	ok = true;
+cleanup:
+	json_decref(a.cloud);
+	json_decref(a.out);
+	return ok;
+}
+
+HANDLER(h_cluster_list)
+{
+	const char *after;
+	int limit;
+	json_t *items = NULL;
+	bool all = rq_env_visible(rq, "*");
+
+	if (!rq_page(rq, &limit, &after, e) ||
+	    !cluster_list(rq->db, limit + 1, after, rq_query(rq, "environment"),
+	    rq_query(rq, "region"), rq_query(rq, "provider"), rq_param(rq, "id"),
+	    all ? NULL : rq->envs, rq->nenvs, &items, e))
+		return false;
+	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+	return true;
+}
+
+HANDLER(h_cluster_get)
+{
+	json_t *obj = NULL;
+
+	if (!visible_cluster(rq, rq->db, rq_param(rq, "id"), false, &obj, e))
+		return false;
+	reply_cluster(rq, 200, obj);
+	return true;
+}
+
+HANDLER(h_cluster_replace)
+{
+	const char *id = rq_param(rq, "id");
+	json_t *before = NULL, *obj = NULL;
+	struct cluster_input in;
+	bool ok = false;
+
+	if (!visible_cluster(rq, rq->db, id, true, &before, e))
+		return false;
+	if (!rq_if_match(rq, json_integer_value(json_object_get(before, "version")), e) ||
+	    !cluster_parse(rq->json, json_string_value(json_object_get(before, "provider")),
+	    true, &in, e))
+		goto cleanup;
+	if (strcmp(in.name, json_string_value(json_object_get(before, "name"))) != 0) {
+		err_field(e, 409, "cluster.immutable", "/name",
+		    "name is immutable; register a new cluster instead");
+		goto cleanup;
+	}
+	if (!cluster_replace(rq->db, id, &in, &obj, e))
+		goto cleanup;
+	if (json_integer_value(json_object_get(obj, "version")) !=
+	    json_integer_value(json_object_get(before, "version")) &&
+	    !audit_write(rq->db, &rq->actor, "cluster.update", "cluster", id,
+	    json_string_value(json_object_get(obj, "environment")), before, obj, e))
+		goto cleanup;
+	reply_cluster(rq, 200, obj);
+	obj = NULL;
+	ok = true;
+cleanup:
+	json_decref(before);
+	json_decref(obj);
+	return ok;
+}
+
+HANDLER(h_cluster_delete)
+{
+	const char *id = rq_param(rq, "id");
+	json_t *before = NULL;
+	bool ok = false;
+
+	if (!visible_cluster(rq, rq->db, id, true, &before, e))
+		return false;
+	if (!rq_if_match(rq, json_integer_value(json_object_get(before, "version")), e) ||
+	    !cluster_delete(rq->db, id, e) ||
+	    !audit_write(rq->db, &rq->actor, "cluster.delete", "cluster", id,
+	    json_string_value(json_object_get(before, "environment")), before, NULL, e))
+		goto cleanup;
+	rq->status = 204;
+	ok = true;
+cleanup:
+	json_decref(before);
+	return ok;
+}
+
+static bool
+cordon(struct request *rq, bool on, struct err *e)
+{
+	const char *id = rq_param(rq, "id");
+	json_t *before = NULL, *obj = NULL;
+	bool ok = false;
+
+	if (!visible_cluster(rq, rq->db, id, true, &before, e))
+		return false;
+	if (!cluster_set_cordon(rq->db, id, on, &obj, e))
+		goto cleanup;
+	if (json_is_true(json_object_get(before, "cordoned")) != on &&
+	    !audit_write(rq->db, &rq->actor, on ? "cluster.cordon" : "cluster.uncordon",
+	    "cluster", id, json_string_value(json_object_get(obj, "environment")), before, obj, e))
+		goto cleanup;
+	reply_cluster(rq, 200, obj);
+	obj = NULL;
+	ok = true;
+cleanup:
+	json_decref(before);
+	json_decref(obj);
+	return ok;
+}
+
+HANDLER(h_cluster_cordon)
+{
+	return cordon(rq, true, e);
+}
+
+HANDLER(h_cluster_uncordon)
+{
+	return cordon(rq, false, e);
+}

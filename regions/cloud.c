@@ -1,0 +1,118 @@
+/* cloud: reads, lists and deletes clouds; every answer is built by Postgres as JSON. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uuid/uuid.h>
+
+#include "regions/cloud.h"
+
+char *
+cloud_envs_literal(const char *const *envs, int nenvs)
+{
+	size_t len = 3;
+	char *s;
+
+	if (envs == NULL)
+		return NULL;
+	for (int i = 0; i < nenvs; i++) {
+		if (strcmp(envs[i], "*") == 0)
+			return NULL;
+		len += strlen(envs[i]) + 1;
+	}
+	s = calloc(1, len);
+	strcat(s, "{");
+	for (int i = 0; i < nenvs; i++) {
+		if (i)
+			strcat(s, ",");
+		strcat(s, envs[i]);
+	}
+	strcat(s, "}");
+	return s;
+}
+
+bool
+cloud_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " CLOUD_JSON " FROM clouds c"
+	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id WHERE c.id = $1::uuid";
+	static const char sql_lock[] = "SELECT " CLOUD_JSON " FROM clouds c"
+	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id WHERE c.id = $1::uuid FOR UPDATE OF c";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	uuid_t u;
+	bool ok = false;
+
+	if (id == NULL || uuid_parse(id, u) != 0)
+		return err_set(e, 404, "cloud.not_found", "cloud not found");
+	if (!db_exec(c, for_update ? sql_lock : sql, 1, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, "cloud.not_found", "cloud not found");
+		goto cleanup;
+	}
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+bool
+cloud_list(struct db *c, int limit, const char *after, const char *environment,
+	   const char *provider, const char *region, const char *const *envs, int nenvs,
+	   json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " CLOUD_JSON ", c.id::text FROM clouds c"
+	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id"
+	    " WHERE ($1 = '' OR c.id > $1::uuid) AND ($3::text IS NULL OR c.environment = $3)"
+	    " AND ($4::text IS NULL OR c.provider = $4) AND ($5::text IS NULL OR c.region = $5)"
+	    " AND ($6::text[] IS NULL OR c.environment = ANY($6::text[]))"
+	    " ORDER BY c.id LIMIT $2";
+	char lim[16], *lit = cloud_envs_literal(envs, nenvs);
+	const char *p[6] = { after ? after : "", lim, environment, provider, region, lit };
+	PGresult *r = NULL;
+	uuid_t u;
+	bool ok = false;
+
+	if (after != NULL && uuid_parse(after, u) != 0) {
+		free(lit);
+		return err_field(e, 400, "api.bad_cursor", "/query/after",
+		    "after is not a cursor returned by this list");
+	}
+	snprintf(lim, sizeof(lim), "%d", limit);
+	if (!db_exec(c, sql, 6, p, &r, e))
+		goto cleanup;
+	*out = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
+	ok = true;
+cleanup:
+	free(lit);
+	PQclear(r);
+	return ok;
+}
+
+bool
+cloud_delete(struct db *c, const char *id, struct err *e)
+{
+	static const char sql_used[] = "SELECT (SELECT count(*) FROM clusters WHERE cloud_id = $1::uuid),"
+	    " (SELECT count(*) FROM jobs j JOIN clusters k ON k.id = j.cluster_id"
+	    "  WHERE k.cloud_id = $1::uuid AND j.state IN ('admitted','dispatched','running','moving'))";
+	static const char sql_del[] = "DELETE FROM clouds WHERE id = $1::uuid";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql_used, 1, p, &r, e))
+		goto cleanup;
+	if (atoi(PQgetvalue(r, 0, 0)) > 0 || atoi(PQgetvalue(r, 0, 1)) > 0) {
+		err_set(e, 409, "cloud.in_use", "the cloud still has member clusters or running jobs");
+		err_detail(e, "Delete its %s clusters first (and let their jobs finish or move).",
+		    PQgetvalue(r, 0, 0));
+		goto cleanup;
+	}
+	ok = db_exec(c, sql_del, 1, p, NULL, e);
+cleanup:
+	PQclear(r);
+	return ok;
+}

@@ -1,0 +1,408 @@
+/* cluster: validation, reachability probe, rows; credentials are sealed before they reach
+ * SQL and opened only for the drivers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uuid/uuid.h>
+
+#include "core/config.h"
+#include "core/crypto.h"
+#include "core/http.h"
+#include "core/jsonx.h"
+#include "regions/cluster.h"
+
+bool
+cluster_master_key(uint8_t key[32], struct err *e)
+{
+	size_t n = 0;
+	uint8_t *raw = cfg.master_key ? crypto_b64_decode(cfg.master_key, &n) : NULL;
+
+	if (raw == NULL || n != 32) {
+		free(raw);
+		return err_set(e, 503, "config.no_master_key",
+		    "FLEETD_MASTER_KEY must be set to base64 of 32 bytes");
+	}
+	memcpy(key, raw, 32);
+	memset(raw, 0, n);
+	free(raw);
+	return true;
+}
+
+static bool
+name_valid(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return n >= 2 && n <= 63 && s[0] >= 'a' && s[0] <= 'z' &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}
+
+/* A PEM certificate block whose body is valid base64. */
+static bool
+pem_valid(const char *s)
+{
+	const char *b = strstr(s, "-----BEGIN CERTIFICATE-----");
+	const char *end = b ? strstr(b, "-----END CERTIFICATE-----") : NULL;
+	char *body;
+	uint8_t *der;
+	size_t n = 0, k = 0;
+
+	if (b == NULL || end == NULL || end - b > 65536)
+		return false;
+	b += strlen("-----BEGIN CERTIFICATE-----");
+	body = calloc(1, (size_t)(end - b) + 1);
+	for (const char *p = b; p < end; p++)
+		if (*p != '\n' && *p != '\r' && *p != ' ')
+			body[k++] = *p;
+	der = crypto_b64_decode(body, &n);
+	free(body);
+	free(der);
+	return der != NULL && n > 64;
+}
+
+static bool
+provider_id_valid(const char *provider, const char *id)
+{
+	if (strcmp(provider, "gke") == 0)
+		return strncmp(id, "projects/", 9) == 0 && strstr(id, "/locations/") &&
+		    strstr(id, "/clusters/");
+	if (strcmp(provider, "aks") == 0)
+		return strncmp(id, "/subscriptions/", 15) == 0 && strstr(id, "/resourceGroups/") &&
+		    strstr(id, "/providers/Microsoft.ContainerService/managedClusters/");
+	return strncmp(id, "arn:aws:sagemaker:", 18) == 0 && strstr(id, ":cluster/");
+}
+
+bool
+cluster_parse(json_t *body, const char *provider, bool for_replace, struct cluster_input *in,
+	      struct err *e)
+{
+	static const char *const allowed[] = { "name", "api_server", "ca_cert", "credentials",
+		"provider_cluster_id", "labels", "batch_scheduler", NULL };
+	static const char *const cred_allowed[] = { "token", NULL };
+	static const char *const scheds[] = { "none", "volcano", "yunikorn", "kai", "kueue", NULL };
+	json_t *cred, *v;
+	const char *k;
+	bool sched_ok = false;
+
+	memset(in, 0, sizeof(*in));
+	in->batch_scheduler = "none";
+	if (!jsonx_only(body, allowed, "", e) || !jsonx_str(body, "name", "", true, &in->name, e) ||
+	    !jsonx_str(body, "api_server", "", true, &in->api_server, e) ||
+	    !jsonx_str(body, "ca_cert", "", true, &in->ca_cert, e) ||
+	    !jsonx_str(body, "provider_cluster_id", "", true, &in->provider_cluster_id, e) ||
+	    !jsonx_str(body, "batch_scheduler", "", false, &in->batch_scheduler, e))
+		return false;
+	if (!name_valid(in->name))
+		return err_field(e, 400, "cluster.bad_name", "/name",
+		    "name must match ^[a-z][a-z0-9-]{1,62}$");
+	if (strncmp(in->api_server, "https://", 8) != 0 || strlen(in->api_server) > 512 ||
+	    strlen(in->api_server) < 12)
+		return err_field(e, 400, "cluster.bad_api_server", "/api_server",
+		    "api_server must be an https:// url");
+	if (!pem_valid(in->ca_cert))
+		return err_field(e, 400, "cluster.bad_ca", "/ca_cert",
+		    "ca_cert must be a PEM certificate");
+	if (strlen(in->provider_cluster_id) > 512 ||
+	    !provider_id_valid(provider, in->provider_cluster_id))
+		return err_field(e, 400, "cluster.bad_provider_id", "/provider_cluster_id",
+		    "provider_cluster_id is not a %s cluster id", provider);
+	for (int i = 0; scheds[i] != NULL; i++)
+		sched_ok = sched_ok || strcmp(in->batch_scheduler, scheds[i]) == 0;
+	if (!sched_ok)
+		return err_field(e, 400, "cluster.bad_batch_scheduler", "/batch_scheduler",
+		    "batch_scheduler must be none, volcano, yunikorn, kai or kueue");
+	cred = json_object_get(body, "credentials");
+	if (cred == NULL && !for_replace)
+		return err_field(e, 400, "api.missing_field", "/credentials",
+		    "credentials is required");
+	if (cred != NULL) {
+		if (!json_is_object(cred))
+			return err_field(e, 400, "api.wrong_type", "/credentials",
+			    "credentials must be an object");
+		if (!jsonx_only(cred, cred_allowed, "/credentials", e) ||
+		    !jsonx_str(cred, "token", "/credentials", true, &in->token, e))
+			return false;
+		if (strlen(in->token) == 0 || strlen(in->token) > 8192)
+			return err_field(e, 400, "cluster.bad_token", "/credentials/token",
+			    "token must be 1 to 8192 characters");
+	}
+	in->labels = json_object_get(body, "labels");
+	if (in->labels != NULL) {
+		if (!json_is_object(in->labels) || json_object_size(in->labels) > 64)
+			return err_field(e, 400, "api.wrong_type", "/labels",
+			    "labels must be an object of at most 64 strings");
+		json_object_foreach(in->labels, k, v) {
+			char ptr[128];
+
+			snprintf(ptr, sizeof(ptr), "/labels/%.100s", k);
+			if (!json_is_string(v) || strlen(k) > 63 || json_string_length(v) > 63)
+				return err_field(e, 400, "cluster.bad_label", ptr,
+				    "labels are strings of at most 63 characters");
+		}
+	}
+	return true;
+}
+
+bool
+cluster_probe(const char *api_server, const char *ca_pem, const char *token, struct err *e)
+{
+	struct http_req rq = { 0 };
+	struct http_resp rs = { 0 };
+	char url[600];
+	bool ok = false;
+
+	snprintf(url, sizeof(url), "%s/api/v1/namespaces?limit=1", api_server);
+	rq.url = url;
+	rq.ca_pem = ca_pem;
+	rq.bearer = token;
+	rq.timeout_ms = 10000;
+	rq.max_body = 1024 * 1024;
+	if (!http_do(&rq, &rs, NULL)) {
+		err_field(e, 422, "cluster.unreachable", "/api_server",
+		    "cannot reach the cluster's api server");
+		err_detail(e, "The TLS handshake with the given CA or the connection failed: %.200s",
+		    rs.error);
+	} else if (rs.status == 401 || rs.status == 403) {
+		err_field(e, 422, "cluster.unauthorized", "/credentials/token",
+		    "the cluster refused the token (%ld)", rs.status);
+	} else if (rs.status != 200) {
+		err_field(e, 422, "cluster.unreachable", "/api_server",
+		    "the cluster answered %ld", rs.status);
+	} else {
+		ok = true;
+	}
+	http_resp_cleanup(&rs);
+	return ok;
+}
+
+static bool
+seal_token(const char *id, const char *token, char **sealed, struct err *e)
+{
+	uint8_t key[32];
+	json_t *cred;
+	char *text;
+
+	if (!cluster_master_key(key, e))
+		return false;
+	cred = json_pack("{s:s}", "token", token);
+	text = json_dumps(cred, JSON_COMPACT);
+	*sealed = crypto_seal(key, text, id, e);
+	memset(text, 0, strlen(text));
+	free(text);
+	json_decref(cred);
+	memset(key, 0, sizeof(key));
+	return *sealed != NULL;
+}
+
+bool
+cluster_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " CLUSTER_JSON " FROM clusters k JOIN clouds c"
+	    " ON c.id = k.cloud_id WHERE k.id = $1::uuid";
+	static const char sql_lock[] = "SELECT " CLUSTER_JSON " FROM clusters k JOIN clouds c"
+	    " ON c.id = k.cloud_id WHERE k.id = $1::uuid FOR UPDATE OF k";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	uuid_t u;
+	bool ok = false;
+
+	if (id == NULL || uuid_parse(id, u) != 0)
+		return err_set(e, 404, "cluster.not_found", "cluster not found");
+	if (!db_exec(c, for_update ? sql_lock : sql, 1, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, "cluster.not_found", "cluster not found");
+		goto cleanup;
+	}
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+bool
+cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *in,
+	       json_t **out, struct err *e)
+{
+	static const char sql[] = "INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
+	    " credentials_sealed, provider_cluster_id, labels, batch_scheduler)"
+	    " VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8::jsonb, $9)";
+	char id[37], *sealed = NULL, *labels = NULL;
+	uuid_t u;
+	bool ok = false;
+
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, id);
+	if (!seal_token(id, in->token, &sealed, e))
+		return false;
+	labels = json_dumps(in->labels ? in->labels : json_object(), JSON_COMPACT);
+	{
+		const char *p[9] = { id, cloud_id, in->name, in->api_server, in->ca_cert, sealed,
+		    in->provider_cluster_id, labels, in->batch_scheduler };
+
+		if (!db_exec(c, sql, 9, p, NULL, e)) {
+			if (e->status == 409)
+				err_field(e, 409, "cluster.exists", "/name",
+				    "the cloud already has a cluster named %s", in->name);
+			goto cleanup;
+		}
+	}
+	ok = cluster_get(c, id, false, out, e);
+cleanup:
+	free(sealed);
+	free(labels);
+	return ok;
+}
+
+bool
+cluster_list(struct db *c, int limit, const char *after, const char *environment,
+	     const char *region, const char *provider, const char *cloud_id,
+	     const char *const *envs, int nenvs, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " CLUSTER_JSON " FROM clusters k JOIN clouds c"
+	    " ON c.id = k.cloud_id"
+	    " WHERE ($1 = '' OR k.id > $1::uuid) AND ($3::text IS NULL OR c.environment = $3)"
+	    " AND ($4::text IS NULL OR c.region = $4) AND ($5::text IS NULL OR c.provider = $5)"
+	    " AND ($6::text IS NULL OR k.cloud_id::text = $6)"
+	    " AND ($7::text[] IS NULL OR c.environment = ANY($7::text[]))"
+	    " ORDER BY k.id LIMIT $2";
+	char lim[16], *lit = NULL;
+	PGresult *r = NULL;
+	uuid_t u;
+	bool ok = false, all = envs == NULL;
+	size_t len = 3;
+
+	if (after != NULL && uuid_parse(after, u) != 0)
+		return err_field(e, 400, "api.bad_cursor", "/query/after",
+		    "after is not a cursor returned by this list");
+	for (int i = 0; envs != NULL && i < nenvs; i++) {
+		all = all || strcmp(envs[i], "*") == 0;
+		len += strlen(envs[i]) + 1;
+	}
+	if (!all) {
+		lit = calloc(1, len);
+		strcat(lit, "{");
+		for (int i = 0; i < nenvs; i++) {
+			if (i)
+				strcat(lit, ",");
+			strcat(lit, envs[i]);
+		}
+		strcat(lit, "}");
+	}
+	snprintf(lim, sizeof(lim), "%d", limit);
+	{
+		const char *p[7] = { after ? after : "", lim, environment, region, provider,
+		    cloud_id, lit };
+
+		if (!db_exec(c, sql, 7, p, &r, e))
+			goto cleanup;
+	}
+	*out = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
+	ok = true;
+cleanup:
+	free(lit);
+	PQclear(r);
+	return ok;
+}
+
+bool
+cluster_replace(struct db *c, const char *id, const struct cluster_input *in, json_t **out,
+		struct err *e)
+{
+	static const char sql[] = "UPDATE clusters SET api_server = $2, ca_cert = $3,"
+	    " credentials_sealed = coalesce($4, credentials_sealed), provider_cluster_id = $5,"
+	    " labels = $6::jsonb, batch_scheduler = $7, version = version + 1, updated_at = now()"
+	    " WHERE id = $1::uuid AND (api_server, ca_cert, provider_cluster_id, labels,"
+	    " batch_scheduler) IS DISTINCT FROM ($2, $3, $5, $6::jsonb, $7) OR (id = $1::uuid"
+	    " AND $4::text IS NOT NULL)";
+	char *sealed = NULL, *labels = NULL;
+	bool ok = false;
+
+	if (in->token != NULL && !seal_token(id, in->token, &sealed, e))
+		return false;
+	labels = json_dumps(in->labels ? in->labels : json_object(), JSON_COMPACT);
+	{
+		const char *p[7] = { id, in->api_server, in->ca_cert, sealed,
+		    in->provider_cluster_id, labels, in->batch_scheduler };
+
+		if (!db_exec(c, sql, 7, p, NULL, e))
+			goto cleanup;
+	}
+	ok = cluster_get(c, id, false, out, e);
+cleanup:
+	free(sealed);
+	free(labels);
+	return ok;
+}
+
+bool
+cluster_delete(struct db *c, const char *id, struct err *e)
+{
+	static const char sql_used[] = "SELECT count(*) FROM jobs WHERE cluster_id = $1::uuid"
+	    " AND state IN ('admitted', 'dispatched', 'running', 'moving', 'preempted')";
+	static const char sql_del[] = "DELETE FROM clusters WHERE id = $1::uuid";
+	static const char sql_detach[] = "UPDATE jobs SET cluster_id = NULL WHERE cluster_id = $1::uuid";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql_used, 1, p, &r, e))
+		goto cleanup;
+	if (atoi(PQgetvalue(r, 0, 0)) > 0) {
+		err_set(e, 409, "cluster.in_use", "%s jobs are placed on this cluster; drain it first",
+		    PQgetvalue(r, 0, 0));
+		goto cleanup;
+	}
+	ok = db_exec(c, sql_detach, 1, p, NULL, e) && db_exec(c, sql_del, 1, p, NULL, e);
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+bool
+cluster_set_cordon(struct db *c, const char *id, bool cordoned, json_t **out, struct err *e)
+{
+	static const char sql[] = "UPDATE clusters SET cordoned = $2::boolean, version = version + 1,"
+	    " updated_at = now() WHERE id = $1::uuid AND cordoned <> $2::boolean";
+	const char *p[2] = { id, cordoned ? "true" : "false" };
+
+	return db_exec(c, sql, 2, p, NULL, e) && cluster_get(c, id, false, out, e);
+}
+
+char *
+cluster_token(struct db *c, const char *id, struct err *e)
+{
+	static const char sql[] = "SELECT credentials_sealed FROM clusters WHERE id = $1::uuid";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	uint8_t key[32];
+	char *plain = NULL, *tok = NULL;
+	json_t *cred = NULL;
+
+	if (!cluster_master_key(key, e) || !db_exec(c, sql, 1, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, "cluster.not_found", "cluster not found");
+		goto cleanup;
+	}
+	plain = crypto_open(key, PQgetvalue(r, 0, 0), id, e);
+	if (plain == NULL)
+		goto cleanup;
+	cred = json_loads(plain, 0, NULL);
+	if (json_string_value(json_object_get(cred, "token")) != NULL)
+		tok = strdup(json_string_value(json_object_get(cred, "token")));
+	else
+		err_set(e, 500, "cluster.bad_credentials", "stored credentials are unreadable");
+cleanup:
+	if (plain != NULL) {
+		memset(plain, 0, strlen(plain));
+		free(plain);
+	}
+	memset(key, 0, sizeof(key));
+	json_decref(cred);
+	PQclear(r);
+	return tok;
+}

@@ -1,0 +1,61 @@
+/* cluster: member Kubernetes clusters under an active cloud — API server, CA, credentials
+ * sealed with AES-256-GCM under FLEETD_MASTER_KEY (never returned, never logged). */
+#ifndef FLEET_REGIONS_CLUSTER_H
+#define FLEET_REGIONS_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "core/db.h"
+#include "core/err.h"
+
+/* SQL rendering of a cluster row k joined with its cloud c. */
+#define CLUSTER_JSON \
+	"json_build_object('id', k.id, 'name', k.name, 'cloud_id', k.cloud_id," \
+	" 'environment', c.environment, 'provider', c.provider, 'region', c.region," \
+	" 'api_server', k.api_server, 'ca_cert', k.ca_cert, 'provider_cluster_id'," \
+	" k.provider_cluster_id, 'labels', k.labels, 'batch_scheduler', k.batch_scheduler," \
+	" 'state', k.state, 'cordoned', k.cordoned, 'last_refresh_at', k.last_refresh_at," \
+	" 'last_error', k.last_error, 'version', k.version, 'created_at', k.created_at," \
+	" 'updated_at', k.updated_at)::text"
+
+/* The validated body of POST /v1/clouds/{id}/clusters (borrowed strings). */
+struct cluster_input {
+	const char	*name;
+	const char	*api_server;
+	const char	*ca_cert;
+	const char	*token;
+	const char	*provider_cluster_id;
+	json_t		*labels;
+	const char	*batch_scheduler;	/* none|volcano|yunikorn|kai|kueue */
+};
+
+/* The 32-byte master key from FLEETD_MASTER_KEY; 503 "config.no_master_key" when unset
+ * or malformed. */
+bool	cluster_master_key(uint8_t key[32], struct err *e);
+bool	cluster_parse(json_t *body, const char *provider, bool for_replace,
+	    struct cluster_input *in, struct err *e);
+/* Can fleetd reach the API server with this CA and token?  Network: outside transactions.
+ * 422 "cluster.unreachable" with the reason otherwise. */
+bool	cluster_probe(const char *api_server, const char *ca_pem, const char *token,
+	    struct err *e);
+bool	cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *in,
+	    json_t **out, struct err *e);
+bool	cluster_get(struct db *c, const char *id, bool for_update, json_t **out,
+	    struct err *e);
+bool	cluster_list(struct db *c, int limit, const char *after, const char *environment,
+	    const char *region, const char *provider, const char *cloud_id,
+	    const char *const *envs, int nenvs, json_t **out, struct err *e);
+/* PUT: labels, batch_scheduler, api_server, ca_cert, credentials replace; name immutable. */
+bool	cluster_replace(struct db *c, const char *id, const struct cluster_input *in,
+	    json_t **out, struct err *e);
+/* 409 "cluster.in_use" while jobs are placed on it. */
+bool	cluster_delete(struct db *c, const char *id, struct err *e);
+bool	cluster_set_cordon(struct db *c, const char *id, bool cordoned, json_t **out,
+	    struct err *e);
+/* Decrypted bearer token of a cluster (malloc'd). */
+char	*cluster_token(struct db *c, const char *id, struct err *e);
+
+#endif
