@@ -247,6 +247,9 @@ bool			 sched_job_set_cluster(struct sched_model *m, struct sched_job *j,
 bool			 sched_job_add_alloc(struct sched_model *m, struct sched_job *j,
 			    int group, const char *node, int pods, struct err *e);
 
+/* Recomputes c's pool aggregates after its nodes' free values were edited. */
+void			 sched_cluster_refresh(struct sched_cluster *c);
+
 /* Builds indexes, usage, in-flight reservations.  Call once after filling. */
 bool			 sched_model_finalize(struct sched_model *m, struct err *e);
 

@@ -74,6 +74,15 @@ sched_pool_refresh(struct sched_pool *p, const struct sched_cluster *c, int pool
 	}
 }
 
+void
+sched_cluster_refresh(struct sched_cluster *c)
+{
+	size_t p;
+
+	for (p = 0; p < c->n_pools; p++)
+		sched_pool_refresh(&c->pools[p], c, (int)p);
+}
+
 static int
 grow_node(struct sched_cluster *c, int pool)
 {
