@@ -1,0 +1,442 @@
+/* aks: the AKS driver — ARM agent pools, Microsoft.Compute SKUs (capabilities and
+ * restrictions) and regional usages (quota), nextLink paging, and phase-2 checks of the
+ * two managed identities. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/config.h"
+#include "providers/creds_int.h"
+#include "providers/provider.h"
+
+#define API_AKS		"2024-05-01"
+#define API_SKUS	"2021-07-01"
+#define API_USAGES	"2023-07-01"
+#define API_MSI		"2023-01-31"
+#define TAG_CLOUD	"fleet.io/cloud-id"
+
+static json_t *
+load(const char *body, size_t len, const char *what, struct err *e)
+{
+	json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
+
+	if (!json_is_object(j)) {
+		json_decref(j);
+		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
+		return NULL;
+	}
+	if (json_object_get(j, "value") != NULL && !json_is_array(json_object_get(j, "value"))) {
+		json_decref(j);
+		err_set(e, 502, "prov.bad_answer", "%s: value is not a list", what);
+		return NULL;
+	}
+	return j;
+}
+
+static void
+next_link(json_t *j, char **next)
+{
+	const char *t = json_string_value(json_object_get(j, "nextLink"));
+
+	*next = t != NULL && t[0] != '\0' ? strdup(t) : NULL;
+}
+
+static long long
+jint(json_t *v)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_real(v))
+		return (long long)json_real_value(v);
+	if (json_is_string(v))
+		return atoll(json_string_value(v));
+	return 0;
+}
+
+bool
+prov_aks_parse_agent_pools(const char *body, size_t len, struct prov_pools *out, char **next,
+    struct err *e)
+{
+	json_t *j = load(body, len, "aks agent pools", e), *v;
+	size_t i;
+
+	*next = NULL;
+	if (j == NULL)
+		return false;
+	json_array_foreach(json_object_get(j, "value"), i, v) {
+		json_t *pr = json_object_get(v, "properties");
+		const char *name = json_string_value(json_object_get(v, "name")),
+		    *size = json_string_value(json_object_get(pr, "vmSize")),
+		    *prio = json_string_value(json_object_get(pr, "scaleSetPriority"));
+		struct prov_pool *p;
+
+		if (name == NULL || size == NULL || jint(json_object_get(pr, "count")) < 0) {
+			json_decref(j);
+			return err_set(e, 502, "prov.bad_answer", "aks agent pools: pool %zu lacks "
+			    "name, vmSize or a sane count", i);
+		}
+		p = prov_pools_add(out);
+		snprintf(p->name, sizeof(p->name), "%s", name);
+		snprintf(p->machine_type, sizeof(p->machine_type), "%s", size);
+		p->nodes = (int)jint(json_object_get(pr, "count"));
+		p->spot = prio != NULL && strcmp(prio, "Spot") == 0;
+		p->autoscaling = json_is_true(json_object_get(pr, "enableAutoScaling"));
+		p->min_nodes = p->max_nodes = p->nodes;
+		if (p->autoscaling) {
+			p->min_nodes = (int)jint(json_object_get(pr, "minCount"));
+			p->max_nodes = (int)jint(json_object_get(pr, "maxCount"));
+		}
+		if (p->max_nodes < p->nodes)
+			p->max_nodes = p->nodes;
+		if (p->min_nodes < 0)
+			p->min_nodes = 0;
+	}
+	out->pages++;
+	next_link(j, next);
+	json_decref(j);
+	return true;
+}
+
+static const char *
+capability(json_t *sku, const char *name)
+{
+	json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(sku, "capabilities"), i, c) {
+		const char *n = json_string_value(json_object_get(c, "name"));
+
+		if (n != NULL && strcmp(n, name) == 0)
+			return json_string_value(json_object_get(c, "value"));
+	}
+	return NULL;
+}
+
+static bool
+restricted(json_t *sku, const char *location)
+{
+	json_t *r, *v;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(sku, "restrictions"), i, r) {
+		const char *t = json_string_value(json_object_get(r, "type"));
+
+		if (t == NULL || strcmp(t, "Location") != 0)
+			continue;
+		json_array_foreach(json_object_get(r, "values"), k, v)
+			if (json_is_string(v) && strcasecmp(json_string_value(v), location) == 0)
+				return true;
+		if (json_array_size(json_object_get(r, "values")) == 0)
+			return true;
+	}
+	return false;
+}
+
+bool
+prov_aks_parse_skus(const char *body, size_t len, const char *location,
+    struct prov_pools *out, char **next, struct err *e)
+{
+	json_t *j = load(body, len, "compute skus", e), *v, *skus;
+	size_t i;
+
+	*next = NULL;
+	if (j == NULL)
+		return false;
+	if (out->extra == NULL)
+		out->extra = json_object();
+	skus = json_object_get(out->extra, "skus");
+	if (skus == NULL) {
+		skus = json_object();
+		json_object_set_new(out->extra, "skus", skus);
+	}
+	json_array_foreach(json_object_get(j, "value"), i, v) {
+		const char *name = json_string_value(json_object_get(v, "name")),
+		    *rt = json_string_value(json_object_get(v, "resourceType")),
+		    *fam = json_string_value(json_object_get(v, "family")),
+		    *cpu = capability(v, "vCPUs"), *gpu = capability(v, "GPUs");
+
+		if (name == NULL || (rt != NULL && strcmp(rt, "virtualMachines") != 0))
+			continue;
+		json_object_set_new(skus, name, json_pack("{s:i, s:i, s:s, s:b}", "vcpus",
+		    cpu ? atoi(cpu) : 0, "gpus", gpu ? atoi(gpu) : 0, "family", fam ? fam : "",
+		    "restricted", restricted(v, location)));
+	}
+	out->pages++;
+	next_link(j, next);
+	json_decref(j);
+	return true;
+}
+
+bool
+prov_aks_parse_usages(const char *body, size_t len, struct prov_pools *out, char **next,
+    struct err *e)
+{
+	json_t *j = load(body, len, "compute usages", e), *v;
+	size_t i;
+
+	*next = NULL;
+	if (j == NULL)
+		return false;
+	json_array_foreach(json_object_get(j, "value"), i, v) {
+		const char *m = json_string_value(json_object_get(json_object_get(v, "name"),
+		    "value"));
+		json_t *l = json_object_get(v, "limit"), *u = json_object_get(v, "currentValue");
+
+		if (m == NULL || !json_is_number(l) || !json_is_number(u))
+			continue;
+		prov_pools_add_quota(out, m, json_number_value(l), json_number_value(u));
+	}
+	out->pages++;
+	next_link(j, next);
+	json_decref(j);
+	return true;
+}
+
+static double
+left(const struct prov_pools *out, const char *metric)
+{
+	const struct prov_quota *q = prov_pools_quota(out, metric);
+
+	if (q == NULL)
+		return -1;
+	return q->limit > q->usage ? q->limit - q->usage : 0;
+}
+
+void
+prov_aks_finish(struct prov_pools *out)
+{
+	json_t *skus = json_object_get(out->extra, "skus");
+
+	for (size_t i = 0; i < out->n; i++) {
+		struct prov_pool *p = &out->v[i];
+		json_t *s = json_object_get(skus, p->machine_type);
+		const char *fam = json_string_value(json_object_get(s, "family"));
+		double cores;
+		int vcpus, gpus;
+
+		if (s == NULL)
+			continue;
+		vcpus = (int)json_integer_value(json_object_get(s, "vcpus"));
+		gpus = (int)json_integer_value(json_object_get(s, "gpus"));
+		if (vcpus > 0)
+			p->vcpus = vcpus;
+		if (gpus > 0 && p->accel_per_node == 0)
+			p->accel_per_node = gpus;
+		if (json_is_true(json_object_get(s, "restricted"))) {
+			p->quota_left = 0;
+			continue;
+		}
+		if (p->vcpus <= 0 || p->accel_per_node <= 0)
+			continue;
+		/* spot VMs count against lowPriorityCores, others against their family and
+		 * the regional total */
+		if (p->spot) {
+			cores = left(out, "lowPriorityCores");
+		} else {
+			double fl = fam && fam[0] ? left(out, fam) : -1, tl = left(out, "cores");
+
+			cores = fl < 0 ? tl : tl < 0 ? fl : fl < tl ? fl : tl;
+		}
+		if (cores >= 0)
+			p->quota_left = (int)(cores / p->vcpus) * p->accel_per_node;
+	}
+}
+
+/* ---- requests */
+
+struct page_ctx {
+	struct prov_pool_job	*job;
+	int			 kind;	/* 0 agent pools, 1 skus, 2 usages */
+};
+
+static bool arm_get(struct prov_fetch *f, struct prov_pool_job *job, int kind,
+    const char *next);
+
+static void
+arm_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
+{
+	struct prov_pool_job *job = ((struct page_ctx *)ctx)->job;
+	int kind = ((struct page_ctx *)ctx)->kind;
+	static const char *const what[] = { "aks agent pools", "compute skus", "compute usages" };
+	struct err pe = { 0 };
+	char *next = NULL;
+	bool ok;
+
+	free(ctx);
+	if (e != NULL) {
+		prov_fetch_fail(f, e);
+		return;
+	}
+	if (r->status != 200) {
+		prov_status_err(r, what[kind], &pe);
+		prov_fetch_fail(f, &pe);
+		return;
+	}
+	if (kind == 0)
+		ok = prov_aks_parse_agent_pools(r->body, r->body_len, job->out, &next, &pe);
+	else if (kind == 1)
+		ok = prov_aks_parse_skus(r->body, r->body_len, job->cloud->region, job->out, &next,
+		    &pe);
+	else
+		ok = prov_aks_parse_usages(r->body, r->body_len, job->out, &next, &pe);
+	if (!ok) {
+		prov_fetch_fail(f, &pe);
+	} else if (next != NULL) {
+		if (strncmp(next, cfg.arm_url, strlen(cfg.arm_url)) != 0)
+			err_set(&pe, 502, "prov.bad_answer", "%s: nextLink leaves the arm endpoint",
+			    what[kind]);
+		else if (job->out->pages >= (f->max_pages > 0 ? f->max_pages : 100))
+			err_set(&pe, 502, "prov.paging", "%s: too many pages", what[kind]);
+		if (err_is_set(&pe))
+			prov_fetch_fail(f, &pe);
+		else
+			arm_get(f, job, kind, next);
+	}
+	free(next);
+}
+
+static bool
+arm_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *next)
+{
+	struct page_ctx *ctx = calloc(1, sizeof(*ctx));
+	char url[2048];
+	struct http_req rq = { 0 };
+	bool ok;
+
+	if (ctx == NULL)
+		abort();
+	ctx->job = job;
+	ctx->kind = kind;
+	if (next != NULL)
+		snprintf(url, sizeof(url), "%s", next);
+	else if (kind == 0)
+		snprintf(url, sizeof(url), "%s%s/agentPools?api-version=" API_AKS, cfg.arm_url,
+		    job->cluster->provider_cluster_id);
+	else if (kind == 1)
+		snprintf(url, sizeof(url), "%s/subscriptions/%s/providers/Microsoft.Compute/skus"
+		    "?api-version=" API_SKUS "&%%24filter=location%%20eq%%20%%27%s%%27",
+		    cfg.arm_url, job->cloud->subscription, job->cloud->region);
+	else
+		snprintf(url, sizeof(url), "%s/subscriptions/%s/providers/Microsoft.Compute/"
+		    "locations/%s/usages?api-version=" API_USAGES, cfg.arm_url,
+		    job->cloud->subscription, job->cloud->region);
+	rq.url = url;
+	rq.bearer = job->creds->bearer;
+	ok = prov_fetch_add(f, &rq, arm_page_done, ctx);
+	if (!ok)
+		free(ctx);
+	return ok;
+}
+
+static bool
+aks_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
+{
+	if (job->cluster->provider_cluster_id == NULL ||
+	    strncmp(job->cluster->provider_cluster_id, "/subscriptions/", 15) != 0)
+		return err_set(e, 400, "prov.bad_cluster_id", "aks cluster id is not an arm "
+		    "resource id");
+	if (!arm_get(f, job, 0, NULL) || !arm_get(f, job, 1, NULL) || !arm_get(f, job, 2, NULL)) {
+		*e = f->err;
+		return false;
+	}
+	return true;
+}
+
+static void
+aks_pools_finish(struct prov_pool_job *job)
+{
+	prov_aks_finish(job->out);
+}
+
+/* ---- phase 2 */
+
+static bool
+check_identity(const struct prov_cloud *c, const char *rid, const char *kind,
+    const char *bearer, json_t *checks, struct err *e)
+{
+	char url[2048], why[400], check[64], ptr[64];
+	struct http_req rq = { 0 };
+	struct http_resp r;
+	json_t *mi = NULL;
+	const char *tag;
+	bool ok = false;
+
+	snprintf(url, sizeof(url), "%s%s?api-version=" API_MSI, cfg.arm_url, rid);
+	snprintf(ptr, sizeof(ptr), "/%s", kind);
+	rq.url = url;
+	rq.bearer = bearer;
+	rq.timeout_ms = PROV_TIMEOUT_MS;
+	rq.retry.max_attempts = 2;
+	if (!http_do(&rq, &r, e)) {
+		http_resp_cleanup(&r);
+		return false;
+	}
+	snprintf(check, sizeof(check), "%s_exists", kind);
+	if (r.status != 200) {
+		creds_json_error(&r, why, sizeof(why));
+		prov_check_add(checks, check, false, ptr, "managed identity %s not found (%s)",
+		    rid, why);
+		goto cleanup;
+	}
+	prov_check_add(checks, check, true, ptr, "managed identity exists");
+	mi = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+	tag = json_string_value(json_object_get(json_object_get(mi, "tags"), TAG_CLOUD));
+	snprintf(check, sizeof(check), "%s_cloud_tag", kind);
+	ok = tag != NULL && strcmp(tag, c->id) == 0;
+	if (ok)
+		prov_check_add(checks, check, true, ptr, "managed identity carries tag "
+		    TAG_CLOUD "=%s", c->id);
+	else if (tag != NULL)
+		prov_check_add(checks, check, false, ptr, "managed identity is tagged "
+		    TAG_CLOUD "=%s, not this cloud's id %s", tag, c->id);
+	else
+		prov_check_add(checks, check, false, ptr, "managed identity lacks the tag "
+		    TAG_CLOUD "=%s", c->id);
+cleanup:
+	json_decref(mi);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+static bool
+aks_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
+    json_t *checks, struct err *e)
+{
+	struct prov_creds cr;
+	struct err ce = { 0 };
+	bool all = true, have = false;
+
+	prov_creds_invalidate(c->id);
+	if (prov_creds_get(c, cp, &cr, &ce)) {
+		have = true;
+		prov_check_add(checks, "control_plane_token", true, "/control_plane_role",
+		    "fleetd obtained an arm token for %s", cp);
+	} else {
+		all = false;
+		prov_check_add(checks, "control_plane_token", false, "/control_plane_role",
+		    "fleetd cannot sign in as %s: %s; add fleetd's federated credential to the "
+		    "identity", cp, ce.msg);
+	}
+	if (!have && !prov_azure_base_token(&cr, e))
+		return false;
+	all = check_identity(c, cp, "control_plane_role", cr.bearer, checks, e) && all;
+	if (!err_is_set(e))
+		all = check_identity(c, cluster, "cluster_role", cr.bearer, checks, e) && all;
+	memset(&cr, 0, sizeof(cr));
+	if (err_is_set(e))
+		return false;
+	if (!all)
+		return err_set(e, 422, "iam.verification_failed", "the iam pair failed "
+		    "verification");
+	return true;
+}
+
+const struct prov_ops prov_aks_ops = {
+	.name = "aks",
+	.pool_label = "kubernetes.azure.com/agentpool",
+	.rack_label = "fleet.io/rack",
+	.verify_pair = aks_verify_pair,
+	.pools_begin = aks_pools_begin,
+	.pools_finish = aks_pools_finish,
+};

@@ -1,0 +1,470 @@
+/* gke: the GKE driver — node pools (container v1), Compute regional quotas and
+ * reservations, and phase-2 checks of the two service accounts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "providers/creds_int.h"
+#include "providers/provider.h"
+
+static long long
+jint(json_t *v)
+{
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_real(v))
+		return (long long)json_real_value(v);
+	if (json_is_string(v))
+		return atoll(json_string_value(v));	/* Google sends int64 as strings */
+	return 0;
+}
+
+static json_t *
+load(const char *body, size_t len, const char *what, struct err *e)
+{
+	json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
+
+	if (!json_is_object(j)) {
+		json_decref(j);
+		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
+		return NULL;
+	}
+	return j;
+}
+
+static bool
+next_token(json_t *j, const char *key, char **next)
+{
+	const char *t = json_string_value(json_object_get(j, key));
+
+	*next = t != NULL && t[0] != '\0' ? strdup(t) : NULL;
+	return true;
+}
+
+/* TPU machine types carry no accelerators[]: ct5p-hightpu-4t = 4 v5p chips per host. */
+static void
+tpu_from_machine(struct prov_pool *p)
+{
+	const char *t;
+
+	if (strncmp(p->machine_type, "ct5p-", 5) != 0 || p->accel_per_node > 0)
+		return;
+	snprintf(p->accel_type, sizeof(p->accel_type), "tpu-v5p-slice");
+	t = strrchr(p->machine_type, '-');
+	p->accel_per_node = t ? atoi(t + 1) : 4;
+	if (p->accel_per_node <= 0)
+		p->accel_per_node = 4;
+}
+
+static bool
+parse_pool(json_t *np, struct prov_pools *out)
+{
+	json_t *config = json_object_get(np, "config"), *acc, *as, *a;
+	struct prov_pool *p;
+	const char *name = json_string_value(json_object_get(np, "name")),
+	    *mt = json_string_value(json_object_get(config, "machineType")), *topo;
+	long long zones = (long long)json_array_size(json_object_get(np, "locations"));
+	size_t i;
+
+	if (name == NULL || mt == NULL || !json_is_object(config))
+		return false;
+	if (zones <= 0)
+		zones = 1;
+	p = prov_pools_add(out);
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->machine_type, sizeof(p->machine_type), "%s", mt);
+	acc = json_object_get(config, "accelerators");
+	json_array_foreach(acc, i, a) {
+		const char *t = json_string_value(json_object_get(a, "acceleratorType"));
+
+		if (t == NULL)
+			continue;
+		snprintf(p->accel_type, sizeof(p->accel_type), "%s", t);
+		p->accel_per_node += (int)jint(json_object_get(a, "acceleratorCount"));
+	}
+	tpu_from_machine(p);
+	topo = json_string_value(json_object_get(json_object_get(np, "placementPolicy"),
+	    "tpuTopology"));
+	if (topo != NULL)
+		snprintf(p->tpu_topology, sizeof(p->tpu_topology), "%s", topo);
+	p->spot = json_is_true(json_object_get(config, "spot")) ||
+	    json_is_true(json_object_get(config, "preemptible"));
+	p->nodes = (int)(jint(json_object_get(np, "initialNodeCount")) * zones);
+	if (json_object_get(np, "currentNodeCount") != NULL)
+		p->nodes = (int)jint(json_object_get(np, "currentNodeCount"));
+	as = json_object_get(np, "autoscaling");
+	p->autoscaling = json_is_true(json_object_get(as, "enabled"));
+	p->min_nodes = p->max_nodes = p->nodes;
+	if (p->autoscaling) {
+		if (json_object_get(as, "totalMaxNodeCount") != NULL) {
+			p->min_nodes = (int)jint(json_object_get(as, "totalMinNodeCount"));
+			p->max_nodes = (int)jint(json_object_get(as, "totalMaxNodeCount"));
+		} else {
+			p->min_nodes = (int)(jint(json_object_get(as, "minNodeCount")) * zones);
+			p->max_nodes = (int)(jint(json_object_get(as, "maxNodeCount")) * zones);
+		}
+	}
+	if (p->nodes < 0 || p->max_nodes < 0 || p->accel_per_node < 0 || p->min_nodes < 0) {
+		out->n--;
+		return false;
+	}
+	if (p->max_nodes < p->nodes)
+		p->max_nodes = p->nodes;
+	return true;
+}
+
+bool
+prov_gke_parse_node_pools(const char *body, size_t len, struct prov_pools *out, char **next,
+    struct err *e)
+{
+	json_t *j = load(body, len, "gke node pools", e), *pools, *np;
+	size_t i;
+
+	*next = NULL;
+	if (j == NULL)
+		return false;
+	pools = json_object_get(j, "nodePools");
+	if (pools != NULL && !json_is_array(pools)) {
+		json_decref(j);
+		return err_set(e, 502, "prov.bad_answer", "gke node pools: nodePools is not a list");
+	}
+	json_array_foreach(pools, i, np) {
+		if (!parse_pool(np, out)) {
+			json_decref(j);
+			return err_set(e, 502, "prov.bad_answer", "gke node pools: pool %zu lacks "
+			    "name, machine type or sane counts", i);
+		}
+	}
+	out->pages++;
+	next_token(j, "nextPageToken", next);
+	json_decref(j);
+	return true;
+}
+
+bool
+prov_gke_parse_region(const char *body, size_t len, struct prov_pools *out, struct err *e)
+{
+	json_t *j = load(body, len, "gce region", e), *q;
+	size_t i;
+
+	if (j == NULL)
+		return false;
+	json_array_foreach(json_object_get(j, "quotas"), i, q) {
+		const char *m = json_string_value(json_object_get(q, "metric"));
+		json_t *l = json_object_get(q, "limit"), *u = json_object_get(q, "usage");
+
+		if (m == NULL || !json_is_number(l) || !json_is_number(u))
+			continue;
+		prov_pools_add_quota(out, m, json_number_value(l), json_number_value(u));
+	}
+	out->pages++;
+	json_decref(j);
+	return true;
+}
+
+static void
+add_reservation(json_t *r, struct prov_pools *out)
+{
+	json_t *sr = json_object_get(r, "specificReservation"), *ip, *ga;
+	const char *mt, *st = json_string_value(json_object_get(r, "status"));
+	long long count, used, accel = 0;
+	char metric[128];
+	size_t i;
+	struct prov_quota *q;
+
+	ip = json_object_get(sr, "instanceProperties");
+	mt = json_string_value(json_object_get(ip, "machineType"));
+	if (mt == NULL || (st != NULL && strcmp(st, "READY") != 0))
+		return;
+	count = jint(json_object_get(sr, "count"));
+	used = jint(json_object_get(sr, "inUseCount"));
+	json_array_foreach(json_object_get(ip, "guestAccelerators"), i, ga)
+		accel += jint(json_object_get(ga, "acceleratorCount"));
+	if (count <= used || count > 100000)
+		return;
+	snprintf(metric, sizeof(metric), "reservation:%s", mt);
+	q = (struct prov_quota *)prov_pools_quota(out, metric);
+	if (q != NULL) {
+		q->limit += (double)((count - used) * (accel > 0 ? accel : 1));
+		q->usage += (double)(count - used);
+	} else {
+		prov_pools_add_quota(out, metric, (double)((count - used) * (accel > 0 ? accel : 1)),
+		    (double)(count - used));
+	}
+}
+
+bool
+prov_gke_parse_reservations(const char *body, size_t len, struct prov_pools *out, char **next,
+    struct err *e)
+{
+	json_t *j = load(body, len, "gce reservations", e), *items, *v, *r;
+	const char *k;
+	size_t i;
+
+	*next = NULL;
+	if (j == NULL)
+		return false;
+	items = json_object_get(j, "items");
+	if (json_is_array(items)) {		/* zonal list */
+		json_array_foreach(items, i, r)
+			add_reservation(r, out);
+	} else if (json_is_object(items)) {	/* aggregated list: {"zones/x": {...}} */
+		json_object_foreach(items, k, v)
+			json_array_foreach(json_object_get(v, "reservations"), i, r)
+				add_reservation(r, out);
+	}
+	out->pages++;
+	next_token(j, "nextPageToken", next);
+	json_decref(j);
+	return true;
+}
+
+/* Compute Engine regional quota metric of an accelerator type. */
+static void
+quota_metric(const char *accel, bool spot, char *out, size_t n)
+{
+	static const struct { const char *accel, *metric; } m[] = {
+		{ "nvidia-h100-mega-80gb", "NVIDIA_H100_MEGA_GPUS" },
+		{ "nvidia-h100-80gb", "NVIDIA_H100_GPUS" },
+		{ "nvidia-a100-80gb", "NVIDIA_A100_80GB_GPUS" },
+		{ "nvidia-tesla-a100", "NVIDIA_A100_GPUS" },
+		{ "nvidia-l4", "NVIDIA_L4_GPUS" },
+		{ "tpu-v5p-slice", "TPU_V5P_PODSLICE_CHIPS" },
+	};
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		if (strcmp(m[i].accel, accel) == 0) {
+			snprintf(out, n, "%s%s", spot ? "PREEMPTIBLE_" : "", m[i].metric);
+			return;
+		}
+}
+
+void
+prov_gke_finish(struct prov_pools *out)
+{
+	for (size_t i = 0; i < out->n; i++) {
+		struct prov_pool *p = &out->v[i];
+		const struct prov_quota *q;
+		char metric[128];
+
+		if (p->accel_type[0] != '\0') {
+			quota_metric(p->accel_type, p->spot, metric, sizeof(metric));
+			q = prov_pools_quota(out, metric);
+			if (q != NULL)
+				p->quota_left = q->limit > q->usage ? (int)(q->limit - q->usage) : 0;
+		}
+		snprintf(metric, sizeof(metric), "reservation:%s", p->machine_type);
+		q = prov_pools_quota(out, metric);
+		if (q != NULL && !p->spot) {
+			p->reserved = (int)q->limit;
+			((struct prov_quota *)q)->limit = 0;	/* counted once */
+		}
+	}
+}
+
+/* ---- requests */
+
+struct page_ctx {
+	struct prov_pool_job	*job;
+	int			 kind;	/* 0 node pools, 1 region, 2 reservations */
+};
+
+static bool gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind,
+    const char *token);
+
+static void
+gke_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
+{
+	struct prov_pool_job *job = ((struct page_ctx *)ctx)->job;
+	int kind = ((struct page_ctx *)ctx)->kind;
+	static const char *const what[] = { "gke node pools", "gce region", "gce reservations" };
+	struct err pe = { 0 };
+	char *next = NULL;
+	bool ok;
+
+	free(ctx);
+	if (e != NULL) {
+		prov_fetch_fail(f, e);
+		return;
+	}
+	if (r->status != 200) {
+		prov_status_err(r, what[kind], &pe);
+		prov_fetch_fail(f, &pe);
+		return;
+	}
+	if (kind == 0)
+		ok = prov_gke_parse_node_pools(r->body, r->body_len, job->out, &next, &pe);
+	else if (kind == 1)
+		ok = prov_gke_parse_region(r->body, r->body_len, job->out, &pe);
+	else
+		ok = prov_gke_parse_reservations(r->body, r->body_len, job->out, &next, &pe);
+	if (!ok) {
+		prov_fetch_fail(f, &pe);
+	} else if (next != NULL) {
+		if (job->out->pages >= (f->max_pages > 0 ? f->max_pages : 100)) {
+			err_set(&pe, 502, "prov.paging", "%s: too many pages", what[kind]);
+			prov_fetch_fail(f, &pe);
+		} else {
+			gke_get(f, job, kind, next);
+		}
+	}
+	free(next);
+}
+
+static bool
+gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *token)
+{
+	struct page_ctx *ctx = calloc(1, sizeof(*ctx));
+	char url[2048], *tok = token ? creds_form_escape(token) : NULL;
+	struct http_req rq = { 0 };
+	bool ok;
+
+	if (ctx == NULL)
+		abort();
+	ctx->job = job;
+	ctx->kind = kind;
+	if (kind == 0)
+		snprintf(url, sizeof(url), "%s/v1/%s/nodePools%s%s", cfg.gke_url,
+		    job->cluster->provider_cluster_id, tok ? "?pageToken=" : "", tok ? tok : "");
+	else if (kind == 1)
+		snprintf(url, sizeof(url), "%s/compute/v1/projects/%s/regions/%s", cfg.gce_url,
+		    job->cloud->project, job->cloud->region);
+	else
+		snprintf(url, sizeof(url), "%s/compute/v1/projects/%s/aggregated/reservations"
+		    "?maxResults=500%s%s", cfg.gce_url, job->cloud->project,
+		    tok ? "&pageToken=" : "", tok ? tok : "");
+	if (tok != NULL)
+		creds_form_free(tok);
+	rq.url = url;
+	rq.bearer = job->creds->bearer;
+	ok = prov_fetch_add(f, &rq, gke_page_done, ctx);
+	if (!ok)
+		free(ctx);
+	return ok;
+}
+
+static bool
+gke_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
+{
+	if (job->cluster->provider_cluster_id == NULL ||
+	    strncmp(job->cluster->provider_cluster_id, "projects/", 9) != 0)
+		return err_set(e, 400, "prov.bad_cluster_id", "gke cluster id is not "
+		    "projects/P/locations/L/clusters/C");
+	if (!gke_get(f, job, 0, NULL) || !gke_get(f, job, 1, NULL) || !gke_get(f, job, 2, NULL)) {
+		*e = f->err;
+		return false;
+	}
+	return true;
+}
+
+static void
+gke_pools_finish(struct prov_pool_job *job)
+{
+	prov_gke_finish(job->out);
+}
+
+/* ---- phase 2 */
+
+static const char *
+cloud_label_in(json_t *sa, const char *cloud_id)
+{
+	const char *d = json_string_value(json_object_get(sa, "description"));
+	char want1[128], want2[128];
+
+	snprintf(want1, sizeof(want1), "fleet.io/cloud-id=%s", cloud_id);
+	snprintf(want2, sizeof(want2), "fleet-io-cloud-id=%s", cloud_id);
+	if (d != NULL && (strstr(d, want1) != NULL || strstr(d, want2) != NULL))
+		return d;
+	return NULL;
+}
+
+/* Reads one service account and appends its exists / label checks. */
+static bool
+check_sa(const struct prov_cloud *c, const char *email, const char *kind, const char *bearer,
+    json_t *checks, struct err *e)
+{
+	char url[1024], base[512], why[400], check[64], ptr[64];
+	struct http_req rq = { 0 };
+	struct http_resp r;
+	json_t *sa = NULL;
+	bool ok = false;
+
+	creds_gcp_iam_url(base, sizeof(base));
+	snprintf(url, sizeof(url), "%s/v1/projects/%s/serviceAccounts/%s", base,
+	    c->project, email);
+	snprintf(ptr, sizeof(ptr), "/%s", kind);
+	rq.url = url;
+	rq.bearer = bearer;
+	rq.timeout_ms = PROV_TIMEOUT_MS;
+	rq.retry.max_attempts = 2;
+	if (!http_do(&rq, &r, e)) {
+		http_resp_cleanup(&r);
+		return false;
+	}
+	snprintf(check, sizeof(check), "%s_exists", kind);
+	if (r.status != 200) {
+		creds_json_error(&r, why, sizeof(why));
+		prov_check_add(checks, check, false, ptr, "service account %s not found in project "
+		    "%s (%s)", email, c->project, why);
+		goto cleanup;
+	}
+	prov_check_add(checks, check, true, ptr, "service account %s exists", email);
+	sa = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+	snprintf(check, sizeof(check), "%s_cloud_label", kind);
+	ok = cloud_label_in(sa, c->id) != NULL;
+	if (ok)
+		prov_check_add(checks, check, true, ptr, "service account carries "
+		    "fleet-io-cloud-id=%s", c->id);
+	else
+		prov_check_add(checks, check, false, ptr, "service account %s lacks the label "
+		    "fleet-io-cloud-id=%s in its description", email, c->id);
+cleanup:
+	json_decref(sa);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+static bool
+gke_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
+    json_t *checks, struct err *e)
+{
+	struct prov_creds cr, base;
+	struct err ce = { 0 };
+	bool all = true;
+
+	if (!prov_gcp_base_token(&base, e))
+		return false;
+	prov_creds_invalidate(c->id);
+	if (prov_creds_get(c, cp, &cr, &ce)) {
+		prov_check_add(checks, "control_plane_token", true, "/control_plane_role",
+		    "fleetd impersonated %s", cp);
+	} else {
+		all = false;
+		prov_check_add(checks, "control_plane_token", false, "/control_plane_role",
+		    "fleetd cannot impersonate %s: %s; grant fleetd's service account "
+		    "roles/iam.serviceAccountTokenCreator on it", cp, ce.msg);
+	}
+	all = check_sa(c, cp, "control_plane_role", base.bearer, checks, e) && all;
+	if (err_is_set(e))
+		goto cleanup;
+	all = check_sa(c, cluster, "cluster_role", base.bearer, checks, e) && all;
+	if (err_is_set(e))
+		goto cleanup;
+	if (!all)
+		err_set(e, 422, "iam.verification_failed", "the iam pair failed verification");
+cleanup:
+	memset(&cr, 0, sizeof(cr));
+	memset(&base, 0, sizeof(base));
+	return all && !err_is_set(e);
+}
+
+const struct prov_ops prov_gke_ops = {
+	.name = "gke",
+	.pool_label = "cloud.google.com/gke-nodepool",
+	.rack_label = "cloud.google.com/gce-topology-subblock",
+	.verify_pair = gke_verify_pair,
+	.pools_begin = gke_pools_begin,
+	.pools_finish = gke_pools_finish,
+};

@@ -1,0 +1,265 @@
+/* provider: what the drivers share — pool lists, the batch fetch with its per-call
+ * trampoline, provider error mapping, phase-2 check entries and the ops lookup. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "providers/provider.h"
+
+void
+prov_pools_init(struct prov_pools *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void
+prov_pools_cleanup(struct prov_pools *p)
+{
+	if (p == NULL)
+		return;
+	free(p->v);
+	free(p->q);
+	json_decref(p->extra);
+	memset(p, 0, sizeof(*p));
+}
+
+struct prov_pool *
+prov_pools_add(struct prov_pools *p)
+{
+	struct prov_pool *pool;
+
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 8;
+		p->v = realloc(p->v, p->cap * sizeof(*p->v));
+		if (p->v == NULL)
+			abort();
+	}
+	pool = &p->v[p->n++];
+	memset(pool, 0, sizeof(*pool));
+	pool->quota_left = -1;
+	return pool;
+}
+
+struct prov_pool *
+prov_pools_find(struct prov_pools *p, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < p->n; i++)
+		if (strcmp(p->v[i].name, name) == 0)
+			return &p->v[i];
+	return NULL;
+}
+
+void
+prov_pools_add_quota(struct prov_pools *p, const char *metric, double limit, double usage)
+{
+	if (p->nq == p->capq) {
+		p->capq = p->capq ? p->capq * 2 : 16;
+		p->q = realloc(p->q, p->capq * sizeof(*p->q));
+		if (p->q == NULL)
+			abort();
+	}
+	snprintf(p->q[p->nq].metric, sizeof(p->q[p->nq].metric), "%s", metric);
+	p->q[p->nq].limit = limit;
+	p->q[p->nq].usage = usage;
+	p->nq++;
+}
+
+const struct prov_quota *
+prov_pools_quota(const struct prov_pools *p, const char *metric)
+{
+	for (size_t i = 0; metric != NULL && i < p->nq; i++)
+		if (strcmp(p->q[i].metric, metric) == 0)
+			return &p->q[i];
+	return NULL;
+}
+
+/* ---- fetch */
+
+struct step {
+	struct prov_fetch	*f;
+	prov_step_fn		 fn;
+	void			*ctx;
+	struct timespec		 t0;
+};
+
+static double
+ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+void
+prov_fetch_init(struct prov_fetch *f, struct http_batch *b)
+{
+	memset(f, 0, sizeof(*f));
+	f->b = b;
+}
+
+static void
+trampoline(struct http_batch *b, const struct http_req *req, struct http_resp *resp,
+    const struct err *e)
+{
+	struct step *s = req->user;
+	struct prov_fetch *f = s->f;
+
+	(void)b;
+	f->calls++;
+	f->latency_ms += ms_since(&s->t0);
+	if (e != NULL || resp->status >= 400)
+		f->errors++;
+	s->fn(f, s->ctx, resp, e);
+	free(s);
+	if (--f->pending == 0 && f->done != NULL)
+		f->done(f);
+}
+
+bool
+prov_fetch_add(struct prov_fetch *f, struct http_req *req, prov_step_fn fn, void *ctx)
+{
+	struct step *s = calloc(1, sizeof(*s));
+	struct err e = { 0 };
+
+	if (s == NULL)
+		abort();
+	s->f = f;
+	s->fn = fn;
+	s->ctx = ctx;
+	clock_gettime(CLOCK_MONOTONIC, &s->t0);
+	if (req->timeout_ms == 0)
+		req->timeout_ms = f->timeout_ms > 0 ? f->timeout_ms : PROV_TIMEOUT_MS;
+	if (req->retry.max_attempts == 0)
+		req->retry = f->retry;
+	req->done = trampoline;
+	req->user = s;
+	f->pending++;
+	if (!http_batch_add(f->b, req, &e)) {
+		f->pending--;
+		free(s);
+		prov_fetch_fail(f, &e);
+		return false;
+	}
+	return true;
+}
+
+void
+prov_fetch_fail(struct prov_fetch *f, const struct err *e)
+{
+	if (f->failed)
+		return;
+	f->failed = true;
+	if (e != NULL)
+		f->err = *e;
+	else
+		err_set(&f->err, 500, "prov.failed", "provider call failed");
+}
+
+bool
+prov_fetch_run_sync(struct prov_fetch *f, struct err *e)
+{
+	if (!http_batch_run(f->b, e))
+		return false;
+	if (f->failed) {
+		*e = f->err;
+		return false;
+	}
+	return true;
+}
+
+bool
+prov_status_err(const struct http_resp *r, const char *what, struct err *e)
+{
+	long st = r ? r->status : 0;
+
+	if (st == 401 || st == 403)
+		return err_set(e, 401, "prov.unauthorized", "%s: credentials refused (%ld)", what,
+		    st);
+	if (st == 404)
+		return err_set(e, 404, "prov.not_found", "%s: not found", what);
+	if (st == 429) {
+		err_set(e, 429, "prov.throttled", "%s: throttled", what);
+		e->retry_after = r->retry_after > 0 ? r->retry_after : 0;
+		return false;
+	}
+	return err_set(e, 502, "prov.bad_status", "%s: unexpected status %ld", what, st);
+}
+
+json_t *
+prov_json_body(const struct http_resp *r, const char *what, struct err *e)
+{
+	json_error_t je;
+	json_t *j;
+
+	if (r == NULL || r->body == NULL) {
+		err_set(e, 502, "prov.bad_json", "%s: empty answer", what);
+		return NULL;
+	}
+	j = json_loadb(r->body, r->body_len, 0, &je);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
+		return NULL;
+	}
+	return j;
+}
+
+void
+prov_check_add(json_t *checks, const char *check, bool ok, const char *pointer,
+    const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_array_append_new(checks, json_pack("{s:s, s:b, s:s, s:s}", "check", check,
+	    "ok", ok, "message", msg, "pointer", pointer ? pointer : ""));
+}
+
+const struct prov_ops *
+prov_ops_get(const char *provider)
+{
+	if (provider == NULL)
+		return NULL;
+	if (strcmp(provider, "gke") == 0)
+		return &prov_gke_ops;
+	if (strcmp(provider, "aks") == 0)
+		return &prov_aks_ops;
+	if (strcmp(provider, "hyperpod") == 0)
+		return &prov_hyperpod_ops;
+	return NULL;
+}
+
+bool
+prov_list_pools(const struct prov_cloud *c, const struct prov_cluster *k,
+    struct prov_pools *out, struct err *e)
+{
+	const struct prov_ops *ops = prov_ops_get(c->provider);
+	struct prov_creds cr;
+	struct prov_pool_job job = { c, k, &cr, out };
+	struct prov_fetch f;
+	bool ok = false;
+
+	if (ops == NULL)
+		return err_set(e, 400, "prov.unknown_provider", "unknown provider");
+	if (!prov_creds_get(c, NULL, &cr, e))
+		return false;
+	prov_fetch_init(&f, http_batch_new(4));
+	if (f.b == NULL)
+		return err_set(e, 500, "prov.oom", "out of memory");
+	if (!ops->pools_begin(&f, &job, e))
+		goto cleanup;
+	if (!prov_fetch_run_sync(&f, e))
+		goto cleanup;
+	ops->pools_finish(&job);
+	ok = true;
+cleanup:
+	http_batch_free(f.b);
+	memset(&cr, 0, sizeof(cr));
+	return ok;
+}
