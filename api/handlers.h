@@ -40,6 +40,25 @@ HANDLER(h_cluster_delete);
 HANDLER(h_cluster_cordon);
 HANDLER(h_cluster_uncordon);
 
+HANDLER(h_queue_create);
+HANDLER(h_queue_list);
+HANDLER(h_queue_get);
+HANDLER(h_queue_replace);
+HANDLER(h_queue_delete);
+HANDLER(h_pc_create);
+HANDLER(h_pc_list);
+HANDLER(h_pc_get);
+HANDLER(h_pc_replace);
+HANDLER(h_pc_delete);
+
+HANDLER(h_job_submit);
+HANDLER(h_job_list);
+HANDLER(h_job_get);
+HANDLER(h_job_cancel);
+HANDLER(h_job_events);
+HANDLER(h_job_manifest);
+HANDLER(h_job_placement);
+
 /* Shared by list handlers: {"items": items, "next": link or null}.  key_of names the
  * member of the last item that is the cursor. */
 json_t	*page_reply(struct request *rq, json_t *items, int limit, const char *key_of);

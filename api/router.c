@@ -44,6 +44,25 @@ const struct route routes[] = {
 	{ "DELETE", "/v1/clusters/{id}", h_cluster_delete, ROLE_ADMIN, 0 },
 	{ "POST", "/v1/clusters/{id}/cordon", h_cluster_cordon, ROLE_OPERATOR, 0 },
 	{ "POST", "/v1/clusters/{id}/uncordon", h_cluster_uncordon, ROLE_OPERATOR, 0 },
+
+	{ "GET", "/v1/queues", h_queue_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/queues", h_queue_create, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/queues/{id}", h_queue_get, ROLE_VIEWER, 0 },
+	{ "PUT", "/v1/queues/{id}", h_queue_replace, ROLE_ADMIN, R_BODY },
+	{ "DELETE", "/v1/queues/{id}", h_queue_delete, ROLE_ADMIN, 0 },
+	{ "GET", "/v1/priority-classes", h_pc_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/priority-classes", h_pc_create, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/priority-classes/{id}", h_pc_get, ROLE_VIEWER, 0 },
+	{ "PUT", "/v1/priority-classes/{id}", h_pc_replace, ROLE_ADMIN, R_BODY },
+	{ "DELETE", "/v1/priority-classes/{id}", h_pc_delete, ROLE_ADMIN, 0 },
+
+	{ "GET", "/v1/jobs", h_job_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/jobs", h_job_submit, ROLE_OPERATOR, R_BODY },
+	{ "GET", "/v1/jobs/{id}", h_job_get, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, ROLE_OPERATOR, 0 },
+	{ "GET", "/v1/jobs/{id}/events", h_job_events, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/jobs/{id}/manifest", h_job_manifest, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/jobs/{id}/placement", h_job_placement, ROLE_VIEWER, 0 },
 };
 const size_t nroutes = sizeof(routes) / sizeof(routes[0]);
 

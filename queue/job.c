@@ -1,0 +1,309 @@
+/* job: submit with admission checks, reads, lists, transitions and cancellation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uuid/uuid.h>
+
+#include "core/jsonx.h"
+#include "providers/jobspec.h"
+#include "queue/job.h"
+#include "queue/store.h"
+#include "regions/catalog.h"
+
+static const char sql_event[] =
+    "INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
+    " SELECT $1::uuid, $2, $3, $4, attempt, $5, $6::jsonb FROM jobs WHERE id = $1::uuid";
+
+static bool
+uuid_ok(const char *s)
+{
+	uuid_t u;
+
+	return s != NULL && uuid_parse(s, u) == 0;
+}
+
+bool
+job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " JOB_JSON JOB_FROM " WHERE j.id = $1::uuid";
+	static const char sql_lock[] = "SELECT " JOB_JSON JOB_FROM " WHERE j.id = $1::uuid"
+	    " FOR UPDATE OF j";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!uuid_ok(id))
+		return err_set(e, 404, "queue.job_not_found", "job not found");
+	if (!db_exec(c, for_update ? sql_lock : sql, 1, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, "queue.job_not_found", "job not found");
+		goto cleanup;
+	}
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+/* Refuses a job that no cluster of the environment could ever hold, with the reason. */
+static bool
+admissible(struct db *c, const char *env, const struct job_spec *s, struct err *e)
+{
+	static const char sql[] =
+	    "SELECT coalesce(max(cap.max_nodes * cap.accel_per_node), -1),"
+	    " coalesce(max(r.rack_accel), 0), count(cap.*)"
+	    " FROM capacity cap JOIN clusters k ON k.id = cap.cluster_id"
+	    " JOIN clouds c ON c.id = k.cloud_id"
+	    " LEFT JOIN LATERAL (SELECT max(n.cnt) * cap.accel_per_node AS rack_accel FROM"
+	    "  (SELECT count(*) AS cnt FROM jsonb_array_elements(cap.topology->'nodes') x"
+	    "   WHERE x->>'rack' IS NOT NULL GROUP BY x->>'rack') n) r ON true"
+	    " WHERE c.environment = $1 AND cap.flavor = $2 AND ($3::boolean IS NULL OR"
+	    " cap.spot = $3::boolean)";
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const struct jobspec_group *g = &s->groups[i];
+		const char *spot = s->spot == JOBSPEC_SPOT_ONLY ? "true" :
+		    s->spot == JOBSPEC_SPOT_NEVER ? "false" : NULL;
+		const char *p[3] = { env, g->accel_flavor, spot };
+		long long need, most, rack;
+		PGresult *r = NULL;
+		char ptr[64];
+
+		if (g->accel_flavor == NULL)
+			continue;
+		snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/accelerator/flavor", i);
+		if (!catalog_flavor_check(g->accel_flavor, ptr, e))
+			return false;
+		if (!db_exec(c, sql, 3, p, &r, e))
+			return false;
+		most = atoll(PQgetvalue(r, 0, 0));
+		rack = atoll(PQgetvalue(r, 0, 1));
+		PQclear(r);
+		need = (long long)g->min_replicas * g->accel_count;
+		if (most < 0)
+			return err_field(e, 422, "queue.unplaceable", ptr, "no cluster in %s has %s%s "
+			    "accelerators", env, g->accel_flavor, spot ? (spot[0] == 't' ?
+			    " spot" : " on-demand") : "");
+		if (need > most)
+			return err_field(e, 422, "queue.unplaceable", ptr, "the gang needs %lld %s "
+			    "but the largest cluster in %s can hold %lld", need, g->accel_flavor,
+			    env, most);
+		if (s->topology == JOBSPEC_TOPO_RACK && rack > 0 && need > rack)
+			return err_field(e, 422, "queue.unplaceable", "/topology", "the gang needs "
+			    "%lld %s in one rack but the largest rack in %s holds %lld", need,
+			    g->accel_flavor, env, rack);
+	}
+	return true;
+}
+
+bool
+job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
+{
+	static const char sql[] = "INSERT INTO jobs (id, name, environment, queue_id, kind,"
+	    " priority_class, priority, spec) VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int,"
+	    " $8::jsonb)";
+	struct job_spec s;
+	json_t *spec_in = NULL, *queue = NULL, *pc = NULL, *canon = NULL;
+	const char *env = NULL, *pcname;
+	char id[37], prio[24], *spec_s = NULL;
+	uuid_t u;
+	bool ok = false;
+
+	memset(&s, 0, sizeof(s));
+	if (!jsonx_str(body, "environment", "", true, &env, e))
+		return false;
+	spec_in = json_deep_copy(body);
+	json_object_del(spec_in, "environment");
+	if (!jobspec_from_json(spec_in, &s, e))
+		goto cleanup;
+	if (!queue_get_by_name(c, env, s.queue, &queue, e))
+		goto cleanup;
+	pcname = s.priority_class ? s.priority_class :
+	    json_string_value(json_object_get(queue, "default_priority_class"));
+	if (pcname != NULL) {
+		if (!pc_get(c, pcname, &pc, e)) {
+			if (e->status == 404)
+				err_field(e, 404, "pc.not_found", "/priority_class",
+				    "priority class %.64s not found", pcname);
+			goto cleanup;
+		}
+	}
+	if (!admissible(c, env, &s, e))
+		goto cleanup;
+	canon = jobspec_to_json(&s);
+	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, id);
+	snprintf(prio, sizeof(prio), "%lld", pc ? json_integer_value(json_object_get(pc, "value")) : 0LL);
+	{
+		const char *p[8] = { id, s.name, env,
+		    json_string_value(json_object_get(queue, "id")), jobspec_kind_name(s.kind),
+		    pcname ? pcname : "default", prio, spec_s };
+		const char *ev[6] = { id, "submitted", NULL, "pending", "job submitted", NULL };
+
+		if (!db_exec(c, sql, 8, p, NULL, e) || !db_exec(c, sql_event, 6, ev, NULL, e) ||
+		    !db_exec(c, "SELECT pg_notify('fleet_sched', $1)", 1, &env, NULL, e))
+			goto cleanup;
+	}
+	ok = job_get(c, id, false, out, e);
+cleanup:
+	jobspec_cleanup(&s);
+	json_decref(spec_in);
+	json_decref(queue);
+	json_decref(pc);
+	json_decref(canon);
+	free(spec_s);
+	return ok;
+}
+
+bool
+job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
+	 json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT " JOB_JSON JOB_FROM
+	    " WHERE ($1 = '' OR j.id > $1::uuid) AND ($3::text IS NULL OR j.state = $3)"
+	    " AND ($4::text IS NULL OR q.name = $4 OR q.id::text = $4)"
+	    " AND ($5::text IS NULL OR j.environment = $5) AND ($6::text IS NULL OR c.region = $6)"
+	    " AND ($7::text IS NULL OR k.name = $7 OR k.id::text = $7)"
+	    " AND ($8::text[] IS NULL OR j.environment = ANY($8::text[]))"
+	    " ORDER BY j.id LIMIT $2";
+	char lim[16], lit[2400] = "{";
+	size_t n = 1;
+	bool all = f->envs == NULL;
+	PGresult *r = NULL;
+
+	if (after != NULL && !uuid_ok(after))
+		return err_field(e, 400, "api.bad_cursor", "/query/after",
+		    "after is not a cursor returned by this list");
+	for (int i = 0; f->envs != NULL && i < f->nenvs && n + 40 < sizeof(lit); i++) {
+		all = all || strcmp(f->envs[i], "*") == 0;
+		n += (size_t)snprintf(lit + n, sizeof(lit) - n, "%s%s", i ? "," : "", f->envs[i]);
+	}
+	snprintf(lit + n, sizeof(lit) - n, "}");
+	snprintf(lim, sizeof(lim), "%d", limit);
+	{
+		const char *p[8] = { after ? after : "", lim, f->state, f->queue, f->environment,
+		    f->region, f->cluster, all ? NULL : lit };
+
+		if (!db_exec(c, sql, 8, p, &r, e))
+			return false;
+	}
+	*out = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
+	PQclear(r);
+	return true;
+}
+
+bool
+job_events(struct db *c, const char *id, int limit, const char *after, json_t **out,
+	   struct err *e)
+{
+	static const char sql[] = "SELECT json_build_object('id', id::text, 'at', at, 'type', type,"
+	    " 'from_state', from_state, 'to_state', to_state, 'attempt', attempt, 'message',"
+	    " message, 'data', data)::text FROM job_events WHERE job_id = $1::uuid"
+	    " AND ($2 = '' OR id > $2::bigint) ORDER BY id LIMIT $3";
+	char lim[16];
+	const char *p[3] = { id, after ? after : "", lim };
+	PGresult *r = NULL;
+
+	if (after != NULL && strspn(after, "0123456789") != strlen(after))
+		return err_field(e, 400, "api.bad_cursor", "/query/after",
+		    "after is not a cursor returned by this list");
+	snprintf(lim, sizeof(lim), "%d", limit);
+	if (!db_exec(c, sql, 3, p, &r, e))
+		return false;
+	*out = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
+	PQclear(r);
+	return true;
+}
+
+bool
+job_transition(struct db *c, const char *id, const char *from, const char *to,
+	       const char *reason, json_t *data, struct err *e)
+{
+	static const char sql[] = "UPDATE jobs j SET state = $3, reason = $4,"
+	    " version = version + 1, updated_at = now(),"
+	    " finished_at = CASE WHEN $3 IN ('succeeded','failed','cancelled') THEN now()"
+	    "  ELSE finished_at END,"
+	    " started_at = CASE WHEN $3 = 'running' AND started_at IS NULL THEN now()"
+	    "  ELSE started_at END"
+	    " FROM (SELECT state AS old FROM jobs WHERE id = $1::uuid FOR UPDATE) o"
+	    " WHERE j.id = $1::uuid AND j.state = ANY(string_to_array($2, ','))"
+	    " RETURNING o.old, j.environment";
+	const char *p[4] = { id, from, to, reason };
+	char *ds = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql, 4, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 409, "job.state", "the job is not in state %s", from);
+		goto cleanup;
+	}
+	{
+		const char *old = PQgetvalue(r, 0, 0), *env = PQgetvalue(r, 0, 1);
+		const char *ev[6] = { id, "state", old, to, reason ? reason : "", ds };
+
+		if (!db_exec(c, sql_event, 6, ev, NULL, e) ||
+		    !db_exec(c, "SELECT pg_notify('fleet_sched', $1)", 1, &env, NULL, e))
+			goto cleanup;
+	}
+	ok = true;
+cleanup:
+	free(ds);
+	PQclear(r);
+	return ok;
+}
+
+bool
+job_event(struct db *c, const char *id, const char *type, const char *message, json_t *data,
+	  struct err *e)
+{
+	char *ds = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	const char *p[6] = { id, type, NULL, NULL, message ? message : "", ds };
+	bool ok = db_exec(c, sql_event, 6, p, NULL, e);
+
+	free(ds);
+	return ok;
+}
+
+bool
+job_cancel(struct db *c, const char *id, const char *reason, json_t **out, struct err *e)
+{
+	static const char sql_req[] = "UPDATE jobs SET cancel_requested = true, version ="
+	    " version + 1, updated_at = now(), next_try_at = now() WHERE id = $1::uuid";
+	json_t *cur = NULL;
+	const char *state;
+	bool ok = false;
+
+	if (!job_get(c, id, true, &cur, e))
+		return false;
+	state = json_string_value(json_object_get(cur, "state"));
+	if (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
+	    strcmp(state, "cancelled") == 0) {
+		err_set(e, 409, "job.finished", "the job already ended (%s)", state);
+		goto cleanup;
+	}
+	if (strcmp(state, "pending") == 0 || strcmp(state, "admitted") == 0 ||
+	    strcmp(state, "preempted") == 0) {
+		if (!job_transition(c, id, state, "cancelled", reason ? reason : "cancelled by user",
+		    NULL, e))
+			goto cleanup;
+	} else {
+		const char *p[1] = { id };
+
+		if (!db_exec(c, sql_req, 1, p, NULL, e) ||
+		    !job_event(c, id, "cancel_requested", reason ? reason : "cancelled by user",
+		    NULL, e))
+			goto cleanup;
+	}
+	ok = job_get(c, id, false, out, e);
+cleanup:
+	json_decref(cur);
+	return ok;
+}

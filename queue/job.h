@@ -1,0 +1,53 @@
+/* job: the job state machine — submit, read, list, cancel, events; every transition is one
+ * statement pair (state change + job_events row) inside the caller's transaction. */
+#ifndef FLEET_QUEUE_JOB_H
+#define FLEET_QUEUE_JOB_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "core/db.h"
+#include "core/err.h"
+
+/* SQL rendering of a job j joined with queues q, clusters k and clouds c. */
+#define JOB_JSON \
+	"json_build_object('id', j.id, 'name', j.name, 'environment', j.environment," \
+	" 'queue', q.name, 'queue_id', j.queue_id, 'kind', j.kind, 'state', j.state," \
+	" 'reason', j.reason, 'priority_class', j.priority_class, 'priority', j.priority," \
+	" 'attempt', j.attempt, 'cluster_id', j.cluster_id, 'cluster', k.name," \
+	" 'region', c.region, 'provider', c.provider, 'placement', j.placement," \
+	" 'object_name', j.object_name, 'spec', j.spec, 'enqueued_at', j.enqueued_at," \
+	" 'dispatched_at', j.dispatched_at, 'started_at', j.started_at," \
+	" 'finished_at', j.finished_at, 'version', j.version, 'created_at', j.created_at," \
+	" 'updated_at', j.updated_at)::text"
+#define JOB_FROM " FROM jobs j JOIN queues q ON q.id = j.queue_id" \
+	" LEFT JOIN clusters k ON k.id = j.cluster_id LEFT JOIN clouds c ON c.id = k.cloud_id"
+
+/* Validates the spec (plus "environment"), resolves queue and priority class, refuses
+ * what the environment could never hold, inserts the job pending with its first event,
+ * and NOTIFYs the scheduler. */
+bool	job_submit(struct db *c, json_t *body, json_t **out, struct err *e);
+bool	job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e);
+struct job_filter {
+	const char	*state, *queue, *environment, *region, *cluster;
+	const char	*const *envs;	/* caller's environments; NULL = all */
+	int		 nenvs;
+};
+bool	job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
+	    json_t **out, struct err *e);
+bool	job_events(struct db *c, const char *id, int limit, const char *after, json_t **out,
+	    struct err *e);
+/* Moves the job from one of from (comma list, e.g. "pending,admitted") to to, writes the
+ * event, and NOTIFYs.  409 "job.state" when the job is in another state. */
+bool	job_transition(struct db *c, const char *id, const char *from, const char *to,
+	    const char *reason, json_t *data, struct err *e);
+/* Appends an event that is not a state change (observed on the cluster, etc.). */
+bool	job_event(struct db *c, const char *id, const char *type, const char *message,
+	    json_t *data, struct err *e);
+/* pending/admitted -> cancelled at once; dispatched/running -> cancel_requested for the
+ * status worker, which deletes the object and then records cancelled. */
+bool	job_cancel(struct db *c, const char *id, const char *reason, json_t **out,
+	    struct err *e);
+
+#endif

@@ -1,0 +1,307 @@
+/* loader: rows -> sched model.  Memory is counted in MiB, cpu in millicores. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "providers/jobspec.h"
+#include "queue/loader.h"
+
+static const char sql_clusters[] =
+    "SELECT k.id::text, c.environment, c.region, c.provider, k.state = 'ready',"
+    " k.cordoned, c.state = 'active', cap.pool, cap.flavor, cap.spot, cap.price_hour,"
+    " cap.accel_per_node, greatest(cap.max_nodes - cap.nodes, 0), cap.topology::text,"
+    " extract(epoch from cap.observed_at)::bigint,"
+    " coalesce(extract(epoch from s.at)::bigint, 0)"
+    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+    " JOIN capacity cap ON cap.cluster_id = k.id"
+    " LEFT JOIN stockouts s ON s.cluster_id = k.id AND s.flavor = cap.flavor"
+    " WHERE ($1::text IS NULL OR c.environment = $1) ORDER BY k.id, cap.pool, cap.flavor";
+static const char sql_queues[] =
+    "SELECT id::text, environment, cohort, weight, queueing_strategy, nominal_quota::text,"
+    " borrowing_limit::text, lending_limit::text FROM queues"
+    " WHERE ($1::text IS NULL OR environment = $1)";
+static const char sql_jobs[] =
+    "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false),"
+    " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text,"
+    " k.id::text, coalesce(extract(epoch from j.dispatched_at)::bigint, 0),"
+    " j.placement::text"
+    " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class"
+    " LEFT JOIN clusters k ON k.id = j.cluster_id"
+    " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')"
+    " AND ($1::text IS NULL OR j.environment = $1)";
+
+static int64_t
+mib(int64_t bytes)
+{
+	return bytes / (1024 * 1024);
+}
+
+static int64_t
+num(json_t *o, const char *k, int64_t dflt)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* One capacity row: a pool and its nodes. */
+static bool
+add_pool(struct sched_model *m, struct sched_cluster *k, PGresult *r, int i, struct err *e)
+{
+	const char *flavor = PQgetvalue(r, i, 8);
+	bool spot = PQgetvalue(r, i, 9)[0] == 't';
+	int accel = atoi(PQgetvalue(r, i, 11));
+	json_t *topo = json_loads(PQgetvalue(r, i, 13), 0, NULL), *n;
+	struct sched_pool *p = sched_cluster_add_pool(m, k, flavor, spot,
+	    atof(PQgetvalue(r, i, 10)), e);
+	size_t idx;
+	bool ok = false;
+
+	if (p == NULL)
+		goto cleanup;
+	p->grow_nodes = atoi(PQgetvalue(r, i, 12));
+	p->stockout_at = atoll(PQgetvalue(r, i, 15));
+	json_array_foreach(json_object_get(topo, "nodes"), idx, n) {
+		struct sched_vec fr = { { num(n, "free_accel", 0), num(n, "free_cpu_m", 0),
+		    mib(num(n, "free_mem", 0)) } };
+		struct sched_vec al = { { num(n, "alloc_accel", accel),
+		    num(n, "alloc_cpu_m", fr.v[SCHED_CPU]),
+		    mib(num(n, "alloc_mem", num(n, "free_mem", 0))) } };
+
+		if (json_is_false(json_object_get(n, "ready")))
+			continue;
+		if (!sched_pool_add_node(m, k, p, json_string_value(json_object_get(n, "name")),
+		    json_string_value(json_object_get(n, "rack")),
+		    json_string_value(json_object_get(n, "slice")),
+		    json_string_value(json_object_get(n, "shape")), al, fr, e))
+			goto cleanup;
+		if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0)
+			p->node_alloc = al;
+	}
+	ok = true;
+cleanup:
+	json_decref(topo);
+	return ok;
+}
+
+static bool
+load_clusters(struct db *c, struct sched_model *m, const char *env, struct err *e)
+{
+	const char *p[1] = { env };
+	PGresult *r = NULL;
+	struct sched_cluster *k = NULL;
+	const char *last = "";
+	bool ok = false;
+
+	if (!db_exec(c, sql_clusters, 1, p, &r, e))
+		return false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (strcmp(last, PQgetvalue(r, i, 0)) != 0) {
+			last = PQgetvalue(r, i, 0);
+			k = sched_model_add_cluster(m, last, PQgetvalue(r, i, 1),
+			    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), e);
+			if (k == NULL)
+				goto cleanup;
+			k->ready = PQgetvalue(r, i, 4)[0] == 't';
+			k->cordoned = PQgetvalue(r, i, 5)[0] == 't';
+			k->reachable = PQgetvalue(r, i, 6)[0] == 't' && k->ready;
+			k->observed_at = atoll(PQgetvalue(r, i, 14));
+		}
+		if (atoll(PQgetvalue(r, i, 14)) < k->observed_at)
+			k->observed_at = atoll(PQgetvalue(r, i, 14));
+		if (!add_pool(m, k, r, i, e))
+			goto cleanup;
+	}
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+static int64_t
+limit_of(json_t *o, const char *flavor, int64_t dflt)
+{
+	json_t *v = json_object_get(o, flavor);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static bool
+load_queues(struct db *c, struct sched_model *m, const char *env, struct err *e)
+{
+	const char *p[1] = { env };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql_queues, 1, p, &r, e))
+		return false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		json_t *nom = json_loads(PQgetvalue(r, i, 5), 0, NULL);
+		json_t *bl = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+		json_t *ll = json_loads(PQgetvalue(r, i, 7), 0, NULL);
+		struct sched_queue *q = sched_model_add_queue(m, PQgetvalue(r, i, 0),
+		    PQgetvalue(r, i, 1), PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
+		    atof(PQgetvalue(r, i, 3)), strcmp(PQgetvalue(r, i, 4), "strict_fifo") == 0 ?
+		    SCHED_STRICT_FIFO : SCHED_BEST_EFFORT_FIFO, e);
+		const char *flavor;
+		json_t *v;
+		bool qok = q != NULL;
+
+		json_object_foreach(nom, flavor, v) {
+			struct sched_quota quota;
+
+			if (!qok)
+				break;
+			for (int rr = 0; rr < SCHED_NRES; rr++) {
+				quota.nominal.v[rr] = SCHED_UNSET;
+				quota.borrow_limit.v[rr] = SCHED_UNSET;
+				quota.lend_limit.v[rr] = SCHED_UNSET;
+			}
+			quota.nominal.v[SCHED_ACCEL] = json_integer_value(v);
+			quota.borrow_limit.v[SCHED_ACCEL] = limit_of(bl, flavor, SCHED_UNSET);
+			quota.lend_limit.v[SCHED_ACCEL] = limit_of(ll, flavor, SCHED_UNSET);
+			qok = sched_queue_set_quota(m, q, flavor, &quota, e);
+		}
+		json_decref(nom);
+		json_decref(bl);
+		json_decref(ll);
+		if (!qok)
+			goto cleanup;
+	}
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+struct sched_job *
+loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int priority,
+	       bool can_preempt, int64_t enqueued_at, enum sched_state st, json_t *spec,
+	       struct err *e)
+{
+	struct job_spec s;
+	struct sched_job *j = NULL;
+
+	memset(&s, 0, sizeof(s));
+	if (!jobspec_from_json(spec, &s, e))
+		return NULL;
+	j = sched_model_add_job(m, id, queue_id, priority, enqueued_at, st, e);
+	if (j == NULL)
+		goto cleanup;
+	j->can_preempt = can_preempt;
+	j->topo = s.topology == JOBSPEC_TOPO_HOST ? SCHED_TOPO_HOST :
+	    s.topology == JOBSPEC_TOPO_RACK ? SCHED_TOPO_RACK :
+	    s.topology == JOBSPEC_TOPO_SLICE ? SCHED_TOPO_SLICE : SCHED_TOPO_NONE;
+	if (s.slice_shape != NULL)
+		j->shape = sched_model_intern(m, s.slice_shape);
+	j->spot = s.spot == JOBSPEC_SPOT_ONLY ? SCHED_SPOT_ONLY :
+	    s.spot == JOBSPEC_SPOT_NEVER ? SCHED_SPOT_NEVER : SCHED_SPOT_ANY;
+	j->max_price = s.has_max_price ? s.max_price : 0;
+	{
+		struct sched_vec head = { { 0, s.head_cpu_milli, mib(s.head_memory_bytes) } };
+
+		if (!sched_job_add_group(m, j, "cpu", 1, 1, head, e)) {
+			j = NULL;
+			goto cleanup;
+		}
+	}
+	for (size_t i = 0; i < s.ngroups; i++) {
+		const struct jobspec_group *g = &s.groups[i];
+		int hosts = jobspec_group_hosts(&s, g);
+		struct sched_vec pod = { { g->accel_flavor ? g->accel_count : 0, g->cpu_milli,
+		    mib(g->memory_bytes) } };
+
+		if (!sched_job_add_group(m, j, g->accel_flavor ? g->accel_flavor : "cpu",
+		    g->min_replicas * hosts, g->max_replicas * hosts, pod, e)) {
+			j = NULL;
+			goto cleanup;
+		}
+	}
+	for (size_t i = 0; j != NULL && i < s.nregions; i++)
+		if (!sched_job_allow_region(m, j, s.regions[i], e))
+			j = NULL;
+	for (size_t i = 0; j != NULL && i < s.nproviders; i++)
+		if (!sched_job_allow_provider(m, j, s.providers[i], e))
+			j = NULL;
+cleanup:
+	jobspec_cleanup(&s);
+	return j;
+}
+
+/* Placement jsonb: {"cluster", "allocs": [{"group", "node", "pods"}]}. */
+static bool
+load_placement(struct sched_model *m, struct sched_job *j, const char *cluster,
+	       bool in_flight, int64_t at, const char *placement, struct err *e)
+{
+	json_t *pl = placement ? json_loads(placement, 0, NULL) : NULL, *a;
+	size_t i;
+	bool ok;
+
+	ok = sched_job_set_cluster(m, j, cluster, in_flight, at, e);
+	json_array_foreach(json_object_get(pl, "allocs"), i, a) {
+		if (!ok)
+			break;
+		ok = sched_job_add_alloc(m, j, (int)json_integer_value(json_object_get(a, "group")),
+		    json_string_value(json_object_get(a, "node")),
+		    (int)json_integer_value(json_object_get(a, "pods")), e);
+	}
+	json_decref(pl);
+	return ok;
+}
+
+static bool
+load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
+{
+	const char *p[1] = { env };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql_jobs, 1, p, &r, e))
+		return false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *state = PQgetvalue(r, i, 5);
+		bool pending = strcmp(state, "pending") == 0;
+		bool in_flight = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0;
+		json_t *spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+		struct sched_job *j;
+
+		j = loader_add_job(m, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+		    atoi(PQgetvalue(r, i, 2)), PQgetvalue(r, i, 3)[0] == 't',
+		    atoll(PQgetvalue(r, i, 4)), pending ? SCHED_PENDING :
+		    in_flight ? SCHED_ADMITTED : SCHED_RUNNING, spec, e);
+		json_decref(spec);
+		if (j == NULL)
+			goto cleanup;
+		if (!pending && !PQgetisnull(r, i, 7) &&
+		    sched_model_find_cluster(m, PQgetvalue(r, i, 7)) != NULL &&
+		    !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
+		    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))
+			goto cleanup;
+	}
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+bool
+loader_model(struct db *c, const char *env, int stale_after, struct sched_model **out,
+	     struct err *e)
+{
+	struct sched_config cfg;
+	struct sched_model *m;
+
+	sched_config_default(&cfg);
+	if (stale_after > 0)
+		cfg.stale_after = stale_after;
+	m = sched_model_new(&cfg, (int64_t)time(NULL));
+	if (m == NULL)
+		return err_set(e, 500, "sched.oom", "out of memory");
+	if (!load_clusters(c, m, env, e) || !load_queues(c, m, env, e) ||
+	    !load_jobs(c, m, env, e) || !sched_model_finalize(m, e)) {
+		sched_model_free(m);
+		return false;
+	}
+	*out = m;
+	return true;
+}

@@ -1,0 +1,21 @@
+/* loader: builds the scheduler's in-memory model of one environment from Postgres —
+ * fresh capacity snapshots, queues with quotas, and every job that waits or holds. */
+#ifndef FLEET_QUEUE_LOADER_H
+#define FLEET_QUEUE_LOADER_H
+
+#include <stdbool.h>
+
+#include "core/db.h"
+#include "core/err.h"
+#include "queue/sched.h"
+
+/* Fills a new model for env (NULL = every environment) as seen by c's snapshot; the
+ * caller frees it with sched_model_free.  stale_after: seconds a snapshot is trusted. */
+bool	loader_model(struct db *c, const char *env, int stale_after, struct sched_model **out,
+	    struct err *e);
+/* Adds the job of a spec (canonical JSON) to m, its groups and constraints included. */
+struct sched_job *loader_add_job(struct sched_model *m, const char *id, const char *queue_id,
+	    int priority, bool can_preempt, int64_t enqueued_at, enum sched_state st,
+	    json_t *spec, struct err *e);
+
+#endif

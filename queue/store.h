@@ -1,0 +1,31 @@
+/* store: queues and priority classes — the objects teams declare before they submit. */
+#ifndef FLEET_QUEUE_STORE_H
+#define FLEET_QUEUE_STORE_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "core/db.h"
+#include "core/err.h"
+
+bool	pc_create(struct db *c, json_t *body, json_t **out, struct err *e);
+bool	pc_get(struct db *c, const char *id_or_name, json_t **out, struct err *e);
+bool	pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e);
+bool	pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e);
+/* 409 "pc.in_use" while jobs or queues use it. */
+bool	pc_delete(struct db *c, const char *id, struct err *e);
+
+bool	queue_create(struct db *c, json_t *body, json_t **out, struct err *e);
+/* id, or "env/name" */
+bool	queue_get(struct db *c, const char *id, json_t **out, struct err *e);
+bool	queue_get_by_name(struct db *c, const char *env, const char *name, json_t **out,
+	    struct err *e);
+bool	queue_list(struct db *c, int limit, const char *after, const char *environment,
+	    const char *const *envs, int nenvs, json_t **out, struct err *e);
+/* name and environment immutable (409 naming the field). */
+bool	queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e);
+/* 409 "queue.in_use" while it holds unfinished jobs. */
+bool	queue_delete(struct db *c, const char *id, struct err *e);
+
+#endif
