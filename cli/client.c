@@ -1,0 +1,278 @@
+/* client: fleetctl's calls to fleetd through core/http — bearer token, JSON in and out,
+ * problem+json turned into one line, lists followed page by page. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/crypto.h"
+#include "core/http.h"
+
+#define URL_MAX		4096
+#define TIMEOUT_MS	30000L
+#define PAGE_MAX	500	/* the server's largest limit */
+
+int
+cli_fail(int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "fleetctl: %s\n", msg);
+	return code;
+}
+
+static bool
+escape(char *out, size_t len, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		bool keep = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~';
+
+		if (n + (keep ? 1 : 3) >= len)
+			return false;
+		if (keep) {
+			out[n++] = (char)ch;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[ch >> 4];
+			out[n++] = hex[ch & 15];
+		}
+	}
+	out[n] = '\0';
+	return len > 0;
+}
+
+bool
+cli_path(char *buf, size_t len, const char *prefix, const char *id, const char *suffix)
+{
+	char enc[1024];
+	int n;
+
+	if (!escape(enc, sizeof(enc), id)) {
+		cli_fail(CLI_USAGE, "argument is too long");
+		return false;
+	}
+	n = snprintf(buf, len, "%s%s%s", prefix, enc, suffix ? suffix : "");
+	if (n < 0 || (size_t)n >= len) {
+		cli_fail(CLI_USAGE, "argument is too long");
+		return false;
+	}
+	return true;
+}
+
+bool
+cli_query(char *buf, size_t len, const char *k, const char *v)
+{
+	char enc[1024];
+	size_t used = strlen(buf);
+	int n;
+
+	if (v == NULL)
+		return true;
+	if (!escape(enc, sizeof(enc), v)) {
+		cli_fail(CLI_USAGE, "value of --%s is too long", k);
+		return false;
+	}
+	n = snprintf(buf + used, len - used, "%c%s=%s", strchr(buf, '?') ? '&' : '?', k, enc);
+	if (n < 0 || (size_t)n >= len - used) {
+		cli_fail(CLI_USAGE, "query is too long");
+		return false;
+	}
+	return true;
+}
+
+/* The one line for an answer that is not 2xx: the problem's title, its detail when it
+ * says more, the field errors, and the code. */
+static int
+report_problem(long status, const char *body)
+{
+	json_t *p = body != NULL ? json_loads(body, 0, NULL) : NULL;
+	const char *title = json_string_value(json_object_get(p, "title"));
+	const char *detail = json_string_value(json_object_get(p, "detail"));
+	const char *code = json_string_value(json_object_get(p, "code"));
+	json_t *errs = json_object_get(p, "errors"), *fe;
+	int rc = status == 404 ? CLI_NOT_FOUND : CLI_ERROR;
+	struct cli_buf b = { 0 };
+	char *line;
+	size_t i;
+
+	if (title == NULL && detail == NULL) {
+		cli_buf_printf(&b, "server answered %ld", status);
+		if (body != NULL && body[0] != '\0') {
+			cli_buf_add(&b, ": ");
+			cli_buf_add_clean(&b, body);
+		}
+	} else {
+		cli_buf_add_clean(&b, title != NULL ? title : detail);
+		if (title != NULL && detail != NULL && strcmp(title, detail) != 0) {
+			cli_buf_add(&b, ": ");
+			cli_buf_add_clean(&b, detail);
+		}
+	}
+	json_array_foreach(errs, i, fe) {
+		const char *ptr = json_string_value(json_object_get(fe, "pointer"));
+		const char *d = json_string_value(json_object_get(fe, "detail"));
+
+		if (d == NULL || (title != NULL && strcmp(d, title) == 0 && (ptr == NULL ||
+		    *ptr == '\0')))
+			continue;
+		cli_buf_add(&b, "; ");
+		if (ptr != NULL && *ptr != '\0')
+			cli_buf_printf(&b, "%s: ", ptr);
+		cli_buf_add_clean(&b, d);
+	}
+	if (code != NULL)
+		cli_buf_printf(&b, " (%s)", code);
+	line = cli_buf_take(&b);
+	cli_fail(rc, "%.900s", line != NULL ? line : "out of memory");
+	free(line);
+	json_decref(p);
+	return rc;
+}
+
+static void
+idempotency_key(char out[33])
+{
+	unsigned char raw[16];
+	static const char hex[] = "0123456789abcdef";
+
+	if (!crypto_random(raw, sizeof(raw)))
+		memset(raw, 0, sizeof(raw));
+	for (int i = 0; i < 16; i++) {
+		out[2 * i] = hex[raw[i] >> 4];
+		out[2 * i + 1] = hex[raw[i] & 15];
+	}
+	out[32] = '\0';
+}
+
+int
+cli_call(struct cli_ctx *c, const char *method, const char *path, const json_t *body,
+	 long *status, json_t **out)
+{
+	struct http_header hdr[3] = { { "Accept", "application/json" } };
+	struct http_req req = { .method = method, .headers = hdr, .nheaders = 1,
+	    .timeout_ms = TIMEOUT_MS, .bearer = c->token,
+	    .retry = { .max_attempts = 2, .base_delay_ms = 250, .max_delay_ms = 2000 } };
+	struct http_resp resp = { 0 };
+	struct err e = { 0 };
+	char url[URL_MAX], key[33];
+	char *text = NULL;
+	int rc = CLI_ERROR;
+
+	*out = NULL;
+	if (status != NULL)
+		*status = 0;
+	if ((size_t)snprintf(url, sizeof(url), "%s%s", c->url, path) >= sizeof(url))
+		return cli_fail(CLI_USAGE, "request URL is too long");
+	req.url = url;
+	if (strcmp(method, "POST") == 0) {
+		idempotency_key(key);
+		hdr[req.nheaders++] = (struct http_header){ "Idempotency-Key", key };
+		hdr[req.nheaders++] = (struct http_header){ "Content-Type", "application/json" };
+	}
+	if (body != NULL) {
+		if ((text = json_dumps(body, JSON_COMPACT)) == NULL)
+			return cli_fail(CLI_ERROR, "out of memory");
+		req.body = text;
+		req.body_len = strlen(text);
+	}
+	if (!http_do(&req, &resp, &e)) {
+		rc = cli_fail(CLI_ERROR, "cannot reach %s: %s", c->url,
+		    resp.error[0] != '\0' ? resp.error : e.msg);
+		goto cleanup;
+	}
+	if (status != NULL)
+		*status = resp.status;
+	if (resp.status < 200 || resp.status > 299) {
+		rc = report_problem(resp.status, resp.body);
+		goto cleanup;
+	}
+	if (resp.body != NULL && resp.body_len > 0) {
+		json_error_t je;
+
+		if ((*out = json_loadb(resp.body, resp.body_len, 0, &je)) == NULL) {
+			rc = cli_fail(CLI_ERROR, "server sent invalid JSON: %s", je.text);
+			goto cleanup;
+		}
+	}
+	rc = CLI_OK;
+cleanup:
+	free(text);
+	http_resp_cleanup(&resp);
+	return rc;
+}
+
+/* "after" from a "next" link ("/v1/jobs?limit=50&after=XYZ"), still encoded. */
+static bool
+next_cursor(const json_t *next, char *out, size_t len)
+{
+	const char *s = json_string_value(next), *a, *end;
+
+	if (s == NULL || (a = strstr(s, "after=")) == NULL)
+		return false;
+	if (a != s && a[-1] != '?' && a[-1] != '&')
+		return false;
+	a += 6;
+	end = a + strcspn(a, "&#");
+	if (end == a || (size_t)(end - a) >= len)
+		return false;
+	memcpy(out, a, (size_t)(end - a));
+	out[end - a] = '\0';
+	return true;
+}
+
+/* Pages keep the caller's filters: the cursor is taken from "next" and added to path. */
+int
+cli_list(struct cli_ctx *c, const char *path, size_t limit, json_t **out)
+{
+	json_t *all = json_array(), *page = NULL, *next = json_null();
+	char url[URL_MAX], cursor[1024] = "", lim[16];
+	int rc = CLI_OK;
+
+	*out = NULL;
+	for (;;) {
+		size_t want = limit == 0 ? PAGE_MAX : limit - json_array_size(all);
+		int n;
+
+		snprintf(lim, sizeof(lim), "%zu", want < PAGE_MAX ? want : (size_t)PAGE_MAX);
+		n = snprintf(url, sizeof(url), "%s%climit=%s%s%s", path,
+		    strchr(path, '?') ? '&' : '?', lim, cursor[0] ? "&after=" : "", cursor);
+		if (n < 0 || (size_t)n >= sizeof(url)) {
+			rc = cli_fail(CLI_USAGE, "request URL is too long");
+			break;
+		}
+		if ((rc = cli_call(c, "GET", url, NULL, NULL, &page)) != CLI_OK)
+			break;
+		if (!json_is_array(json_object_get(page, "items"))) {
+			rc = cli_fail(CLI_ERROR, "server answered a list without items");
+			break;
+		}
+		json_array_extend(all, json_object_get(page, "items"));
+		json_decref(next);
+		next = json_incref(json_object_get(page, "next"));
+		if (next == NULL)
+			next = json_null();
+		json_decref(page);
+		page = NULL;
+		if ((limit != 0 && json_array_size(all) >= limit) ||
+		    !next_cursor(next, cursor, sizeof(cursor)))
+			break;
+	}
+	json_decref(page);
+	if (rc == CLI_OK)
+		*out = json_pack("{s:O, s:O}", "items", all, "next", next);
+	json_decref(all);
+	json_decref(next);
+	if (rc == CLI_OK && *out == NULL)
+		rc = cli_fail(CLI_ERROR, "out of memory");
+	return rc;
+}

@@ -1,0 +1,229 @@
+/* cmd_fleet: fleetctl's fleet commands — clusters (cordon, drain), regions drain,
+ * operations, capacity, queues, clouds and environments. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define PATH_MAX_LEN	2048
+
+/* GET prefix{pos[0]} and print it as an object. */
+static int
+get_one(struct cli_ctx *c, const struct cli_args *a, const char *prefix)
+{
+	char path[PATH_MAX_LEN];
+	json_t *obj = NULL;
+	int rc;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if (!cli_path(path, sizeof(path), prefix, a->pos[0], NULL))
+		return CLI_USAGE;
+	if ((rc = cli_call(c, "GET", path, NULL, NULL, &obj)) == CLI_OK)
+		rc = cli_print_object(c, obj);
+	json_decref(obj);
+	return rc;
+}
+
+static int
+clusters_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN] = "/v1/clusters";
+
+	if (!cli_query(path, sizeof(path), "environment", cli_arg(a, "env")) ||
+	    !cli_query(path, sizeof(path), "region", cli_arg(a, "region")) ||
+	    !cli_query(path, sizeof(path), "provider", cli_arg(a, "provider")))
+		return CLI_USAGE;
+	return cli_run_list(c, a, path, &cli_view_clusters);
+}
+
+static int
+clusters_get(struct cli_ctx *c, const struct cli_args *a)
+{
+	return get_one(c, a, "/v1/clusters/");
+}
+
+/* POST /v1/clusters/{id}/{verb}; the answer is the cluster. */
+static int
+cluster_action(struct cli_ctx *c, const struct cli_args *a, const char *verb,
+	       const char *done)
+{
+	char path[PATH_MAX_LEN], suffix[32];
+	json_t *cl = NULL;
+	int rc;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	snprintf(suffix, sizeof(suffix), "/%s", verb);
+	if (!cli_path(path, sizeof(path), "/v1/clusters/", a->pos[0], suffix))
+		return CLI_USAGE;
+	rc = cli_call(c, "POST", path, NULL, NULL, &cl);
+	if (rc == CLI_OK && c->json) {
+		cli_print_json(cl);
+	} else if (rc == CLI_OK) {
+		const char *name = json_string_value(json_object_get(cl, "name"));
+
+		printf("cluster %s %s\n", name != NULL ? name : a->pos[0], done);
+	}
+	json_decref(cl);
+	return rc;
+}
+
+static int
+clusters_cordon(struct cli_ctx *c, const struct cli_args *a)
+{
+	return cluster_action(c, a, "cordon", "cordoned: no new placements");
+}
+
+static int
+clusters_uncordon(struct cli_ctx *c, const struct cli_args *a)
+{
+	return cluster_action(c, a, "uncordon", "uncordoned: open for placements");
+}
+
+/* POST path; the answer is an operation (202), printed or followed with --wait. */
+static int
+start_drain(struct cli_ctx *c, const struct cli_args *a, const char *path)
+{
+	json_t *op = NULL;
+	int rc;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if ((rc = cli_call(c, "POST", path, NULL, NULL, &op)) == CLI_OK)
+		rc = cli_report_operation(c, op, cli_switch(a, "wait"));
+	json_decref(op);
+	return rc;
+}
+
+static int
+clusters_drain(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN];
+
+	if (!cli_path(path, sizeof(path), "/v1/clusters/", a->pos[0], "/drain"))
+		return CLI_USAGE;
+	return start_drain(c, a, path);
+}
+
+static int
+regions_drain(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN], envp[PATH_MAX_LEN];
+
+	if (!cli_path(envp, sizeof(envp), "/v1/regions/", a->pos[0], "/") ||
+	    !cli_path(path, sizeof(path), envp, a->pos[1], "/drain"))
+		return CLI_USAGE;
+	return start_drain(c, a, path);
+}
+
+static int
+operations_get(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN];
+	json_t *op = NULL;
+	int rc;
+
+	if (!cli_switch(a, "wait"))
+		return get_one(c, a, "/v1/operations/");
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if (!cli_path(path, sizeof(path), "/v1/operations/", a->pos[0], NULL))
+		return CLI_USAGE;
+	if ((rc = cli_call(c, "GET", path, NULL, NULL, &op)) == CLI_OK)
+		rc = cli_wait_operation(c, op);
+	json_decref(op);
+	return rc;
+}
+
+static int
+capacity(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN] = "/v1/capacity";
+
+	if (!cli_query(path, sizeof(path), "environment", cli_arg(a, "env")) ||
+	    !cli_query(path, sizeof(path), "flavor", cli_arg(a, "flavor")))
+		return CLI_USAGE;
+	return cli_run_list(c, a, path, &cli_view_capacity);
+}
+
+static int
+queues_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	return cli_run_list(c, a, "/v1/queues", &cli_view_queues);
+}
+
+static int
+clouds_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	return cli_run_list(c, a, "/v1/clouds", &cli_view_clouds);
+}
+
+static int
+clouds_get(struct cli_ctx *c, const struct cli_args *a)
+{
+	return get_one(c, a, "/v1/clouds/");
+}
+
+static int
+envs_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	return cli_run_list(c, a, "/v1/environments", &cli_view_envs);
+}
+
+static int
+envs_get(struct cli_ctx *c, const struct cli_args *a)
+{
+	return get_one(c, a, "/v1/environments/");
+}
+
+#define LIST_FLAGS \
+	{ "limit", 0, "N", "show at most N (default 100)" }, \
+	{ "all", 0, NULL, "follow every page" }
+#define END_FLAGS { NULL, 0, NULL, NULL }
+
+static const struct cli_flag list_flags[] = { LIST_FLAGS, END_FLAGS };
+
+static const struct cli_flag clusters_flags[] = {
+	{ "env", 0, "ENV", "only this environment" },
+	{ "region", 0, "REGION", "only this region" },
+	{ "provider", 0, "PROVIDER", "gke, aks or hyperpod" },
+	LIST_FLAGS,
+	END_FLAGS,
+};
+
+static const struct cli_flag capacity_flags[] = {
+	{ "env", 0, "ENV", "only this environment" },
+	{ "flavor", 0, "FLAVOR", "only this accelerator flavor" },
+	LIST_FLAGS,
+	END_FLAGS,
+};
+
+static const struct cli_flag wait_flags[] = {
+	{ "wait", 0, NULL, "follow the operation to its end with a progress bar" },
+	END_FLAGS,
+};
+
+const struct cli_cmd cli_fleet_cmds[] = {
+	{ "clusters", "ls", NULL, 0, "list member clusters", clusters_flags, clusters_ls },
+	{ "clusters", "get", "ID", 1, "show one cluster", NULL, clusters_get },
+	{ "clusters", "cordon", "ID", 1, "stop new placements on a cluster", NULL,
+	    clusters_cordon },
+	{ "clusters", "uncordon", "ID", 1, "allow placements on a cluster again", NULL,
+	    clusters_uncordon },
+	{ "clusters", "drain", "ID", 1, "cordon a cluster and move every job away",
+	    wait_flags, clusters_drain },
+	{ "regions", "drain", "ENV REGION", 2, "drain every cluster of a region",
+	    wait_flags, regions_drain },
+	{ "operations", "get", "ID", 1, "show an operation (--wait: follow it)", wait_flags,
+	    operations_get },
+	{ NULL, "capacity", NULL, 0, "free and growable capacity per region and flavor",
+	    capacity_flags, capacity },
+	{ "queues", "ls", NULL, 0, "list queues", list_flags, queues_ls },
+	{ "clouds", "ls", NULL, 0, "list clouds", list_flags, clouds_ls },
+	{ "clouds", "get", "ID", 1, "show one cloud", NULL, clouds_get },
+	{ "envs", "ls", NULL, 0, "list environments", list_flags, envs_ls },
+	{ "envs", "get", "NAME", 1, "show one environment", NULL, envs_get },
+	{ NULL, NULL, NULL, 0, NULL, NULL, NULL },
+};

@@ -1,0 +1,265 @@
+/* cmd_jobs: `fleetctl jobs ...` — list, get, events, explain, manifest, submit, cancel
+ * and move. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define PATH_MAX_LEN	2048
+
+static int
+jobs_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN] = "/v1/jobs";
+
+	if (!cli_query(path, sizeof(path), "state", cli_arg(a, "state")) ||
+	    !cli_query(path, sizeof(path), "queue", cli_arg(a, "queue")) ||
+	    !cli_query(path, sizeof(path), "environment", cli_arg(a, "env")) ||
+	    !cli_query(path, sizeof(path), "region", cli_arg(a, "region")) ||
+	    !cli_query(path, sizeof(path), "cluster", cli_arg(a, "cluster")))
+		return CLI_USAGE;
+	return cli_run_list(c, a, path, &cli_view_jobs);
+}
+
+/* GET /v1/jobs/{id}{suffix} into *out. */
+static int
+job_get(struct cli_ctx *c, const struct cli_args *a, const char *suffix, json_t **out)
+{
+	char path[PATH_MAX_LEN];
+	int rc;
+
+	*out = NULL;
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if (!cli_path(path, sizeof(path), "/v1/jobs/", a->pos[0], suffix))
+		return CLI_USAGE;
+	return cli_call(c, "GET", path, NULL, NULL, out);
+}
+
+static int
+jobs_get(struct cli_ctx *c, const struct cli_args *a)
+{
+	json_t *job;
+	int rc = job_get(c, a, NULL, &job);
+
+	if (rc == CLI_OK)
+		rc = cli_print_object(c, job);
+	json_decref(job);
+	return rc;
+}
+
+static int
+jobs_events(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN];
+
+	if (!cli_path(path, sizeof(path), "/v1/jobs/", a->pos[0], "/events"))
+		return CLI_USAGE;
+	return cli_run_list(c, a, path, &cli_view_events);
+}
+
+static int
+jobs_explain(struct cli_ctx *c, const struct cli_args *a)
+{
+	struct cli_table_opts o = { .width = c->width, .color = c->color, .now = c->now };
+	json_t *x;
+	char *t;
+	int rc = job_get(c, a, "/placement", &x);
+
+	if (rc == CLI_OK && c->json) {
+		cli_print_json(x);
+	} else if (rc == CLI_OK) {
+		if ((t = cli_explain_render(x, &o)) == NULL)
+			rc = cli_fail(CLI_ERROR, "out of memory");
+		else
+			fputs(t, stdout);
+		free(t);
+	}
+	json_decref(x);
+	return rc;
+}
+
+static int
+jobs_manifest(struct cli_ctx *c, const struct cli_args *a)
+{
+	json_t *m;
+	int rc = job_get(c, a, "/manifest", &m);
+
+	if (rc == CLI_OK)
+		cli_print_json(m);
+	json_decref(m);
+	return rc;
+}
+
+/* The spec from a file or "-" (stdin), as a JSON object. */
+static int
+read_spec(const char *file, json_t **out)
+{
+	json_error_t je;
+	bool in = strcmp(file, "-") == 0;
+	FILE *f = in ? stdin : fopen(file, "r");
+
+	if (f == NULL)
+		return cli_fail(CLI_USAGE, "cannot open %s", file);
+	*out = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+	if (!in)
+		fclose(f);
+	if (*out == NULL)
+		return cli_fail(CLI_USAGE, "%s:%d:%d: %s", in ? "stdin" : file, je.line,
+		    je.column, je.text);
+	if (!json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return cli_fail(CLI_USAGE, "%s: a job spec is a JSON object", in ? "stdin" : file);
+	}
+	return CLI_OK;
+}
+
+static const char *
+str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s != NULL ? s : "-";
+}
+
+static int
+jobs_submit(struct cli_ctx *c, const struct cli_args *a)
+{
+	json_t *spec = NULL, *job = NULL;
+	int rc;
+
+	if (cli_arg(a, "file") == NULL)
+		return cli_fail(CLI_USAGE, "jobs submit needs -f FILE (or -f - for stdin)");
+	if ((rc = read_spec(cli_arg(a, "file"), &spec)) != CLI_OK)
+		return rc;
+	if ((rc = cli_need_token(c)) == CLI_OK)
+		rc = cli_call(c, "POST", "/v1/jobs", spec, NULL, &job);
+	if (rc == CLI_OK && c->json)
+		cli_print_json(job);
+	else if (rc == CLI_OK)
+		printf("job %s submitted: %s in queue %s, %s\n", str(job, "id"), str(job, "name"),
+		    str(job, "queue"), str(job, "state"));
+	json_decref(spec);
+	json_decref(job);
+	return rc;
+}
+
+static int
+jobs_cancel(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN];
+	json_t *job = NULL;
+	int rc;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if (!cli_path(path, sizeof(path), "/v1/jobs/", a->pos[0], "/cancel"))
+		return CLI_USAGE;
+	rc = cli_call(c, "POST", path, NULL, NULL, &job);
+	if (rc == CLI_OK && c->json)
+		cli_print_json(job);
+	else if (rc == CLI_OK)
+		printf("job %s: %s\n", a->pos[0], job != NULL ? str(job, "state") : "cancelled");
+	json_decref(job);
+	return rc;
+}
+
+/* {"target": {...}, "reason"?, "dry_run"} from exactly one of --region/--cloud/--cluster. */
+static int
+move_body(const struct cli_args *a, json_t **out)
+{
+	static const char *const targets[][2] = { { "region", "region" },
+	    { "cloud", "cloud_id" }, { "cluster", "cluster_id" } };
+	json_t *target = json_object();
+	int n = 0;
+
+	for (int i = 0; i < 3; i++)
+		if (cli_arg(a, targets[i][0]) != NULL && ++n == 1)
+			json_object_set_new(target, targets[i][1],
+			    json_string(cli_arg(a, targets[i][0])));
+	if (n != 1) {
+		json_decref(target);
+		return cli_fail(CLI_USAGE, "jobs move needs exactly one of --region, --cloud, "
+		    "--cluster");
+	}
+	*out = json_pack("{s:o, s:b}", "target", target, "dry_run", cli_switch(a, "dry-run"));
+	if (*out != NULL && cli_arg(a, "reason") != NULL)
+		json_object_set_new(*out, "reason", json_string(cli_arg(a, "reason")));
+	return *out != NULL ? CLI_OK : cli_fail(CLI_ERROR, "out of memory");
+}
+
+static int
+jobs_move(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN];
+	json_t *body = NULL, *res = NULL;
+	long status = 0;
+	int rc;
+
+	if ((rc = move_body(a, &body)) != CLI_OK)
+		return rc;
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		goto cleanup;
+	if (!cli_path(path, sizeof(path), "/v1/jobs/", a->pos[0], "/move")) {
+		rc = CLI_USAGE;
+		goto cleanup;
+	}
+	if ((rc = cli_call(c, "POST", path, body, &status, &res)) != CLI_OK)
+		goto cleanup;
+	if (status == 202 && json_object_get(res, "total") != NULL)
+		rc = cli_report_operation(c, res, cli_switch(a, "wait"));
+	else
+		rc = cli_print_object(c, res);
+cleanup:
+	json_decref(body);
+	json_decref(res);
+	return rc;
+}
+
+#define LIST_FLAGS \
+	{ "limit", 0, "N", "show at most N (default 100)" }, \
+	{ "all", 0, NULL, "follow every page" }
+
+static const struct cli_flag ls_flags[] = {
+	{ "state", 0, "STATE", "pending, admitted, dispatched, running, succeeded, ..." },
+	{ "queue", 0, "QUEUE", "only this queue" },
+	{ "env", 0, "ENV", "only this environment" },
+	{ "region", 0, "REGION", "only this region" },
+	{ "cluster", 0, "CLUSTER", "only this cluster" },
+	LIST_FLAGS,
+	{ NULL, 0, NULL, NULL },
+};
+
+static const struct cli_flag events_flags[] = { LIST_FLAGS, { NULL, 0, NULL, NULL } };
+
+static const struct cli_flag submit_flags[] = {
+	{ "file", 'f', "FILE", "job spec JSON, - for stdin" },
+	{ NULL, 0, NULL, NULL },
+};
+
+static const struct cli_flag move_flags[] = {
+	{ "region", 0, "REGION", "move to this region of the job's environment" },
+	{ "cloud", 0, "CLOUD_ID", "move to this cloud" },
+	{ "cluster", 0, "CLUSTER_ID", "move to this cluster" },
+	{ "dry-run", 0, NULL, "only show the plan: target, price difference, preemptions" },
+	{ "reason", 0, "TEXT", "why (kept in the audit log and the job's events)" },
+	{ "wait", 0, NULL, "follow the move to its end with a progress bar" },
+	{ NULL, 0, NULL, NULL },
+};
+
+const struct cli_cmd cli_jobs_cmds[] = {
+	{ "jobs", "ls", NULL, 0, "list jobs", ls_flags, jobs_ls },
+	{ "jobs", "get", "ID", 1, "show one job", NULL, jobs_get },
+	{ "jobs", "events", "ID", 1, "a job's history", events_flags, jobs_events },
+	{ "jobs", "explain", "ID", 1, "why a job is placed where it is, or why it waits",
+	    NULL, jobs_explain },
+	{ "jobs", "manifest", "ID", 1, "the KubeRay object applied for a job", NULL,
+	    jobs_manifest },
+	{ "jobs", "submit", NULL, 0, "submit a job spec", submit_flags, jobs_submit },
+	{ "jobs", "cancel", "ID", 1, "cancel a job", NULL, jobs_cancel },
+	{ "jobs", "move", "ID", 1, "move a job to another region, cloud or cluster",
+	    move_flags, jobs_move },
+	{ NULL, NULL, NULL, 0, NULL, NULL, NULL },
+};
