@@ -1,0 +1,75 @@
+/* cloudsim catalog: the machine types the emulated clouds sell, with their real shapes,
+ * and the quota names each cloud counts them under. */
+#include <string.h>
+
+#include "cloudsim/cs.h"
+
+static const struct cs_machine machines[] = {
+	{ "a3-highgpu-8g", CS_GKE, 208, 1872, "nvidia-h100-80gb", 8, false },
+	{ "a3-megagpu-8g", CS_GKE, 208, 1872, "nvidia-h100-mega-80gb", 8, false },
+	{ "a2-ultragpu-8g", CS_GKE, 96, 1360, "nvidia-a100-80gb", 8, false },
+	{ "a2-highgpu-8g", CS_GKE, 96, 680, "nvidia-tesla-a100", 8, false },
+	{ "g2-standard-48", CS_GKE, 48, 192, "nvidia-l4", 4, false },
+	{ "g2-standard-24", CS_GKE, 24, 96, "nvidia-l4", 2, false },
+	{ "ct5p-hightpu-4t", CS_GKE, 208, 448, "tpu-v5p-slice", 4, true },
+	{ "n2-standard-32", CS_GKE, 32, 128, NULL, 0, false },
+	{ "e2-standard-8", CS_GKE, 8, 32, NULL, 0, false },
+	{ "Standard_ND96isr_H100_v5", CS_AKS, 96, 1900, "nvidia-h100-80gb", 8, false },
+	{ "Standard_ND96amsr_A100_v4", CS_AKS, 96, 1900, "nvidia-a100-80gb", 8, false },
+	{ "Standard_NC24ads_A100_v4", CS_AKS, 24, 220, "nvidia-a100-80gb", 1, false },
+	{ "Standard_D16s_v5", CS_AKS, 16, 64, NULL, 0, false },
+	{ "Standard_D8s_v5", CS_AKS, 8, 32, NULL, 0, false },
+	{ "ml.p5.48xlarge", CS_HYPERPOD, 192, 2048, "nvidia-h100-80gb", 8, false },
+	{ "ml.p4de.24xlarge", CS_HYPERPOD, 96, 1152, "nvidia-a100-80gb", 8, false },
+	{ "ml.p4d.24xlarge", CS_HYPERPOD, 96, 1152, "nvidia-a100-40gb", 8, false },
+	{ "ml.g6.48xlarge", CS_HYPERPOD, 192, 768, "nvidia-l4", 8, false },
+	{ "ml.m5.4xlarge", CS_HYPERPOD, 16, 64, NULL, 0, false },
+	{ "ml.m5.8xlarge", CS_HYPERPOD, 32, 128, NULL, 0, false },
+};
+
+const struct cs_machine *
+cs_machine_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name != NULL && i < sizeof(machines) / sizeof(machines[0]); i++)
+		if (strcmp(machines[i].name, name) == 0)
+			return &machines[i];
+	return NULL;
+}
+
+/* Compute Engine regional quota metric for an accelerator. */
+const char *
+cs_gce_accel_quota_metric(const char *accel, bool spot)
+{
+	static const struct { const char *accel, *od, *spot; } m[] = {
+		{ "nvidia-h100-80gb", "NVIDIA_H100_GPUS", "PREEMPTIBLE_NVIDIA_H100_GPUS" },
+		{ "nvidia-h100-mega-80gb", "NVIDIA_H100_MEGA_GPUS",
+		    "PREEMPTIBLE_NVIDIA_H100_MEGA_GPUS" },
+		{ "nvidia-a100-80gb", "NVIDIA_A100_80GB_GPUS", "PREEMPTIBLE_NVIDIA_A100_80GB_GPUS" },
+		{ "nvidia-tesla-a100", "NVIDIA_A100_GPUS", "PREEMPTIBLE_NVIDIA_A100_GPUS" },
+		{ "nvidia-l4", "NVIDIA_L4_GPUS", "PREEMPTIBLE_NVIDIA_L4_GPUS" },
+		{ "tpu-v5p-slice", "TPU_V5P_PODSLICE_CHIPS", "PREEMPTIBLE_TPU_V5P_PODSLICE_CHIPS" },
+	};
+	size_t i;
+
+	for (i = 0; accel != NULL && i < sizeof(m) / sizeof(m[0]); i++)
+		if (strcmp(m[i].accel, accel) == 0)
+			return spot ? m[i].spot : m[i].od;
+	return NULL;
+}
+
+/* Azure vCPU quota family of a VM size (usages name.value). */
+const char *
+cs_azure_family(const char *vm_size)
+{
+	if (vm_size == NULL)
+		return "standardDSv5Family";
+	if (strstr(vm_size, "H100_v5") != NULL)
+		return "standardNDSH100v5Family";
+	if (strstr(vm_size, "ND96amsr_A100_v4") != NULL)
+		return "standardNDAMSv4_A100Family";
+	if (strstr(vm_size, "NC24ads_A100_v4") != NULL)
+		return "StandardNCADSA100v4Family";
+	return "standardDSv5Family";
+}

@@ -1,0 +1,618 @@
+/* cloudsim sched: the member clusters' control loops — KubeRay pods for Ray objects, the
+ * scheduler (selectors, affinity, taints, resources), the autoscaler with stockouts, spot
+ * reclaims, and preemption notices.  Status progression lives in status.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cloudsim/cs.h"
+
+bool
+cs_pool_stockout(struct cs *cs, const struct cs_pool *p)
+{
+	size_t i;
+
+	if (p->stockout)
+		return true;
+	for (i = 0; i < cs->faults.n; i++) {
+		struct cs_fault *f = cs->faults.v[i];
+
+		if (!f->stockout)
+			continue;
+		if ((f->cluster[0] == '\0' || strcmp(f->cluster, p->cl->name) == 0) &&
+		    (f->region[0] == '\0' || strcmp(f->region, p->cl->region) == 0) &&
+		    (f->pool[0] == '\0' || strcmp(f->pool, p->name) == 0))
+			return true;
+	}
+	return false;
+}
+
+static void
+pod_remove(struct cs_cluster *cl, size_t i)
+{
+	cs_pod_free(cl->pods.v[i]);
+	cs_vec_del(&cl->pods, i);
+}
+
+static void
+add_requests(json_t *res, long long *cpu, long long *mem, long long *gpu, long long *tpu)
+{
+	json_t *req = json_object_get(res, "requests"), *lim = json_object_get(res, "limits");
+	const char *names[] = { "cpu", "memory", "nvidia.com/gpu", "google.com/tpu" };
+	long long *out[] = { cpu, mem, gpu, tpu };
+	size_t k;
+
+	for (k = 0; k < 4; k++) {
+		json_t *v = json_object_get(req, names[k]);
+		long long q;
+
+		if (v == NULL)
+			v = json_object_get(lim, names[k]);
+		q = v ? cs_json_quantity(v, k == 0) : 0;
+		if (q > 0)
+			*out[k] += q;
+	}
+}
+
+static struct cs_pod *
+pod_new(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, const char *group,
+    json_t *tmpl, bool head)
+{
+	struct cs_pod *p = calloc(1, sizeof(*p));
+	json_t *md = json_object_get(tmpl, "metadata"), *labels, *c, *meta;
+	char sfx[6];
+	size_t i;
+
+	if (p == NULL)
+		abort();
+	cs_rand_suffix(sfx, sizeof(sfx));
+	if (head)
+		snprintf(p->name, sizeof(p->name), "%.100s-head-%s", o->cluster_name, sfx);
+	else
+		snprintf(p->name, sizeof(p->name), "%.80s-%.40s-worker-%s", o->cluster_name, group,
+		    sfx);
+	snprintf(p->ns, sizeof(p->ns), "%s", o->ns);
+	snprintf(p->owner_uid, sizeof(p->owner_uid), "%s", o->uid);
+	snprintf(p->group, sizeof(p->group), "%s", group);
+	p->head = head;
+	cs_uuid(p->uid);
+	p->created = cs_now(cs);
+	labels = json_is_object(json_object_get(md, "labels")) ?
+	    json_deep_copy(json_object_get(md, "labels")) : json_object();
+	json_object_set_new(labels, "ray.io/cluster", json_string(o->cluster_name));
+	json_object_set_new(labels, "ray.io/node-type", json_string(head ? "head" : "worker"));
+	json_object_set_new(labels, "ray.io/group", json_string(head ? "headgroup" : group));
+	json_object_set_new(labels, "app.kubernetes.io/created-by",
+	    json_string("kuberay-operator"));
+	meta = json_pack("{s:o, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]}", "labels", labels,
+	    "ownerReferences", "apiVersion", "ray.io/v1", "kind",
+	    strcmp(o->kind, "RayCluster") == 0 ? "RayCluster" : o->kind, "name", o->name, "uid",
+	    o->uid, "controller", 1, "blockOwnerDeletion", 1);
+	if (json_is_object(json_object_get(md, "annotations")))
+		json_object_set(meta, "annotations", json_object_get(md, "annotations"));
+	p->obj = json_pack("{s:o, s:o}", "metadata", meta, "spec",
+	    json_is_object(json_object_get(tmpl, "spec")) ?
+	    json_deep_copy(json_object_get(tmpl, "spec")) : json_object());
+	json_array_foreach(json_object_get(json_object_get(tmpl, "spec"), "containers"), i, c)
+		add_requests(json_object_get(c, "resources"), &p->cpu_m, &p->mem_b, &p->gpu,
+		    &p->tpu);
+	snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+	cs_vec_push(&cl->pods, p);
+	return p;
+}
+
+static int
+owned(struct cs_cluster *cl, const char *uid, const char *group, bool head)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < cl->pods.n; i++) {
+		struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->owner_uid, uid) == 0 && p->head == head &&
+		    (head || strcmp(p->group, group) == 0))
+			n++;
+	}
+	return n;
+}
+
+static void
+trim_group(struct cs_cluster *cl, const char *uid, const char *group, bool head, int keep)
+{
+	size_t i = cl->pods.n;
+
+	while (i-- > 0) {
+		struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->owner_uid, uid) == 0 && p->head == head &&
+		    (head || strcmp(p->group, group) == 0) && owned(cl, uid, group, head) > keep)
+			pod_remove(cl, i);
+	}
+}
+
+/* Desired worker pods of group g (replicas clamped, times numOfHosts). */
+int
+cs_group_want(json_t *g)
+{
+	json_t *r = json_object_get(g, "replicas"), *mn = json_object_get(g, "minReplicas"),
+	    *mx = json_object_get(g, "maxReplicas"), *h = json_object_get(g, "numOfHosts");
+	long long want = json_is_integer(r) ? json_integer_value(r) :
+	    json_is_integer(mn) ? json_integer_value(mn) : 1;
+	long long hosts = json_is_integer(h) && json_integer_value(h) > 0 ?
+	    json_integer_value(h) : 1;
+
+	if (json_is_integer(mn) && want < json_integer_value(mn))
+		want = json_integer_value(mn);
+	if (json_is_integer(mx) && want > json_integer_value(mx))
+		want = json_integer_value(mx);
+	if (json_is_true(json_object_get(g, "suspend")))
+		want = 0;
+	want *= hosts;
+	return want < 0 ? 0 : want > 512 ? 512 : (int)want;
+}
+
+static void
+reconcile(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
+{
+	json_t *spec = cs_object_cluster_spec(o), *g;
+	size_t i;
+
+	if (spec == NULL || !cs_object_active(cs, o)) {
+		i = cl->pods.n;
+		while (i-- > 0)
+			if (strcmp(((struct cs_pod *)cl->pods.v[i])->owner_uid, o->uid) == 0)
+				pod_remove(cl, i);
+		return;
+	}
+	if (owned(cl, o->uid, "", true) == 0)
+		pod_new(cs, cl, o, "headgroup", json_object_get(json_object_get(spec,
+		    "headGroupSpec"), "template"), true);
+	json_array_foreach(json_object_get(spec, "workerGroupSpecs"), i, g) {
+		const char *name = json_string_value(json_object_get(g, "groupName"));
+		int want = cs_group_want(g), have;
+
+		if (name == NULL)
+			continue;
+		have = owned(cl, o->uid, name, false);
+		while (have++ < want)
+			pod_new(cs, cl, o, name, json_object_get(g, "template"), false);
+		trim_group(cl, o->uid, name, false, want);
+	}
+}
+
+void
+cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
+{
+	reconcile(cs, cl, o);
+	cs_status_update(cs, cl, o);
+}
+
+void
+cs_object_deleted(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
+{
+	size_t i;
+
+	o->deleted = true;
+	reconcile(cs, cl, o);
+	for (i = 0; i < cl->objects.n; i++)
+		if (cl->objects.v[i] == o) {
+			cs_vec_del(&cl->objects, i);
+			break;
+		}
+	cl->rv++;
+	cs_object_free(o);
+	(void)cs;
+}
+
+/* ---- scheduling */
+
+static bool
+tolerated(json_t *tols, json_t *taint)
+{
+	const char *tk = json_string_value(json_object_get(taint, "key")),
+	    *tv = json_string_value(json_object_get(taint, "value")),
+	    *te = json_string_value(json_object_get(taint, "effect"));
+	size_t i;
+	json_t *t;
+
+	if (te != NULL && strcmp(te, "PreferNoSchedule") == 0)
+		return true;
+	json_array_foreach(tols, i, t) {
+		const char *k = json_string_value(json_object_get(t, "key")),
+		    *op = json_string_value(json_object_get(t, "operator")),
+		    *v = json_string_value(json_object_get(t, "value")),
+		    *e = json_string_value(json_object_get(t, "effect"));
+		bool exists = op != NULL && strcmp(op, "Exists") == 0;
+
+		if (e != NULL && *e && te != NULL && strcmp(e, te) != 0)
+			continue;
+		if ((k == NULL || *k == '\0') && exists)
+			return true;
+		if (k == NULL || tk == NULL || strcmp(k, tk) != 0)
+			continue;
+		if (exists || strcmp(v ? v : "", tv ? tv : "") == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool
+expr_match(json_t *ex, json_t *labels)
+{
+	const char *k = json_string_value(json_object_get(ex, "key")),
+	    *op = json_string_value(json_object_get(ex, "operator"));
+	const char *v = k ? json_string_value(json_object_get(labels, k)) : NULL;
+	json_t *vals = json_object_get(ex, "values"), *x;
+	bool in = false;
+	size_t i;
+
+	if (k == NULL || op == NULL)
+		return false;
+	json_array_foreach(vals, i, x)
+		if (v != NULL && json_is_string(x) && strcmp(v, json_string_value(x)) == 0)
+			in = true;
+	if (strcmp(op, "In") == 0)
+		return in;
+	if (strcmp(op, "NotIn") == 0)
+		return !in;
+	if (strcmp(op, "Exists") == 0)
+		return v != NULL;
+	if (strcmp(op, "DoesNotExist") == 0)
+		return v == NULL;
+	if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && v != NULL &&
+	    json_is_string(json_array_get(vals, 0))) {
+		long long a = atoll(v), b = atoll(json_string_value(json_array_get(vals, 0)));
+
+		return op[0] == 'G' ? a > b : a < b;
+	}
+	return false;
+}
+
+/* nodeSelector and required node affinity. */
+static bool
+selects(json_t *spec, json_t *labels)
+{
+	json_t *ns = json_object_get(spec, "nodeSelector"), *terms, *term, *ex;
+	const char *k;
+	json_t *v;
+	size_t i, j;
+
+	json_object_foreach(ns, k, v) {
+		const char *have = json_string_value(json_object_get(labels, k));
+
+		if (have == NULL || !json_is_string(v) || strcmp(have, json_string_value(v)) != 0)
+			return false;
+	}
+	terms = json_object_get(json_object_get(json_object_get(json_object_get(spec,
+	    "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
+	    "nodeSelectorTerms");
+	if (!json_is_array(terms) || json_array_size(terms) == 0)
+		return true;
+	json_array_foreach(terms, i, term) {
+		bool all = true;
+
+		json_array_foreach(json_object_get(term, "matchExpressions"), j, ex)
+			if (!expr_match(ex, labels))
+				all = false;
+		if (all)
+			return true;
+	}
+	return false;
+}
+
+struct why {
+	int	 selector, taint, cpu, mem, gpu, tpu, notready;
+	char	 taint_text[160];
+};
+
+static void
+used_on(struct cs_cluster *cl, const char *node, long long u[4])
+{
+	size_t i;
+
+	u[0] = u[1] = u[2] = u[3] = 0;
+	for (i = 0; i < cl->pods.n; i++) {
+		struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->node, node) == 0) {
+			u[0] += p->cpu_m;
+			u[1] += p->mem_b;
+			u[2] += p->gpu;
+			u[3] += p->tpu;
+		}
+	}
+}
+
+/* Whether pod p fits node n given used u; records the reason when not. */
+static bool
+fits(const struct cs_pod *p, const struct cs_node *n, const long long u[4], struct why *w)
+{
+	json_t *spec = json_object_get(p->obj, "spec"), *t;
+	size_t i;
+
+	if (n->cordoned) {
+		w->notready++;
+		return false;
+	}
+	if (!selects(spec, n->labels)) {
+		w->selector++;
+		return false;
+	}
+	json_array_foreach(n->taints, i, t)
+		if (!tolerated(json_object_get(spec, "tolerations"), t)) {
+			w->taint++;
+			snprintf(w->taint_text, sizeof(w->taint_text), "{%s: %s}",
+			    json_string_value(json_object_get(t, "key")),
+			    json_string_value(json_object_get(t, "value")) ?
+			    json_string_value(json_object_get(t, "value")) : "");
+			return false;
+		}
+	if (p->cpu_m > n->cpu_m - u[0]) {
+		w->cpu++;
+		return false;
+	}
+	if (p->mem_b > n->mem_b - u[1]) {
+		w->mem++;
+		return false;
+	}
+	if (p->gpu > n->gpu - u[2]) {
+		w->gpu++;
+		return false;
+	}
+	if (p->tpu > n->tpu - u[3]) {
+		w->tpu++;
+		return false;
+	}
+	return true;
+}
+
+static void
+why_text(const struct why *w, size_t total, char *out, size_t n)
+{
+	int off = snprintf(out, n, "0/%zu nodes are available:", total);
+	const char *sep = "";
+
+#define WHY(cnt, fmt, ...) do {							\
+	if ((cnt) > 0 && off < (int)n) {					\
+		off += snprintf(out + off, n - (size_t)off, "%s %d " fmt, sep, cnt,	\
+		    ##__VA_ARGS__);						\
+		sep = ",";							\
+	}									\
+} while (0)
+	WHY(w->cpu, "Insufficient cpu");
+	WHY(w->mem, "Insufficient memory");
+	WHY(w->tpu, "Insufficient google.com/tpu");
+	WHY(w->gpu, "Insufficient nvidia.com/gpu");
+	WHY(w->selector, "node(s) didn't match Pod's node affinity/selector");
+	WHY(w->taint, "node(s) had untolerated taint %s", w->taint_text);
+	WHY(w->notready, "node(s) were unschedulable");
+#undef WHY
+	if (off < (int)n)
+		snprintf(out + off, n - (size_t)off, ". preemption: 0/%zu nodes are available: %zu "
+		    "Preemption is not helpful for scheduling.", total, total);
+}
+
+/* Asks the autoscaler for a node that would take p; emits its events. */
+static void
+autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
+{
+	size_t i;
+	char msg[512];
+	bool any = false;
+
+	if (p->scale_req)
+		return;
+	for (i = 0; i < cl->npools; i++) {
+		struct cs_pool *pool = &cl->pools[i];
+		struct cs_node *probe;
+		struct why w = { 0 };
+		long long zero[4] = { 0, 0, 0, 0 };
+		bool ok;
+
+		if (!pool->autoscale && pool->target >= pool->max)
+			continue;
+		probe = cs_node_build(pool, pool->next_index, now);
+		ok = fits(p, probe, zero, &w);
+		cs_node_free(probe);
+		if (!ok)
+			continue;
+		any = true;
+		if (cs_pool_stockout(cs, pool)) {
+			if (now - p->last_scale_event >= 30) {
+				snprintf(msg, sizeof(msg), "Node scale up in zones %s associated with "
+				    "this pod failed: %s. Pod is at risk of not being scheduled.",
+				    cl->zone, cl->provider == CS_GKE ? "GCE out of resources" :
+				    cl->provider == CS_AKS ? "Azure allocation failed "
+				    "(SkuNotAvailable)" : "InsufficientInstanceCapacity");
+				cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning",
+				    "FailedScaleUp", msg);
+				p->last_scale_event = now;
+			}
+			continue;
+		}
+		if (pool->target >= pool->max)
+			continue;
+		pool->target++;
+		if (pool->scale_at == 0)
+			pool->scale_at = now + cs->cfg.autoscale_delay_s;
+		snprintf(msg, sizeof(msg), "pod triggered scale-up: [{%s %d->%d (max: %d)}]",
+		    pool->name, pool->target - 1, pool->target, pool->max);
+		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "TriggeredScaleUp", msg);
+		p->scale_req = true;
+		return;
+	}
+	if (!any && now - p->last_scale_event >= 60) {
+		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "NotTriggerScaleUp",
+		    "pod didn't trigger scale-up: no node group can take this pod (max node "
+		    "group size reached or it wouldn't fit if a new node is added)");
+		p->last_scale_event = now;
+	}
+}
+
+static void
+schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
+{
+	struct cs_node *best = NULL;
+	long long best_left = 0, u[4];
+	struct why w = { 0 };
+	size_t i;
+	char msg[768];
+
+	for (i = 0; i < cl->nodes.n; i++) {
+		struct cs_node *n = cl->nodes.v[i];
+		long long left;
+
+		used_on(cl, n->name, u);
+		if (!fits(p, n, u, &w))
+			continue;
+		left = (n->gpu + n->tpu - u[2] - u[3]) * 1000000 + (n->cpu_m - u[0]);
+		if (best == NULL || left < best_left) {
+			best = n;
+			best_left = left;
+		}
+	}
+	if (best != NULL) {
+		snprintf(p->node, sizeof(p->node), "%s", best->name);
+		p->scheduled_at = now;
+		snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+		snprintf(msg, sizeof(msg), "Successfully assigned %s/%s to %s", p->ns, p->name,
+		    best->name);
+		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Scheduled", msg);
+		return;
+	}
+	if (now - p->last_fail_event >= 30 || p->last_fail_event == 0) {
+		why_text(&w, cl->nodes.n, msg, sizeof(msg));
+		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "FailedScheduling", msg);
+		p->last_fail_event = now;
+	}
+	autoscale(cs, cl, p, now);
+}
+
+void
+cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notice_s)
+{
+	double now = cs_now(cs);
+	char msg[512], when[32];
+	size_t i;
+	const char *key = cl->provider == CS_GKE ? "cloud.google.com/impending-node-termination" :
+	    cl->provider == CS_AKS ? "kubernetes.azure.com/scalesetpriority-eviction" :
+	    "aws-node-termination-handler/spot-itn";
+
+	if (n->preempt_at > 0)
+		return;
+	n->preempt_at = now + (notice_s > 0 ? notice_s : 0.001);
+	json_array_append_new(n->taints, json_pack("{s:s, s:s, s:s}", "key", key, "value",
+	    "true", "effect", "NoSchedule"));
+	cs_rfc3339(n->preempt_at, when);
+	snprintf(msg, sizeof(msg), "Node %s will be reclaimed by the provider at %s (spot "
+	    "preemption notice)", n->name, when);
+	cs_event(cs, cl, "default", "Node", n->name, n->uid, "Warning", "PreemptScheduled", msg);
+	for (i = 0; i < cl->pods.n; i++) {
+		struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->node, n->name) == 0)
+			cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning",
+			    "PreemptionNotice", msg);
+	}
+}
+
+static void
+reclaim(struct cs *cs, struct cs_cluster *cl, double now)
+{
+	size_t i = cl->nodes.n, j;
+	char msg[384];
+
+	while (i-- > 0) {
+		struct cs_node *n = cl->nodes.v[i];
+
+		if (n->preempt_at == 0 || n->preempt_at > now)
+			continue;
+		j = cl->pods.n;
+		while (j-- > 0) {
+			struct cs_pod *p = cl->pods.v[j];
+
+			if (strcmp(p->node, n->name) != 0)
+				continue;
+			snprintf(msg, sizeof(msg), "Pod was terminated: node %s was preempted "
+			    "(spot capacity reclaimed)", n->name);
+			cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "Preempted", msg);
+			pod_remove(cl, j);
+		}
+		cs_vec_del(&cl->nodes, i);
+		cs_node_free(n);
+		cl->rv++;
+	}
+}
+
+static int
+pool_nodes(struct cs_cluster *cl, struct cs_pool *p)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < cl->nodes.n; i++)
+		if (((struct cs_node *)cl->nodes.v[i])->pool == p)
+			n++;
+	return n;
+}
+
+static void
+scale(struct cs *cs, struct cs_cluster *cl, double now)
+{
+	size_t i;
+
+	for (i = 0; i < cl->npools; i++) {
+		struct cs_pool *p = &cl->pools[i];
+		int have = pool_nodes(cl, p);
+
+		if (have >= p->target) {
+			p->scale_at = 0;
+			continue;
+		}
+		if (p->scale_at == 0) {
+			p->scale_at = now + cs->cfg.autoscale_delay_s;
+			continue;
+		}
+		if (now < p->scale_at)
+			continue;
+		if (cs_pool_stockout(cs, p)) {
+			p->scale_at = now + cs->cfg.autoscale_delay_s;
+			continue;
+		}
+		while (have++ < p->target)
+			cs_node_add(p, now);
+		p->scale_at = 0;
+		cl->rv++;
+	}
+}
+
+void
+cs_tick(struct cs *cs)
+{
+	double now = cs_now(cs);
+	size_t c, i;
+
+	for (c = 0; c < cs->nclusters; c++) {
+		struct cs_cluster *cl = &cs->clusters[c];
+
+		reclaim(cs, cl, now);
+		scale(cs, cl, now);
+		for (i = 0; i < cl->objects.n; i++)
+			reconcile(cs, cl, cl->objects.v[i]);
+		for (i = 0; i < cl->pods.n; i++) {
+			struct cs_pod *p = cl->pods.v[i];
+
+			if (p->node[0] == '\0')
+				schedule(cs, cl, p, now);
+			else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s) {
+				p->running_at = now;
+				snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+				cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started",
+				    "Started container ray");
+			}
+		}
+		for (i = 0; i < cl->objects.n; i++)
+			cs_status_update(cs, cl, cl->objects.v[i]);
+	}
+}

@@ -1,0 +1,284 @@
+/* cloudsim status: the status fields KubeRay sets on RayCluster, RayJob, RayService and
+ * RayCronJob, advanced on the simulated clock (durations from the fleet's "sim" block,
+ * per object from the cloudsim.fleet.io/run-seconds and /outcome annotations). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cloudsim/cs.h"
+
+json_t *
+cs_object_cluster_spec(struct cs_object *o)
+{
+	json_t *spec = json_object_get(o->live, "spec");
+
+	if (strcmp(o->kind, "RayCluster") == 0)
+		return spec;
+	if (strcmp(o->kind, "RayJob") == 0)
+		return json_object_get(spec, "rayClusterSpec");
+	if (strcmp(o->kind, "RayService") == 0)
+		return json_object_get(spec, "rayClusterConfig");
+	return NULL;
+}
+
+static bool
+suspended(struct cs_object *o)
+{
+	return json_is_true(json_object_get(json_object_get(o->live, "spec"), "suspend"));
+}
+
+bool
+cs_object_active(struct cs *cs, struct cs_object *o)
+{
+	(void)cs;
+	if (o->deleted)
+		return false;
+	if (strcmp(o->kind, "RayCluster") == 0)
+		return !suspended(o);
+	if (strcmp(o->kind, "RayJob") == 0)
+		return !suspended(o) && o->cluster_gone == 0;
+	return strcmp(o->kind, "RayService") == 0;
+}
+
+static const char *
+annotation(struct cs_object *o, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(json_object_get(o->live,
+	    "metadata"), "annotations"), key));
+}
+
+static json_t *
+qty(long long v, bool cpu, bool mem)
+{
+	if (cpu)
+		return v % 1000 ? json_sprintf("%lldm", v) : json_sprintf("%lld", v / 1000);
+	if (mem)
+		return v % (1LL << 30) ? json_sprintf("%lld", v) : json_sprintf("%lldGi", v >> 30);
+	return json_sprintf("%lld", v);
+}
+
+/* RayCluster-style status from the pods owned by o; *ready when all are running. */
+static json_t *
+cluster_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, bool *ready)
+{
+	json_t *spec = cs_object_cluster_spec(o), *g, *st;
+	long long cpu = 0, mem = 0, gpu = 0, tpu = 0;
+	int want = 0, minw = 0, maxw = 0, running = 0, total = 0;
+	bool head_ready = false;
+	const char *head = "";
+	size_t i;
+
+	json_array_foreach(json_object_get(spec, "workerGroupSpecs"), i, g) {
+		json_t *h = json_object_get(g, "numOfHosts");
+		long long hosts = json_is_integer(h) && json_integer_value(h) > 0 ?
+		    json_integer_value(h) : 1;
+
+		want += cs_group_want(g);
+		minw += (int)(json_integer_value(json_object_get(g, "minReplicas")) * hosts);
+		maxw += (int)(json_integer_value(json_object_get(g, "maxReplicas")) * hosts);
+	}
+	for (i = 0; i < cl->pods.n; i++) {
+		struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->owner_uid, o->uid) != 0)
+			continue;
+		total++;
+		cpu += p->cpu_m;
+		mem += p->mem_b;
+		gpu += p->gpu;
+		tpu += p->tpu;
+		if (p->head) {
+			head = p->name;
+			head_ready = p->running_at > 0;
+		} else if (p->running_at > 0) {
+			running++;
+		}
+	}
+	*ready = head_ready && running >= want && total > 0;
+	st = json_pack("{s:i, s:i, s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:{s:s, s:s, s:s, s:s}, "
+	    "s:I, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+	    "desiredWorkerReplicas", want, "minWorkerReplicas", minw, "maxWorkerReplicas", maxw,
+	    "readyWorkerReplicas", running, "availableWorkerReplicas", running,
+	    "desiredCPU", qty(cpu, true, false), "desiredMemory", qty(mem, false, true),
+	    "desiredGPU", qty(gpu, false, false), "desiredTPU", qty(tpu, false, false),
+	    "endpoints", "client", "10001", "dashboard", "8265", "gcs-server", "6379", "metrics",
+	    "8080", "observedGeneration", (json_int_t)o->generation,
+	    "conditions", "type", "HeadPodReady", "status", head_ready ? "True" : "False",
+	    "reason", head_ready ? "HeadPodRunningAndReady" : "HeadPodNotFound",
+	    "type", "RayClusterProvisioned", "status", *ready || o->ready_at > 0 ? "True" :
+	    "False", "reason", *ready || o->ready_at > 0 ? "AllPodRunningAndReadyFirstTime" :
+	    "RayClusterPodsProvisioning");
+	if (*head) {
+		json_object_set_new(st, "head", json_pack("{s:s, s:s, s:s}", "podName", head,
+		    "podIP", "10.8.0.10", "serviceIP", "10.12.0.10"));
+		json_object_set_new(json_object_get(st, "head"), "serviceName",
+		    json_sprintf("%s-head-svc", o->cluster_name));
+	}
+	(void)cs;
+	return st;
+}
+
+static void
+job_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, json_t *st, double now)
+{
+	json_t *spec = json_object_get(o->live, "spec");
+	const char *rs = annotation(o, "cloudsim.fleet.io/run-seconds"),
+	    *outcome = annotation(o, "cloudsim.fleet.io/outcome");
+	double run = rs ? atof(rs) : cs->cfg.job_run_s;
+	json_t *dl = json_object_get(spec, "activeDeadlineSeconds"),
+	    *ttl = json_object_get(spec, "ttlSecondsAfterFinished");
+	bool ready = false;
+	json_t *cst = o->cluster_gone == 0 && !suspended(o) ?
+	    cluster_status(cs, cl, o, &ready) : NULL;
+	char ts[32];
+
+	json_object_set_new(st, "rayClusterName", json_string(o->cluster_name));
+	json_object_set_new(st, "jobId", json_string(o->job_id));
+	cs_rfc3339(o->created, ts);
+	json_object_set_new(st, "startTime", json_string(ts));
+	if (o->job_end == 0 && suspended(o)) {
+		o->ready_at = o->job_start = 0;
+		json_object_set_new(st, "jobDeploymentStatus", json_string("Suspended"));
+		json_decref(cst);
+		return;
+	}
+	if (o->job_end == 0 && ready && o->job_start == 0)
+		o->job_start = now;
+	if (ready && o->ready_at == 0)
+		o->ready_at = now;
+	if (o->job_end == 0 && o->job_start > 0 && now >= o->job_start + run) {
+		o->job_end = now;
+		o->spawned = outcome && strcmp(outcome, "failed") == 0 ? 1 : 0;
+	}
+	if (o->job_end == 0 && json_is_integer(dl) && json_integer_value(dl) > 0 &&
+	    now >= o->created + (double)json_integer_value(dl)) {
+		o->job_end = now;
+		o->spawned = 2;
+	}
+	if (o->job_end > 0 && json_is_true(json_object_get(spec, "shutdownAfterJobFinishes")) &&
+	    now >= o->job_end + (json_is_integer(ttl) ? (double)json_integer_value(ttl) : 0))
+		o->cluster_gone = now;
+	if (o->job_end > 0) {
+		bool ok = o->spawned == 0;
+
+		cs_rfc3339(o->job_end, ts);
+		json_object_set_new(st, "endTime", json_string(ts));
+		json_object_set_new(st, "jobDeploymentStatus", json_string(ok ? "Complete" :
+		    "Failed"));
+		json_object_set_new(st, "jobStatus", json_string(o->spawned == 2 ? "RUNNING" :
+		    ok ? "SUCCEEDED" : "FAILED"));
+		json_object_set_new(st, ok ? "succeeded" : "failed", json_integer(1));
+		if (!ok)
+			json_object_set_new(st, "reason", json_string(o->spawned == 2 ?
+			    "DeadlineExceeded" : "AppFailed"));
+		json_object_set_new(st, "message", json_string(ok ? "Job finished successfully." :
+		    o->spawned == 2 ? "The RayJob has passed the activeDeadlineSeconds." :
+		    "Job entrypoint command failed with exit code 1"));
+	} else if (o->job_start > 0) {
+		json_object_set_new(st, "jobDeploymentStatus", json_string("Running"));
+		json_object_set_new(st, "jobStatus", json_string("RUNNING"));
+	} else {
+		json_object_set_new(st, "jobDeploymentStatus", json_string("Initializing"));
+	}
+	if (o->job_start > 0)
+		json_object_set_new(st, "dashboardURL", json_sprintf("%s-head-svc.%s.svc:8265",
+		    o->cluster_name, o->ns));
+	if (cst != NULL)
+		json_object_set_new(st, "rayClusterStatus", cst);
+}
+
+static double
+cron_interval(const char *s)
+{
+	int n = 0;
+	char u = 's';
+
+	if (s == NULL)
+		return 3600;
+	if (sscanf(s, "@every %d%c", &n, &u) >= 1 && n > 0)
+		return n * (u == 'h' ? 3600.0 : u == 'm' ? 60.0 : 1.0);
+	if (sscanf(s, "*/%d ", &n) == 1 && n > 0)
+		return n * 60.0;
+	if (strncmp(s, "* ", 2) == 0)
+		return 60;
+	if (strcmp(s, "@daily") == 0)
+		return 86400;
+	return 3600;
+}
+
+static void
+cron_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, json_t *st, double now)
+{
+	json_t *spec = json_object_get(o->live, "spec");
+	double iv = cron_interval(json_string_value(json_object_get(spec, "schedule")));
+	char ts[32];
+
+	if (o->next_cron == 0)
+		o->next_cron = o->created + iv;
+	if (now >= o->next_cron && !json_is_true(json_object_get(spec, "suspend"))) {
+		o->next_cron = now + iv;
+		o->job_start = now;
+		if (cs_object_spawn(cs, cl, o) != NULL)
+			o->spawned++;
+	}
+	if (o->job_start > 0) {
+		cs_rfc3339(o->job_start, ts);
+		json_object_set_new(st, "lastScheduleTime", json_string(ts));
+	}
+}
+
+void
+cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
+{
+	double now = cs_now(cs);
+	json_t *st = json_object(), *old = json_object_get(o->live, "status"), *cmp;
+	bool ready = false;
+	char ts[32];
+
+	if (o->deleted)
+		goto done;
+	if (strcmp(o->kind, "RayCluster") == 0) {
+		if (suspended(o)) {
+			json_object_set_new(st, "state", json_string("suspended"));
+		} else {
+			json_decref(st);
+			st = cluster_status(cs, cl, o, &ready);
+			if (ready && o->ready_at == 0)
+				o->ready_at = now;
+			if (ready)
+				json_object_set_new(st, "state", json_string("ready"));
+		}
+	} else if (strcmp(o->kind, "RayJob") == 0) {
+		json_object_set_new(st, "observedGeneration", json_integer(o->generation));
+		job_status(cs, cl, o, st, now);
+	} else if (strcmp(o->kind, "RayService") == 0) {
+		json_t *cst = cluster_status(cs, cl, o, &ready);
+
+		json_object_set_new(st, "observedGeneration", json_integer(o->generation));
+		json_object_set_new(st, "serviceStatus", json_string(ready ? "Running" : ""));
+		json_object_set_new(st, "numServeEndpoints", json_integer(ready ?
+		    json_integer_value(json_object_get(cst, "readyWorkerReplicas")) + 1 : 0));
+		json_object_set_new(st, "conditions", json_pack("[{s:s, s:s, s:s}]", "type",
+		    "Ready", "status", ready ? "True" : "False", "reason", ready ?
+		    "NonZeroServeEndpoints" : "Initializing"));
+		json_object_set_new(st, "activeServiceStatus", json_pack("{s:s, s:o, s:{s:{s:s}}}",
+		    "rayClusterName", o->cluster_name, "rayClusterStatus", cst,
+		    "applicationStatuses", "app", "status", ready ? "RUNNING" : "DEPLOYING"));
+	} else {
+		cron_status(cs, cl, o, st, now);
+	}
+	cmp = json_deep_copy(old);
+	if (json_is_object(cmp))
+		json_object_del(cmp, "lastUpdateTime");
+	if (!json_equal(cmp, st)) {
+		cs_rfc3339(now, ts);
+		json_object_set_new(st, "lastUpdateTime", json_string(ts));
+		json_object_set(o->live, "status", st);
+		o->rv = ++cl->rv;
+		json_object_set_new(json_object_get(o->live, "metadata"), "resourceVersion",
+		    json_sprintf("%lld", o->rv));
+	}
+	json_decref(cmp);
+done:
+	json_decref(st);
+}
