@@ -402,6 +402,8 @@ sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flav
 	g->max = max;
 	g->count = 0;
 	g->pod = pod;
+	j->flavor_mask |= 1ULL << f;
+	sched_job_request(j, j->state != SCHED_PENDING, j->req, &j->n_req);
 	return true;
 }
 
