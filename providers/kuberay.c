@@ -431,6 +431,24 @@ worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel
 		json_array_append_new(tol, toleration(res, NULL));
 }
 
+/* topology host without a node name: every worker of the main pool's groups on the node
+ * of the first one (a pod matching its own required affinity term may go first). */
+static json_t *
+host_affinity(const struct ctx *c)
+{
+	json_t *groups = json_array();
+
+	for (size_t i = 0; i < c->s->ngroups; i++) {
+		if (on_main_pool(c, &c->s->groups[i]))
+			json_array_append_new(groups, json_string(c->s->groups[i].name));
+	}
+	return json_pack("{s:{s:[{s:{s:{s:s, s:s}, s:[{s:s, s:s, s:o}]}, s:s}]}}",
+	    "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "labelSelector",
+	    "matchLabels", "fleet.io/job-id", c->in->job_id, "fleet.io/attempt", c->attempt,
+	    "matchExpressions", "key", "fleet.io/group", "operator", "In", "values", groups,
+	    "topologyKey", "kubernetes.io/hostname");
+}
+
 /* Workers: the chosen pool, the provider's accelerator and spot vocabulary, topology. */
 static void
 worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spec)
@@ -449,11 +467,7 @@ worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spe
 	} else if (c->s->topology == JOBSPEC_TOPO_HOST && c->p->host != NULL) {
 		json_object_set_new(sel, "kubernetes.io/hostname", json_string(c->p->host));
 	} else if (c->s->topology == JOBSPEC_TOPO_HOST) {
-		json_object_set_new(spec, "affinity", json_pack(
-		    "{s:{s:[{s:{s:{s:s, s:s, s:s}}, s:s}]}}", "podAffinity",
-		    "requiredDuringSchedulingIgnoredDuringExecution", "labelSelector",
-		    "matchLabels", "fleet.io/job-id", c->in->job_id, "fleet.io/attempt",
-		    c->attempt, "fleet.io/role", "worker", "topologyKey", "kubernetes.io/hostname"));
+		json_object_set_new(spec, "affinity", host_affinity(c));
 	}
 	json_object_set_new(spec, "nodeSelector", sel);
 	if (json_array_size(tol) > 0)
@@ -471,6 +485,8 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 	json_t *labels = fleet_labels(c), *ctr, *spec;
 
 	json_object_set_new(labels, "fleet.io/role", json_string(g ? "worker" : "head"));
+	if (g != NULL)
+		json_object_set_new(labels, "fleet.io/group", json_string(g->name));
 	ctr = json_pack("{s:s, s:s, s:s, s:o, s:o, s:[{s:s, s:s}]}",
 	    "name", g ? "ray-worker" : "ray-head", "image", c->s->image,
 	    "imagePullPolicy", "IfNotPresent",

@@ -323,6 +323,27 @@ check_worker_vocab(const struct corpus_case *c, json_t *wg, const char *res)
 		assert_string_equal(json_string_value(json_array_get(json_object_get(x, "values"), 0)),
 		    "rack-07");
 	}
+	if (c->topo == 2 && c->prov != 0 && c->in.placement.host != NULL)
+		assert_string_equal(str_at(sel, "kubernetes.io/hostname"), c->in.placement.host);
+	if (c->topo == 2 && c->prov != 0 && c->in.placement.host == NULL) {
+		/* co-located with the other gang workers, never with the cpu-pool group */
+		json_t *term = json_array_get(json_object_get(json_object_get(json_object_get(pod,
+		    "affinity"), "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"), 0);
+		json_t *vals = json_object_get(json_array_get(json_object_get(json_object_get(term,
+		    "labelSelector"), "matchExpressions"), 0), "values");
+		json_t *v;
+		size_t i;
+
+		assert_string_equal(str_at(term, "topologyKey"), "kubernetes.io/hostname");
+		assert_true(json_array_size(vals) >= 1);
+		json_array_foreach(vals, i, v) {
+			for (size_t k = 0; k < c->spec.ngroups; k++) {
+				if (strcmp(c->spec.groups[k].name, json_string_value(v)) == 0 &&
+				    c->in.placement.cpu_pool != NULL)
+					assert_non_null(c->spec.groups[k].accel_flavor);
+			}
+		}
+	}
 }
 
 static void
