@@ -429,6 +429,9 @@ worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel
 	}
 	if (res != NULL)
 		json_array_append_new(tol, toleration(res, NULL));
+	/* the GPU taint AKS documents for GPU node pools */
+	if (res != NULL && p->provider == KUBERAY_AKS)
+		json_array_append_new(tol, toleration("sku", "gpu"));
 }
 
 /* topology host without a node name: every worker of the main pool's groups on the node

@@ -313,6 +313,8 @@ check_worker_vocab(const struct corpus_case *c, json_t *wg, const char *res)
 	}
 	if (res != NULL)
 		assert_true(has_toleration(pod, res));
+	if (res != NULL && c->prov == 1)
+		assert_true(has_toleration(pod, "sku"));
 	if (c->topo == 1) {
 		json_t *x = json_array_get(json_object_get(json_array_get(json_object_get(
 		    json_object_get(json_object_get(json_object_get(pod, "affinity"), "nodeAffinity"),
