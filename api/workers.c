@@ -1,14 +1,46 @@
-/* workers: starts and stops the background loops; each loop owns its thread. */
+/* workers: starts the background loops named in FLEETD_WORKERS and stops them in reverse. */
+#include <string.h>
+
+#include "api/metrics.h"
 #include "api/workers.h"
+#include "core/config.h"
+#include "queue/scheduler.h"
+
+static bool sched_on;
+
+static bool
+wanted(const char *name)
+{
+	const char *w = cfg.workers ? cfg.workers : "";
+	size_t n = strlen(name);
+
+	for (const char *p = w; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == w || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+			return true;
+	return false;
+}
 
 bool
 workers_start(struct err *e)
 {
-	(void)e;
+	static bool registered;
+
+	if (!registered) {
+		metrics_register(scheduler_metrics);
+		registered = true;
+	}
+	if (wanted("scheduler")) {
+		if (!scheduler_start(e))
+			return false;
+		sched_on = true;
+	}
 	return true;
 }
 
 void
 workers_stop(void)
 {
+	if (sched_on)
+		scheduler_stop();
+	sched_on = false;
 }

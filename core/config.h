@@ -43,6 +43,8 @@ struct config {
 	char	*aws_principal_arn;
 	char	*gcp_principal;
 	char	*instance_id;		/* replica name in logs and claims */
+	char	*workers;		/* background loops to run, comma list */
+	int	 dispatch_concurrency;	/* member-cluster calls in flight */
 };
 
 extern struct config cfg;

@@ -11,7 +11,7 @@ static const char sql_clusters[] =
     " k.cordoned, c.state = 'active', cap.pool, cap.flavor, cap.spot, cap.price_hour,"
     " cap.accel_per_node, greatest(cap.max_nodes - cap.nodes, 0), cap.topology::text,"
     " extract(epoch from cap.observed_at)::bigint,"
-    " coalesce(extract(epoch from s.at)::bigint, 0)"
+    " coalesce(extract(epoch from s.at)::bigint, 0), cap.machine_type, k.name"
     " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
     " JOIN capacity cap ON cap.cluster_id = k.id"
     " LEFT JOIN stockouts s ON s.cluster_id = k.id AND s.flavor = cap.flavor"
@@ -84,8 +84,34 @@ cleanup:
 	return ok;
 }
 
+static void
+note_pool(json_t *pools, PGresult *r, int i)
+{
+	json_t *arr, *names;
+
+	if (pools == NULL)
+		return;
+	arr = json_object_get(pools, PQgetvalue(r, i, 0));
+	if (arr == NULL) {
+		arr = json_array();
+		json_object_set_new(pools, PQgetvalue(r, i, 0), arr);
+	}
+	names = json_object_get(pools, "_names");
+	if (names == NULL) {
+		names = json_object();
+		json_object_set_new(pools, "_names", names);
+	}
+	json_object_set_new(names, PQgetvalue(r, i, 0), json_string(PQgetvalue(r, i, 17)));
+	json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:f, s:i}",
+	    "pool", PQgetvalue(r, i, 7), "machine_type", PQgetvalue(r, i, 16),
+	    "flavor", PQgetvalue(r, i, 8), "spot", PQgetvalue(r, i, 9)[0] == 't',
+	    "price_hour", atof(PQgetvalue(r, i, 10)), "accel_per_node",
+	    atoi(PQgetvalue(r, i, 11))));
+}
+
 static bool
-load_clusters(struct db *c, struct sched_model *m, const char *env, struct err *e)
+load_clusters(struct db *c, struct sched_model *m, const char *env, json_t *pools,
+	      struct err *e)
 {
 	const char *p[1] = { env };
 	PGresult *r = NULL;
@@ -111,6 +137,7 @@ load_clusters(struct db *c, struct sched_model *m, const char *env, struct err *
 			k->observed_at = atoll(PQgetvalue(r, i, 14));
 		if (!add_pool(m, k, r, i, e))
 			goto cleanup;
+		note_pool(pools, r, i);
 	}
 	ok = true;
 cleanup:
@@ -288,6 +315,13 @@ bool
 loader_model(struct db *c, const char *env, int stale_after, struct sched_model **out,
 	     struct err *e)
 {
+	return loader_model_pools(c, env, stale_after, out, NULL, e);
+}
+
+bool
+loader_model_pools(struct db *c, const char *env, int stale_after, struct sched_model **out,
+		   json_t **pools, struct err *e)
+{
 	struct sched_config cfg;
 	struct sched_model *m;
 
@@ -297,9 +331,15 @@ loader_model(struct db *c, const char *env, int stale_after, struct sched_model 
 	m = sched_model_new(&cfg, (int64_t)time(NULL));
 	if (m == NULL)
 		return err_set(e, 500, "sched.oom", "out of memory");
-	if (!load_clusters(c, m, env, e) || !load_queues(c, m, env, e) ||
+	if (pools != NULL)
+		*pools = json_object();
+	if (!load_clusters(c, m, env, pools ? *pools : NULL, e) || !load_queues(c, m, env, e) ||
 	    !load_jobs(c, m, env, e) || !sched_model_finalize(m, e)) {
 		sched_model_free(m);
+		if (pools != NULL) {
+			json_decref(*pools);
+			*pools = NULL;
+		}
 		return false;
 	}
 	*out = m;

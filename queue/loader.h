@@ -13,6 +13,11 @@
  * caller frees it with sched_model_free.  stale_after: seconds a snapshot is trusted. */
 bool	loader_model(struct db *c, const char *env, int stale_after, struct sched_model **out,
 	    struct err *e);
+/* Same, and *pools (when not NULL) gets {cluster id: [{pool, machine_type, flavor, spot,
+ * price_hour, accel_per_node, name}]} in the model's pool index order, plus each cluster's
+ * "name" under {"_names": {id: name}}. */
+bool	loader_model_pools(struct db *c, const char *env, int stale_after,
+	    struct sched_model **out, json_t **pools, struct err *e);
 /* Adds the job of a spec (canonical JSON) to m, its groups and constraints included. */
 struct sched_job *loader_add_job(struct sched_model *m, const char *id, const char *queue_id,
 	    int priority, bool can_preempt, int64_t enqueued_at, enum sched_state st,

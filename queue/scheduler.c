@@ -1,0 +1,453 @@
+/* scheduler: the leader loop and the batched commit of a cycle's decisions.  The model
+ * is read in one REPEATABLE READ snapshot; every decision is re-checked by its UPDATE
+ * (state = 'pending'), so a job that changed meanwhile is simply left for the next cycle. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "core/arena.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "queue/loader.h"
+#include "queue/scheduler.h"
+
+#define BATCH		500
+#define MAX_ENVS	64
+
+static const char sql_admit[] =
+    "WITH d AS (SELECT (x->>'id')::uuid AS id, (x->>'cluster')::uuid AS cluster,"
+    "  x->'placement' AS placement, x->'decision' AS decision, x->'candidates' AS candidates"
+    "  FROM jsonb_array_elements($1::jsonb) x),"
+    " u AS (UPDATE jobs j SET state = 'admitted', attempt = j.attempt + 1,"
+    "  cluster_id = d.cluster, placement = d.placement, reason = NULL, version = j.version + 1,"
+    "  updated_at = now(), next_try_at = now(), tries = 0, claimed_by = NULL,"
+    "  claimed_at = NULL, object_uid = NULL, object_rv = NULL, manifest = NULL"
+    "  FROM d WHERE j.id = d.id AND j.state = 'pending' RETURNING j.id, j.attempt, j.cluster_id),"
+    " p AS (INSERT INTO placements (job_id, attempt, decided_by, cluster_id, decision, candidates)"
+    "  SELECT u.id, u.attempt, $2, u.cluster_id, d.decision, d.candidates FROM u JOIN d ON d.id = u.id),"
+    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
+    "  SELECT u.id, 'state', 'pending', 'admitted', u.attempt, 'admitted by the scheduler',"
+    "  jsonb_build_object('cluster', d.placement->>'cluster_name', 'region',"
+    "  d.placement->>'region') FROM u JOIN d ON d.id = u.id)"
+    " SELECT count(*) FROM u";
+static const char sql_pending[] =
+    "UPDATE jobs j SET reason = x->>'reason' FROM jsonb_array_elements($1::jsonb) x"
+    " WHERE j.id = (x->>'id')::uuid AND j.state = 'pending'"
+    " AND j.reason IS DISTINCT FROM x->>'reason'";
+static const char sql_preempt[] =
+    "WITH v AS (SELECT (x->>'id')::uuid AS id, x->>'by' AS by FROM jsonb_array_elements($1::jsonb) x),"
+    " u AS (UPDATE jobs j SET state = 'preempted', version = j.version + 1, updated_at = now(),"
+    "  reason = 'preempted by ' || v.by, next_try_at = now(), checkpoint_deadline = now() +"
+    "  make_interval(secs => coalesce((j.spec->'checkpoint'->>'grace_seconds')::int, 30))"
+    "  FROM v WHERE j.id = v.id AND j.state IN ('admitted', 'dispatched', 'running')"
+    "  RETURNING j.id, j.attempt, j.state, v.by)"
+    " INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
+    " SELECT u.id, 'state', 'running', 'preempted', u.attempt, 'preempted for a higher priority job',"
+    " jsonb_build_object('by', u.by) FROM u";
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The jobs.placement document of an admission: what the dispatcher renders from. */
+static json_t *
+placement_json(struct sched_model *m, const struct sched_decision *d, json_t *pools)
+{
+	const struct sched_cluster *k = sched_model_cluster(m, (size_t)d->place.cluster);
+	json_t *kp = json_object_get(pools, k->id), *allocs = json_array(), *out;
+	const char *worker_pool = NULL, *head_pool = NULL, *machine = NULL, *flavor = NULL;
+	const char *rack = NULL, *host = NULL;
+	bool spot = false;
+	double price = 0;
+	long accel = 0;
+
+	for (size_t i = 0; i < d->place.n_allocs; i++) {
+		const struct sched_alloc *a = &d->place.allocs[i];
+		json_t *pi = json_array_get(kp, (size_t)a->pool);
+		const struct sched_node *n = a->node >= 0 ? &k->nodes[a->node] : NULL;
+		const char *pname = json_string_value(json_object_get(pi, "pool"));
+
+		json_array_append_new(allocs, json_pack("{s:i, s:s?, s:s?, s:i, s:b}",
+		    "group", a->group, "node", n ? n->id : NULL, "pool", pname, "pods", a->pods,
+		    "grown", a->grown));
+		if (a->group == 0) {
+			head_pool = pname;
+			continue;
+		}
+		if (a->res.v[SCHED_ACCEL] > 0 || worker_pool == NULL) {
+			worker_pool = pname;
+			machine = json_string_value(json_object_get(pi, "machine_type"));
+			flavor = json_string_value(json_object_get(pi, "flavor"));
+			spot = json_is_true(json_object_get(pi, "spot"));
+			price = json_real_value(json_object_get(pi, "price_hour"));
+			if (n != NULL && n->rack >= 0)
+				rack = sched_model_name(m, n->rack);
+			if (n != NULL)
+				host = n->id;
+		}
+		accel += (long)a->res.v[SCHED_ACCEL];
+	}
+	if (worker_pool == NULL)
+		worker_pool = head_pool;
+	out = json_pack("{s:s, s:s?, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:b, s:s?, s:s?, s:f, s:i, s:o}",
+	    "cluster", k->id, "cluster_name",
+	    json_string_value(json_object_get(json_object_get(pools, "_names"), k->id)),
+	    "region", sched_model_name(m, k->region), "provider", sched_model_name(m, k->provider),
+	    "pool", worker_pool, "head_pool", head_pool, "machine_type", machine, "flavor", flavor,
+	    "spot", spot, "rack", rack, "host", host, "price_hour", price, "accel", accel,
+	    "allocs", allocs);
+	return out;
+}
+
+static bool
+flush(struct db *c, const char *sql, json_t *batch, const char *who, size_t *count,
+      struct err *e)
+{
+	char *text;
+	const char *p[2];
+	PGresult *r = NULL;
+	bool ok;
+
+	if (json_array_size(batch) == 0)
+		return true;
+	text = json_dumps(batch, JSON_COMPACT);
+	p[0] = text;
+	p[1] = who;
+	ok = db_begin(c, e) && db_exec(c, sql, sql == sql_admit ? 2 : 1, p, &r, e);
+	if (ok && count != NULL && r != NULL && PQntuples(r) == 1)
+		*count += (size_t)atol(PQgetvalue(r, 0, 0));
+	else if (ok && count != NULL && r != NULL)
+		*count += (size_t)atol(PQcmdTuples(r));
+	PQclear(r);
+	ok = ok && db_exec(c, "SELECT pg_notify('fleet_dispatch', '')", 0, NULL, NULL, e) &&
+	    db_commit(c, e);
+	if (!ok)
+		db_rollback(c);
+	free(text);
+	json_array_clear(batch);
+	return ok;
+}
+
+static bool
+commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, json_t *pools,
+	     const char *who, struct sched_stats *st, struct err *e)
+{
+	json_t *admits = json_array(), *pend = json_array(), *victims = json_array();
+	bool ok = true;
+
+	for (size_t i = 0; i < cy->n && ok; i++) {
+		const struct sched_decision *d = &cy->d[i];
+		const struct sched_job *j = sched_model_job(m, (size_t)d->job);
+
+		if (d->outcome == SCHED_OUT_PENDING) {
+			json_array_append_new(pend, json_pack("{s:s, s:s}", "id", j->id, "reason",
+			    sched_reason_code(d->reason)));
+			if (json_array_size(pend) >= BATCH)
+				ok = flush(c, sql_pending, pend, who, NULL, e);
+			continue;
+		}
+		for (size_t v = 0; v < d->n_victims; v++)
+			json_array_append_new(victims, json_pack("{s:s, s:s}", "id",
+			    sched_model_job(m, (size_t)d->victims[v])->id, "by", j->id));
+		{
+			json_t *dec = sched_decision_to_json(m, d);
+			json_t *cands = json_object_get(dec, "candidates");
+
+			json_array_append_new(admits, json_pack("{s:s, s:s, s:o, s:O, s:O}", "id", j->id,
+			    "cluster", sched_model_cluster(m, (size_t)d->place.cluster)->id,
+			    "placement", placement_json(m, d, pools), "decision", dec,
+			    "candidates", cands ? cands : json_array()));
+			json_decref(dec);
+		}
+		if (json_array_size(admits) >= BATCH) {
+			ok = flush(c, sql_preempt, victims, who, &st->preempted, e) &&
+			    flush(c, sql_admit, admits, who, &st->admitted, e);
+		}
+	}
+	ok = ok && flush(c, sql_preempt, victims, who, &st->preempted, e) &&
+	    flush(c, sql_admit, admits, who, &st->admitted, e) &&
+	    flush(c, sql_pending, pend, who, NULL, e);
+	json_decref(admits);
+	json_decref(pend);
+	json_decref(victims);
+	return ok;
+}
+
+bool
+scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct err *e)
+{
+	struct sched_model *m = NULL;
+	struct sched_cycle cy;
+	struct arena *a = NULL;
+	json_t *pools = NULL;
+	struct db *c;
+	double t0 = now_s(), t1, t2;
+	bool ok = false;
+
+	memset(st, 0, sizeof(*st));
+	if ((c = db_acquire(5000, e)) == NULL)
+		return false;
+	if (!db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, e) ||
+	    !loader_model_pools(c, env, cfg.snapshot_max_age_s, &m, &pools, e) ||
+	    !db_commit(c, e)) {
+		db_rollback(c);
+		goto cleanup;
+	}
+	t1 = now_s();
+	a = arena_new();
+	sched_cycle_run(m, a, &cy);
+	t2 = now_s();
+	st->pending = cy.n;
+	if (!commit_cycle(c, m, &cy, pools, who, st, e))
+		goto cleanup;
+	st->load_s = t1 - t0;
+	st->decide_s = t2 - t1;
+	st->commit_s = now_s() - t2;
+	ok = true;
+cleanup:
+	arena_free(a);
+	sched_model_free(m);
+	json_decref(pools);
+	db_release(c);
+	return ok;
+}
+
+/* ---- the leader loop */
+
+static struct {
+	pthread_t	 thread;
+	atomic_bool	 running;
+	bool		 started;
+	char		 envs[MAX_ENVS][40];
+	bool		 leader[MAX_ENVS];
+	int		 nenvs;
+	atomic_int	 leading;
+	atomic_ulong	 cycles, admitted, preempted, errors;
+	_Atomic double	 last_cycle_s;
+	pthread_mutex_t	 mu;
+} S = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static PGconn *
+leader_connect(void)
+{
+	PGconn *c = PQconnectdb(cfg.database_url);
+	PGresult *r;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		return NULL;
+	}
+	r = PQexec(c, "LISTEN fleet_sched");
+	PQclear(r);
+	return c;
+}
+
+/* Refreshes the environment list and tries to lead each one. */
+static bool
+elect(PGconn *c)
+{
+	static const char sql_try[] = "SELECT pg_try_advisory_lock(7314, hashtext($1))";
+	PGresult *r = PQexec(c, "SELECT name FROM environments ORDER BY name");
+	int lead = 0;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		PQclear(r);
+		return false;
+	}
+	for (int i = 0; i < PQntuples(r) && i < MAX_ENVS; i++) {
+		const char *name = PQgetvalue(r, i, 0);
+		int k;
+
+		for (k = 0; k < S.nenvs; k++)
+			if (strcmp(S.envs[k], name) == 0)
+				break;
+		if (k == S.nenvs && S.nenvs < MAX_ENVS) {
+			snprintf(S.envs[S.nenvs], sizeof(S.envs[0]), "%s", name);
+			S.leader[S.nenvs++] = false;
+		}
+		if (!S.leader[k]) {
+			const char *p[1] = { name };
+			PGresult *t = PQexecParams(c, sql_try, 1, NULL, p, NULL, NULL, 0);
+
+			if (PQresultStatus(t) == PGRES_TUPLES_OK && PQgetvalue(t, 0, 0)[0] == 't') {
+				S.leader[k] = true;
+				log_info(NULL, "scheduler", "leading environment", "{s:s, s:s}",
+				    "environment", name, "instance", cfg.instance_id);
+			}
+			PQclear(t);
+		}
+		lead += S.leader[k];
+	}
+	PQclear(r);
+	atomic_store(&S.leading, lead);
+	return true;
+}
+
+/* Waits for a NOTIFY or the timer. */
+static void
+wait_wake(PGconn *c, int ms)
+{
+	int fd = PQsocket(c);
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	fd_set rs;
+	PGnotify *n;
+
+	FD_ZERO(&rs);
+	if (fd >= 0)
+		FD_SET(fd, &rs);
+	if (fd >= 0 && select(fd + 1, &rs, NULL, NULL, &tv) > 0)
+		PQconsumeInput(c);
+	while ((n = PQnotifies(c)) != NULL)
+		PQfreemem(n);
+}
+
+static void *
+loop(void *arg)
+{
+	PGconn *c = NULL;
+
+	(void)arg;
+	while (atomic_load(&S.running)) {
+		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+			if (c != NULL)
+				PQfinish(c);
+			memset(S.leader, 0, sizeof(S.leader));
+			atomic_store(&S.leading, 0);
+			if ((c = leader_connect()) == NULL) {
+				struct timespec ts = { 1, 0 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+		}
+		if (!elect(c)) {
+			PQfinish(c);
+			c = NULL;
+			continue;
+		}
+		for (int k = 0; k < S.nenvs && atomic_load(&S.running); k++) {
+			struct sched_stats st;
+			struct err e = { 0 };
+			double t0 = now_s();
+
+			if (!S.leader[k])
+				continue;
+			if (!scheduler_cycle(S.envs[k], cfg.instance_id, &st, &e)) {
+				atomic_fetch_add(&S.errors, 1);
+				log_warn(NULL, "scheduler", "cycle failed", "{s:s, s:s}", "environment",
+				    S.envs[k], "error", e.msg);
+				continue;
+			}
+			atomic_fetch_add(&S.cycles, 1);
+			atomic_fetch_add(&S.admitted, st.admitted);
+			atomic_fetch_add(&S.preempted, st.preempted);
+			S.last_cycle_s = now_s() - t0;
+			if (st.admitted > 0 || st.preempted > 0)
+				log_info(NULL, "scheduler", "cycle", "{s:s, s:i, s:i, s:i, s:f}",
+				    "environment", S.envs[k], "pending", (int)st.pending, "admitted",
+				    (int)st.admitted, "preempted", (int)st.preempted, "seconds",
+				    S.last_cycle_s);
+		}
+		wait_wake(c, cfg.scheduler_interval_ms);
+	}
+	if (c != NULL)
+		PQfinish(c);	/* releases every advisory lock: another replica takes over */
+	return NULL;
+}
+
+bool
+scheduler_start(struct err *e)
+{
+	atomic_store(&S.running, true);
+	if (pthread_create(&S.thread, NULL, loop, NULL) != 0)
+		return err_set(e, 500, "scheduler.start", "cannot start the scheduler thread");
+	S.started = true;
+	return true;
+}
+
+void
+scheduler_stop(void)
+{
+	if (!S.started)
+		return;
+	atomic_store(&S.running, false);
+	pthread_join(S.thread, NULL);
+	S.started = false;
+}
+
+int
+scheduler_leading(void)
+{
+	return atomic_load(&S.leading);
+}
+
+static void
+appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return;
+		}
+		*cap = (*cap + (size_t)n) * 2;
+		if ((*buf = realloc(*buf, *cap)) == NULL)
+			abort();
+	}
+}
+
+void
+scheduler_metrics(char **buf, size_t *len, size_t *cap)
+{
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+
+	appendf(buf, len, cap,
+	    "# HELP fleetd_scheduler_cycles_total Scheduling cycles run by this replica.\n"
+	    "# TYPE fleetd_scheduler_cycles_total counter\nfleetd_scheduler_cycles_total %lu\n"
+	    "# HELP fleetd_scheduler_admissions_total Jobs admitted by this replica.\n"
+	    "# TYPE fleetd_scheduler_admissions_total counter\nfleetd_scheduler_admissions_total %lu\n"
+	    "# HELP fleetd_scheduler_preemptions_total Jobs preempted by this replica.\n"
+	    "# TYPE fleetd_scheduler_preemptions_total counter\nfleetd_scheduler_preemptions_total %lu\n"
+	    "# HELP fleetd_scheduler_cycle_seconds Duration of the last cycle.\n"
+	    "# TYPE fleetd_scheduler_cycle_seconds gauge\nfleetd_scheduler_cycle_seconds %.6f\n"
+	    "# HELP fleetd_scheduler_leading Environments this replica leads.\n"
+	    "# TYPE fleetd_scheduler_leading gauge\nfleetd_scheduler_leading %d\n",
+	    atomic_load(&S.cycles), atomic_load(&S.admitted), atomic_load(&S.preempted),
+	    (double)S.last_cycle_s, atomic_load(&S.leading));
+	if ((c = db_acquire(1000, &e)) == NULL)
+		return;
+	if (db_exec(c, "SELECT q.environment, q.name, j.state, count(*) FROM jobs j JOIN queues q"
+	    " ON q.id = j.queue_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3", 0, NULL, &r, &e)) {
+		appendf(buf, len, cap, "# HELP fleetd_queue_jobs Jobs per queue and state.\n"
+		    "# TYPE fleetd_queue_jobs gauge\n");
+		for (int i = 0; i < PQntuples(r); i++)
+			appendf(buf, len, cap, "fleetd_queue_jobs{environment=\"%s\",queue=\"%s\","
+			    "state=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+			    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+	}
+	PQclear(r);
+	db_release(c);
+}
