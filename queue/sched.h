@@ -137,6 +137,11 @@ struct sched_queue {
 	int			*pending;		/* sorted pending job indices */
 	size_t			 n_pending, cursor;
 	bool			 blocked;
+	uint64_t		 gen;			/* bumped when usage changes */
+	uint64_t		 memo_gen;		/* share of the head, cached */
+	int			 memo_job;
+	double			 memo_share;
+	bool			 memo_borrowing;
 };
 
 struct sched_cohort {

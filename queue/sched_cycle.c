@@ -28,6 +28,7 @@ build_queues(struct sched_model *m)
 	for (i = 0; i < m->n_queues; i++) {
 		m->queues[i]->n_pending = m->queues[i]->cursor = 0;
 		m->queues[i]->blocked = false;
+		m->queues[i]->memo_job = -1;
 	}
 	for (i = 0; i < m->n_jobs; i++)
 		if (m->jobs[i]->state == SCHED_PENDING)
@@ -182,7 +183,13 @@ next_queue(struct sched_model *m, double *share, bool *borrowing)
 		if (q->blocked || q->cursor >= q->n_pending)
 			continue;
 		j = m->jobs[q->pending[q->cursor]];
-		s = sched_share(m, q, j, &b);
+		if (q->memo_job != j->idx || q->memo_gen != q->gen) {
+			q->memo_share = sched_share(m, q, j, &q->memo_borrowing);
+			q->memo_job = j->idx;
+			q->memo_gen = q->gen;
+		}
+		s = q->memo_share;
+		b = q->memo_borrowing;
 		if (best != NULL && (s > bs || (s == bs && (b > bb || (b == bb &&
 		    (j->priority < bj->priority || (j->priority == bj->priority &&
 		    (j->enqueued_at > bj->enqueued_at || (j->enqueued_at == bj->enqueued_at &&

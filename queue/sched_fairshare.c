@@ -86,6 +86,7 @@ sched_queue_refresh(struct sched_model *m, struct sched_queue *q)
 				best = x;
 		}
 	q->ratio = best;
+	q->gen++;
 }
 
 /* Adds (sign +1) or removes (-1) j's request to its queue's usage and the

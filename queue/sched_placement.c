@@ -288,6 +288,28 @@ row_cmp(const void *a, const void *b)
 	return x->cluster - y->cluster;
 }
 
+/* Keeps the best `keep` rows (winner, then by score, then closest reason) at the
+ * front of rows: a bounded insertion, O(n) when keep is small. */
+static void
+top_rows(struct row *rows, size_t n, size_t keep)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		struct row r = rows[i];
+		size_t at;
+
+		if (k == keep && row_cmp(&r, &rows[k - 1]) >= 0)
+			continue;
+		at = k < keep ? k++ : keep - 1;
+		while (at > 0 && row_cmp(&r, &rows[at - 1]) < 0) {
+			rows[at] = rows[at - 1];
+			at--;
+		}
+		rows[at] = r;
+	}
+}
+
 static void
 record(struct sched_model *m, struct row *rows, size_t n, struct arena *a,
        struct sched_placement *out)
@@ -298,7 +320,10 @@ record(struct sched_model *m, struct row *rows, size_t n, struct arena *a,
 		return;
 	if (m->cfg.max_candidates > 0 && keep > m->cfg.max_candidates)
 		keep = m->cfg.max_candidates;
-	qsort(rows, n, sizeof(*rows), row_cmp);
+	if (keep < n)
+		top_rows(rows, n, keep);
+	else
+		qsort(rows, n, sizeof(*rows), row_cmp);
 	out->cands = arena_alloc(a, keep * sizeof(*out->cands) + 1);
 	for (i = 0; i < keep; i++) {
 		out->cands[i].cluster = rows[i].cluster;
