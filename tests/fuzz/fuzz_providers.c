@@ -1,0 +1,180 @@
+/* fuzz_providers: the provider drivers' pure response parsers (GKE, AKS, HyperPod, STS,
+ * token endpoints, IAM XML) on arbitrary answers, chained as a refresh chains them.
+ * Input: one selector byte, then NUL-separated chunks (JSON never holds a raw NUL). */
+#include <math.h>
+
+#include "providers/creds_int.h"
+#include "providers/provider.h"
+#include "tests/fuzz/fuzz.h"
+
+#define MAX_CHUNKS 4
+
+struct chunks {
+	const char	*p[MAX_CHUNKS];
+	size_t		 n[MAX_CHUNKS];
+};
+
+static void
+split(const uint8_t *d, size_t size, struct chunks *c)
+{
+	for (int i = 0; i < MAX_CHUNKS; i++) {
+		const uint8_t *z = size ? memchr(d, 0, size) : NULL;
+		size_t n = z ? (size_t)(z - d) : size;
+
+		c->p[i] = (const char *)d;
+		c->n[i] = n;
+		d += n + (z != NULL);
+		size -= n + (z != NULL);
+	}
+}
+
+/* A malloc'd NUL-terminated copy, as http_resp bodies are. */
+static char *
+body(const struct chunks *c, int i)
+{
+	return strndup(c->p[i], c->n[i]);
+}
+
+static void
+check_next(char *next)
+{
+	FUZZ_CHECK(next == NULL || next[0] != '\0', "empty page token");
+	free(next);
+}
+
+static void
+check_pools(const struct prov_pools *out)
+{
+	for (size_t i = 0; i < out->n; i++) {
+		const struct prov_pool *p = &out->v[i];
+
+		FUZZ_CHECK(p->nodes >= 0 && p->min_nodes >= 0 && p->max_nodes >= p->nodes,
+		    "pool %s nodes %d min %d max %d", p->name, p->nodes, p->min_nodes,
+		    p->max_nodes);
+		FUZZ_CHECK(p->accel_per_node >= 0 && p->vcpus >= 0 && p->reserved >= 0,
+		    "pool %s accel %d vcpus %d reserved %d", p->name, p->accel_per_node, p->vcpus,
+		    p->reserved);
+		FUZZ_CHECK(p->quota_left >= -1, "pool %s quota_left %d", p->name, p->quota_left);
+	}
+	for (size_t i = 0; i < out->nq; i++)
+		FUZZ_CHECK(out->q[i].metric[0] != '\0', "quota without metric");
+}
+
+static void
+gke(const struct chunks *c)
+{
+	struct prov_pools out;
+	struct err e = { 0 };
+	char *next = NULL, *b0 = body(c, 0), *b1 = body(c, 1), *b2 = body(c, 2);
+
+	prov_pools_init(&out);
+	if (prov_gke_parse_node_pools(b0, c->n[0], &out, &next, &e))
+		check_next(next);
+	else
+		FUZZ_CHECK(next == NULL && e.status == 502, "node pools refusal %d", e.status);
+	prov_gke_parse_region(b1, c->n[1], &out, &e);
+	next = NULL;
+	if (prov_gke_parse_reservations(b2, c->n[2], &out, &next, &e))
+		check_next(next);
+	prov_gke_finish(&out);
+	check_pools(&out);
+	prov_pools_cleanup(&out);
+	free(b0);
+	free(b1);
+	free(b2);
+}
+
+static void
+aks(const struct chunks *c)
+{
+	struct prov_pools out;
+	struct err e = { 0 };
+	char *next = NULL, *b0 = body(c, 0), *b1 = body(c, 1), *b2 = body(c, 2);
+
+	prov_pools_init(&out);
+	if (prov_aks_parse_agent_pools(b0, c->n[0], &out, &next, &e))
+		check_next(next);
+	next = NULL;
+	if (prov_aks_parse_skus(b1, c->n[1], "eastus", &out, &next, &e))
+		check_next(next);
+	next = NULL;
+	if (prov_aks_parse_usages(b2, c->n[2], &out, &next, &e))
+		check_next(next);
+	prov_aks_finish(&out);
+	check_pools(&out);
+	prov_pools_cleanup(&out);
+	free(b0);
+	free(b1);
+	free(b2);
+}
+
+static void
+hyperpod(const struct chunks *c)
+{
+	struct prov_pools out;
+	struct err e = { 0 };
+	char *next = NULL, *b0 = body(c, 0), *b1 = body(c, 1), *key = body(c, 2);
+	char tag[64];
+
+	prov_pools_init(&out);
+	prov_hyperpod_parse_cluster(b0, c->n[0], &out, &e);
+	if (prov_hyperpod_parse_nodes(b1, c->n[1], &out, &next, &e))
+		check_next(next);
+	check_pools(&out);
+	prov_pools_cleanup(&out);
+	if (prov_hyperpod_role_tag(b1, c->n[1], key, tag, sizeof(tag)))
+		FUZZ_CHECK(strlen(tag) < sizeof(tag), "role tag");
+	free(b0);
+	free(b1);
+	free(key);
+}
+
+static void
+creds(const struct chunks *c)
+{
+	struct prov_creds cr;
+	struct err e = { 0 };
+	char *b0 = body(c, 0), *b1 = body(c, 1), *tag = body(c, 2), small[8], *esc;
+	struct http_resp r = { .status = 400, .body = b1, .body_len = c->n[1] };
+	char msg[128];
+	double t;
+
+	if (prov_aws_parse_assume_role(b0, c->n[0], &cr, &e))
+		FUZZ_CHECK(cr.access_key[0] && cr.secret_key[0] && isfinite(cr.expires) &&
+		    cr.expires > 0, "assume role credentials");
+	if (prov_parse_token(b1, c->n[1], &cr, &e))
+		FUZZ_CHECK(cr.bearer[0] && isfinite(cr.expires) && cr.expires > 0,
+		    "token expiry %f", cr.expires);
+	t = creds_parse_time(b0);
+	FUZZ_CHECK(isfinite(t), "time");
+	if (creds_xml_text(b0, c->n[0], tag, small, sizeof(small)))
+		FUZZ_CHECK(strlen(small) < sizeof(small), "xml text");
+	creds_aws_error(&r, msg, sizeof(msg));
+	FUZZ_CHECK(strlen(msg) < sizeof(msg), "aws error");
+	creds_json_error(&r, msg, sizeof(msg));
+	FUZZ_CHECK(strlen(msg) < sizeof(msg), "json error");
+	esc = creds_form_escape(tag);
+	FUZZ_CHECK(esc != NULL && strspn(esc, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789-._~%") == strlen(esc), "form escape %s", esc);
+	creds_form_free(esc);
+	free(b0);
+	free(b1);
+	free(tag);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct chunks c;
+
+	if (size == 0)
+		return 0;
+	split(data + 1, size - 1, &c);
+	switch (data[0] % 4) {
+	case 0: gke(&c); break;
+	case 1: aks(&c); break;
+	case 2: hyperpod(&c); break;
+	default: creds(&c); break;
+	}
+	return 0;
+}
