@@ -1,0 +1,110 @@
+/* kube: the Kubernetes API client of a member cluster (TLS verified with the cluster's CA,
+ * bearer token) — free capacity from nodes and pods, server-side apply, get, delete,
+ * events, namespaces and a reachability check. Parsers are pure and fuzzable. */
+#ifndef FLEET_PROVIDERS_KUBE_H
+#define FLEET_PROVIDERS_KUBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "core/err.h"
+#include "providers/provider.h"
+
+struct kube_node {
+	char		name[254];
+	char		pool[96];	/* from the provider's pool label, "" when absent */
+	char		rack[128];	/* rack / NVLink domain label, "" when absent */
+	char		slice[128];	/* TPU slice (the pool of a multi-host slice), else "" */
+	char		tpu_topology[24];
+	char		instance_type[96];
+	long long	alloc_cpu_m, alloc_mem, alloc_accel;
+	long long	used_cpu_m, used_mem, used_accel;	/* requests of live pods */
+	bool		ready;		/* Ready=True, schedulable, no NoExecute taint */
+};
+
+struct kube_capacity {
+	const char		*pool_label;	/* set before parsing (ops->pool_label) */
+	const char		*rack_label;
+	struct kube_node	*v;
+	size_t			 n, cap;
+	json_t			*use;		/* node name -> [cpu_m, mem, accel] until finish */
+	int			 pages;
+	int			 pods;		/* live pods counted */
+};
+
+void	 kube_capacity_init(struct kube_capacity *c, const char *pool_label,
+	    const char *rack_label);
+void	 kube_capacity_cleanup(struct kube_capacity *c);
+
+/* Quantity "500m", "4", "1.5", "16Gi", "1e3", "128974848" -> integer (millis when milli,
+ * else units, rounded up).  False on anything else or out of range. */
+bool	 kube_parse_quantity(const char *s, bool milli, long long *out);
+
+/* Pure parsers of one page of a NodeList / PodList; *next gets metadata.continue
+ * (malloc'd) or NULL.  False with 502 "kube.bad_answer" on a malformed page. */
+bool	 kube_parse_nodes(const char *body, size_t len, struct kube_capacity *out, char **next,
+	    struct err *e);
+bool	 kube_parse_pods(const char *body, size_t len, struct kube_capacity *out, char **next,
+	    struct err *e);
+/* Subtracts pod usage from node allocatable (call once every page is parsed). */
+void	 kube_capacity_finish(struct kube_capacity *out);
+static inline long long kube_free_accel(const struct kube_node *n)
+{
+	return n->alloc_accel > n->used_accel ? n->alloc_accel - n->used_accel : 0;
+}
+static inline long long kube_free_cpu(const struct kube_node *n)
+{
+	return n->alloc_cpu_m > n->used_cpu_m ? n->alloc_cpu_m - n->used_cpu_m : 0;
+}
+static inline long long kube_free_mem(const struct kube_node *n)
+{
+	return n->alloc_mem > n->used_mem ? n->alloc_mem - n->used_mem : 0;
+}
+
+/* Queues the node and pod lists of cluster k (paged) into f. */
+bool	 kube_capacity_begin(struct prov_fetch *f, const struct prov_cluster *k,
+	    struct kube_capacity *out, struct err *e);
+/* Synchronous capacity of one cluster (lists, then finish). */
+bool	 kube_capacity_get(const struct prov_cluster *k, struct kube_capacity *out,
+	    struct err *e);
+
+/* ---- objects */
+
+struct kube_ref {
+	char	uid[64];
+	char	resource_version[64];
+	long long generation;
+};
+
+/* API path of an object: /api/v1/... or /apis/<group>/<version>/..., with the plural
+ * from the kind (RayJob -> rayjobs).  ns NULL or "" for cluster-scoped; name may be NULL
+ * for the collection. */
+bool	 kube_object_path(const char *api_version, const char *kind, const char *ns,
+	    const char *name, char *out, size_t n);
+/* Server-side apply (PATCH application/apply-patch+yaml, JSON body, fieldManager=fleetd,
+ * force=true); obj needs apiVersion, kind, metadata.name (and namespace when namespaced).
+ * *live (optional) gets the object the server answered. */
+bool	 kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref,
+	    json_t **live, struct err *e);
+/* 404 "kube.not_found" when absent. */
+bool	 kube_get_object(const struct prov_cluster *k, const char *api_version,
+	    const char *kind, const char *ns, const char *name, json_t **out, struct err *e);
+/* Idempotent: an absent object is success with *existed false (existed may be NULL). */
+bool	 kube_delete_object(const struct prov_cluster *k, const char *api_version,
+	    const char *kind, const char *ns, const char *name, bool *existed, struct err *e);
+/* Events of ns about the object (kind, name); *items is a new array. */
+bool	 kube_list_events(const struct prov_cluster *k, const char *ns, const char *kind,
+	    const char *name, json_t **items, struct err *e);
+/* Creates the namespace unless it exists. */
+bool	 kube_ensure_namespace(const struct prov_cluster *k, const char *ns, struct err *e);
+/* Reachability: TLS with the cluster's CA and the token accepted (GET /version). */
+bool	 kube_check(const struct prov_cluster *k, struct err *e);
+
+/* Maps a Kubernetes answer (Status object) to e: 401 kube.unauthorized, 403
+ * kube.forbidden, 404 kube.not_found, 409 kube.conflict, 422 kube.invalid, 429
+ * kube.throttled, else 502 kube.bad_status.  Always returns false. */
+bool	 kube_status_err(const struct http_resp *r, const char *what, struct err *e);
+
+#endif

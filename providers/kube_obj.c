@@ -1,0 +1,298 @@
+/* kube_obj: single-object calls on a member cluster — server-side apply, get, delete,
+ * events, namespaces and the reachability check the dispatcher and registry use. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/creds_int.h"
+#include "providers/kube.h"
+
+#define CALL_TIMEOUT_MS	15000L
+
+bool
+kube_object_path(const char *api_version, const char *kind, const char *ns,
+    const char *name, char *out, size_t n)
+{
+	char plural[64];
+	size_t i, k = kind ? strlen(kind) : 0;
+	int w;
+
+	if (api_version == NULL || kind == NULL || k == 0 || k + 2 >= sizeof(plural) ||
+	    strchr(api_version, '?') || strstr(api_version, ".."))
+		return false;
+	for (i = 0; i < k; i++) {
+		if (!isalnum((unsigned char)kind[i]))
+			return false;
+		plural[i] = (char)tolower((unsigned char)kind[i]);
+	}
+	plural[k] = '\0';
+	if (plural[k - 1] == 's')
+		strcat(plural, "es");
+	else if (plural[k - 1] == 'y')
+		snprintf(plural + k - 1, sizeof(plural) - k + 1, "ies");
+	else
+		strcat(plural, "s");
+	w = snprintf(out, n, "%s%s%s%s%s/%s%s%s", strchr(api_version, '/') ? "/apis/" : "/api/",
+	    api_version, ns && ns[0] ? "/namespaces/" : "", ns && ns[0] ? ns : "", "", plural,
+	    name ? "/" : "", name ? name : "");
+	return w > 0 && (size_t)w < n;
+}
+
+static void
+url_of(const struct prov_cluster *k, const char *path, const char *query, char *out,
+    size_t n)
+{
+	size_t l = strlen(k->api_server);
+
+	while (l > 0 && k->api_server[l - 1] == '/')
+		l--;
+	snprintf(out, n, "%.*s%s%s%s", (int)l, k->api_server, path, query ? "?" : "",
+	    query ? query : "");
+}
+
+/* One call; true when a response arrived (any status). */
+static bool
+call(const struct prov_cluster *k, const char *method, const char *url, const char *ctype,
+    const char *body, struct http_resp *r, struct err *e)
+{
+	struct http_req rq = { 0 };
+	struct http_header h[2] = { { "Content-Type", ctype }, { "Accept", "application/json" } };
+
+	rq.method = method;
+	rq.url = url;
+	rq.bearer = k->token;
+	rq.ca_pem = k->ca_pem;
+	rq.timeout_ms = CALL_TIMEOUT_MS;
+	rq.retry.max_attempts = strcmp(method, "GET") == 0 ? 3 : 1;
+	rq.retry.max_delay_ms = 2000;
+	if (ctype != NULL) {
+		rq.headers = h;
+		rq.nheaders = 2;
+	} else {
+		rq.headers = &h[1];
+		rq.nheaders = 1;
+	}
+	rq.body = body;
+	rq.body_len = body ? strlen(body) : 0;
+	return http_do(&rq, r, e);
+}
+
+static json_t *
+body_json(const struct http_resp *r, struct err *e)
+{
+	json_t *j = r->body ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
+
+	if (!json_is_object(j)) {
+		json_decref(j);
+		err_set(e, 502, "kube.bad_answer", "kubernetes answer is not a json object");
+		return NULL;
+	}
+	return j;
+}
+
+bool
+kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref, json_t **live,
+    struct err *e)
+{
+	json_t *md = json_object_get(obj, "metadata"), *j = NULL;
+	const char *av = json_string_value(json_object_get(obj, "apiVersion")),
+	    *kind = json_string_value(json_object_get(obj, "kind")),
+	    *name = json_string_value(json_object_get(md, "name")),
+	    *ns = json_string_value(json_object_get(md, "namespace")), *s;
+	char path[1024], url[2048], *body = NULL;
+	struct http_resp r = { 0 };
+	bool ok = false;
+
+	if (live != NULL)
+		*live = NULL;
+	if (name == NULL || !kube_object_path(av, kind, ns, name, path, sizeof(path)))
+		return err_set(e, 400, "kube.bad_object", "object needs apiVersion, kind and "
+		    "metadata.name");
+	url_of(k, path, "fieldManager=fleetd&force=true", url, sizeof(url));
+	body = json_dumps(obj, JSON_COMPACT);
+	if (body == NULL)
+		return err_set(e, 500, "kube.oom", "cannot encode object");
+	if (!call(k, "PATCH", url, "application/apply-patch+yaml", body, &r, e))
+		goto cleanup;
+	if (r.status != 200 && r.status != 201) {
+		kube_status_err(&r, "server-side apply", e);
+		goto cleanup;
+	}
+	if ((j = body_json(&r, e)) == NULL)
+		goto cleanup;
+	md = json_object_get(j, "metadata");
+	if (ref != NULL) {
+		memset(ref, 0, sizeof(*ref));
+		s = json_string_value(json_object_get(md, "uid"));
+		snprintf(ref->uid, sizeof(ref->uid), "%s", s ? s : "");
+		s = json_string_value(json_object_get(md, "resourceVersion"));
+		snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", s ? s : "");
+		ref->generation = json_integer_value(json_object_get(md, "generation"));
+	}
+	if (live != NULL) {
+		*live = j;
+		j = NULL;
+	}
+	ok = true;
+cleanup:
+	json_decref(j);
+	free(body);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
+kube_get_object(const struct prov_cluster *k, const char *api_version, const char *kind,
+    const char *ns, const char *name, json_t **out, struct err *e)
+{
+	char path[1024], url[2048];
+	struct http_resp r = { 0 };
+	bool ok = false;
+
+	*out = NULL;
+	if (name == NULL || !kube_object_path(api_version, kind, ns, name, path, sizeof(path)))
+		return err_set(e, 400, "kube.bad_object", "bad object reference");
+	url_of(k, path, NULL, url, sizeof(url));
+	if (!call(k, "GET", url, NULL, NULL, &r, e))
+		goto cleanup;
+	if (r.status != 200) {
+		kube_status_err(&r, "get object", e);
+		goto cleanup;
+	}
+	*out = body_json(&r, e);
+	ok = *out != NULL;
+cleanup:
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
+kube_delete_object(const struct prov_cluster *k, const char *api_version, const char *kind,
+    const char *ns, const char *name, bool *existed, struct err *e)
+{
+	char path[1024], url[2048];
+	struct http_resp r = { 0 };
+	bool ok = false;
+
+	if (existed != NULL)
+		*existed = false;
+	if (name == NULL || !kube_object_path(api_version, kind, ns, name, path, sizeof(path)))
+		return err_set(e, 400, "kube.bad_object", "bad object reference");
+	url_of(k, path, "propagationPolicy=Foreground", url, sizeof(url));
+	if (!call(k, "DELETE", url, NULL, NULL, &r, e))
+		goto cleanup;
+	if (r.status == 404) {
+		ok = true;
+	} else if (r.status == 200 || r.status == 202) {
+		if (existed != NULL)
+			*existed = true;
+		ok = true;
+	} else {
+		kube_status_err(&r, "delete object", e);
+	}
+cleanup:
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
+kube_list_events(const struct prov_cluster *k, const char *ns, const char *kind,
+    const char *name, json_t **items, struct err *e)
+{
+	char path[512], url[2048], *sel = NULL, *esc;
+	struct http_resp r = { 0 };
+	json_t *j = NULL;
+	bool ok = false;
+
+	*items = NULL;
+	if (ns == NULL || name == NULL || kind == NULL)
+		return err_set(e, 400, "kube.bad_object", "events need namespace, kind and name");
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
+	if (asprintf(&sel, "involvedObject.kind=%s,involvedObject.name=%s", kind, name) < 0)
+		abort();
+	esc = creds_form_escape(sel);
+	free(sel);
+	if (asprintf(&sel, "fieldSelector=%s&limit=500", esc) < 0)
+		abort();
+	creds_form_free(esc);
+	url_of(k, path, sel, url, sizeof(url));
+	free(sel);
+	if (!call(k, "GET", url, NULL, NULL, &r, e))
+		goto cleanup;
+	if (r.status != 200) {
+		kube_status_err(&r, "list events", e);
+		goto cleanup;
+	}
+	if ((j = body_json(&r, e)) == NULL)
+		goto cleanup;
+	if (!json_is_array(json_object_get(j, "items"))) {
+		err_set(e, 502, "kube.bad_answer", "event list has no items");
+		goto cleanup;
+	}
+	*items = json_incref(json_object_get(j, "items"));
+	ok = true;
+cleanup:
+	json_decref(j);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
+kube_ensure_namespace(const struct prov_cluster *k, const char *ns, struct err *e)
+{
+	char url[2048], path[512];
+	struct http_resp r = { 0 };
+	json_t *b;
+	char *body;
+	bool ok = false;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s", ns);
+	url_of(k, path, NULL, url, sizeof(url));
+	if (!call(k, "GET", url, NULL, NULL, &r, e))
+		goto cleanup;
+	if (r.status == 200) {
+		ok = true;
+		goto cleanup;
+	}
+	if (r.status != 404) {
+		kube_status_err(&r, "get namespace", e);
+		goto cleanup;
+	}
+	http_resp_cleanup(&r);
+	memset(&r, 0, sizeof(r));
+	url_of(k, "/api/v1/namespaces", NULL, url, sizeof(url));
+	b = json_pack("{s:s, s:s, s:{s:s, s:{s:s}}}", "apiVersion", "v1", "kind", "Namespace",
+	    "metadata", "name", ns, "labels", "app.kubernetes.io/managed-by", "fleetd");
+	body = json_dumps(b, JSON_COMPACT);
+	json_decref(b);
+	ok = call(k, "POST", url, "application/json", body, &r, e);
+	free(body);
+	if (ok && r.status != 201 && r.status != 200 && r.status != 409)
+		ok = kube_status_err(&r, "create namespace", e);
+cleanup:
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
+kube_check(const struct prov_cluster *k, struct err *e)
+{
+	char url[2048];
+	struct http_resp r = { 0 };
+	bool ok = false;
+
+	if (k->api_server == NULL || strncmp(k->api_server, "https://", 8) != 0)
+		return err_set(e, 400, "kube.bad_api_server", "api server must be an https url");
+	url_of(k, "/version", NULL, url, sizeof(url));
+	if (!call(k, "GET", url, NULL, NULL, &r, e))
+		goto cleanup;
+	if (r.status != 200) {
+		kube_status_err(&r, "version", e);
+		goto cleanup;
+	}
+	ok = true;
+cleanup:
+	http_resp_cleanup(&r);
+	return ok;
+}
