@@ -197,7 +197,8 @@ struct sched_job {
 	bool			 in_flight;	/* reservation not yet in the snapshot */
 	struct sched_alloc	*allocs;
 	size_t			 n_allocs;
-	int			 hold_cluster;	/* cluster held for it across cycles, -1 none */
+	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
+						 * the caller persists sched_decision.hold_cluster */
 	/* derived */
 	struct sched_flavor_req	 req[SCHED_MAX_GROUPS];
 	int			 n_req;
@@ -207,7 +208,9 @@ struct sched_job {
 
 struct sched_model;
 
-/* Building.  Strings are copied.  Returned pointers stay valid for the model's life. */
+/* Building.  Strings are copied.  Returned pointers stay valid for the model's life.
+ * Clusters, pools, nodes and queues come before sched_model_finalize; pending jobs
+ * (with their groups) may also be added after it, between cycles. */
 struct sched_model	*sched_model_new(const struct sched_config *cfg, int64_t now);
 void			 sched_model_free(struct sched_model *m);
 void			 sched_model_set_now(struct sched_model *m, int64_t now);

@@ -411,7 +411,7 @@ sched_apply(struct sched_model *m, struct sched_job *j, int cluster, struct sche
 	if (was_pending) {
 		for (g = 0; g < j->n_groups; g++)
 			j->groups[g].count = j->groups[g].min;
-		sched_job_request(j, true, ((struct sched_job *)j)->req, &j->n_req);
+		sched_job_request(j, true, j->req, &j->n_req);
 		sched_usage_add(m, j, +1);
 	}
 }
