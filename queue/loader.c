@@ -174,6 +174,18 @@ load_queues(struct db *c, struct sched_model *m, const char *env, struct err *e)
 		json_t *v;
 		bool qok = q != NULL;
 
+		if (qok) {
+			/* Heads and cpu-only workers are bounded by capacity, not by quota. */
+			struct sched_quota free_cpu;
+
+			for (int rr = 0; rr < SCHED_NRES; rr++) {
+				free_cpu.nominal.v[rr] = SCHED_UNSET;
+				free_cpu.borrow_limit.v[rr] = SCHED_UNSET;
+				free_cpu.lend_limit.v[rr] = SCHED_UNSET;
+			}
+			qok = sched_queue_set_quota(m, q, "cpu", &free_cpu, e);
+		}
+
 		json_object_foreach(nom, flavor, v) {
 			struct sched_quota quota;
 

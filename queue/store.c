@@ -289,9 +289,9 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 		}
 		json_decref(pc);
 	}
-	f->nominal = json_dumps(nq ? nq : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
-	f->borrow = json_dumps(bl ? bl : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
-	f->lend = json_dumps(ll ? ll : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+	f->nominal = (nq ? json_dumps(nq, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}"));
+	f->borrow = (bl ? json_dumps(bl, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}"));
+	f->lend = (ll ? json_dumps(ll, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}"));
 	return true;
 }
 

@@ -236,7 +236,7 @@ cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *i
 	uuid_unparse_lower(u, id);
 	if (!seal_token(id, in->token, &sealed, e))
 		return false;
-	labels = json_dumps(in->labels ? in->labels : json_object(), JSON_COMPACT);
+	labels = (in->labels ? json_dumps(in->labels, JSON_COMPACT) : strdup("{}"));
 	{
 		const char *p[9] = { id, cloud_id, in->name, in->api_server, in->ca_cert, sealed,
 		    in->provider_cluster_id, labels, in->batch_scheduler };
@@ -323,7 +323,7 @@ cluster_replace(struct db *c, const char *id, const struct cluster_input *in, js
 
 	if (in->token != NULL && !seal_token(id, in->token, &sealed, e))
 		return false;
-	labels = json_dumps(in->labels ? in->labels : json_object(), JSON_COMPACT);
+	labels = (in->labels ? json_dumps(in->labels, JSON_COMPACT) : strdup("{}"));
 	{
 		const char *p[7] = { id, in->api_server, in->ca_cert, sealed,
 		    in->provider_cluster_id, labels, in->batch_scheduler };
