@@ -1,9 +1,439 @@
-/* cloudsim azure: placeholder until the Azure endpoints land. */
+/* cloudsim azure: Azure AD v2 token endpoint (client credentials) and ARM — AKS agent
+ * pools, Microsoft.Compute skus (with restrictions) and usages, user-assigned managed
+ * identities; api-version required, nextLink paging, ARM error objects. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
 #include "cloudsim/cs.h"
+
+static char *
+form_get(const char *body, const char *key)
+{
+	const char *p = body;
+	size_t kl = strlen(key);
+
+	while (p != NULL && *p) {
+		const char *amp = strchr(p, '&');
+		size_t len = amp ? (size_t)(amp - p) : strlen(p);
+
+		if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
+			return cs_form_decode(p + kl + 1, len - kl - 1);
+		p = amp ? amp + 1 : NULL;
+	}
+	return NULL;
+}
+
+static void
+login(struct cs *cs, struct cs_req *rq)
+{
+	const char *tenant = rq->nseg >= 3 ? rq->seg[2] : "";
+	char *gt = form_get(rq->body ? rq->body : "", "grant_type"),
+	    *id = form_get(rq->body ? rq->body : "", "client_id"),
+	    *sec = form_get(rq->body ? rq->body : "", "client_secret"),
+	    *scope = form_get(rq->body ? rq->body : "", "scope");
+	struct cs_az_app *app = NULL;
+	bool tenant_ok = false;
+	struct cs_token *t;
+	size_t i;
+
+	for (i = 0; i < cs->apps.n; i++) {
+		struct cs_az_app *a = cs->apps.v[i];
+
+		if (strcmp(a->tenant, tenant) == 0) {
+			tenant_ok = true;
+			if (id != NULL && strcmp(a->client_id, id) == 0)
+				app = a;
+		}
+	}
+	if (rq->nseg != 6 || strcmp(rq->seg[3], "oauth2") || strcmp(rq->seg[4], "v2.0") ||
+	    strcmp(rq->seg[5], "token") || strcmp(rq->method, "POST")) {
+		cs_reply_error(rq, 404, "invalid_request", "AADSTS900561: The endpoint only "
+		    "accepts POST requests.");
+	} else if (!tenant_ok) {
+		cs_reply_error(rq, 400, "invalid_request", "AADSTS90002: Tenant '%s' not found. "
+		    "Check to make sure you have the correct tenant ID and are signing into the "
+		    "correct cloud.", tenant);
+	} else if (gt == NULL || strcmp(gt, "client_credentials") != 0) {
+		cs_reply_error(rq, 400, "unsupported_grant_type", "AADSTS70003: The app requested "
+		    "an unsupported grant type '%s'.", gt ? gt : "");
+	} else if (app == NULL) {
+		cs_reply_error(rq, 400, "unauthorized_client", "AADSTS700016: Application with "
+		    "identifier '%s' was not found in the directory '%s'.", id ? id : "", tenant);
+	} else if (sec == NULL || strcmp(sec, app->secret) != 0) {
+		cs_reply_error(rq, 401, "invalid_client", "AADSTS7000215: Invalid client secret "
+		    "provided. Ensure the secret being sent in the request is the client secret "
+		    "value, not the client secret ID, for a secret added to app '%s'.", app->client_id);
+	} else if (scope == NULL || strcmp(scope, "https://management.azure.com/.default") != 0) {
+		cs_reply_error(rq, 400, "invalid_scope", "AADSTS1002012: The provided value for "
+		    "scope %s is not valid. Client credential flows must have a scope value with "
+		    "/.default suffixed to the resource identifier (application ID URI).",
+		    scope ? scope : "");
+	} else {
+		t = cs_token_issue(cs, CS_TOK_AZURE, app->client_id, app->tenant,
+		    cs->cfg.token_ttl_s);
+		cs_reply_json(rq, 200, json_pack("{s:s, s:i, s:i, s:s}", "token_type", "Bearer",
+		    "expires_in", (int)cs->cfg.token_ttl_s - 1, "ext_expires_in",
+		    (int)cs->cfg.token_ttl_s - 1, "access_token", t->value));
+	}
+	free(gt);
+	free(id);
+	free(sec);
+	free(scope);
+}
+
+static struct cs_az_sub *
+sub_find(struct cs *cs, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < cs->subs.n; i++)
+		if (strcasecmp(((struct cs_az_sub *)cs->subs.v[i])->id, id) == 0)
+			return cs->subs.v[i];
+	return NULL;
+}
+
+static json_t *
+sub_cfg(struct cs *cs, const char *id)
+{
+	json_t *s;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(cs->fleet, "azure"), "subscriptions"),
+	    i, s)
+		if (json_is_string(json_object_get(s, "id")) &&
+		    strcasecmp(json_string_value(json_object_get(s, "id")), id) == 0)
+			return s;
+	return NULL;
+}
+
+/* Answers items[] one page at a time with a nextLink; consumes items. */
+static void
+paged(struct cs *cs, struct cs_req *rq, json_t *items)
+{
+	const char *skip = cs_query(rq, "$skiptoken");
+	long off = 0, n = cs->cfg.page_size, i;
+	json_t *page = json_array(), *out;
+
+	if (skip != NULL && (sscanf(skip, "s%ld", &off) != 1 || off < 0)) {
+		json_decref(items);
+		json_decref(page);
+		cs_reply_error(rq, 400, "InvalidSkipToken", "The $skiptoken '%s' is invalid.", skip);
+		return;
+	}
+	for (i = off; i < (long)json_array_size(items) && i < off + n; i++)
+		json_array_append(page, json_array_get(items, (size_t)i));
+	out = json_pack("{s:o}", "value", page);
+	if (i < (long)json_array_size(items))
+		json_object_set_new(out, "nextLink", json_sprintf("%s%s?api-version=%s&"
+		    "$skiptoken=s%ld", cs->base_url, rq->path, cs_query(rq, "api-version"), i));
+	json_decref(items);
+	cs_reply_json(rq, 200, out);
+}
+
+static int
+pool_nodes(struct cs_cluster *cl, struct cs_pool *p)
+{
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < cl->nodes.n; i++)
+		if (((struct cs_node *)cl->nodes.v[i])->pool == p)
+			n++;
+	return n;
+}
+
+static json_t *
+agent_pool(struct cs_cluster *cl, struct cs_pool *p)
+{
+	json_t *taints = json_array(), *t, *labels;
+	size_t i;
+
+	json_array_foreach(p->extra_taints, i, t)
+		json_array_append_new(taints, json_sprintf("%s=%s:%s",
+		    json_string_value(json_object_get(t, "key")),
+		    json_string_value(json_object_get(t, "value")) ?
+		    json_string_value(json_object_get(t, "value")) : "",
+		    json_string_value(json_object_get(t, "effect"))));
+	if (p->mt->accel != NULL)
+		json_array_append_new(taints, json_string("sku=gpu:NoSchedule"));
+	if (p->spot)
+		json_array_append_new(taints, json_string(
+		    "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"));
+	labels = p->extra_labels ? json_deep_copy(p->extra_labels) : json_object();
+	return json_pack("{s:o, s:s, s:s, s:{s:i, s:s, s:i, s:s, s:s, s:s, s:b, s:i, s:i, s:s, "
+	    "s:s, s:f, s:o, s:o, s:s, s:{s:s}, s:s, s:[s], s:i, s:s}}",
+	    "id", json_sprintf("/subscriptions/%s/resourceGroups/%s/providers/"
+	    "Microsoft.ContainerService/managedClusters/%s/agentPools/%s", cl->account,
+	    cl->resource_group, cl->name, p->name), "name", p->name, "type",
+	    "Microsoft.ContainerService/managedClusters/agentPools", "properties",
+	    "count", pool_nodes(cl, p), "vmSize", p->mt->name, "osDiskSizeGB", 128, "osType",
+	    "Linux", "osSKU", "Ubuntu", "mode", p->mt->accel ? "User" : "System",
+	    "enableAutoScaling", p->autoscale, "minCount", p->min, "maxCount", p->max,
+	    "scaleSetPriority", p->spot ? "Spot" : "Regular", "scaleSetEvictionPolicy", "Delete",
+	    "spotMaxPrice", p->spot ? -1.0 : 0.0, "nodeLabels", labels, "nodeTaints", taints,
+	    "provisioningState", "Succeeded", "powerState", "code", "Running",
+	    "orchestratorVersion", cl->k8s_version, "availabilityZones", "1", "maxPods", 110,
+	    "type", "VirtualMachineScaleSets");
+}
+
+static void
+agent_pools(struct cs *cs, struct cs_req *rq, const char *sub)
+{
+	struct cs_cluster *cl = cs_cluster_find(cs, rq->seg[8]);
+	json_t *items;
+	size_t i;
+
+	if (cl == NULL || cl->provider != CS_AKS || strcasecmp(cl->account, sub) ||
+	    strcasecmp(cl->resource_group, rq->seg[4])) {
+		cs_reply_error(rq, 404, "ResourceNotFound", "The Resource "
+		    "'Microsoft.ContainerService/managedClusters/%s' under resource group '%s' was "
+		    "not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix",
+		    rq->seg[8], rq->seg[4]);
+		return;
+	}
+	if (rq->nseg == 9) {
+		cs_reply_json(rq, 200, json_pack("{s:o, s:s, s:s, s:s, s:{s:s, s:s, s:s}}", "id",
+		    json_sprintf("/subscriptions/%s/resourceGroups/%s/providers/"
+		    "Microsoft.ContainerService/managedClusters/%s", cl->account, cl->resource_group,
+		    cl->name), "name", cl->name, "type", "Microsoft.ContainerService/ManagedClusters",
+		    "location", cl->region, "properties", "provisioningState", "Succeeded",
+		    "kubernetesVersion", cl->k8s_version, "nodeResourceGroup", "MC_rg"));
+		return;
+	}
+	if (rq->nseg == 11) {
+		for (i = 0; i < cl->npools; i++)
+			if (strcmp(cl->pools[i].name, rq->seg[10]) == 0) {
+				cs_reply_json(rq, 200, agent_pool(cl, &cl->pools[i]));
+				return;
+			}
+		cs_reply_error(rq, 404, "NotFound", "Agent pool '%s' not found.", rq->seg[10]);
+		return;
+	}
+	items = json_array();
+	for (i = 0; i < cl->npools; i++)
+		json_array_append_new(items, agent_pool(cl, &cl->pools[i]));
+	paged(cs, rq, items);
+}
+
+/* Locations of this subscription's AKS clusters. */
+static json_t *
+sub_locations(struct cs *cs, const char *sub)
+{
+	json_t *l = json_array(), *v;
+	size_t i, j;
+
+	for (i = 0; i < cs->nclusters; i++) {
+		bool dup = false;
+
+		if (cs->clusters[i].provider != CS_AKS || strcasecmp(cs->clusters[i].account, sub))
+			continue;
+		json_array_foreach(l, j, v)
+			if (strcmp(json_string_value(v), cs->clusters[i].region) == 0)
+				dup = true;
+		if (!dup)
+			json_array_append_new(l, json_string(cs->clusters[i].region));
+	}
+	return l;
+}
+
+static void
+skus(struct cs *cs, struct cs_req *rq, const char *sub)
+{
+	const char *filter = cs_query(rq, "$filter");
+	json_t *locs = sub_locations(cs, sub), *items = json_array(), *l, *r;
+	const struct cs_machine *m;
+	size_t i, j, k;
+
+	for (i = 0; (m = cs_machine_at(i)) != NULL; i++) {
+		if (m->provider != CS_AKS)
+			continue;
+		json_array_foreach(locs, j, l) {
+			const char *loc = json_string_value(l);
+			json_t *restr = json_array(), *sku;
+
+			if (filter != NULL && strstr(filter, loc) == NULL)
+				continue;
+			json_array_foreach(json_object_get(sub_cfg(cs, sub), "restrictions"), k, r)
+				if (json_is_string(json_object_get(r, "sku")) &&
+				    strcmp(json_string_value(json_object_get(r, "sku")), m->name) == 0 &&
+				    json_is_string(json_object_get(r, "location")) &&
+				    strcmp(json_string_value(json_object_get(r, "location")), loc) == 0)
+					json_array_append_new(restr, json_pack("{s:s, s:[s], s:{s:[s]}, "
+					    "s:s}", "type", "Location", "values", loc, "restrictionInfo",
+					    "locations", loc, "reasonCode", json_is_string(json_object_get(r,
+					    "reason")) ? json_string_value(json_object_get(r, "reason")) :
+					    "NotAvailableForSubscription"));
+			sku = json_pack("{s:s, s:s, s:s, s:s, s:s, s:[s], s:[{s:s, s:[s, s, s]}], "
+			    "s:[{s:s, s:o}, {s:s, s:o}, {s:s, s:o}], s:o}",
+			    "resourceType", "virtualMachines", "name", m->name, "tier", "Standard",
+			    "size", m->name + 9, "family", cs_azure_family(m->name), "locations", loc,
+			    "locationInfo", "location", loc, "zones", "1", "2", "3", "capabilities",
+			    "name", "vCPUs", "value", json_sprintf("%d", m->vcpus), "name", "MemoryGB",
+			    "value", json_sprintf("%d", m->mem_gib), "name", "GPUs", "value",
+			    json_sprintf("%d", m->tpu ? 0 : m->accel_count), "restrictions", restr);
+			json_array_append_new(items, sku);
+		}
+	}
+	json_decref(locs);
+	paged(cs, rq, items);
+}
+
+static void
+usage_add(json_t *u, const char *name, double v)
+{
+	json_t *e = json_object_get(u, name);
+
+	if (e == NULL) {
+		e = json_pack("{s:f, s:f, s:{s:s, s:s}, s:s}", "currentValue", 0.0, "limit", 0.0,
+		    "name", "value", name, "localizedValue", name, "unit", "Count");
+		json_object_set_new(u, name, e);
+	}
+	json_object_set_new(e, "currentValue", json_real(json_real_value(json_object_get(e,
+	    "currentValue")) + v));
+}
+
+static void
+usages(struct cs *cs, struct cs_req *rq, const char *sub, const char *loc)
+{
+	json_t *u = json_object(), *lim, *v, *items = json_array();
+	const char *k;
+	size_t c, i;
+
+	usage_add(u, "cores", 0);
+	usage_add(u, "lowPriorityCores", 0);
+	lim = json_object_get(json_object_get(sub_cfg(cs, sub), "quotas"), loc);
+	json_object_foreach(lim, k, v) {
+		usage_add(u, k, 0);
+		json_object_set_new(json_object_get(u, k), "limit", json_real(json_number_value(v)));
+	}
+	for (c = 0; c < cs->nclusters; c++) {
+		struct cs_cluster *cl = &cs->clusters[c];
+
+		if (cl->provider != CS_AKS || strcasecmp(cl->account, sub) || strcmp(cl->region, loc))
+			continue;
+		for (i = 0; i < cl->nodes.n; i++) {
+			struct cs_node *n = cl->nodes.v[i];
+
+			if (n->pool->spot) {
+				usage_add(u, "lowPriorityCores", n->pool->mt->vcpus);
+			} else {
+				usage_add(u, "cores", n->pool->mt->vcpus);
+				usage_add(u, cs_azure_family(n->pool->mt->name), n->pool->mt->vcpus);
+			}
+		}
+	}
+	json_object_foreach(u, k, v)
+		json_array_append(items, v);
+	json_decref(u);
+	paged(cs, rq, items);
+}
+
+static void
+identity(struct cs *cs, struct cs_req *rq, const char *sub)
+{
+	size_t i;
+
+	for (i = 0; i < cs->mis.n; i++) {
+		struct cs_az_identity *m = cs->mis.v[i];
+
+		if (strcasecmp(m->subscription, sub) || strcasecmp(m->resource_group, rq->seg[4]) ||
+		    strcmp(m->name, rq->seg[8]))
+			continue;
+		cs_reply_json(rq, 200, json_pack("{s:o, s:s, s:s, s:s, s:O, s:{s:s, s:s, s:s}}",
+		    "id", json_sprintf("/subscriptions/%s/resourcegroups/%s/providers/"
+		    "Microsoft.ManagedIdentity/userAssignedIdentities/%s", m->subscription,
+		    m->resource_group, m->name), "name", m->name, "type",
+		    "Microsoft.ManagedIdentity/userAssignedIdentities", "location", m->location,
+		    "tags", m->tags, "properties", "tenantId", m->tenant, "principalId",
+		    m->principal_id, "clientId", m->client_id));
+		return;
+	}
+	cs_reply_error(rq, 404, "ResourceNotFound", "The Resource "
+	    "'Microsoft.ManagedIdentity/userAssignedIdentities/%s' under resource group '%s' was "
+	    "not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix",
+	    rq->seg[8], rq->seg[4]);
+}
+
+static bool
+seg_is(struct cs_req *rq, size_t i, const char *s)
+{
+	return i < rq->nseg && strcasecmp(rq->seg[i], s) == 0;
+}
+
+static void
+arm(struct cs *cs, struct cs_req *rq)
+{
+	bool expired;
+	struct cs_token *t = cs_bearer(cs, rq, CS_TOK_AZURE, &expired);
+	struct cs_az_sub *sub;
+	const char *h = cs_header(rq, "Authorization");
+
+	if (t == NULL) {
+		if (h == NULL)
+			cs_reply_error(rq, 401, "AuthenticationFailed", "Authentication failed. The "
+			    "'Authorization' header is missing.");
+		else if (expired)
+			cs_reply_error(rq, 401, "ExpiredAuthenticationToken", "The access token "
+			    "expiry UTC time is earlier than current UTC time.");
+		else
+			cs_reply_error(rq, 401, "InvalidAuthenticationToken", "The access token is "
+			    "invalid.");
+		return;
+	}
+	if (cs_query(rq, "api-version") == NULL || *cs_query(rq, "api-version") == '\0') {
+		cs_reply_error(rq, 400, "MissingApiVersionParameter", "The api-version query "
+		    "parameter (?api-version=) is required for all requests.");
+		return;
+	}
+	if (!seg_is(rq, 1, "subscriptions") || rq->nseg < 3) {
+		cs_reply_error(rq, 404, "InvalidResourceType", "The resource type could not be "
+		    "found.");
+		return;
+	}
+	sub = sub_find(cs, rq->seg[2]);
+	if (sub == NULL) {
+		cs_reply_error(rq, 404, "SubscriptionNotFound", "The subscription '%s' could not "
+		    "be found.", rq->seg[2]);
+		return;
+	}
+	if (strcmp(sub->tenant, t->tenant) != 0) {
+		cs_reply_error(rq, 401, "InvalidAuthenticationTokenTenant", "The access token is "
+		    "from the wrong issuer 'https://sts.windows.net/%s/'. It must match the tenant "
+		    "'https://sts.windows.net/%s/' associated with this subscription.", t->tenant,
+		    sub->tenant);
+		return;
+	}
+	if (strcmp(rq->method, "GET") != 0) {
+		cs_reply_error(rq, 405, "MethodNotAllowed", "The requested method is not allowed.");
+	} else if ((rq->nseg == 9 || rq->nseg == 10 || rq->nseg == 11) &&
+	    seg_is(rq, 3, "resourceGroups") && seg_is(rq, 5, "providers") &&
+	    seg_is(rq, 6, "Microsoft.ContainerService") && seg_is(rq, 7, "managedClusters") &&
+	    (rq->nseg == 9 || seg_is(rq, 9, "agentPools"))) {
+		agent_pools(cs, rq, sub->id);
+	} else if (rq->nseg == 6 && seg_is(rq, 3, "providers") &&
+	    seg_is(rq, 4, "Microsoft.Compute") && seg_is(rq, 5, "skus")) {
+		skus(cs, rq, sub->id);
+	} else if (rq->nseg == 8 && seg_is(rq, 3, "providers") &&
+	    seg_is(rq, 4, "Microsoft.Compute") && seg_is(rq, 5, "locations") &&
+	    seg_is(rq, 7, "usages")) {
+		usages(cs, rq, sub->id, rq->seg[6]);
+	} else if (rq->nseg == 9 && seg_is(rq, 3, "resourceGroups") && seg_is(rq, 5, "providers") &&
+	    seg_is(rq, 6, "Microsoft.ManagedIdentity") &&
+	    seg_is(rq, 7, "userAssignedIdentities")) {
+		identity(cs, rq, sub->id);
+	} else {
+		cs_reply_error(rq, 404, "InvalidResourceType", "The resource type could not be "
+		    "found in the namespace for api version '%s'.", cs_query(rq, "api-version"));
+	}
+}
 
 void
 cs_azure_handle(struct cs *cs, struct cs_req *rq)
 {
-	(void)cs;
-	cs_reply_error(rq, 404, "ResourceNotFound", "not implemented yet");
+	if (strcmp(rq->service, "azure_login") == 0)
+		login(cs, rq);
+	else
+		arm(cs, rq);
 }

@@ -73,3 +73,10 @@ cs_azure_family(const char *vm_size)
 		return "StandardNCADSA100v4Family";
 	return "standardDSv5Family";
 }
+
+/* The i-th machine type of the catalog, NULL past the end. */
+const struct cs_machine *
+cs_machine_at(size_t i)
+{
+	return i < sizeof(machines) / sizeof(machines[0]) ? &machines[i] : NULL;
+}

@@ -187,6 +187,7 @@ struct cs_token {
 	char	 session[128];		/* AWS session token */
 	char	 principal[256];	/* SA email, app client id, assumed-role ARN */
 	char	 tenant[40];		/* Azure tenant, AWS account, GCP project */
+	char	 scope[256];		/* OAuth scope(s) granted */
 	double	 expires;		/* wall clock */
 	bool	 revoked;
 };
@@ -264,6 +265,7 @@ char	*cs_xml_escape(const char *s);
 
 /* ---- catalog.c */
 const struct cs_machine *cs_machine_find(const char *name);
+const struct cs_machine *cs_machine_at(size_t i);
 const char *cs_gce_accel_quota_metric(const char *accel, bool spot);
 const char *cs_azure_family(const char *vm_size);
 
@@ -345,6 +347,8 @@ bool	 cs_http_start(struct cs *cs, const char *host, int port, const char *key_p
 void	 cs_http_stop(void);
 
 /* ---- handlers (called with cs->lock held) */
+void	 cs_gke_handle(struct cs *cs, struct cs_req *rq, struct cs_token *t);
+void	 cs_gce_handle(struct cs *cs, struct cs_req *rq, struct cs_token *t);
 void	 cs_kube_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_gcp_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_azure_handle(struct cs *cs, struct cs_req *rq);

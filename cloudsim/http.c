@@ -112,14 +112,18 @@ cs_reply_error(struct cs_req *rq, int status, const char *code, const char *fmt,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	switch (rq->fam) {
-	case FAM_GOOGLE:
-		j = json_pack("{s:{s:i, s:s, s:s, s:[{s:s, s:s, s:s}]}}", "error", "code", status,
-		    "message", msg, "status", code ? code : google_status(status), "errors",
-		    "message", msg, "domain", "global", "reason",
+	case FAM_GOOGLE: {
+		bool upper = code != NULL && code[0] >= 'A' && code[0] <= 'Z';
+		const char *reason = code != NULL && !upper ? code :
 		    status == 401 ? "authError" : status == 404 ? "notFound" :
 		    status == 403 ? "forbidden" : status == 429 ? "rateLimitExceeded" :
-		    status >= 500 ? "backendError" : "badRequest");
+		    status >= 500 ? "backendError" : "badRequest";
+
+		j = json_pack("{s:{s:i, s:s, s:s, s:[{s:s, s:s, s:s}]}}", "error", "code", status,
+		    "message", msg, "status", upper ? code : google_status(status), "errors",
+		    "message", msg, "domain", "global", "reason", reason);
 		break;
+	}
 	case FAM_OAUTH:
 		j = json_pack("{s:s, s:s}", "error", code, "error_description", msg);
 		break;
