@@ -368,7 +368,7 @@ verify(struct cs *cs, struct cs_req *rq, json_t *b)
 		if ((line[0] == ' ' || line[0] == '\t') && nh > 0) {	/* folded line */
 			char *j = NULL;
 
-			if (asprintf(&j, "%s,%s", hdr[nh - 1].v, line) < 0)
+			if (asprintf(&j, "%s %s", hdr[nh - 1].v, line) < 0)
 				abort();
 			free(hdr[nh - 1].v);
 			hdr[nh - 1].v = j;
