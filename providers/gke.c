@@ -145,7 +145,7 @@ prov_gke_parse_node_pools(const char *body, size_t len, struct prov_pools *out, 
 bool
 prov_gke_parse_region(const char *body, size_t len, struct prov_pools *out, struct err *e)
 {
-	json_t *j = load(body, len, "gce region", e), *q;
+	json_t *j = load(body, len, "gce region", e), *q, *zones;
 	size_t i;
 
 	if (j == NULL)
@@ -158,6 +158,19 @@ prov_gke_parse_region(const char *body, size_t len, struct prov_pools *out, stru
 			continue;
 		prov_pools_add_quota(out, m, json_number_value(l), json_number_value(u));
 	}
+	/* zone URLs ".../zones/us-central1-a" -> names, for the zonal reservation lists */
+	if (out->extra == NULL)
+		out->extra = json_object();
+	zones = json_array();
+	json_array_foreach(json_object_get(j, "zones"), i, q) {
+		const char *z = json_string_value(q), *slash = z ? strrchr(z, '/') : NULL;
+
+		z = slash ? slash + 1 : z;
+		if (z != NULL && z[0] != '\0' && strlen(z) < 64 && strspn(z,
+		    "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(z))
+			json_array_append_new(zones, json_string(z));
+	}
+	json_object_set_new(out->extra, "zones", zones);
 	out->pages++;
 	json_decref(j);
 	return true;
@@ -269,10 +282,11 @@ prov_gke_finish(struct prov_pools *out)
 struct page_ctx {
 	struct prov_pool_job	*job;
 	int			 kind;	/* 0 node pools, 1 region, 2 reservations */
+	char			 zone[64];
 };
 
 static bool gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind,
-    const char *token);
+    const char *zone, const char *token);
 
 static void
 gke_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
@@ -281,9 +295,12 @@ gke_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct
 	int kind = ((struct page_ctx *)ctx)->kind;
 	static const char *const what[] = { "gke node pools", "gce region", "gce reservations" };
 	struct err pe = { 0 };
-	char *next = NULL;
+	char *next = NULL, zone[64];
+	json_t *z;
+	size_t i;
 	bool ok;
 
+	snprintf(zone, sizeof(zone), "%s", ((struct page_ctx *)ctx)->zone);
 	free(ctx);
 	if (e != NULL) {
 		prov_fetch_fail(f, e);
@@ -307,14 +324,18 @@ gke_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct
 			err_set(&pe, 502, "prov.paging", "%s: too many pages", what[kind]);
 			prov_fetch_fail(f, &pe);
 		} else {
-			gke_get(f, job, kind, next);
+			gke_get(f, job, kind, zone, next);
 		}
+	} else if (kind == 1) {
+		json_array_foreach(json_object_get(job->out->extra, "zones"), i, z)
+			gke_get(f, job, 2, json_string_value(z), NULL);
 	}
 	free(next);
 }
 
 static bool
-gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *token)
+gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *zone,
+    const char *token)
 {
 	struct page_ctx *ctx = calloc(1, sizeof(*ctx));
 	char url[2048], *tok = token ? creds_form_escape(token) : NULL;
@@ -325,6 +346,7 @@ gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *t
 		abort();
 	ctx->job = job;
 	ctx->kind = kind;
+	snprintf(ctx->zone, sizeof(ctx->zone), "%s", zone ? zone : "");
 	if (kind == 0)
 		snprintf(url, sizeof(url), "%s/v1/%s/nodePools%s%s", cfg.gke_url,
 		    job->cluster->provider_cluster_id, tok ? "?pageToken=" : "", tok ? tok : "");
@@ -332,8 +354,8 @@ gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *t
 		snprintf(url, sizeof(url), "%s/compute/v1/projects/%s/regions/%s", cfg.gce_url,
 		    job->cloud->project, job->cloud->region);
 	else
-		snprintf(url, sizeof(url), "%s/compute/v1/projects/%s/aggregated/reservations"
-		    "?maxResults=500%s%s", cfg.gce_url, job->cloud->project,
+		snprintf(url, sizeof(url), "%s/compute/v1/projects/%s/zones/%s/reservations"
+		    "?maxResults=500%s%s", cfg.gce_url, job->cloud->project, ctx->zone,
 		    tok ? "&pageToken=" : "", tok ? tok : "");
 	if (tok != NULL)
 		creds_form_free(tok);
@@ -352,7 +374,7 @@ gke_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
 	    strncmp(job->cluster->provider_cluster_id, "projects/", 9) != 0)
 		return err_set(e, 400, "prov.bad_cluster_id", "gke cluster id is not "
 		    "projects/P/locations/L/clusters/C");
-	if (!gke_get(f, job, 0, NULL) || !gke_get(f, job, 1, NULL) || !gke_get(f, job, 2, NULL)) {
+	if (!gke_get(f, job, 0, NULL, NULL) || !gke_get(f, job, 1, NULL, NULL)) {
 		*e = f->err;
 		return false;
 	}

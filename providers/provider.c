@@ -263,3 +263,43 @@ cleanup:
 	memset(&cr, 0, sizeof(cr));
 	return ok;
 }
+
+static bool
+put(char *dst, size_t n, const char *v)
+{
+	if (v == NULL)
+		v = "";
+	if (strlen(v) >= n)
+		return false;
+	memcpy(dst, v, strlen(v) + 1);
+	return true;
+}
+
+bool
+prov_cloud_fill(struct prov_cloud *c, const char *id, const char *provider,
+    const char *region, const char *account, const char *external_id,
+    const char *control_plane_role, const char *cluster_role, struct err *e)
+{
+	json_t *a = account ? json_loads(account, 0, NULL) : json_object();
+	bool ok;
+
+	memset(c, 0, sizeof(*c));
+	ok = json_is_object(a) && put(c->id, sizeof(c->id), id) &&
+	    put(c->provider, sizeof(c->provider), provider) &&
+	    put(c->region, sizeof(c->region), region) &&
+	    put(c->project, sizeof(c->project), json_string_value(json_object_get(a, "project"))) &&
+	    put(c->subscription, sizeof(c->subscription),
+	    json_string_value(json_object_get(a, "subscription_id"))) &&
+	    put(c->tenant, sizeof(c->tenant), json_string_value(json_object_get(a, "tenant_id"))) &&
+	    put(c->resource_group, sizeof(c->resource_group),
+	    json_string_value(json_object_get(a, "resource_group"))) &&
+	    put(c->account_id, sizeof(c->account_id),
+	    json_string_value(json_object_get(a, "account_id"))) &&
+	    put(c->external_id, sizeof(c->external_id), external_id) &&
+	    put(c->control_plane_role, sizeof(c->control_plane_role), control_plane_role) &&
+	    put(c->cluster_role, sizeof(c->cluster_role), cluster_role);
+	json_decref(a);
+	if (!ok)
+		return err_set(e, 400, "prov.bad_account", "cloud account or identities unreadable");
+	return true;
+}

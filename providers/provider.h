@@ -28,6 +28,13 @@ struct prov_cloud {
 	char	cluster_role[384];
 };
 
+/* Fills c from a clouds row: account is the row's account JSON text ({"project"} |
+ * {"subscription_id","tenant_id","resource_group"} | {"account_id"}); roles may be NULL.
+ * 400 "prov.bad_account" when the JSON is unreadable or a field is too long. */
+bool	 prov_cloud_fill(struct prov_cloud *c, const char *id, const char *provider,
+	    const char *region, const char *account, const char *external_id,
+	    const char *control_plane_role, const char *cluster_role, struct err *e);
+
 /* A member cluster; every pointer is borrowed from the caller. */
 struct prov_cluster {
 	const char	*id;

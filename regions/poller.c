@@ -1,0 +1,425 @@
+/* poller: one refresh of every member cluster — read clusters and clouds, close the
+ * transaction, run credentials, provider and Kubernetes calls of all clusters on one
+ * http_batch, then replace each cluster's capacity rows in its own short transaction. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/crypto.h"
+#include "core/db.h"
+#include "core/log.h"
+#include "providers/kube.h"
+#include "providers/provider.h"
+#include "regions/catalog.h"
+#include "regions/cluster.h"
+#include "regions/poller.h"
+#include "regions/poller_int.h"
+
+struct job {
+	struct prov_cloud	 cloud;
+	char			*id, *name, *api, *ca, *token, *pcid;
+	struct prov_cluster	 k;
+	const struct prov_ops	*ops;
+	struct prov_creds	 creds;
+	struct prov_pools	 pools;
+	struct kube_capacity	 kube;
+	struct prov_pool_job	 pj;
+	struct prov_fetch	 fc, fp, fk;
+	bool			 retried;	/* credentials refreshed once after a 401 */
+	bool			 prov_done, kube_done;
+	struct err		 perr, kerr;	/* provider / kubernetes failure */
+	int			 calls[2], errors[2];	/* [0] provider, [1] kubernetes */
+	double			 lat_ms[2];
+	double			 last_ok;	/* epoch of the last good refresh, 0 = never */
+};
+
+static long call_timeout_ms = PROV_TIMEOUT_MS;
+static int max_attempts = 3;
+
+void
+poller_set_limits(long timeout_ms, int attempts)
+{
+	call_timeout_ms = timeout_ms > 0 ? timeout_ms : PROV_TIMEOUT_MS;
+	max_attempts = attempts > 0 ? attempts : 3;
+}
+
+static void
+fetch_init(struct prov_fetch *f, struct http_batch *b, void (*done)(struct prov_fetch *),
+    struct job *j)
+{
+	prov_fetch_init(f, b);
+	f->timeout_ms = call_timeout_ms;
+	f->retry = (struct http_retry){ max_attempts, 200, 5000 };
+	f->done = done;
+	f->user = j;
+}
+
+static void
+account(struct job *j, int side, const struct prov_fetch *f)
+{
+	j->calls[side] += f->calls;
+	j->errors[side] += f->errors;
+	j->lat_ms[side] += f->latency_ms;
+}
+
+static void creds_start(struct job *j, struct http_batch *b);
+
+static void
+prov_finished(struct prov_fetch *f)
+{
+	struct job *j = f->user;
+
+	account(j, 0, f);
+	if (f->failed && f->err.status == 401 && !j->retried) {
+		j->retried = true;	/* expired or revoked: fresh credentials, once */
+		prov_creds_invalidate(j->cloud.id);
+		prov_pools_cleanup(&j->pools);
+		prov_pools_init(&j->pools);
+		creds_start(j, f->b);
+		return;
+	}
+	if (f->failed)
+		j->perr = f->err;
+	j->prov_done = true;
+}
+
+static void
+creds_finished(struct prov_fetch *f)
+{
+	struct job *j = f->user;
+	struct err e = { 0 };
+
+	account(j, 0, f);
+	if (f->failed) {
+		j->perr = f->err;
+		j->prov_done = true;
+		return;
+	}
+	fetch_init(&j->fp, f->b, prov_finished, j);
+	if (!j->ops->pools_begin(&j->fp, &j->pj, &e)) {
+		prov_fetch_fail(&j->fp, &e);
+		if (j->fp.pending == 0)
+			prov_finished(&j->fp);
+	}
+}
+
+static void
+creds_start(struct job *j, struct http_batch *b)
+{
+	struct err e = { 0 };
+
+	fetch_init(&j->fc, b, creds_finished, j);
+	if (!prov_creds_begin(&j->fc, &j->cloud, NULL, &j->creds, &e))
+		prov_fetch_fail(&j->fc, &e);
+	if (j->fc.pending == 0)		/* cached, or failed before any call */
+		creds_finished(&j->fc);
+}
+
+static void
+kube_finished(struct prov_fetch *f)
+{
+	struct job *j = f->user;
+
+	account(j, 1, f);
+	if (f->failed)
+		j->kerr = f->err;
+	else
+		kube_capacity_finish(&j->kube);
+	j->kube_done = true;
+}
+
+static void
+job_start(struct job *j, struct http_batch *b)
+{
+	struct err e = { 0 };
+
+	fetch_init(&j->fk, b, kube_finished, j);
+	if (!kube_capacity_begin(&j->fk, &j->k, &j->kube, &e)) {
+		prov_fetch_fail(&j->fk, &e);
+		if (j->fk.pending == 0)
+			kube_finished(&j->fk);
+	}
+	creds_start(j, b);
+}
+
+static void
+job_free(struct job *j)
+{
+	if (j == NULL)
+		return;
+	free(j->id);
+	free(j->name);
+	free(j->api);
+	free(j->ca);
+	if (j->token != NULL)
+		memset(j->token, 0, strlen(j->token));
+	free(j->token);
+	free(j->pcid);
+	memset(&j->creds, 0, sizeof(j->creds));
+	prov_pools_cleanup(&j->pools);
+	kube_capacity_cleanup(&j->kube);
+}
+
+/* ---- reading clusters */
+
+static char *
+open_token(const uint8_t key[32], const char *sealed, const char *id, struct err *e)
+{
+	char *text = crypto_open(key, sealed, id, e), *tok = NULL;
+	json_t *j;
+
+	if (text == NULL)
+		return NULL;
+	j = json_loads(text, 0, NULL);
+	if (json_string_value(json_object_get(j, "token")) != NULL)
+		tok = strdup(json_string_value(json_object_get(j, "token")));
+	else
+		err_set(e, 500, "poller.bad_credentials", "cluster credentials lack a token");
+	json_decref(j);
+	memset(text, 0, strlen(text));
+	free(text);
+	return tok;
+}
+
+static char *
+dup(const PGresult *r, int row, int col)
+{
+	const char *v = db_val(r, row, col);
+
+	return strdup(v ? v : "");
+}
+
+static bool
+load_jobs(struct job **out, size_t *n, struct err *e)
+{
+	static const char sql[] =
+	    "SELECT k.id, k.name, k.api_server, k.ca_cert, k.credentials_sealed,"
+	    " k.provider_cluster_id, c.id, c.provider, c.region, c.account::text, c.external_id,"
+	    " p.control_plane_role, p.cluster_role,"
+	    " coalesce(extract(epoch FROM k.last_refresh_at), 0)"
+	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id ORDER BY k.id";
+	struct db *c = NULL;
+	PGresult *r = NULL;
+	uint8_t key[32];
+	struct job *v = NULL;
+	int rows = 0;
+	bool ok = false;
+
+	*out = NULL;
+	*n = 0;
+	if (!cluster_master_key(key, e))
+		return false;
+	if ((c = db_acquire(5000, e)) == NULL)
+		goto cleanup;
+	if (!db_exec(c, sql, 0, NULL, &r, e))
+		goto cleanup;
+	db_release(c);		/* nothing held across the network phase */
+	c = NULL;
+	rows = PQntuples(r);
+	v = calloc(rows ? (size_t)rows : 1, sizeof(*v));
+	if (v == NULL)
+		abort();
+	for (int i = 0; i < rows; i++) {
+		struct job *j = &v[i];
+
+		j->id = dup(r, i, 0);
+		j->name = dup(r, i, 1);
+		j->api = dup(r, i, 2);
+		j->ca = dup(r, i, 3);
+		j->pcid = dup(r, i, 5);
+		j->last_ok = atof(db_val(r, i, 13) ? db_val(r, i, 13) : "0");
+		prov_pools_init(&j->pools);
+		j->ops = prov_ops_get(db_val(r, i, 7));
+		kube_capacity_init(&j->kube, j->ops ? j->ops->pool_label : NULL,
+		    j->ops ? j->ops->rack_label : NULL);
+		if (!prov_cloud_fill(&j->cloud, db_val(r, i, 6), db_val(r, i, 7), db_val(r, i, 8),
+		    db_val(r, i, 9), db_val(r, i, 10), db_val(r, i, 11), db_val(r, i, 12),
+		    &j->perr) || j->ops == NULL) {
+			if (!err_is_set(&j->perr))
+				err_set(&j->perr, 500, "poller.bad_cloud", "unknown provider");
+			j->prov_done = j->kube_done = true;
+			j->kerr = j->perr;
+		}
+		j->token = open_token(key, db_val(r, i, 4), j->id, &j->kerr);
+		if (j->token == NULL) {
+			j->perr = j->kerr;
+			j->prov_done = j->kube_done = true;
+		}
+		j->k = (struct prov_cluster){ j->id, j->name, j->api, j->ca, j->token, j->pcid };
+		j->pj = (struct prov_pool_job){ &j->cloud, &j->k, &j->creds, &j->pools };
+	}
+	*out = v;
+	*n = (size_t)rows;
+	ok = true;
+cleanup:
+	memset(key, 0, sizeof(key));
+	PQclear(r);
+	db_release(c);
+	return ok;
+}
+
+/* ---- metrics */
+
+static pthread_mutex_t mlock = PTHREAD_MUTEX_INITIALIZER;
+static const char *const sides[] = { "gke", "aks", "hyperpod", "kubernetes" };
+static struct { long long calls, errors; double lat_ms; } mstat[4];
+struct age { char id[40]; char name[128]; double last_ok; };
+static struct age *ages;
+static size_t nages;
+
+static int
+side_of(const char *provider)
+{
+	for (int i = 0; i < 3; i++)
+		if (strcmp(sides[i], provider) == 0)
+			return i;
+	return -1;
+}
+
+static void
+metrics_record(const struct job *v, size_t n)
+{
+	pthread_mutex_lock(&mlock);
+	free(ages);
+	ages = calloc(n ? n : 1, sizeof(*ages));
+	if (ages == NULL)
+		abort();
+	nages = n;
+	for (size_t i = 0; i < n; i++) {
+		int s = side_of(v[i].cloud.provider);
+
+		if (s >= 0) {
+			mstat[s].calls += v[i].calls[0];
+			mstat[s].errors += v[i].errors[0];
+			mstat[s].lat_ms += v[i].lat_ms[0];
+		}
+		mstat[3].calls += v[i].calls[1];
+		mstat[3].errors += v[i].errors[1];
+		mstat[3].lat_ms += v[i].lat_ms[1];
+		snprintf(ages[i].id, sizeof(ages[i].id), "%s", v[i].id);
+		snprintf(ages[i].name, sizeof(ages[i].name), "%s", v[i].name);
+		ages[i].last_ok = v[i].last_ok;
+	}
+	pthread_mutex_unlock(&mlock);
+}
+
+void
+poller_metrics(char **buf, size_t *len, size_t *cap)
+{
+	double now = (double)time(NULL);
+
+	pthread_mutex_lock(&mlock);
+	poller_appendf(buf, len, cap, "# HELP fleetd_provider_calls_total Provider and "
+	    "Kubernetes API calls made by the capacity poller.\n"
+	    "# TYPE fleetd_provider_calls_total counter\n");
+	for (int i = 0; i < 4; i++)
+		poller_appendf(buf, len, cap, "fleetd_provider_calls_total{provider=\"%s\"} %lld\n",
+		    sides[i], mstat[i].calls);
+	poller_appendf(buf, len, cap, "# HELP fleetd_provider_errors_total Calls that failed or "
+	    "answered an error status.\n# TYPE fleetd_provider_errors_total counter\n");
+	for (int i = 0; i < 4; i++)
+		poller_appendf(buf, len, cap, "fleetd_provider_errors_total{provider=\"%s\"} %lld\n",
+		    sides[i], mstat[i].errors);
+	poller_appendf(buf, len, cap, "# HELP fleetd_provider_latency_seconds Wall time of "
+	    "poller calls, retries included.\n# TYPE fleetd_provider_latency_seconds summary\n");
+	for (int i = 0; i < 4; i++)
+		poller_appendf(buf, len, cap,
+		    "fleetd_provider_latency_seconds_sum{provider=\"%s\"} %.6f\n"
+		    "fleetd_provider_latency_seconds_count{provider=\"%s\"} %lld\n", sides[i],
+		    mstat[i].lat_ms / 1000.0, sides[i], mstat[i].calls);
+	poller_appendf(buf, len, cap, "# HELP fleetd_cluster_snapshot_age_seconds Seconds since "
+	    "the cluster's last good capacity refresh.\n"
+	    "# TYPE fleetd_cluster_snapshot_age_seconds gauge\n");
+	for (size_t i = 0; i < nages; i++)
+		if (ages[i].last_ok > 0)
+			poller_appendf(buf, len, cap, "fleetd_cluster_snapshot_age_seconds{cluster_id="
+			    "\"%s\",cluster=\"%s\"} %.0f\n", ages[i].id, ages[i].name,
+			    now - ages[i].last_ok > 0 ? now - ages[i].last_ok : 0);
+	pthread_mutex_unlock(&mlock);
+}
+
+/* ---- the refresh */
+
+static double
+now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+bool
+poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
+{
+	struct job *v = NULL;
+	struct http_batch *b = NULL;
+	size_t n = 0;
+	double t0;
+	bool ok = false;
+
+	memset(st, 0, sizeof(*st));
+	if (!load_jobs(&v, &n, e))
+		goto cleanup;
+	st->clusters = (int)n;
+	b = http_batch_new(concurrency > 0 ? concurrency : 32);
+	if (b == NULL) {
+		err_set(e, 500, "poller.oom", "out of memory");
+		goto cleanup;
+	}
+	t0 = now_ms();
+	for (size_t i = 0; i < n; i++)
+		if (!v[i].prov_done || !v[i].kube_done)
+			job_start(&v[i], b);
+	if (!http_batch_run(b, e))
+		goto cleanup;
+	st->elapsed_ms = now_ms() - t0;
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = &v[i];
+		struct poller_result res = { 0 };
+
+		st->calls += j->calls[0] + j->calls[1];
+		res.cluster_id = j->id;
+		if (err_is_set(&j->kerr) || err_is_set(&j->perr) || !j->prov_done ||
+		    !j->kube_done) {
+			const struct err *fe = err_is_set(&j->kerr) ? &j->kerr : &j->perr;
+
+			snprintf(res.error, sizeof(res.error), "%s: %s",
+			    err_is_set(&j->kerr) ? "kubernetes" : j->cloud.provider,
+			    err_is_set(fe) ? fe->msg : "refresh did not finish");
+		} else {
+			if (j->ops->pools_finish != NULL)
+				j->ops->pools_finish(&j->pj);
+			res.pools = &j->pools;
+			res.kube = &j->kube;
+			res.provider = j->cloud.provider;
+		}
+		if (!poller_record(&res, e))
+			log_warn(NULL, "poller", "capacity write failed", "{s:s, s:s}", "cluster",
+			    j->id, "code", e->code);
+		err_clear(e);
+		if (res.error[0] == '\0' && res.written) {
+			st->ok++;
+			st->rows += res.rows;
+			j->last_ok = (double)time(NULL);
+		} else {
+			st->failed++;
+			log_info(NULL, "poller", "cluster refresh failed", "{s:s, s:s, s:s}",
+			    "cluster", j->name, "provider", j->cloud.provider, "error", res.error);
+		}
+		if (res.unreachable)
+			st->unreachable++;
+	}
+	metrics_record(v, n);
+	ok = true;
+cleanup:
+	http_batch_free(b);
+	for (size_t i = 0; i < n; i++)
+		job_free(&v[i]);
+	free(v);
+	return ok;
+}
