@@ -113,7 +113,16 @@ route(int fd, const char *method, const char *path, const char *head, const char
 	long n;
 
 	if (sscanf(path, "/delay/%ld", &n) == 1) {
+		/* Counted while the request is being served, not while its reply drains:
+		 * the client may open its next connection before this thread returns. */
+		pthread_mutex_lock(&S.mu);
+		if (++S.inflight > S.max_inflight)
+			S.max_inflight = S.inflight;
+		pthread_mutex_unlock(&S.mu);
 		sleep_ms(n);
+		pthread_mutex_lock(&S.mu);
+		S.inflight--;
+		pthread_mutex_unlock(&S.mu);
 		reply(fd, 200, NULL, "slept");
 	} else if (strcmp(path, "/hang") == 0) {
 		for (int i = 0; i < 500 && !atomic_load(&S.stop); i++)
@@ -229,14 +238,7 @@ conn_main(void *arg)
 		req[len] = '\0';
 	}
 	sscanf(req, "%15s %1023s", method, path);
-	pthread_mutex_lock(&S.mu);
-	if (++S.inflight > S.max_inflight)
-		S.max_inflight = S.inflight;
-	pthread_mutex_unlock(&S.mu);
 	route(fd, method, path, req, body);
-	pthread_mutex_lock(&S.mu);
-	S.inflight--;
-	pthread_mutex_unlock(&S.mu);
 out:
 	close(fd);
 	return NULL;
