@@ -122,12 +122,20 @@ report_problem(long status, const char *body)
 		const char *ptr = json_string_value(json_object_get(fe, "pointer"));
 		const char *d = json_string_value(json_object_get(fe, "detail"));
 
-		if (d == NULL || (title != NULL && strcmp(d, title) == 0 && (ptr == NULL ||
-		    *ptr == '\0')))
+		bool same = d != NULL && title != NULL && strcmp(d, title) == 0;
+
+		if (d == NULL || (same && (ptr == NULL || *ptr == '\0')))
 			continue;
+		if (same) {
+			cli_buf_add(&b, " at ");
+			cli_buf_add_clean(&b, ptr);
+			continue;
+		}
 		cli_buf_add(&b, "; ");
-		if (ptr != NULL && *ptr != '\0')
-			cli_buf_printf(&b, "%s: ", ptr);
+		if (ptr != NULL && *ptr != '\0') {
+			cli_buf_add_clean(&b, ptr);
+			cli_buf_add(&b, ": ");
+		}
 		cli_buf_add_clean(&b, d);
 	}
 	if (code != NULL)
@@ -230,20 +238,24 @@ next_cursor(const json_t *next, char *out, size_t len)
 	return true;
 }
 
-/* Pages keep the caller's filters: the cursor is taken from "next" and added to path. */
+/* Pages keep the caller's filters: the cursor is taken from "next" and added to path.
+ * Pages hold up to 500 items, or FLEETCTL_PAGE_SIZE when set lower. */
 int
 cli_list(struct cli_ctx *c, const char *path, size_t limit, json_t **out)
 {
 	json_t *all = json_array(), *page = NULL, *next = json_null();
+	const char *ps = getenv("FLEETCTL_PAGE_SIZE");
+	size_t page_max = ps != NULL && atoi(ps) > 0 && atoi(ps) < PAGE_MAX ? (size_t)atoi(ps) :
+	    PAGE_MAX;
 	char url[URL_MAX], cursor[1024] = "", lim[16];
 	int rc = CLI_OK;
 
 	*out = NULL;
 	for (;;) {
-		size_t want = limit == 0 ? PAGE_MAX : limit - json_array_size(all);
+		size_t want = limit == 0 ? page_max : limit - json_array_size(all);
 		int n;
 
-		snprintf(lim, sizeof(lim), "%zu", want < PAGE_MAX ? want : (size_t)PAGE_MAX);
+		snprintf(lim, sizeof(lim), "%zu", want < page_max ? want : page_max);
 		n = snprintf(url, sizeof(url), "%s%climit=%s%s%s", path,
 		    strchr(path, '?') ? '&' : '?', lim, cursor[0] ? "&after=" : "", cursor);
 		if (n < 0 || (size_t)n >= sizeof(url)) {

@@ -97,6 +97,8 @@ group_help(FILE *out, const char *group)
 	else
 		fprintf(out, "usage: fleetctl COMMAND [flags]\n\nfleetctl talks to fleetd "
 		    "(FLEET_URL, FLEET_TOKEN, or ~/.config/fleet/config from `fleetctl login`)."
+		    "\nTables fit the terminal (COLUMNS when not a TTY); NO_COLOR turns colour off;"
+		    "\nFLEETCTL_PAGE_SIZE and FLEETCTL_POLL_MS tune list pages and --wait polling."
 		    "\n\ncommands:\n");
 	for (int t = 0; tables[t] != NULL; t++)
 		for (const struct cli_cmd *c = tables[t]; c->name != NULL; c++) {

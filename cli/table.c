@@ -11,6 +11,7 @@
 
 #define GAP		2	/* spaces between columns */
 #define MIN_COL		4	/* a shrunk column keeps at least this many (or its header) */
+#define SOFT_MIN	12	/* before dropping optional columns, shrink no further */
 #define ELLIPSIS	"\xe2\x80\xa6"
 
 void
@@ -320,28 +321,70 @@ cli_state_color(const char *s)
 	return NULL;
 }
 
-/* Shrinks the widest shrinkable column, one column at a time, until the row fits. */
-static void
-fit_widths(const struct cli_col *cols, size_t ncols, size_t *w, const size_t *minw,
-	   int width)
-{
-	size_t total = 0, i;
+struct colw {
+	size_t	nat;		/* widest cell, header included */
+	size_t	min;		/* narrowest it may shrink to */
+	size_t	soft;		/* narrowest while optional columns are still shown */
+	size_t	w;		/* chosen */
+	bool	hidden;		/* dropped: an optional column on a narrow terminal */
+};
 
-	for (i = 0; i < ncols; i++)
-		total += w[i] + (i > 0 ? GAP : 0);
+/* How far a column may shrink in each pass: first to a readable width (states whole),
+ * then to the minimum (states whole), then states too. */
+static size_t
+floor_of(const struct cli_col *col, const struct colw *cw, int pass)
+{
+	if (col->kind == CLI_CELL_STATE && pass < 2)
+		return cw->nat;
+	return pass == 0 ? cw->soft : cw->min;
+}
+
+/* Shrinks the widest shrinkable column, one column at a time, until the row fits;
+ * false when even the narrowest layout of this pass is too wide. */
+static bool
+shrink(const struct cli_col *cols, size_t ncols, struct colw *cw, int width, int pass)
+{
+	size_t total = 0, i, seen = 0;
+
+	for (i = 0; i < ncols; i++) {
+		cw[i].w = cw[i].nat;
+		if (!cw[i].hidden)
+			total += cw[i].w + (seen++ > 0 ? GAP : 0);
+	}
 	while (width > 0 && total > (size_t)width) {
 		size_t best = ncols;
 
 		for (i = 0; i < ncols; i++) {
-			if ((cols[i].flags & CLI_COL_KEEP) || w[i] <= minw[i])
+			if (cw[i].hidden || (cols[i].flags & CLI_COL_KEEP) ||
+			    cw[i].w <= floor_of(&cols[i], &cw[i], pass))
 				continue;
-			if (best == ncols || w[i] >= w[best])
+			if (best == ncols || cw[i].w >= cw[best].w)
 				best = i;
 		}
 		if (best == ncols)
-			break;
-		w[best]--;
+			return false;
+		cw[best].w--;
 		total--;
+	}
+	return true;
+}
+
+/* Shrinks columns to a readable width, dropping optional columns (rightmost first)
+ * while that is not enough; only then shrinks what is left further. */
+static void
+fit_widths(const struct cli_col *cols, size_t ncols, struct colw *cw, int width)
+{
+	while (!shrink(cols, ncols, cw, width, 0)) {
+		size_t i = ncols;
+
+		while (i > 0 && (cw[i - 1].hidden || !(cols[i - 1].flags & CLI_COL_OPTIONAL)))
+			i--;
+		if (i == 0) {
+			if (!shrink(cols, ncols, cw, width, 1))
+				shrink(cols, ncols, cw, width, 2);
+			return;
+		}
+		cw[i - 1].hidden = true;
 	}
 }
 
@@ -373,19 +416,28 @@ emit_cell(struct cli_buf *b, const char *text, size_t w, bool right, bool last,
 
 static void
 emit_row(struct cli_buf *b, const struct cli_col *cols, size_t ncols, char **cells,
-	 const size_t *w, bool header, bool color)
+	 const struct colw *cw, bool header, bool color)
 {
-	for (size_t i = 0; i < ncols; i++) {
+	size_t last = ncols, i;
+	bool first = true;
+
+	for (i = 0; i < ncols; i++)
+		if (!cw[i].hidden)
+			last = i;
+	for (i = 0; i < ncols; i++) {
 		const char *c = NULL;
 
+		if (cw[i].hidden)
+			continue;
 		if (color && header)
 			c = CLI_C_BOLD;
 		else if (color && cols[i].kind == CLI_CELL_STATE)
 			c = cli_state_color(cells[i]);
-		if (i > 0)
+		if (!first)
 			cli_buf_pad(b, GAP);
-		emit_cell(b, cells[i], w[i], (cols[i].flags & CLI_COL_RIGHT) != 0,
-		    i + 1 == ncols, c);
+		first = false;
+		emit_cell(b, cells[i], cw[i].w, (cols[i].flags & CLI_COL_RIGHT) != 0,
+		    i == last, c);
 	}
 	cli_buf_add(b, "\n");
 }
@@ -396,11 +448,11 @@ cli_table_render(const struct cli_col *cols, size_t ncols, const json_t *items,
 {
 	size_t nrows = json_is_array(items) ? json_array_size(items) : 0;
 	char **cells = calloc((nrows + 1) * ncols + 1, sizeof(*cells));
-	size_t *w = calloc(ncols + 1, sizeof(*w)), *minw = calloc(ncols + 1, sizeof(*minw));
+	struct colw *cw = calloc(ncols + 1, sizeof(*cw));
 	struct cli_buf b = { 0 };
 	size_t r, i;
 
-	if (cells == NULL || w == NULL || minw == NULL) {
+	if (cells == NULL || cw == NULL) {
 		b.oom = true;
 		goto cleanup;
 	}
@@ -423,22 +475,23 @@ cli_table_render(const struct cli_col *cols, size_t ncols, const json_t *items,
 		size_t hw = cli_text_width(cols[i].header);
 
 		for (r = 0; r <= nrows; r++) {
-			size_t cw = cli_text_width(cells[r * ncols + i]);
+			size_t tw = cli_text_width(cells[r * ncols + i]);
 
-			w[i] = cw > w[i] ? cw : w[i];
+			cw[i].nat = tw > cw[i].nat ? tw : cw[i].nat;
 		}
-		minw[i] = hw > MIN_COL ? hw : MIN_COL;
-		minw[i] = minw[i] < w[i] ? minw[i] : w[i];
+		cw[i].min = hw > MIN_COL ? hw : MIN_COL;
+		cw[i].min = cw[i].min < cw[i].nat ? cw[i].min : cw[i].nat;
+		cw[i].soft = hw > SOFT_MIN ? hw : SOFT_MIN;
+		cw[i].soft = cw[i].soft < cw[i].nat ? cw[i].soft : cw[i].nat;
 	}
-	fit_widths(cols, ncols, w, minw, o->width);
+	fit_widths(cols, ncols, cw, o->width);
 	for (r = 0; r <= nrows; r++)
-		emit_row(&b, cols, ncols, &cells[r * ncols], w, r == 0, o->color);
+		emit_row(&b, cols, ncols, &cells[r * ncols], cw, r == 0, o->color);
 cleanup:
 	for (i = 0; cells != NULL && i < (nrows + 1) * ncols; i++)
 		free(cells[i]);
 	free(cells);
-	free(w);
-	free(minw);
+	free(cw);
 	return cli_buf_take(&b);
 }
 

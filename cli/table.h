@@ -26,6 +26,7 @@ enum cli_cell_kind {
 
 #define CLI_COL_KEEP	0x1u	/* never truncate (ids people copy) */
 #define CLI_COL_RIGHT	0x2u	/* right-align (numbers) */
+#define CLI_COL_OPTIONAL 0x4u	/* dropped (rightmost first) when shrinking is not enough */
 
 struct cli_col {
 	const char		*header;	/* "STATE" */
@@ -42,7 +43,7 @@ struct cli_table_opts {
 
 /* The rows of items (an array of objects; anything else renders as no rows) under a
  * header line, columns two spaces apart, shrunk widest-first with an ellipsis when the
- * table is wider than o->width.  Malloc'd text, every line ending in "\n"; NULL only
+ * table is wider than o->width, and optional columns dropped when that is not enough.  Malloc'd text, every line ending in "\n"; NULL only
  * when memory runs out. */
 char	*cli_table_render(const struct cli_col *cols, size_t ncols, const json_t *items,
 	    const struct cli_table_opts *o);

@@ -11,14 +11,14 @@
 static const struct cli_col jobs_cols[] = {
 	{ "ID", "id", CLI_CELL_TEXT, CLI_COL_KEEP },
 	{ "NAME", "name", CLI_CELL_TEXT, 0 },
-	{ "ENV", "environment", CLI_CELL_TEXT, 0 },
+	{ "ENV", "environment", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
 	{ "QUEUE", "queue", CLI_CELL_TEXT, 0 },
-	{ "KIND", "kind", CLI_CELL_TEXT, 0 },
+	{ "KIND", "kind", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
 	{ "STATE", "state", CLI_CELL_STATE, 0 },
-	{ "PRIORITY", "priority_class", CLI_CELL_TEXT, 0 },
+	{ "PRIORITY", "priority_class", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
 	{ "CLUSTER", "cluster", CLI_CELL_TEXT, 0 },
-	{ "REGION", "region", CLI_CELL_TEXT, 0 },
-	{ "ATTEMPT", "attempt", CLI_CELL_TEXT, CLI_COL_RIGHT },
+	{ "REGION", "region", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
+	{ "ATTEMPT", "attempt", CLI_CELL_TEXT, CLI_COL_RIGHT | CLI_COL_OPTIONAL },
 	{ "AGE", "created_at", CLI_CELL_AGE, CLI_COL_KEEP | CLI_COL_RIGHT },
 };
 VIEW(cli_view_jobs, jobs_cols);
@@ -40,7 +40,7 @@ static const struct cli_col clusters_cols[] = {
 	{ "REGION", "region", CLI_CELL_TEXT, 0 },
 	{ "STATE", "state", CLI_CELL_STATE, 0 },
 	{ "CORDONED", "cordoned", CLI_CELL_TEXT, 0 },
-	{ "API SERVER", "api_server", CLI_CELL_TEXT, 0 },
+	{ "API SERVER", "api_server", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
 };
 VIEW(cli_view_clusters, clusters_cols);
 
@@ -51,7 +51,7 @@ static const struct cli_col clouds_cols[] = {
 	{ "PROVIDER", "provider", CLI_CELL_TEXT, 0 },
 	{ "REGION", "region", CLI_CELL_TEXT, 0 },
 	{ "STATE", "state", CLI_CELL_STATE, 0 },
-	{ "EXTERNAL ID", "external_id", CLI_CELL_TEXT, 0 },
+	{ "EXTERNAL ID", "external_id", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
 };
 VIEW(cli_view_clouds, clouds_cols);
 
@@ -69,7 +69,7 @@ static const struct cli_col queues_cols[] = {
 	{ "COHORT", "cohort", CLI_CELL_TEXT, 0 },
 	{ "WEIGHT", "weight", CLI_CELL_NUM, CLI_COL_RIGHT },
 	{ "NOMINAL QUOTA", "nominal_quota", CLI_CELL_KV, 0 },
-	{ "ID", "id", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "ID", "id", CLI_CELL_TEXT, CLI_COL_KEEP | CLI_COL_OPTIONAL },
 };
 VIEW(cli_view_queues, queues_cols);
 
