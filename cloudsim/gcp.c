@@ -179,12 +179,14 @@ generate_token(struct cs *cs, struct cs_req *rq)
 
 	if (caller == NULL)
 		return;
-	if (rq->nseg != 6 || strcmp(rq->method, "POST") != 0 ||
-	    (colon = strstr(rq->seg[5], ":generateAccessToken")) == NULL) {
+	/* seg: gcp iamcredentials v1 projects - serviceAccounts EMAIL:generateAccessToken */
+	if (rq->nseg != 7 || strcmp(rq->method, "POST") != 0 ||
+	    strcmp(rq->seg[5], "serviceAccounts") != 0 ||
+	    (colon = strstr(rq->seg[6], ":generateAccessToken")) == NULL) {
 		cs_reply_error(rq, 404, "NOT_FOUND", "Requested entity was not found.");
 		return;
 	}
-	email = strndup(rq->seg[5], (size_t)(colon - rq->seg[5]));
+	email = strndup(rq->seg[6], (size_t)(colon - rq->seg[6]));
 	body = json_loadb(rq->body ? rq->body : "", rq->body_len, 0, NULL);
 	scope = json_object_get(body, "scope");
 	lt = json_object_get(body, "lifetime");
