@@ -58,6 +58,11 @@ HANDLER(h_job_cancel);
 HANDLER(h_job_events);
 HANDLER(h_job_manifest);
 HANDLER(h_job_placement);
+HANDLER(h_job_move);
+HANDLER(h_cluster_drain);
+HANDLER(h_region_drain);
+HANDLER(h_operation_get);
+HANDLER(h_operation_cancel);
 
 /* Shared by list handlers: {"items": items, "next": link or null}.  key_of names the
  * member of the last item that is the cursor. */

@@ -24,7 +24,7 @@ static const char sql_jobs[] =
     "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false),"
     " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text,"
     " k.id::text, coalesce(extract(epoch from j.dispatched_at)::bigint, 0),"
-    " j.placement::text"
+    " j.placement::text, j.move->'to'::text"
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class"
     " LEFT JOIN clusters k ON k.id = j.cluster_id"
     " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')"
@@ -288,6 +288,37 @@ load_placement(struct sched_model *m, struct sched_job *j, const char *cluster,
 	return ok;
 }
 
+/* A moving job holds its source (above) and its reserved target: a second job in the
+ * model, admitted and in flight, so no other decision can take that capacity.  Its quota
+ * counts twice for the length of the move, which errs on the safe side. */
+static bool
+load_move_target(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	json_t *to = json_loads(PQgetvalue(r, i, 10), 0, NULL);
+	json_t *spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+	const char *cluster = json_string_value(json_object_get(to, "cluster"));
+	char id[64];
+	struct sched_job *j;
+	bool ok = true;
+
+	snprintf(id, sizeof(id), "%s#move", PQgetvalue(r, i, 0));
+	if (cluster != NULL && sched_model_find_cluster(m, cluster) != NULL) {
+		j = loader_add_job(m, id, PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)), false,
+		    atoll(PQgetvalue(r, i, 4)), SCHED_ADMITTED, spec, e);
+		if (j == NULL) {
+			ok = false;
+		} else {
+			char *text = json_dumps(to, JSON_COMPACT);
+
+			ok = load_placement(m, j, cluster, true, (int64_t)time(NULL), text, e);
+			free(text);
+		}
+	}
+	json_decref(to);
+	json_decref(spec);
+	return ok;
+}
+
 static bool
 load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
 {
@@ -316,6 +347,8 @@ load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
 		    !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
 		    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))
 			goto cleanup;
+		if (!PQgetisnull(r, i, 10) && !load_move_target(m, r, i, e))
+			goto cleanup;
 	}
 	ok = true;
 cleanup:
@@ -335,11 +368,24 @@ loader_model_pools(struct db *c, const char *env, int stale_after, struct sched_
 		   json_t **pools, struct err *e)
 {
 	struct sched_config cfg;
-	struct sched_model *m;
 
 	sched_config_default(&cfg);
 	if (stale_after > 0)
 		cfg.stale_after = stale_after;
+	return loader_model_cfg(c, env, &cfg, out, pools, e);
+}
+
+bool
+loader_model_cfg(struct db *c, const char *env, const struct sched_config *conf,
+		 struct sched_model **out, json_t **pools, struct err *e)
+{
+	struct sched_config cfg;
+	struct sched_model *m;
+
+	if (conf != NULL)
+		cfg = *conf;
+	else
+		sched_config_default(&cfg);
 	m = sched_model_new(&cfg, (int64_t)time(NULL));
 	if (m == NULL)
 		return err_set(e, 500, "sched.oom", "out of memory");

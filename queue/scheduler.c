@@ -59,11 +59,11 @@ now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The jobs.placement document of an admission: what the dispatcher renders from. */
-static json_t *
-placement_json(struct sched_model *m, const struct sched_decision *d, json_t *pools)
+json_t *
+scheduler_placement_json(struct sched_model *m, const struct sched_placement *place,
+			 json_t *pools)
 {
-	const struct sched_cluster *k = sched_model_cluster(m, (size_t)d->place.cluster);
+	const struct sched_cluster *k = sched_model_cluster(m, (size_t)place->cluster);
 	json_t *kp = json_object_get(pools, k->id), *allocs = json_array(), *out;
 	const char *worker_pool = NULL, *head_pool = NULL, *machine = NULL, *flavor = NULL;
 	const char *rack = NULL, *host = NULL;
@@ -71,8 +71,8 @@ placement_json(struct sched_model *m, const struct sched_decision *d, json_t *po
 	double price = 0;
 	long accel = 0;
 
-	for (size_t i = 0; i < d->place.n_allocs; i++) {
-		const struct sched_alloc *a = &d->place.allocs[i];
+	for (size_t i = 0; i < place->n_allocs; i++) {
+		const struct sched_alloc *a = &place->allocs[i];
 		json_t *pi = json_array_get(kp, (size_t)a->pool);
 		const struct sched_node *n = a->node >= 0 ? &k->nodes[a->node] : NULL;
 		const char *pname = json_string_value(json_object_get(pi, "pool"));
@@ -156,16 +156,21 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 				ok = flush(c, sql_pending, pend, who, NULL, e);
 			continue;
 		}
-		for (size_t v = 0; v < d->n_victims; v++)
-			json_array_append_new(victims, json_pack("{s:s, s:s}", "id",
-			    sched_model_job(m, (size_t)d->victims[v])->id, "by", j->id));
+		for (size_t v = 0; v < d->n_victims; v++) {
+			const char *vid = sched_model_job(m, (size_t)d->victims[v])->id;
+
+			if (strchr(vid, '#') != NULL)	/* a move's reservation, not a job */
+				continue;
+			json_array_append_new(victims, json_pack("{s:s, s:s}", "id", vid,
+			    "by", j->id));
+		}
 		{
 			json_t *dec = sched_decision_to_json(m, d);
 			json_t *cands = json_object_get(dec, "candidates");
 
 			json_array_append_new(admits, json_pack("{s:s, s:s, s:o, s:O, s:O}", "id", j->id,
 			    "cluster", sched_model_cluster(m, (size_t)d->place.cluster)->id,
-			    "placement", placement_json(m, d, pools), "decision", dec,
+			    "placement", scheduler_placement_json(m, &d->place, pools), "decision", dec,
 			    "candidates", cands ? cands : json_array()));
 			json_decref(dec);
 		}

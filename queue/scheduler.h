@@ -8,6 +8,7 @@
 
 #include "core/db.h"
 #include "core/err.h"
+#include "queue/sched.h"
 
 struct sched_stats {
 	size_t	pending;	/* jobs considered */
@@ -19,6 +20,10 @@ struct sched_stats {
 /* One cycle for env on pooled connections: load, decide, commit.  Safe to call only
  * from the environment's leader (tests and the benchmark call it directly). */
 bool	scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct err *e);
+/* The jobs.placement document of a placement: what the dispatcher renders from.
+ * pools as loader_model_pools gives them. */
+json_t	*scheduler_placement_json(struct sched_model *m, const struct sched_placement *place,
+	    json_t *pools);
 bool	scheduler_start(struct err *e);
 void	scheduler_stop(void);
 /* Environments this replica leads right now (for tests and /metrics). */

@@ -1,0 +1,433 @@
+/* move: validation, planning on a fresh model restricted to the target, the reservation
+ * (state 'moving' with jobs.move), and drains as operations over many moves. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uuid/uuid.h>
+
+#include "core/config.h"
+#include "core/jsonx.h"
+#include "queue/job.h"
+#include "queue/loader.h"
+#include "queue/move.h"
+#include "queue/scheduler.h"
+#include "regions/catalog.h"
+#include "regions/cluster.h"
+
+struct target {
+	const char	*region;
+	const char	*cloud_id;
+	const char	*cluster_id;
+	bool		 anywhere;	/* drains: any other cluster of the environment */
+};
+
+static bool
+parse_body(json_t *body, struct target *t, const char **reason, bool *dry, struct err *e)
+{
+	static const char *const allowed[] = { "target", "reason", "dry_run", NULL };
+	static const char *const tallowed[] = { "region", "cloud_id", "cluster_id", NULL };
+	json_t *tj;
+	int n = 0;
+
+	memset(t, 0, sizeof(*t));
+	*reason = "";
+	*dry = false;
+	if (!jsonx_only(body, allowed, "", e) || !jsonx_str(body, "reason", "", false, reason, e) ||
+	    !jsonx_bool(body, "dry_run", "", false, dry, e))
+		return false;
+	tj = json_object_get(body, "target");
+	if (!json_is_object(tj))
+		return err_field(e, 400, "api.missing_field", "/target",
+		    "target must be an object with region, cloud_id or cluster_id");
+	if (!jsonx_only(tj, tallowed, "/target", e) ||
+	    !jsonx_str(tj, "region", "/target", false, &t->region, e) ||
+	    !jsonx_str(tj, "cloud_id", "/target", false, &t->cloud_id, e) ||
+	    !jsonx_str(tj, "cluster_id", "/target", false, &t->cluster_id, e))
+		return false;
+	n = (t->region != NULL) + (t->cloud_id != NULL) + (t->cluster_id != NULL);
+	if (n != 1)
+		return err_field(e, 400, "move.bad_target", "/target",
+		    "target names exactly one of region, cloud_id or cluster_id");
+	if (*reason != NULL && strlen(*reason) > 512)
+		return err_field(e, 400, "move.bad_reason", "/reason",
+		    "reason must be at most 512 characters");
+	return true;
+}
+
+/* Checks the target against the job's environment; fills the set of target cluster ids. */
+static bool
+target_clusters(struct db *c, const char *env, const struct target *t, json_t **ids,
+		struct err *e)
+{
+	static const char sql[] = "SELECT k.id::text, c.environment, k.cordoned, c.region"
+	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+	    " WHERE ($1::text IS NULL OR c.region = $1) AND ($2::text IS NULL OR"
+	    " c.id::text = $2) AND ($3::text IS NULL OR k.id::text = $3)"
+	    " AND ($4::boolean OR c.environment = $5 OR $3::text IS NOT NULL OR $2::text IS NOT NULL)";
+	const char *p[5] = { t->region, t->cloud_id, t->cluster_id, "false", env };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (t->region != NULL && !catalog_region_valid("gke", t->region) &&
+	    !catalog_region_valid("aks", t->region) && !catalog_region_valid("hyperpod", t->region)) {
+		err_field(e, 400, "move.unknown_region", "/target/region",
+		    "%.64s is not a region of gke, aks or hyperpod", t->region);
+		return err_detail(e, "Valid regions are the providers' own names, such as "
+		    "us-central1 (gke), eastus (aks) or us-east-1 (hyperpod); GET /v1/clusters "
+		    "lists where this environment has clusters.");
+	}
+	if (!db_exec(c, sql, 5, p, &r, e))
+		return false;
+	*ids = json_array();
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (strcmp(PQgetvalue(r, i, 1), env) != 0) {
+			err_set(e, 409, "move.cross_environment", "moves never cross environments");
+			err_detail(e, "The target belongs to environment %s, the job to %s.",
+			    PQgetvalue(r, i, 1), env);
+			goto cleanup;
+		}
+		if (t->cluster_id != NULL && PQgetvalue(r, i, 2)[0] == 't') {
+			err_field(e, 409, "cluster.cordoned", "/target/cluster_id",
+			    "the target cluster is cordoned");
+			goto cleanup;
+		}
+		json_array_append_new(*ids, json_string(PQgetvalue(r, i, 0)));
+	}
+	if (json_array_size(*ids) == 0 && (t->cluster_id != NULL || t->cloud_id != NULL)) {
+		err_field(e, 404, t->cluster_id ? "cluster.not_found" : "cloud.not_found",
+		    t->cluster_id ? "/target/cluster_id" : "/target/cloud_id", "target not found");
+		goto cleanup;
+	}
+	ok = true;
+cleanup:
+	if (!ok) {
+		json_decref(*ids);
+		*ids = NULL;
+	}
+	PQclear(r);
+	return ok;
+}
+
+static bool
+in_set(json_t *ids, const char *id)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(ids, i, v)
+		if (strcmp(json_string_value(v), id) == 0)
+			return true;
+	return false;
+}
+
+/* Places j on the model restricted to ids (all but the source when anywhere). */
+static bool
+plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **planj,
+     json_t **reasons, struct err *e)
+{
+	const char *env = json_string_value(json_object_get(job, "environment"));
+	const char *src = json_string_value(json_object_get(job, "cluster_id"));
+	struct sched_config conf;
+	struct sched_model *m = NULL;
+	struct sched_placement pl;
+	struct arena *a = arena_new();
+	json_t *pools = NULL, *to = NULL, *from = json_object_get(job, "placement");
+	struct sched_job *j;
+	bool ok = false;
+
+	sched_config_default(&conf);
+	conf.stale_after = cfg.snapshot_max_age_s;
+	conf.max_candidates = 0;
+	if (!loader_model_cfg(c, env, &conf, &m, &pools, e))
+		goto cleanup;
+	j = sched_model_find_job(m, json_string_value(json_object_get(job, "id")));
+	if (j == NULL) {
+		err_set(e, 409, "move.not_loaded", "the job cannot be planned now; retry");
+		goto cleanup;
+	}
+	for (size_t i = 0; i < sched_model_n_clusters(m); i++) {
+		struct sched_cluster *k = sched_model_cluster(m, i);
+
+		if ((src != NULL && strcmp(k->id, src) == 0) ||
+		    (!t->anywhere && !in_set(ids, k->id)))
+			k->cordoned = true;	/* outside the target: not a candidate */
+	}
+	*reasons = json_array();
+	if (!sched_place(m, j, SCHED_R_CHOSEN, a, &pl)) {
+		for (size_t i = 0; i < pl.n_cands; i++) {
+			struct sched_cluster *k = sched_model_cluster(m, (size_t)pl.cands[i].cluster);
+
+			if ((src != NULL && strcmp(k->id, src) == 0) ||
+			    (!t->anywhere && !in_set(ids, k->id)))
+				continue;
+			json_array_append_new(*reasons, json_pack("{s:s, s:s, s:s}", "cluster",
+			    k->id, "region", sched_model_name(m, k->region), "reason",
+			    sched_reason_code(pl.cands[i].reason)));
+		}
+		err_set(e, 409, "move.no_capacity", "the target cannot hold the job; nothing changed");
+		err_detail(e, "%zu candidate clusters in the target, none fits (see reasons).",
+		    json_array_size(*reasons));
+		goto cleanup;
+	}
+	to = scheduler_placement_json(m, &pl, pools);
+	*planj = json_pack("{s:O, s:O, s:O, s:f, s:[]}", "job_id", json_object_get(job, "id"),
+	    "from", from ? from : json_null(), "to", to, "price_difference_per_hour",
+	    json_real_value(json_object_get(to, "price_hour")) -
+	    (from ? json_number_value(json_object_get(from, "price_hour")) : 0.0), "would_preempt");
+	ok = true;
+cleanup:
+	json_decref(to);
+	json_decref(pools);
+	sched_model_free(m);
+	arena_free(a);
+	return ok;
+}
+
+static bool
+check_state(json_t *job, struct err *e)
+{
+	const char *state = json_string_value(json_object_get(job, "state"));
+
+	if (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled"))
+		return err_set(e, 409, "job.finished", "the job already ended (%s)", state);
+	if (!strcmp(state, "pending") || !strcmp(state, "preempted"))
+		return err_set(e, 409, "job.not_placed", "the job is not placed; it will start "
+		    "where it fits (use constraints.regions to steer it)");
+	if (!strcmp(state, "moving"))
+		return err_set(e, 409, "job.moving", "a move of this job is already in progress");
+	return true;
+}
+
+/* Commits the reservation: the mover carries out the rest. */
+static bool
+reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char *operation,
+	const struct actor *who, struct err *e)
+{
+	static const char sql_admitted[] = "UPDATE jobs SET cluster_id = ($2::jsonb->>'cluster')::uuid,"
+	    " placement = $2::jsonb, version = version + 1, updated_at = now(), next_try_at = now()"
+	    " WHERE id = $1::uuid AND state = 'admitted' AND claimed_by IS NULL RETURNING 1";
+	static const char sql_move[] = "UPDATE jobs SET move = jsonb_build_object('operation', $3::text,"
+	    " 'reason', $4::text, 'requested_by', $5::text, 'started_at', now(), 'phase', 'reserved',"
+	    " 'from', jsonb_build_object('cluster_id', cluster_id, 'object_name', object_name,"
+	    " 'attempt', attempt, 'placement', placement), 'to', $2::jsonb), next_try_at = now()"
+	    " WHERE id = $1::uuid";
+	const char *id = json_string_value(json_object_get(job, "id"));
+	const char *state = json_string_value(json_object_get(job, "state"));
+	char *to = json_dumps(json_object_get(planj, "to"), JSON_COMPACT);
+	const char *p[5] = { id, to, operation, reason, who->name };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (strcmp(state, "admitted") == 0) {
+		if (!db_exec(c, sql_admitted, 2, p, &r, e))
+			goto cleanup;
+		if (PQntuples(r) == 1) {
+			ok = job_event(c, id, "moved", "re-placed before dispatch", planj, e);
+			goto cleanup;
+		}
+		/* a dispatcher holds it: move it like a dispatched one */
+	}
+	ok = db_exec(c, sql_move, 5, p, NULL, e) &&
+	    job_transition(c, id, "admitted,dispatched,running", "moving",
+	    reason && *reason ? reason : "move requested", planj, e);
+cleanup:
+	PQclear(r);
+	free(to);
+	return ok;
+}
+
+static bool
+request_target(struct db *c, const struct actor *who, json_t *job, const struct target *t,
+	       const char *reason, bool dry, const char *operation, json_t **out, json_t **reasons,
+	       struct err *e)
+{
+	const char *env = json_string_value(json_object_get(job, "environment"));
+	json_t *ids = NULL, *planj = NULL;
+	bool ok = false;
+
+	if (!check_state(job, e))
+		return false;
+	if (!t->anywhere && !target_clusters(c, env, t, &ids, e))
+		return false;
+	if (!t->anywhere && json_array_size(ids) == 0) {
+		*reasons = json_array();
+		err_field(e, 409, "move.no_capacity", "/target/region",
+		    "environment %s has no cluster in %s", env, t->region);
+		goto cleanup;
+	}
+	if (!plan(c, job, t, ids, &planj, reasons, e))
+		goto cleanup;
+	if (dry) {
+		*out = json_incref(planj);
+		ok = true;
+		goto cleanup;
+	}
+	if (!reserve(c, job, planj, reason, operation, who, e))
+		goto cleanup;
+	*out = json_pack("{s:O}", "plan", planj);
+	ok = true;
+cleanup:
+	json_decref(ids);
+	json_decref(planj);
+	return ok;
+}
+
+bool
+move_request(struct db *c, const struct actor *who, const char *job_id, json_t *body,
+	     const char *operation, json_t **out, json_t **reasons, struct err *e)
+{
+	struct target t;
+	const char *reason;
+	json_t *job = NULL;
+	bool dry, ok;
+
+	*reasons = NULL;
+	if (!parse_body(body, &t, &reason, &dry, e) || !job_get(c, job_id, true, &job, e))
+		return false;
+	ok = request_target(c, who, job, &t, reason, dry, operation, out, reasons, e);
+	json_decref(job);
+	return ok;
+}
+
+/* ---- drains */
+
+static const char sql_op_json[] =
+    "SELECT json_build_object('id', o.id, 'kind', o.kind, 'environment', o.environment,"
+    " 'target', o.target, 'state', CASE WHEN o.state = 'running' AND NOT EXISTS (SELECT 1"
+    "  FROM operation_jobs x WHERE x.operation_id = o.id AND x.state IN ('waiting', 'moving'))"
+    "  THEN CASE WHEN EXISTS (SELECT 1 FROM operation_jobs x WHERE x.operation_id = o.id AND"
+    "  x.state = 'failed') THEN 'failed' ELSE 'succeeded' END ELSE o.state END,"
+    " 'total', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id),"
+    " 'moved', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'moved'),"
+    " 'waiting', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state IN ('waiting', 'moving')),"
+    " 'failed', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'failed'),"
+    " 'failures', coalesce((SELECT json_agg(json_build_object('job_id', x.job_id, 'reason', x.reason))"
+    "  FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'failed'), '[]'::json),"
+    " 'created_by', o.created_by, 'created_at', o.created_at, 'updated_at', o.updated_at)::text"
+    " FROM operations o WHERE o.id = $1::uuid";
+
+bool
+move_operation_get(struct db *c, const char *id, json_t **out, struct err *e)
+{
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	uuid_t u;
+	bool ok = false;
+
+	if (id == NULL || uuid_parse(id, u) != 0)
+		return err_set(e, 404, "operation.not_found", "operation not found");
+	if (!db_exec(c, sql_op_json, 1, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, "operation.not_found", "operation not found");
+		goto cleanup;
+	}
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+bool
+move_operation_cancel(struct db *c, const char *id, json_t **out, struct err *e)
+{
+	static const char sql[] = "UPDATE operations SET state = 'cancelled', cancel_requested = true,"
+	    " version = version + 1, updated_at = now() WHERE id = $1::uuid AND state = 'running'";
+	static const char sql_jobs[] = "UPDATE operation_jobs SET state = 'cancelled',"
+	    " updated_at = now() WHERE operation_id = $1::uuid AND state = 'waiting'";
+	const char *p[1] = { id };
+
+	if (!move_operation_get(c, id, out, e))
+		return false;
+	json_decref(*out);
+	*out = NULL;
+	return db_exec(c, sql, 1, p, NULL, e) && db_exec(c, sql_jobs, 1, p, NULL, e) &&
+	    move_operation_get(c, id, out, e);
+}
+
+bool
+move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, struct err *e)
+{
+	static const char sql_clusters[] = "UPDATE clusters k SET cordoned = true, version ="
+	    " k.version + CASE WHEN k.cordoned THEN 0 ELSE 1 END, updated_at = now()"
+	    " FROM clouds c WHERE c.id = k.cloud_id AND (($1::text IS NOT NULL AND k.id::text = $1)"
+	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3)) RETURNING k.id::text";
+	static const char sql_jobs[] = "SELECT j.id::text FROM jobs j WHERE j.cluster_id = ANY($1::uuid[])"
+	    " AND j.state IN ('admitted', 'dispatched', 'running') ORDER BY j.priority DESC, j.enqueued_at";
+	static const char sql_op[] = "INSERT INTO operations (id, kind, environment, target, state, total,"
+	    " created_by) VALUES ($1, 'drain', $2, $3::jsonb, $4, $5::int, $6)";
+	static const char sql_opjob[] = "INSERT INTO operation_jobs (operation_id, job_id, state, reason)"
+	    " VALUES ($1::uuid, $2::uuid, $3, $4)";
+	const char *cluster = json_string_value(json_object_get(scope, "cluster_id"));
+	const char *env = json_string_value(json_object_get(scope, "environment"));
+	const char *region = json_string_value(json_object_get(scope, "region"));
+	char id[37], lit[8192] = "{", total[16], *target = json_dumps(scope, JSON_COMPACT);
+	PGresult *r = NULL, *jr = NULL;
+	size_t n = 1;
+	uuid_t u;
+	bool ok = false;
+
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, id);
+	{
+		const char *p[3] = { cluster, env, region };
+
+		if (!db_exec(c, sql_clusters, 3, p, &r, e))
+			goto cleanup;
+	}
+	for (int i = 0; i < PQntuples(r) && n + 40 < sizeof(lit); i++)
+		n += (size_t)snprintf(lit + n, sizeof(lit) - n, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
+	snprintf(lit + n, sizeof(lit) - n, "}");
+	{
+		const char *p[1] = { lit };
+
+		if (!db_exec(c, sql_jobs, 1, p, &jr, e))
+			goto cleanup;
+	}
+	snprintf(total, sizeof(total), "%d", PQntuples(jr));
+	{
+		const char *p[6] = { id, env, target, PQntuples(jr) ? "running" : "succeeded", total,
+		    who->name };
+
+		if (!db_exec(c, sql_op, 6, p, NULL, e))
+			goto cleanup;
+	}
+	for (int i = 0; i < PQntuples(jr); i++) {
+		struct target t = { .anywhere = true };
+		json_t *job = NULL, *res = NULL, *reasons = NULL;
+		struct err me = { 0 };
+		const char *jid = PQgetvalue(jr, i, 0);
+		bool moved;
+
+		if (!job_get(c, jid, true, &job, e))
+			goto cleanup;
+		/* Savepoint: a move that cannot be planned leaves no trace but its reason. */
+		if (!db_exec(c, "SAVEPOINT drain_one", 0, NULL, NULL, e))
+			goto cleanup;
+		moved = request_target(c, who, job, &t, "drain", false, id, &res, &reasons, &me);
+		if (!moved && !db_exec(c, "ROLLBACK TO SAVEPOINT drain_one", 0, NULL, NULL, e))
+			goto cleanup;
+		{
+			/* An admitted job is re-placed at once; a running one moves in steps. */
+			bool done = moved && strcmp(json_string_value(json_object_get(job, "state")),
+			    "admitted") == 0 && json_object_get(json_object_get(res, "plan"), "to") &&
+			    !json_is_true(json_object_get(job, "claimed"));
+			const char *p[4] = { id, jid, done ? "moved" : moved ? "moving" : "waiting",
+			    moved ? NULL : me.msg };
+
+			if (!db_exec(c, sql_opjob, 4, p, NULL, e))
+				goto cleanup;
+		}
+		json_decref(job);
+		json_decref(res);
+		json_decref(reasons);
+	}
+	ok = move_operation_get(c, id, out, e);
+cleanup:
+	free(target);
+	PQclear(r);
+	PQclear(jr);
+	return ok;
+}
