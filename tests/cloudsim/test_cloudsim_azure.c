@@ -1,0 +1,247 @@
+/* cloudsim Azure: AD client-credentials tokens (secret, scope, tenant), ARM api-version
+ * and bearer checks, agent pools with nextLink paging, sku restrictions, usages, managed
+ * identity tags. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "cs_harness.h"
+
+#define AKS "test-aks-eus"
+#define SUB "3f1b2c4d-0000-4000-8000-00000000a001"
+#define SCOPE "https%3A%2F%2Fmanagement.azure.com%2F.default"
+
+static struct csh H;
+
+static int
+setup(void **state)
+{
+	(void)state;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return csh_start(&H, "cloudsim/fleets/test.json", "20") ? 0 : -1;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	csh_stop(&H);
+	curl_global_cleanup();
+	return 0;
+}
+
+static struct csh_resp
+login(const char *tenant, const char *id, const char *secret, const char *scope)
+{
+	char url[300], body[600];
+	const char *hd[] = { "Content-Type: application/x-www-form-urlencoded", NULL };
+
+	snprintf(url, sizeof(url), "%s/azure/login/%s/oauth2/v2.0/token", H.base, tenant);
+	snprintf(body, sizeof(body), "grant_type=client_credentials&client_id=%s&client_secret=%s"
+	    "&scope=%s", id, secret, scope);
+	return csh_req("POST", url, hd, body, NULL);
+}
+
+static const char *
+cp(const char *k)
+{
+	return json_string_value(json_object_get(json_object_get(json_object_get(csh_cluster(&H,
+	    AKS), "iam"), "control_plane"), k));
+}
+
+static struct csh_resp
+arm(const char *tok, const char *path_and_query)
+{
+	char url[1200], auth[400];
+	const char *hd[] = { auth, NULL };
+
+	if (strncmp(path_and_query, "http", 4) == 0)
+		snprintf(url, sizeof(url), "%s", path_and_query);
+	else
+		snprintf(url, sizeof(url), "%s/arm%s", H.base, path_and_query);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", tok);
+	return csh_req("GET", url, tok ? hd : NULL, NULL, NULL);
+}
+
+static void
+test_login(void **state)
+{
+	char *tenant = csh_env(&H, "FLEETD_AZURE_TENANT_ID"), *id = csh_env(&H,
+	    "FLEETD_AZURE_CLIENT_ID"), *sec = csh_env(&H, "FLEETD_AZURE_CLIENT_SECRET");
+	struct csh_resp r;
+
+	(void)state;
+	r = login(tenant, id, sec, SCOPE);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(r.json, "token_type")), "Bearer");
+	csh_resp_free(&r);
+	r = login(tenant, id, "wrong-secret", SCOPE);
+	assert_int_equal(r.status, 401);
+	assert_string_equal(json_string_value(json_object_get(r.json, "error")), "invalid_client");
+	assert_non_null(strstr(json_string_value(json_object_get(r.json, "error_description")),
+	    "AADSTS7000215"));
+	csh_resp_free(&r);
+	r = login(tenant, id, sec, "https%3A%2F%2Fgraph.microsoft.com%2F.default");
+	assert_int_equal(r.status, 400);
+	assert_string_equal(json_string_value(json_object_get(r.json, "error")), "invalid_scope");
+	csh_resp_free(&r);
+	r = login("00000000-0000-0000-0000-000000000000", id, sec, SCOPE);
+	assert_int_equal(r.status, 400);
+	csh_resp_free(&r);
+	r = login(tenant, "11111111-2222-3333-4444-555555555555", sec, SCOPE);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(json_string_value(json_object_get(r.json, "error")),
+	    "unauthorized_client");
+	csh_resp_free(&r);
+	free(tenant);
+	free(id);
+	free(sec);
+}
+
+static void
+test_arm(void **state)
+{
+	struct csh_resp r;
+	char *tok, path[800], next[1200];
+	int pages = 0, total = 0, restricted = 0;
+	size_t i;
+	json_t *v;
+
+	(void)state;
+	r = login(cp("tenant_id"), cp("client_id"), cp("client_secret"), SCOPE);
+	assert_int_equal(r.status, 200);
+	tok = strdup(json_string_value(json_object_get(r.json, "access_token")));
+	csh_resp_free(&r);
+	snprintf(path, sizeof(path), "/subscriptions/%s/resourceGroups/rg-fleet-test/providers/"
+	    "Microsoft.ContainerService/managedClusters/%s/agentPools", SUB, AKS);
+	r = arm(tok, path);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "error"),
+	    "code")), "MissingApiVersionParameter");
+	csh_resp_free(&r);
+	snprintf(next, sizeof(next), "%s?api-version=2024-05-01", path);
+	r = arm("bad-token", next);
+	assert_int_equal(r.status, 401);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "error"),
+	    "code")), "InvalidAuthenticationToken");
+	csh_resp_free(&r);
+	r = arm(NULL, next);
+	assert_int_equal(r.status, 401);
+	csh_resp_free(&r);
+	for (;;) {
+		const char *nl;
+
+		r = arm(tok, next);
+		assert_int_equal(r.status, 200);
+		json_array_foreach(json_object_get(r.json, "value"), i, v) {
+			json_t *pr = json_object_get(v, "properties");
+
+			total++;
+			if (strcmp(json_string_value(json_object_get(v, "name")), "h100spot") == 0)
+				assert_string_equal(json_string_value(json_object_get(pr,
+				    "scaleSetPriority")), "Spot");
+			if (strcmp(json_string_value(json_object_get(v, "name")), "h100") == 0) {
+				assert_string_equal(json_string_value(json_object_get(pr, "vmSize")),
+				    "Standard_ND96isr_H100_v5");
+				assert_int_equal(json_integer_value(json_object_get(pr, "count")), 2);
+				assert_int_equal(json_integer_value(json_object_get(pr, "maxCount")), 3);
+			}
+		}
+		pages++;
+		nl = json_string_value(json_object_get(r.json, "nextLink"));
+		if (nl == NULL || pages > 10) {
+			csh_resp_free(&r);
+			break;
+		}
+		snprintf(next, sizeof(next), "%s", nl);
+		csh_resp_free(&r);
+	}
+	assert_int_equal(total, 3);
+	assert_int_equal(pages, 2);
+	/* skus with the restriction from the fleet file */
+	snprintf(next, sizeof(next), "/subscriptions/%s/providers/Microsoft.Compute/skus?"
+	    "api-version=2021-07-01&$filter=location%%20eq%%20'eastus'", SUB);
+	total = 0;
+	for (pages = 0; pages < 20; pages++) {
+		const char *nl;
+
+		r = arm(tok, next);
+		assert_int_equal(r.status, 200);
+		json_array_foreach(json_object_get(r.json, "value"), i, v) {
+			total++;
+			if (json_array_size(json_object_get(v, "restrictions")) > 0) {
+				restricted++;
+				assert_string_equal(json_string_value(json_object_get(v, "name")),
+				    "Standard_ND96amsr_A100_v4");
+			}
+		}
+		nl = json_string_value(json_object_get(r.json, "nextLink"));
+		if (nl == NULL) {
+			csh_resp_free(&r);
+			break;
+		}
+		snprintf(next, sizeof(next), "%s", nl);
+		csh_resp_free(&r);
+	}
+	assert_true(total >= 4);
+	assert_int_equal(restricted, 1);
+	/* usages: the H100 family counts the two regular nodes' vCPUs against its limit */
+	snprintf(next, sizeof(next), "/subscriptions/%s/providers/Microsoft.Compute/locations/"
+	    "eastus/usages?api-version=2023-07-01", SUB);
+	total = 0;
+	for (pages = 0; pages < 20; pages++) {
+		const char *nl;
+
+		r = arm(tok, next);
+		json_array_foreach(json_object_get(r.json, "value"), i, v)
+			if (strcmp(json_string_value(json_object_get(json_object_get(v, "name"),
+			    "value")), "standardNDSH100v5Family") == 0) {
+				assert_true(json_number_value(json_object_get(v, "currentValue")) == 192);
+				assert_true(json_number_value(json_object_get(v, "limit")) == 384);
+				total++;
+			}
+		nl = json_string_value(json_object_get(r.json, "nextLink"));
+		if (nl == NULL) {
+			csh_resp_free(&r);
+			break;
+		}
+		snprintf(next, sizeof(next), "%s", nl);
+		csh_resp_free(&r);
+	}
+	assert_int_equal(total, 1);
+	/* managed identity tags */
+	snprintf(path, sizeof(path), "{\"provider\":\"azure\",\"resource_id\":\"%s\",\"tags\":"
+	    "{\"fleet.io/cloud-id\":\"cloud-9\"}}", json_string_value(json_object_get(
+	    json_object_get(json_object_get(csh_cluster(&H, AKS), "iam"), "cluster_role"),
+	    "resource_id")));
+	r = csh_sim(&H, "POST", "/_sim/iam", path);
+	assert_int_equal(r.status, 200);
+	csh_resp_free(&r);
+	snprintf(next, sizeof(next), "%s?api-version=2023-01-31", json_string_value(
+	    json_object_get(json_object_get(json_object_get(csh_cluster(&H, AKS), "iam"),
+	    "cluster_role"), "resource_id")));
+	r = arm(tok, next);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "tags"),
+	    "fleet.io/cloud-id")), "cloud-9");
+	csh_resp_free(&r);
+	r = arm(tok, "/subscriptions/00000000-0000-0000-0000-000000000000/providers/"
+	    "Microsoft.Compute/skus?api-version=2021-07-01");
+	assert_int_equal(r.status, 404);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "error"),
+	    "code")), "SubscriptionNotFound");
+	csh_resp_free(&r);
+	free(tok);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_login),
+		cmocka_unit_test(test_arm),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
