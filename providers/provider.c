@@ -235,23 +235,21 @@ prov_ops_get(const char *provider)
 	return NULL;
 }
 
-bool
-prov_list_pools(const struct prov_cloud *c, const struct prov_cluster *k,
-    struct prov_pools *out, struct err *e)
+static bool
+list_once(const struct prov_ops *ops, const struct prov_cloud *c,
+    const struct prov_cluster *k, struct prov_pools *out, struct err *e)
 {
-	const struct prov_ops *ops = prov_ops_get(c->provider);
 	struct prov_creds cr;
 	struct prov_pool_job job = { c, k, &cr, out };
 	struct prov_fetch f;
 	bool ok = false;
 
-	if (ops == NULL)
-		return err_set(e, 400, "prov.unknown_provider", "unknown provider");
 	if (!prov_creds_get(c, NULL, &cr, e))
 		return false;
 	prov_fetch_init(&f, http_batch_new(4));
 	if (f.b == NULL)
 		return err_set(e, 500, "prov.oom", "out of memory");
+	f.retry = (struct http_retry){ 3, 200, 5000 };
 	if (!ops->pools_begin(&f, &job, e))
 		goto cleanup;
 	if (!prov_fetch_run_sync(&f, e))
@@ -262,6 +260,26 @@ cleanup:
 	http_batch_free(f.b);
 	memset(&cr, 0, sizeof(cr));
 	return ok;
+}
+
+bool
+prov_list_pools(const struct prov_cloud *c, const struct prov_cluster *k,
+    struct prov_pools *out, struct err *e)
+{
+	const struct prov_ops *ops = prov_ops_get(c->provider);
+
+	if (ops == NULL)
+		return err_set(e, 400, "prov.unknown_provider", "unknown provider");
+	if (list_once(ops, c, k, out, e))
+		return true;
+	if (e->status != 401)
+		return false;
+	/* expired or revoked credentials: fetch fresh ones, once */
+	prov_creds_invalidate(c->id);
+	prov_pools_cleanup(out);
+	prov_pools_init(out);
+	err_clear(e);
+	return list_once(ops, c, k, out, e);
 }
 
 static bool

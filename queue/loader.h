@@ -18,6 +18,9 @@ bool	loader_model(struct db *c, const char *env, int stale_after, struct sched_m
  * "name" under {"_names": {id: name}}. */
 bool	loader_model_pools(struct db *c, const char *env, int stale_after,
 	    struct sched_model **out, json_t **pools, struct err *e);
+/* Same with a full configuration (NULL = defaults). */
+bool	loader_model_cfg(struct db *c, const char *env, const struct sched_config *cfg,
+	    struct sched_model **out, json_t **pools, struct err *e);
 /* Adds the job of a spec (canonical JSON) to m, its groups and constraints included. */
 struct sched_job *loader_add_job(struct sched_model *m, const char *id, const char *queue_id,
 	    int priority, bool can_preempt, int64_t enqueued_at, enum sched_state st,

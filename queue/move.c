@@ -411,9 +411,13 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 			goto cleanup;
 		{
 			/* An admitted job is re-placed at once; a running one moves in steps. */
-			bool done = moved && strcmp(json_string_value(json_object_get(job, "state")),
-			    "admitted") == 0 && json_object_get(json_object_get(res, "plan"), "to") &&
-			    !json_is_true(json_object_get(job, "claimed"));
+			json_t *now = NULL;
+			bool done = false;
+
+			if (moved && job_get(c, jid, false, &now, e))
+				done = strcmp(json_string_value(json_object_get(now, "state")),
+				    "admitted") == 0;
+			json_decref(now);
 			const char *p[4] = { id, jid, done ? "moved" : moved ? "moving" : "waiting",
 			    moved ? NULL : me.msg };
 

@@ -3,10 +3,12 @@
 # into build/fuzz/ and runs each for SECONDS over a scratch copy of its seed corpus.
 # Prints executions and findings per target; exits non-zero on any crash, leak or sanitizer
 # report. Findings are copied to build/fuzz/findings/<target>/ (never into the repo).
+# Environment: FUZZ_OUT (build dir), FUZZ_BUILD_JOBS, FUZZ_MAX_LEN, FUZZ_ARGS (extra
+# libFuzzer flags, e.g. "-fork=1 -ignore_crashes=1" to list every finding of a long run).
 set -uo pipefail
 secs=${1:?usage: tests/fuzz/run.sh SECONDS [TARGET...]}; shift
 top=$(cd "$(dirname "$0")/../.." && pwd)
-out=$top/build/fuzz
+out=${FUZZ_OUT:-$top/build/fuzz}
 jobs=${FUZZ_BUILD_JOBS:-2}
 
 command -v clang >/dev/null || { echo "fuzz: clang is not installed (make deps)" >&2; exit 1; }
@@ -40,7 +42,7 @@ for t in "${targets[@]}"; do
 	dict=()
 	[ -f "$top/tests/fuzz/$t.dict" ] && dict=(-dict="$top/tests/fuzz/$t.dict")
 	(cd "$work" && "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-	    -max_len=${FUZZ_MAX_LEN:-8192} -print_final_stats=1 "${dict[@]}" \
+	    -max_len=${FUZZ_MAX_LEN:-8192} -print_final_stats=1 ${FUZZ_ARGS:-} "${dict[@]}" \
 	    -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1)
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1)
