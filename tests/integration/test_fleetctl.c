@@ -1174,7 +1174,8 @@ test_fake_jobs(void **state)
 		R("GET", "/v1/jobs?state=running&queue=q%201&limit=2", 200, "{\"items\":["
 		    "{\"id\":\"j1\",\"state\":\"running\"},{\"id\":\"j2\",\"state\":\"running\"}],"
 		    "\"next\":\"/v1/jobs?limit=2&after=Y3Vy\"}"),
-		R("GET", "/v1/jobs?state=running&queue=q%201&limit=2&after=Y3Vy", 200, "{\"items\":[{\"id\":\"j3\",\"state\":\"running\"}],\"next\":null}"),
+		R("GET", "/v1/jobs?state=running&queue=q%201&limit=2&after=Y3Vy", 200,
+		    "{\"items\":[{\"id\":\"j3\",\"state\":\"running\"}],\"next\":null}"),
 		R("GET", "/v1/jobs/j1/placement", 200, explain),
 		R("GET", "/v1/jobs/j1/manifest", 200, "{\"apiVersion\":\"ray.io/v1\","
 		    "\"kind\":\"RayJob\"}"),
