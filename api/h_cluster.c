@@ -6,6 +6,7 @@
 #include "api/handlers.h"
 #include "regions/cloud.h"
 #include "regions/cluster.h"
+#include "regions/poll_loop.h"
 
 static bool
 visible_cluster(struct request *rq, struct db *c, const char *id, bool lock, json_t **out,
@@ -87,6 +88,7 @@ HANDLER(h_cluster_create)
 		goto cleanup;
 	reply_cluster(rq, 201, a.out);
 	a.out = NULL;
+	poll_loop_kick();	/* its capacity is wanted now, not at the next period */
 	ok = true;
 cleanup:
 	json_decref(a.cloud);

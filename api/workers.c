@@ -5,8 +5,11 @@
 #include "api/workers.h"
 #include "core/config.h"
 #include "queue/scheduler.h"
+#include "regions/poll_loop.h"
+#include "regions/poller.h"
 
 static bool sched_on;
+static bool poll_on;
 
 static bool
 wanted(const char *name)
@@ -27,7 +30,13 @@ workers_start(struct err *e)
 
 	if (!registered) {
 		metrics_register(scheduler_metrics);
+		metrics_register(poller_metrics);
 		registered = true;
+	}
+	if (wanted("poller")) {
+		if (!poll_loop_start(e))
+			return false;
+		poll_on = true;
 	}
 	if (wanted("scheduler")) {
 		if (!scheduler_start(e))
@@ -43,4 +52,7 @@ workers_stop(void)
 	if (sched_on)
 		scheduler_stop();
 	sched_on = false;
+	if (poll_on)
+		poll_loop_stop();
+	poll_on = false;
 }

@@ -1,0 +1,131 @@
+/* poll_loop: a thread holding a dedicated connection for the poller's advisory lock and
+ * LISTEN fleet_poll; refreshes through poller_refresh_all. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "regions/poll_loop.h"
+#include "regions/poller.h"
+
+static struct {
+	pthread_t	thread;
+	atomic_bool	running;
+	atomic_bool	kicked;
+	bool		started;
+} P;
+
+void
+poll_loop_kick(void)
+{
+	atomic_store(&P.kicked, true);
+}
+
+static double
+mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits up to ms for a NOTIFY, a kick or the stop flag, in slices of 200 ms. */
+static void
+wait_for(PGconn *c, int ms)
+{
+	double until = mono() + ms / 1000.0;
+
+	while (atomic_load(&P.running) && !atomic_load(&P.kicked) && mono() < until) {
+		int fd = c ? PQsocket(c) : -1;
+		struct timeval tv = { 0, 200 * 1000 };
+		fd_set rs;
+		PGnotify *n;
+		bool got = false;
+
+		FD_ZERO(&rs);
+		if (fd >= 0)
+			FD_SET(fd, &rs);
+		if (select(fd + 1, &rs, NULL, NULL, &tv) > 0 && c != NULL)
+			PQconsumeInput(c);
+		while (c != NULL && (n = PQnotifies(c)) != NULL) {
+			PQfreemem(n);
+			got = true;
+		}
+		if (got)
+			break;
+	}
+}
+
+static void *
+loop(void *arg)
+{
+	PGconn *c = NULL;
+	bool leader = false;
+
+	(void)arg;
+	while (atomic_load(&P.running)) {
+		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+			if (c != NULL)
+				PQfinish(c);
+			leader = false;
+			c = PQconnectdb(cfg.database_url);
+			if (PQstatus(c) != CONNECTION_OK) {
+				PQfinish(c);
+				c = NULL;
+				wait_for(NULL, 1000);
+				continue;
+			}
+			PQclear(PQexec(c, "LISTEN fleet_poll"));
+		}
+		if (!leader) {
+			PGresult *r = PQexec(c, "SELECT pg_try_advisory_lock(7315, 0)");
+
+			leader = PQresultStatus(r) == PGRES_TUPLES_OK && PQgetvalue(r, 0, 0)[0] == 't';
+			PQclear(r);
+		}
+		if (leader) {
+			struct poller_stats st;
+			struct err e = { 0 };
+
+			atomic_store(&P.kicked, false);
+			if (!poller_refresh_all(cfg.dispatch_concurrency * 2, &st, &e))
+				log_warn(NULL, "poller", "refresh failed", "{s:s}", "error", e.msg);
+			else
+				log_debug(NULL, "poller", "refresh", "{s:i, s:i, s:i, s:f}", "clusters",
+				    st.clusters, "ok", st.ok, "failed", st.failed, "ms", st.elapsed_ms);
+		} else if (atomic_exchange(&P.kicked, false)) {
+			PQclear(PQexec(c, "NOTIFY fleet_poll"));
+		}
+		wait_for(c, cfg.poll_interval_ms);
+	}
+	if (c != NULL)
+		PQfinish(c);
+	return NULL;
+}
+
+bool
+poll_loop_start(struct err *e)
+{
+	atomic_store(&P.running, true);
+	atomic_store(&P.kicked, true);
+	if (pthread_create(&P.thread, NULL, loop, NULL) != 0)
+		return err_set(e, 500, "poller.start", "cannot start the poller thread");
+	P.started = true;
+	return true;
+}
+
+void
+poll_loop_stop(void)
+{
+	if (!P.started)
+		return;
+	atomic_store(&P.running, false);
+	pthread_join(P.thread, NULL);
+	P.started = false;
+}
