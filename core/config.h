@@ -27,6 +27,7 @@ struct config {
 	int	 snapshot_max_age_s;
 	char	*gcp_oauth_url;
 	char	*gcp_iamcredentials_url;
+	char	*gcp_iam_url;
 	char	*gke_url;
 	char	*gce_url;
 	char	*gcp_sa_key_file;	/* fleetd's own service-account key (JSON) */
