@@ -17,6 +17,20 @@
 #include "core/crypto.h"
 
 static struct MHD_Daemon *plain_d, *tls_d;
+static volatile bool stopping;	/* set before the daemons stop: sleeping faults end */
+
+/* Sleeps ms milliseconds in small steps; false when cloudsim is stopping. */
+static bool
+nap(long ms)
+{
+	while (ms > 0 && !stopping) {
+		long step = ms > 50 ? 50 : ms;
+
+		usleep((useconds_t)step * 1000);
+		ms -= step;
+	}
+	return !stopping;
+}
 static int tls_marker;
 
 const char *
@@ -402,15 +416,20 @@ inject(struct cs *cs, struct cs_req *rq)
 		rq->drop = true;
 		return true;
 	}
-	if (f.latency_ms > 0)
-		usleep((useconds_t)(f.latency_ms > 600000 ? 600000 : f.latency_ms) * 1000);
+	if (f.latency_ms > 0 && !nap(f.latency_ms)) {
+		rq->drop = true;
+		return true;
+	}
 	if (f.hang) {
 		double waited = 0, limit = f.hang_s > 0 ? f.hang_s : 600;
 
 		while (waited < limit) {
 			bool alive;
 
-			usleep(50000);
+			if (!nap(50)) {
+				rq->drop = true;
+				return true;
+			}
 			waited += 0.05;
 			pthread_mutex_lock(&cs->lock);
 			alive = fault_alive(cs, f.id);
@@ -621,6 +640,7 @@ cs_http_start(struct cs *cs, const char *host, int port, const char *key_pem,
 void
 cs_http_stop(void)
 {
+	stopping = true;
 	if (tls_d != NULL)
 		MHD_stop_daemon(tls_d);
 	if (plain_d != NULL)

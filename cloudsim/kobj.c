@@ -334,6 +334,18 @@ body_matches_url(struct cs_req *rq, json_t *body, const char *kind, const char *
 	return true;
 }
 
+/* Whether metadata.<key> is the same in a and b (absent equals empty). */
+static bool
+meta_equal(json_t *a, json_t *b, const char *key)
+{
+	json_t *x = json_object_get(json_object_get(a, "metadata"), key),
+	    *y = json_object_get(json_object_get(b, "metadata"), key);
+
+	if (x == NULL || y == NULL)
+		return json_object_size(x) == 0 && json_object_size(y) == 0;
+	return json_equal(x, y);
+}
+
 static void
 apply(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural,
     const char *ns, const char *name, json_t *body)
@@ -396,11 +408,8 @@ apply(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 	}
 	count_apply(cs, cl, o);
 	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec")) ||
-	    !json_equal(cs_jpath(body, "metadata.labels") ? json_object_get(json_object_get(
-	    body, "metadata"), "labels") : NULL, json_object_get(json_object_get(o->live,
-	    "metadata"), "labels")) || strcmp(o->manager, mgr) != 0 ||
-	    !json_equal(json_object_get(json_object_get(body, "metadata"), "annotations"),
-	    json_object_get(json_object_get(o->live, "metadata"), "annotations"))) {
+	    !meta_equal(body, o->live, "labels") || !meta_equal(body, o->live, "annotations") ||
+	    strcmp(o->manager, mgr) != 0) {
 		if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec")))
 			o->generation++;
 		snprintf(o->manager, sizeof(o->manager), "%s", mgr);

@@ -25,6 +25,8 @@ struct csh {
 	json_t	*clusters;		/* clusters.json "clusters" */
 };
 
+static long csh_timeout_s = 20;	/* per request */
+
 struct csh_resp {
 	long	 status;
 	char	*body;
@@ -200,7 +202,7 @@ csh_req(const char *method, const char *url, const char *const *headers, const c
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, csh_hdr_cb);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, csh_timeout_s);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	if (cafile != NULL)
 		curl_easy_setopt(c, CURLOPT_CAINFO, cafile);

@@ -183,6 +183,8 @@ test_apply_get_delete(void **state)
 	assert_int_equal(r.status, 200);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json, "metadata"),
 	    "generation")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "metadata"),
+	    "resourceVersion")), rv);
 	csh_resp_free(&r);
 	assert_int_equal(applies(GKE "/team-a/rayclusters/rc-a"), 2);
 	/* another manager changing a field: conflict, unless forced */
@@ -292,6 +294,43 @@ test_garbage_never_crashes(void **state)
 	csh_resp_free(&r);
 }
 
+static void
+test_hang_is_per_cluster(void **state)
+{
+	struct csh_resp f, r;
+	struct timespec t0, t1;
+
+	(void)state;
+	f = csh_sim(&H, "POST", "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":"
+	    "\"test-aks-eus\",\"hang\":true,\"hang_s\":60}");
+	assert_int_equal(f.status, 201);
+	csh_resp_free(&f);
+	csh_timeout_s = 1;
+	r = csh_kube(&H, "test-aks-eus", "GET", "/api/v1/nodes", NULL, NULL);
+	assert_int_equal(r.curl_rc, CURLE_OPERATION_TIMEDOUT);
+	csh_resp_free(&r);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = csh_kube(&H, GKE, "GET", "/api/v1/nodes", NULL, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_int_equal(r.status, 200);
+	assert_true(t1.tv_sec - t0.tv_sec < 1);
+	csh_resp_free(&r);
+	csh_timeout_s = 20;
+	f = csh_sim(&H, "POST", "/_sim/faults", "{\"service\":\"k8s\",\"region\":"
+	    "\"us-central1\",\"error_rate\":1,\"error_status\":503,\"count\":1}");
+	csh_resp_free(&f);
+	r = csh_kube(&H, GKE, "GET", "/api/v1/nodes", NULL, NULL);
+	assert_int_equal(r.status, 503);
+	assert_string_equal(json_string_value(json_object_get(r.json, "kind")), "Status");
+	assert_non_null(strstr(r.hdr, "retry-after:"));
+	csh_resp_free(&r);
+	f = csh_sim(&H, "DELETE", "/_sim/faults", NULL);
+	csh_resp_free(&f);
+	r = csh_kube(&H, "test-aks-eus", "GET", "/api/v1/nodes", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	csh_resp_free(&r);
+}
+
 int
 main(void)
 {
@@ -300,6 +339,7 @@ main(void)
 		cmocka_unit_test(test_nodes_paged_and_labelled),
 		cmocka_unit_test(test_apply_get_delete),
 		cmocka_unit_test(test_garbage_never_crashes),
+		cmocka_unit_test(test_hang_is_per_cluster),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
