@@ -19,7 +19,7 @@ setup(void **state)
 {
 	(void)state;
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return csh_start(&H, "cloudsim/fleets/test.json", "20") ? 0 : -1;
+	return csh_start(&H, "cloudsim/fleets/test.json", "40") ? 0 : -1;
 }
 
 static int
@@ -225,7 +225,7 @@ test_rack_affinity(void **state)
 	json_decref(p);
 	/* after the autoscale delay rack-a's worker is still pending: a new node would not be
 	 * in rack 00 */
-	usleep(1500000);
+	usleep(800000);
 	p = pods(GKE, "rack-a");
 	assert_int_equal(count_phase(p, "Pending"), 1);
 	json_decref(p);
@@ -262,7 +262,7 @@ test_stockout_and_autoscale(void **state)
 	/* the AKS h100 pool is in stockout in the fleet file: 2 of 3 workers run */
 	assert_int_equal(apply(AKS, "rayclusters", "so", ray_body("RayCluster", "so", 3, 8, aks,
 	    "")), 201);
-	usleep(2000000);
+	usleep(1000000);
 	p = pods(AKS, "so");
 	assert_int_equal(count_phase(p, "Running"), 3);	/* head + 2 workers */
 	assert_int_equal(count_phase(p, "Pending"), 1);
@@ -283,7 +283,7 @@ test_stockout_and_autoscale(void **state)
 		    json_object_get(r.json, "id")));
 		assert_int_equal(apply(GKE, "rayclusters", "grow", ray_body("RayCluster", "grow", 1,
 		    8, GKE_H100, "")), 201);
-		usleep(1500000);
+		usleep(800000);
 		assert_int_equal(pool_nodes(GKE, "h100"), 3);
 		assert_true(has_event(GKE, "grow-gpu-worker", "FailedScaleUp"));
 		d = csh_sim(&H, "DELETE", del, NULL);
@@ -404,7 +404,7 @@ test_spot_preemption(void **state)
 	assert_int_equal(r.status, 200);
 	csh_resp_free(&r);
 	assert_true(has_event(GKE, "spot-gpu-worker", "PreemptionNotice"));
-	usleep(1500000);
+	usleep(800000);
 	assert_true(has_event(GKE, "spot-gpu-worker", "Preempted"));
 	assert_true(csh_wait(&H, pods_in_phase, &w, 10));
 	p = pods(GKE, "spot");
