@@ -97,6 +97,23 @@ next_continue(json_t *j, char **next)
 	*next = c != NULL && c[0] != '\0' ? strdup(c) : NULL;
 }
 
+static bool
+qty(json_t *res, const char *name, bool milli, long long *out)
+{
+	json_t *q = json_object_get(res, name);
+
+	*out = 0;
+	if (q == NULL)
+		return true;
+	/* the API always sends strings; a bare integer is tolerated */
+	if (json_is_integer(q) && json_integer_value(q) >= 0 &&
+	    json_integer_value(q) < (1LL << 40)) {
+		*out = json_integer_value(q) * (milli ? 1000 : 1);
+		return true;
+	}
+	return json_is_string(q) && kube_parse_quantity(json_string_value(q), milli, out);
+}
+
 /* Sum of accelerator resources of a resource map. */
 static bool
 accel_of(json_t *res, long long *out)
@@ -106,30 +123,11 @@ accel_of(json_t *res, long long *out)
 
 	*out = 0;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		json_t *q = json_object_get(res, names[i]);
-
-		if (q == NULL)
-			continue;
-		if (!json_is_string(q) || !kube_parse_quantity(json_string_value(q), false, &v))
+		if (!qty(res, names[i], false, &v))
 			return false;
 		*out += v;
 	}
 	return true;
-}
-
-static bool
-qty(json_t *res, const char *name, bool milli, long long *out)
-{
-	json_t *q = json_object_get(res, name);
-
-	*out = 0;
-	if (q == NULL)
-		return true;
-	if (json_is_integer(q) && json_integer_value(q) >= 0) {
-		*out = json_integer_value(q) * (milli ? 1000 : 1);
-		return true;
-	}
-	return json_is_string(q) && kube_parse_quantity(json_string_value(q), milli, out);
 }
 
 static bool
