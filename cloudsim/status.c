@@ -27,11 +27,33 @@ suspended(struct cs_object *o)
 	return json_is_true(json_object_get(json_object_get(o->live, "spec"), "suspend"));
 }
 
+/* What the KubeRay operator refuses before creating anything; NULL when fine. */
+static const char *
+operator_invalid(struct cs_object *o)
+{
+	size_t n = strlen(o->name);
+	json_t *spec = json_object_get(o->live, "spec");
+
+	if (strcmp(o->kind, "RayCluster") == 0 && n > 53)
+		return "RayCluster name should be no more than 53 characters";
+	if (strcmp(o->kind, "RayJob") == 0 && n > 47)
+		return "RayJob name should be no more than 47 characters";
+	if (strcmp(o->kind, "RayService") == 0 && n > 47)
+		return "RayService name should be no more than 47 characters";
+	if (strcmp(o->kind, "RayCronJob") == 0 && n > 36)
+		return "RayCronJob name should be no more than 36 characters";
+	if (strcmp(o->kind, "RayJob") == 0 && json_is_true(json_object_get(spec, "suspend")) &&
+	    !json_is_true(json_object_get(spec, "shutdownAfterJobFinishes")))
+		return "a RayJob with shutdownAfterJobFinishes set to false is not allowed to be "
+		    "suspended";
+	return NULL;
+}
+
 bool
 cs_object_active(struct cs *cs, struct cs_object *o)
 {
 	(void)cs;
-	if (o->deleted)
+	if (o->deleted || operator_invalid(o) != NULL)
 		return false;
 	if (strcmp(o->kind, "RayCluster") == 0)
 		return !suspended(o);
@@ -233,11 +255,30 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 	double now = cs_now(cs);
 	json_t *st = json_object(), *old = json_object_get(o->live, "status"), *cmp;
 	bool ready = false;
+	const char *invalid = NULL;
 	char ts[32];
 
 	if (o->deleted)
 		goto done;
-	if (strcmp(o->kind, "RayCluster") == 0) {
+	if (operator_invalid(o) != NULL) {
+		const char *why = operator_invalid(o);
+
+		json_object_set_new(st, "observedGeneration", json_integer(o->generation));
+		if (strcmp(o->kind, "RayJob") == 0) {
+			json_object_set_new(st, "jobDeploymentStatus",
+			    json_string("ValidationFailed"));
+			json_object_set_new(st, "reason", json_string("ValidationFailed"));
+			json_object_set_new(st, "message", json_string(why));
+		} else if (strcmp(o->kind, "RayCluster") == 0) {
+			json_object_set_new(st, "state", json_string("failed"));
+			json_object_set_new(st, "reason", json_string(why));
+		} else if (strcmp(o->kind, "RayService") == 0) {
+			json_object_set_new(st, "conditions", json_pack("[{s:s, s:s, s:s, s:s}]",
+			    "type", "Ready", "status", "False", "reason", "ValidationFailed",
+			    "message", why));
+		}
+		invalid = why;
+	} else if (strcmp(o->kind, "RayCluster") == 0) {
 		if (suspended(o)) {
 			json_object_set_new(st, "state", json_string("suspended"));
 		} else {
@@ -271,6 +312,10 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 	if (json_is_object(cmp))
 		json_object_del(cmp, "lastUpdateTime");
 	if (!json_equal(cmp, st)) {
+		if (invalid != NULL)
+			cs_event(cs, cl, o->ns, o->kind, o->name, o->uid, "Warning",
+			    strcmp(o->kind, "RayJob") == 0 ? "InvalidRayJobSpec" :
+			    "InvalidRayClusterSpec", invalid);
 		cs_rfc3339(now, ts);
 		json_object_set_new(st, "lastUpdateTime", json_string(ts));
 		json_object_set(o->live, "status", st);

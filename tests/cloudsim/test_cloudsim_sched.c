@@ -367,6 +367,23 @@ test_rayjob_progression_and_suspend(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "status"),
 	    "state")), "suspended");
 	csh_resp_free(&r);
+	/* the operator refuses a suspended RayJob that would not shut down, and long names */
+	assert_int_equal(apply(HP, "rayjobs", "bad-suspend", ray_body("RayJob", "bad-suspend", 1,
+	    8, g6, "\"suspend\":true,")), 201);
+	usleep(300000);
+	r = csh_kube(&H, HP, "GET", "/apis/ray.io/v1/namespaces/default/rayjobs/bad-suspend",
+	    NULL, NULL);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json, "status"),
+	    "jobDeploymentStatus")), "ValidationFailed");
+	csh_resp_free(&r);
+	{
+		const char *longname = "a-rayjob-name-that-is-much-too-long-for-kuberay-x";
+
+		assert_int_equal(apply(HP, "rayjobs", longname, ray_body("RayJob", longname, 1, 8,
+		    g6, "")), 201);
+		usleep(300000);
+		assert_true(has_event(HP, longname, "InvalidRayJobSpec"));
+	}
 	/* deletion frees the GPUs the workers held */
 	r = csh_kube(&H, HP, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/susp",
 	    NULL, NULL);
