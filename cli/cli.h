@@ -104,6 +104,9 @@ int	cli_run_list(struct cli_ctx *c, const struct cli_args *a, const char *path,
 /* Operations (wait.c): polls GET /v1/operations/{id} with a progress bar on stderr
  * until it is done; prints failures.  CLI_OK only when nothing failed. */
 int	cli_wait_operation(struct cli_ctx *c, const json_t *op);
+/* Polls GET /v1/jobs/{id} (state changes on stderr) until the job runs again or ends;
+ * CLI_OK when it is running or succeeded. */
+int	cli_wait_job(struct cli_ctx *c, const char *id);
 /* Prints a started operation (id, state, counts), then waits when wait is true. */
 int	cli_report_operation(struct cli_ctx *c, const json_t *op, bool wait);
 

@@ -132,6 +132,8 @@ report_problem(long status, const char *body)
 			continue;
 		}
 		cli_buf_add(&b, "; ");
+		if (json_is_string(json_object_get(fe, "cluster")))	/* move refusals */
+			ptr = json_string_value(json_object_get(fe, "cluster"));
 		if (ptr != NULL && *ptr != '\0') {
 			cli_buf_add_clean(&b, ptr);
 			cli_buf_add(&b, ": ");

@@ -191,6 +191,41 @@ move_body(const struct cli_args *a, json_t **out)
 }
 
 static int
+print_plan(struct cli_ctx *c, const json_t *plan)
+{
+	struct cli_table_opts o = { .width = c->width, .color = c->color, .now = c->now };
+	char *t = cli_plan_render(plan, &o);
+
+	if (t == NULL)
+		return cli_fail(CLI_ERROR, "out of memory");
+	fputs(t, stdout);
+	free(t);
+	return CLI_OK;
+}
+
+/* 200: the dry run's plan; 202: {plan, job} of a started move (or an operation). */
+static int
+move_report(struct cli_ctx *c, const struct cli_args *a, long status, const json_t *res)
+{
+	int rc = CLI_OK;
+
+	if (status == 202 && json_object_get(res, "total") != NULL)
+		return cli_report_operation(c, res, cli_switch(a, "wait"));
+	if (c->json)
+		cli_print_json(res);
+	if (status != 202 || !json_is_object(json_object_get(res, "plan")))
+		return c->json ? CLI_OK : print_plan(c, res);
+	if (!c->json) {
+		printf("job %s is moving (%s)\n", a->pos[0], str(json_object_get(res, "job"),
+		    "state"));
+		rc = print_plan(c, json_object_get(res, "plan"));
+	}
+	if (rc == CLI_OK && cli_switch(a, "wait"))
+		rc = cli_wait_job(c, a->pos[0]);
+	return rc;
+}
+
+static int
 jobs_move(struct cli_ctx *c, const struct cli_args *a)
 {
 	char path[PATH_MAX_LEN];
@@ -206,12 +241,8 @@ jobs_move(struct cli_ctx *c, const struct cli_args *a)
 		rc = CLI_USAGE;
 		goto cleanup;
 	}
-	if ((rc = cli_call(c, "POST", path, body, &status, &res)) != CLI_OK)
-		goto cleanup;
-	if (status == 202 && json_object_get(res, "total") != NULL)
-		rc = cli_report_operation(c, res, cli_switch(a, "wait"));
-	else
-		rc = cli_print_object(c, res);
+	if ((rc = cli_call(c, "POST", path, body, &status, &res)) == CLI_OK)
+		rc = move_report(c, a, status, res);
 cleanup:
 	json_decref(body);
 	json_decref(res);
@@ -245,7 +276,7 @@ static const struct cli_flag move_flags[] = {
 	{ "cluster", 0, "CLUSTER_ID", "move to this cluster" },
 	{ "dry-run", 0, NULL, "only show the plan: target, price difference, preemptions" },
 	{ "reason", 0, "TEXT", "why (kept in the audit log and the job's events)" },
-	{ "wait", 0, NULL, "follow the move to its end with a progress bar" },
+	{ "wait", 0, NULL, "follow the job until it runs again (or ends)" },
 	{ NULL, 0, NULL, NULL },
 };
 

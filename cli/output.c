@@ -121,11 +121,50 @@ draw(struct cli_ctx *c, const json_t *op, char **last)
 	*last = line;
 }
 
+static long
+poll_ms(void)
+{
+	const char *env = getenv("FLEETCTL_POLL_MS");
+
+	return env != NULL && atol(env) > 0 ? atol(env) : POLL_MS_DEFAULT;
+}
+
+int
+cli_wait_job(struct cli_ctx *c, const char *id)
+{
+	static const char *const ok[] = { "running", "succeeded", NULL };
+	static const char *const bad[] = { "failed", "cancelled", NULL };
+	char path[1024], last[64] = "";
+	json_t *job = NULL;
+	int rc;
+
+	if (!cli_path(path, sizeof(path), "/v1/jobs/", id, NULL))
+		return CLI_USAGE;
+	for (;;) {
+		const char *st;
+
+		if ((rc = cli_call(c, "GET", path, NULL, NULL, &job)) != CLI_OK)
+			return rc;
+		st = json_string_value(json_object_get(job, "state"));
+		st = st != NULL ? st : "unknown";
+		if (strcmp(st, last) != 0)
+			fprintf(stderr, "job %s: %s\n", id, st);
+		snprintf(last, sizeof(last), "%s", st);
+		json_decref(job);
+		for (int i = 0; ok[i] != NULL; i++)
+			if (strcmp(last, ok[i]) == 0)
+				return CLI_OK;
+		for (int i = 0; bad[i] != NULL; i++)
+			if (strcmp(last, bad[i]) == 0)
+				return cli_fail(CLI_ERROR, "job %s ended %s", id, last);
+		usleep((useconds_t)poll_ms() * 1000);
+	}
+}
+
 int
 cli_wait_operation(struct cli_ctx *c, const json_t *started)
 {
-	const char *env = getenv("FLEETCTL_POLL_MS");
-	long poll = env != NULL && atol(env) > 0 ? atol(env) : POLL_MS_DEFAULT;
+	long poll = poll_ms();
 	const char *id = json_string_value(json_object_get(started, "id"));
 	json_t *op = json_incref((json_t *)started);
 	char path[1024], *last = NULL;
@@ -186,6 +225,8 @@ cli_report_operation(struct cli_ctx *c, const json_t *op, bool wait)
 	printf("operation %s %s: %lld jobs to move\n", str_or(op, "id", "-"),
 	    str_or(op, "state", "started"),
 	    (long long)json_integer_value(json_object_get(op, "total")));
-	printf("follow it with: fleetctl operations get %s --wait\n", str_or(op, "id", "ID"));
+	if (!cli_operation_done(op))
+		printf("follow it with: fleetctl operations get %s --wait\n",
+		    str_or(op, "id", "ID"));
 	return CLI_OK;
 }

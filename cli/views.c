@@ -116,7 +116,7 @@ static const struct cli_col allocations_cols[] = {
 VIEW(cli_view_allocations, allocations_cols);
 
 static const struct cli_col failures_cols[] = {
-	{ "JOB", "job", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "JOB", "job_id", CLI_CELL_TEXT, CLI_COL_KEEP },
 	{ "REASON", "reason", CLI_CELL_TEXT, 0 },
 };
 VIEW(cli_view_failures, failures_cols);
@@ -134,6 +134,7 @@ static const struct {
 	enum cli_cell_kind kind;
 } explain_fields[] = {
 	{ "job", "Job", CLI_CELL_TEXT },
+	{ "job_id", "Job", CLI_CELL_TEXT },
 	{ "queue", "Queue", CLI_CELL_TEXT },
 	{ "outcome", "Outcome", CLI_CELL_STATE },
 	{ "state", "State", CLI_CELL_STATE },
@@ -145,7 +146,9 @@ static const struct {
 	{ "hold_cluster", "Holding", CLI_CELL_TEXT },
 	{ "share", "Share", CLI_CELL_NUM },
 	{ "borrowing", "Borrowing", CLI_CELL_TEXT },
+	{ "attempt", "Attempt", CLI_CELL_TEXT },
 	{ "decided_at", "Decided", CLI_CELL_TIME },
+	{ "decided_by", "Decided by", CLI_CELL_TEXT },
 };
 
 static void
@@ -177,7 +180,7 @@ add_line(struct cli_buf *b, const char *label, const json_t *v, enum cli_cell_ki
 		b->oom = true;
 		return;
 	}
-	cli_buf_printf(b, "%-11s%s%s%s\n", label, c ? c : "", t, c ? CLI_C_RESET : "");
+	cli_buf_printf(b, "%-12s%s%s%s\n", label, c ? c : "", t, c ? CLI_C_RESET : "");
 	free(t);
 }
 
@@ -186,14 +189,25 @@ cli_explain_render(const json_t *x, const struct cli_table_opts *o)
 {
 	struct cli_buf b = { 0 };
 	const json_t *rej, *vic;
+	json_t *m = NULL;
 	char label[32];
 
-	if (json_is_object(json_object_get(x, "decision")))
-		x = json_object_get(x, "decision");
+	/* A stored decision nests under "decision"; its own fields come first. */
+	if (json_is_object(json_object_get(x, "decision"))) {
+		m = json_deep_copy(json_object_get(x, "decision"));
+		if (m == NULL || json_object_update_missing(m, (json_t *)x) != 0) {
+			json_decref(m);
+			return NULL;
+		}
+		json_object_del(m, "decision");
+		x = m;
+	}
 	for (size_t i = 0; i < sizeof(explain_fields) / sizeof(explain_fields[0]); i++) {
-		const json_t *v = json_object_get(x, explain_fields[i].key);
+		const char *k = explain_fields[i].key;
+		const json_t *v = json_object_get(x, k);
 
-		if (v == NULL || (json_is_null(v) && strcmp(explain_fields[i].key, "cluster")))
+		if (v == NULL || (json_is_null(v) && strcmp(k, "cluster") != 0) ||
+		    (strcmp(k, "job_id") == 0 && json_object_get(x, "job") != NULL))
 			continue;
 		snprintf(label, sizeof(label), "%s:", explain_fields[i].label);
 		add_line(&b, label, v, explain_fields[i].kind, o);
@@ -209,6 +223,59 @@ cli_explain_render(const json_t *x, const struct cli_table_opts *o)
 	    json_object_get(x, "clusters"), o);
 	add_section(&b, "Allocations", &cli_view_allocations,
 	    json_object_get(x, "allocations"), o);
+	json_decref(m);
+	return cli_buf_take(&b);
+}
+
+/* "name (region, provider)" for one end of a move. */
+static void
+add_place(struct cli_buf *b, const char *label, const json_t *p)
+{
+	const char *name = json_string_value(json_object_get(p, "cluster_name"));
+	const char *id = json_string_value(json_object_get(p, "cluster"));
+	const char *flavor = json_string_value(json_object_get(p, "flavor"));
+
+	cli_buf_printf(b, "%-12s", label);
+	if (!json_is_object(p)) {
+		cli_buf_add(b, "-\n");
+		return;
+	}
+	cli_buf_add_clean(b, name != NULL ? name : id != NULL ? id : "-");
+	cli_buf_add(b, " (");
+	cli_buf_add_clean(b, json_string_value(json_object_get(p, "region")) ?
+	    json_string_value(json_object_get(p, "region")) : "-");
+	if (json_string_value(json_object_get(p, "provider")) != NULL) {
+		cli_buf_add(b, ", ");
+		cli_buf_add_clean(b, json_string_value(json_object_get(p, "provider")));
+	}
+	cli_buf_add(b, ")");
+	if (flavor != NULL) {
+		cli_buf_add(b, ", ");
+		cli_buf_add_clean(b, flavor);
+		if (json_is_true(json_object_get(p, "spot")))
+			cli_buf_add(b, " spot");
+	}
+	if (json_is_number(json_object_get(p, "price_hour")))
+		cli_buf_printf(b, ", %.2f/h", json_number_value(json_object_get(p, "price_hour")));
+	cli_buf_add(b, "\n");
+}
+
+char *
+cli_plan_render(const json_t *plan, const struct cli_table_opts *o)
+{
+	struct cli_buf b = { 0 };
+	const json_t *price = json_object_get(plan, "price_difference_per_hour");
+	const json_t *pre = json_object_get(plan, "would_preempt");
+
+	add_line(&b, "Job:", json_object_get(plan, "job_id"), CLI_CELL_TEXT, o);
+	add_place(&b, "From:", json_object_get(plan, "from"));
+	add_place(&b, "To:", json_object_get(plan, "to"));
+	if (json_is_number(price))
+		cli_buf_printf(&b, "%-12s%+.2f/h\n", "Price:", json_number_value(price));
+	if (json_is_array(pre) && json_array_size(pre) > 0)
+		add_line(&b, "Preempts:", pre, CLI_CELL_TEXT, o);
+	else
+		cli_buf_printf(&b, "%-12snone\n", "Preempts:");
 	return cli_buf_take(&b);
 }
 

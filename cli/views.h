@@ -28,9 +28,15 @@ char	*cli_view_render(const struct cli_view *v, const json_t *items,
 
 /* GET /v1/jobs/{id}/placement made readable: the decision or the state, then the
  * candidates (score, reason) or, for a pending job, each cluster's blocking reason,
- * then allocations and victims.  Accepts the explanation bare or under "decision".
+ * then allocations and victims.  A stored decision under "decision" is shown with the
+ * top-level fields (state, attempt, decided_at) merged in.
  * Malloc'd; NULL only when memory runs out. */
 char	*cli_explain_render(const json_t *x, const struct cli_table_opts *o);
+
+/* A move's plan {job_id, from, to, price_difference_per_hour, would_preempt}: where
+ * from and to, the price difference per hour and who would be preempted.
+ * Malloc'd; NULL only when memory runs out. */
+char	*cli_plan_render(const json_t *plan, const struct cli_table_opts *o);
 
 /* One line for an operation {state, total, moved, waiting, failed}: a bar, the
  * percentage done (moved + failed over total), the counts and the state, at most

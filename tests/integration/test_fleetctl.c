@@ -217,18 +217,26 @@ test_views(void **state)
 	const char *const explain[][2] = {
 		{ FIX "explain_admitted.json", FIX "explain_admitted.txt" },
 		{ FIX "explain_pending.json", FIX "explain_pending.txt" },
+		{ FIX "explain_placed.json", FIX "explain_placed.txt" },
 	};
 	json_t *in, *wrapped;
 	char *t, *t2;
 
 	(void)state;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		in = load_fixture(explain[i][0]);
 		t = cli_explain_render(in, &o);
 		golden(explain[i][1], t);
-		wrapped = json_pack("{s:O}", "decision", in);
+		if (json_object_get(in, "decision") != NULL)
+			wrapped = json_pack("{s:O}", "decision", json_object_get(in, "decision"));
+		else
+			wrapped = json_pack("{s:O}", "decision", in);
 		t2 = cli_explain_render(wrapped, &o);
-		assert_string_equal(t, t2);
+		/* The bare decision shows the same, less the merged top-level lines. */
+		if (json_object_get(in, "decision") == NULL)
+			assert_string_equal(t, t2);
+		else
+			assert_non_null(strstr(t, "\nState:      running\n"));
 		free(t);
 		free(t2);
 		json_decref(wrapped);
@@ -237,6 +245,11 @@ test_views(void **state)
 	in = load_fixture(FIX "job.json");
 	t = cli_object_render(in, &o);
 	golden(FIX "job_get.txt", t);
+	free(t);
+	json_decref(in);
+	in = load_fixture(FIX "plan.json");
+	t = cli_plan_render(in, &o);
+	golden(FIX "plan.txt", t);
 	free(t);
 	json_decref(in);
 }
@@ -1123,7 +1136,7 @@ test_fake_drain(void **state)
 		R("POST", "/v1/regions/prod/us-east1/drain", 202, OP("op2", "running", 2, 0, 2, 0,
 		    "[]")),
 		R("GET", "/v1/operations/op2", 200, OP("op2", "succeeded", 2, 1, 0, 1,
-		    "[{\"job\":\"j-7\",\"reason\":\"no capacity in us-west1\"}]")),
+		    "[{\"job_id\":\"j-7\",\"reason\":\"no capacity in us-west1\"}]")),
 		{ NULL, NULL, 0, { NULL }, 0 },
 	};
 	struct ctl r;
@@ -1170,6 +1183,8 @@ test_fake_jobs(void **state)
 {
 	char *explain = harness_slurp(FIX "explain_admitted.json");
 	char *want = harness_slurp(FIX "explain_admitted.txt");
+	char *plan = harness_slurp(FIX "plan.json"), *plan_txt = harness_slurp(FIX "plan.txt");
+	char moved[4096];
 	struct fake_route routes[] = {
 		R("GET", "/v1/jobs?state=running&queue=q%201&limit=2", 200, "{\"items\":["
 		    "{\"id\":\"j1\",\"state\":\"running\"},{\"id\":\"j2\",\"state\":\"running\"}],"
@@ -1179,10 +1194,17 @@ test_fake_jobs(void **state)
 		R("GET", "/v1/jobs/j1/placement", 200, explain),
 		R("GET", "/v1/jobs/j1/manifest", 200, "{\"apiVersion\":\"ray.io/v1\","
 		    "\"kind\":\"RayJob\"}"),
-		R("POST", "/v1/jobs/j1/move", 200, "{\"target\":{\"cluster\":\"aks-1\","
-		    "\"region\":\"westeurope\"},\"price_difference\":-1.25,\"preempted\":[]}"),
-		R("POST", "/v1/jobs/j2/move", 202, OP("op3", "running", 1, 0, 1, 0, "[]")),
-		R("GET", "/v1/operations/op3", 200, OP("op3", "succeeded", 1, 1, 0, 0, "[]")),
+		R("POST", "/v1/jobs/j1/move", 200, plan),
+		R("POST", "/v1/jobs/j2/move", 202, moved),
+		R("GET", "/v1/jobs/j2", 200, "{\"id\":\"j2\",\"state\":\"moving\"}",
+		    "{\"id\":\"j2\",\"state\":\"pending\"}", "{\"id\":\"j2\",\"state\":\"pending\"}",
+		    "{\"id\":\"j2\",\"state\":\"running\"}"),
+		R("POST", "/v1/jobs/j3/move", 409, "{\"title\":\"the target cannot hold the job; "
+		    "nothing changed\",\"status\":409,\"code\":\"move.no_capacity\",\"detail\":"
+		    "\"2 candidate clusters in the target, none fits (see reasons).\",\"errors\":["
+		    "{\"pointer\":\"/target\",\"cluster\":\"k1\",\"region\":\"r\",\"detail\":"
+		    "\"insufficient_accelerators\"},{\"pointer\":\"/target\",\"cluster\":\"k2\","
+		    "\"region\":\"r\",\"detail\":\"cordoned\"}]}"),
 		R("POST", "/v1/jobs/j1/cancel", 200, "{\"id\":\"j1\",\"state\":\"cancelled\"}"),
 		R("POST", "/v1/jobs", 400, "{\"title\":\"invalid job spec\",\"status\":400,"
 		    "\"detail\":\"the spec has 1 error\",\"code\":\"job.bad_spec\",\"errors\":"
@@ -1195,6 +1217,8 @@ test_fake_jobs(void **state)
 	json_t *j;
 
 	(void)state;
+	snprintf(moved, sizeof(moved), "{\"plan\":%s,\"job\":{\"id\":\"j2\",\"state\":"
+	    "\"moving\"}}", plan);
 	fake_start(routes);
 	{
 		char envu[96];
@@ -1221,7 +1245,7 @@ test_fake_jobs(void **state)
 
 	FAKE(&r, "jobs", "move", "j1", "--region", "westeurope", "--dry-run", "--reason", "az down");
 	assert_int_equal(r.rc, 0);
-	assert_non_null(strstr(r.out, "price_difference: -1.25\n"));
+	assert_string_equal(r.out, plan_txt);
 	j = json_loads(fake.seen[fake.nseen - 1].body, 0, NULL);
 	assert_string_equal(json_string_value(cli_json_path(j, "target.region")), "westeurope");
 	assert_true(json_is_true(json_object_get(j, "dry_run")));
@@ -1230,7 +1254,13 @@ test_fake_jobs(void **state)
 	ctl_free(&r);
 	FAKE(&r, "jobs", "move", "j2", "--cluster", "c9", "--wait");
 	assert_int_equal(r.rc, 0);
-	assert_non_null(strstr(r.err, "100%  1/1 moved"));
+	assert_true(strncmp(r.out, "job j2 is moving (moving)\nJob:", 30) == 0);
+	assert_string_equal(r.err, "job j2: moving\njob j2: pending\njob j2: running\n");
+	ctl_free(&r);
+	FAKE(&r, "jobs", "move", "j3", "--region", "r");
+	assert_one_line(&r, 1, "fleetctl: the target cannot hold the job; nothing changed: "
+	    "2 candidate clusters in the target, none fits (see reasons).; "
+	    "k1: insufficient_accelerators; k2: cordoned (move.no_capacity)\n", NULL);
 	ctl_free(&r);
 
 	FAKE(&r, "jobs", "cancel", "j1");
@@ -1252,6 +1282,8 @@ test_fake_jobs(void **state)
 	fake_stop();
 	free(explain);
 	free(want);
+	free(plan);
+	free(plan_txt);
 }
 
 int
