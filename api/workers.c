@@ -4,11 +4,13 @@
 #include "api/metrics.h"
 #include "api/workers.h"
 #include "core/config.h"
+#include "queue/dispatch.h"
 #include "queue/scheduler.h"
+#include "queue/status.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
 
-static bool sched_on;
+static bool sched_on, dispatch_on, status_on;
 static bool poll_on;
 
 static bool
@@ -30,6 +32,8 @@ workers_start(struct err *e)
 
 	if (!registered) {
 		metrics_register(scheduler_metrics);
+		metrics_register(dispatch_metrics);
+		metrics_register(status_metrics);
 		metrics_register(poller_metrics);
 		registered = true;
 	}
@@ -43,15 +47,29 @@ workers_start(struct err *e)
 			return false;
 		sched_on = true;
 	}
+	if (wanted("dispatch")) {
+		if (!dispatch_start(e))
+			return false;
+		dispatch_on = true;
+	}
+	if (wanted("status")) {
+		if (!status_start(e))
+			return false;
+		status_on = true;
+	}
 	return true;
 }
 
 void
 workers_stop(void)
 {
+	if (status_on)
+		status_stop();
+	if (dispatch_on)
+		dispatch_stop();
 	if (sched_on)
 		scheduler_stop();
-	sched_on = false;
+	sched_on = dispatch_on = status_on = false;
 	if (poll_on)
 		poll_loop_stop();
 	poll_on = false;

@@ -1,0 +1,655 @@
+/* dispatch: claim admitted jobs (SKIP LOCKED; a claim of a replica that is gone — its
+ * liveness advisory lock released — is taken over at once), apply each to its member
+ * cluster outside any transaction, and record the result in a new transaction. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "providers/kube.h"
+#include "providers/kuberay.h"
+#include "queue/dispatch.h"
+#include "queue/job.h"
+
+#define CLAIM_PER_THREAD	4
+#define IDLE_WAKE_MS		1000
+
+static const char sql_claim[] =
+    "UPDATE jobs j SET claimed_by = $1, claimed_at = now() FROM queues q"
+    " WHERE q.id = j.queue_id AND j.id IN (SELECT x.id FROM jobs x"
+    "  WHERE x.state = 'admitted' AND x.next_try_at <= now() AND x.cluster_id IS NOT NULL"
+    "  AND (x.claimed_by IS NULL OR x.claimed_at < now() - make_interval(secs => $3::int)"
+    "   OR NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
+    "    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    "    AND l.classid = $4::int::oid AND l.objid = hashtext(x.claimed_by)::oid"
+    "    AND l.objsubid = 2 AND l.granted))"
+    "  ORDER BY x.priority DESC, x.enqueued_at FOR UPDATE SKIP LOCKED LIMIT $2::int)"
+    " RETURNING j.id, j.attempt, j.cluster_id, j.environment, q.name, j.tries,"
+    " j.spec::text, j.placement::text";
+
+static struct {
+	atomic_ulong	claimed, dispatched, reused, retried, failed, replaced, withdrawn;
+} M;
+
+static void
+count(const struct dispatch_stats *st)
+{
+	atomic_fetch_add(&M.claimed, st->claimed);
+	atomic_fetch_add(&M.dispatched, st->dispatched);
+	atomic_fetch_add(&M.reused, st->reused);
+	atomic_fetch_add(&M.retried, st->retried);
+	atomic_fetch_add(&M.failed, st->failed);
+	atomic_fetch_add(&M.replaced, st->replaced);
+	atomic_fetch_add(&M.withdrawn, st->withdrawn);
+}
+
+/* Claims up to limit jobs for who and commits. *jobs is a new array of heap jobs. */
+static bool
+claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct err *e)
+{
+	char lim[16], lease[16], cls[16];
+	const char *p[4] = { who, lim, lease, cls };
+	struct db *c;
+	PGresult *r = NULL;
+	bool ok = false;
+
+	*jobs = NULL;
+	*n = 0;
+	snprintf(lim, sizeof(lim), "%d", limit);
+	snprintf(lease, sizeof(lease), "%d", DISPATCH_LEASE_S);
+	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
+	if ((c = db_acquire(5000, e)) == NULL)
+		return false;
+	if (!db_begin(c, e) || !db_exec(c, sql_claim, 4, p, &r, e) || !db_commit(c, e)) {
+		db_rollback(c);
+		goto cleanup;
+	}
+	*jobs = calloc((size_t)PQntuples(r) + 1, sizeof(**jobs));
+	if (*jobs == NULL)
+		abort();
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct dispatch_job *j = calloc(1, sizeof(*j));
+
+		if (j == NULL)
+			abort();
+		snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, i, 0));
+		j->attempt = atoi(PQgetvalue(r, i, 1));
+		snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", PQgetvalue(r, i, 2));
+		snprintf(j->environment, sizeof(j->environment), "%s", PQgetvalue(r, i, 3));
+		snprintf(j->queue, sizeof(j->queue), "%s", PQgetvalue(r, i, 4));
+		j->tries = atoi(PQgetvalue(r, i, 5));
+		j->spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+		j->placement = json_loads(PQgetvalue(r, i, 7), 0, NULL);
+		(*jobs)[(*n)++] = j;
+	}
+	ok = true;
+cleanup:
+	PQclear(r);
+	db_release(c);
+	return ok;
+}
+
+/* ---- recording */
+
+struct outcome {
+	const struct dispatch_job	*j;
+	const struct dispatch_target	*t;
+	const char			*who;
+	json_t				*manifest;
+	struct kube_ref			 ref;
+	bool				 reused;
+};
+
+/* admitted -> dispatched when the job is still this claim's; *mine false otherwise. */
+static bool
+record_tx(struct db *c, void *arg, struct err *e)
+{
+	static const char sql[] = "UPDATE jobs SET object_name = $3, object_uid = $4,"
+	    " object_rv = $5, manifest = $6::jsonb, dispatched_at = now(), claimed_by = NULL,"
+	    " claimed_at = NULL, tries = 0, next_try_at = now()"
+	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int"
+	    " AND claimed_by = $7 AND NOT cancel_requested RETURNING id";
+	struct outcome *o = arg;
+	json_t *md = json_object_get(o->manifest, "metadata"), *data;
+	const char *name = json_string_value(json_object_get(md, "name")),
+	    *ns = json_string_value(json_object_get(md, "namespace"));
+	char at[16], *ms = json_dumps(o->manifest, JSON_COMPACT), reason[160];
+	const char *p[7] = { o->j->id, at, name, o->ref.uid, o->ref.resource_version, ms,
+	    o->who };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	snprintf(at, sizeof(at), "%d", o->j->attempt);
+	if (!db_exec(c, sql, 7, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 409, "dispatch.changed", "the job changed while it was applied");
+		goto cleanup;
+	}
+	snprintf(reason, sizeof(reason), "applied to %s", o->t->name);
+	data = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "cluster", o->t->name, "namespace",
+	    ns ? ns : "", "object", name ? name : "", "kind",
+	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
+	    "reused", o->reused);
+	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e) &&
+	    db_exec(c, "SELECT pg_notify('fleet_status', '')", 0, NULL, NULL, e);
+	json_decref(data);
+cleanup:
+	PQclear(r);
+	free(ms);
+	return ok;
+}
+
+/* Transient failure: release the claim and try later, or place again after too many. */
+static void
+retry_later(const char *who, const struct dispatch_job *j, const struct err *why,
+    struct dispatch_stats *st)
+{
+	static const char sql[] = "UPDATE jobs SET claimed_by = NULL, claimed_at = NULL,"
+	    " tries = tries + 1, next_try_at = now() + make_interval(secs =>"
+	    " least(power(2, tries), 60) * (0.75 + random() / 2))"
+	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int AND claimed_by = $3"
+	    " RETURNING tries";
+	char at[16], msg[800];
+	const char *p[3] = { j->id, at, who };
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	json_t *data;
+
+	snprintf(at, sizeof(at), "%d", j->attempt);
+	snprintf(msg, sizeof(msg), "%s%s%s", why->msg, why->detail[0] ? ": " : "", why->detail);
+	data = json_pack("{s:s, s:i}", "code", why->code, "status", why->status);
+	if ((c = db_acquire(5000, &e)) == NULL)
+		goto cleanup;
+	if (!db_begin(c, &e) || !db_exec(c, sql, 3, p, &r, &e) || PQntuples(r) == 0) {
+		db_rollback(c);
+		goto cleanup;
+	}
+	if (atoi(PQgetvalue(r, 0, 0)) >= DISPATCH_MAX_TRIES) {
+		char reason[1000];
+
+		snprintf(reason, sizeof(reason), "the cluster did not take the job after %d tries "
+		    "(%s); placing it again", DISPATCH_MAX_TRIES, msg);
+		if (!job_transition(c, j->id, "admitted", "pending", reason, data, &e))
+			goto fail;
+		st->replaced++;
+	} else {
+		if (!job_event(c, j->id, "dispatch_retry", msg, data, &e))
+			goto fail;
+		st->retried++;
+	}
+	if (db_commit(c, &e))
+		goto cleanup;
+fail:
+	db_rollback(c);
+cleanup:
+	if (e.status != 0)
+		log_warn(NULL, "dispatch", "cannot record a retry", "{s:s, s:s}", "job", j->id,
+		    "error", e.msg);
+	json_decref(data);
+	PQclear(r);
+	db_release(c);
+}
+
+/* Permanent refusal (422, unrenderable): the job fails with the cluster's message. */
+static void
+fail_job(const char *who, const struct dispatch_job *j, const struct err *why,
+    struct dispatch_stats *st)
+{
+	static const char sql[] = "UPDATE jobs SET claimed_by = NULL, claimed_at = NULL"
+	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int AND claimed_by = $3"
+	    " RETURNING id";
+	char at[16], reason[800];
+	const char *p[3] = { j->id, at, who };
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	json_t *data = json_pack("{s:s, s:i, s:s}", "code", why->code, "status", why->status,
+	    "message", why->detail[0] ? why->detail : why->msg);
+
+	snprintf(at, sizeof(at), "%d", j->attempt);
+	snprintf(reason, sizeof(reason), "%s%s%s", why->msg, why->detail[0] ? ": " : "",
+	    why->detail);
+	if ((c = db_acquire(5000, &e)) != NULL) {
+		if (db_begin(c, &e) && db_exec(c, sql, 3, p, &r, &e) && PQntuples(r) == 1 &&
+		    job_transition(c, j->id, "admitted", "failed", reason, data, &e) &&
+		    db_commit(c, &e))
+			st->failed++;
+		else
+			db_rollback(c);
+	}
+	if (e.status != 0)
+		log_warn(NULL, "dispatch", "cannot record a failure", "{s:s, s:s}", "job", j->id,
+		    "error", e.msg);
+	json_decref(data);
+	PQclear(r);
+	db_release(c);
+}
+
+/* After a failed record: what is the job now?  Deletes the object unless the job is
+ * this attempt on its way (claimable again, or recorded by another replica). */
+static void
+after_changed(const struct outcome *o, struct dispatch_stats *st)
+{
+	static const char sql[] = "SELECT state, attempt FROM jobs WHERE id = $1::uuid";
+	const char *p[1] = { o->j->id };
+	json_t *md = json_object_get(o->manifest, "metadata");
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	bool keep = true, existed = false;
+
+	if ((c = db_acquire(5000, &e)) == NULL || !db_exec(c, sql, 1, p, &r, &e))
+		goto cleanup;	/* cannot tell: the next claim finds the object */
+	if (PQntuples(r) == 1) {
+		const char *state = PQgetvalue(r, 0, 0);
+
+		keep = atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (strcmp(state, "admitted") ==
+		    0 || strcmp(state, "dispatched") == 0 || strcmp(state, "running") == 0 ||
+		    strcmp(state, "succeeded") == 0);
+	} else {
+		keep = false;
+	}
+	if (keep || !kube_delete_object(&o->t->pc, "ray.io/v1",
+	    json_string_value(json_object_get(o->manifest, "kind")),
+	    json_string_value(json_object_get(md, "namespace")),
+	    json_string_value(json_object_get(md, "name")), &existed, &e))
+		goto cleanup;
+	st->withdrawn++;
+	if (PQntuples(r) == 1) {
+		json_t *d = json_pack("{s:s, s:s, s:b}", "cluster", o->t->name, "object",
+		    json_string_value(json_object_get(md, "name")), "existed", existed);
+
+		job_event(c, o->j->id, "withdrawn", "the job changed while it was applied; the "
+		    "object was deleted", d, &e);
+		json_decref(d);
+	}
+cleanup:
+	if (e.status != 0)
+		log_warn(NULL, "dispatch", "cannot settle a changed job", "{s:s, s:s}", "job",
+		    o->j->id, "error", e.msg);
+	PQclear(r);
+	db_release(c);
+}
+
+/* ---- applying */
+
+static pthread_mutex_t ns_mu = PTHREAD_MUTEX_INITIALIZER;
+static json_t *ns_known;	/* "cluster/ns" -> true */
+
+static bool
+ns_ensure(const struct dispatch_target *t, const char *ns, struct err *e)
+{
+	char key[200];
+	bool known;
+
+	snprintf(key, sizeof(key), "%s/%s", t->id, ns);
+	pthread_mutex_lock(&ns_mu);
+	if (ns_known == NULL)
+		ns_known = json_object();
+	known = json_object_get(ns_known, key) != NULL;
+	pthread_mutex_unlock(&ns_mu);
+	if (known)
+		return true;
+	if (!kube_ensure_namespace(&t->pc, ns, e))
+		return false;
+	pthread_mutex_lock(&ns_mu);
+	json_object_set_new(ns_known, key, json_true());
+	pthread_mutex_unlock(&ns_mu);
+	return true;
+}
+
+static void
+ns_forget(const struct dispatch_target *t, const char *ns)
+{
+	char key[200];
+
+	snprintf(key, sizeof(key), "%s/%s", t->id, ns);
+	pthread_mutex_lock(&ns_mu);
+	json_object_del(ns_known, key);
+	pthread_mutex_unlock(&ns_mu);
+}
+
+static bool
+permanent(const struct err *e)
+{
+	return e->status == 422 || e->status == 400;
+}
+
+/* Exactly once per attempt: an object of this attempt that is already there (a replica
+ * died between apply and record) is taken as applied.  True when o->ref is filled. */
+static bool
+apply_once(struct outcome *o, struct err *e)
+{
+	json_t *md = json_object_get(o->manifest, "metadata"), *live = NULL;
+	const char *kind = json_string_value(json_object_get(o->manifest, "kind")),
+	    *ns = json_string_value(json_object_get(md, "namespace")),
+	    *name = json_string_value(json_object_get(md, "name"));
+	char at[16];
+	bool ok = false;
+
+	snprintf(at, sizeof(at), "%d", o->j->attempt);
+	if (!ns_ensure(o->t, ns, e))
+		return false;
+	if (kube_get_object(&o->t->pc, "ray.io/v1", kind, ns, name, &live, e)) {
+		json_t *lmd = json_object_get(live, "metadata");
+		const char *la = json_string_value(json_object_get(json_object_get(lmd,
+		    "annotations"), "fleet.io/attempt")),
+		    *uid = json_string_value(json_object_get(lmd, "uid")),
+		    *rv = json_string_value(json_object_get(lmd, "resourceVersion"));
+
+		if (la != NULL && strcmp(la, at) == 0 && uid != NULL) {
+			snprintf(o->ref.uid, sizeof(o->ref.uid), "%s", uid);
+			snprintf(o->ref.resource_version, sizeof(o->ref.resource_version), "%s",
+			    rv ? rv : "");
+			o->reused = true;
+			ok = true;
+			goto cleanup;
+		}
+	} else if (e->status != 404) {
+		goto cleanup;
+	}
+	err_clear(e);
+	ok = kube_apply(&o->t->pc, o->manifest, &o->ref, NULL, e);
+	if (!ok && e->status == 404)
+		ns_forget(o->t, ns);	/* the namespace went away: create it next time */
+cleanup:
+	json_decref(live);
+	return ok;
+}
+
+/* Deletes the object of the previous attempt (suspended at preemption, or left by a
+ * withdrawal) on the cluster it was placed on. */
+static void
+delete_previous(const struct dispatch_job *j, const json_t *manifest)
+{
+	static const char sql[] = "SELECT cluster_id::text FROM placements WHERE job_id ="
+	    " $1::uuid AND attempt = $2::int AND cluster_id IS NOT NULL ORDER BY id DESC LIMIT 1";
+	const char *kind = json_string_value(json_object_get(manifest, "kind")),
+	    *ns = json_string_value(json_object_get(json_object_get(manifest, "metadata"),
+	    "namespace")), *sname = json_string_value(json_object_get(j->spec, "name"));
+	struct dispatch_target *t = NULL;
+	char at[16], name[64];
+	const char *p[2] = { j->id, at };
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	int k;
+
+	for (k = 0; k < 4 && strcmp(jobspec_kind_name((enum jobspec_kind)k), kind) != 0; k++)
+		;
+	snprintf(at, sizeof(at), "%d", j->attempt - 1);
+	if (j->attempt < 2 || k == 4 || sname == NULL || !kuberay_object_name(
+	    (enum jobspec_kind)k, sname, j->id, j->attempt - 1, name, sizeof(name)))
+		return;
+	if ((c = db_acquire(5000, &e)) == NULL)
+		return;
+	if (db_exec(c, sql, 2, p, &r, &e) && PQntuples(r) == 1)
+		dispatch_target_load(c, PQgetvalue(r, 0, 0), &t, &e);
+	db_release(c);
+	if (t != NULL && !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e))
+		log_warn(NULL, "dispatch", "cannot delete the previous attempt", "{s:s, s:s, s:s}",
+		    "job", j->id, "object", name, "error", e.msg);
+	PQclear(r);
+	dispatch_target_free(t);
+}
+
+void
+dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
+{
+	struct outcome o;
+	struct dispatch_target *t = NULL;
+	struct err e = { 0 };
+	struct db *c;
+	bool ok;
+
+	memset(&o, 0, sizeof(o));
+	o.j = j;
+	o.who = who;
+	if ((c = db_acquire(5000, &e)) == NULL) {
+		retry_later(who, j, &e, st);
+		return;
+	}
+	ok = dispatch_target_load(c, j->cluster_id, &t, &e);
+	db_release(c);
+	if (!ok) {
+		(e.status == 404 ? fail_job : retry_later)(who, j, &e, st);
+		return;
+	}
+	o.t = t;
+	if (j->spec == NULL || j->placement == NULL)
+		err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
+	else
+		o.manifest = dispatch_render(j, t, &e);
+	if (o.manifest == NULL) {
+		fail_job(who, j, &e, st);
+	} else if (!apply_once(&o, &e)) {
+		(permanent(&e) ? fail_job : retry_later)(who, j, &e, st);
+	} else if (!db_tx(record_tx, &o, &e)) {
+		if (strcmp(e.code, "dispatch.changed") == 0)
+			after_changed(&o, st);
+		else
+			retry_later(who, j, &e, st);	/* the next try finds the object */
+	} else {
+		st->dispatched++;
+		st->reused += o.reused;
+		delete_previous(j, o.manifest);
+	}
+	json_decref(o.manifest);
+	dispatch_target_free(t);
+}
+
+bool
+dispatch_round(const char *who, int limit, struct dispatch_stats *st, struct err *e)
+{
+	struct dispatch_job **jobs;
+	size_t n;
+
+	memset(st, 0, sizeof(*st));
+	if (!claim(who, limit, &jobs, &n, e))
+		return false;
+	st->claimed = n;
+	for (size_t i = 0; i < n; i++) {
+		dispatch_one(who, jobs[i], st);
+		dispatch_job_free(jobs[i]);
+	}
+	free(jobs);
+	count(st);
+	return true;
+}
+
+/* ---- the loop */
+
+static struct {
+	pthread_t		 thread;
+	atomic_bool		 running;
+	bool			 started;
+	struct dispatch_pool	*pool;
+} S;
+
+static void
+task_run(void *arg)
+{
+	struct dispatch_job *j = arg;
+	struct dispatch_stats st = { 0 };
+
+	dispatch_one(cfg.instance_id, j, &st);
+	count(&st);
+	dispatch_job_free(j);
+}
+
+static void
+task_drop(void *arg)
+{
+	dispatch_job_free(arg);
+}
+
+/* The loop's connection: LISTEN fleet_dispatch and hold this replica's liveness lock. */
+static PGconn *
+loop_connect(void)
+{
+	PGconn *c = PQconnectdb(cfg.database_url);
+	char cls[16];
+	const char *p[2] = { cls, cfg.instance_id };
+	PGresult *r;
+	bool ok;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		return NULL;
+	}
+	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
+	r = PQexecParams(c, "SELECT pg_advisory_lock($1::int, hashtext($2))", 2, NULL, p, NULL,
+	    NULL, 0);
+	ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+	PQclear(r);
+	r = PQexec(c, "LISTEN fleet_dispatch");
+	ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	if (!ok) {
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+wait_wake(PGconn *c, int ms)
+{
+	int fd = PQsocket(c);
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	fd_set rs;
+	PGnotify *n;
+
+	FD_ZERO(&rs);
+	if (fd >= 0)
+		FD_SET(fd, &rs);
+	if (fd >= 0 && select(fd + 1, &rs, NULL, NULL, &tv) > 0)
+		PQconsumeInput(c);
+	while ((n = PQnotifies(c)) != NULL)
+		PQfreemem(n);
+}
+
+static void *
+loop(void *arg)
+{
+	int threads = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
+	int cap = threads * CLAIM_PER_THREAD;
+	PGconn *c = NULL;
+
+	(void)arg;
+	while (atomic_load(&S.running)) {
+		struct dispatch_job **jobs = NULL;
+		struct err e = { 0 };
+		size_t n = 0;
+		int room;
+
+		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+			if (c != NULL)
+				PQfinish(c);
+			if ((c = loop_connect()) == NULL) {
+				struct timespec ts = { 1, 0 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+		}
+		room = cap - (int)dispatch_pool_pending(S.pool);
+		if (room > 0 && !claim(cfg.instance_id, room, &jobs, &n, &e))
+			log_warn(NULL, "dispatch", "claim failed", "{s:s}", "error", e.msg);
+		for (size_t i = 0; i < n; i++)
+			dispatch_pool_add(S.pool, jobs[i]->cluster_id, task_run, task_drop, jobs[i]);
+		free(jobs);
+		atomic_fetch_add(&M.claimed, n);
+		wait_wake(c, room <= 0 || (int)n == room ? 50 : IDLE_WAKE_MS);
+	}
+	dispatch_pool_wait(S.pool);
+	if (c != NULL)
+		PQfinish(c);	/* releases the liveness lock: claims left become claimable */
+	return NULL;
+}
+
+bool
+dispatch_start(struct err *e)
+{
+	int threads = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
+
+	S.pool = dispatch_pool_new(threads);
+	atomic_store(&S.running, true);
+	if (pthread_create(&S.thread, NULL, loop, NULL) != 0) {
+		dispatch_pool_free(S.pool);
+		S.pool = NULL;
+		return err_set(e, 500, "dispatch.start", "cannot start the dispatch thread");
+	}
+	S.started = true;
+	return true;
+}
+
+void
+dispatch_stop(void)
+{
+	if (!S.started)
+		return;
+	atomic_store(&S.running, false);
+	pthread_join(S.thread, NULL);
+	dispatch_pool_free(S.pool);
+	S.pool = NULL;
+	S.started = false;
+	pthread_mutex_lock(&ns_mu);
+	json_decref(ns_known);
+	ns_known = NULL;
+	pthread_mutex_unlock(&ns_mu);
+}
+
+static void
+appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return;
+		}
+		*cap = (*cap + (size_t)n) * 2;
+		if ((*buf = realloc(*buf, *cap)) == NULL)
+			abort();
+	}
+}
+
+void
+dispatch_metrics(char **buf, size_t *len, size_t *cap)
+{
+	appendf(buf, len, cap,
+	    "# HELP fleetd_dispatch_jobs_total Claimed jobs by outcome on this replica.\n"
+	    "# TYPE fleetd_dispatch_jobs_total counter\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"claimed\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"dispatched\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"reused\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"retried\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"failed\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"replaced\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"withdrawn\"} %lu\n"
+	    "# HELP fleetd_dispatch_inflight Claimed jobs queued or being applied.\n"
+	    "# TYPE fleetd_dispatch_inflight gauge\nfleetd_dispatch_inflight %zu\n",
+	    atomic_load(&M.claimed), atomic_load(&M.dispatched), atomic_load(&M.reused),
+	    atomic_load(&M.retried), atomic_load(&M.failed), atomic_load(&M.replaced),
+	    atomic_load(&M.withdrawn), S.pool != NULL ? dispatch_pool_pending(S.pool) : 0);
+}

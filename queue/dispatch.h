@@ -1,0 +1,99 @@
+/* dispatch: admitted jobs become KubeRay objects on their member clusters — claim with
+ * SKIP LOCKED, commit, render and server-side apply outside any transaction (exactly
+ * once per attempt), record in a new transaction; plus what the status worker shares. */
+#ifndef FLEET_QUEUE_DISPATCH_H
+#define FLEET_QUEUE_DISPATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "core/db.h"
+#include "core/err.h"
+#include "providers/provider.h"
+
+#define DISPATCH_MAX_TRIES	8	/* transient failures before the job is placed again */
+#define DISPATCH_LEASE_S	600	/* a claim older than this is taken over regardless */
+#define DISPATCH_LOCK_CLASS	7315	/* advisory lock class of replica liveness */
+
+/* A member cluster as the workers call it (heap, dispatch_target_free). */
+struct dispatch_target {
+	char			id[40];
+	char			name[64];
+	char			provider[16];
+	char			batch_scheduler[16];
+	int			stockout_timeout_s;
+	char			*api_server;
+	char			*ca_pem;
+	char			*token;
+	struct prov_cluster	pc;	/* points into this struct */
+};
+
+/* One admitted job as claimed (heap, dispatch_job_free). */
+struct dispatch_job {
+	char	id[40];
+	char	cluster_id[40];
+	char	environment[64];
+	char	queue[64];
+	int	attempt;
+	int	tries;
+	json_t	*spec;		/* canonical job spec */
+	json_t	*placement;	/* the scheduler's placement document */
+};
+
+struct dispatch_stats {
+	size_t	claimed;
+	size_t	dispatched;	/* recorded as dispatched */
+	size_t	reused;		/* the object of this attempt already existed: no apply */
+	size_t	retried;	/* transient failure, next try scheduled */
+	size_t	failed;		/* refused by the cluster (422) or unrenderable */
+	size_t	replaced;	/* too many failures: back to pending */
+	size_t	withdrawn;	/* the job changed meanwhile: object deleted */
+};
+
+/* Loads cluster id with its decrypted token; 404 "cluster.not_found". */
+bool	dispatch_target_load(struct db *c, const char *cluster_id,
+	    struct dispatch_target **out, struct err *e);
+void	dispatch_target_free(struct dispatch_target *t);
+void	dispatch_job_free(struct dispatch_job *j);
+
+/* Renders the job's manifest for its placement on t (pure apart from the inputs);
+ * 422 "kuberay.*" when the spec cannot be expressed there. */
+json_t	*dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t,
+	    struct err *e);
+/* Every item of a (paged) list at path with query (may be NULL); *items is a new array.
+ * 502 kube.bad_answer on garbage, kube_status_err mapping on non-200. */
+bool	dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *query,
+	    json_t **items, struct err *e);
+/* Percent-encodes s for a query string into out; false when it does not fit. */
+bool	dispatch_query_escape(const char *s, char *out, size_t n);
+/* Appends a job event unless one with the same type and data.key exists for the job's
+ * current attempt (attempt must still be the job's).  data gets "key". */
+bool	dispatch_event_once(struct db *c, const char *job_id, int attempt, const char *type,
+	    const char *key, const char *message, json_t *data, struct err *e);
+
+/* One claim of up to limit jobs, each applied and recorded, on pooled connections and the
+ * calling thread (tests, the benchmark).  who names the claimant. */
+bool	dispatch_round(const char *who, int limit, struct dispatch_stats *st, struct err *e);
+/* The claim -> apply -> record of one claimed job (fills st). */
+void	dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st);
+
+bool	dispatch_start(struct err *e);
+void	dispatch_stop(void);
+void	dispatch_metrics(char **buf, size_t *len, size_t *cap);
+
+/* ---- keyed worker pool: tasks with the same key (a cluster) run one at a time, so a
+ * hanging cluster holds one thread and never the others. */
+struct dispatch_pool;
+typedef void (*dispatch_task_fn)(void *arg);
+struct dispatch_pool *dispatch_pool_new(int threads);
+/* Stops after the running tasks; queued tasks are dropped through their drop function. */
+void	dispatch_pool_free(struct dispatch_pool *p);
+void	dispatch_pool_add(struct dispatch_pool *p, const char *key, dispatch_task_fn fn,
+	    dispatch_task_fn drop, void *arg);
+size_t	dispatch_pool_pending(struct dispatch_pool *p);	/* queued + running */
+bool	dispatch_pool_busy(struct dispatch_pool *p, const char *key);
+void	dispatch_pool_wait(struct dispatch_pool *p);	/* until nothing is queued or running */
+
+#endif

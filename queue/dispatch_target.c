@@ -1,0 +1,312 @@
+/* dispatch_target: what the dispatch and status workers share — a member cluster with
+ * its decrypted token, the manifest of a claimed job, paged lists, and deduplicated job
+ * events. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/http.h"
+#include "providers/jobspec.h"
+#include "providers/kube.h"
+#include "providers/kuberay.h"
+#include "queue/dispatch.h"
+#include "regions/cluster.h"
+
+#define LIST_MAX_PAGES	2000
+#define LIST_TIMEOUT_MS	15000L
+
+static char *
+xstrdup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+
+	if (d == NULL)
+		abort();
+	return d;
+}
+
+bool
+dispatch_target_load(struct db *c, const char *cluster_id, struct dispatch_target **out,
+    struct err *e)
+{
+	static const char sql[] = "SELECT k.name, c.provider, k.api_server, k.ca_cert,"
+	    " k.batch_scheduler, k.stockout_timeout_s FROM clusters k JOIN clouds c"
+	    " ON c.id = k.cloud_id WHERE k.id = $1::uuid";
+	const char *p[1] = { cluster_id };
+	struct dispatch_target *t = NULL;
+	PGresult *r = NULL;
+
+	*out = NULL;
+	if (!db_exec(c, sql, 1, p, &r, e))
+		return false;
+	if (PQntuples(r) == 0) {
+		PQclear(r);
+		return err_set(e, 404, "cluster.not_found", "cluster not found");
+	}
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		abort();
+	snprintf(t->id, sizeof(t->id), "%s", cluster_id);
+	snprintf(t->name, sizeof(t->name), "%s", PQgetvalue(r, 0, 0));
+	snprintf(t->provider, sizeof(t->provider), "%s", PQgetvalue(r, 0, 1));
+	t->api_server = xstrdup(PQgetvalue(r, 0, 2));
+	t->ca_pem = xstrdup(PQgetvalue(r, 0, 3));
+	snprintf(t->batch_scheduler, sizeof(t->batch_scheduler), "%s", PQgetvalue(r, 0, 4));
+	t->stockout_timeout_s = atoi(PQgetvalue(r, 0, 5));
+	PQclear(r);
+	if ((t->token = cluster_token(c, cluster_id, e)) == NULL) {
+		dispatch_target_free(t);
+		return false;
+	}
+	t->pc.id = t->id;
+	t->pc.name = t->name;
+	t->pc.api_server = t->api_server;
+	t->pc.ca_pem = t->ca_pem;
+	t->pc.token = t->token;
+	t->pc.provider_cluster_id = "";
+	*out = t;
+	return true;
+}
+
+void
+dispatch_target_free(struct dispatch_target *t)
+{
+	if (t == NULL)
+		return;
+	if (t->token != NULL) {
+		memset(t->token, 0, strlen(t->token));
+		free(t->token);
+	}
+	free(t->api_server);
+	free(t->ca_pem);
+	free(t);
+}
+
+void
+dispatch_job_free(struct dispatch_job *j)
+{
+	if (j == NULL)
+		return;
+	json_decref(j->spec);
+	json_decref(j->placement);
+	free(j);
+}
+
+static const char *
+pstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* The pool of worker groups without accelerators when it differs from the main pool. */
+static const char *
+cpu_pool_of(const struct job_spec *s, json_t *placement, const char *main)
+{
+	json_t *a;
+	size_t i;
+
+	json_array_foreach(json_object_get(placement, "allocs"), i, a) {
+		json_int_t g = json_integer_value(json_object_get(a, "group"));
+		const char *pool = pstr(a, "pool");
+
+		if (g < 1 || (size_t)g > s->ngroups || pool == NULL)
+			continue;
+		if (s->groups[g - 1].accel_flavor == NULL && (main == NULL ||
+		    strcmp(pool, main) != 0))
+			return pool;
+	}
+	return NULL;
+}
+
+json_t *
+dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t, struct err *e)
+{
+	struct kuberay_input in;
+	struct kuberay_placement *p = &in.placement;
+	struct job_spec s;
+	json_t *pl = j->placement, *out = NULL;
+	char tpu[64];
+	const char *prov = pstr(pl, "provider") ? pstr(pl, "provider") : t->provider;
+
+	memset(&in, 0, sizeof(in));
+	memset(&s, 0, sizeof(s));
+	if (!jobspec_from_json(j->spec, &s, e))
+		return NULL;
+	if (!kuberay_provider_from_name(prov, &p->provider)) {
+		err_set(e, 422, "kuberay.bad_placement", "unknown provider %.16s", prov);
+		goto cleanup;
+	}
+	if (!kuberay_scheduler_from_name(t->batch_scheduler, &in.batch.kind))
+		in.batch.kind = KUBERAY_SCHED_NONE;
+	in.spec = &s;
+	in.job_id = j->id;
+	in.attempt = j->attempt;
+	in.environment = j->environment;
+	in.queue = j->queue;
+	p->cluster = t->name;
+	p->pool = pstr(pl, "pool");
+	p->head_pool = pstr(pl, "head_pool");
+	p->cpu_pool = cpu_pool_of(&s, pl, p->pool);
+	p->machine_type = pstr(pl, "machine_type");
+	p->spot = json_is_true(json_object_get(pl, "spot"));
+	if (s.topology == JOBSPEC_TOPO_RACK)
+		p->rack_id = pstr(pl, "rack");
+	if (s.topology == JOBSPEC_TOPO_HOST)
+		p->host = pstr(pl, "host");
+	if (s.topology == JOBSPEC_TOPO_SLICE && pstr(pl, "flavor") != NULL) {
+		const char *f = pstr(pl, "flavor");
+		size_t n = strlen(f);
+
+		snprintf(tpu, sizeof(tpu), "%s%s", f, n > 6 && strcmp(f + n - 6, "-slice") == 0 ?
+		    "" : "-slice");
+		p->tpu_accelerator = tpu;
+	}
+	out = kuberay_render(&in, e);
+cleanup:
+	jobspec_cleanup(&s);
+	return out;
+}
+
+bool
+dispatch_query_escape(const char *s, char *out, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t k = 0;
+
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+			if (k + 1 >= n)
+				return false;
+			out[k++] = (char)ch;
+		} else {
+			if (k + 3 >= n)
+				return false;
+			out[k++] = '%';
+			out[k++] = hex[ch >> 4];
+			out[k++] = hex[ch & 15];
+		}
+	}
+	if (k >= n)
+		return false;
+	out[k] = '\0';
+	return true;
+}
+
+/* One page; *next gets metadata.continue (malloc'd) or NULL. */
+static bool
+list_page(const struct prov_cluster *k, const char *url, json_t *items, char **next,
+    struct err *e)
+{
+	struct http_header h[1] = { { "Accept", "application/json" } };
+	struct http_req rq = { 0 };
+	struct http_resp r = { 0 };
+	json_t *j = NULL, *it;
+	const char *cont;
+	bool ok = false;
+	size_t i;
+
+	*next = NULL;
+	rq.url = url;
+	rq.bearer = k->token;
+	rq.ca_pem = k->ca_pem;
+	rq.headers = h;
+	rq.nheaders = 1;
+	rq.timeout_ms = LIST_TIMEOUT_MS;
+	rq.retry.max_attempts = 2;
+	rq.retry.max_delay_ms = 1000;
+	if (!http_do(&rq, &r, e))
+		goto cleanup;
+	if (r.status != 200) {
+		kube_status_err(&r, "list", e);
+		goto cleanup;
+	}
+	j = r.body ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
+	if (!json_is_object(j) || !json_is_array(json_object_get(j, "items"))) {
+		err_set(e, 502, "kube.bad_answer", "list answer is not a kubernetes list");
+		goto cleanup;
+	}
+	json_array_foreach(json_object_get(j, "items"), i, it)
+		if (json_is_object(it))
+			json_array_append(items, it);
+	cont = json_string_value(json_object_get(json_object_get(j, "metadata"), "continue"));
+	if (cont != NULL && cont[0] != '\0')
+		*next = xstrdup(cont);
+	ok = true;
+cleanup:
+	json_decref(j);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
+dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *query,
+    json_t **items, struct err *e)
+{
+	size_t n = strlen(k->api_server);
+	char url[4096], esc[1024], *cont = NULL;
+	json_t *all = json_array();
+	int pages = 0;
+
+	*items = NULL;
+	while (n > 0 && k->api_server[n - 1] == '/')
+		n--;
+	for (;;) {
+		char *next = NULL;
+
+		if (cont != NULL && !dispatch_query_escape(cont, esc, sizeof(esc))) {
+			free(cont);
+			json_decref(all);
+			return err_set(e, 502, "kube.bad_answer", "continue token too long");
+		}
+		snprintf(url, sizeof(url), "%.*s%s?limit=500%s%s%s%s", (int)n, k->api_server, path,
+		    query ? "&" : "", query ? query : "", cont ? "&continue=" : "",
+		    cont ? esc : "");
+		free(cont);
+		cont = NULL;
+		if (!list_page(k, url, all, &next, e)) {
+			json_decref(all);
+			return false;
+		}
+		if (next == NULL)
+			break;
+		if (++pages >= LIST_MAX_PAGES) {
+			free(next);
+			json_decref(all);
+			return err_set(e, 502, "kube.paging", "list has too many pages");
+		}
+		cont = next;
+	}
+	*items = all;
+	return true;
+}
+
+bool
+dispatch_event_once(struct db *c, const char *job_id, int attempt, const char *type,
+    const char *key, const char *message, json_t *data, struct err *e)
+{
+	static const char sql[] =
+	    "INSERT INTO job_events (job_id, type, attempt, message, data)"
+	    " SELECT j.id, $2, j.attempt, $3, $4::jsonb FROM jobs j"
+	    " WHERE j.id = $1::uuid AND j.attempt = $5::int AND NOT EXISTS (SELECT 1 FROM"
+	    " job_events v WHERE v.job_id = j.id AND v.attempt = j.attempt AND v.type = $2"
+	    " AND v.data->>'key' = $6)";
+	json_t *d = data ? json_deep_copy(data) : json_object();
+	char at[16], *ds;
+	bool ok;
+
+	json_object_set_new(d, "key", json_string(key));
+	ds = json_dumps(d, JSON_COMPACT);
+	snprintf(at, sizeof(at), "%d", attempt);
+	{
+		const char *p[6] = { job_id, type, message ? message : "", ds, at, key };
+
+		ok = db_exec(c, sql, 6, p, NULL, e);
+	}
+	free(ds);
+	json_decref(d);
+	return ok;
+}

@@ -1,0 +1,48 @@
+/* status: follows the KubeRay objects of dispatched jobs, batched per member cluster —
+ * state mapping, pod events worth reading, cancellation, TTL cleanup, checkpoint and
+ * suspension of preempted jobs, stockout withdrawal and spot loss. */
+#ifndef FLEET_QUEUE_STATUS_H
+#define FLEET_QUEUE_STATUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "core/err.h"
+
+enum status_phase {
+	STATUS_PENDING,		/* accepted, not running yet */
+	STATUS_RUNNING,
+	STATUS_SUCCEEDED,
+	STATUS_FAILED,
+	STATUS_SUSPENDED,
+};
+
+struct status_obs {
+	enum status_phase phase;
+	char	word[64];	/* KubeRay's own words: "Running", "Complete/SUCCEEDED", "ready" */
+	char	message[400];	/* reason and message, for failures and trouble */
+};
+
+/* Maps a live ray.io/v1 object of kind to what fleetd tracks (pure; any input). */
+void	status_map(const char *kind, json_t *live, struct status_obs *out);
+/* Whether a pod event reason means the node is being taken away (spot reclaim). */
+bool	status_event_spot(const char *reason, const char *message);
+const char *status_phase_name(enum status_phase p);
+
+struct status_stats {
+	size_t	clusters, jobs;
+	size_t	transitions;	/* state changes written */
+	size_t	events;		/* cluster events surfaced */
+	size_t	deleted;	/* objects deleted (cancel, TTL, withdrawal) */
+	size_t	errors;		/* clusters that could not be read */
+};
+
+/* One sync over every member cluster with followed jobs, on the calling thread (tests). */
+bool	status_cycle(struct status_stats *st, struct err *e);
+bool	status_start(struct err *e);
+void	status_stop(void);
+void	status_metrics(char **buf, size_t *len, size_t *cap);
+
+#endif

@@ -1,0 +1,45 @@
+/* status_int: what status.c (reading clusters) and status_act.c (acting on jobs) share. */
+#ifndef FLEET_QUEUE_STATUS_INT_H
+#define FLEET_QUEUE_STATUS_INT_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "queue/dispatch.h"
+#include "queue/status.h"
+
+/* One followed job as the cycle loaded it. */
+struct status_job {
+	char	id[40];
+	char	state[16];
+	char	kind[16];
+	char	object[64];
+	char	ns[64];
+	char	deadline[40];		/* checkpoint deadline, RFC 3339, "" when none */
+	char	flavor[48];
+	int	attempt;
+	int	stockout_timeout_s;
+	bool	cancel;
+	bool	deadline_passed;
+	bool	ttl_due;
+	bool	scale_failed;		/* the autoscaler said it cannot grow */
+	double	pending_for;		/* seconds since the first FailedScheduling, -1 none */
+	json_t	*manifest;		/* as applied, NULL when never applied */
+};
+
+/* What the cluster showed about one job this cycle. */
+struct status_seen {
+	json_t	*live;			/* the object, NULL when absent from the list */
+	int	unscheduled;		/* pods of this attempt without a node */
+	bool	spot;			/* a pod of this attempt got a spot reclaim notice */
+	json_t	*events;		/* array of Warning events about its pods */
+};
+
+/* Acts on one job: cancel, TTL, preemption, state mapping, stockout, spot loss. */
+void	status_act(const struct dispatch_target *t, struct status_job *j,
+	    const struct status_seen *seen, struct status_stats *st);
+/* Reports once per attempt that the cluster could not be read (why: e->code). */
+void	status_unreadable(const struct status_job *j, const char *cluster, const struct err *why);
+
+#endif
