@@ -947,6 +947,44 @@ test_tty(void **state)
 	free(plain);
 }
 
+/* A region with nothing in it drains at once: 200 and an empty, finished operation. */
+static void
+test_live_empty_drain(void **state)
+{
+	const char *poll[] = { "FLEETCTL_POLL_MS=10", NULL };
+	char id[64], line[160];
+	struct ctl r;
+	json_t *op;
+
+	(void)state;
+	login_admin();
+	CTL(&r, "regions", "drain", "prod", "us-east1", "-o", "json");
+	assert_int_equal(r.rc, 0);
+	op = json_loads(r.out, 0, NULL);
+	assert_non_null(op);
+	assert_string_equal(json_string_value(json_object_get(op, "state")), "succeeded");
+	assert_int_equal(json_integer_value(json_object_get(op, "total")), 0);
+	snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(op, "id")));
+	json_decref(op);
+	ctl_free(&r);
+	CTL(&r, "regions", "drain", "prod", "us-east1");
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, " succeeded: 0 jobs to move\n"));
+	assert_null(strstr(r.out, "follow it with"));
+	ctl_free(&r);
+	CTL_ENV(&r, poll, "operations", "get", id, "--wait");
+	assert_int_equal(r.rc, 0);
+	/* Not a terminal and no COLUMNS: the line fits 80 columns. */
+	assert_string_equal(r.err, "[###########################] 100%  0/0 moved, 0 waiting, "
+	    "0 failed  (succeeded)\n");
+	ctl_free(&r);
+	CTL(&r, "operations", "get", id);
+	assert_int_equal(r.rc, 0);
+	snprintf(line, sizeof(line), "id:          %s\n", id);
+	assert_true(strncmp(r.out, line, strlen(line)) == 0);
+	ctl_free(&r);
+}
+
 /* ---- the binary against a scripted fake fleetd, for routes the server lacks yet ---- */
 
 struct fake_route {
@@ -1307,6 +1345,7 @@ main(void)
 		cmocka_unit_test(test_wrong_url),
 		cmocka_unit_test(test_submit),
 		cmocka_unit_test(test_tty),
+		cmocka_unit_test(test_live_empty_drain),
 	};
 	const struct CMUnitTest scripted[] = {
 		cmocka_unit_test(test_fake_drain),
