@@ -385,6 +385,19 @@ test_faults_aws_shape(void **state)
 	r = assume("ext-123", 0, false, NULL);
 	assert_int_equal(r.status, 200);
 	csh_resp_free(&r);
+	/* the service's clock an hour ahead: a fresh signature is already expired */
+	f = csh_sim(&H, "POST", "/_sim/clock", "{\"skew_s\":3600}");
+	assert_int_equal(f.status, 200);
+	csh_resp_free(&f);
+	r = assume("ext-123", 0, false, NULL);
+	assert_int_equal(r.status, 403);
+	assert_non_null(strstr(r.body, "Signature expired"));
+	csh_resp_free(&r);
+	r = assume("ext-123", 3600, false, NULL);	/* a client that follows the skew */
+	assert_int_equal(r.status, 200);
+	csh_resp_free(&r);
+	f = csh_sim(&H, "POST", "/_sim/clock", "{\"skew_s\":0}");
+	csh_resp_free(&f);
 }
 
 int
