@@ -48,6 +48,37 @@ amz_date(double t, char out[20])
 	strftime(out, 20, "%Y%m%dT%H%M%SZ", &tm);
 }
 
+/* AWS allows 5 minutes between the request's date and its own clock (now, or the
+ * auth clock when NULL); fills msg and returns false otherwise. */
+static bool
+check_skew(struct cs *cs, const char *now, double t_req, const char *date, char *msg,
+    size_t ml)
+{
+	char nowbuf[20], lim[20];
+	double t_now;
+
+	if (now != NULL && !parse_amz_date(now, &t_now)) {
+		snprintf(msg, ml, "bad simulated time");
+		return false;
+	}
+	if (now == NULL)
+		t_now = cs_wall(cs);
+	amz_date(t_now, nowbuf);
+	if (t_req < t_now - 300) {
+		amz_date(t_now - 300, lim);
+		snprintf(msg, ml, "Signature expired: %s is now earlier than %s (%s - 5 min.)",
+		    date, lim, nowbuf);
+		return false;
+	}
+	if (t_req > t_now + 300) {
+		amz_date(t_now + 300, lim);
+		snprintf(msg, ml, "Signature not yet current: %s is still later than %s (%s + 5 "
+		    "min.)", date, lim, nowbuf);
+		return false;
+	}
+	return true;
+}
+
 bool
 cs_sigv4_verify(struct cs *cs, const char *method, const char *path, const char *query,
     const struct cs_kv *h, size_t nh, const char *body, size_t body_len, const char *secret,
@@ -58,8 +89,8 @@ cs_sigv4_verify(struct cs *cs, const char *method, const char *path, const char 
 	struct sigv4_auth a = { 0 };
 	struct sigv4_header *sh = NULL;
 	struct err e = { 0 };
-	char *creq = NULL, *sts = NULL, sig[65], d8[9], nowbuf[20], *trimmed = NULL;
-	double t_req, t_now;
+	char *creq = NULL, *sts = NULL, sig[65], d8[9], *trimmed = NULL;
+	double t_req;
 	bool ok = false;
 	size_t i;
 
@@ -99,31 +130,8 @@ cs_sigv4_verify(struct cs *cs, const char *method, const char *path, const char 
 		    "Authorization.");
 		goto cleanup;
 	}
-	if (now != NULL) {
-		if (!parse_amz_date(now, &t_now)) {
-			snprintf(msg, ml, "bad simulated time");
-			goto cleanup;
-		}
-	} else {
-		t_now = cs_wall(cs);
-	}
-	amz_date(t_now, nowbuf);
-	if (t_req < t_now - 300) {
-		char lim[20];
-
-		amz_date(t_now - 300, lim);
-		snprintf(msg, ml, "Signature expired: %s is now earlier than %s (%s - 5 min.)",
-		    trimmed, lim, nowbuf);
+	if (!check_skew(cs, now, t_req, trimmed, msg, ml))
 		goto cleanup;
-	}
-	if (t_req > t_now + 300) {
-		char lim[20];
-
-		amz_date(t_now + 300, lim);
-		snprintf(msg, ml, "Signature not yet current: %s is still later than %s (%s + 5 "
-		    "min.)", trimmed, lim, nowbuf);
-		goto cleanup;
-	}
 	sh = calloc(nh ? nh : 1, sizeof(*sh));
 	if (sh == NULL)
 		abort();
