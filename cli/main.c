@@ -284,10 +284,35 @@ run(int argc, char **argv)
 	return rc;
 }
 
+/* `fleetctl -o json jobs ls` means `fleetctl jobs ls -o json`: moves leading -o/--output
+ * (with its value) to the end, where every command parses it. */
+static void
+hoist_output(int argc, char **argv)
+{
+	int moved = 0;
+
+	while (argc - moved > 2 && argv[1][0] == '-') {
+		int n = strncmp(argv[1], "--output=", 9) == 0 ? 1 :
+		    strcmp(argv[1], "-o") == 0 || strcmp(argv[1], "--output") == 0 ? 2 : 0;
+		char *take[2] = { argv[1], argv[2] };
+
+		if (n == 0 || argc - moved <= n + 1)
+			return;
+		memmove(&argv[1], &argv[1 + n], (size_t)(argc - 1 - n) * sizeof(*argv));
+		argv[argc - n] = take[0];
+		if (n == 2)
+			argv[argc - 1] = take[1];
+		moved += n;
+	}
+}
+
 int
 main(int argc, char **argv)
 {
-	int rc = run(argc, argv);
+	int rc;
+
+	hoist_output(argc, argv);
+	rc = run(argc, argv);
 
 	if (fflush(stdout) != 0 && rc == CLI_OK)
 		rc = CLI_ERROR;

@@ -453,6 +453,8 @@ static int
 setup_home(void **state)
 {
 	(void)state;
+	if (access(FLEETCTL, X_OK) != 0)
+		fail_msg("%s is missing: build the fleetctl target first", FLEETCTL);
 	snprintf(home, sizeof(home), "/tmp/fleetctl-home.XXXXXX");
 	assert_non_null(mkdtemp(home));
 	return 0;
@@ -660,7 +662,7 @@ test_json(void **state)
 	assert_null(strstr(r.out, "staging"));
 	assert_string_equal(r.err, "fleetctl: more than 2 shown; use --all or --limit\n");
 	ctl_free(&r);
-	CTL(&r, "envs", "get", "staging", "-o", "json");
+	CTL(&r, "-o", "json", "envs", "get", "staging");
 	assert_int_equal(r.rc, 0);
 	j = json_loads(r.out, 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(j, "name")), "staging");
