@@ -73,6 +73,7 @@ struct cs_pod {
 	double		 last_scale_event;
 	bool		 head;
 	bool		 scale_req;		/* autoscaler already asked for a node */
+	char		 waiting[32];		/* container waiting reason, e.g. ImagePullBackOff */
 	json_t		*obj;			/* owned full pod (metadata, spec) */
 	char		 uid[40];
 	char		 rv[24];

@@ -78,7 +78,8 @@ cs_pod_json(const struct cs_pod *p)
 		st = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:b, s:{s:{s:s}}}]}",
 		    "phase", "Pending", "conditions", "type", "PodScheduled", "status", "True",
 		    "type", "Ready", "status", "False", "containerStatuses", "name", "ray",
-		    "ready", 0, "state", "waiting", "reason", "ContainerCreating");
+		    "ready", 0, "state", "waiting", "reason", p->waiting[0] ? p->waiting :
+		    "ContainerCreating");
 	} else {
 		st = json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
 		    "conditions", "type", "PodScheduled", "status", "False", "reason",

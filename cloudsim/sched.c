@@ -587,6 +587,39 @@ scale(struct cs *cs, struct cs_cluster *cl, double now)
 	}
 }
 
+/* An object annotated cloudsim.fleet.io/outcome: image-pull-backoff never pulls its
+ * image: the pod waits in ImagePullBackOff with the kubelet's events. */
+static bool
+image_pull_fails(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p)
+{
+	const char *img, *out = NULL;
+	char msg[512];
+	size_t i;
+
+	for (i = 0; i < cl->objects.n; i++) {
+		struct cs_object *o = cl->objects.v[i];
+
+		if (strcmp(o->uid, p->owner_uid) == 0)
+			out = json_string_value(json_object_get(json_object_get(json_object_get(
+			    o->live, "metadata"), "annotations"), "cloudsim.fleet.io/outcome"));
+	}
+	if (out == NULL || strcmp(out, "image-pull-backoff") != 0)
+		return false;
+	if (p->waiting[0] != '\0')
+		return true;
+	img = json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(
+	    p->obj, "spec"), "containers"), 0), "image"));
+	snprintf(p->waiting, sizeof(p->waiting), "ImagePullBackOff");
+	snprintf(msg, sizeof(msg), "Failed to pull image \"%s\": rpc error: code = NotFound "
+	    "desc = failed to pull and unpack image \"%s\": not found", img ? img : "",
+	    img ? img : "");
+	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "Failed", msg);
+	snprintf(msg, sizeof(msg), "Back-off pulling image \"%s\"", img ? img : "");
+	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "BackOff", msg);
+	snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+	return true;
+}
+
 void
 cs_tick(struct cs *cs)
 {
@@ -605,7 +638,8 @@ cs_tick(struct cs *cs)
 
 			if (p->node[0] == '\0')
 				schedule(cs, cl, p, now);
-			else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s) {
+			else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s &&
+			    !image_pull_fails(cs, cl, p)) {
 				p->running_at = now;
 				snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
 				cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started",

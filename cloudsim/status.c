@@ -140,6 +140,24 @@ cluster_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, bool *
 	return st;
 }
 
+/* The kubelet's story of a worker killed for memory. */
+static void
+oom_event(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
+{
+	size_t i;
+
+	for (i = 0; i < cl->pods.n; i++) {
+		struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->owner_uid, o->uid) == 0 && !p->head) {
+			cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "OOMKilled",
+			    "Container ray-worker was OOMKilled (exit code 137): memory limit "
+			    "exceeded");
+			return;
+		}
+	}
+}
+
 static void
 job_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, json_t *st, double now)
 {
@@ -170,7 +188,10 @@ job_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, json_t *st
 		o->ready_at = now;
 	if (o->job_end == 0 && o->job_start > 0 && now >= o->job_start + run) {
 		o->job_end = now;
-		o->spawned = outcome && strcmp(outcome, "failed") == 0 ? 1 : 0;
+		o->spawned = outcome && (strcmp(outcome, "failed") == 0 ||
+		    strcmp(outcome, "oomkilled") == 0) ? 1 : 0;
+		if (outcome && strcmp(outcome, "oomkilled") == 0)
+			oom_event(cs, cl, o);
 	}
 	if (o->job_end == 0 && json_is_integer(dl) && json_integer_value(dl) > 0 &&
 	    now >= o->created + (double)json_integer_value(dl)) {

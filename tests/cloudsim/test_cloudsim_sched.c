@@ -384,6 +384,27 @@ test_rayjob_progression_and_suspend(void **state)
 		usleep(300000);
 		assert_true(has_event(HP, longname, "InvalidRayJobSpec"));
 	}
+	/* an image that cannot be pulled: pods wait in ImagePullBackOff with kubelet events */
+	{
+		char *s = ray_body("RayCluster", "nopull", 1, 0, "", "");
+		json_t *b = json_loads(s, 0, NULL);
+
+		free(s);
+		json_object_set_new(json_object_get(b, "metadata"), "annotations", json_pack(
+		    "{s:s}", "cloudsim.fleet.io/outcome", "image-pull-backoff"));
+		s = json_dumps(b, JSON_COMPACT);
+		json_decref(b);
+		assert_int_equal(apply(HP, "rayclusters", "nopull", s), 201);
+		usleep(500000);
+		p = pods(HP, "nopull");
+		assert_int_equal(count_phase(p, "Pending"), 2);
+		assert_string_equal(json_string_value(json_object_get(json_object_get(
+		    json_object_get(json_array_get(json_object_get(json_object_get(json_array_get(
+		    p, 0), "status"), "containerStatuses"), 0), "state"), "waiting"), "reason")),
+		    "ImagePullBackOff");
+		json_decref(p);
+		assert_true(has_event(HP, "nopull-head", "BackOff"));
+	}
 	/* deletion frees the GPUs the workers held */
 	r = csh_kube(&H, HP, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/susp",
 	    NULL, NULL);
