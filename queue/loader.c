@@ -23,7 +23,7 @@ static const char sql_queues[] =
 static const char sql_jobs[] =
     "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false),"
     " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text,"
-    " k.id::text, coalesce(extract(epoch from j.dispatched_at)::bigint, 0),"
+    " k.id::text, extract(epoch from coalesce(j.dispatched_at, j.updated_at))::bigint,"
     " j.placement::text, j.move->'to'::text"
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class"
     " LEFT JOIN clusters k ON k.id = j.cluster_id"

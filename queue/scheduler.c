@@ -39,15 +39,19 @@ static const char sql_pending[] =
     "UPDATE jobs j SET reason = x->>'reason' FROM jsonb_array_elements($1::jsonb) x"
     " WHERE j.id = (x->>'id')::uuid AND j.state = 'pending'"
     " AND j.reason IS DISTINCT FROM x->>'reason'";
+/* Victims whose preemptor is still pending, locked first so that the event names the
+ * state each one really left. */
 static const char sql_preempt[] =
     "WITH v AS (SELECT (x->>'id')::uuid AS id, x->>'by' AS by FROM jsonb_array_elements($1::jsonb) x),"
+    " o AS (SELECT j.id, j.state, v.by FROM jobs j JOIN v ON v.id = j.id"
+    "  WHERE j.state IN ('admitted', 'dispatched', 'running') AND EXISTS (SELECT 1 FROM jobs p"
+    "  WHERE p.id = v.by::uuid AND p.state = 'pending') FOR UPDATE OF j),"
     " u AS (UPDATE jobs j SET state = 'preempted', version = j.version + 1, updated_at = now(),"
-    "  reason = 'preempted by ' || v.by, next_try_at = now(), checkpoint_deadline = now() +"
+    "  reason = 'preempted by ' || o.by, next_try_at = now(), checkpoint_deadline = now() +"
     "  make_interval(secs => coalesce((j.spec->'checkpoint'->>'grace_seconds')::int, 30))"
-    "  FROM v WHERE j.id = v.id AND j.state IN ('admitted', 'dispatched', 'running')"
-    "  RETURNING j.id, j.attempt, j.state, v.by)"
+    "  FROM o WHERE j.id = o.id RETURNING j.id, j.attempt, o.state AS old, o.by)"
     " INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
-    " SELECT u.id, 'state', 'running', 'preempted', u.attempt, 'preempted for a higher priority job',"
+    " SELECT u.id, 'state', u.old, 'preempted', u.attempt, 'preempted for a higher priority job',"
     " jsonb_build_object('by', u.by) FROM u";
 
 static double
@@ -109,32 +113,45 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	return out;
 }
 
-static bool
-flush(struct db *c, const char *sql, json_t *batch, const char *who, size_t *count,
-      struct err *e)
-{
-	char *text;
-	const char *p[2];
-	PGresult *r = NULL;
-	bool ok;
+struct batch {
+	const char	*sql;
+	json_t		*rows;
+	size_t		*count;		/* rows changed, added here; may be NULL */
+};
 
-	if (json_array_size(batch) == 0)
-		return true;
-	text = json_dumps(batch, JSON_COMPACT);
-	p[0] = text;
-	p[1] = who;
-	ok = db_begin(c, e) && db_exec(c, sql, sql == sql_admit ? 2 : 1, p, &r, e);
-	if (ok && count != NULL && r != NULL && PQntuples(r) == 1)
-		*count += (size_t)atol(PQgetvalue(r, 0, 0));
-	else if (ok && count != NULL && r != NULL)
-		*count += (size_t)atol(PQcmdTuples(r));
-	PQclear(r);
-	ok = ok && db_exec(c, "SELECT pg_notify('fleet_dispatch', '')", 0, NULL, NULL, e) &&
-	    db_commit(c, e);
+/* Runs the non-empty batches in order in one transaction (victims and their preemptors
+ * commit together or not at all), then empties them. */
+static bool
+flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
+{
+	bool ok = true, any = false;
+
+	for (int i = 0; i < n && ok; i++) {
+		const char *p[2] = { NULL, who };
+		PGresult *r = NULL;
+		char *text;
+
+		if (json_array_size(b[i].rows) == 0)
+			continue;
+		if (!any && !(ok = db_begin(c, e)))
+			break;
+		any = true;
+		text = json_dumps(b[i].rows, JSON_COMPACT);
+		p[0] = text;
+		ok = db_exec(c, b[i].sql, b[i].sql == sql_admit ? 2 : 1, p, &r, e);
+		if (ok && b[i].count != NULL && PQntuples(r) == 1)
+			*b[i].count += (size_t)atol(PQgetvalue(r, 0, 0));
+		else if (ok && b[i].count != NULL)
+			*b[i].count += (size_t)atol(PQcmdTuples(r));
+		PQclear(r);
+		free(text);
+	}
+	ok = ok && (!any || (db_exec(c, "SELECT pg_notify('fleet_dispatch', '')", 0, NULL, NULL,
+	    e) && db_commit(c, e)));
 	if (!ok)
 		db_rollback(c);
-	free(text);
-	json_array_clear(batch);
+	for (int i = 0; i < n; i++)
+		json_array_clear(b[i].rows);
 	return ok;
 }
 
@@ -143,6 +160,9 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 	     const char *who, struct sched_stats *st, struct err *e)
 {
 	json_t *admits = json_array(), *pend = json_array(), *victims = json_array();
+	struct batch both[2] = { { sql_preempt, victims, &st->preempted },
+		{ sql_admit, admits, &st->admitted } };
+	struct batch reasons = { sql_pending, pend, NULL };
 	bool ok = true;
 
 	for (size_t i = 0; i < cy->n && ok; i++) {
@@ -153,7 +173,7 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			json_array_append_new(pend, json_pack("{s:s, s:s}", "id", j->id, "reason",
 			    sched_reason_code(d->reason)));
 			if (json_array_size(pend) >= BATCH)
-				ok = flush(c, sql_pending, pend, who, NULL, e);
+				ok = flush(c, &reasons, 1, who, e);
 			continue;
 		}
 		for (size_t v = 0; v < d->n_victims; v++) {
@@ -174,14 +194,10 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			    "candidates", cands ? cands : json_array()));
 			json_decref(dec);
 		}
-		if (json_array_size(admits) >= BATCH) {
-			ok = flush(c, sql_preempt, victims, who, &st->preempted, e) &&
-			    flush(c, sql_admit, admits, who, &st->admitted, e);
-		}
+		if (json_array_size(admits) >= BATCH)
+			ok = flush(c, both, 2, who, e);
 	}
-	ok = ok && flush(c, sql_preempt, victims, who, &st->preempted, e) &&
-	    flush(c, sql_admit, admits, who, &st->admitted, e) &&
-	    flush(c, sql_pending, pend, who, NULL, e);
+	ok = ok && flush(c, both, 2, who, e) && flush(c, &reasons, 1, who, e);
 	json_decref(admits);
 	json_decref(pend);
 	json_decref(victims);

@@ -1,0 +1,755 @@
+/* test_scheduler: the scheduler against a real Postgres — fair share and floors, preemption,
+ * explain, bad job input, submit-time refusal, and 2-3 replicas admitting each job once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "tests/integration/harness.h"
+
+#define H100	"nvidia-h100-80gb"
+#define A100	"nvidia-a100-80gb"
+
+static const char *const api_env[] = { "FLEETD_WORKERS=none",
+	"FLEETD_SNAPSHOT_MAX_AGE=100000", NULL };
+static const char *const sched_env[] = { "FLEETD_WORKERS=scheduler",
+	"FLEETD_SNAPSHOT_MAX_AGE=100000", "FLEETD_LOG_LEVEL=info", NULL };
+
+static struct fleetd_proc api;		/* HTTP only: submissions never race a scheduler */
+static struct fleetd_proc sched;	/* one scheduler replica for the functional tests */
+static char dburl[512];
+static char *admin, *scoped;
+static PGconn *pg;
+
+/* ---- helpers */
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *
+url(const struct fleetd_proc *p, const char *path)
+{
+	static char buf[4][1024];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], sizeof(buf[i]), "%s%s", p->url, path);
+	return buf[i];
+}
+
+static void
+sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+sql(const char *fmt, ...)
+{
+	char q[8192];
+	va_list ap;
+	PGresult *r;
+
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	r = PQexec(pg, q);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", q, PQresultErrorMessage(r));
+	PQclear(r);
+}
+
+/* First column of the first row as a long (the query must return one row). */
+static long
+sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static long
+sql_long(const char *fmt, ...)
+{
+	char q[4096];
+	va_list ap;
+	PGresult *r;
+	long v;
+
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	r = PQexec(pg, q);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+		fail_msg("%s: %s", q, PQresultErrorMessage(r));
+	v = atol(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+/* Rows of q as "a|b, c|d" (malloc'd), for failure messages. */
+static char *
+sql_rows(const char *q)
+{
+	PGresult *r = PQexec(pg, q);
+	size_t cap = 4096, n = 0;
+	char *out = calloc(1, cap);
+
+	for (int i = 0; out != NULL && i < PQntuples(r); i++)
+		for (int k = 0; k < PQnfields(r); k++)
+			n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s",
+			    PQgetvalue(r, i, k), k + 1 < PQnfields(r) ? "|" : ", ");
+	PQclear(r);
+	return out;
+}
+
+/* Polls a count query until it equals want; returns the last value. */
+static long
+wait_long(double timeout, long want, const char *q)
+{
+	double end = now_s() + timeout;
+	long v;
+
+	while ((v = sql_long("%s", q)) != want && now_s() < end)
+		usleep(50 * 1000);
+	return v;
+}
+
+/* An active cloud (or pending_iam) with one cluster: an accelerator pool of gpu_nodes
+ * nodes x per accelerators (racks of 4) and a cpu pool of cpu_nodes nodes for heads. */
+static void
+seed_cluster(const char *env, const char *provider, const char *region, const char *state,
+	     const char *name, const char *flavor, int gpu_nodes, int per, int cpu_nodes,
+	     bool cordoned)
+{
+	sql("WITH c AS (INSERT INTO clouds (id, name, environment, provider, region, account,"
+	    " external_id, state, required) VALUES (gen_random_uuid(), '%s-cloud', '%s', '%s', '%s',"
+	    " '{}', 'ext', '%s', '{}') RETURNING id),"
+	    " k AS (INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
+	    " credentials_sealed, provider_cluster_id, cordoned) SELECT gen_random_uuid(), c.id,"
+	    " '%s', 'https://127.0.0.1:1', 'ca', 'sealed', 'pc', %s FROM c RETURNING id)"
+	    " INSERT INTO capacity (cluster_id, pool, flavor, machine_type, accel_per_node, nodes,"
+	    " max_nodes, free_accel, free_cpu_m, free_mem, topology)"
+	    " SELECT k.id, 'gpu', '%s', 'a3-highgpu-8g', %d, %d, %d, %d, 0, 0,"
+	    "  (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name',"
+	    "  '%s-g' || i, 'rack', 'r' || (i / 4), 'free_accel', %d, 'free_cpu_m', 200000,"
+	    "  'free_mem', 2199023255552, 'ready', true))) FROM generate_series(0, %d - 1) i)"
+	    " FROM k WHERE %d > 0"
+	    " UNION ALL SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', 0, %d, %d, 0, %d * 64000,"
+	    "  %d * 274877906944,"
+	    "  (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name',"
+	    "  '%s-c' || i, 'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))"
+	    "  FROM generate_series(0, %d - 1) i) FROM k",
+	    name, env, provider, region, state, name, cordoned ? "true" : "false",
+	    flavor, per, gpu_nodes, gpu_nodes, gpu_nodes * per, name, per, gpu_nodes, gpu_nodes,
+	    cpu_nodes, cpu_nodes, cpu_nodes, cpu_nodes, name, cpu_nodes);
+}
+
+static void
+post_ok(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+post_ok(const char *path, const char *fmt, ...)
+{
+	char body[2048];
+	struct http_result r;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(body, sizeof(body), fmt, ap);
+	va_end(ap);
+	harness_http(&r, "POST", url(&api, path), admin, body, NULL);
+	if (r.status != 201)
+		fail_msg("POST %s %s: %ld %s", path, body, r.status, r.body);
+	harness_http_free(&r);
+}
+
+/* RFC 7386 merge patch of b onto a (a is modified). */
+static void
+merge(json_t *a, json_t *b)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(b, k, v) {
+		json_t *cur = json_object_get(a, k);
+
+		if (json_is_null(v))
+			json_object_del(a, k);
+		else if (json_is_object(v) && json_is_object(cur))
+			merge(cur, v);
+		else
+			json_object_set(a, k, v);
+	}
+}
+
+/* A RayJob body: one worker group of one replica (count accelerators of flavor, or none),
+ * patched by patch (merge patch text, may be NULL).  Returns malloc'd JSON text. */
+static char *
+job_body(const char *env, const char *queue, const char *flavor, int count, const char *patch)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s},"
+	    " s:[{s:s, s:i, s:s, s:s}]}", "environment", env, "kind", "RayJob", "queue", queue,
+	    "name", "train", "ray_version", "2.52.0", "entrypoint", "python train.py",
+	    "head", "cpu", "1", "memory", "1Gi",
+	    "worker_groups", "name", "w", "replicas", 1, "cpu", "1", "memory", "1Gi");
+	char *out;
+
+	if (flavor != NULL)
+		json_object_set_new(json_array_get(json_object_get(j, "worker_groups"), 0),
+		    "accelerator", json_pack("{s:s, s:i}", "flavor", flavor, "count", count));
+	if (patch != NULL) {
+		json_t *p = json_loads(patch, 0, NULL);
+
+		assert_non_null(p);
+		merge(j, p);
+		json_decref(p);
+	}
+	out = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return out;
+}
+
+/* Submits over the API through p; returns the job id (malloc'd). */
+static char *
+submit_via(const struct fleetd_proc *p, const char *env, const char *queue, const char *flavor,
+	   int count, const char *patch)
+{
+	char *body = job_body(env, queue, flavor, count, patch), *id;
+	struct http_result r;
+
+	harness_http(&r, "POST", url(p, "/v1/jobs"), admin, body, NULL);
+	if (r.status != 201)
+		fail_msg("submit %s: %ld %s", body, r.status, r.body);
+	id = strdup(json_string_value(json_object_get(r.json, "id")));
+	assert_string_equal(json_string_value(json_object_get(r.json, "state")), "pending");
+	harness_http_free(&r);
+	free(body);
+	return id;
+}
+
+static char *
+submit(const char *env, const char *queue, const char *flavor, int count, const char *patch)
+{
+	return submit_via(&api, env, queue, flavor, count, patch);
+}
+
+static void
+expect_problem(struct http_result *r, long status, const char *code, const char *pointer)
+{
+	const char *ptr;
+
+	if (r->status != status)
+		fail_msg("want %ld %s, got %ld: %s", status, code, r->status, r->body);
+	assert_non_null(r->json);
+	assert_string_equal(json_string_value(json_object_get(r->json, "code")), code);
+	ptr = json_string_value(json_object_get(json_array_get(json_object_get(r->json, "errors"),
+	    0), "pointer"));
+	if (pointer != NULL && (ptr == NULL || strcmp(ptr, pointer) != 0))
+		fail_msg("%s: want pointer %s, got %s", code, pointer, ptr ? ptr : "(none)");
+}
+
+static void
+kill_hard(struct fleetd_proc *p)
+{
+	int st;
+
+	kill(p->pid, SIGKILL);
+	waitpid(p->pid, &st, 0);
+	p->pid = 0;
+}
+
+/* fleetd_scheduler_leading of p, -1 when p does not answer. */
+static int
+leading(const struct fleetd_proc *p)
+{
+	struct http_result r;
+	const char *s;
+	int n = -1;
+
+	if (p->pid <= 0)
+		return -1;
+	harness_http(&r, "GET", url(p, "/metrics"), NULL, NULL, NULL);
+	if (r.status == 200 && (s = strstr(r.body, "\nfleetd_scheduler_leading ")) != NULL)
+		n = atoi(s + strlen("\nfleetd_scheduler_leading "));
+	harness_http_free(&r);
+	return n;
+}
+
+/* ---- setup: environments, clusters, priority classes, queues */
+
+static int
+setup(void **state)
+{
+	(void)state;
+	harness_db_create("sched", dburl, sizeof(dburl));
+	harness_fleetd_start(&api, dburl, api_env);
+	pg = PQconnectdb(dburl);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	admin = harness_token(dburl, "admin", "*");
+	scoped = harness_token(dburl, "operator", "bad");
+	for (size_t i = 0; i < 5; i++) {
+		static const char *const envs[] = { "fair", "floor", "pre", "bad", "ha" };
+
+		post_ok("/v1/environments", "{\"name\":\"%s\"}", envs[i]);
+	}
+	seed_cluster("fair", "gke", "us-central1", "active", "fair-1", H100, 4, 8, 2, false);
+	seed_cluster("floor", "aks", "eastus", "active", "floor-1", A100, 1, 8, 1, false);
+	seed_cluster("floor", "aks", "westus", "active", "floor-cordoned", A100, 1, 8, 1, true);
+	seed_cluster("floor", "gke", "europe-west4", "pending_iam", "floor-noiam", A100, 1, 8, 1,
+	    false);
+	seed_cluster("pre", "hyperpod", "us-east-1", "active", "pre-1", H100, 1, 8, 1, false);
+	seed_cluster("bad", "gke", "us-east1", "active", "bad-1", H100, 6, 8, 1, false);
+	seed_cluster("ha", "gke", "us-west1", "active", "ha-1", H100, 0, 0, 6, false);
+	seed_cluster("ha", "aks", "westeurope", "active", "ha-2", H100, 0, 0, 6, false);
+	post_ok("/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
+	post_ok("/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,\"preempt\":true}");
+	/* fair: A (weight 2) and B (weight 1) borrow everything from a lender with 24 */
+	post_ok("/v1/queues", "{\"name\":\"qa\",\"environment\":\"fair\",\"cohort\":\"research\","
+	    "\"weight\":2,\"nominal_quota\":{\"" H100 "\":0}}");
+	post_ok("/v1/queues", "{\"name\":\"qb\",\"environment\":\"fair\",\"cohort\":\"research\","
+	    "\"weight\":1,\"nominal_quota\":{\"" H100 "\":0}}");
+	post_ok("/v1/queues", "{\"name\":\"lender\",\"environment\":\"fair\",\"cohort\":\"research\","
+	    "\"nominal_quota\":{\"" H100 "\":24}}");
+	/* floor: C has a floor of 6; D weighs 10 but owns nothing; 8 accelerators exist */
+	post_ok("/v1/queues", "{\"name\":\"qc\",\"environment\":\"floor\",\"cohort\":\"lab\","
+	    "\"nominal_quota\":{\"" A100 "\":6}}");
+	post_ok("/v1/queues", "{\"name\":\"qd\",\"environment\":\"floor\",\"cohort\":\"lab\","
+	    "\"weight\":10,\"nominal_quota\":{\"" A100 "\":0}}");
+	post_ok("/v1/queues", "{\"name\":\"lender\",\"environment\":\"floor\",\"cohort\":\"lab\","
+	    "\"nominal_quota\":{\"" A100 "\":10}}");
+	post_ok("/v1/queues", "{\"name\":\"qp\",\"environment\":\"pre\",\"default_priority_class\":"
+	    "\"low\",\"nominal_quota\":{\"" H100 "\":8}}");
+	post_ok("/v1/queues", "{\"name\":\"qx\",\"environment\":\"bad\"}");
+	post_ok("/v1/queues", "{\"name\":\"qh\",\"environment\":\"ha\"}");
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (sched.pid > 0)
+		harness_fleetd_stop(&sched);
+	if (api.pid > 0)
+		assert_int_equal(harness_fleetd_stop(&api), 0);
+	PQfinish(pg);
+	if (dburl[0] != '\0')
+		harness_db_drop(dburl);
+	free(admin);
+	free(scoped);
+	return 0;
+}
+
+/* ---- bad input and submit-time refusal */
+
+struct bad_job {
+	const char	*what;
+	const char	*env;
+	const char	*token;		/* "scoped" or admin */
+	const char	*patch;
+	long		 status;
+	const char	*code;
+	const char	*pointer;
+	const char	*msg_has;	/* substring of detail/title, or NULL */
+};
+
+static const struct bad_job bad_jobs[] = {
+	{ "unknown queue", "bad", NULL, "{\"queue\":\"nosuch\"}", 404, "queue.not_found",
+	  "/queue", "nosuch" },
+	{ "unknown priority class", "bad", NULL, "{\"priority_class\":\"urgent\"}", 404,
+	  "pc.not_found", "/priority_class", "urgent" },
+	{ "worker count 0", "bad", NULL, "{\"worker_groups\":[{\"name\":\"w\",\"replicas\":0,"
+	  "\"cpu\":\"1\",\"memory\":\"1Gi\"}]}", 400, "jobspec.invalid_value",
+	  "/worker_groups/0/replicas", NULL },
+	{ "min > max", "bad", NULL, "{\"worker_groups\":[{\"name\":\"w\",\"min_replicas\":4,"
+	  "\"max_replicas\":2,\"cpu\":\"1\",\"memory\":\"1Gi\"}]}", 400, "jobspec.invalid_value",
+	  "/worker_groups/0/min_replicas", NULL },
+	{ "cpu 4x", "bad", NULL, "{\"head\":{\"cpu\":\"4x\"}}", 400, "jobspec.invalid_quantity",
+	  "/head/cpu", NULL },
+	{ "negative memory", "bad", NULL, "{\"worker_groups\":[{\"name\":\"w\",\"replicas\":1,"
+	  "\"cpu\":\"1\",\"memory\":\"-5Mi\"}]}", 400, "jobspec.invalid_quantity",
+	  "/worker_groups/0/memory", NULL },
+	{ "schedule not cron", "bad", NULL, "{\"kind\":\"RayCronJob\",\"schedule\":\"every hour\"}",
+	  400, "jobspec.invalid_schedule", "/schedule", NULL },
+	{ "RayJob without entrypoint", "bad", NULL, "{\"entrypoint\":null}", 400,
+	  "api.missing_field", "/entrypoint", NULL },
+	{ "environment not visible", "fair", "scoped", "{\"queue\":\"qa\"}", 404, "env.not_found",
+	  "/environment", NULL },
+	{ "flavor absent from the environment", "bad", NULL, "{\"worker_groups\":[{\"name\":\"w\","
+	  "\"replicas\":1,\"cpu\":\"1\",\"memory\":\"1Gi\",\"accelerator\":{\"flavor\":\"tpu-v5p\","
+	  "\"count\":4}}]}", 422, "queue.unplaceable", "/worker_groups/0/accelerator/flavor",
+	  "tpu-v5p" },
+	{ "gang larger than any cluster", "bad", NULL, "{\"worker_groups\":[{\"name\":\"w\","
+	  "\"replicas\":7,\"cpu\":\"1\",\"memory\":\"1Gi\",\"accelerator\":{\"flavor\":\"" H100 "\","
+	  "\"count\":8}}]}", 422, "queue.unplaceable", "/worker_groups/0/accelerator/flavor",
+	  "largest cluster" },
+	{ "rack gang larger than any rack", "bad", NULL, "{\"topology\":\"rack\",\"worker_groups\":"
+	  "[{\"name\":\"w\",\"replicas\":5,\"cpu\":\"1\",\"memory\":\"1Gi\",\"accelerator\":"
+	  "{\"flavor\":\"" H100 "\",\"count\":8}}]}", 422, "queue.unplaceable", "/topology",
+	  "largest rack" },
+};
+
+static void
+test_bad_input(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad_jobs) / sizeof(bad_jobs[0]); i++) {
+		const struct bad_job *c = &bad_jobs[i];
+		char *body = job_body(c->env, "qx", NULL, 0, c->patch);
+		struct http_result r;
+
+		print_message("bad job: %s\n", c->what);
+		harness_http(&r, "POST", url(&api, "/v1/jobs"), c->token ? scoped : admin, body, NULL);
+		expect_problem(&r, c->status, c->code, c->pointer);
+		if (c->msg_has != NULL) {
+			const char *d = json_string_value(json_object_get(r.json, "detail"));
+			const char *t = json_string_value(json_object_get(r.json, "title"));
+
+			if (!(d && strstr(d, c->msg_has)) && !(t && strstr(t, c->msg_has)))
+				fail_msg("%s: %s does not name %s", c->what, r.body, c->msg_has);
+		}
+		harness_http_free(&r);
+		free(body);
+	}
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs"), 0);
+}
+
+static void
+test_idempotency(void **state)
+{
+	const char *key[] = { "Idempotency-Key: sched-key-1", NULL };
+	char *b1 = job_body("bad", "qx", NULL, 0, NULL);
+	char *b2 = job_body("bad", "qx", NULL, 0, "{\"name\":\"other\"}");
+	struct http_result r1, r2, r3;
+
+	(void)state;
+	harness_http(&r1, "POST", url(&api, "/v1/jobs"), admin, b1, key);
+	assert_int_equal(r1.status, 201);
+	harness_http(&r2, "POST", url(&api, "/v1/jobs"), admin, b1, key);
+	assert_int_equal(r2.status, 201);
+	assert_string_equal(json_string_value(json_object_get(r1.json, "id")),
+	    json_string_value(json_object_get(r2.json, "id")));
+	harness_http(&r3, "POST", url(&api, "/v1/jobs"), admin, b2, key);
+	expect_problem(&r3, 422, "api.idempotency_key_reused", NULL);
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'bad'"), 1);
+	harness_http_free(&r1);
+	harness_http_free(&r2);
+	harness_http_free(&r3);
+	free(b1);
+	free(b2);
+}
+
+/* ---- fair share and floors: everything pending before the scheduler starts */
+
+static long
+admitted_in(const char *env, const char *queue)
+{
+	return sql_long("SELECT count(*) FROM jobs j JOIN queues q ON q.id = j.queue_id"
+	    " WHERE j.environment = '%s' AND q.name = '%s' AND j.state = 'admitted'", env, queue);
+}
+
+static void
+test_fair_share_and_floors(void **state)
+{
+	(void)state;
+	for (int i = 0; i < 40; i++) {
+		free(submit("fair", i % 2 ? "qa" : "qb", H100, 1, NULL));
+		if (i < 16)
+			free(submit("floor", i % 2 ? "qc" : "qd", A100, 1, NULL));
+	}
+	harness_fleetd_start(&sched, dburl, sched_env);
+	/* the first cycle has committed once every pending job carries its reason */
+	assert_int_equal(wait_long(30, 0, "SELECT count(*) FROM jobs WHERE environment IN"
+	    " ('fair', 'floor') AND state = 'pending' AND reason IS NULL"), 0);
+	usleep(1500 * 1000);	/* a later cycle must not change the outcome */
+	/* 24 borrowed accelerators split 2:1 by weight */
+	assert_int_equal(admitted_in("fair", "qa"), 16);
+	assert_int_equal(admitted_in("fair", "qb"), 8);
+	/* qc's floor of 6 comes before qd's heavier weight; qd borrows what is left (2) */
+	assert_int_equal(admitted_in("floor", "qc"), 6);
+	assert_int_equal(admitted_in("floor", "qd"), 2);
+	if (sql_long("SELECT count(*) FROM jobs WHERE environment = 'fair' AND state = 'pending'"
+	    " AND reason = 'over_quota'") != 16 || sql_long("SELECT count(*) FROM jobs WHERE"
+	    " environment = 'floor' AND state = 'pending' AND reason = 'insufficient_capacity'") != 8)
+		fail_msg("pending reasons: %s", sql_rows("SELECT environment, reason, count(*) FROM"
+		    " jobs WHERE state = 'pending' GROUP BY 1, 2 ORDER BY 1, 2"));
+	/* never over capacity: accelerators per node */
+	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT a->>'node', sum((a->>'pods')::int)"
+	    " FROM jobs j, jsonb_array_elements(j.placement->'allocs') a WHERE j.state = 'admitted'"
+	    " AND (a->>'group')::int = 1 GROUP BY 1 HAVING sum((a->>'pods')::int) > 8) x"), 0);
+	/* each admission: one placements row and one admitted event */
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs j WHERE j.state = 'admitted' AND"
+	    " (SELECT count(*) FROM placements p WHERE p.job_id = j.id) <> 1"), 0);
+}
+
+/* ---- explain */
+
+static void
+test_explain_pending(void **state)
+{
+	PGresult *r;
+	int seen = 0;
+
+	(void)state;
+	r = PQexec(pg, "SELECT j.id FROM jobs j JOIN queues q ON q.id = j.queue_id WHERE"
+	    " q.name = 'qd' AND j.state = 'pending'");
+	assert_int_equal(PQntuples(r), 6);
+	for (int i = 0; i < PQntuples(r); i++) {
+		char path[128];
+		struct http_result h;
+		json_t *c;
+		size_t k;
+		int pos, found = 0;
+
+		snprintf(path, sizeof(path), "/v1/jobs/%s/placement", PQgetvalue(r, i, 0));
+		harness_http(&h, "GET", url(&api, path), admin, NULL, NULL);
+		if (h.status != 200)
+			fail_msg("placement: %ld %s", h.status, h.body);
+		assert_string_equal(json_string_value(json_object_get(h.json, "state")), "pending");
+		pos = (int)json_integer_value(json_object_get(h.json, "position"));
+		assert_true(pos >= 1 && pos <= 6);
+		assert_true((seen & (1 << pos)) == 0);
+		seen |= 1 << pos;
+		assert_int_equal(json_array_size(json_object_get(h.json, "clusters")), 3);
+		json_array_foreach(json_object_get(h.json, "clusters"), k, c) {
+			const char *reason = json_string_value(json_object_get(c, "reason"));
+			const char *region = json_string_value(json_object_get(c, "region"));
+
+			assert_non_null(reason);
+			if (strcmp(region, "eastus") == 0)
+				found += strcmp(reason, "insufficient_capacity") == 0;
+			else if (strcmp(region, "westus") == 0)
+				found += strcmp(reason, "cordoned") == 0;
+			else if (strcmp(region, "europe-west4") == 0)
+				found += strcmp(reason, "unreachable") == 0;
+		}
+		if (found != 3)
+			fail_msg("per-cluster reasons: %s", h.body);
+		harness_http_free(&h);
+	}
+	assert_int_equal(seen, 0x7e);	/* positions 1..6, each once */
+	PQclear(r);
+}
+
+static void
+test_explain_admitted(void **state)
+{
+	PGresult *r;
+	char path[128];
+	struct http_result h;
+	json_t *dec, *cands, *first;
+
+	(void)state;
+	r = PQexec(pg, "SELECT j.id, j.cluster_id FROM jobs j JOIN queues q ON q.id = j.queue_id"
+	    " WHERE q.name = 'qa' AND j.state = 'admitted' LIMIT 1");
+	assert_int_equal(PQntuples(r), 1);
+	snprintf(path, sizeof(path), "/v1/jobs/%s/placement", PQgetvalue(r, 0, 0));
+	harness_http(&h, "GET", url(&api, path), admin, NULL, NULL);
+	if (h.status != 200)
+		fail_msg("placement: %ld %s", h.status, h.body);
+	assert_string_equal(json_string_value(json_object_get(h.json, "state")), "admitted");
+	assert_int_equal(json_integer_value(json_object_get(h.json, "attempt")), 1);
+	dec = json_object_get(h.json, "decision");
+	assert_string_equal(json_string_value(json_object_get(dec, "outcome")), "admitted");
+	assert_string_equal(json_string_value(json_object_get(dec, "cluster")), PQgetvalue(r, 0, 1));
+	assert_true(json_is_true(json_object_get(dec, "borrowing")));
+	assert_true(json_array_size(json_object_get(dec, "allocations")) >= 2);
+	cands = json_object_get(h.json, "candidates");
+	assert_true(json_array_size(cands) >= 1);
+	first = json_array_get(cands, 0);
+	assert_string_equal(json_string_value(json_object_get(first, "cluster")), PQgetvalue(r, 0, 1));
+	assert_string_equal(json_string_value(json_object_get(first, "reason")), "chosen");
+	harness_http_free(&h);
+	PQclear(r);
+}
+
+/* ---- preemption within a queue */
+
+static void
+test_preemption(void **state)
+{
+	const char *ck = "{\"checkpoint\":{\"uri\":\"s3://bucket/ckpt\",\"grace_seconds\":60}}";
+	char *low[4], *high, q[512], path[128];
+	struct http_result h;
+	json_t *victims;
+	PGresult *r;
+
+	(void)state;
+	/* two older admissions, then (a second later) two newer ones */
+	for (int i = 0; i < 4; i++) {
+		low[i] = submit("pre", "qp", H100, 2, ck);
+		if (i == 1) {
+			assert_int_equal(wait_long(10, 2, "SELECT count(*) FROM jobs WHERE"
+			    " environment = 'pre' AND state = 'admitted'"), 2);
+			usleep(1100 * 1000);
+		}
+	}
+	assert_int_equal(wait_long(10, 4, "SELECT count(*) FROM jobs WHERE environment = 'pre'"
+	    " AND state = 'admitted'"), 4);
+	high = submit("pre", "qp", H100, 4, "{\"priority_class\":\"high\"}");
+	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE id = '%s' AND state = 'admitted'",
+	    high);
+	assert_int_equal(wait_long(10, 1, q), 1);
+	/* the smallest set: the two most recently admitted 2-accelerator jobs */
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'pre' AND"
+	    " state = 'preempted' AND priority_class = 'low' AND reason = 'preempted by %s'"
+	    " AND id IN ('%s', '%s')", high, low[2], low[3]), 2);
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'pre' AND"
+	    " state = 'admitted' AND priority_class = 'low'"), 2);
+	/* the victims carry their checkpoint grace and an event from the state they left */
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE state = 'preempted' AND"
+	    " checkpoint_deadline BETWEEN now() + interval '50 s' AND now() + interval '61 s'"), 2);
+	assert_int_equal(sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id = e.job_id"
+	    " WHERE j.state = 'preempted' AND e.to_state = 'preempted' AND e.from_state = 'admitted'"
+	    " AND e.data->>'by' = '%s'", high), 2);
+	/* the preemptor's decision names them */
+	snprintf(path, sizeof(path), "/v1/jobs/%s/placement", high);
+	harness_http(&h, "GET", url(&api, path), admin, NULL, NULL);
+	assert_int_equal(h.status, 200);
+	victims = json_object_get(json_object_get(h.json, "decision"), "victims");
+	assert_int_equal(json_array_size(victims), 2);
+	r = PQexec(pg, "SELECT id FROM jobs WHERE state = 'preempted'");
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *v = PQgetvalue(r, i, 0);
+
+		assert_true(strcmp(v, json_string_value(json_array_get(victims, 0))) == 0 ||
+		    strcmp(v, json_string_value(json_array_get(victims, 1))) == 0);
+	}
+	PQclear(r);
+	harness_http_free(&h);
+	for (int i = 0; i < 4; i++)
+		free(low[i]);
+	free(high);
+}
+
+/* ---- replicas: each job admitted exactly once across leader deaths */
+
+static int
+total_leading(struct fleetd_proc *ps, int n)
+{
+	int sum = 0;
+
+	for (int i = 0; i < n; i++) {
+		int l = leading(&ps[i]);
+
+		sum += l > 0 ? l : 0;
+	}
+	return sum;
+}
+
+/* Waits until the live replicas lead every environment; returns seconds waited. */
+static double
+wait_leaders(struct fleetd_proc *ps, int n, int envs, double timeout)
+{
+	double t0 = now_s();
+
+	while (total_leading(ps, n) != envs) {
+		if (now_s() - t0 > timeout)
+			fail_msg("the replicas do not lead all %d environments after %.0f s", envs,
+			    timeout);
+		usleep(100 * 1000);
+	}
+	return now_s() - t0;
+}
+
+/* Submits n jobs, SIGKILLs the leader after half of them, and checks the takeover. */
+static void
+phase(struct fleetd_proc *ps, int nps, int n, int envs)
+{
+	for (int i = 0; i < n; i++) {
+		if (i == n / 2) {
+			int victim = -1, best = 0;
+			double took;
+
+			for (int k = 0; k < nps; k++) {
+				int l = leading(&ps[k]);
+
+				if (l > best) {
+					best = l;
+					victim = k;
+				}
+			}
+			assert_true(victim >= 0);
+			kill_hard(&ps[victim]);
+			took = wait_leaders(ps, nps, envs, 10);
+			print_message("replicas: leader %d killed, leadership moved in %.2f s\n",
+			    victim, took);
+			assert_true(took < 5.0);
+		}
+		free(submit("ha", "qh", NULL, 0, NULL));
+	}
+}
+
+static void
+test_replicas(void **state)
+{
+	struct fleetd_proc ps[4];
+	int envs = (int)sql_long("SELECT count(*) FROM environments");
+	double t0;
+
+	(void)state;
+	memset(ps, 0, sizeof(ps));
+	assert_int_equal(harness_fleetd_stop(&sched), 0);
+	/* two replicas: the first leads everything, the second waits */
+	harness_fleetd_start(&ps[0], dburl, sched_env);
+	wait_leaders(ps, 1, envs, 10);
+	harness_fleetd_start(&ps[1], dburl, sched_env);
+	assert_int_equal(leading(&ps[1]), 0);
+	phase(ps, 2, 150, envs);
+	/* three replicas: the survivor and two new ones */
+	harness_fleetd_start(&ps[2], dburl, sched_env);
+	harness_fleetd_start(&ps[3], dburl, sched_env);
+	phase(ps, 4, 150, envs);
+	t0 = now_s();
+	assert_int_equal(wait_long(20, 300, "SELECT count(*) FROM jobs WHERE environment = 'ha'"
+	    " AND state = 'admitted'"), 300);
+	print_message("replicas: last admissions %.2f s after the last submit\n", now_s() - t0);
+	usleep(1500 * 1000);
+	/* nothing lost, nothing repeated */
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha'"), 300);
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha' AND"
+	    " (state <> 'admitted' OR attempt <> 1)"), 0);
+	assert_int_equal(sql_long("SELECT count(*) FROM placements p JOIN jobs j ON j.id ="
+	    " p.job_id WHERE j.environment = 'ha'"), 300);
+	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT p.job_id FROM placements p JOIN"
+	    " jobs j ON j.id = p.job_id WHERE j.environment = 'ha' AND p.attempt = 1"
+	    " GROUP BY 1 HAVING count(*) = 1) x"), 300);
+	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT e.job_id FROM job_events e JOIN"
+	    " jobs j ON j.id = e.job_id WHERE j.environment = 'ha' AND e.to_state = 'admitted'"
+	    " GROUP BY 1 HAVING count(*) = 1) x"), 300);
+	assert_int_equal(sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id ="
+	    " e.job_id WHERE j.environment = 'ha' AND e.to_state = 'admitted'"), 300);
+	/* never over a node's cpu (64 cores, 1 core per pod) */
+	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT a->>'node' FROM jobs j,"
+	    " jsonb_array_elements(j.placement->'allocs') a WHERE j.environment = 'ha'"
+	    " GROUP BY 1 HAVING sum((a->>'pods')::int) > 64) x"), 0);
+	for (int i = 0; i < 4; i++)
+		if (ps[i].pid > 0)
+			assert_int_equal(harness_fleetd_stop(&ps[i]), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_idempotency),
+		cmocka_unit_test(test_fair_share_and_floors),
+		cmocka_unit_test(test_explain_pending),
+		cmocka_unit_test(test_explain_admitted),
+		cmocka_unit_test(test_preemption),
+		cmocka_unit_test(test_replicas),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
