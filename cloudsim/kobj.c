@@ -524,6 +524,44 @@ del(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural,
 	cs_reply_json(rq, 200, out);
 }
 
+/* PUT: a full replacement that must name the current resourceVersion. */
+static void
+update(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural,
+    const char *ns, const char *name, json_t *body)
+{
+	struct cs_object *o = cs_object_find(cl, plural, ns, name);
+	const char *brv = cs_jpath(body, "metadata.resourceVersion");
+	char msg[512];
+
+	if (!body_matches_url(rq, body, cs_kind_of(plural), ns, name))
+		return;
+	if (o == NULL) {
+		not_found(rq, plural, name);
+		return;
+	}
+	if (brv == NULL) {
+		invalid(rq, o->kind, name, "metadata.resourceVersion", "FieldValueInvalid",
+		    "Invalid value: 0x0: must be specified for an update");
+		return;
+	}
+	if (strtoll(brv, NULL, 10) != o->rv) {
+		snprintf(msg, sizeof(msg), "Operation cannot be fulfilled on %s.ray.io \"%s\": the "
+		    "object has been modified; please apply your changes to the latest version "
+		    "and try again", plural, name);
+		conflict(rq, plural, name, msg, NULL);
+		return;
+	}
+	if (!validate(rq, o->kind, name, body))
+		return;
+	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec")))
+		o->generation++;
+	take_body(o, body);
+	o->rv = ++cl->rv;
+	set_meta(cs, o);
+	cs_object_changed(cs, cl, o);
+	cs_reply_json(rq, 200, json_incref(o->live));
+}
+
 static json_t *
 parse_body(struct cs_req *rq)
 {
@@ -590,6 +628,9 @@ cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char 
 	} else if (strcmp(m, "POST") == 0 && name == NULL) {
 		if ((body = parse_body(rq)) != NULL)
 			post(cs, cl, rq, plural, ns, body);
+	} else if (strcmp(m, "PUT") == 0 && name != NULL && sub == NULL) {
+		if ((body = parse_body(rq)) != NULL)
+			update(cs, cl, rq, plural, ns, name, body);
 	} else if (strcmp(m, "PATCH") == 0 && name != NULL && sub == NULL) {
 		if (ct != NULL && strncmp(ct, "application/apply-patch+yaml", 28) == 0) {
 			if ((body = parse_body(rq)) != NULL)

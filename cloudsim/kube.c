@@ -21,8 +21,9 @@ cs_node_json(const struct cs_node *n)
 	cap = json_pack("{s:s, s:s, s:s}", "cpu", cpu, "memory", mem, "pods", "110");
 	if (n->gpu + n->tpu > 0)
 		json_object_set_new(cap, res, json_string(acc));
-	j = json_pack("{s:{s:s, s:s, s:s, s:s, s:O, s:{s:s}}, s:{s:o}, s:{s:O, s:O, "
+	j = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:O, s:{s:s}}, s:{s:o}, s:{s:O, s:O, "
 	    "s:[{s:s, s:s, s:s, s:s, s:s}], s:{s:s, s:s, s:s}, s:[{s:s, s:s}]}}",
+	    "kind", "Node", "apiVersion", "v1",
 	    "metadata", "name", n->name, "uid", n->uid, "resourceVersion", "1",
 	    "creationTimestamp", ts, "labels", n->labels, "annotations",
 	    "node.alpha.kubernetes.io/ttl", "0",
@@ -514,6 +515,42 @@ authorized(struct cs_cluster *cl, struct cs_req *rq)
 	    crypto_equal(h + 7, cl->token, n);
 }
 
+/* /api, /apis and /apis/ray.io/v1 discovery; true when answered. */
+static bool
+discovery(struct cs_req *rq)
+{
+	static const char *const plurals[] = { "rayclusters", "rayjobs", "rayservices",
+	    "raycronjobs" };
+	json_t *res;
+	size_t i;
+
+	if (rq->nseg == 3 && strcmp(rq->seg[2], "api") == 0) {
+		cs_reply_json(rq, 200, json_pack("{s:s, s:[s]}", "kind", "APIVersions", "versions",
+		    "v1"));
+		return true;
+	}
+	if (rq->nseg == 3 && strcmp(rq->seg[2], "apis") == 0) {
+		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], "
+		    "s:{s:s, s:s}}]}", "kind", "APIGroupList", "apiVersion", "v1", "groups", "name",
+		    "ray.io", "versions", "groupVersion", "ray.io/v1", "version", "v1",
+		    "preferredVersion", "groupVersion", "ray.io/v1", "version", "v1"));
+		return true;
+	}
+	if (rq->nseg == 5 && strcmp(rq->seg[2], "apis") == 0 && strcmp(rq->seg[3], "ray.io") == 0 &&
+	    strcmp(rq->seg[4], "v1") == 0) {
+		res = json_array();
+		for (i = 0; i < 4; i++)
+			json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:[s, s, s, s, "
+			    "s, s]}", "name", plurals[i], "singularName", "", "namespaced", 1,
+			    "kind", cs_kind_of(plurals[i]), "verbs", "create", "delete", "get", "list",
+			    "patch", "update"));
+		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
+		    "apiVersion", "v1", "groupVersion", "ray.io/v1", "resources", res));
+		return true;
+	}
+	return false;
+}
+
 void
 cs_kube_handle(struct cs *cs, struct cs_req *rq)
 {
@@ -528,6 +565,8 @@ cs_kube_handle(struct cs *cs, struct cs_req *rq)
 		cs_reply_error(rq, 401, "Unauthorized", "Unauthorized");
 		return;
 	}
+	if (discovery(rq))
+		return;
 	if (rq->nseg == 3 && strcmp(rq->seg[2], "version") == 0) {
 		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:s}", "major", "1", "minor",
 		    "30", "gitVersion", "v1.30.4", "platform", "linux/amd64"));

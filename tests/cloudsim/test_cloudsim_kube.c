@@ -271,6 +271,33 @@ test_apply_get_delete(void **state)
 	assert_string_equal(json_string_value(json_object_get(r.json, "reason")), "AlreadyExists");
 	csh_resp_free(&r);
 	assert_int_equal(applies(GKE "/team-a/rayclusters/rc-a"), 4);
+	/* PUT needs the current resourceVersion */
+	r = csh_kube(&H, GKE, "GET", obj, NULL, NULL);
+	sent = json_deep_copy(r.json);
+	csh_resp_free(&r);
+	json_object_del(sent, "status");
+	json_object_set_new(json_array_get(json_object_get(json_object_get(sent, "spec"),
+	    "workerGroupSpecs"), 0), "replicas", json_integer(2));
+	{
+		char *s = json_dumps(sent, JSON_COMPACT);
+
+		r = csh_kube(&H, GKE, "PUT", obj, NULL, s);
+		assert_int_equal(r.status, 200);
+		assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json,
+		    "metadata"), "generation")), 2);
+		csh_resp_free(&r);
+		r = csh_kube(&H, GKE, "PUT", obj, NULL, s);	/* now stale */
+		assert_int_equal(r.status, 409);
+		csh_resp_free(&r);
+		free(s);
+		json_object_del(json_object_get(sent, "metadata"), "resourceVersion");
+		s = json_dumps(sent, JSON_COMPACT);
+		r = csh_kube(&H, GKE, "PUT", obj, NULL, s);
+		assert_int_equal(r.status, 422);
+		csh_resp_free(&r);
+		free(s);
+	}
+	json_decref(sent);
 }
 
 static void
