@@ -20,7 +20,11 @@ jstr(json_t *o, const char *k, const char *def)
 static void
 copy(char *dst, size_t n, const char *src)
 {
-	snprintf(dst, n, "%s", src ? src : "");
+	size_t l = src ? strnlen(src, n - 1) : 0;
+
+	if (l > 0)
+		memcpy(dst, src, l);
+	dst[l] = '\0';
 }
 
 static char *

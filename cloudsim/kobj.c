@@ -114,7 +114,7 @@ check_cluster_spec(json_t *cs_spec, const char *path, char *field, size_t fn,
     const char **what)
 {
 	json_t *head = json_object_get(cs_spec, "headGroupSpec"), *wg, *g;
-	char p[256];
+	char p[512];
 	size_t i;
 
 	if (!json_is_object(cs_spec)) {
@@ -166,7 +166,7 @@ static bool
 validate(struct cs_req *rq, const char *kind, const char *name, json_t *body)
 {
 	json_t *spec = json_object_get(body, "spec");
-	char field[256] = "";
+	char field[1024] = "";
 	const char *what = NULL;
 	bool ok = true;
 

@@ -162,7 +162,7 @@ test_jwt_bearer(void **state)
 static struct csh_resp
 gget(const char *tok, const char *path, const char *method, const char *body)
 {
-	char url[700], auth[300];
+	char url[1024], auth[300];
 	const char *hd[] = { auth, "Content-Type: application/json", NULL };
 
 	snprintf(url, sizeof(url), "%s%s", H.base, path);
