@@ -455,6 +455,47 @@ test_spot_preemption(void **state)
 	csh_resp_free(&r);
 }
 
+static bool
+cron_spawned(struct csh *h, void *arg)
+{
+	struct csh_resp r = csh_kube(h, HP, "GET", "/apis/ray.io/v1/namespaces/default/rayjobs?"
+	    "labelSelector=ray.io%2Fcronjob%3Dnightly", NULL, NULL);
+	bool ok = json_array_size(json_object_get(r.json, "items")) >= 1;
+
+	(void)arg;
+	csh_resp_free(&r);
+	return ok;
+}
+
+static void
+test_raycronjob(void **state)
+{
+	char *job = ray_body("RayJob", "x", 1, 0, "", ""), *body = NULL;
+	json_t *j = json_loads(job, 0, NULL);
+	char *spec = json_dumps(json_object_get(j, "spec"), JSON_COMPACT);
+	struct csh_resp r;
+
+	(void)state;
+	if (asprintf(&body, "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCronJob\",\"metadata\":"
+	    "{\"name\":\"nightly\"},\"spec\":{\"schedule\":\"@every 10s\",\"jobTemplate\":%s}}",
+	    spec) < 0)
+		fail();
+	assert_int_equal(apply(HP, "raycronjobs", "nightly", body), 201);
+	assert_true(csh_wait(&H, cron_spawned, NULL, 10));
+	r = csh_kube(&H, HP, "GET", "/apis/ray.io/v1/namespaces/default/raycronjobs/nightly",
+	    NULL, NULL);
+	assert_non_null(json_object_get(json_object_get(r.json, "status"), "lastScheduleTime"));
+	csh_resp_free(&r);
+	r = csh_kube(&H, HP, "PATCH", "/apis/ray.io/v1/namespaces/default/raycronjobs/nightly?"
+	    "fieldManager=fleetd", AP, "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCronJob\","
+	    "\"metadata\":{\"name\":\"nightly\"},\"spec\":{}}");
+	assert_int_equal(r.status, 422);	/* schedule and jobTemplate are required */
+	csh_resp_free(&r);
+	free(spec);
+	free(job);
+	json_decref(j);
+}
+
 int
 main(void)
 {
@@ -463,6 +504,7 @@ main(void)
 		cmocka_unit_test(test_stockout_and_autoscale),
 		cmocka_unit_test(test_rayjob_progression_and_suspend),
 		cmocka_unit_test(test_spot_preemption),
+		cmocka_unit_test(test_raycronjob),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
