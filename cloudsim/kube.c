@@ -261,8 +261,11 @@ cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char
 		size_t dl = 0;
 		uint8_t *d = crypto_b64_decode(cont, &dl);
 
-		if (d == NULL || dl == 0 || dl > 20 || sscanf((char *)d, "o%ld", &off) != 1 ||
-		    off < 0) {
+		char tok[24] = "";
+
+		if (d != NULL && dl > 0 && dl < sizeof(tok))
+			memcpy(tok, d, dl);
+		if (tok[0] == '\0' || sscanf(tok, "o%ld", &off) != 1 || off < 0) {
 			free(d);
 			json_decref(items);
 			json_decref(out);
