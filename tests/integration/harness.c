@@ -1,4 +1,5 @@
-/* harness: scratch databases, fleetd processes and libcurl calls for integration tests. */
+/* harness: scratch databases, fleetd processes and libcurl calls for integration tests; the
+ * answers of fleetd are recorded for validation against api/openapi.yaml. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +99,146 @@ harness_free_port(void)
 	return port;
 }
 
+/* ---- the record of fleetd's answers (read by tests/openapi/validate.js) */
+
+#define REC_MAX_PORTS	32
+
+static pthread_mutex_t rec_mu = PTHREAD_MUTEX_INITIALIZER;
+static int rec_ports[REC_MAX_PORTS];	/* fleetd processes started here */
+static int rec_nports;
+static FILE *rec_file;
+static char rec_path[512];		/* "" until the first answer is recorded */
+static bool rec_default;		/* rec_path is the per-process default */
+static bool rec_failed;			/* a validation failed: the process exits 1 */
+
+static void
+rec_port(int port, bool add)
+{
+	pthread_mutex_lock(&rec_mu);
+	for (int i = 0; i < rec_nports; i++) {
+		if (rec_ports[i] == port) {
+			rec_ports[i] = rec_ports[--rec_nports];
+			break;
+		}
+	}
+	if (add && rec_nports < REC_MAX_PORTS)
+		rec_ports[rec_nports++] = port;
+	pthread_mutex_unlock(&rec_mu);
+}
+
+/* The path (with query) of url when it names a fleetd started here, else NULL.  Caller
+ * holds rec_mu. */
+static const char *
+rec_path_of(const char *url)
+{
+	const char *host = strstr(url, "://"), *colon, *path;
+	int port;
+
+	if (host == NULL)
+		return NULL;
+	host += 3;
+	path = strchr(host, '/');
+	colon = strchr(host, ':');
+	if (colon == NULL || (path != NULL && colon > path))
+		return NULL;
+	port = atoi(colon + 1);
+	for (int i = 0; i < rec_nports; i++)
+		if (rec_ports[i] == port)
+			return path != NULL ? path : "/";
+	return NULL;
+}
+
+/* Opens the record file on first use.  Caller holds rec_mu. */
+static bool
+rec_open(void)
+{
+	const char *env = getenv("FLEETD_RESPONSE_LOG");
+
+	if (rec_file != NULL)
+		return true;
+	rec_default = env == NULL || *env == '\0';
+	if (rec_default)
+		snprintf(rec_path, sizeof(rec_path), "/tmp/fleetd-responses-%d.jsonl", (int)getpid());
+	else
+		snprintf(rec_path, sizeof(rec_path), "%s", env);
+	rec_file = fopen(rec_path, rec_default ? "w" : "a");
+	if (rec_file == NULL)
+		fprintf(stderr, "harness: cannot write %s\n", rec_path);
+	return rec_file != NULL;
+}
+
+/* Appends {method, path, status, content_type, body} when url names a fleetd of ours. */
+static void
+rec_answer(const char *method, const char *url, long status, const char *ctype,
+	   const char *body, size_t len)
+{
+	json_t *line, *b = json_stringn(body, len);
+	const char *path;
+	char *text = NULL;
+
+	pthread_mutex_lock(&rec_mu);
+	if ((path = rec_path_of(url)) == NULL || !rec_open())
+		goto cleanup;
+	line = json_pack("{s:s, s:s, s:I, s:s?, s:o}", "method", method, "path", path,
+	    "status", (json_int_t)status, "content_type", ctype, "body",
+	    b != NULL ? json_incref(b) : json_null());
+	if (b == NULL)
+		json_object_set_new(line, "body_invalid_utf8", json_true());
+	text = json_dumps(line, JSON_COMPACT);
+	json_decref(line);
+	if (text != NULL) {
+		fputs(text, rec_file);
+		fputc('\n', rec_file);
+		fflush(rec_file);
+	}
+cleanup:
+	pthread_mutex_unlock(&rec_mu);
+	free(text);
+	json_decref(b);
+}
+
+/* cmocka 1.1 reports a failed group teardown but does not count it in the exit status. */
+static void
+rec_exit(void)
+{
+	if (rec_failed) {
+		fflush(NULL);
+		_exit(1);
+	}
+}
+
+void
+harness_validate_responses(void)
+{
+	char path[512];
+	bool dflt;
+	int st;
+
+	pthread_mutex_lock(&rec_mu);
+	if (rec_file != NULL)
+		fclose(rec_file);
+	rec_file = NULL;
+	snprintf(path, sizeof(path), "%s", rec_path);
+	dflt = rec_default;
+	rec_path[0] = '\0';
+	pthread_mutex_unlock(&rec_mu);
+	if (path[0] == '\0') {
+		print_message("openapi: no fleetd answers were recorded\n");
+		return;
+	}
+	st = harness_sh("bash '" FLEETD_SOURCE_DIR "/tests/openapi/ensure_deps.sh' && "
+	    "node '" FLEETD_SOURCE_DIR "/tests/openapi/validate.js' '" FLEETD_SOURCE_DIR
+	    "/api/openapi.yaml' '%s'", path);
+	if (st != 0) {
+		rec_failed = true;
+		atexit(rec_exit);
+		fail_msg("fleetd answers recorded in %s do not match api/openapi.yaml (FAIL lines "
+		    "above name the route and field)", path);
+	}
+	if (dflt)
+		unlink(path);
+}
+
 static const char *
 fleetd_bin(void)
 {
@@ -116,6 +258,7 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 	snprintf(p->log, sizeof(p->log), "/tmp/fleetd-test-%d-%d.log", (int)getpid(), p->port);
 	snprintf(p->dburl, sizeof(p->dburl), "%s", dburl);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", p->port);
+	rec_port(p->port, true);
 	p->pid = fork();
 	assert_true(p->pid >= 0);
 	if (p->pid == 0) {
@@ -162,6 +305,7 @@ harness_fleetd_stop(struct fleetd_proc *p)
 
 	if (p->pid <= 0)
 		return -1;
+	rec_port(p->port, false);
 	kill(p->pid, SIGTERM);
 	for (int i = 0; i < 400; i++) {
 		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
@@ -260,6 +404,12 @@ harness_http(struct http_result *r, const char *method, const char *url, const c
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 	r->body = bb.p ? bb.p : strdup("");
 	r->len = bb.n;
+	if (r->status > 0) {
+		char *ctype = NULL;
+
+		curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ctype);
+		rec_answer(method, url, r->status, ctype, r->body, r->len);
+	}
 	r->headers = hb.p ? hb.p : strdup("");
 	r->json = json_loads(r->body, JSON_DECODE_ANY, NULL);
 	curl_slist_free_all(h);

@@ -36,9 +36,19 @@ void	harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *
 int	harness_fleetd_stop(struct fleetd_proc *p);
 /* `fleetd token create`; returns malloc'd secret. */
 char	*harness_token(const char *dburl, const char *role, const char *envs);
-/* One HTTP call; body may be NULL; extra headers "Name: value" NULL-terminated. */
+/* One HTTP call; body may be NULL; extra headers "Name: value" NULL-terminated.  Every
+ * answer of a fleetd started by harness_fleetd_start is also recorded, one JSON line
+ * {method, path, status, content_type, body}, in the file named by FLEETD_RESPONSE_LOG
+ * (appended to), else /tmp/fleetd-responses-<pid>.jsonl (fresh per test process). */
 void	harness_http(struct http_result *r, const char *method, const char *url,
 	    const char *token, const char *body, const char *const *headers);
+/* Validates every recorded response against api/openapi.yaml (tests/openapi/validate.js:
+ * route, status, content type, JSON body against the response schema), naming route and
+ * field on any mismatch or on a response no operation describes.  Call it last in the group
+ * teardown: a failure fails the teardown and, since cmocka 1.1 does not count teardown
+ * failures, also makes the test process exit 1.  On success the default record file is
+ * removed and recording starts afresh. */
+void	harness_validate_responses(void);
 void	harness_http_free(struct http_result *r);
 /* Header value from r->headers (case-insensitive), malloc'd, or NULL. */
 char	*harness_header(const struct http_result *r, const char *name);

@@ -55,6 +55,7 @@ teardown(void **state)
 	free(admin);
 	free(viewer);
 	free(scoped);
+	harness_validate_responses();	/* every answer above against api/openapi.yaml */
 	return 0;
 }
 
