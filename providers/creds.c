@@ -88,6 +88,8 @@ creds_cache_put(const char *cloud, const char *role, const struct prov_creds *c)
 	pthread_mutex_unlock(&lock);
 }
 
+/* Drops the cloud's credentials and fleetd's own base tokens they were made from (a
+ * revoked base token would otherwise keep failing every exchange until it expires). */
 void
 prov_creds_invalidate(const char *cloud_id)
 {
@@ -95,7 +97,8 @@ prov_creds_invalidate(const char *cloud_id)
 
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < ncache;) {
-		if (strncmp(cache[i].key, cloud_id, n) == 0 && cache[i].key[n] == '|') {
+		if ((strncmp(cache[i].key, cloud_id, n) == 0 && cache[i].key[n] == '|') ||
+		    strncmp(cache[i].key, "fleetd-", 7) == 0) {
 			cache[i] = cache[--ncache];
 			memset(&cache[ncache], 0, sizeof(cache[ncache]));
 		} else {

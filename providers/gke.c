@@ -428,8 +428,11 @@ check_sa(const struct prov_cloud *c, const char *email, const char *kind, const 
 	snprintf(check, sizeof(check), "%s_exists", kind);
 	if (r.status != 200) {
 		creds_json_error(&r, why, sizeof(why));
-		prov_check_add(checks, check, false, ptr, "service account %s not found in project "
-		    "%s (%s)", email, c->project, why);
+		prov_check_add(checks, check, false, ptr, "service account %s not found or not "
+		    "readable in project %s (%s)", email, c->project, why);
+		snprintf(check, sizeof(check), "%s_cloud_label", kind);
+		prov_check_add(checks, check, false, ptr, "cannot check the fleet-io-cloud-id "
+		    "label of an unreadable service account");
 		goto cleanup;
 	}
 	prov_check_add(checks, check, true, ptr, "service account %s exists", email);
@@ -454,12 +457,14 @@ gke_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
 {
 	struct prov_creds cr, base;
 	struct err ce = { 0 };
-	bool all = true;
+	bool all = true, have = false;
+	const char *bearer;
 
 	if (!prov_gcp_base_token(&base, e))
 		return false;
 	prov_creds_invalidate(c->id);
 	if (prov_creds_get(c, cp, &cr, &ce)) {
+		have = true;
 		prov_check_add(checks, "control_plane_token", true, "/control_plane_role",
 		    "fleetd impersonated %s", cp);
 	} else {
@@ -468,10 +473,13 @@ gke_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
 		    "fleetd cannot impersonate %s: %s; grant fleetd's service account "
 		    "roles/iam.serviceAccountTokenCreator on it", cp, ce.msg);
 	}
-	all = check_sa(c, cp, "control_plane_role", base.bearer, checks, e) && all;
+	/* service accounts are read as the control-plane identity, which lives in the
+	 * cloud's project; fleetd's own identity usually may not read them */
+	bearer = have ? cr.bearer : base.bearer;
+	all = check_sa(c, cp, "control_plane_role", bearer, checks, e) && all;
 	if (err_is_set(e))
 		goto cleanup;
-	all = check_sa(c, cluster, "cluster_role", base.bearer, checks, e) && all;
+	all = check_sa(c, cluster, "cluster_role", bearer, checks, e) && all;
 	if (err_is_set(e))
 		goto cleanup;
 	if (!all)

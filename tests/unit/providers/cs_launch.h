@@ -25,7 +25,7 @@ struct cs_launch {
 	json_t	*clusters;	/* clusters.json "clusters" */
 };
 
-static char *
+static inline char *
 csl_slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -47,7 +47,7 @@ csl_slurp(const char *path)
 }
 
 /* FLEETD_GCP_OAUTH_URL -> gcp-oauth-url, with the few names that differ. */
-static void
+static inline void
 csl_config(const char *env)
 {
 	static const struct { const char *from, *to; } alias[] = {
@@ -77,7 +77,7 @@ csl_config(const char *env)
 }
 
 /* Starts cloudsim; false (with a message on stderr) when it does not come up in 15 s. */
-static bool
+static inline bool
 csl_start(struct cs_launch *l, const char *fleet)
 {
 	char path[256], *port = NULL, *cj;
@@ -121,7 +121,7 @@ csl_start(struct cs_launch *l, const char *fleet)
 	return l->ca_pem != NULL && json_is_array(l->clusters);
 }
 
-static void
+static inline void
 csl_stop(struct cs_launch *l)
 {
 	char cmd[200];
@@ -140,7 +140,7 @@ csl_stop(struct cs_launch *l)
 }
 
 /* One call to cloudsim's /_sim API; returns the status, *out (optional) the JSON answer. */
-static long
+static inline long
 csl_sim(struct cs_launch *l, const char *method, const char *path, const char *body,
     json_t **out)
 {
@@ -166,7 +166,7 @@ csl_sim(struct cs_launch *l, const char *method, const char *path, const char *b
 	return st;
 }
 
-static json_t *
+static inline json_t *
 csl_cluster(struct cs_launch *l, const char *name)
 {
 	json_t *c;
