@@ -59,6 +59,7 @@ struct cs_node {
 	json_t		*labels;		/* owned */
 	json_t		*taints;		/* owned array */
 	char		 uid[40];
+	long long	 used[4];		/* cpu, mem, gpu, tpu requested (tick cache) */
 };
 
 struct cs_pod {

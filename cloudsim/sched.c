@@ -454,7 +454,7 @@ static void
 schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 {
 	struct cs_node *best = NULL;
-	long long best_left = 0, u[4];
+	long long best_left = 0, *u;
 	struct why w = { 0 };
 	size_t i;
 	char msg[768];
@@ -463,7 +463,7 @@ schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		struct cs_node *n = cl->nodes.v[i];
 		long long left;
 
-		used_on(cl, n->name, u);
+		u = n->used;
 		if (!fits(p, n, u, &w))
 			continue;
 		left = (n->gpu + n->tpu - u[2] - u[3]) * 1000000 + (n->cpu_m - u[0]);
@@ -473,6 +473,10 @@ schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		}
 	}
 	if (best != NULL) {
+		best->used[0] += p->cpu_m;
+		best->used[1] += p->mem_b;
+		best->used[2] += p->gpu;
+		best->used[3] += p->tpu;
 		snprintf(p->node, sizeof(p->node), "%s", best->name);
 		p->scheduled_at = now;
 		snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
@@ -633,6 +637,11 @@ cs_tick(struct cs *cs)
 		scale(cs, cl, now);
 		for (i = 0; i < cl->objects.n; i++)
 			reconcile(cs, cl, cl->objects.v[i]);
+		for (i = 0; i < cl->nodes.n; i++) {
+			struct cs_node *n = cl->nodes.v[i];
+
+			used_on(cl, n->name, n->used);
+		}
 		for (i = 0; i < cl->pods.n; i++) {
 			struct cs_pod *p = cl->pods.v[i];
 
