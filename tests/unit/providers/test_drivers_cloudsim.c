@@ -401,6 +401,38 @@ test_verify_gke(void **state)
 	json_decref(checks);
 }
 
+/* cloudsim has no control-plane managed identity (its AKS control plane is an app
+ * registration), so only the token and the cluster identity checks can pass here. */
+static void
+test_verify_aks(void **state)
+{
+	struct member m;
+	json_t *checks = json_array();
+	struct err e = { 0 };
+	char body[600], cp[400];
+
+	(void)state;
+	member(NAMES[1], IDS[1], &m);
+	snprintf(cp, sizeof(cp), "/subscriptions/%s/resourceGroups/%s/providers/"
+	    "Microsoft.ManagedIdentity/userAssignedIdentities/fleet-cp-missing",
+	    m.cloud.subscription, m.cloud.resource_group);
+	assert_false(prov_aks_ops.verify_pair(&m.cloud, cp, m.cloud.cluster_role, checks, &e));
+	assert_int_equal(e.status, 422);
+	assert_true(check_ok(checks, "control_plane_token"));
+	assert_false(check_ok(checks, "control_plane_role_exists"));
+	assert_true(check_ok(checks, "cluster_role_exists"));
+	assert_false(check_ok(checks, "cluster_role_cloud_tag"));
+	json_decref(checks);
+	snprintf(body, sizeof(body), "{\"provider\":\"azure\",\"resource_id\":\"%s\",\"tags\":"
+	    "{\"fleet.io/cloud-id\":\"%s\"}}", m.cloud.cluster_role, IDS[1]);
+	assert_int_equal(csl_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
+	checks = json_array();
+	memset(&e, 0, sizeof(e));
+	assert_false(prov_aks_ops.verify_pair(&m.cloud, cp, m.cloud.cluster_role, checks, &e));
+	assert_true(check_ok(checks, "cluster_role_cloud_tag"));
+	json_decref(checks);
+}
+
 static void
 test_kube_objects(void **state)
 {
@@ -437,6 +469,7 @@ main(void)
 		cmocka_unit_test(test_wrong_ca),
 		cmocka_unit_test(test_verify_hyperpod),
 		cmocka_unit_test(test_verify_gke),
+		cmocka_unit_test(test_verify_aks),
 		cmocka_unit_test(test_kube_objects),
 	};
 
