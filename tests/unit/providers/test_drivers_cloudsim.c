@@ -434,6 +434,41 @@ test_verify_aks(void **state)
 }
 
 static void
+test_apply(struct member *m)
+{
+	const char *rc = "{\"apiVersion\":\"ray.io/v1\",\"kind\":\"RayCluster\",\"metadata\":"
+	    "{\"name\":\"rc1\",\"namespace\":\"fleet-jobs\",\"labels\":{\"fleet.io/job-id\":"
+	    "\"j1\"}},\"spec\":{\"rayVersion\":\"2.52.0\",\"headGroupSpec\":{\"rayStartParams\":{},"
+	    "\"template\":{\"spec\":{\"containers\":[{\"name\":\"ray-head\",\"image\":"
+	    "\"rayproject/ray:2.52.0\",\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":"
+	    "\"2Gi\"},\"limits\":{\"cpu\":\"1\",\"memory\":\"2Gi\"}}}]}}}}}";
+	json_t *obj = json_loads(rc, 0, NULL), *live = NULL, *got = NULL;
+	struct kube_ref r1, r2;
+	struct err e = { 0 };
+	bool existed = false;
+
+	assert_non_null(obj);
+	if (!kube_apply(&m->k, obj, &r1, &live, &e))
+		fail_msg("apply: %s %s %s", e.code, e.msg, e.detail);
+	assert_true(r1.uid[0] != '\0' && r1.resource_version[0] != '\0');
+	assert_string_equal(json_string_value(json_object_get(json_object_get(live, "metadata"),
+	    "name")), "rc1");
+	json_decref(live);
+	assert_true(kube_apply(&m->k, obj, &r2, NULL, &e));	/* idempotent: same object */
+	assert_string_equal(r1.uid, r2.uid);
+	assert_true(kube_get_object(&m->k, "ray.io/v1", "RayCluster", "fleet-jobs", "rc1", &got,
+	    &e));
+	json_decref(got);
+	assert_true(kube_delete_object(&m->k, "ray.io/v1", "RayCluster", "fleet-jobs", "rc1",
+	    &existed, &e));
+	assert_true(existed);
+	json_object_set_new(obj, "kind", json_string("Ray Cluster"));
+	assert_false(kube_apply(&m->k, obj, &r2, NULL, &e));
+	assert_string_equal(e.code, "kube.bad_object");
+	json_decref(obj);
+}
+
+static void
 test_kube_objects(void **state)
 {
 	struct member m;
@@ -456,6 +491,7 @@ test_kube_objects(void **state)
 	assert_true(kube_list_events(&m.k, "fleet-jobs", "RayJob", "nope", &ev, &e));
 	assert_int_equal(json_array_size(ev), 0);
 	json_decref(ev);
+	test_apply(&m);
 }
 
 int
