@@ -717,7 +717,7 @@ test_stockout(void **state)
 	seed_pool(aks_id, "aks", pool, 3, 0);	/* full, but may grow one node */
 	json_decref(pool);
 	id = submit("RayJob", "stock", 1, "\"constraints\":{\"regions\":[\"eastus\","
-	    "\"us-central1\"]}");
+	    "\"us-central1\"],\"spot\":false}");
 	enq = sql_str("SELECT enqueued_at::text FROM jobs WHERE id = '%s'", id);
 	wait_state(id, "dispatched", 1, 20);
 	assert_true(sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND cluster_id = '%s'",
@@ -759,6 +759,18 @@ test_preemption(void **state)
 	victim = submit("RayJob", "victim", 2, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
 	    "\"checkpoint\":{\"uri\":\"s3://ckpt/victim\",\"grace_seconds\":2}");
 	wait_state(victim, "running", 1, 30);
+	/* the poller sees the victim's pods: the pool is full */
+	for (int i = 0; i < 50; i++) {
+		o = sim_pool("test-hp-usw2", "p5");
+		if (json_integer_value(json_object_get(o, "free_accelerators")) == 0)
+			break;
+		json_decref(o);
+		o = NULL;
+		usleep(100 * 1000);
+	}
+	assert_non_null(o);
+	seed_pool(hp_id, "hyperpod", o, 3, 0);
+	json_decref(o);
 	hi = submit("RayJob", "urgent", 1, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
 	    "\"priority_class\":\"high\"");
 	wait_state(victim, "pending", 1, 30);
