@@ -57,8 +57,9 @@ capacity_summary(struct db *c, const struct capacity_filter *f, json_t **out, st
 {
 	static const char sql[] =
 	    "SELECT coalesce(json_agg(row_to_json(t) ORDER BY t.environment, t.region,"
-	    " t.provider, t.flavor), '[]')::text FROM ("
+	    " t.provider, t.flavor, t.capacity_type), '[]')::text FROM ("
 	    " SELECT cl.environment, cl.region, cl.provider, cap.flavor,"
+	    "  CASE WHEN cap.spot THEN 'spot' ELSE 'on_demand' END AS capacity_type,"
 	    "  count(DISTINCT k.id) AS clusters, sum(cap.nodes)::int AS nodes,"
 	    "  sum(cap.nodes * cap.accel_per_node)::int AS total,"
 	    "  coalesce(sum(cap.free_accel) FILTER (WHERE cap.observed_at > now() -"
@@ -80,7 +81,7 @@ capacity_summary(struct db *c, const struct capacity_filter *f, json_t **out, st
 	    "  AND ($3::text IS NULL OR cl.provider = $3)"
 	    "  AND ($4::text IS NULL OR cap.flavor = $4)"
 	    "  AND ($5::text[] IS NULL OR cl.environment = ANY($5::text[]))"
-	    " GROUP BY cl.environment, cl.region, cl.provider, cap.flavor) t";
+	    " GROUP BY cl.environment, cl.region, cl.provider, cap.flavor, cap.spot) t";
 	char *envs = envs_literal(f->envs, f->nenvs), age[16];
 	PGresult *r = NULL;
 	json_t *items;

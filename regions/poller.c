@@ -366,7 +366,7 @@ poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
 	if (!load_jobs(&v, &n, e))
 		goto cleanup;
 	st->clusters = (int)n;
-	b = http_batch_new(concurrency > 0 ? concurrency : 32);
+	b = http_batch_new(concurrency > 0 ? concurrency : 128);
 	if (b == NULL) {
 		err_set(e, 500, "poller.oom", "out of memory");
 		goto cleanup;

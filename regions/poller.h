@@ -23,7 +23,7 @@ struct poller_stats {
 
 /* Reads every cluster and its cloud, decrypts the cluster credentials with the master key,
  * fetches provider pools and Kubernetes capacity of all of them on one batch of at most
- * concurrency connections (<= 0: 32), and records per cluster: capacity rows replaced and
+ * concurrency connections (<= 0: 128), and records per cluster: capacity rows replaced and
  * state 'ready' on success; failures + 1, last_error, and 'unreachable' after
  * POLLER_UNREACHABLE_AFTER failures otherwise.  No transaction is open during the network
  * phase.  False only when the database or the batch itself fails. */

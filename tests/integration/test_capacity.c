@@ -354,7 +354,7 @@ test_summary_and_search(void **state)
 	json_t *out = NULL, *req, *it;
 	char *text = NULL, *metrics = NULL;
 	size_t i, len = 0, cap = 0;
-	int free_now = 0;
+	int free_now = 0, spot = 0;
 
 	(void)state;
 	refresh();
@@ -363,10 +363,12 @@ test_summary_and_search(void **state)
 	assert_true(capacity_summary(c, &f, &out, &e));
 	json_array_foreach(json_object_get(out, "items"), i, it) {
 		assert_string_equal(jget(it, "flavor"), "nvidia-h100-80gb");
+		spot += strcmp(jget(it, "capacity_type"), "spot") == 0;
 		free_now += (int)json_integer_value(json_object_get(it, "free_now"));
 		assert_int_equal(json_integer_value(json_object_get(it, "stale_clusters")), 0);
 	}
 	assert_int_equal(free_now, sim_free("nvidia-h100-80gb"));
+	assert_int_equal(spot, 1);	/* aks h100spot, apart from the on-demand pools */
 	json_decref(out);
 	req = json_loads("{\"environment\":\"test\",\"flavor\":\"nvidia-h100-80gb\",\"count\":16,"
 	    "\"topology\":\"rack\"}", 0, NULL);
