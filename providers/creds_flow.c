@@ -239,7 +239,8 @@ azure_token(struct prov_fetch *f, struct chain *ch)
 	bool ok;
 
 	snprintf(url, sizeof(url), "%s/%s/oauth2/v2.0/token", cfg.azure_login_url,
-	    ch->cloud.tenant[0] ? ch->cloud.tenant : cfg.azure_tenant);
+	    ch->cloud.tenant[0] ? ch->cloud.tenant : cfg.azure_tenant ? cfg.azure_tenant :
+	    "common");
 	id = creds_form_escape(cfg.azure_client_id);
 	sec = creds_form_escape(cfg.azure_client_secret);
 	scope = creds_form_escape(ARM_SCOPE);
@@ -309,6 +310,10 @@ sts_assume(struct prov_fetch *f, struct chain *ch, struct err *e)
 	    "RoleSessionName=fleetd-%.8s&ExternalId=%s&DurationSeconds=3600", arn,
 	    ch->cloud.id[0] ? ch->cloud.id : "verify", ext) < 0)
 		abort();
+	if (cfg.aws_sts_url == NULL) {
+		err_set(e, 500, "prov.no_sts_url", "aws sts endpoint not configured");
+		goto cleanup;
+	}
 	if (!prov_aws_sign("POST", cfg.aws_sts_url, ch->cloud.region[0] ? ch->cloud.region :
 	    "us-east-1", "sts", cfg.aws_access_key_id ? cfg.aws_access_key_id : "",
 	    cfg.aws_secret_access_key ? cfg.aws_secret_access_key : "", NULL, ct, NULL, body,

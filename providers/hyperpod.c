@@ -200,7 +200,7 @@ sm_call(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *n
 	const struct prov_creds *cr = job->creds;
 	struct http_req rq = { 0 };
 	json_t *b;
-	char *body;
+	char *body, url[256];
 	bool ok = false;
 
 	if (ctx == NULL || sig == NULL)
@@ -214,14 +214,20 @@ sm_call(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *n
 		json_object_set_new(b, "NextToken", json_string(next));
 	body = json_dumps(b, JSON_COMPACT);
 	json_decref(b);
-	if (!prov_aws_sign("POST", cfg.sagemaker_url, job->cloud->region, "sagemaker",
+	/* default: the region's own endpoint, as the SDKs build it */
+	if (cfg.sagemaker_url != NULL && cfg.sagemaker_url[0] != '\0')
+		snprintf(url, sizeof(url), "%s", cfg.sagemaker_url);
+	else
+		snprintf(url, sizeof(url), "https://api.sagemaker.%s.amazonaws.com/",
+		    job->cloud->region);
+	if (!prov_aws_sign("POST", url, job->cloud->region, "sagemaker",
 	    cr->access_key, cr->secret_key, cr->session_token, JSON11, kind == 0 ?
 	    "SageMaker.DescribeCluster" : "SageMaker.ListClusterNodes", body, sig, e)) {
 		prov_fetch_fail(f, e);
 		goto cleanup;
 	}
 	rq.method = "POST";
-	rq.url = cfg.sagemaker_url;
+	rq.url = url;
 	rq.body = body;
 	rq.body_len = strlen(body);
 	rq.headers = sig->h;
@@ -296,12 +302,14 @@ check_role(const struct prov_cloud *c, const char *arn, const char *kind,
 	if (asprintf(&body, "Action=GetRole&RoleName=%s&Version=2010-05-08", esc) < 0)
 		abort();
 	creds_form_free(esc);
-	if (!prov_aws_sign("POST", cfg.aws_iam_url, "us-east-1", "iam", temp ? cr->access_key :
-	    cfg.aws_access_key_id, temp ? cr->secret_key : cfg.aws_secret_access_key,
+	if (!prov_aws_sign("POST", cfg.aws_iam_url ? cfg.aws_iam_url : "https://iam.amazonaws.com",
+	    "us-east-1", "iam", temp ? cr->access_key : cfg.aws_access_key_id ?
+	    cfg.aws_access_key_id : "", temp ? cr->secret_key : cfg.aws_secret_access_key ?
+	    cfg.aws_secret_access_key : "",
 	    temp ? cr->session_token : NULL, ct, NULL, body, sig, e))
 		goto cleanup;
 	rq.method = "POST";
-	rq.url = cfg.aws_iam_url;
+	rq.url = cfg.aws_iam_url ? cfg.aws_iam_url : "https://iam.amazonaws.com";
 	rq.body = body;
 	rq.body_len = strlen(body);
 	rq.headers = sig->h;

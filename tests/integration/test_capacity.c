@@ -257,6 +257,20 @@ test_ground_truth(void **state)
 	}
 }
 
+/* Revoked credentials mid-life: the poller refreshes them once and carries on. */
+static void
+test_expired_tokens(void **state)
+{
+	struct poller_stats st;
+
+	(void)state;
+	refresh();	/* credentials cached */
+	assert_int_equal(csl_sim(&L, "POST", "/_sim/expire-tokens", "{}", NULL), 200);
+	st = refresh();
+	assert_int_equal(st.failed, 0);
+	assert_int_equal(st.ok, (int)json_array_size(L.clusters));
+}
+
 static void
 test_throttled(void **state)
 {
@@ -401,6 +415,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ground_truth, clean),
+		cmocka_unit_test_setup(test_expired_tokens, clean),
 		cmocka_unit_test_setup(test_throttled, clean),
 		cmocka_unit_test_setup(test_hang_and_unreachable, clean),
 		cmocka_unit_test_setup(test_wrong_ca, clean),
