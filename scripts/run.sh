@@ -36,7 +36,7 @@ if [ -x "$bin/cloudsim" ]; then
 	"$bin/cloudsim" --fleet "$top/cloudsim/fleets/demo.json" --listen 127.0.0.1:0 \
 		--state-dir "$state/cloudsim" >"$state/cloudsim.log" 2>&1 &
 	pids+=($!)
-	for _ in $(seq 100); do [ -s "$state/cloudsim/fleetd.env" ] && break; sleep 0.1; done
+	for _ in $(seq 200); do [ -s "$state/cloudsim/port" ] && break; sleep 0.1; done
 	if [ -s "$state/cloudsim/fleetd.env" ]; then
 		set -a; . "$state/cloudsim/fleetd.env"; set +a
 	else
@@ -53,8 +53,8 @@ token=$(cat "$state/admin.token")
 "$bin/fleetd" serve --migrate >>"$state/fleetd.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do curl -sf "http://$FLEETD_LISTEN/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-if [ -x "$top/scripts/demo.sh" ] && [ -s "$state/cloudsim/clusters.json" ]; then
-	FLEET_URL="http://$FLEETD_LISTEN" FLEET_TOKEN=$token bash "$top/scripts/demo.sh" \
+if [ -s "$state/cloudsim/clusters.json" ]; then
+	FLEET_URL="http://$FLEETD_LISTEN" FLEET_TOKEN=$token python3 "$top/scripts/demo.py" \
 		"$state/cloudsim" >"$state/demo.log" 2>&1 || echo "demo registration failed; see $state/demo.log" >&2
 fi
 cat <<EOT
