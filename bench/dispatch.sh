@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# bench/dispatch.sh — dispatch throughput and admitted->dispatched latency for 1,000
+# admitted jobs over 100 cloudsim member clusters with 20 ms Kubernetes latency, then the
+# time from a stockout to the job running on another cluster, in simulated time (default
+# 120 s stockout timeout, scaled with cloudsim's clock).  Appends to bench/RESULTS.md.
+# Needs a release build (make build; BENCH_BUILD overrides the folder).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=${BENCH_BUILD:-$top/build/rel}
+jobs=${BENCH_JOBS:-1000}
+nclusters=${BENCH_CLUSTERS:-100}
+scale=${BENCH_TIME_SCALE:-10}
+work=$(mktemp -d /tmp/fleetd-bench-dispatch.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	bash "$top/scripts/pg.sh" stop "$work/pg" || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+for b in fleetd cloudsim; do
+	[ -x "$bin/$b" ] || { echo "build first: make build ($bin/$b missing)" >&2; exit 1; }
+done
+
+# ---- fleet: nclusters HyperPod clusters for the throughput run, two for the stockout run
+python3 - "$top/cloudsim/fleets/test.json" "$nclusters" >"$work/fleet.json" <<'PY'
+import json, sys
+base = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+base["sim"]["page_size"] = 500
+base["clusters"] = [{"name": "b-%03d" % i, "provider": "hyperpod", "environment": "bench",
+    "region": "us-west-2", "account": "222222222222", "pools": [
+    {"name": "controller", "machine_type": "ml.m5.4xlarge", "nodes": 1},
+    {"name": "p5", "machine_type": "ml.p5.48xlarge", "nodes": 3, "price_per_hour": 98.32}]}
+    for i in range(n)]
+base["clusters"] += [
+    {"name": "s-a", "provider": "hyperpod", "environment": "sto", "region": "us-east-1",
+     "account": "222222222222", "pools": [
+        {"name": "controller", "machine_type": "ml.m5.4xlarge", "nodes": 1},
+        {"name": "p5", "machine_type": "ml.p5.48xlarge", "nodes": 1, "min": 0, "max": 3,
+         "busy": [8], "stockout": True, "price_per_hour": 90.0}]},
+    {"name": "s-b", "provider": "hyperpod", "environment": "sto", "region": "us-east-2",
+     "account": "222222222222", "pools": [
+        {"name": "controller", "machine_type": "ml.m5.4xlarge", "nodes": 1},
+        {"name": "p5", "machine_type": "ml.p5.48xlarge", "nodes": 2, "price_per_hour": 98.32}]}]
+key = base["fleetd"]["gcp"]["private_key_file"]
+if not key.startswith("/"):
+    import os
+    base["fleetd"]["gcp"]["private_key_file"] = os.path.normpath(
+        os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), key))
+json.dump(base, sys.stdout)
+PY
+
+bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
+export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
+mkdir -p "$work/cs"
+"$bin/cloudsim" --fleet "$work/fleet.json" --listen 127.0.0.1:0 --state-dir "$work/cs" \
+	--time-scale "$scale" >"$work/cloudsim.log" 2>&1 & pids+=($!)
+for _ in $(seq 100); do [ -f "$work/cs/fleetd.env" ] && break; sleep 0.1; done
+sleep 0.2
+set -a; . "$work/cs/fleetd.env"; set +a
+export FLEETD_LOG_LEVEL=warn FLEETD_MASTER_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+export FLEETD_SNAPSHOT_MAX_AGE=1000000 FLEETD_DB_POOL=${FLEETD_DB_POOL:-24}
+"$bin/fleetd" migrate >/dev/null
+token=$("$bin/fleetd" token create --name bench --role admin --env '*' | grep '^fleet_')
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+start_fleetd() {
+	FLEETD_LISTEN=127.0.0.1:$port FLEETD_WORKERS=$1 "$bin/fleetd" serve >>"$work/fleetd.log" 2>&1 &
+	fpid=$!
+	pids+=($fpid)
+	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+}
+q() { psql -qAt "$DATABASE_URL" -c "$1"; }
+
+# ---- registration: clouds by SQL, clusters over the API, capacity as a poller writes it
+start_fleetd none
+python3 - "$work/cs/clusters.json" "http://127.0.0.1:$port" "$token" "$DATABASE_URL" <<'PY'
+import json, subprocess, sys, urllib.error, urllib.request
+cl = json.load(open(sys.argv[1]))["clusters"]
+api, token, db = sys.argv[2], sys.argv[3], sys.argv[4]
+def sql(s):
+    return subprocess.run(["psql", "-qAt", db, "-c", s], check=True, capture_output=True,
+        text=True).stdout.strip()
+def post(path, body):
+    rq = urllib.request.Request(api + path, data=json.dumps(body).encode(), method="POST",
+        headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        return json.load(urllib.request.urlopen(rq))
+    except urllib.error.HTTPError as e:
+        sys.exit("POST %s: %s %s" % (path, e.code, e.read().decode()))
+for env in ("bench", "sto"):
+    post("/v1/environments", {"name": env})
+    post("/v1/queues", {"name": "qq", "environment": env,
+        "nominal_quota": {"nvidia-h100-80gb": 100000}})
+clouds = {}
+for c in cl:
+    key = (c["environment"], c["region"])
+    if key not in clouds:
+        clouds[key] = sql("INSERT INTO clouds (id, name, environment, provider, region, account,"
+            " external_id, state, required) VALUES (gen_random_uuid(), '%s-%s', '%s', 'hyperpod',"
+            " '%s', '{}', 'x', 'active', '{}') RETURNING id" % (key + key))
+    k = post("/v1/clouds/%s/clusters" % clouds[key], {"name": c["name"],
+        "api_server": c["api_server"], "ca_cert": open(c["ca_file"]).read(),
+        "credentials": {"token": c["token"]}, "provider_cluster_id": c["provider_cluster_id"]})
+    nodes = {"s-a": 1, "s-b": 2}.get(c["name"], 3)
+    free = {"s-a": 0, "s-b": 0}.get(c["name"], 8)
+    mx = {"s-a": 3}.get(c["name"], nodes)
+    topo = json.dumps({"nodes": [{"name": "p5-%d" % i, "free_accel": free,
+        "free_cpu_m": 190000, "free_mem": 2000 << 30, "ready": True} for i in range(nodes)]})
+    ctopo = json.dumps({"nodes": [{"name": "ctl", "free_cpu_m": 14000, "free_mem": 48 << 30,
+        "ready": True}]})
+    sql("INSERT INTO capacity (cluster_id, pool, flavor, machine_type, price_hour,"
+        " accel_per_node, nodes, max_nodes, autoscaling, free_accel, free_cpu_m, free_mem,"
+        " topology) VALUES ('%s', 'p5', 'nvidia-h100-80gb', 'ml.p5.48xlarge', 98.32, 8, %d,"
+        " %d, %s, %d, 190000, 2147483648000, '%s'), ('%s', 'controller', 'cpu', 'ml.m5.4xlarge',"
+        " 0, 0, 1, 1, false, 0, 14000, 51539607552, '%s')" % (k["id"], nodes, mx,
+        "true" if mx > nodes else "false", free * nodes, topo, k["id"], ctopo))
+PY
+seed=$(curl -sf -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+	-X POST "http://127.0.0.1:$port/v1/jobs" -d '{"environment":"bench","kind":"RayJob",
+	"queue":"qq","name":"bench","ray_version":"2.52.0","entrypoint":"python b.py",
+	"head":{"cpu":"1","memory":"4Gi"},"worker_groups":[{"name":"gpu","replicas":1,"cpu":"8",
+	"memory":"64Gi","accelerator":{"flavor":"nvidia-h100-80gb","count":8}}]}')
+kill "$fpid"; wait "$fpid" 2>/dev/null || true
+
+# ---- throughput: jobs admitted with placements, released at once
+seed_id=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["id"])' "$seed")
+q "INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority, spec,
+	state, attempt, cluster_id, placement, next_try_at)
+	SELECT gen_random_uuid(), 'bench', 'bench', s.queue_id, 'RayJob', 'default', 0, s.spec,
+	'admitted', 1, k.id, jsonb_build_object('cluster', k.id, 'cluster_name', k.name,
+	'region', 'us-west-2', 'provider', 'hyperpod', 'pool', 'p5', 'head_pool', 'controller',
+	'machine_type', 'ml.p5.48xlarge', 'flavor', 'nvidia-h100-80gb', 'spot', false,
+	'allocs', '[]'::jsonb), 'infinity'
+	FROM generate_series(0, $jobs - 1) i
+	JOIN (SELECT id, name, row_number() OVER (ORDER BY name) - 1 AS n FROM clusters
+	 WHERE name LIKE 'b-%') k ON k.n = i % $nclusters,
+	(SELECT queue_id, spec FROM jobs WHERE id = '$seed_id') s;
+	DELETE FROM jobs WHERE id = '$seed_id'"
+curl -sf -X POST "$FLEETD_CLOUDSIM_URL/_sim/faults" -d '{"service":"k8s","latency_ms":20}' >/dev/null
+start_fleetd dispatch
+t0=$(q "UPDATE jobs SET next_try_at = now() WHERE environment = 'bench';
+	SELECT pg_notify('fleet_dispatch', ''); SELECT extract(epoch from now())" | tail -1)
+for _ in $(seq 600); do
+	n=$(q "SELECT count(*) FROM jobs WHERE environment = 'bench' AND state <> 'admitted'")
+	[ "$n" -ge "$jobs" ] && break
+	sleep 0.5
+done
+read -r done_n p50 p99 span <<<"$(q "SELECT count(*), round(percentile_cont(0.5) WITHIN GROUP
+	(ORDER BY extract(epoch from dispatched_at) - $t0)::numeric, 3),
+	round(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch from dispatched_at)
+	- $t0)::numeric, 3), round((max(extract(epoch from dispatched_at)) - $t0)::numeric, 3)
+	FROM jobs WHERE environment = 'bench' AND state = 'dispatched'" | tr '|' ' ')"
+applies=$(curl -sf "$FLEETD_CLOUDSIM_URL/_sim/state" | python3 -c 'import json,sys
+a = json.load(sys.stdin)["applies"]; print(sum(v for k, v in a.items() if k.startswith("b-")))')
+tput=$(python3 -c "print(f'{$done_n/$span:.0f}')")
+echo "dispatched $done_n/$jobs in ${span}s ($tput jobs/s), admitted->dispatched p50 ${p50}s p99 ${p99}s, applies $applies"
+kill "$fpid"; wait "$fpid" 2>/dev/null || true
+
+# ---- stockout: s-a's pool is full and cannot grow; the job runs on s-b afterwards
+q "UPDATE jobs SET state = 'cancelled', object_uid = NULL WHERE environment = 'bench';
+	UPDATE clusters SET stockout_timeout_s = greatest(1, round(120.0 / $scale))"
+start_fleetd scheduler,dispatch,status
+sid=$(curl -sf -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+	-X POST "http://127.0.0.1:$port/v1/jobs" -d '{"environment":"sto","kind":"RayJob",
+	"queue":"qq","name":"sto","ray_version":"2.52.0","entrypoint":"python b.py",
+	"head":{"cpu":"1","memory":"4Gi"},"worker_groups":[{"name":"gpu","replicas":1,"cpu":"8",
+	"memory":"64Gi","accelerator":{"flavor":"nvidia-h100-80gb","count":8}}]}' |
+	python3 -c 'import json,sys;print(json.load(sys.stdin)["id"])')
+for _ in $(seq 200); do
+	[ "$(q "SELECT count(*) FROM jobs WHERE id = '$sid' AND state = 'dispatched'")" = 1 ] && break
+	sleep 0.1
+done
+first=$(q "SELECT k.name FROM jobs j JOIN clusters k ON k.id = j.cluster_id WHERE j.id = '$sid'")
+# the poller now sees s-b's free nodes
+q "UPDATE capacity SET free_accel = 16, topology = jsonb_build_object('nodes', (SELECT
+	jsonb_agg(n || '{\"free_accel\": 8}') FROM jsonb_array_elements(topology->'nodes') n))
+	WHERE pool = 'p5' AND cluster_id = (SELECT id FROM clusters WHERE name = 's-b')"
+for _ in $(seq 1200); do
+	[ "$(q "SELECT count(*) FROM job_events WHERE job_id = '$sid' AND to_state = 'running' AND attempt = 2")" = 1 ] && break
+	sleep 0.25
+done
+read -r wall second <<<"$(q "SELECT round(extract(epoch from (SELECT min(at) FROM job_events
+	WHERE job_id = '$sid' AND attempt = 2 AND to_state = 'running') - (SELECT min(at) FROM
+	job_events WHERE job_id = '$sid' AND attempt = 1 AND to_state = 'dispatched'))::numeric, 2),
+	(SELECT k.name FROM jobs j JOIN clusters k ON k.id = j.cluster_id WHERE j.id = '$sid')" |
+	tr '|' ' ')"
+sim=$(python3 -c "print(f'{float(\"${wall:-0}\" or 0) * $scale:.0f}')")
+echo "stockout on $first -> running on $second after ${wall}s wall = ${sim}s simulated"
+{
+	echo
+	echo "## Dispatch ($(date -u +%Y-%m-%d), \`bash bench/dispatch.sh\`, $jobs admitted jobs, $nclusters cloudsim clusters, 20 ms Kubernetes latency, FLEETD_DISPATCH_CONCURRENCY=${FLEETD_DISPATCH_CONCURRENCY:-16})"
+	echo
+	echo "| measure | value |"
+	echo "|---|---|"
+	echo "| jobs dispatched | $done_n of $jobs (server-side applies: $applies) |"
+	echo "| throughput | $tput jobs/s (all in ${span} s) |"
+	echo "| admitted -> dispatched, median | ${p50} s |"
+	echo "| admitted -> dispatched, p99 | ${p99} s |"
+	echo "| stockout ($first, 120 s timeout in simulated time) -> running on $second | ${sim} s simulated (${wall} s wall at time scale $scale; target ≤ 180 s) |"
+} >>"$top/bench/RESULTS.md"
