@@ -63,6 +63,8 @@ HANDLER(h_cluster_drain);
 HANDLER(h_region_drain);
 HANDLER(h_operation_get);
 HANDLER(h_operation_cancel);
+HANDLER(h_capacity_summary);
+HANDLER(h_capacity_search);
 
 /* Shared by list handlers: {"items": items, "next": link or null}.  key_of names the
  * member of the last item that is the cursor. */

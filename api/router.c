@@ -25,6 +25,9 @@ const struct route routes[] = {
 
 	{ "GET", "/v1/audit", h_audit_list, ROLE_ADMIN, 0 },
 
+	{ "GET", "/v1/capacity", h_capacity_summary, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/capacity/search", h_capacity_search, ROLE_VIEWER, R_BODY },
+
 	{ "GET", "/v1/clouds", h_cloud_list, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/clouds", h_cloud_create, ROLE_ADMIN, R_BODY },
 	{ "GET", "/v1/clouds/{id}", h_cloud_get, ROLE_VIEWER, 0 },

@@ -5,13 +5,14 @@
 #include "api/workers.h"
 #include "core/config.h"
 #include "queue/dispatch.h"
+#include "queue/mover.h"
 #include "queue/scheduler.h"
 #include "queue/status.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
 
 static bool sched_on, dispatch_on, status_on;
-static bool poll_on;
+static bool poll_on, mover_on;
 
 static bool
 wanted(const char *name)
@@ -52,6 +53,11 @@ workers_start(struct err *e)
 			return false;
 		dispatch_on = true;
 	}
+	if (wanted("mover")) {
+		if (!mover_start(e))
+			return false;
+		mover_on = true;
+	}
 	if (wanted("status")) {
 		if (!status_start(e))
 			return false;
@@ -65,6 +71,9 @@ workers_stop(void)
 {
 	if (status_on)
 		status_stop();
+	if (mover_on)
+		mover_stop();
+	mover_on = false;
 	if (dispatch_on)
 		dispatch_stop();
 	if (sched_on)

@@ -95,7 +95,7 @@ static const struct ckey keys[] = {
 	{ "gcp-principal", C_STR, S(gcp_principal),
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
-	{ "workers", C_STR, S(workers), "scheduler,dispatch,status,poller", "FLEETD_WORKERS",
+	{ "workers", C_STR, S(workers), "scheduler,dispatch,status,poller,mover", "FLEETD_WORKERS",
 	  false, "background loops this replica runs (comma list; empty = API only)" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "16",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },

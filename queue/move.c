@@ -347,6 +347,77 @@ move_operation_cancel(struct db *c, const char *id, json_t **out, struct err *e)
 	    move_operation_get(c, id, out, e);
 }
 
+/* Tries to move one job of a drain anywhere else; records how it went in operation_jobs
+ * (insert the first time, update on retries).  A job that cannot be planned leaves no
+ * trace but its reason (savepoint). */
+static bool
+drain_one(struct db *c, const struct actor *who, const char *op, const char *jid, bool first,
+	  struct err *e)
+{
+	static const char sql_ins[] = "INSERT INTO operation_jobs (operation_id, job_id, state, reason)"
+	    " VALUES ($1::uuid, $2::uuid, $3, $4)";
+	static const char sql_upd[] = "UPDATE operation_jobs SET state = $3, reason = $4,"
+	    " updated_at = now() WHERE operation_id = $1::uuid AND job_id = $2::uuid";
+	struct target t = { .anywhere = true };
+	json_t *job = NULL, *res = NULL, *reasons = NULL, *now = NULL;
+	struct err me = { 0 };
+	bool moved, done = false, ok = false;
+
+	if (!job_get(c, jid, true, &job, e))
+		return false;
+	if (!db_exec(c, "SAVEPOINT drain_one", 0, NULL, NULL, e))
+		goto cleanup;
+	moved = request_target(c, who, job, &t, "drain", false, op, &res, &reasons, &me);
+	if (!moved && !db_exec(c, "ROLLBACK TO SAVEPOINT drain_one", 0, NULL, NULL, e))
+		goto cleanup;
+	/* An admitted job is re-placed at once; a running one moves in steps. */
+	if (moved && job_get(c, jid, false, &now, e))
+		done = strcmp(json_string_value(json_object_get(now, "state")), "admitted") == 0;
+	{
+		const char *p[4] = { op, jid, done ? "moved" : moved ? "moving" : "waiting",
+		    moved ? NULL : me.msg };
+
+		if (!db_exec(c, first ? sql_ins : sql_upd, 4, p, NULL, e))
+			goto cleanup;
+	}
+	ok = true;
+cleanup:
+	json_decref(job);
+	json_decref(res);
+	json_decref(reasons);
+	json_decref(now);
+	return ok;
+}
+
+bool
+move_retry_waiting(struct db *c, const struct actor *who, int *tried, struct err *e)
+{
+	static const char sql[] = "SELECT x.operation_id::text, x.job_id::text FROM operation_jobs x"
+	    " JOIN operations o ON o.id = x.operation_id JOIN jobs j ON j.id = x.job_id"
+	    " WHERE x.state = 'waiting' AND o.state = 'running' AND NOT o.cancel_requested"
+	    " AND x.updated_at < now() - interval '5 seconds' ORDER BY x.updated_at LIMIT 16"
+	    " FOR UPDATE OF x SKIP LOCKED";
+	static const char sql_gone[] = "UPDATE operation_jobs x SET state = 'moved', reason ="
+	    " 'no longer on the drained cluster', updated_at = now() FROM jobs j"
+	    " WHERE j.id = x.job_id AND x.state = 'waiting' AND j.state NOT IN ('admitted',"
+	    " 'dispatched', 'running', 'moving')";
+	PGresult *r = NULL;
+	bool ok = false;
+
+	*tried = 0;
+	if (!db_exec(c, sql_gone, 0, NULL, NULL, e) || !db_exec(c, sql, 0, NULL, &r, e))
+		goto cleanup;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (!drain_one(c, who, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, e))
+			goto cleanup;
+		(*tried)++;
+	}
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
 bool
 move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, struct err *e)
 {
@@ -358,8 +429,6 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 	    " AND j.state IN ('admitted', 'dispatched', 'running') ORDER BY j.priority DESC, j.enqueued_at";
 	static const char sql_op[] = "INSERT INTO operations (id, kind, environment, target, state, total,"
 	    " created_by) VALUES ($1, 'drain', $2, $3::jsonb, $4, $5::int, $6)";
-	static const char sql_opjob[] = "INSERT INTO operation_jobs (operation_id, job_id, state, reason)"
-	    " VALUES ($1::uuid, $2::uuid, $3, $4)";
 	const char *cluster = json_string_value(json_object_get(scope, "cluster_id"));
 	const char *env = json_string_value(json_object_get(scope, "environment"));
 	const char *region = json_string_value(json_object_get(scope, "region"));
@@ -394,40 +463,9 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 		if (!db_exec(c, sql_op, 6, p, NULL, e))
 			goto cleanup;
 	}
-	for (int i = 0; i < PQntuples(jr); i++) {
-		struct target t = { .anywhere = true };
-		json_t *job = NULL, *res = NULL, *reasons = NULL;
-		struct err me = { 0 };
-		const char *jid = PQgetvalue(jr, i, 0);
-		bool moved;
-
-		if (!job_get(c, jid, true, &job, e))
+	for (int i = 0; i < PQntuples(jr); i++)
+		if (!drain_one(c, who, id, PQgetvalue(jr, i, 0), true, e))
 			goto cleanup;
-		/* Savepoint: a move that cannot be planned leaves no trace but its reason. */
-		if (!db_exec(c, "SAVEPOINT drain_one", 0, NULL, NULL, e))
-			goto cleanup;
-		moved = request_target(c, who, job, &t, "drain", false, id, &res, &reasons, &me);
-		if (!moved && !db_exec(c, "ROLLBACK TO SAVEPOINT drain_one", 0, NULL, NULL, e))
-			goto cleanup;
-		{
-			/* An admitted job is re-placed at once; a running one moves in steps. */
-			json_t *now = NULL;
-			bool done = false;
-
-			if (moved && job_get(c, jid, false, &now, e))
-				done = strcmp(json_string_value(json_object_get(now, "state")),
-				    "admitted") == 0;
-			json_decref(now);
-			const char *p[4] = { id, jid, done ? "moved" : moved ? "moving" : "waiting",
-			    moved ? NULL : me.msg };
-
-			if (!db_exec(c, sql_opjob, 4, p, NULL, e))
-				goto cleanup;
-		}
-		json_decref(job);
-		json_decref(res);
-		json_decref(reasons);
-	}
 	ok = move_operation_get(c, id, out, e);
 cleanup:
 	free(target);

@@ -23,6 +23,8 @@ bool	move_request(struct db *c, const struct actor *who, const char *job_id, jso
  * "region"}.  *out is the operation. */
 bool	move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out,
 	    struct err *e);
+/* Retries drain jobs still waiting for room (a few per call); *tried counts them. */
+bool	move_retry_waiting(struct db *c, const struct actor *who, int *tried, struct err *e);
 bool	move_operation_get(struct db *c, const char *id, json_t **out, struct err *e);
 bool	move_operation_cancel(struct db *c, const char *id, json_t **out, struct err *e);
 
