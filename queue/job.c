@@ -47,10 +47,25 @@ cleanup:
 	return ok;
 }
 
-/* Refuses a job that no cluster of the environment could ever hold, with the reason. */
+/* Refuses a job that no cluster of the environment could ever hold, with the reason.
+ * While a cluster of the environment has never been observed, nothing is refused: what
+ * it can hold is not known yet (a cluster just registered). */
 static bool
 admissible(struct db *c, const char *env, const struct job_spec *s, struct err *e)
 {
+	static const char sql_unseen[] = "SELECT count(*) FROM clusters k JOIN clouds c"
+	    " ON c.id = k.cloud_id WHERE c.environment = $1 AND NOT EXISTS (SELECT 1 FROM"
+	    " capacity cap WHERE cap.cluster_id = k.id)";
+	const char *pe[1] = { env };
+	PGresult *ru = NULL;
+	bool unseen;
+
+	if (!db_exec(c, sql_unseen, 1, pe, &ru, e))
+		return false;
+	unseen = atoi(PQgetvalue(ru, 0, 0)) > 0;
+	PQclear(ru);
+	if (unseen)
+		return true;
 	static const char sql[] =
 	    "SELECT coalesce(max(cap.max_nodes * cap.accel_per_node), -1),"
 	    " coalesce(max(r.rack_accel), 0), count(cap.*)"
