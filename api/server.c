@@ -502,6 +502,7 @@ server_start(struct err *e)
 	}
 	daemon_ = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_access, NULL,
 	    MHD_OPTION_SOCK_ADDR, &sa,
+	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,	/* restart on the same port at once */
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg.threads,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg.conn_limit,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg.conn_limit,

@@ -61,6 +61,7 @@ add_pool(struct sched_model *m, struct sched_cluster *k, PGresult *r, int i, str
 		goto cleanup;
 	p->grow_nodes = atoi(PQgetvalue(r, i, 12));
 	p->stockout_at = atoll(PQgetvalue(r, i, 15));
+	p->stockout_penalty = p->stockout_at > 0 ? 1.0 : 0.0;	/* decays from stockout_at */
 	json_array_foreach(json_object_get(topo, "nodes"), idx, n) {
 		struct sched_vec fr = { { num(n, "free_accel", 0), num(n, "free_cpu_m", 0),
 		    mib(num(n, "free_mem", 0)) } };
@@ -332,6 +333,13 @@ load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
 		const char *state = PQgetvalue(r, i, 5);
 		bool pending = strcmp(state, "pending") == 0;
 		bool in_flight = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0;
+		struct sched_cluster *on = PQgetisnull(r, i, 7) ? NULL :
+		    sched_model_find_cluster(m, PQgetvalue(r, i, 7));
+
+		/* A running job is in the snapshot only once the snapshot is newer than its
+		 * dispatch (pods bound); until then its reservation stays in flight. */
+		if (!in_flight && on != NULL && on->observed_at < atoll(PQgetvalue(r, i, 8)) + 10)
+			in_flight = true;
 		json_t *spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
 		struct sched_job *j;
 
