@@ -17,6 +17,8 @@
 #include "queue/scheduler.h"
 
 #define BATCH		500
+#define CANDIDATES	8	/* kept per admission: the winner and 7 runners-up; the
+				 * decision's "rejections" still counts every other cluster */
 #define MAX_ENVS	64
 
 static const char sql_admit[] =
@@ -188,10 +190,10 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			json_t *dec = sched_decision_to_json(m, d);
 			json_t *cands = json_object_get(dec, "candidates");
 
-			json_array_append_new(admits, json_pack("{s:s, s:s, s:o, s:O, s:O}", "id", j->id,
+			json_array_append_new(admits, json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
 			    "cluster", sched_model_cluster(m, (size_t)d->place.cluster)->id,
 			    "placement", scheduler_placement_json(m, &d->place, pools), "decision", dec,
-			    "candidates", cands ? cands : json_array()));
+			    "candidates", cands ? json_incref(cands) : json_array()));
 			json_decref(dec);
 		}
 		if (json_array_size(admits) >= BATCH)
@@ -208,6 +210,7 @@ bool
 scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct err *e)
 {
 	struct sched_model *m = NULL;
+	struct sched_config conf;
 	struct sched_cycle cy;
 	struct arena *a = NULL;
 	json_t *pools = NULL;
@@ -216,10 +219,14 @@ scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct
 	bool ok = false;
 
 	memset(st, 0, sizeof(*st));
+	sched_config_default(&conf);
+	if (cfg.snapshot_max_age_s > 0)
+		conf.stale_after = cfg.snapshot_max_age_s;
+	conf.max_candidates = CANDIDATES;
 	if ((c = db_acquire(5000, e)) == NULL)
 		return false;
 	if (!db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, e) ||
-	    !loader_model_pools(c, env, cfg.snapshot_max_age_s, &m, &pools, e) ||
+	    !loader_model_cfg(c, env, &conf, &m, &pools, e) ||
 	    !db_commit(c, e)) {
 		db_rollback(c);
 		goto cleanup;

@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# bench/scheduler.sh — issue 6 benchmark: 500 clusters in 50 regions over 3 providers,
+# 30 queues in 5 cohorts, 10,000 pending jobs seeded with SQL; sched_bench runs the
+# scheduler's cycles (load, decide, batched commit) until nothing more fits.  Compares
+# with pgbench -N on the same database, per-job cost at 1,000 vs 100,000 pending, and the
+# peak RSS of sched_bench and of a real fleetd scheduler.  Appends to bench/RESULTS.md.
+# BENCH_BUILD=DIR uses another build folder (default build/rel, RelWithDebInfo);
+# BENCH_RECORD=0 prints without appending.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BENCH_BUILD:-$top/build/rel}
+work=$(mktemp -d /tmp/fleetd-schedbench.XXXXXX)
+fleetd_pid=
+cleanup() {
+	[ -n "$fleetd_pid" ] && kill "$fleetd_pid" 2>/dev/null && wait "$fleetd_pid" 2>/dev/null
+	bash "$top/scripts/pg.sh" stop "$work/pg"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j2 --target fleetd sched_bench >/dev/null
+bash "$top/scripts/pg.sh" start "$work/pg"
+export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
+export FLEETD_LOG_LEVEL=warn FLEETD_SNAPSHOT_MAX_AGE=100000
+pgbin=$(bash "$top/scripts/pg.sh" bindir "$work/pg")
+psql() { "$pgbin/psql" -qAtX -v ON_ERROR_STOP=1 "$DATABASE_URL" "$@"; }
+"$build/fleetd" migrate >/dev/null
+
+# The fleet: 50 clouds (17 gke, 17 aks, 16 hyperpod regions) x 10 clusters; each cluster has
+# one accelerator pool (16 nodes x 8, racks of 4; H100, A100 or L4 in turn) and a cpu pool of
+# 8 x 64 cores for heads.  30 queues, 6 per cohort, nominal 600 of each flavor, weights 1-3.
+psql <<'SQL'
+INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'bench');
+INSERT INTO clouds (id, name, environment, provider, region, account, external_id, state, required)
+SELECT gen_random_uuid(), 'cloud-' || r, 'bench',
+       (ARRAY['gke', 'aks', 'hyperpod'])[1 + r % 3], 'region-' || lpad(r::text, 2, '0'),
+       '{}', 'ext', 'active', '{}'
+  FROM generate_series(0, 49) r;
+INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed, provider_cluster_id)
+SELECT gen_random_uuid(), c.id, c.name || '-k' || k, 'https://127.0.0.1:1', 'ca', 'sealed', 'pc'
+  FROM clouds c, generate_series(0, 9) k;
+WITH k AS (SELECT id, name, row_number() OVER (ORDER BY name) AS n FROM clusters)
+INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour, accel_per_node,
+                      nodes, max_nodes, free_accel, free_cpu_m, free_mem, topology)
+SELECT k.id, 'gpu', f.flavor, f.machine, k.n % 7 = 0, f.price * (1 + (k.n % 5) / 10.0), 8, 16, 16,
+       128, 16 * 200000, 16 * 2199023255552,
+       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-g' || i,
+               'rack', 'r' || (i / 4), 'free_accel', 8, 'free_cpu_m', 200000,
+               'free_mem', 2199023255552, 'ready', true)))
+          FROM generate_series(0, 15) i)
+  FROM k, LATERAL (SELECT (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + k.n % 3] AS flavor,
+                          (ARRAY['a3-highgpu-8g', 'a2-ultragpu-8g', 'g2-standard-96'])[1 + k.n % 3] AS machine,
+                          (ARRAY[88.25, 40.22, 8.0])[1 + k.n % 3] AS price) f
+UNION ALL
+SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', false, 3.1, 0, 8, 8, 0, 8 * 64000, 8 * 274877906944,
+       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-c' || i,
+               'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))
+          FROM generate_series(0, 7) i)
+  FROM k;
+INSERT INTO queues (id, name, environment, cohort, weight, nominal_quota)
+SELECT gen_random_uuid(), 'q-' || q, 'bench', 'cohort-' || (q / 6), 1 + q % 3,
+       '{"nvidia-h100-80gb": 600, "nvidia-a100-80gb": 600, "nvidia-l4": 600}'
+  FROM generate_series(0, 29) q;
+INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'default', 0);
+SQL
+
+# N pending jobs: 1-2 workers of 1, 2 or 4 accelerators (3 flavors), priorities 0/10/20,
+# 30 queues, distinct enqueue times.
+seed_jobs() {
+	psql -c "TRUNCATE jobs CASCADE" -c "
+INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority, spec, enqueued_at)
+SELECT gen_random_uuid(), 'job-' || i, 'bench', q.id, 'RayJob', 'default', (i % 3) * 10,
+       jsonb_build_object('kind', 'RayJob', 'queue', q.name, 'name', 'job-' || i,
+         'ray_version', '2.52.0', 'entrypoint', 'python train.py',
+         'head', jsonb_build_object('cpu', '1', 'memory', '2Gi'),
+         'worker_groups', jsonb_build_array(jsonb_build_object('name', 'w',
+           'replicas', 1 + i % 2, 'cpu', '8', 'memory', '64Gi',
+           'accelerator', jsonb_build_object(
+             'flavor', (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + (i / 30) % 3],
+             'count', (ARRAY[1, 2, 4])[1 + (i / 2) % 3])))),
+       now() - make_interval(secs => $1 - i)
+  FROM generate_series(0, $1 - 1) i JOIN queues q ON q.name = 'q-' || (i % 30);" \
+	    -c "VACUUM ANALYZE"
+}
+
+run() {	# run N: seeds N pending jobs, runs sched_bench, prints its JSON line
+	seed_jobs "$1"
+	"$build/sched_bench" bench 2>"$work/bench-$1.log"
+}
+
+field() { python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2], {}, d))" "$1" "$2"; }
+
+echo "seeded 500 clusters, 30 queues; running..." >&2
+r1k=$(run 1000)
+r10k=$(run 10000)
+r100k=$(run 100000)
+echo "1k:   $r1k" >&2
+echo "10k:  $r10k" >&2
+echo "100k: $r100k" >&2
+
+# A real fleetd scheduler on the 10,000 jobs: time to admit all and its peak RSS.
+seed_jobs 10000
+admitted_10k=$(field "$r10k" admitted)
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+t0=$(date +%s.%N)
+FLEETD_WORKERS=scheduler FLEETD_LISTEN=127.0.0.1:$port "$build/fleetd" serve >"$work/fleetd.log" 2>&1 &
+fleetd_pid=$!
+for _ in $(seq 600); do
+	n=$(psql -c "SELECT count(*) FROM jobs WHERE state = 'admitted'")
+	[ "$n" -ge "$admitted_10k" ] && break
+	sleep 0.1
+done
+t1=$(date +%s.%N)
+sleep 2	# a few idle cycles on the full model
+fleetd_rss=$(awk '/VmHWM/ {print $2}' /proc/$fleetd_pid/status)
+kill "$fleetd_pid"; wait "$fleetd_pid" 2>/dev/null || true; fleetd_pid=
+fleetd_s=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
+
+# pgbench -N on the same database, 2 clients, 10 s.
+"$pgbin/pgbench" -i -q "$DATABASE_URL" >/dev/null 2>&1
+tps=$("$pgbin/pgbench" -N -c 2 -j 2 -T "${PGBENCH_SECONDS:-10}" "$DATABASE_URL" 2>/dev/null |
+	awk '/^tps/ {print $3; exit}')
+tps=${tps%.*}
+
+jps=$(field "$r10k" jobs_per_s)
+c1k=$(field "$r1k" "first_cycle['us_per_job']")
+c100k=$(field "$r100k" "first_cycle['us_per_job']")
+ratio_pg=$(python3 -c "print(f'{$jps / $tps:.2f}')")
+ratio_cost=$(python3 -c "print(f'{$c100k / $c1k:.2f}')")
+rss_mib=$(python3 -c "print(f'{$(field "$r10k" vmhwm_kb) / 1024:.1f}')")
+rss100_mib=$(python3 -c "print(f'{$(field "$r100k" vmhwm_kb) / 1024:.1f}')")
+fleetd_mib=$(python3 -c "print(f'{$fleetd_rss / 1024:.1f}')")
+echo "10k: $jps jobs/s admitted and recorded; pgbench -N $tps tps (x$ratio_pg); per job 1k $c1k us, 100k $c100k us (x$ratio_cost); RSS $rss_mib MiB (100k: $rss100_mib MiB), fleetd $fleetd_mib MiB"
+
+[ "${BENCH_RECORD:-1}" = 1 ] || exit 0
+row() {	# row NAME JSON
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+d = json.loads(sys.argv[2]); f = d["first_cycle"]
+print(f"| {sys.argv[1]} | {d['pending']} | {d['admitted']} / {d['recorded']} | {d['cycles']} | "
+      f"{d['seconds']:.2f} | {d['load_s']:.2f} / {d['decide_s']:.2f} / {d['commit_s']:.2f} | "
+      f"{d['jobs_per_s']:.0f} | {f['us_per_job']:.1f} | {d['vmhwm_kb'] / 1024:.1f} |")
+PY
+}
+{
+	echo
+	echo "## Scheduler ($(date -u '+%Y-%m-%d %H:%M UTC'), \`bash bench/scheduler.sh\`)"
+	echo
+	echo "500 clusters (50 regions: 17 GKE, 17 AKS, 16 HyperPod; 16 x 8 accelerators + 8 x 64 cores each),"
+	echo "30 queues in 5 cohorts, jobs seeded pending with SQL; \`sched_bench\` calls \`scheduler_cycle\`"
+	echo "until nothing more fits (each cycle: REPEATABLE READ load, decide, commit in batches of 500)."
+	echo "Postgres from scripts/pg.sh (fsync=off for both us and pgbench)."
+	echo
+	echo "| run | pending | admitted / recorded | cycles | seconds | load / decide / commit s | jobs/s | first cycle µs/job | peak RSS MiB |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	row "1,000 pending" "$r1k"
+	row "10,000 pending" "$r10k"
+	row "100,000 pending" "$r100k"
+	echo
+	echo "- admitted and durably recorded at 10,000 pending: **$jps jobs/s** (target ≥ 5,000)"
+	echo "- \`pgbench -N -c 2 -j 2 -T ${PGBENCH_SECONDS:-10}\` on the same database: $tps tps; ratio **$ratio_pg** (target ≥ 0.9)"
+	echo "- per-job cost of a cycle, 100,000 vs 1,000 pending: $c100k / $c1k µs = **x$ratio_cost** (target ≤ 1.5)"
+	echo "- peak RSS: sched_bench $rss_mib MiB at 10,000 ($rss100_mib MiB at 100,000); \`fleetd serve\` with"
+	echo "  FLEETD_WORKERS=scheduler admitting the same 10,000 jobs: **$fleetd_mib MiB** in ${fleetd_s} s (target ≤ 64 MiB)"
+} >>"$top/bench/RESULTS.md"
