@@ -21,9 +21,16 @@ const esc = (s) => s.replace(/~/g, '~0').replace(/\//g, '~1');
 
 function loadSpec(file) {
   const spec = YAML.parse(fs.readFileSync(file, 'utf8'));
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+  const ajv = new Ajv2020({ strict: false, allErrors: true, verbose: true, validateFormats: true });
   addFormats(ajv);
   ajv.addSchema(spec, 'openapi');
+  // Where each schema object sits in the document, to re-check one oneOf branch at a time.
+  const where = new Map();
+  (function walk(node, ptr) {
+    if (!node || typeof node !== 'object' || where.has(node)) return;
+    where.set(node, ptr);
+    for (const [k, v] of Object.entries(node)) walk(v, `${ptr}/${esc(String(k))}`);
+  })(spec, '');
   const routes = [];
   for (const [template, item] of Object.entries(spec.paths || {})) {
     const parts = template.split('/');
@@ -31,7 +38,7 @@ function loadSpec(file) {
       p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/') + '$');
     routes.push({ template, item, re, literals: parts.filter((p) => p && !p.startsWith('{')).length });
   }
-  return { spec, ajv, routes, validators: new Map() };
+  return { spec, ajv, routes, where, validators: new Map() };
 }
 
 // Follows $ref chains inside the spec; returns {node, pointer} of the target.
@@ -77,22 +84,54 @@ function findPath(ctx, path) {
   return best;
 }
 
-function formatErrors(errors) {
+function describe(e) {
+  if (e.keyword === 'additionalProperties') return `has "${e.params.additionalProperty}", which the schema does not list`;
+  if (e.keyword === 'required') return `lacks required field "${e.params.missingProperty}"`;
+  if (e.keyword === 'enum') return `must be one of ${JSON.stringify(e.params.allowedValues)}`;
+  return e.message;
+}
+
+// ajv reports every alternative of a failed oneOf/anyOf; keep only the closest one (the
+// branch with the fewest errors), re-checked on its own, so the field at fault is named.
+function closest(ctx, e) {
+  const base = Array.isArray(e.schema) ? ctx.where.get(e.schema) : undefined;
+  if (base === undefined) return null;
+  let best = null;
+  e.schema.forEach((branch, i) => {
+    const v = validator(ctx, `${base}/${i}`);
+    if (v(e.data)) return;
+    const errs = v.errors.map((x) => ({ ...x, instancePath: e.instancePath + x.instancePath }));
+    if (!best || errs.length < best.errs.length) {
+      best = { errs, name: branch.title || (branch.$ref || '').split('/').pop() || `#${i}` };
+    }
+  });
+  return best;
+}
+
+function formatErrors(ctx, errors) {
+  let list = errors || [];
+  const alt = list.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf')
+    .sort((a, b) => a.instancePath.length - b.instancePath.length)[0];
+  let head = [];
+  if (alt) {
+    const best = closest(ctx, alt);
+    if (best) {
+      const inside = (e) => e.instancePath === alt.instancePath ||
+        e.instancePath.startsWith(`${alt.instancePath}/`);
+      head = [`${alt.instancePath || '(body)'} matches no alternative; closest is ${best.name}:`];
+      list = list.filter((e) => !inside(e)).concat(best.errs);
+    }
+  }
   const out = [];
   const seen = new Set();
-  for (const e of errors || []) {
-    const where = e.instancePath === '' ? '(body)' : e.instancePath;
-    let msg = e.message;
-    if (e.keyword === 'additionalProperties') msg = `has "${e.params.additionalProperty}", which the schema does not list`;
-    if (e.keyword === 'required') msg = `lacks required field "${e.params.missingProperty}"`;
-    if (e.keyword === 'enum') msg = `must be one of ${JSON.stringify(e.params.allowedValues)}`;
-    const line = `${where} ${msg}`;
+  for (const e of list) {
+    const line = `${e.instancePath === '' ? '(body)' : e.instancePath} ${describe(e)}`;
     if (!seen.has(line)) {
       seen.add(line);
       out.push(line);
     }
   }
-  return out.slice(0, 8);
+  return head.concat(out.slice(0, 8));
 }
 
 function checkBody(ctx, rec, pointer, label, problems) {
@@ -109,7 +148,7 @@ function checkBody(ctx, rec, pointer, label, problems) {
   }
   const v = validator(ctx, pointer);
   if (!v(body)) {
-    for (const line of formatErrors(v.errors)) problems.push(`${label}: ${line}`);
+    for (const line of formatErrors(ctx, v.errors)) problems.push(`${label}: ${line}`);
   }
 }
 
