@@ -169,6 +169,11 @@ pair_flow(struct request *rq, bool rotate, struct err *e)
 		err_detail(e, "Use POST /v1/clouds/{id}/iam/rotate (admin) to replace a locked pair.");
 		goto cleanup;
 	}
+	if (rotate && strcmp(state, "active") != 0) {	/* nothing to rotate: ask no provider */
+		err_set(e, 409, "iam.not_locked", "only a locked pair can be rotated; finish "
+		    "phase 2 first");
+		goto cleanup;
+	}
 	la.version = json_integer_value(json_object_get(cloud, "version"));
 	if (!registry_pair_verify(cloud,
 	    json_string_value(json_object_get(rq->json, "control_plane_role")),

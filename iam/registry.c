@@ -222,8 +222,9 @@ bool
 registry_pair_unused(struct db *c, const char *cloud_id, const char *cp, const char *cl,
 		     struct err *e)
 {
+	/* the control-plane role first when both are taken: the answer names one field */
 	static const char sql[] = "SELECT identity FROM iam_identities"
-	    " WHERE identity IN ($2, $3) AND cloud_id <> $1::uuid";
+	    " WHERE identity IN ($2, $3) AND cloud_id <> $1::uuid ORDER BY identity = $2 DESC";
 	const char *p[3] = { cloud_id, cp, cl };
 	PGresult *r = NULL;
 	bool ok = false;
