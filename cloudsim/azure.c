@@ -1,6 +1,7 @@
-/* cloudsim azure: Azure AD v2 token endpoint (client credentials) and ARM — AKS agent
- * pools, Microsoft.Compute skus (with restrictions) and usages, user-assigned managed
- * identities; api-version required, nextLink paging, ARM error objects. */
+/* cloudsim azure: Azure AD v2 token endpoint (client secret, and client assertion for a
+ * managed identity's federated credential) and ARM — AKS agent pools, Microsoft.Compute
+ * skus (with restrictions) and usages, user-assigned managed identities and their
+ * federated credentials; api-version required, nextLink paging, ARM error objects. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,62 +26,182 @@ form_get(const char *body, const char *key)
 	return NULL;
 }
 
-static void
-login(struct cs *cs, struct cs_req *rq)
+#define ARM_SCOPE	"https://management.azure.com/.default"
+#define XCHG_AUD	"api://AzureADTokenExchange"
+#define JWT_BEARER	"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+struct login {
+	const char	*tenant;
+	char		*gt, *id, *sec, *scope, *cat, *ca;
+};
+
+static bool
+tenant_known(struct cs *cs, const char *tenant)
 {
-	const char *tenant = rq->nseg >= 3 ? rq->seg[2] : "";
-	char *gt = form_get(rq->body ? rq->body : "", "grant_type"),
-	    *id = form_get(rq->body ? rq->body : "", "client_id"),
-	    *sec = form_get(rq->body ? rq->body : "", "client_secret"),
-	    *scope = form_get(rq->body ? rq->body : "", "scope");
+	size_t i;
+
+	for (i = 0; i < cs->apps.n; i++)
+		if (strcmp(((struct cs_az_app *)cs->apps.v[i])->tenant, tenant) == 0)
+			return true;
+	for (i = 0; i < cs->subs.n; i++)
+		if (strcmp(((struct cs_az_sub *)cs->subs.v[i])->tenant, tenant) == 0)
+			return true;
+	return false;
+}
+
+static void
+token_reply(struct cs *cs, struct cs_req *rq, struct cs_token *t, const char *scope)
+{
+	snprintf(t->scope, sizeof(t->scope), "%s", scope);
+	cs_reply_json(rq, 200, json_pack("{s:s, s:i, s:i, s:s}", "token_type", "Bearer",
+	    "expires_in", (int)cs->cfg.token_ttl_s - 1, "ext_expires_in",
+	    (int)cs->cfg.token_ttl_s - 1, "access_token", t->value));
+}
+
+/* client_credentials with a client secret: an app of the tenant, or a multi-tenant app
+ * consented there (fleetd's). Scopes: ARM, or the token-exchange audience fleetd's own
+ * token carries when it is the assertion of a federated credential. */
+static void
+login_secret(struct cs *cs, struct cs_req *rq, struct login *l)
+{
 	struct cs_az_app *app = NULL;
-	bool tenant_ok = false;
 	struct cs_token *t;
 	size_t i;
 
-	for (i = 0; i < cs->apps.n; i++) {
+	for (i = 0; i < cs->apps.n && l->id != NULL; i++) {
 		struct cs_az_app *a = cs->apps.v[i];
 
-		if (strcmp(a->tenant, tenant) == 0) {
-			tenant_ok = true;
-			if (id != NULL && strcmp(a->client_id, id) == 0)
-				app = a;
-		}
+		if (strcmp(a->client_id, l->id) == 0 &&
+		    (strcmp(a->tenant, l->tenant) == 0 || a->multi_tenant))
+			app = a;
 	}
+	if (app == NULL) {
+		cs_reply_error(rq, 400, "unauthorized_client", "AADSTS700016: Application with "
+		    "identifier '%s' was not found in the directory '%s'.", l->id ? l->id : "",
+		    l->tenant);
+	} else if (l->sec == NULL) {
+		cs_reply_error(rq, 401, "invalid_client", "AADSTS7000218: The request body must "
+		    "contain the following parameter: 'client_assertion' or 'client_secret'.");
+	} else if (strcmp(l->sec, app->secret) != 0) {
+		cs_reply_error(rq, 401, "invalid_client", "AADSTS7000215: Invalid client secret "
+		    "provided. Ensure the secret being sent in the request is the client secret "
+		    "value, not the client secret ID, for a secret added to app '%s'.", app->client_id);
+	} else if (l->scope == NULL || (strcmp(l->scope, ARM_SCOPE) != 0 &&
+	    strcmp(l->scope, XCHG_AUD "/.default") != 0)) {
+		cs_reply_error(rq, 400, "invalid_scope", "AADSTS1002012: The provided value for "
+		    "scope %s is not valid. Client credential flows must have a scope value with "
+		    "/.default suffixed to the resource identifier (application ID URI).",
+		    l->scope ? l->scope : "");
+	} else {
+		t = cs_token_issue(cs, CS_TOK_AZURE, app->client_id, l->tenant,
+		    cs->cfg.token_ttl_s);
+		snprintf(t->subject, sizeof(t->subject), "%s", app->object_id);
+		token_reply(cs, rq, t, l->scope);
+	}
+}
+
+/* The federated credential of m matching the assertion's issuer and subject, or NULL. */
+static json_t *
+fic_match(struct cs_az_identity *m, const char *iss, const char *sub)
+{
+	json_t *f;
+	size_t i;
+
+	json_array_foreach(m->fics, i, f)
+		if (strcmp(json_string_value(json_object_get(f, "issuer")), iss) == 0 &&
+		    strcmp(json_string_value(json_object_get(f, "subject")), sub) == 0)
+			return f;
+	return NULL;
+}
+
+/* client_credentials with a client assertion for a user-assigned managed identity
+ * (workload identity federation): the assertion is a token cloudsim's AD issued (an Entra
+ * token of fleetd's app for api://AzureADTokenExchange), accepted when one of the
+ * identity's federated credentials names its issuer, subject and audience. */
+static void
+login_assertion(struct cs *cs, struct cs_req *rq, struct login *l)
+{
+	struct cs_az_identity *m = l->id ? cs_mi_find(cs, NULL, l->id) : NULL;
+	struct cs_token *a = cs_token_find(cs, CS_TOK_AZURE, l->ca), *t;
+	char iss[128], aud[256];
+	json_t *f = NULL, *v;
+	size_t i;
+	bool aud_ok = false;
+
+	if (a != NULL) {
+		cs_aad_issuer(a->tenant, iss, sizeof(iss));
+		snprintf(aud, sizeof(aud), "%s", a->scope);
+		if (strlen(aud) > 9 && strcmp(aud + strlen(aud) - 9, "/.default") == 0)
+			aud[strlen(aud) - 9] = '\0';
+		if (m != NULL && (f = fic_match(m, iss, a->subject)) != NULL)
+			json_array_foreach(json_object_get(f, "audiences"), i, v)
+				if (strcmp(json_string_value(v), aud) == 0)
+					aud_ok = true;
+	}
+	if (l->cat == NULL || strcmp(l->cat, JWT_BEARER) != 0) {
+		cs_reply_error(rq, 400, "invalid_request", "AADSTS50027: client_assertion_type "
+		    "must be %s.", JWT_BEARER);
+	} else if (m == NULL || strcmp(m->tenant, l->tenant) != 0) {
+		cs_reply_error(rq, 400, "unauthorized_client", "AADSTS700016: Application with "
+		    "identifier '%s' was not found in the directory '%s'.", l->id ? l->id : "",
+		    l->tenant);
+	} else if (a == NULL) {
+		cs_reply_error(rq, 401, "invalid_client", "AADSTS50027: JWT token is invalid or "
+		    "malformed.");
+	} else if (a->revoked || a->expires < cs_wall(cs)) {
+		cs_reply_error(rq, 400, "invalid_client", "AADSTS700024: Client assertion is not "
+		    "within its valid time range.");
+	} else if (f == NULL) {
+		cs_reply_error(rq, 400, "invalid_client", "AADSTS70021: No matching federated "
+		    "identity record found for presented assertion. Assertion Issuer: '%s'. "
+		    "Assertion Subject: '%s'. Assertion Audience: '%s'.", iss, a->subject, aud);
+	} else if (!aud_ok) {
+		cs_reply_error(rq, 400, "invalid_client", "AADSTS700212: No matching federated "
+		    "identity record found for presented assertion audience '%s'.", aud);
+	} else if (l->scope == NULL || strcmp(l->scope, ARM_SCOPE) != 0) {
+		cs_reply_error(rq, 400, "invalid_scope", "AADSTS1002012: The provided value for "
+		    "scope %s is not valid.", l->scope ? l->scope : "");
+	} else {
+		t = cs_token_issue(cs, CS_TOK_AZURE, m->client_id, m->tenant, cs->cfg.token_ttl_s);
+		snprintf(t->subject, sizeof(t->subject), "%s", m->principal_id);
+		token_reply(cs, rq, t, l->scope);
+	}
+}
+
+static void
+login(struct cs *cs, struct cs_req *rq)
+{
+	const char *body = rq->body ? rq->body : "";
+	struct login l = { rq->nseg >= 3 ? rq->seg[2] : "", form_get(body, "grant_type"),
+	    form_get(body, "client_id"), form_get(body, "client_secret"),
+	    form_get(body, "scope"), form_get(body, "client_assertion_type"),
+	    form_get(body, "client_assertion") };
+
 	if (rq->nseg != 6 || strcmp(rq->seg[3], "oauth2") || strcmp(rq->seg[4], "v2.0") ||
 	    strcmp(rq->seg[5], "token") || strcmp(rq->method, "POST")) {
 		cs_reply_error(rq, 404, "invalid_request", "AADSTS900561: The endpoint only "
 		    "accepts POST requests.");
-	} else if (!tenant_ok) {
+	} else if (!tenant_known(cs, l.tenant)) {
 		cs_reply_error(rq, 400, "invalid_request", "AADSTS90002: Tenant '%s' not found. "
 		    "Check to make sure you have the correct tenant ID and are signing into the "
-		    "correct cloud.", tenant);
-	} else if (gt == NULL || strcmp(gt, "client_credentials") != 0) {
+		    "correct cloud.", l.tenant);
+	} else if (l.gt == NULL || strcmp(l.gt, "client_credentials") != 0) {
 		cs_reply_error(rq, 400, "unsupported_grant_type", "AADSTS70003: The app requested "
-		    "an unsupported grant type '%s'.", gt ? gt : "");
-	} else if (app == NULL) {
-		cs_reply_error(rq, 400, "unauthorized_client", "AADSTS700016: Application with "
-		    "identifier '%s' was not found in the directory '%s'.", id ? id : "", tenant);
-	} else if (sec == NULL || strcmp(sec, app->secret) != 0) {
-		cs_reply_error(rq, 401, "invalid_client", "AADSTS7000215: Invalid client secret "
-		    "provided. Ensure the secret being sent in the request is the client secret "
-		    "value, not the client secret ID, for a secret added to app '%s'.", app->client_id);
-	} else if (scope == NULL || strcmp(scope, "https://management.azure.com/.default") != 0) {
-		cs_reply_error(rq, 400, "invalid_scope", "AADSTS1002012: The provided value for "
-		    "scope %s is not valid. Client credential flows must have a scope value with "
-		    "/.default suffixed to the resource identifier (application ID URI).",
-		    scope ? scope : "");
+		    "an unsupported grant type '%s'.", l.gt ? l.gt : "");
+	} else if (l.ca != NULL && l.sec != NULL) {
+		cs_reply_error(rq, 400, "invalid_request", "The request must carry either "
+		    "'client_secret' or 'client_assertion', not both.");
+	} else if (l.ca != NULL || l.cat != NULL) {
+		login_assertion(cs, rq, &l);
 	} else {
-		t = cs_token_issue(cs, CS_TOK_AZURE, app->client_id, app->tenant,
-		    cs->cfg.token_ttl_s);
-		cs_reply_json(rq, 200, json_pack("{s:s, s:i, s:i, s:s}", "token_type", "Bearer",
-		    "expires_in", (int)cs->cfg.token_ttl_s - 1, "ext_expires_in",
-		    (int)cs->cfg.token_ttl_s - 1, "access_token", t->value));
+		login_secret(cs, rq, &l);
 	}
-	free(gt);
-	free(id);
-	free(sec);
-	free(scope);
+	free(l.gt);
+	free(l.id);
+	free(l.sec);
+	free(l.scope);
+	free(l.cat);
+	free(l.ca);
 }
 
 static struct cs_az_sub *
@@ -330,10 +451,25 @@ usages(struct cs *cs, struct cs_req *rq, const char *sub, const char *loc)
 	paged(cs, rq, items);
 }
 
+static json_t *
+fic_json(const struct cs_az_identity *m, json_t *f)
+{
+	return json_pack("{s:o, s:O, s:s, s:{s:O, s:O, s:O}}", "id", json_sprintf(
+	    "/subscriptions/%s/resourcegroups/%s/providers/Microsoft.ManagedIdentity/"
+	    "userAssignedIdentities/%s/federatedIdentityCredentials/%s", m->subscription,
+	    m->resource_group, m->name, json_string_value(json_object_get(f, "name"))), "name",
+	    json_object_get(f, "name"), "type",
+	    "Microsoft.ManagedIdentity/userAssignedIdentities/federatedIdentityCredentials",
+	    "properties", "issuer", json_object_get(f, "issuer"), "subject",
+	    json_object_get(f, "subject"), "audiences", json_object_get(f, "audiences"));
+}
+
+/* GET .../userAssignedIdentities/{n}[/federatedIdentityCredentials] */
 static void
 identity(struct cs *cs, struct cs_req *rq, const char *sub)
 {
-	size_t i;
+	json_t *items, *f;
+	size_t i, j;
 
 	for (i = 0; i < cs->mis.n; i++) {
 		struct cs_az_identity *m = cs->mis.v[i];
@@ -341,6 +477,13 @@ identity(struct cs *cs, struct cs_req *rq, const char *sub)
 		if (strcasecmp(m->subscription, sub) || strcasecmp(m->resource_group, rq->seg[4]) ||
 		    strcmp(m->name, rq->seg[8]))
 			continue;
+		if (rq->nseg == 10) {
+			items = json_array();
+			json_array_foreach(m->fics, j, f)
+				json_array_append_new(items, fic_json(m, f));
+			paged(cs, rq, items);
+			return;
+		}
 		cs_reply_json(rq, 200, json_pack("{s:o, s:s, s:s, s:s, s:O, s:{s:s, s:s, s:s}}",
 		    "id", json_sprintf("/subscriptions/%s/resourcegroups/%s/providers/"
 		    "Microsoft.ManagedIdentity/userAssignedIdentities/%s", m->subscription,
@@ -382,6 +525,14 @@ arm(struct cs *cs, struct cs_req *rq)
 			    "invalid.");
 		return;
 	}
+	if (strcmp(t->scope, ARM_SCOPE) != 0) {
+		cs_reply_error(rq, 401, "InvalidAuthenticationToken", "The access token has been "
+		    "obtained for wrong audience or resource '%.*s'. It should exactly match with "
+		    "one of the allowed audiences 'https://management.core.windows.net/',"
+		    "'https://management.azure.com/'.", (int)(strlen(t->scope) > 9 ?
+		    strlen(t->scope) - 9 : 0), t->scope);
+		return;
+	}
 	if (cs_query(rq, "api-version") == NULL || *cs_query(rq, "api-version") == '\0') {
 		cs_reply_error(rq, 400, "MissingApiVersionParameter", "The api-version query "
 		    "parameter (?api-version=) is required for all requests.");
@@ -419,8 +570,9 @@ arm(struct cs *cs, struct cs_req *rq)
 	    seg_is(rq, 4, "Microsoft.Compute") && seg_is(rq, 5, "locations") &&
 	    seg_is(rq, 7, "usages")) {
 		usages(cs, rq, sub->id, rq->seg[6]);
-	} else if (rq->nseg == 9 && seg_is(rq, 3, "resourceGroups") && seg_is(rq, 5, "providers") &&
-	    seg_is(rq, 6, "Microsoft.ManagedIdentity") &&
+	} else if ((rq->nseg == 9 || (rq->nseg == 10 &&
+	    seg_is(rq, 9, "federatedIdentityCredentials"))) && seg_is(rq, 3, "resourceGroups") &&
+	    seg_is(rq, 5, "providers") && seg_is(rq, 6, "Microsoft.ManagedIdentity") &&
 	    seg_is(rq, 7, "userAssignedIdentities")) {
 		identity(cs, rq, sub->id);
 	} else {

@@ -158,10 +158,12 @@ struct cs_aws_user {
 };
 
 struct cs_az_app {
-	char	 tenant[40];
-	char	 client_id[40];
+	char	 tenant[40];		/* home tenant */
+	char	 client_id[40];		/* appId */
+	char	 object_id[40];		/* its service principal: `sub`/`oid` of its tokens */
 	char	 secret[64];
 	char	 name[96];
+	bool	 multi_tenant;		/* may sign in to every tenant of the fleet (consented) */
 };
 
 struct cs_az_identity {
@@ -173,6 +175,8 @@ struct cs_az_identity {
 	char	 principal_id[40];
 	char	 tenant[40];
 	json_t	*tags;
+	json_t	*fics;		/* federated identity credentials [{name, issuer, subject,
+				 * audiences}] (owned) */
 };
 
 struct cs_az_sub {
@@ -188,6 +192,7 @@ struct cs_token {
 	char	 secret[64];		/* AWS session secret */
 	char	 session[128];		/* AWS session token */
 	char	 principal[256];	/* SA email, app client id, assumed-role ARN */
+	char	 subject[40];		/* Azure: object id of the service principal (`sub`) */
 	char	 tenant[40];		/* Azure tenant, AWS account, GCP project */
 	char	 scope[256];		/* OAuth scope(s) granted */
 	double	 expires;		/* wall clock */
@@ -289,6 +294,10 @@ const char *cs_provider_name(enum cs_provider p);
 const char *cs_rack_label(enum cs_provider p);
 struct cs_gsa *cs_gsa_find(struct cs *cs, const char *email);
 struct cs_aws_role *cs_role_find(struct cs *cs, const char *account, const char *name);
+/* Azure: the managed identity of resource id rid (case-insensitive) or client id. */
+struct cs_az_identity *cs_mi_find(struct cs *cs, const char *rid, const char *client_id);
+/* "https://login.microsoftonline.com/{tenant}/v2.0", the `iss` of a v2 token. */
+void	 cs_aad_issuer(const char *tenant, char *out, size_t n);
 
 /* ---- pki.c */
 bool	 cs_pki_init(const char *state_dir, char **key_pem, char **cert_pem, struct err *e);

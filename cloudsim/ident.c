@@ -138,8 +138,51 @@ load_fleetd(struct cs *cs, json_t *f, struct err *e)
 	cs_hex_token(hex, 20);
 	copy(app->secret, sizeof(app->secret), jstr(z, "client_secret", hex));
 	copy(app->name, sizeof(app->name), "fleetd");
+	/* the object id of fleetd's service principal is the `sub` of its tokens; fleetd has
+	 * no setting for it and names itself by its client id in iam.required, so unless the
+	 * fleet file says otherwise the two are the same here */
+	copy(app->object_id, sizeof(app->object_id), jstr(z, "object_id", app->client_id));
+	app->multi_tenant = !json_is_false(json_object_get(z, "multi_tenant"));
 	cs_vec_push(&cs->apps, app);
 	return true;
+}
+
+void
+cs_aad_issuer(const char *tenant, char *out, size_t n)
+{
+	snprintf(out, n, "https://login.microsoftonline.com/%s/v2.0", tenant);
+}
+
+struct cs_az_identity *
+cs_mi_find(struct cs *cs, const char *rid, const char *client_id)
+{
+	char id[512];
+	size_t i;
+
+	for (i = 0; i < cs->mis.n; i++) {
+		struct cs_az_identity *m = cs->mis.v[i];
+
+		snprintf(id, sizeof(id), "/subscriptions/%s/resourceGroups/%s/providers/"
+		    "Microsoft.ManagedIdentity/userAssignedIdentities/%s", m->subscription,
+		    m->resource_group, m->name);
+		if ((rid != NULL && strcasecmp(id, rid) == 0) ||
+		    (client_id != NULL && strcasecmp(m->client_id, client_id) == 0))
+			return m;
+	}
+	return NULL;
+}
+
+/* The federated credential Terraform creates from iam.required: fleetd's Entra tokens
+ * (issuer: fleetd's tenant, subject: its service principal) may sign in as m. */
+static json_t *
+fleetd_fic(struct cs *cs)
+{
+	struct cs_az_app *fleetd = cs->apps.v[0];
+	char iss[128];
+
+	cs_aad_issuer(fleetd->tenant, iss, sizeof(iss));
+	return json_pack("{s:s, s:s, s:s, s:[s]}", "name", "fleetd", "issuer", iss, "subject",
+	    fleetd->object_id, "audiences", "api://AzureADTokenExchange");
 }
 
 static struct cs_az_sub *
@@ -173,37 +216,58 @@ auto_gke(struct cs *cs, struct cs_cluster *cl)
 	    "service account description \"fleet.io/cloud-id=<id>\"");
 }
 
-static void
-auto_aks(struct cs *cs, struct cs_cluster *cl)
+static struct cs_az_identity *
+mi_add(struct cs *cs, const struct cs_cluster *cl, const char *tenant, const char *prefix,
+    bool federated)
 {
-	struct cs_az_app *app = calloc(1, sizeof(*app));
 	struct cs_az_identity *mi = calloc(1, sizeof(*mi));
-	struct cs_az_sub *sub = sub_find(cs, cl->account);
-	char rid[512];
 
-	if (app == NULL || mi == NULL)
+	if (mi == NULL)
 		abort();
-	copy(app->tenant, sizeof(app->tenant), sub->tenant);
-	cs_uuid(app->client_id);
-	cs_hex_token(app->secret, 20);
-	snprintf(app->name, sizeof(app->name), "fleet-cp-%s", cl->name);
-	cs_vec_push(&cs->apps, app);
 	copy(mi->subscription, sizeof(mi->subscription), cl->account);
 	copy(mi->resource_group, sizeof(mi->resource_group), cl->resource_group);
-	snprintf(mi->name, sizeof(mi->name), "fleet-nodes-%s", cl->name);
+	snprintf(mi->name, sizeof(mi->name), "%s-%s", prefix, cl->name);
 	copy(mi->location, sizeof(mi->location), cl->region);
-	copy(mi->tenant, sizeof(mi->tenant), sub->tenant);
+	copy(mi->tenant, sizeof(mi->tenant), tenant);
 	cs_uuid(mi->client_id);
 	cs_uuid(mi->principal_id);
 	mi->tags = json_object();
+	mi->fics = json_array();
+	if (federated)
+		json_array_append_new(mi->fics, fleetd_fic(cs));
 	cs_vec_push(&cs->mis, mi);
-	snprintf(rid, sizeof(rid), "/subscriptions/%s/resourceGroups/%s/providers/"
-	    "Microsoft.ManagedIdentity/userAssignedIdentities/%s", mi->subscription,
-	    mi->resource_group, mi->name);
-	cl->iam = json_pack("{s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s}", "control_plane",
-	    "tenant_id", app->tenant, "client_id", app->client_id, "client_secret", app->secret,
-	    "cluster_role", "resource_id", rid, "client_id", mi->client_id, "principal_id",
-	    mi->principal_id, "cloud_id_in", "managed identity tag fleet.io/cloud-id");
+	return mi;
+}
+
+static json_t *
+mi_json(const struct cs_az_identity *mi)
+{
+	return json_pack("{s:o, s:s, s:s, s:s}", "resource_id", json_sprintf("/subscriptions/%s/"
+	    "resourceGroups/%s/providers/Microsoft.ManagedIdentity/userAssignedIdentities/%s",
+	    mi->subscription, mi->resource_group, mi->name), "client_id", mi->client_id,
+	    "principal_id", mi->principal_id, "tenant_id", mi->tenant);
+}
+
+/* Two user-assigned managed identities per AKS cluster: the control plane, which fleetd
+ * signs in as by workload identity federation, and the nodes' identity. The fleet file's
+ * azure.federated ("none", "control_plane", "all") says which start with fleetd's
+ * federated credential already in place, as if Terraform had run. */
+static void
+auto_aks(struct cs *cs, struct cs_cluster *cl, const char *federated)
+{
+	struct cs_az_sub *sub = sub_find(cs, cl->account);
+	struct cs_az_identity *cp, *nodes;
+	char iss[128];
+
+	cp = mi_add(cs, cl, sub->tenant, "fleet-cp", strcmp(federated, "none") != 0);
+	nodes = mi_add(cs, cl, sub->tenant, "fleet-nodes", strcmp(federated, "all") == 0);
+	cs_aad_issuer(((struct cs_az_app *)cs->apps.v[0])->tenant, iss, sizeof(iss));
+	cl->iam = json_pack("{s:o, s:o, s:{s:s, s:s, s:s}, s:s, s:s}", "control_plane",
+	    mi_json(cp), "cluster_role", mi_json(nodes), "federation", "issuer", iss, "subject",
+	    ((struct cs_az_app *)cs->apps.v[0])->object_id, "audience",
+	    "api://AzureADTokenExchange", "federation_set_via", "POST /_sim/iam {\"provider\":"
+	    "\"azure\",\"resource_id\":...,\"federated_subject\":...}", "cloud_id_in",
+	    "managed identity tag fleet.io/cloud-id");
 }
 
 static void
@@ -284,6 +348,8 @@ load_lists(struct cs *cs, json_t *root)
 		copy(p->tenant, sizeof(p->tenant), jstr(v, "tenant",
 		    ((struct cs_az_app *)cs->apps.v[0])->tenant));
 		copy(p->client_id, sizeof(p->client_id), jstr(v, "client_id", ""));
+		cs_uuid(p->object_id);
+		copy(p->object_id, sizeof(p->object_id), jstr(v, "object_id", p->object_id));
 		copy(p->secret, sizeof(p->secret), jstr(v, "client_secret", ""));
 		copy(p->name, sizeof(p->name), jstr(v, "name", ""));
 		cs_vec_push(&cs->apps, p);
@@ -293,8 +359,12 @@ load_lists(struct cs *cs, json_t *root)
 bool
 cs_ident_load(struct cs *cs, json_t *root, struct err *e)
 {
+	const char *fed = jstr(json_object_get(root, "azure"), "federated", "none");
 	size_t i;
 
+	if (strcmp(fed, "none") && strcmp(fed, "control_plane") && strcmp(fed, "all"))
+		return err_set(e, 400, "cloudsim.fleet", "azure.federated must be none, "
+		    "control_plane or all");
 	if (!load_fleetd(cs, json_object_get(root, "fleetd"), e))
 		return false;
 	load_lists(cs, root);
@@ -316,7 +386,7 @@ cs_ident_load(struct cs *cs, json_t *root, struct err *e)
 		if (cl->provider == CS_GKE)
 			auto_gke(cs, cl);
 		else if (cl->provider == CS_AKS)
-			auto_aks(cs, cl);
+			auto_aks(cs, cl, fed);
 		else
 			auto_hyperpod(cs, cl);
 	}
@@ -350,6 +420,7 @@ static void
 mi_free(void *p)
 {
 	json_decref(((struct cs_az_identity *)p)->tags);
+	json_decref(((struct cs_az_identity *)p)->fics);
 	free(p);
 }
 
@@ -405,6 +476,7 @@ cs_token_issue(struct cs *cs, enum cs_tok_kind kind, const char *principal, cons
 	}
 	t->kind = kind;
 	copy(t->principal, sizeof(t->principal), principal);
+	copy(t->subject, sizeof(t->subject), principal);
 	copy(t->tenant, sizeof(t->tenant), tenant);
 	t->expires = cs_wall(cs) + ttl;
 	cs_hex_token(hex, 32);
@@ -457,14 +529,97 @@ cs_bearer(struct cs *cs, struct cs_req *rq, enum cs_tok_kind kind, bool *expired
 	return t;
 }
 
+/* One federated identity credential as azurerm_federated_identity_credential and ARM
+ * hold it: name, https issuer, subject, audiences. */
+static bool
+fic_valid(json_t *f, struct err *e)
+{
+	const char *name = jstr(f, "name", ""), *iss = jstr(f, "issuer", ""),
+	    *sub = jstr(f, "subject", "");
+	json_t *aud = json_object_get(f, "audiences"), *v;
+	size_t i, n = strlen(name);
+
+	if (n < 3 || n > 120 || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789-_") != n)
+		return err_set(e, 400, "sim.bad_iam", "federated credential name must be 3-120 "
+		    "letters, digits, '-' or '_'");
+	if (strncmp(iss, "https://", 8) != 0 || sub[0] == '\0' || strlen(sub) > 600)
+		return err_set(e, 400, "sim.bad_iam", "federated credential needs an https issuer "
+		    "and a subject");
+	if (!json_is_array(aud) || json_array_size(aud) == 0)
+		return err_set(e, 400, "sim.bad_iam", "federated credential audiences must be a "
+		    "non-empty list");
+	json_array_foreach(aud, i, v)
+		if (!json_is_string(v))
+			return err_set(e, 400, "sim.bad_iam", "audiences must be strings");
+	return true;
+}
+
+/* Azure: tags, and the identity's federated credentials — the whole list
+ * ("federated_identity_credentials", as iam.required spells it) or, shorter, the one
+ * named "fleetd" trusting federated_subject (at federated_issuer, default fleetd's
+ * tenant; audience api://AzureADTokenExchange). */
+static bool
+sim_azure(struct cs *cs, json_t *b, json_t *tags, struct err *e)
+{
+	struct cs_az_identity *m = cs_mi_find(cs, jstr(b, "resource_id", ""), NULL);
+	json_t *list = json_object_get(b, "federated_identity_credentials"), *f, *g, *nl;
+	const char *subject = jstr(b, "federated_subject", NULL);
+	char iss[128];
+	size_t i, j;
+
+	if (m == NULL)
+		return err_set(e, 404, "sim.no_identity", "managed identity not found");
+	if (list != NULL && !json_is_array(list))
+		return err_set(e, 400, "sim.bad_iam", "federated_identity_credentials must be a "
+		    "list");
+	nl = list != NULL ? json_deep_copy(list) : json_deep_copy(m->fics);
+	if (subject != NULL) {
+		cs_aad_issuer(((struct cs_az_app *)cs->apps.v[0])->tenant, iss, sizeof(iss));
+		json_array_foreach(nl, i, f)
+			if (strcmp(jstr(f, "name", ""), "fleetd") == 0) {
+				json_array_remove(nl, i);
+				break;
+			}
+		json_array_append_new(nl, json_pack("{s:s, s:s, s:s, s:[s]}", "name", "fleetd",
+		    "issuer", jstr(b, "federated_issuer", iss), "subject", subject, "audiences",
+		    jstr(b, "federated_audience", "api://AzureADTokenExchange")));
+	}
+	if (json_array_size(nl) > 20) {
+		json_decref(nl);
+		return err_set(e, 400, "sim.bad_iam", "at most 20 federated credentials");
+	}
+	json_array_foreach(nl, i, f) {
+		if (!fic_valid(f, e)) {
+			json_decref(nl);
+			return false;
+		}
+		for (j = 0; j < i; j++) {
+			g = json_array_get(nl, j);
+			if (strcmp(jstr(f, "name", ""), jstr(g, "name", "")) == 0 ||
+			    (strcmp(jstr(f, "issuer", ""), jstr(g, "issuer", "")) == 0 &&
+			    strcmp(jstr(f, "subject", ""), jstr(g, "subject", "")) == 0)) {
+				json_decref(nl);
+				return err_set(e, 409, "sim.bad_iam", "federated credential names "
+				    "and issuer/subject pairs must be unique");
+			}
+		}
+	}
+	json_decref(m->fics);
+	m->fics = nl;
+	if (tags != NULL)
+		json_object_update(m->tags, tags);
+	return true;
+}
+
 /* POST /_sim/iam: what Terraform would do between phase 1 and phase 2 — set an AWS role's
- * external id and tags, a GCP service account's description, an Azure identity's tags. */
+ * external id and tags, a GCP service account's description, an Azure identity's tags and
+ * federated credentials. */
 bool
 cs_sim_iam(struct cs *cs, json_t *b, struct err *e)
 {
 	const char *prov = jstr(b, "provider", ""), *k;
 	json_t *tags = json_object_get(b, "tags"), *v;
-	size_t i;
 
 	if (tags != NULL && !json_is_object(tags))
 		return err_set(e, 400, "sim.bad_iam", "tags must be an object");
@@ -505,23 +660,7 @@ cs_sim_iam(struct cs *cs, json_t *b, struct err *e)
 			json_array_extend(g->token_creators, json_object_get(b, "token_creators"));
 		return true;
 	}
-	if (strcmp(prov, "azure") == 0) {
-		const char *rid = jstr(b, "resource_id", "");
-
-		for (i = 0; i < cs->mis.n; i++) {
-			struct cs_az_identity *m = cs->mis.v[i];
-			char id[512];
-
-			snprintf(id, sizeof(id), "/subscriptions/%s/resourceGroups/%s/providers/"
-			    "Microsoft.ManagedIdentity/userAssignedIdentities/%s", m->subscription,
-			    m->resource_group, m->name);
-			if (strcasecmp(id, rid) == 0) {
-				if (tags != NULL)
-					json_object_update(m->tags, tags);
-				return true;
-			}
-		}
-		return err_set(e, 404, "sim.no_identity", "managed identity not found");
-	}
+	if (strcmp(prov, "azure") == 0)
+		return sim_azure(cs, b, tags, e);
 	return err_set(e, 400, "sim.bad_iam", "provider must be aws, gcp or azure");
 }

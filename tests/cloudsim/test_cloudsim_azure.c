@@ -1,6 +1,7 @@
-/* cloudsim Azure: AD client-credentials tokens (secret, scope, tenant), ARM api-version
- * and bearer checks, agent pools with nextLink paging, sku restrictions, usages, managed
- * identity tags. */
+/* cloudsim Azure: AD client-credentials tokens (secret, scope, tenant), workload identity
+ * federation into a control-plane managed identity (client assertion, federated
+ * credentials), ARM api-version, bearer and audience checks, agent pools with nextLink
+ * paging, sku restrictions, usages, managed identity tags. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,9 @@
 #define AKS "test-aks-eus"
 #define SUB "3f1b2c4d-0000-4000-8000-00000000a001"
 #define SCOPE "https%3A%2F%2Fmanagement.azure.com%2F.default"
+#define XSCOPE "api%3A%2F%2FAzureADTokenExchange%2F.default"
+#define JWT_BEARER "urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"
+#define OTHER_TENANT "9c0d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
 
 static struct csh H;
 
@@ -48,6 +52,60 @@ cp(const char *k)
 {
 	return json_string_value(json_object_get(json_object_get(json_object_get(csh_cluster(&H,
 	    AKS), "iam"), "control_plane"), k));
+}
+
+/* fleetd's own token (client secret) for scope; the caller frees it. */
+static char *
+fleetd_token(const char *tenant, const char *scope)
+{
+	char *t = csh_env(&H, "FLEETD_AZURE_TENANT_ID"), *id = csh_env(&H,
+	    "FLEETD_AZURE_CLIENT_ID"), *sec = csh_env(&H, "FLEETD_AZURE_CLIENT_SECRET"), *tok;
+	struct csh_resp r = login(tenant ? tenant : t, id, sec, scope);
+
+	assert_int_equal(r.status, 200);
+	tok = strdup(json_string_value(json_object_get(r.json, "access_token")));
+	csh_resp_free(&r);
+	free(t);
+	free(id);
+	free(sec);
+	return tok;
+}
+
+/* client_credentials with a client assertion, as a managed identity's federated
+ * credential is used. */
+static struct csh_resp
+login_assertion(const char *tenant, const char *client_id, const char *assertion,
+    const char *scope)
+{
+	char url[300], body[1200];
+	const char *hd[] = { "Content-Type: application/x-www-form-urlencoded", NULL };
+
+	snprintf(url, sizeof(url), "%s/azure/login/%s/oauth2/v2.0/token", H.base, tenant);
+	snprintf(body, sizeof(body), "grant_type=client_credentials&client_id=%s&"
+	    "client_assertion_type=%s&client_assertion=%s&scope=%s", client_id, JWT_BEARER,
+	    assertion, scope);
+	return csh_req("POST", url, hd, body, NULL);
+}
+
+static const char *
+aad_error(struct csh_resp *r)
+{
+	return json_string_value(json_object_get(r->json, "error_description"));
+}
+
+/* The control-plane identity's token through federation (the test fleet has fleetd's
+ * federated credential in place); the caller frees it. */
+static char *
+mi_token(void)
+{
+	char *x = fleetd_token(NULL, XSCOPE), *tok;
+	struct csh_resp r = login_assertion(cp("tenant_id"), cp("client_id"), x, SCOPE);
+
+	assert_int_equal(r.status, 200);
+	tok = strdup(json_string_value(json_object_get(r.json, "access_token")));
+	csh_resp_free(&r);
+	free(x);
+	return tok;
 }
 
 static struct csh_resp
@@ -109,10 +167,7 @@ test_arm(void **state)
 	json_t *v;
 
 	(void)state;
-	r = login(cp("tenant_id"), cp("client_id"), cp("client_secret"), SCOPE);
-	assert_int_equal(r.status, 200);
-	tok = strdup(json_string_value(json_object_get(r.json, "access_token")));
-	csh_resp_free(&r);
+	tok = mi_token();
 	snprintf(path, sizeof(path), "/subscriptions/%s/resourceGroups/rg-fleet-test/providers/"
 	    "Microsoft.ContainerService/managedClusters/%s/agentPools", SUB, AKS);
 	r = arm(tok, path);
@@ -235,12 +290,117 @@ test_arm(void **state)
 	free(tok);
 }
 
+/* POST /_sim/iam for the control-plane identity with extra fields; returns the status. */
+static long
+sim_cp(const char *fields)
+{
+	char body[1200];
+	struct csh_resp r;
+	long st;
+
+	snprintf(body, sizeof(body), "{\"provider\":\"azure\",\"resource_id\":\"%s\",%s}",
+	    cp("resource_id"), fields);
+	r = csh_sim(&H, "POST", "/_sim/iam", body);
+	st = r.status;
+	csh_resp_free(&r);
+	return st;
+}
+
+static void
+test_federation(void **state)
+{
+	char *x = fleetd_token(NULL, XSCOPE), *armtok = fleetd_token(NULL, SCOPE),
+	    *other = fleetd_token(OTHER_TENANT, XSCOPE), *tok, path[800], fields[600];
+	const char *fed_sub = json_string_value(json_object_get(json_object_get(json_object_get(
+	    csh_cluster(&H, AKS), "iam"), "federation"), "subject"));
+	struct csh_resp r;
+
+	(void)state;
+	assert_non_null(fed_sub);
+	assert_non_null(cp("resource_id"));
+	assert_string_not_equal(cp("client_id"), cp("principal_id"));
+	/* the exchange token is no ARM token */
+	snprintf(path, sizeof(path), "%s?api-version=2023-01-31", cp("resource_id"));
+	r = arm(x, path);
+	assert_int_equal(r.status, 401);
+	assert_non_null(strstr(r.body, "wrong audience"));
+	csh_resp_free(&r);
+	/* happy path: the managed identity's token reads the identity itself */
+	r = login_assertion(cp("tenant_id"), cp("client_id"), x, SCOPE);
+	assert_int_equal(r.status, 200);
+	tok = strdup(json_string_value(json_object_get(r.json, "access_token")));
+	csh_resp_free(&r);
+	r = arm(tok, path);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(r.json,
+	    "properties"), "clientId")), cp("client_id"));
+	csh_resp_free(&r);
+	snprintf(path, sizeof(path), "%s/federatedIdentityCredentials?api-version=2023-01-31",
+	    cp("resource_id"));
+	r = arm(tok, path);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(json_array_get(
+	    json_object_get(r.json, "value"), 0), "properties"), "subject")), fed_sub);
+	csh_resp_free(&r);
+	free(tok);
+	/* fleetd's ARM token has the right issuer and subject but the wrong audience */
+	r = login_assertion(cp("tenant_id"), cp("client_id"), armtok, SCOPE);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(aad_error(&r), "AADSTS700212"));
+	csh_resp_free(&r);
+	/* an assertion from another tenant: issuer does not match */
+	r = login_assertion(cp("tenant_id"), cp("client_id"), other, SCOPE);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(aad_error(&r), "AADSTS70021"));
+	assert_non_null(strstr(aad_error(&r), OTHER_TENANT));
+	csh_resp_free(&r);
+	/* the identity lives in its subscription's tenant only */
+	r = login_assertion(OTHER_TENANT, cp("client_id"), x, SCOPE);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(json_string_value(json_object_get(r.json, "error")),
+	    "unauthorized_client");
+	csh_resp_free(&r);
+	r = login_assertion(cp("tenant_id"), cp("client_id"), "eyJhbGciOiJub25lIn0.e30.", SCOPE);
+	assert_int_equal(r.status, 401);
+	assert_non_null(strstr(aad_error(&r), "AADSTS50027"));
+	csh_resp_free(&r);
+	/* no federated credential: refused, naming the assertion's issuer and subject */
+	assert_int_equal(sim_cp("\"federated_identity_credentials\":[]"), 200);
+	r = login_assertion(cp("tenant_id"), cp("client_id"), x, SCOPE);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(aad_error(&r), "AADSTS70021"));
+	assert_non_null(strstr(aad_error(&r), fed_sub));
+	csh_resp_free(&r);
+	/* malformed credentials are refused and change nothing */
+	assert_int_equal(sim_cp("\"federated_identity_credentials\":[{\"name\":\"f\","
+	    "\"issuer\":\"http://x\",\"subject\":\"s\",\"audiences\":[\"a\"]}]"), 400);
+	assert_int_equal(sim_cp("\"federated_subject\":\"s\",\"federated_issuer\":\"http://x\""),
+	    400);
+	/* Terraform's federated credential, as iam.required names it */
+	snprintf(fields, sizeof(fields), "\"federated_subject\":\"%s\"", fed_sub);
+	assert_int_equal(sim_cp(fields), 200);
+	r = login_assertion(cp("tenant_id"), cp("client_id"), x, SCOPE);
+	assert_int_equal(r.status, 200);
+	csh_resp_free(&r);
+	/* an expired assertion */
+	r = csh_sim(&H, "POST", "/_sim/expire-tokens", "{\"provider\":\"azure\"}");
+	csh_resp_free(&r);
+	r = login_assertion(cp("tenant_id"), cp("client_id"), x, SCOPE);
+	assert_int_equal(r.status, 400);
+	assert_non_null(strstr(aad_error(&r), "AADSTS700024"));
+	csh_resp_free(&r);
+	free(x);
+	free(armtok);
+	free(other);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_login),
 		cmocka_unit_test(test_arm),
+		cmocka_unit_test(test_federation),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
