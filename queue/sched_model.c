@@ -148,7 +148,7 @@ void
 sched_model_free(struct sched_model *m)
 {
 	size_t i;
-	int f;
+	int f = -1;
 
 	if (m == NULL)
 		return;
@@ -217,7 +217,7 @@ sched_model_name(const struct sched_model *m, int id)
 bool
 sched_model_flavor(struct sched_model *m, const char *flavor, int *out, struct err *e)
 {
-	int id, f;
+	int id, f = -1;
 
 	if (flavor == NULL || flavor[0] == '\0')
 		return err_set(e, 400, "queue.bad_flavor", "flavor is empty");
@@ -267,7 +267,7 @@ sched_cluster_add_pool(struct sched_model *m, struct sched_cluster *c, const cha
 		       bool spot, double price, struct err *e)
 {
 	struct sched_pool *p;
-	int f;
+	int f = -1;
 
 	if (!sched_model_flavor(m, flavor, &f, e))
 		return NULL;
@@ -336,7 +336,7 @@ bool
 sched_queue_set_quota(struct sched_model *m, struct sched_queue *q, const char *flavor,
 		      const struct sched_quota *quota, struct err *e)
 {
-	int f;
+	int f = -1;
 
 	if (!sched_model_flavor(m, flavor, &f, e))
 		return false;
@@ -382,7 +382,7 @@ sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flav
 		    int max, struct sched_vec pod, struct err *e)
 {
 	struct sched_group *g;
-	int f, r;
+	int f = -1, r;
 
 	if (j->n_groups == SCHED_MAX_GROUPS)
 		return err_set(e, 400, "queue.too_many_groups", "more than %d worker groups",

@@ -51,9 +51,10 @@ classify(const char *provider, const char *machine_type, const char *accel_type,
 		*price = spot && m.spot_hour > 0 ? m.spot_hour : m.on_demand_hour;
 		return;
 	}
-	if (accel_type != NULL && accel_type[0] != '\0' && *accel_per_node > 0)
-		snprintf(flavor, n, "%s", accel_type);
-	else
+	if (accel_type != NULL && accel_type[0] != '\0' && *accel_per_node > 0) {
+		if (snprintf(flavor, n, "%s", accel_type) >= (int)n)
+			snprintf(flavor, n, "unknown");	/* no flavor name is that long */
+	} else
 		snprintf(flavor, n, "cpu");
 }
 

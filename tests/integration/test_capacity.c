@@ -199,8 +199,9 @@ state_of(size_t i, char *err, size_t n)
 	    " FROM clusters WHERE id = $1", 1, (const char *const[]){ ids[i] });
 	char *c1 = s ? strchr(s, ':') : NULL;
 
-	assert_non_null(c1);
-	snprintf(st, sizeof(st), "%.*s", (int)(c1 - s), s);
+	if (s == NULL || c1 == NULL)
+		fail_msg("no state for cluster %zu", i);
+	snprintf(st, sizeof(st), "%.*s", (int)(c1 - s), s ? s : "");
 	snprintf(err, n, "%s", c1 + 1);
 	free(s);
 	return st;
