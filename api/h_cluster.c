@@ -102,7 +102,19 @@ HANDLER(h_cluster_list)
 	int limit;
 	json_t *items = NULL;
 	bool all = rq_env_visible(rq, "*");
+	const char *cloud_id = rq_param(rq, "id");
+	json_t *cloud = NULL;
 
+	/* under /v1/clouds/{id}: a cloud that is absent or not visible is 404, not [] */
+	if (cloud_id != NULL) {
+		if (!cloud_get(rq->db, cloud_id, false, &cloud, e))
+			return false;
+		all = rq_env_visible(rq, json_string_value(json_object_get(cloud,
+		    "environment")));
+		json_decref(cloud);
+		if (!all)
+			return err_set(e, 404, "cloud.not_found", "cloud not found");
+	}
 	if (!rq_page(rq, &limit, &after, e) ||
 	    !cluster_list(rq->db, limit + 1, after, rq_query(rq, "environment"),
 	    rq_query(rq, "region"), rq_query(rq, "provider"), rq_param(rq, "id"),
