@@ -1,6 +1,6 @@
 /* aks: the AKS driver — ARM agent pools, Microsoft.Compute SKUs (capabilities and
- * restrictions) and regional usages (quota), nextLink paging, and phase-2 checks of the
- * two managed identities. */
+ * restrictions) and regional usages (quota), nextLink paging, and phase-2 checks: a token
+ * of the control-plane managed identity by federation, both identities' cloud-id tags. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,17 +351,21 @@ aks_pools_finish(struct prov_pool_job *job)
 
 /* ---- phase 2 */
 
+/* Reads one managed identity and appends its exists / cloud-tag checks; its principal id
+ * goes to principal (for the distinctness check). False with e only when ARM could not be
+ * asked; *passed says whether both checks passed. */
 static bool
 check_identity(const struct prov_cloud *c, const char *rid, const char *kind,
-    const char *bearer, json_t *checks, struct err *e)
+    const char *bearer, json_t *checks, char principal[64], bool *passed, struct err *e)
 {
 	char url[2048], why[400], check[64], ptr[64];
 	struct http_req rq = { 0 };
 	struct http_resp r;
 	json_t *mi = NULL;
-	const char *tag;
-	bool ok = false;
+	const char *tag, *pid;
 
+	*passed = false;
+	principal[0] = '\0';
 	snprintf(url, sizeof(url), "%s%s?api-version=" API_MSI, cfg.arm_url, rid);
 	snprintf(ptr, sizeof(ptr), "/%s", kind);
 	rq.url = url;
@@ -375,16 +379,19 @@ check_identity(const struct prov_cloud *c, const char *rid, const char *kind,
 	snprintf(check, sizeof(check), "%s_exists", kind);
 	if (r.status != 200) {
 		creds_json_error(&r, why, sizeof(why));
-		prov_check_add(checks, check, false, ptr, "managed identity %s not found (%s)",
-		    rid, why);
+		prov_check_add(checks, check, false, ptr, r.status == 404 ? "managed identity %s "
+		    "not found (%s)" : "managed identity %s cannot be read (%s)", rid, why);
 		goto cleanup;
 	}
 	prov_check_add(checks, check, true, ptr, "managed identity exists");
 	mi = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+	pid = json_string_value(json_object_get(json_object_get(mi, "properties"),
+	    "principalId"));
+	snprintf(principal, 64, "%s", pid ? pid : "");
 	tag = json_string_value(json_object_get(json_object_get(mi, "tags"), TAG_CLOUD));
 	snprintf(check, sizeof(check), "%s_cloud_tag", kind);
-	ok = tag != NULL && strcmp(tag, c->id) == 0;
-	if (ok)
+	*passed = tag != NULL && strcmp(tag, c->id) == 0;
+	if (*passed)
 		prov_check_add(checks, check, true, ptr, "managed identity carries tag "
 		    TAG_CLOUD "=%s", c->id);
 	else if (tag != NULL)
@@ -396,7 +403,43 @@ check_identity(const struct prov_cloud *c, const char *rid, const char *kind,
 cleanup:
 	json_decref(mi);
 	http_resp_cleanup(&r);
-	return ok;
+	return true;
+}
+
+/* A refusal by Entra ID or ARM (a check fails) rather than a provider that cannot be
+ * reached (the request fails). */
+static bool
+refused(const struct err *e)
+{
+	return e->status == 400 || e->status == 401 || e->status == 403 || e->status == 404;
+}
+
+/* control_plane_token: fleetd signs in as the control-plane identity through its
+ * federated credential (see creds_flow.c). On success cr holds its ARM token. */
+static bool
+check_token(const struct prov_cloud *c, const char *cp, struct prov_creds *cr,
+    json_t *checks, bool *have, struct err *e)
+{
+	struct err ce = { 0 };
+
+	*have = false;
+	if (prov_creds_get(c, cp, cr, &ce)) {
+		*have = true;
+		prov_check_add(checks, "control_plane_token", true, "/control_plane_role",
+		    "fleetd signed in as %s by workload identity federation", cp);
+		return true;
+	}
+	if (!refused(&ce)) {
+		*e = ce;
+		return false;
+	}
+	prov_check_add(checks, "control_plane_token", false, "/control_plane_role",
+	    "fleetd cannot sign in as this identity: give it the federated credential of "
+	    "iam.required (issuer https://login.microsoftonline.com/%s/v2.0, subject %s, "
+	    "audience api://AzureADTokenExchange); tenant %s answered: %s",
+	    cfg.azure_tenant ? cfg.azure_tenant : "", cfg.azure_client_id ?
+	    cfg.azure_client_id : "", c->tenant, ce.msg);
+	return true;
 }
 
 static bool
@@ -404,28 +447,40 @@ aks_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
     json_t *checks, struct err *e)
 {
 	struct prov_creds cr;
-	struct err ce = { 0 };
-	bool all = true, have = false;
+	struct err be = { 0 };
+	char p_cp[64] = "", p_cl[64] = "";
+	bool all, have, ok1 = false, ok2 = false;
 
 	prov_creds_invalidate(c->id);
-	if (prov_creds_get(c, cp, &cr, &ce)) {
-		have = true;
-		prov_check_add(checks, "control_plane_token", true, "/control_plane_role",
-		    "fleetd obtained an arm token for %s", cp);
-	} else {
-		all = false;
-		prov_check_add(checks, "control_plane_token", false, "/control_plane_role",
-		    "fleetd cannot sign in as %s: %s; add fleetd's federated credential to the "
-		    "identity", cp, ce.msg);
+	if (!check_token(c, cp, &cr, checks, &have, e))
+		return false;
+	all = have;
+	/* without the identity's own token, fleetd's reads the identities to say what else
+	 * is wrong */
+	if (!have && !creds_azure_arm_token(c->tenant, &cr, &be)) {
+		if (!refused(&be)) {
+			*e = be;
+			return false;
+		}
+		prov_check_add(checks, "control_plane_role_exists", false, "/control_plane_role",
+		    "fleetd cannot read identities in tenant %s: %s", c->tenant, be.msg);
+		prov_check_add(checks, "cluster_role_exists", false, "/cluster_role",
+		    "fleetd cannot read identities in tenant %s: %s", c->tenant, be.msg);
+		return err_set(e, 422, "iam.verification_failed", "the iam pair failed "
+		    "verification");
 	}
-	if (!have && !prov_azure_base_token(&cr, e))
+	if (!check_identity(c, cp, "control_plane_role", cr.bearer, checks, p_cp, &ok1, e) ||
+	    !check_identity(c, cluster, "cluster_role", cr.bearer, checks, p_cl, &ok2, e)) {
+		memset(&cr, 0, sizeof(cr));
 		return false;
-	all = check_identity(c, cp, "control_plane_role", cr.bearer, checks, e) && all;
-	if (!err_is_set(e))
-		all = check_identity(c, cluster, "cluster_role", cr.bearer, checks, e) && all;
+	}
 	memset(&cr, 0, sizeof(cr));
-	if (err_is_set(e))
-		return false;
+	all = all && ok1 && ok2;
+	if (p_cp[0] != '\0' && strcmp(p_cp, p_cl) == 0) {
+		all = false;
+		prov_check_add(checks, "identities_distinct", false, "/cluster_role", "the control "
+		    "plane and the cluster name the same identity (principal %s)", p_cp);
+	}
 	if (!all)
 		return err_set(e, 422, "iam.verification_failed", "the iam pair failed "
 		    "verification");

@@ -12,14 +12,19 @@
 
 #define GCP_SCOPE	"https://www.googleapis.com/auth/cloud-platform"
 #define ARM_SCOPE	"https://management.azure.com/.default"
+#define XCHG_SCOPE	"api://AzureADTokenExchange/.default"
+#define API_MSI		"2023-01-31"
 #define BASE_GCP	"fleetd-gcp"
-#define BASE_AZURE	"fleetd-azure"
+#define BASE_AZURE	"fleetd-azure"		/* fleetd's ARM token, per tenant */
+#define BASE_XCHG	"fleetd-azure-xchg"	/* fleetd's token-exchange assertion */
+#define MI_IDS		"fleetd-azure-mi"	/* identity resource id -> client id */
 
 struct chain {
 	struct prov_cloud	 cloud;
 	char			 role[384];
 	struct prov_creds	*out;
 	struct prov_creds	 base;
+	char			 mi_client[64];	/* aks: the identity's client id */
 };
 
 static void
@@ -213,43 +218,43 @@ cleanup:
 	return ok;
 }
 
-/* ---- AKS */
+/* ---- AKS
+ *
+ * fleetd signs in as the cloud's control-plane user-assigned managed identity by workload
+ * identity federation, Entra ID being the external issuer (Microsoft's documented
+ * "federated identity credential" flow with a Microsoft Entra token as the assertion):
+ *   1. fleetd's own app (client secret, its home tenant) gets a token for
+ *      api://AzureADTokenExchange: issuer login.microsoftonline.com/{fleetd tenant}/v2.0,
+ *      subject fleetd's service principal — what the identity's federated credential
+ *      (iam.required) trusts;
+ *   2. that token is the client_assertion of a client_credentials request in the cloud's
+ *      tenant, client_id = the identity's client id, scope ARM: an ARM token of the
+ *      identity, holding only the cloud's role assignments.
+ * The pair names the identity by resource id; its client id is read once from ARM with
+ * fleetd's own token in the cloud's tenant (fleetd's multi-tenant app, Reader on that one
+ * identity) and cached. */
 
-static void
-azure_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
-{
-	struct chain *ch = ctx;
-
-	if (!token_step(f, ch, r, e, "azure token", &ch->base))
-		return;
-	creds_cache_put(BASE_AZURE, ch->cloud.tenant, &ch->base);
-	if (ch->out != NULL) {
-		*ch->out = ch->base;
-		creds_cache_put(ch->cloud.id, ch->role, ch->out);
-	}
-	memset(ch, 0, sizeof(*ch));
-	free(ch);
-}
+static bool aks_exchange(struct prov_fetch *f, struct chain *ch);
+static bool mi_lookup(struct prov_fetch *f, struct chain *ch);
 
 static bool
-azure_token(struct prov_fetch *f, struct chain *ch)
+azure_app_token(struct prov_fetch *f, struct chain *ch, const char *tenant, const char *scope,
+    prov_step_fn done)
 {
-	char url[1024], *body = NULL, *id, *sec, *scope;
+	char url[1024], *body = NULL, *id, *sec, *sc;
 	struct http_req rq = { 0 };
 	bool ok;
 
-	snprintf(url, sizeof(url), "%s/%s/oauth2/v2.0/token", cfg.azure_login_url,
-	    ch->cloud.tenant[0] ? ch->cloud.tenant : cfg.azure_tenant ? cfg.azure_tenant :
-	    "common");
+	snprintf(url, sizeof(url), "%s/%s/oauth2/v2.0/token", cfg.azure_login_url, tenant);
 	id = creds_form_escape(cfg.azure_client_id);
 	sec = creds_form_escape(cfg.azure_client_secret);
-	scope = creds_form_escape(ARM_SCOPE);
+	sc = creds_form_escape(scope);
 	if (asprintf(&body, "grant_type=client_credentials&client_id=%s&client_secret=%s&"
-	    "scope=%s", id, sec, scope) < 0)
+	    "scope=%s", id, sec, sc) < 0)
 		abort();
 	creds_form_free(id);
 	creds_form_free(sec);
-	creds_form_free(scope);
+	creds_form_free(sc);
 	rq.method = "POST";
 	rq.url = url;
 	rq.body = body;
@@ -257,10 +262,171 @@ azure_token(struct prov_fetch *f, struct chain *ch)
 	rq.headers = (struct http_header[]){ { "Content-Type",
 	    "application/x-www-form-urlencoded" } };
 	rq.nheaders = 1;
-	ok = prov_fetch_add(f, &rq, azure_done, ch);
+	ok = prov_fetch_add(f, &rq, done, ch);
 	memset(body, 0, strlen(body));
 	free(body);
 	return ok;
+}
+
+static void
+aks_assert_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
+{
+	struct chain *ch = ctx;
+
+	if (!token_step(f, ch, r, e, "azure federated sign-in", ch->out))
+		return;
+	creds_cache_put(ch->cloud.id, ch->role, ch->out);
+	memset(ch, 0, sizeof(*ch));
+	free(ch);
+}
+
+/* Step 2: fleetd's exchange token (in ch->base) as the identity's client assertion. */
+static bool
+aks_assert(struct prov_fetch *f, struct chain *ch)
+{
+	char url[1024], *body = NULL, *id, *as, *sc;
+	struct http_req rq = { 0 };
+	bool ok;
+
+	snprintf(url, sizeof(url), "%s/%s/oauth2/v2.0/token", cfg.azure_login_url,
+	    ch->cloud.tenant);
+	id = creds_form_escape(ch->mi_client);
+	as = creds_form_escape(ch->base.bearer);
+	sc = creds_form_escape(ARM_SCOPE);
+	if (asprintf(&body, "grant_type=client_credentials&client_id=%s&client_assertion_type="
+	    "urn%%3Aietf%%3Aparams%%3Aoauth%%3Aclient-assertion-type%%3Ajwt-bearer&"
+	    "client_assertion=%s&scope=%s", id, as, sc) < 0)
+		abort();
+	creds_form_free(id);
+	creds_form_free(as);
+	creds_form_free(sc);
+	rq.method = "POST";
+	rq.url = url;
+	rq.body = body;
+	rq.body_len = strlen(body);
+	rq.headers = (struct http_header[]){ { "Content-Type",
+	    "application/x-www-form-urlencoded" } };
+	rq.nheaders = 1;
+	ok = prov_fetch_add(f, &rq, aks_assert_done, ch);
+	memset(body, 0, strlen(body));
+	free(body);
+	return ok;
+}
+
+static void
+xchg_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
+{
+	struct chain *ch = ctx;
+
+	if (!token_step(f, ch, r, e, "azure token exchange assertion", &ch->base))
+		return;
+	creds_cache_put(BASE_XCHG, "", &ch->base);
+	if (!aks_assert(f, ch))
+		free(ch);
+}
+
+/* Step 1: fleetd's own token for the exchange audience (cached). */
+static bool
+aks_exchange(struct prov_fetch *f, struct chain *ch)
+{
+	if (creds_cache_get(BASE_XCHG, "", &ch->base))
+		return aks_assert(f, ch);
+	return azure_app_token(f, ch, cfg.azure_tenant ? cfg.azure_tenant : "common",
+	    XCHG_SCOPE, xchg_done);
+}
+
+static void
+mi_lookup_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
+{
+	struct chain *ch = ctx;
+	struct prov_creds id = { 0 };
+	struct err pe = { 0 };
+	json_t *j = NULL;
+	const char *cid;
+	char why[400];
+
+	if (e != NULL) {
+		chain_fail(f, ch, e);
+		return;
+	}
+	if (r->status != 200) {
+		creds_json_error(r, why, sizeof(why));
+		err_set(&pe, r->status == 404 ? 404 : 401, r->status == 404 ? "prov.not_found" :
+		    "prov.unauthorized", "managed identity %s cannot be read: %s", ch->role, why);
+		chain_fail(f, ch, &pe);
+		return;
+	}
+	j = json_loadb(r->body ? r->body : "", r->body_len, 0, NULL);
+	cid = json_string_value(json_object_get(json_object_get(j, "properties"), "clientId"));
+	if (cid == NULL || cid[0] == '\0' || strlen(cid) >= sizeof(ch->mi_client)) {
+		json_decref(j);
+		err_set(&pe, 502, "prov.bad_answer", "managed identity answer lacks a client id");
+		chain_fail(f, ch, &pe);
+		return;
+	}
+	snprintf(ch->mi_client, sizeof(ch->mi_client), "%s", cid);
+	json_decref(j);
+	snprintf(id.bearer, sizeof(id.bearer), "%s", ch->mi_client);
+	id.expires = (double)time(NULL) + 86400;
+	creds_cache_put(MI_IDS, ch->role, &id);
+	if (!aks_exchange(f, ch))
+		free(ch);
+}
+
+static bool
+mi_lookup(struct prov_fetch *f, struct chain *ch)
+{
+	char url[1024];
+	struct http_req rq = { 0 };
+
+	snprintf(url, sizeof(url), "%s%s?api-version=" API_MSI, cfg.arm_url, ch->role);
+	rq.url = url;
+	rq.bearer = ch->base.bearer;
+	return prov_fetch_add(f, &rq, mi_lookup_done, ch);
+}
+
+static void
+arm_base_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
+{
+	struct chain *ch = ctx;
+
+	if (!token_step(f, ch, r, e, "azure token", &ch->base))
+		return;
+	creds_cache_put(BASE_AZURE, ch->cloud.tenant, &ch->base);
+	if (ch->out == NULL) {	/* base token only */
+		memset(ch, 0, sizeof(*ch));
+		free(ch);
+		return;
+	}
+	if (!mi_lookup(f, ch))
+		free(ch);
+}
+
+static void
+set_client(struct chain *ch, const char *v)
+{
+	size_t n = strnlen(v, sizeof(ch->mi_client) - 1);
+
+	memcpy(ch->mi_client, v, n);
+	ch->mi_client[n] = '\0';
+}
+
+static bool
+aks_start(struct prov_fetch *f, struct chain *ch)
+{
+	struct prov_creds id;
+
+	if (strchr(ch->role, '/') == NULL) {	/* already a client id */
+		set_client(ch, ch->role);
+		return aks_exchange(f, ch);
+	}
+	if (creds_cache_get(MI_IDS, ch->role, &id)) {
+		set_client(ch, id.bearer);
+		return aks_exchange(f, ch);
+	}
+	if (creds_cache_get(BASE_AZURE, ch->cloud.tenant, &ch->base))
+		return mi_lookup(f, ch);
+	return azure_app_token(f, ch, ch->cloud.tenant, ARM_SCOPE, arm_base_done);
 }
 
 /* ---- HyperPod */
@@ -347,7 +513,7 @@ prov_creds_begin(struct prov_fetch *f, const struct prov_cloud *c, const char *r
 
 	if (role == NULL)
 		role = c->control_plane_role;
-	if (role[0] == '\0' && strcmp(c->provider, "aks") != 0)
+	if (role[0] == '\0')
 		return err_set(e, 409, "prov.no_identity", "cloud has no control-plane identity");
 	if (creds_cache_get(c->id, role, out))
 		return true;
@@ -363,7 +529,11 @@ prov_creds_begin(struct prov_fetch *f, const struct prov_cloud *c, const char *r
 		else
 			ok = gcp_oauth(f, ch, e);
 	} else if (strcmp(c->provider, "aks") == 0) {
-		ok = azure_token(f, ch);
+		if (c->tenant[0] == '\0') {
+			free(ch);
+			return err_set(e, 400, "prov.bad_account", "aks cloud has no tenant");
+		}
+		ok = aks_start(f, ch);
 	} else if (strcmp(c->provider, "hyperpod") == 0) {
 		ok = sts_assume(f, ch, e);
 	} else {
@@ -393,7 +563,8 @@ run_one(const struct prov_cloud *c, const char *role, struct prov_creds *out,
 		if (ch == NULL)
 			abort();
 		ch->cloud = *c;
-		ok = strcmp(c->provider, "gke") == 0 ? gcp_oauth(&f, ch, e) : azure_token(&f, ch);
+		ok = strcmp(c->provider, "gke") == 0 ? gcp_oauth(&f, ch, e) :
+		    azure_app_token(&f, ch, c->tenant, ARM_SCOPE, arm_base_done);
 		if (!ok) {
 			if (f.failed)
 				*e = f.err;
@@ -432,30 +603,21 @@ prov_gcp_base_token(struct prov_creds *out, struct err *e)
 }
 
 bool
-prov_azure_base_token(struct prov_creds *out, struct err *e)
+creds_azure_arm_token(const char *tenant, struct prov_creds *out, struct err *e)
 {
 	struct prov_cloud c = { .provider = "aks" };
 
-	if (creds_cache_get(BASE_AZURE, "", out))
+	snprintf(c.tenant, sizeof(c.tenant), "%s", tenant);
+	if (creds_cache_get(BASE_AZURE, c.tenant, out))
 		return true;
 	if (!run_one(&c, NULL, NULL, true, e))
 		return false;
-	return creds_cache_get(BASE_AZURE, "", out) ||
+	return creds_cache_get(BASE_AZURE, c.tenant, out) ||
 	    err_set(e, 502, "prov.no_token", "azure token not obtained");
 }
 
-void
-creds_gcp_iam_url(char *out, size_t n)
+bool
+prov_azure_base_token(struct prov_creds *out, struct err *e)
 {
-	const char *u = cfg.gcp_iamcredentials_url;
-	size_t l = u ? strlen(u) : 0, k = strlen("iamcredentials");
-
-	/* config has no separate IAM URL: cloudsim serves it beside iamcredentials, Google
-	 * at iam.googleapis.com beside iamcredentials.googleapis.com */
-	if (l >= k && strcmp(u + l - k, "iamcredentials") == 0)
-		snprintf(out, n, "%.*siam", (int)(l - k), u);
-	else if (u != NULL && strstr(u, "iamcredentials.googleapis.com") != NULL)
-		snprintf(out, n, "https://iam.googleapis.com");
-	else
-		snprintf(out, n, "%s", u ? u : "https://iam.googleapis.com");
+	return creds_azure_arm_token(cfg.azure_tenant ? cfg.azure_tenant : "common", out, e);
 }

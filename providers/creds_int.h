@@ -25,7 +25,7 @@ bool	 prov_aws_parse_assume_role(const char *body, size_t len, struct prov_creds
 	    struct err *e);
 /* Token endpoint answer {access_token, expires_in} or {accessToken, expireTime}. */
 bool	 prov_parse_token(const char *body, size_t len, struct prov_creds *out, struct err *e);
-/* GCP IAM base URL (derived from the iamcredentials URL; see creds_flow.c). */
-void	 creds_gcp_iam_url(char *out, size_t n);
+/* fleetd's own ARM token in tenant (client secret; cached per tenant). */
+bool	 creds_azure_arm_token(const char *tenant, struct prov_creds *out, struct err *e);
 
 #endif

@@ -407,14 +407,13 @@ static bool
 check_sa(const struct prov_cloud *c, const char *email, const char *kind, const char *bearer,
     json_t *checks, struct err *e)
 {
-	char url[1024], base[512], why[400], check[64], ptr[64];
+	char url[1024], why[400], check[64], ptr[64];
 	struct http_req rq = { 0 };
 	struct http_resp r;
 	json_t *sa = NULL;
 	bool ok = false;
 
-	creds_gcp_iam_url(base, sizeof(base));
-	snprintf(url, sizeof(url), "%s/v1/projects/%s/serviceAccounts/%s", base,
+	snprintf(url, sizeof(url), "%s/v1/projects/%s/serviceAccounts/%s", cfg.gcp_iam_url,
 	    c->project, email);
 	snprintf(ptr, sizeof(ptr), "/%s", kind);
 	rq.url = url;

@@ -1,6 +1,7 @@
 /* test_drivers_cloudsim: each driver and the Kubernetes client against a real cloudsim
  * with the test fleet — capacity equal to cloudsim's ground truth, paging, expired tokens,
- * 429 with Retry-After, a hanging endpoint, a wrong CA, and phase-2 checks. */
+ * 429 with Retry-After, a hanging endpoint, a wrong CA, and phase-2 checks (the AKS pair by
+ * workload identity federation). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,8 +54,8 @@ member(const char *name, const char *cloud_id, struct member *m)
 		snprintf(acct, sizeof(acct), "{\"account_id\":\"%s\"}", jget(c, "account"));
 	assert_true(prov_cloud_fill(&m->cloud, cloud_id, prov, jget(c, "region"), acct,
 	    "ext-0123456789abcdef0123", strcmp(prov, "gke") == 0 ?
-	    jget(c, "iam.control_plane.service_account") : strcmp(prov, "aks") == 0 ? "" :
-	    jget(c, "iam.control_plane.role_arn"), strcmp(prov, "gke") == 0 ?
+	    jget(c, "iam.control_plane.service_account") : strcmp(prov, "aks") == 0 ?
+	    jget(c, "iam.control_plane.resource_id") : jget(c, "iam.control_plane.role_arn"), strcmp(prov, "gke") == 0 ?
 	    jget(c, "iam.cluster_role.service_account") : strcmp(prov, "aks") == 0 ?
 	    jget(c, "iam.cluster_role.resource_id") : jget(c, "iam.cluster_role.role_arn"), &e));
 	m->k = (struct prov_cluster){ cloud_id, name, jget(c, "api_server"), L.ca_pem,
@@ -401,36 +402,113 @@ test_verify_gke(void **state)
 	json_decref(checks);
 }
 
-/* cloudsim has no control-plane managed identity (its AKS control plane is an app
- * registration), so only the token and the cluster identity checks can pass here. */
+static long
+sim_azure(const char *rid, const char *fields)
+{
+	char body[1200];
+
+	snprintf(body, sizeof(body), "{\"provider\":\"azure\",\"resource_id\":\"%s\",%s}", rid,
+	    fields);
+	return csl_sim(&L, "POST", "/_sim/iam", body, NULL);
+}
+
+static bool
+verify_aks(struct member *m, const char *cp, const char *cl, json_t **checks, struct err *e)
+{
+	json_decref(*checks);
+	*checks = json_array();
+	memset(e, 0, sizeof(*e));
+	return prov_aks_ops.verify_pair(&m->cloud, cp, cl, *checks, e);
+}
+
+/* The AKS pair: the control-plane managed identity's token by workload identity
+ * federation, both identities tagged with the cloud id. */
 static void
 test_verify_aks(void **state)
 {
 	struct member m;
-	json_t *checks = json_array();
+	json_t *checks = NULL, *c;
 	struct err e = { 0 };
-	char body[600], cp[400];
+	char fields[400], gone[400];
+	const char *cp, *cl;
+	size_t i;
 
 	(void)state;
 	member(NAMES[1], IDS[1], &m);
-	snprintf(cp, sizeof(cp), "/subscriptions/%s/resourceGroups/%s/providers/"
-	    "Microsoft.ManagedIdentity/userAssignedIdentities/fleet-cp-missing",
-	    m.cloud.subscription, m.cloud.resource_group);
-	assert_false(prov_aks_ops.verify_pair(&m.cloud, cp, m.cloud.cluster_role, checks, &e));
+	cp = m.cloud.control_plane_role;
+	cl = m.cloud.cluster_role;
+	/* untagged: the token is obtained, both tag checks fail */
+	assert_false(verify_aks(&m, cp, cl, &checks, &e));
 	assert_int_equal(e.status, 422);
 	assert_true(check_ok(checks, "control_plane_token"));
+	assert_true(check_ok(checks, "control_plane_role_exists"));
+	assert_false(check_ok(checks, "control_plane_role_cloud_tag"));
+	assert_false(check_ok(checks, "cluster_role_cloud_tag"));
+	/* missing tag on the control plane only */
+	snprintf(fields, sizeof(fields), "\"tags\":{\"fleet.io/cloud-id\":\"%s\"}", IDS[1]);
+	assert_int_equal(sim_azure(cl, fields), 200);
+	assert_false(verify_aks(&m, cp, cl, &checks, &e));
+	assert_true(check_ok(checks, "cluster_role_cloud_tag"));
+	assert_false(check_ok(checks, "control_plane_role_cloud_tag"));
+	/* happy path */
+	assert_int_equal(sim_azure(cp, fields), 200);
+	if (!verify_aks(&m, cp, cl, &checks, &e))
+		fail_msg("happy path: %s %s", e.code, json_dumps(checks, 0));
+	json_array_foreach(checks, i, c)
+		assert_true(json_is_true(json_object_get(c, "ok")));
+	/* no federated credential: 422 naming control_plane_token and what to create */
+	assert_int_equal(sim_azure(cp, "\"federated_identity_credentials\":[]"), 200);
+	assert_false(verify_aks(&m, cp, cl, &checks, &e));
+	assert_int_equal(e.status, 422);
+	assert_string_equal(e.code, "iam.verification_failed");
+	assert_false(check_ok(checks, "control_plane_token"));
+	assert_true(check_ok(checks, "control_plane_role_cloud_tag"));	/* read by fleetd */
+	assert_true(check_ok(checks, "cluster_role_cloud_tag"));
+	json_array_foreach(checks, i, c)
+		if (strcmp(jget(c, "check"), "control_plane_token") == 0) {
+			assert_non_null(strstr(jget(c, "message"), "AADSTS70021"));
+			assert_non_null(strstr(jget(c, "message"), "api://AzureADTokenExchange"));
+			assert_string_equal(jget(c, "pointer"), "/control_plane_role");
+		}
+	/* the poller's credentials fail the same way, then work once the credential is back */
+	{
+		struct prov_creds cr;
+
+		prov_creds_invalidate(IDS[1]);
+		assert_false(prov_creds_get(&m.cloud, NULL, &cr, &e));
+		assert_int_equal(e.status, 401);
+	}
+	snprintf(fields, sizeof(fields), "\"federated_subject\":\"%s\"", cfg.azure_client_id);
+	assert_int_equal(sim_azure(cp, fields), 200);
+	if (!verify_aks(&m, cp, cl, &checks, &e))
+		fail_msg("retry after the fix: %s %s", e.code, json_dumps(checks, 0));
+	/* the same identity twice */
+	assert_false(verify_aks(&m, cp, cp, &checks, &e));
+	assert_false(check_ok(checks, "identities_distinct"));
+	/* an identity that does not exist */
+	snprintf(gone, sizeof(gone), "/subscriptions/%s/resourceGroups/%s/providers/"
+	    "Microsoft.ManagedIdentity/userAssignedIdentities/fleet-cp-missing",
+	    m.cloud.subscription, m.cloud.resource_group);
+	assert_false(verify_aks(&m, gone, cl, &checks, &e));
+	assert_false(check_ok(checks, "control_plane_token"));
 	assert_false(check_ok(checks, "control_plane_role_exists"));
 	assert_true(check_ok(checks, "cluster_role_exists"));
-	assert_false(check_ok(checks, "cluster_role_cloud_tag"));
+	/* wrong tenant: another tenant cloudsim knows, then one it does not */
+	snprintf(m.cloud.tenant, sizeof(m.cloud.tenant), "9c0d1e2f-3a4b-4c5d-8e6f-7a8b9c0d1e2f");
+	assert_false(verify_aks(&m, cp, cl, &checks, &e));
+	assert_int_equal(e.status, 422);
+	assert_false(check_ok(checks, "control_plane_token"));
+	assert_false(check_ok(checks, "control_plane_role_exists"));
+	json_array_foreach(checks, i, c)
+		if (strcmp(jget(c, "check"), "control_plane_role_exists") == 0)
+			assert_non_null(strstr(jget(c, "message"), "wrong issuer"));
+	snprintf(m.cloud.tenant, sizeof(m.cloud.tenant), "00000000-1111-4222-8333-444444444444");
+	assert_false(verify_aks(&m, cp, cl, &checks, &e));
+	assert_int_equal(e.status, 422);
+	assert_false(check_ok(checks, "control_plane_token"));
+	assert_false(check_ok(checks, "cluster_role_exists"));
 	json_decref(checks);
-	snprintf(body, sizeof(body), "{\"provider\":\"azure\",\"resource_id\":\"%s\",\"tags\":"
-	    "{\"fleet.io/cloud-id\":\"%s\"}}", m.cloud.cluster_role, IDS[1]);
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
-	checks = json_array();
-	memset(&e, 0, sizeof(e));
-	assert_false(prov_aks_ops.verify_pair(&m.cloud, cp, m.cloud.cluster_role, checks, &e));
-	assert_true(check_ok(checks, "cluster_role_cloud_tag"));
-	json_decref(checks);
+	prov_creds_invalidate(IDS[1]);
 }
 
 static void
