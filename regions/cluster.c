@@ -318,10 +318,20 @@ cluster_replace(struct db *c, const char *id, const struct cluster_input *in, js
 	    " WHERE id = $1::uuid AND (api_server, ca_cert, provider_cluster_id, labels,"
 	    " batch_scheduler) IS DISTINCT FROM ($2, $3, $5, $6::jsonb, $7) OR (id = $1::uuid"
 	    " AND $4::text IS NOT NULL)";
-	char *sealed = NULL, *labels = NULL;
-	bool ok = false;
+	struct err ce = { 0 };
+	char *sealed = NULL, *labels = NULL, *cur = NULL;
+	bool ok = false, same;
 
-	if (in->token != NULL && !seal_token(id, in->token, &sealed, e))
+	/* credentials are write-only, so Terraform sends them on every apply: the same token
+	 * again is no change (same version, no audit row); an unreadable one is replaced */
+	if (in->token != NULL)
+		cur = cluster_token(c, id, &ce);
+	same = cur != NULL && strcmp(cur, in->token) == 0;
+	if (cur != NULL) {
+		memset(cur, 0, strlen(cur));
+		free(cur);
+	}
+	if (in->token != NULL && !same && !seal_token(id, in->token, &sealed, e))
 		return false;
 	labels = (in->labels ? json_dumps(in->labels, JSON_COMPACT) : strdup("{}"));
 	{

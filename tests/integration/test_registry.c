@@ -1116,6 +1116,10 @@ test_cloud_put_delete(void **state)
 		    version + 1);
 		assert_string_equal(jpath(R.json, "labels.team"), "infra");
 		expect_audit("cluster.update", clusters[1]);
+		/* the same body again, the same token included: nothing changes */
+		assert_int_equal(call("PUT", cpath, admin, b, NULL), 200);
+		assert_int_equal(json_integer_value(json_object_get(R.json, "version")),
+		    version + 1);
 		free(b);
 		b = cluster_body("test-aks-eus", "renamed", NULL, NULL, NULL, lab);
 		call("PUT", cpath, admin, b, NULL);
