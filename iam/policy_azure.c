@@ -1,4 +1,5 @@
-/* policy_azure: the AKS cloud's managed identities, role definitions and assignments.
+/* policy_azure: the AKS cloud's managed identities (the control plane's with fleetd's
+ * federated credential), role definitions and assignments.
  * Subscription-level reads (compute SKUs, usages) cannot be granted at a resource group,
  * so they get their own role, assignable only at the subscription and holding nothing else. */
 #include <stdio.h>
@@ -43,7 +44,9 @@ identity(const struct iam_policy_input *in, const struct policy_names *n,
 }
 
 /* fleetd signs in as the control-plane identity by workload identity federation: its own
- * Entra token (issuer: fleetd's tenant, subject: its service principal) is the assertion. */
+ * Entra token for api://AzureADTokenExchange (issuer: fleetd's tenant, subject: its service
+ * principal) is the client assertion of a client_credentials request for the identity's
+ * client id. Terraform: azurerm_federated_identity_credential with these fields. */
 static json_t *
 federation(const struct iam_policy_input *in)
 {
@@ -59,7 +62,7 @@ json_t *
 policy_azure(const struct iam_policy_input *in, const struct policy_names *n)
 {
 	const struct iam_account *a = &in->account;
-	char rg[200], sub[80], rname[128], cname[128], rdesc[256], cdesc[256];
+	char rg[200], sub[80], rname[128], cname[128], rdesc[256], cdesc[256], cp_id[400];
 
 	snprintf(sub, sizeof(sub), "/subscriptions/%s", a->azure_subscription_id);
 	snprintf(rg, sizeof(rg), "%s/resourceGroups/%s", sub, a->azure_resource_group);
@@ -72,8 +75,10 @@ policy_azure(const struct iam_policy_input *in, const struct policy_names *n)
 	    a->azure_resource_group);
 	snprintf(cdesc, sizeof(cdesc), "Compute SKUs and usages (quota) fleetd reads for "
 	    "cloud %s; subscription-level by Azure's design, nothing else.", in->cloud_id);
+	snprintf(cp_id, sizeof(cp_id), "%s/providers/Microsoft.ManagedIdentity/"
+	    "userAssignedIdentities/fleet-%s-%s-control-plane", rg, n->env, n->id8);
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:[o, o],"
-	    " s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}",
+	    " s:[{s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}, {s:s, s:s, s:s, s:s}]}",
 	    "provider", "aks", "cloud_id", in->cloud_id, "region", in->region,
 	    "subscription_id", a->azure_subscription_id, "tenant_id", a->azure_tenant_id,
 	    "resource_group_id", rg, "tags", tags(in),
@@ -90,5 +95,10 @@ policy_azure(const struct iam_policy_input *in, const struct policy_names *n)
 	    "role_definition_name", rname, "scope", rg, "assignee", "control_plane_identity",
 	    "principal_type", "ServicePrincipal",
 	    "role_definition_name", cname, "scope", sub, "assignee", "control_plane_identity",
+	    "principal_type", "ServicePrincipal",
+	    /* fleetd's own service principal (the federated credential's subject) reads the
+	     * control-plane identity's client id, the client_id of its federated sign-in,
+	     * on that one identity only */
+	    "role_definition_name", "Reader", "scope", cp_id, "assignee", "fleetd",
 	    "principal_type", "ServicePrincipal");
 }

@@ -308,9 +308,25 @@ test_azure_scoped(void **state)
 		if (!iam_identity_valid("aks", ids[i], str_at(id, "id"), &azure_in.account, &e))
 			fail_msg("suggested %s rejected: %s", str_at(id, "id"), e.msg);
 	}
+	/* the federated credential fleetd signs in with: its tenant, its principal, the
+	 * token-exchange audience; the node identity trusts nobody */
 	assert_string_equal(str_at(doc, "control_plane_identity/federated_identity_credentials"
 	    "/0/issuer"), "https://login.microsoftonline.com/11111111-2222-4333-8444-"
 	    "555555555555/v2.0");
+	assert_string_equal(str_at(doc, "control_plane_identity/federated_identity_credentials"
+	    "/0/subject"), azure_in.fleetd_principal);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(doc,
+	    "control_plane_identity"), "federated_identity_credentials")), 1);
+	assert_string_equal(str_at(doc, "control_plane_identity/federated_identity_credentials"
+	    "/0/audiences/0"), "api://AzureADTokenExchange");
+	assert_null(json_object_get(json_object_get(doc, "cluster_identity"),
+	    "federated_identity_credentials"));
+	/* fleetd itself reads only the control-plane identity (its client id) */
+	assert_int_equal(json_array_size(json_object_get(doc, "role_assignments")), 3);
+	assert_string_equal(str_at(doc, "role_assignments/2/scope"),
+	    str_at(doc, "control_plane_identity/id"));
+	assert_string_equal(str_at(doc, "role_assignments/2/role_definition_name"), "Reader");
+	assert_string_equal(str_at(doc, "role_assignments/2/assignee"), "fleetd");
 	json_decref(doc);
 }
 
