@@ -215,7 +215,14 @@ function main() {
     process.exit(2);
   }
   const ctx = loadSpec(specPath);
-  const lines = fs.readFileSync(logPath, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  let text;
+  try {
+    text = fs.readFileSync(logPath, 'utf8');
+  } catch (e) {
+    console.error(`openapi validate: cannot read ${logPath}: ${e.message}`);
+    process.exit(1);
+  }
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
   const ops = new Set();
   let failed = 0, checked = 0;
   lines.forEach((line, i) => {
