@@ -48,7 +48,7 @@ def account_of(c):
     if c["provider"] == "gke":
         return {"project": c["project"]}
     if c["provider"] == "aks":
-        return {"subscription_id": c["subscription"], "tenant_id": c["iam"]["control_plane"].get("tenant_id", c.get("tenant")),
+        return {"subscription_id": c["subscription"], "tenant_id": c["iam"]["control_plane"]["tenant_id"],
                 "resource_group": c["resource_group"]}
     return {"account_id": c["account"]}
 
@@ -58,8 +58,7 @@ def identities(c):
     if c["provider"] == "gke":
         return iam["control_plane"]["service_account"], iam["cluster_role"]["service_account"]
     if c["provider"] == "aks":
-        cp = iam["control_plane"]
-        return cp.get("resource_id") or cp.get("client_id"), iam["cluster_role"]["resource_id"]
+        return iam["control_plane"]["resource_id"], iam["cluster_role"]["resource_id"]
     return iam["control_plane"]["role_arn"], iam["cluster_role"]["role_arn"]
 
 
@@ -74,10 +73,13 @@ def prepare_identities(c, cloud):
         must(*call("POST", sim["cloudsim_url"] + "/_sim/iam", {"provider": "gcp", "service_account": cl,
              "description": f"fleet.io/cloud-id={cid}"}, False), "sim iam")
     elif c["provider"] == "aks":
-        for rid in (cp, cl):
-            if rid and rid.startswith("/subscriptions/"):
-                must(*call("POST", sim["cloudsim_url"] + "/_sim/iam", {"provider": "azure", "resource_id": rid,
-                     "tags": tags}, False), "sim iam")
+        # azurerm_federated_identity_credential on the control-plane identity, exactly as
+        # iam.required names it (fleetd's tenant as issuer, its service principal as subject)
+        fics = cloud["iam"]["required"]["control_plane_identity"]["federated_identity_credentials"]
+        must(*call("POST", sim["cloudsim_url"] + "/_sim/iam", {"provider": "azure", "resource_id": cp,
+             "tags": tags, "federated_identity_credentials": fics}, False), "sim iam")
+        must(*call("POST", sim["cloudsim_url"] + "/_sim/iam", {"provider": "azure", "resource_id": cl,
+             "tags": tags}, False), "sim iam")
     else:
         must(*call("POST", sim["cloudsim_url"] + "/_sim/iam", {"provider": "aws", "role_arn": cp,
              "external_id": ext, "tags": tags}, False), "sim iam")
