@@ -367,11 +367,12 @@ tag(const struct prov *p, const char *identity, const char *cloud_id)
 	assert_int_equal(sim(body), 200);
 }
 
-/* Lets fleetd in: GCP token creator; AWS trust with the cloud's external id. */
+/* Lets fleetd in as the control plane: GCP token creator; AWS trust with the cloud's
+ * external id; Azure the federated credentials of iam.required (fic: a JSON list). */
 static void
-trust(const struct prov *p, const char *cp, const char *external_id)
+trust(const struct prov *p, const char *cp, const char *external_id, const char *fic)
 {
-	char body[800];
+	char body[2048];
 
 	if (strcmp(p->name, "gke") == 0)
 		snprintf(body, sizeof(body), "{\"provider\":\"gcp\",\"service_account\":\"%s\","
@@ -380,8 +381,21 @@ trust(const struct prov *p, const char *cp, const char *external_id)
 		snprintf(body, sizeof(body), "{\"provider\":\"aws\",\"role_arn\":\"%s\","
 		    "\"external_id\":\"%s\"}", cp, external_id);
 	else
-		return;		/* fleetd's own app signs in to the cloud's tenant */
+		snprintf(body, sizeof(body), "{\"provider\":\"azure\",\"resource_id\":\"%s\","
+		    "\"federated_identity_credentials\":%s}", cp, fic);
 	assert_int_equal(sim(body), 200);
+}
+
+/* iam.required's federated credentials of the control-plane identity (Azure), or "[]". */
+static void
+required_fic(char *out, size_t n)
+{
+	json_t *f = json_object_get(json_object_get(json_object_get(json_object_get(R.json,
+	    "iam"), "required"), "control_plane_identity"), "federated_identity_credentials");
+	char *s = f ? json_dumps(f, JSON_COMPACT) : NULL;
+
+	snprintf(out, n, "%s", s ? s : "[]");
+	free(s);
 }
 
 /* ---- setup */
@@ -648,14 +662,19 @@ test_phase2_grammar(void **state)
 static void
 flow(struct prov *p)
 {
-	char checks[512], path[128], ext_a[80], ext_b[80];
+	char checks[512], path[128], ext_a[80], ext_b[80], fic_a[1024], fic_b[1024];
+	bool aks = strcmp(p->name, "aks") == 0;
 
 	snprintf(path, sizeof(path), "/v1/clouds/%s", p->cloud_a);
 	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
 	snprintf(ext_a, sizeof(ext_a), "%s", jpath(R.json, "external_id"));
+	required_fic(fic_a, sizeof(fic_a));
 	snprintf(path, sizeof(path), "/v1/clouds/%s", p->cloud_b);
 	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
 	snprintf(ext_b, sizeof(ext_b), "%s", jpath(R.json, "external_id"));
+	required_fic(fic_b, sizeof(fic_b));
+	if (aks)
+		assert_string_not_equal(fic_a, "[]");
 
 	/* 1. nothing tagged yet: both tag checks fail */
 	phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false);
@@ -665,26 +684,34 @@ flow(struct prov *p)
 	assert_non_null(strstr(checks, "cluster_role_cloud_"));
 	assert_unlocked(p->cloud_a);
 
-	/* 2. the control plane tagged, but it trusts the wrong secret (AWS: another external
-	 * id; GCP: fleetd is no token creator; Azure: the tag names another cloud) */
-	tag(p, p->cp_a, strcmp(p->name, "aks") == 0 ? p->cloud_b : p->cloud_a);
-	if (strcmp(p->name, "hyperpod") == 0)
-		trust(p, p->cp_a, ext_b);
+	/* 2. the control plane tagged, but fleetd may not act as it (AWS: another external
+	 * id; GCP: fleetd is no token creator; Azure: no federated credential) */
+	tag(p, p->cp_a, p->cloud_a);
+	if (strcmp(p->name, "gke") != 0)
+		trust(p, p->cp_a, ext_b, "[]");
 	phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false);
 	failed_checks(checks, sizeof(checks));
 	print_message("%s wrong secret: %s (%s)\n", p->name, checks,
 	    jpath(R.json, "errors.0.detail"));
-	assert_string_equal(jpath(R.json, "errors.0.check"), strcmp(p->name, "aks") == 0 ?
-	    "control_plane_role_cloud_tag" : strcmp(p->name, "gke") == 0 ?
-	    "control_plane_token" : "control_plane_assume");
+	assert_string_equal(jpath(R.json, "errors.0.check"), strcmp(p->name, "hyperpod") == 0 ?
+	    "control_plane_assume" : "control_plane_token");
 	assert_string_equal(jpath(R.json, "errors.0.pointer"), "/control_plane_role");
-	assert_non_null(strstr(jpath(R.json, "errors.0.detail"), strcmp(p->name, "aks") == 0 ?
-	    p->cloud_b : strcmp(p->name, "gke") == 0 ? "TokenCreator" : ext_a));
+	assert_non_null(strstr(jpath(R.json, "errors.0.detail"), aks ? "federated" :
+	    strcmp(p->name, "gke") == 0 ? "TokenCreator" : ext_a));
 	assert_unlocked(p->cloud_a);
+	if (aks) {	/* and a tag naming another cloud is refused as such */
+		trust(p, p->cp_a, NULL, fic_a);
+		tag(p, p->cp_a, p->cloud_b);
+		phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false);
+		failed_checks(checks, sizeof(checks));
+		assert_string_equal(checks, "control_plane_role_cloud_tag,cluster_role_cloud_tag");
+		assert_non_null(strstr(jpath(R.json, "errors.0.detail"), p->cloud_b));
+		assert_unlocked(p->cloud_a);
+	}
 
 	/* 3. the secret fixed, the cluster role still untagged: exactly that check fails */
 	tag(p, p->cp_a, p->cloud_a);
-	trust(p, p->cp_a, ext_a);
+	trust(p, p->cp_a, ext_a, fic_a);
 	phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false);
 	failed_checks(checks, sizeof(checks));
 	print_message("%s missing tag: %s\n", p->name, checks);
@@ -731,7 +758,7 @@ flow(struct prov *p)
 	assert_string_equal(jpath(R.json, "iam.control_plane_role"), p->cp_a);
 	tag(p, p->cp_b, p->cloud_a);
 	tag(p, p->cl_b, p->cloud_a);
-	trust(p, p->cp_b, ext_a);
+	trust(p, p->cp_b, ext_a, fic_a);
 	if (phase2(admin, p->cloud_a, p->cp_b, p->cl_b, true) != 200)
 		fail_msg("%s rotate: %ld %s", p->name, R.status, R.body);
 	assert_string_equal(jpath(R.json, "iam.control_plane_role"), p->cp_b);
@@ -755,7 +782,7 @@ flow(struct prov *p)
 	failed_checks(checks, sizeof(checks));
 	tag(p, p->cp_a, p->cloud_b);
 	tag(p, p->cl_a, p->cloud_b);
-	trust(p, p->cp_a, ext_b);
+	trust(p, p->cp_a, ext_b, fic_b);
 	if (phase2(admin, p->cloud_b, p->cp_a, p->cl_a, false) != 200)
 		fail_msg("%s cloud b: %ld %s", p->name, R.status, R.body);
 	expect_audit("cloud.iam.lock", p->cloud_b);
