@@ -31,8 +31,9 @@ def parse():
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--settle", type=int, default=240, help="seconds for jobs to settle")
-    ap.add_argument("--transitional", type=int, default=120,
-                    help="longest allowed stay in admitted/dispatched/preempted/moving")
+    ap.add_argument("--transitional", type=int, default=75,
+                    help="longest allowed stay in admitted/dispatched/preempted/moving (the"
+                    " clusters' stockout timeout is 30 s)")
     ap.add_argument("--faults", default="all", help="faults suite: comma list or all")
     ap.add_argument("--fault-seconds", type=float, default=8)
     ap.add_argument("--db-outages", type=int, default=1)

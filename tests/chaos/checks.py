@@ -98,17 +98,22 @@ def consistency(sim, ck):
     n = sim.sql1("SELECT count(*) FROM jobs WHERE state IN ('admitted','dispatched','running')"
                  " AND (cluster_id IS NULL OR placement IS NULL)")
     ck.ok("no job admitted/dispatched/running without a placement", n == "0", f"{n} jobs")
-    # per node: accelerators of every active job's allocations <= what the node has
-    rows = sim.sql(
-        "SELECT k.name, a->>'node', sum((a->>'pods')::int * coalesce((j.spec->'worker_groups'->"
-        "((a->>'group')::int - 1)->'accelerator'->>'count')::int, 0)), max(c.accel_per_node),"
-        " string_agg(j.name, ',') FROM jobs j JOIN clusters k ON k.id = j.cluster_id CROSS JOIN"
-        " LATERAL jsonb_array_elements(j.placement->'allocs') a LEFT JOIN capacity c ON c.cluster_id ="
-        " j.cluster_id AND c.pool = a->>'pool' WHERE j.state IN ('admitted','dispatched','running')"
-        " AND (a->>'group')::int > 0 GROUP BY 1, 2")
+    # per node and per pool: accelerators of every active job's worker allocations fit
+    base = ("FROM jobs j JOIN clusters k ON k.id = j.cluster_id CROSS JOIN LATERAL"
+            " jsonb_array_elements(j.placement->'allocs') a LEFT JOIN capacity c ON c.cluster_id ="
+            " j.cluster_id AND c.pool = a->>'pool' WHERE j.state IN ('admitted','dispatched',"
+            "'running') AND (a->>'group')::int > 0")
+    used = ("sum((a->>'pods')::int * coalesce((j.spec->'worker_groups'->((a->>'group')::int - 1)"
+            "->'accelerator'->>'count')::int, 0))")
+    rows = sim.sql(f"SELECT k.name, a->>'node', {used}, max(c.accel_per_node), string_agg(j.name ||"
+                   f" '/' || j.state, ',') {base} AND a->>'node' IS NOT NULL AND NOT"
+                   " coalesce((a->>'grown')::boolean, false) GROUP BY 1, 2")
     over = [r for r in rows if r[3] not in ("", None) and int(r[2]) > int(r[3])]
-    ck.ok("no node's accelerators booked twice (reservations add up per node)", not over,
-          f"{over[:5]}")
+    rows = sim.sql(f"SELECT k.name, a->>'pool', {used}, max(c.max_nodes * c.accel_per_node),"
+                   f" string_agg(j.name || '/' || j.state, ',') {base} GROUP BY 1, 2")
+    over += [r for r in rows if r[3] not in ("", None) and int(r[2]) > int(r[3])]
+    ck.ok("no accelerator booked twice (per node, and per pool at its max size)", not over,
+          "(cluster, node or pool, booked, has, jobs): " + f"{over[:5]}")
     # per queue and flavor: usage <= nominal + borrowing limit; per cohort: <= sum nominal
     rows = sim.sql("SELECT q.name, j.placement->>'flavor', sum((j.placement->>'accel')::int) FROM"
                    " jobs j JOIN queues q ON q.id = j.queue_id WHERE j.state IN"
@@ -175,6 +180,11 @@ def secrets(sim, ck):
     and no plain database column (credentials are sealed, tokens hashed)."""
     sweep(sim)
     sim.capture.flush()
+    probe = []
+    _scan(os.path.join(sim.csdir, "clusters.json"), sim.secrets, probe)
+    ck.ok("the secret scanner finds the planted cluster tokens where they belong (clusters.json)",
+          sum(1 for p in probe if p[0].startswith("cluster token")) == len(sim.clusters),
+          f"found {probe}")
     hits = []
     _scan(os.path.join(sim.dir, "responses.jsonl"), sim.secrets, hits)
     for f in glob.glob(os.path.join(sim.dir, "fleetd-*.log")):

@@ -7,6 +7,8 @@ import json
 
 from lib import BORROW, ENV, QUOTA, CheckFailed, log
 
+STOCKOUT_S = 30
+
 
 def _account(c):
     if c["provider"] == "gke":
@@ -76,6 +78,8 @@ def register(sim):
             "credentials": {"token": c["token"]}, "provider_cluster_id": c["provider_cluster_id"],
             "batch_scheduler": c.get("batch_scheduler", "none")})
         sim.cluster_ids[c["name"]] = out["id"]
+    # a short stockout timeout, so that withdrawals happen (and are bounded) within a run
+    sim.sql(f"UPDATE clusters SET stockout_timeout_s = {STOCKOUT_S}")
     sim.api("POST", "/v1/priority-classes", {"name": "normal", "value": 100}, ok=(201, 409))
     for q, quota in QUOTA.items():
         sim.api("POST", "/v1/queues", {"name": q, "environment": ENV, "cohort": "ml",
