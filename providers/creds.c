@@ -1,5 +1,6 @@
 /* creds: credentials for a cloud's control-plane identity — GKE (key -> RS256 JWT ->
- * OAuth -> generateAccessToken), AKS (Entra client credentials -> ARM token), HyperPod
+ * OAuth -> generateAccessToken), AKS (fleetd's Entra token as the client assertion of the
+ * control-plane managed identity's federated credential -> its ARM token), HyperPod
  * (STS AssumeRole with the external id, SigV4) — cached per cloud and role until shortly
  * before expiry. */
 #include <pthread.h>
