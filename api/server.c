@@ -214,14 +214,17 @@ run_handler(struct request *rq, struct err *e)
 		return rq->route->fn(rq, e);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		err_clear(e);
+		bool read = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
+
 		rq->db = db_acquire(5000, e);
 		if (rq->db == NULL)
 			return false;
-		ok = db_begin(rq->db, e) && idem_before(rq, e);
+		/* Reads run in autocommit: one round trip each, no BEGIN/COMMIT. */
+		ok = read || (db_begin(rq->db, e) && idem_before(rq, e));
 		if (ok && rq->status == 0)
-			ok = rq->route->fn(rq, e) && idem_after(rq, e);
-		ok = ok && db_commit(rq->db, e);
-		if (!ok)
+			ok = rq->route->fn(rq, e) && (read || idem_after(rq, e));
+		ok = ok && (read || db_commit(rq->db, e));
+		if (!ok && !read)
 			db_rollback(rq->db);
 		db_release(rq->db);
 		rq->db = NULL;

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/log.h"
 #include "providers/jobspec.h"
 #include "queue/loader.h"
 
@@ -240,10 +241,8 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 	{
 		struct sched_vec head = { { 0, s.head_cpu_milli, mib(s.head_memory_bytes) } };
 
-		if (!sched_job_add_group(m, j, "cpu", 1, 1, head, e)) {
-			j = NULL;
-			goto cleanup;
-		}
+		if (!sched_job_add_group(m, j, "cpu", 1, 1, head, e))
+			goto fail;
 	}
 	for (size_t i = 0; i < s.ngroups; i++) {
 		const struct jobspec_group *g = &s.groups[i];
@@ -251,18 +250,26 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 		struct sched_vec pod = { { g->accel_flavor ? g->accel_count : 0, g->cpu_milli,
 		    mib(g->memory_bytes) } };
 
-		if (!sched_job_add_group(m, j, g->accel_flavor ? g->accel_flavor : "cpu",
-		    g->min_replicas * hosts, g->max_replicas * hosts, pod, e)) {
-			j = NULL;
-			goto cleanup;
-		}
+		int min = g->min_replicas * hosts, max = g->max_replicas * hosts;
+
+		if (max <= 0)
+			continue;	/* a group that may have no workers takes no room */
+		if (min <= 0)
+			min = hosts;	/* an elastic group starts with one replica */
+		if (!sched_job_add_group(m, j, g->accel_flavor ? g->accel_flavor : "cpu", min, max,
+		    pod, e))
+			goto fail;
 	}
-	for (size_t i = 0; j != NULL && i < s.nregions; i++)
+	for (size_t i = 0; i < s.nregions; i++)
 		if (!sched_job_allow_region(m, j, s.regions[i], e))
-			j = NULL;
-	for (size_t i = 0; j != NULL && i < s.nproviders; i++)
+			goto fail;
+	for (size_t i = 0; i < s.nproviders; i++)
 		if (!sched_job_allow_provider(m, j, s.providers[i], e))
-			j = NULL;
+			goto fail;
+	goto cleanup;
+fail:
+	j->state = SCHED_FINISHED;	/* in the model but never decided on */
+	j = NULL;
 cleanup:
 	jobspec_cleanup(&s);
 	return j;
@@ -348,8 +355,13 @@ load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
 		    atoll(PQgetvalue(r, i, 4)), pending ? SCHED_PENDING :
 		    in_flight ? SCHED_ADMITTED : SCHED_RUNNING, spec, e);
 		json_decref(spec);
-		if (j == NULL)
-			goto cleanup;
+		if (j == NULL) {
+			/* One unreadable job must not stop the environment's scheduling. */
+			log_warn(NULL, "scheduler", "job skipped", "{s:s, s:s}", "job",
+			    PQgetvalue(r, i, 0), "error", e->msg);
+			err_clear(e);
+			continue;
+		}
 		if (!pending && !PQgetisnull(r, i, 7) &&
 		    sched_model_find_cluster(m, PQgetvalue(r, i, 7)) != NULL &&
 		    !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,

@@ -80,7 +80,9 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	for (size_t i = 0; i < place->n_allocs; i++) {
 		const struct sched_alloc *a = &place->allocs[i];
 		json_t *pi = json_array_get(kp, (size_t)a->pool);
-		const struct sched_node *n = a->node >= 0 ? &k->nodes[a->node] : NULL;
+		/* A node still to grow (plans are not applied) has no index yet. */
+		const struct sched_node *n = a->node >= 0 && !a->grown &&
+		    (size_t)a->node < k->n_nodes ? &k->nodes[a->node] : NULL;
 		const char *pname = json_string_value(json_object_get(pi, "pool"));
 
 		json_array_append_new(allocs, json_pack("{s:i, s:s?, s:s?, s:i, s:b}",
@@ -115,11 +117,47 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	return out;
 }
 
+/* One statement's rows as JSON text "[row,row...", appended as decisions are made so that
+ * no tree of a whole batch is ever held. */
 struct batch {
 	const char	*sql;
-	json_t		*rows;
 	size_t		*count;		/* rows changed, added here; may be NULL */
+	char		*buf;
+	size_t		 len, cap, n;
+	bool		 oom;
 };
+
+static int
+put(const char *s, size_t n, void *arg)
+{
+	struct batch *b = arg;
+
+	if (b->len + n + 2 > b->cap) {
+		size_t cap = (b->len + n + 2) * 2;
+		char *p = realloc(b->buf, cap);
+
+		if (p == NULL) {
+			b->oom = true;
+			return -1;
+		}
+		b->buf = p;
+		b->cap = cap;
+	}
+	memcpy(b->buf + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+/* Appends row (stolen) to b. */
+static void
+add(struct batch *b, json_t *row)
+{
+	if (row == NULL || put(b->n ? "," : "[", 1, b) != 0 ||
+	    json_dump_callback(row, put, b, JSON_COMPACT) != 0)
+		b->oom = true;
+	b->n++;
+	json_decref(row);
+}
 
 /* Runs the non-empty batches in order in one transaction (victims and their preemptors
  * commit together or not at all), then empties them. */
@@ -129,52 +167,52 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 	bool ok = true, any = false;
 
 	for (int i = 0; i < n && ok; i++) {
-		const char *p[2] = { NULL, who };
+		const char *p[2] = { b[i].buf, who };
 		PGresult *r = NULL;
-		char *text;
 
-		if (json_array_size(b[i].rows) == 0)
+		if (b[i].n == 0)
 			continue;
+		if (b[i].oom || put("]", 2, &b[i]) != 0) {	/* "]" and its NUL */
+			ok = err_set(e, 500, "scheduler.oom", "out of memory");
+			break;
+		}
 		if (!any && !(ok = db_begin(c, e)))
 			break;
 		any = true;
-		text = json_dumps(b[i].rows, JSON_COMPACT);
-		p[0] = text;
 		ok = db_exec(c, b[i].sql, b[i].sql == sql_admit ? 2 : 1, p, &r, e);
 		if (ok && b[i].count != NULL && PQntuples(r) == 1)
 			*b[i].count += (size_t)atol(PQgetvalue(r, 0, 0));
 		else if (ok && b[i].count != NULL)
 			*b[i].count += (size_t)atol(PQcmdTuples(r));
 		PQclear(r);
-		free(text);
 	}
 	ok = ok && (!any || (db_exec(c, "SELECT pg_notify('fleet_dispatch', '')", 0, NULL, NULL,
 	    e) && db_commit(c, e)));
-	if (!ok)
+	if (!ok && any)
 		db_rollback(c);
 	for (int i = 0; i < n; i++)
-		json_array_clear(b[i].rows);
+		b[i].len = b[i].n = 0;
 	return ok;
 }
 
+/* Commits decisions first, first + step, ... of cy on c. */
 static bool
-commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, json_t *pools,
-	     const char *who, struct sched_stats *st, struct err *e)
+commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, size_t first,
+	     size_t step, json_t *pools, const char *who, struct sched_stats *st, struct err *e)
 {
-	json_t *admits = json_array(), *pend = json_array(), *victims = json_array();
-	struct batch both[2] = { { sql_preempt, victims, &st->preempted },
-		{ sql_admit, admits, &st->admitted } };
-	struct batch reasons = { sql_pending, pend, NULL };
+	struct batch both[2] = { { .sql = sql_preempt, .count = &st->preempted },
+		{ .sql = sql_admit, .count = &st->admitted } };
+	struct batch reasons = { .sql = sql_pending };
 	bool ok = true;
 
-	for (size_t i = 0; i < cy->n && ok; i++) {
+	for (size_t i = first; i < cy->n && ok; i += step) {
 		const struct sched_decision *d = &cy->d[i];
 		const struct sched_job *j = sched_model_job(m, (size_t)d->job);
 
 		if (d->outcome == SCHED_OUT_PENDING) {
-			json_array_append_new(pend, json_pack("{s:s, s:s}", "id", j->id, "reason",
+			add(&reasons, json_pack("{s:s, s:s}", "id", j->id, "reason",
 			    sched_reason_code(d->reason)));
-			if (json_array_size(pend) >= BATCH)
+			if (reasons.n >= BATCH)
 				ok = flush(c, &reasons, 1, who, e);
 			continue;
 		}
@@ -183,27 +221,75 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 
 			if (strchr(vid, '#') != NULL)	/* a move's reservation, not a job */
 				continue;
-			json_array_append_new(victims, json_pack("{s:s, s:s}", "id", vid,
-			    "by", j->id));
+			add(&both[0], json_pack("{s:s, s:s}", "id", vid, "by", j->id));
 		}
 		{
 			json_t *dec = sched_decision_to_json(m, d);
 			json_t *cands = json_object_get(dec, "candidates");
 
-			json_array_append_new(admits, json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
+			add(&both[1], json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
 			    "cluster", sched_model_cluster(m, (size_t)d->place.cluster)->id,
 			    "placement", scheduler_placement_json(m, &d->place, pools), "decision", dec,
 			    "candidates", cands ? json_incref(cands) : json_array()));
 			json_decref(dec);
 		}
-		if (json_array_size(admits) >= BATCH)
+		if (both[1].n >= BATCH)
 			ok = flush(c, both, 2, who, e);
 	}
 	ok = ok && flush(c, both, 2, who, e) && flush(c, &reasons, 1, who, e);
-	json_decref(admits);
-	json_decref(pend);
-	json_decref(victims);
+	free(both[0].buf);
+	free(both[1].buf);
+	free(reasons.buf);
 	return ok;
+}
+
+/* The second half of a two-lane commit, on its own connection and thread. */
+struct lane {
+	struct db		*db;
+	struct sched_model	*m;
+	const struct sched_cycle *cy;
+	json_t			*pools;
+	const char		*who;
+	struct sched_stats	 st;
+	struct err		 e;
+	bool			 ok;
+};
+
+static void *
+lane_run(void *arg)
+{
+	struct lane *l = arg;
+
+	l->ok = commit_cycle(l->db, l->m, l->cy, 1, 2, l->pools, l->who, &l->st, &l->e);
+	return NULL;
+}
+
+/* Decisions are independent rows (a preemptor and its victims share one decision), so a
+ * large cycle commits on two connections at once when the pool has one to spare: the
+ * database works on one batch while this thread builds the next. */
+static bool
+commit_lanes(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
+	     json_t *pools, const char *who, struct sched_stats *st, struct err *e)
+{
+	struct lane l = { .m = m, .cy = cy, .pools = pools, .who = who };
+	struct err busy = { 0 };
+	pthread_t t;
+	bool ok;
+
+	if (cy->n < 2 * BATCH || (l.db = db_acquire(0, &busy)) == NULL)
+		return commit_cycle(c, m, cy, 0, 1, pools, who, st, e);
+	if (pthread_create(&t, NULL, lane_run, &l) != 0) {
+		db_release(l.db);
+		return commit_cycle(c, m, cy, 0, 1, pools, who, st, e);
+	}
+	ok = commit_cycle(c, m, cy, 0, 2, pools, who, st, e);
+	pthread_join(t, NULL);
+	db_release(l.db);
+	st->admitted += l.st.admitted;
+	st->preempted += l.st.preempted;
+	if (ok && !l.ok)
+		*e = l.e;
+	return ok && l.ok;
 }
 
 bool
@@ -236,7 +322,7 @@ scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct
 	sched_cycle_run(m, a, &cy);
 	t2 = now_s();
 	st->pending = cy.n;
-	if (!commit_cycle(c, m, &cy, pools, who, st, e))
+	if (!commit_lanes(c, m, &cy, pools, who, st, e))
 		goto cleanup;
 	st->load_s = t1 - t0;
 	st->decide_s = t2 - t1;

@@ -38,7 +38,7 @@ module "prod_queues" {
       nominal_quota          = { "nvidia-h100-80gb" = 64, "tpu-v5p" = 128 }
       borrowing_limit        = { "nvidia-h100-80gb" = 32 }
       default_priority_class = "production"
-      queueing_strategy      = "StrictFIFO"
+      queueing_strategy      = "strict_fifo"
     }
     inference = {
       cohort                 = "gpu"

@@ -16,13 +16,13 @@ variable "queues" {
     borrowing_limit        = optional(map(number), {})
     lending_limit          = optional(map(number), {})
     default_priority_class = optional(string)
-    queueing_strategy      = optional(string, "BestEffortFIFO")
+    queueing_strategy      = optional(string, "best_effort_fifo")
   }))
   default = {}
 
   validation {
-    condition     = alltrue([for q in values(var.queues) : contains(["BestEffortFIFO", "StrictFIFO"], q.queueing_strategy)])
-    error_message = "queueing_strategy must be BestEffortFIFO or StrictFIFO."
+    condition     = alltrue([for q in values(var.queues) : contains(["best_effort_fifo", "strict_fifo"], q.queueing_strategy)])
+    error_message = "queueing_strategy must be best_effort_fifo or strict_fifo."
   }
 }
 
