@@ -2,7 +2,7 @@
  * prints one JSON line: jobs admitted and durably recorded per second (up to the commit of
  * the last admitting cycle; the final cycle that finds nothing is reported apart), the
  * load / decide / commit split, the per-job cost of the first cycle, and peak RSS (VmHWM).
- * usage: DATABASE_URL=... sched_bench ENV [MAX_CYCLES] */
+ * usage: DATABASE_URL=... [SCHED_BENCH_POOL=N] sched_bench ENV [MAX_CYCLES] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +82,9 @@ main(int argc, char **argv)
 	}
 	env = rest[0];
 	max_cycles = nrest > 1 ? atoi(rest[1]) : 1000;
-	if (!db_pool_init(cfg.database_url, 2, &e)) {
+	/* pool 1 = the cycle's one connection only (one commit lane); 3 = two lanes + spare */
+	if (!db_pool_init(cfg.database_url, getenv("SCHED_BENCH_POOL") ?
+	    atoi(getenv("SCHED_BENCH_POOL")) : 3, &e)) {
 		fprintf(stderr, "sched_bench: %s\n", e.msg);
 		return 1;
 	}

@@ -297,8 +297,8 @@ setup(void **state)
 	assert_int_equal(PQstatus(pg), CONNECTION_OK);
 	admin = harness_token(dburl, "admin", "*");
 	scoped = harness_token(dburl, "operator", "bad");
-	for (size_t i = 0; i < 5; i++) {
-		static const char *const envs[] = { "fair", "floor", "pre", "bad", "ha" };
+	for (size_t i = 0; i < 6; i++) {
+		static const char *const envs[] = { "fair", "floor", "pre", "bad", "ha", "big" };
 
 		post_ok("/v1/environments", "{\"name\":\"%s\"}", envs[i]);
 	}
@@ -311,6 +311,8 @@ setup(void **state)
 	seed_cluster("bad", "gke", "us-east1", "active", "bad-1", H100, 6, 8, 1, false);
 	seed_cluster("ha", "gke", "us-west1", "active", "ha-1", H100, 0, 0, 6, false);
 	seed_cluster("ha", "aks", "westeurope", "active", "ha-2", H100, 0, 0, 6, false);
+	seed_cluster("big", "gke", "asia-east1", "active", "big-1", H100, 0, 0, 16, false);
+	seed_cluster("big", "aks", "japaneast", "active", "big-2", H100, 0, 0, 16, false);
 	post_ok("/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	post_ok("/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,\"preempt\":true}");
 	/* fair: A (weight 2) and B (weight 1) borrow everything from a lender with 24 */
@@ -331,6 +333,7 @@ setup(void **state)
 	    "\"low\",\"nominal_quota\":{\"" H100 "\":8}}");
 	post_ok("/v1/queues", "{\"name\":\"qx\",\"environment\":\"bad\"}");
 	post_ok("/v1/queues", "{\"name\":\"qh\",\"environment\":\"ha\"}");
+	post_ok("/v1/queues", "{\"name\":\"qbig\",\"environment\":\"big\"}");
 	return 0;
 }
 
@@ -573,6 +576,41 @@ test_explain_admitted(void **state)
 	PQclear(r);
 }
 
+/* ---- one large cycle: 1,200 jobs at once, committed on two connections */
+
+static void
+test_large_cycle(void **state)
+{
+	(void)state;
+	/* 2 clusters x 16 nodes x 64 cores hold exactly 1,024 jobs of 1 + 1 cores */
+	sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
+	    " spec, enqueued_at) SELECT gen_random_uuid(), 'job-' || i, 'big', q.id, 'RayJob',"
+	    " 'default', i %% 2, jsonb_build_object('kind', 'RayJob', 'queue', 'qbig', 'name',"
+	    " 'job-' || i, 'ray_version', '2.52.0', 'entrypoint', 'python x.py', 'head',"
+	    " jsonb_build_object('cpu', '1', 'memory', '1Gi'), 'worker_groups', jsonb_build_array("
+	    " jsonb_build_object('name', 'w', 'replicas', 1, 'cpu', '1', 'memory', '1Gi'))),"
+	    " now() - make_interval(secs => 2000 - i) FROM generate_series(0, 1199) i, queues q"
+	    " WHERE q.name = 'qbig'; SELECT pg_notify('fleet_sched', 'big')");
+	assert_int_equal(wait_long(30, 0, "SELECT count(*) FROM jobs WHERE environment = 'big'"
+	    " AND state = 'pending' AND reason IS NULL"), 0);
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
+	    " state = 'admitted' AND attempt = 1"), 1024);
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
+	    " state = 'pending' AND reason = 'insufficient_capacity'"), 176);
+	/* the higher priority (1) goes first: all 600 of them are in */
+	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
+	    " state = 'admitted' AND priority = 1"), 600);
+	assert_int_equal(sql_long("SELECT count(*) FROM placements p JOIN jobs j ON j.id ="
+	    " p.job_id WHERE j.environment = 'big'"), 1024);
+	assert_int_equal(sql_long("SELECT count(DISTINCT e.job_id) FROM job_events e JOIN jobs j"
+	    " ON j.id = e.job_id WHERE j.environment = 'big' AND e.to_state = 'admitted'"), 1024);
+	assert_int_equal(sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id ="
+	    " e.job_id WHERE j.environment = 'big' AND e.to_state = 'admitted'"), 1024);
+	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT a->>'node' FROM jobs j,"
+	    " jsonb_array_elements(j.placement->'allocs') a WHERE j.environment = 'big'"
+	    " GROUP BY 1 HAVING sum((a->>'pods')::int) > 64) x"), 0);
+}
+
 /* ---- preemption within a queue */
 
 static void
@@ -747,6 +785,7 @@ main(void)
 		cmocka_unit_test(test_fair_share_and_floors),
 		cmocka_unit_test(test_explain_pending),
 		cmocka_unit_test(test_explain_admitted),
+		cmocka_unit_test(test_large_cycle),
 		cmocka_unit_test(test_preemption),
 		cmocka_unit_test(test_replicas),
 	};
