@@ -22,6 +22,11 @@ HANDLER(h_env_create)
 {
 	json_t *obj = NULL;
 
+	/* A new environment is outside every scoped token: only "*" admins create them
+	 * (and a scoped admin cannot probe which names exist). */
+	if (!rq_env_visible(rq, "*"))
+		return err_set(e, 403, "auth.forbidden",
+		    "only a token for every environment may create environments");
 	if (!env_create(rq->db, rq->json, &obj, e))
 		return false;
 	if (!audit_write(rq->db, &rq->actor, "environment.create", "environment",

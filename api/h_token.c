@@ -12,7 +12,8 @@ HANDLER(h_token_list)
 	int limit;
 	json_t *items = NULL;
 
-	if (!rq_page(rq, &limit, &after, e) || !token_list(rq->db, limit, after, &items, e))
+	if (!rq_page(rq, &limit, &after, e) ||
+	    !token_list(rq->db, limit + 1, after, rq->envs, rq->nenvs, &items, e))
 		return false;
 	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
 	return true;
@@ -69,7 +70,7 @@ HANDLER(h_token_get)
 {
 	json_t *obj = NULL;
 
-	if (!token_get(rq->db, rq_param(rq, "id"), &obj, e))
+	if (!token_get(rq->db, rq_param(rq, "id"), rq->envs, rq->nenvs, &obj, e))
 		return false;
 	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
 	rq_reply(rq, 200, obj);
@@ -82,7 +83,7 @@ HANDLER(h_token_delete)
 	json_t *before = NULL;
 	bool ok;
 
-	ok = token_revoke(rq->db, id, &before, e) &&
+	ok = token_revoke(rq->db, id, rq->envs, rq->nenvs, &before, e) &&
 	    audit_write(rq->db, &rq->actor, "token.revoke", "token", id, NULL, before, NULL, e);
 	json_decref(before);
 	if (ok)

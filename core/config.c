@@ -80,6 +80,8 @@ static const struct ckey keys[] = {
 	  "fleetd's Azure app registration" },
 	{ "azure-client-secret", C_STR, S(azure_client_secret), NULL,
 	  "FLEETD_AZURE_CLIENT_SECRET", true, "its client secret" },
+	{ "azure-principal-id", C_STR, S(azure_principal_id), NULL, "FLEETD_AZURE_PRINCIPAL_ID",
+	  false, "object id of fleetd's service principal (default: its client id)" },
 	{ "aws-sts-url", C_STR, S(aws_sts_url), "https://sts.amazonaws.com",
 	  "FLEETD_AWS_STS_URL", false, "AWS STS endpoint" },
 	{ "aws-iam-url", C_STR, S(aws_iam_url), "https://iam.amazonaws.com",

@@ -36,6 +36,7 @@ struct config {
 	char	*azure_tenant;
 	char	*azure_client_id;
 	char	*azure_client_secret;	/* secret */
+	char	*azure_principal_id;	/* object id of fleetd's service principal */
 	char	*aws_sts_url;
 	char	*aws_iam_url;
 	char	*sagemaker_url;

@@ -135,6 +135,7 @@ registry_cloud_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	in.environment = env;
 	in.fleetd_principal = strcmp(provider, "hyperpod") == 0 ? cfg.aws_principal_arn :
 	    strcmp(provider, "gke") == 0 ? cfg.gcp_principal :
+	    cfg.azure_principal_id ? cfg.azure_principal_id :
 	    (cfg.azure_client_id ? cfg.azure_client_id : "00000000-0000-0000-0000-000000000000");
 	in.fleetd_tenant = cfg.azure_tenant ? cfg.azure_tenant :
 	    "00000000-0000-0000-0000-000000000000";

@@ -139,45 +139,80 @@ cleanup:
 	return ok;
 }
 
-bool
-token_list(struct db *c, int limit, const char *after, json_t **out, struct err *e)
+/* "{a,b}" of the caller's environments, or NULL when it sees every one. */
+static char *
+scope_literal(const char *const *envs, int nenvs)
 {
-	char *q = NULL, lim[16];
-	const char *p[2] = { after ? after : "", lim };
+	size_t len = 3;
+	char *s;
+
+	for (int i = 0; i < nenvs; i++) {
+		if (strcmp(envs[i], "*") == 0)
+			return NULL;
+		len += strlen(envs[i]) + 1;
+	}
+	s = calloc(1, len);
+	strcat(s, "{");
+	for (int i = 0; i < nenvs; i++) {
+		if (i)
+			strcat(s, ",");
+		strcat(s, envs[i]);
+	}
+	strcat(s, "}");
+	return s;
+}
+
+#define SCOPE_SQL " AND ($%d::text[] IS NULL OR (NOT ('*' = ANY(environments))" \
+	" AND environments <@ $%d::text[]))"
+
+bool
+token_list(struct db *c, int limit, const char *after, const char *const *envs, int nenvs,
+	   json_t **out, struct err *e)
+{
+	char *q = NULL, lim[16], *scope = scope_literal(envs, nenvs);
+	const char *p[3] = { after ? after : "", lim, scope };
 	PGresult *r = NULL;
 	bool ok = false;
 
-	snprintf(lim, sizeof(lim), "%d", limit + 1);
-	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id::text > $1 ORDER BY id LIMIT $2",
-	    sql_cols) < 0)
+	snprintf(lim, sizeof(lim), "%d", limit);
+	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id::text > $1" SCOPE_SQL
+	    " ORDER BY id LIMIT $2", sql_cols, 3, 3) < 0) {
+		free(scope);
 		return err_set(e, 500, "token.oom", "out of memory");
-	if (!db_exec(c, q, 2, p, &r, e))
+	}
+	if (!db_exec(c, q, 3, p, &r, e))
 		goto cleanup;
 	*out = json_array();
-	for (int i = 0; i < PQntuples(r) && i < limit; i++)
+	for (int i = 0; i < PQntuples(r); i++)
 		json_array_append_new(*out, row_json(r, i));
 	ok = true;
 cleanup:
 	PQclear(r);
 	free(q);
+	free(scope);
 	return ok;
 }
 
 bool
-token_get(struct db *c, const char *id, json_t **out, struct err *e)
+token_get(struct db *c, const char *id, const char *const *envs, int nenvs, json_t **out,
+	  struct err *e)
 {
-	char *q = NULL;
-	const char *p[1] = { id };
+	char *q = NULL, *scope = scope_literal(envs, nenvs);
+	const char *p[2] = { id, scope };
 	PGresult *r = NULL;
 	bool ok = false;
 	uuid_t u;
 
-	if (uuid_parse(id, u) != 0)
+	if (uuid_parse(id, u) != 0) {
+		free(scope);
 		return err_set(e, 404, "token.not_found", "token not found");
-	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id = $1::uuid AND revoked_at IS NULL",
-	    sql_cols) < 0)
+	}
+	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id = $1::uuid AND revoked_at IS NULL"
+	    SCOPE_SQL, sql_cols, 2, 2) < 0) {
+		free(scope);
 		return err_set(e, 500, "token.oom", "out of memory");
-	if (!db_exec(c, q, 1, p, &r, e))
+	}
+	if (!db_exec(c, q, 2, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {
 		err_set(e, 404, "token.not_found", "token not found");
@@ -188,11 +223,13 @@ token_get(struct db *c, const char *id, json_t **out, struct err *e)
 cleanup:
 	PQclear(r);
 	free(q);
+	free(scope);
 	return ok;
 }
 
 bool
-token_revoke(struct db *c, const char *id, json_t **before, struct err *e)
+token_revoke(struct db *c, const char *id, const char *const *envs, int nenvs, json_t **before,
+	     struct err *e)
 {
 	static const char sql[] = "UPDATE api_tokens SET revoked_at = now(), updated_at = now(),"
 	    " version = version + 1 WHERE id = $1::uuid AND revoked_at IS NULL";
@@ -200,7 +237,7 @@ token_revoke(struct db *c, const char *id, json_t **before, struct err *e)
 	PGresult *r = NULL;
 	bool ok;
 
-	if (!token_get(c, id, before, e))
+	if (!token_get(c, id, envs, nenvs, before, e))
 		return false;
 	ok = db_exec(c, sql, 1, p, &r, e);
 	PQclear(r);

@@ -27,10 +27,14 @@ const char *token_role_name(int role);
  * envs: array of names or ["*"].  Returns the public object (new reference) in *out. */
 bool	 token_create(struct db *c, const char *name, const char *role, json_t *envs,
 	    char **secret, json_t **out, struct err *e);
-bool	 token_list(struct db *c, int limit, const char *after, json_t **out,
-	    struct err *e);
-bool	 token_get(struct db *c, const char *id, json_t **out, struct err *e);
-bool	 token_revoke(struct db *c, const char *id, json_t **before, struct err *e);
+/* The caller sees a token only when it may see every environment the token names (a
+ * "*" token only by a "*" caller); others do not exist for it (404).  envs: the caller's. */
+bool	 token_list(struct db *c, int limit, const char *after, const char *const *envs,
+	    int nenvs, json_t **out, struct err *e);
+bool	 token_get(struct db *c, const char *id, const char *const *envs, int nenvs,
+	    json_t **out, struct err *e);
+bool	 token_revoke(struct db *c, const char *id, const char *const *envs, int nenvs,
+	    json_t **before, struct err *e);
 /* Looks the secret up (own pooled connection, short cache); 401 when unknown or revoked. */
 bool	 token_authenticate(const char *secret, struct arena *a, struct token_principal *p,
 	    struct err *e);

@@ -271,17 +271,28 @@ test_apply_get_delete(void **state)
 	assert_string_equal(json_string_value(json_object_get(r.json, "reason")), "AlreadyExists");
 	csh_resp_free(&r);
 	assert_int_equal(applies(GKE "/team-a/rayclusters/rc-a"), 4);
-	/* PUT needs the current resourceVersion */
-	r = csh_kube(&H, GKE, "GET", obj, NULL, NULL);
-	sent = json_deep_copy(r.json);
-	csh_resp_free(&r);
-	json_object_del(sent, "status");
-	json_object_set_new(json_array_get(json_object_get(json_object_get(sent, "spec"),
-	    "workerGroupSpecs"), 0), "replicas", json_integer(2));
+	/* PUT needs the current resourceVersion; a status update between GET and PUT
+	 * bumps it (as on a real API server), so a conflict there is retried. */
+	for (int attempt = 0;; attempt++) {
+		char *s;
+
+		r = csh_kube(&H, GKE, "GET", obj, NULL, NULL);
+		sent = json_deep_copy(r.json);
+		csh_resp_free(&r);
+		json_object_del(sent, "status");
+		json_object_set_new(json_array_get(json_object_get(json_object_get(sent, "spec"),
+		    "workerGroupSpecs"), 0), "replicas", json_integer(2));
+		s = json_dumps(sent, JSON_COMPACT);
+		r = csh_kube(&H, GKE, "PUT", obj, NULL, s);
+		free(s);
+		if (r.status != 409 || attempt == 4)
+			break;
+		csh_resp_free(&r);
+		json_decref(sent);
+	}
 	{
 		char *s = json_dumps(sent, JSON_COMPACT);
 
-		r = csh_kube(&H, GKE, "PUT", obj, NULL, s);
 		assert_int_equal(r.status, 200);
 		assert_int_equal(json_integer_value(json_object_get(json_object_get(r.json,
 		    "metadata"), "generation")), 2);

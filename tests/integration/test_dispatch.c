@@ -462,6 +462,7 @@ teardown(void **state)
 	free(hp_id);
 	free(aks_id);
 	free(gke_id);
+	harness_validate_responses();
 	return 0;
 }
 

@@ -444,6 +444,7 @@ teardown_server(void **state)
 	home[0] = '\0';
 	free(admin);
 	admin = NULL;
+	harness_validate_responses();
 	return 0;
 }
 
