@@ -40,7 +40,7 @@ envs=$(rps -H "Authorization: Bearer $token" "http://127.0.0.1:$fp/v1/environmen
 rss=$(awk '/VmHWM/ {print $2}' /proc/${pids[1]}/status)
 r1=$(python3 -c "print(f'{$health/$static:.2f}')")
 r2=$(python3 -c "print(f'{$envs/$static:.2f}')")
-echo "static $static rps, /healthz $health rps ($r1x), /v1/environments $envs rps ($r2x), fleetd peak RSS ${rss} kB"
+echo "static $static rps, /healthz $health rps (${r1}x), /v1/environments $envs rps (${r2}x), fleetd peak RSS ${rss} kB"
 {
 	echo
 	echo "## HTTP ($(date -u +%Y-%m-%d), \`bash bench/http.sh\`, wrk -t2 -c32 -d$dur, FLEETD_THREADS=$FLEETD_THREADS)"
