@@ -101,6 +101,14 @@ resource "azurerm_role_assignment" "capacity_reader" {
   principal_type     = local.assignments[1].principal_type
 }
 
+# fleetd reads the control-plane identity's client id (and nothing else) to sign in as it.
+resource "azurerm_role_assignment" "fleetd_reader" {
+  scope                = azurerm_user_assigned_identity.control_plane.id
+  role_definition_name = local.assignments[2].role_definition_name
+  principal_id         = var.fleetd_principal_id
+  principal_type       = local.assignments[2].principal_type
+}
+
 # Phase 2 (see fleet-cloud-aws for the shape of this object).
 resource "restapi_object" "iam" {
   path                      = "/v1/clouds/${restapi_object.cloud.id}/iam"
@@ -121,5 +129,6 @@ resource "restapi_object" "iam" {
     azurerm_federated_identity_credential.fleetd,
     azurerm_role_assignment.control_plane,
     azurerm_role_assignment.capacity_reader,
+    azurerm_role_assignment.fleetd_reader,
   ]
 }

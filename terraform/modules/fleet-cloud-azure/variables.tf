@@ -33,3 +33,8 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
+
+variable "fleetd_principal_id" {
+  description = "Object id of fleetd's service principal (FLEETD_AZURE_PRINCIPAL_ID); granted Reader on the control-plane identity so fleetd can look up its client id."
+  type        = string
+}
