@@ -6,6 +6,8 @@
 #include "core/jsonx.h"
 #include "tests/fuzz/fuzz.h"
 
+struct MHD_Connection;
+
 /* api/server.c's static unescape(), extracted at build time by fuzz.mk. */
 size_t	fuzz_server_unescape(void *cls, struct MHD_Connection *c, char *s);
 
