@@ -160,65 +160,47 @@ struct write_arg {
 	json_t			*rows;
 };
 
+/* One statement per cluster (one round trip): upsert the rows, delete the cluster's rows
+ * that are gone, mark the cluster ready.  The first row of a (pool, flavor) wins, as
+ * before.  Its own transaction, atomic like the multi-statement one it replaces. */
 static bool
 write_ok(struct db *c, void *varg, struct err *e)
 {
-	static const char del[] = "DELETE FROM capacity WHERE cluster_id = $1::uuid";
-	static const char ins[] = "INSERT INTO capacity (cluster_id, pool, flavor, machine_type,"
-	    " spot, price_hour, accel_per_node, nodes, max_nodes, autoscaling, quota_left,"
-	    " reserved, free_accel, free_cpu_m, free_mem, topology, observed_at)"
-	    " VALUES ($1::uuid, $2, $3, $4, $5::boolean, $6::float8, $7::int, $8::int, $9::int,"
-	    " $10::boolean, $11::int, $12::int, $13::int, $14::bigint, $15::bigint, $16::jsonb,"
-	    " now()) ON CONFLICT (cluster_id, pool, flavor) DO NOTHING";
-	static const char upd[] = "UPDATE clusters SET failures = 0, state = 'ready',"
-	    " last_refresh_at = now(), last_error = NULL WHERE id = $1::uuid";
+	static const char sql[] =
+	    "WITH r AS (SELECT DISTINCT ON (x->>'pool', x->>'flavor') x"
+	    "  FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS t(x, o)"
+	    "  ORDER BY x->>'pool', x->>'flavor', o),"
+	    " ins AS (INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot,"
+	    "  price_hour, accel_per_node, nodes, max_nodes, autoscaling, quota_left, reserved,"
+	    "  free_accel, free_cpu_m, free_mem, topology, observed_at)"
+	    "  SELECT $1::uuid, x->>'pool', x->>'flavor', x->>'machine_type', (x->>'spot')::boolean,"
+	    "  round((x->>'price_hour')::numeric, 4)::float8, (x->>'accel_per_node')::int,"
+	    "  (x->>'nodes')::int, (x->>'max_nodes')::int, (x->>'autoscaling')::boolean,"
+	    "  (x->>'quota_left')::int, (x->>'reserved')::int, (x->>'free_accel')::int,"
+	    "  (x->>'free_cpu_m')::bigint, (x->>'free_mem')::bigint, x->'topology', now() FROM r"
+	    "  ON CONFLICT (cluster_id, pool, flavor) DO UPDATE SET machine_type ="
+	    "  excluded.machine_type, spot = excluded.spot, price_hour = excluded.price_hour,"
+	    "  accel_per_node = excluded.accel_per_node, nodes = excluded.nodes, max_nodes ="
+	    "  excluded.max_nodes, autoscaling = excluded.autoscaling, quota_left ="
+	    "  excluded.quota_left, reserved = excluded.reserved, free_accel = excluded.free_accel,"
+	    "  free_cpu_m = excluded.free_cpu_m, free_mem = excluded.free_mem, topology ="
+	    "  excluded.topology, observed_at = excluded.observed_at RETURNING 1),"
+	    " del AS (DELETE FROM capacity k WHERE k.cluster_id = $1::uuid AND NOT EXISTS"
+	    "  (SELECT 1 FROM r WHERE r.x->>'pool' = k.pool AND r.x->>'flavor' = k.flavor))"
+	    " UPDATE clusters SET failures = 0, state = 'ready', last_refresh_at = now(),"
+	    " last_error = NULL WHERE id = $1::uuid RETURNING (SELECT count(*) FROM ins)";
 	struct write_arg *a = varg;
-	const char *id = a->res->cluster_id;
-	json_t *r;
-	size_t i;
+	char *rows = json_dumps(a->rows, JSON_COMPACT);
+	PGresult *r = NULL;
+	bool ok;
 
-	if (!db_exec(c, del, 1, (const char *const[]){ id }, NULL, e))
-		return false;
-	a->res->rows = 0;
-	json_array_foreach(a->rows, i, r) {
-		char num[10][32];
-		char *topo = json_dumps(json_object_get(r, "topology"), JSON_COMPACT);
-		json_t *q = json_object_get(r, "quota_left");
-		const char *p[16];
-		bool ok;
-
-		snprintf(num[0], 32, "%.4f", json_real_value(json_object_get(r, "price_hour")));
-		snprintf(num[1], 32, "%lld", json_integer_value(json_object_get(r, "accel_per_node")));
-		snprintf(num[2], 32, "%lld", json_integer_value(json_object_get(r, "nodes")));
-		snprintf(num[3], 32, "%lld", json_integer_value(json_object_get(r, "max_nodes")));
-		snprintf(num[4], 32, "%lld", json_integer_value(q));
-		snprintf(num[5], 32, "%lld", json_integer_value(json_object_get(r, "reserved")));
-		snprintf(num[6], 32, "%lld", json_integer_value(json_object_get(r, "free_accel")));
-		snprintf(num[7], 32, "%lld", json_integer_value(json_object_get(r, "free_cpu_m")));
-		snprintf(num[8], 32, "%lld", json_integer_value(json_object_get(r, "free_mem")));
-		p[0] = id;
-		p[1] = json_string_value(json_object_get(r, "pool"));
-		p[2] = json_string_value(json_object_get(r, "flavor"));
-		p[3] = json_string_value(json_object_get(r, "machine_type"));
-		p[4] = json_is_true(json_object_get(r, "spot")) ? "true" : "false";
-		p[5] = num[0];
-		p[6] = num[1];
-		p[7] = num[2];
-		p[8] = num[3];
-		p[9] = json_is_true(json_object_get(r, "autoscaling")) ? "true" : "false";
-		p[10] = json_is_integer(q) ? num[4] : NULL;
-		p[11] = num[5];
-		p[12] = num[6];
-		p[13] = num[7];
-		p[14] = num[8];
-		p[15] = topo;
-		ok = db_exec(c, ins, 16, p, NULL, e);
-		free(topo);
-		if (!ok)
-			return false;
-		a->res->rows++;
-	}
-	return db_exec(c, upd, 1, (const char *const[]){ id }, NULL, e);
+	if (rows == NULL)
+		return err_set(e, 500, "poller.oom", "out of memory");
+	ok = db_exec(c, sql, 2, (const char *const[]){ a->res->cluster_id, rows }, &r, e);
+	a->res->rows = ok && PQntuples(r) == 1 ? atoi(db_val(r, 0, 0)) : 0;
+	PQclear(r);
+	free(rows);
+	return ok;
 }
 
 static bool
