@@ -117,10 +117,42 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	return out;
 }
 
+/* Leadership fence.  Every commit transaction of the loop first takes lock 7315 of its
+ * environment shared and checks that the leader connection (backend pid) still holds 7314;
+ * a new leader takes 7315 exclusively once before its first load.  So a commit of a dead or
+ * cut-off leader either finishes before the new leader reads, or does not happen. */
+struct fence {
+	const char	*env;
+	char		 pid[16];	/* backend pid of the leader connection */
+};
+
+static const char sql_fence[] =
+    "SELECT pg_advisory_xact_lock_shared(7315, hashtext($1)), EXISTS (SELECT 1 FROM pg_locks"
+    " WHERE locktype = 'advisory' AND classid = 7314 AND objid = hashtext($1)::oid"
+    " AND objsubid = 2 AND granted AND pid = $2::int)";
+
+static bool
+fenced(struct db *c, const struct fence *f, struct err *e)
+{
+	const char *p[2] = { f ? f->env : NULL, f ? f->pid : NULL };
+	PGresult *r = NULL;
+	bool ok;
+
+	if (f == NULL)
+		return true;
+	if (!db_exec(c, sql_fence, 2, p, &r, e))
+		return false;
+	ok = PQgetvalue(r, 0, 1)[0] == 't';
+	PQclear(r);
+	return ok ? true : err_set(e, 409, "scheduler.not_leader",
+	    "this replica no longer leads environment %s", f->env);
+}
+
 /* One statement's rows as JSON text "[row,row...", appended as decisions are made so that
  * no tree of a whole batch is ever held. */
 struct batch {
 	const char	*sql;
+	const struct fence *fence;	/* NULL: the caller vouches for leadership */
 	size_t		*count;		/* rows changed, added here; may be NULL */
 	char		*buf;
 	size_t		 len, cap, n;
@@ -176,7 +208,7 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 			ok = err_set(e, 500, "scheduler.oom", "out of memory");
 			break;
 		}
-		if (!any && !(ok = db_begin(c, e)))
+		if (!any && !(ok = db_begin(c, e) && fenced(c, b[i].fence, e)))
 			break;
 		any = true;
 		ok = db_exec(c, b[i].sql, b[i].sql == sql_admit ? 2 : 1, p, &r, e);
@@ -188,7 +220,7 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 	}
 	ok = ok && (!any || (db_exec(c, "SELECT pg_notify('fleet_dispatch', '')", 0, NULL, NULL,
 	    e) && db_commit(c, e)));
-	if (!ok && any)
+	if (!ok)
 		db_rollback(c);
 	for (int i = 0; i < n; i++)
 		b[i].len = b[i].n = 0;
@@ -198,11 +230,12 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 /* Commits decisions first, first + step, ... of cy on c. */
 static bool
 commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, size_t first,
-	     size_t step, json_t *pools, const char *who, struct sched_stats *st, struct err *e)
+	     size_t step, json_t *pools, const char *who, const struct fence *f,
+	     struct sched_stats *st, struct err *e)
 {
-	struct batch both[2] = { { .sql = sql_preempt, .count = &st->preempted },
-		{ .sql = sql_admit, .count = &st->admitted } };
-	struct batch reasons = { .sql = sql_pending };
+	struct batch both[2] = { { .sql = sql_preempt, .fence = f, .count = &st->preempted },
+		{ .sql = sql_admit, .fence = f, .count = &st->admitted } };
+	struct batch reasons = { .sql = sql_pending, .fence = f };
 	bool ok = true;
 
 	for (size_t i = first; i < cy->n && ok; i += step) {
@@ -250,6 +283,7 @@ struct lane {
 	const struct sched_cycle *cy;
 	json_t			*pools;
 	const char		*who;
+	const struct fence	*fence;
 	struct sched_stats	 st;
 	struct err		 e;
 	bool			 ok;
@@ -260,7 +294,7 @@ lane_run(void *arg)
 {
 	struct lane *l = arg;
 
-	l->ok = commit_cycle(l->db, l->m, l->cy, 1, 2, l->pools, l->who, &l->st, &l->e);
+	l->ok = commit_cycle(l->db, l->m, l->cy, 1, 2, l->pools, l->who, l->fence, &l->st, &l->e);
 	return NULL;
 }
 
@@ -269,20 +303,21 @@ lane_run(void *arg)
  * database works on one batch while this thread builds the next. */
 static bool
 commit_lanes(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
-	     json_t *pools, const char *who, struct sched_stats *st, struct err *e)
+	     json_t *pools, const char *who, const struct fence *f, struct sched_stats *st,
+	     struct err *e)
 {
-	struct lane l = { .m = m, .cy = cy, .pools = pools, .who = who };
+	struct lane l = { .m = m, .cy = cy, .pools = pools, .who = who, .fence = f };
 	struct err busy = { 0 };
 	pthread_t t;
 	bool ok;
 
 	if (cy->n < 2 * BATCH || (l.db = db_acquire(0, &busy)) == NULL)
-		return commit_cycle(c, m, cy, 0, 1, pools, who, st, e);
+		return commit_cycle(c, m, cy, 0, 1, pools, who, f, st, e);
 	if (pthread_create(&t, NULL, lane_run, &l) != 0) {
 		db_release(l.db);
-		return commit_cycle(c, m, cy, 0, 1, pools, who, st, e);
+		return commit_cycle(c, m, cy, 0, 1, pools, who, f, st, e);
 	}
-	ok = commit_cycle(c, m, cy, 0, 2, pools, who, st, e);
+	ok = commit_cycle(c, m, cy, 0, 2, pools, who, f, st, e);
 	pthread_join(t, NULL);
 	db_release(l.db);
 	st->admitted += l.st.admitted;
@@ -292,8 +327,9 @@ commit_lanes(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
 	return ok && l.ok;
 }
 
-bool
-scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct err *e)
+static bool
+cycle(const char *env, const char *who, const struct fence *f, struct sched_stats *st,
+      struct err *e)
 {
 	struct sched_model *m = NULL;
 	struct sched_config conf;
@@ -322,7 +358,7 @@ scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct
 	sched_cycle_run(m, a, &cy);
 	t2 = now_s();
 	st->pending = cy.n;
-	if (!commit_lanes(c, m, &cy, pools, who, st, e))
+	if (!commit_lanes(c, m, &cy, pools, who, f, st, e))
 		goto cleanup;
 	st->load_s = t1 - t0;
 	st->decide_s = t2 - t1;
@@ -334,6 +370,12 @@ cleanup:
 	json_decref(pools);
 	db_release(c);
 	return ok;
+}
+
+bool
+scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct err *e)
+{
+	return cycle(env, who, NULL, st, e);
 }
 
 /* ---- the leader loop */
@@ -366,6 +408,23 @@ leader_connect(void)
 	return c;
 }
 
+/* Waits until no commit of an earlier leader of env is in flight (see struct fence). */
+static bool
+barrier(PGconn *c, const char *env)
+{
+	const char *p[1] = { env };
+	PGresult *r = PQexecParams(c, "SELECT pg_advisory_lock(7315, hashtext($1))", 1, NULL, p,
+	    NULL, NULL, 0);
+	bool ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+
+	PQclear(r);
+	r = PQexecParams(c, "SELECT pg_advisory_unlock(7315, hashtext($1))", 1, NULL, p, NULL,
+	    NULL, 0);
+	ok = ok && PQresultStatus(r) == PGRES_TUPLES_OK;
+	PQclear(r);
+	return ok;
+}
+
 /* Refreshes the environment list and tries to lead each one. */
 static bool
 elect(PGconn *c)
@@ -394,6 +453,11 @@ elect(PGconn *c)
 			PGresult *t = PQexecParams(c, sql_try, 1, NULL, p, NULL, NULL, 0);
 
 			if (PQresultStatus(t) == PGRES_TUPLES_OK && PQgetvalue(t, 0, 0)[0] == 't') {
+				if (!barrier(c, name)) {	/* the caller reconnects: all locks go */
+					PQclear(t);
+					PQclear(r);
+					return false;
+				}
 				S.leader[k] = true;
 				log_info(NULL, "scheduler", "leading environment", "{s:s, s:s}",
 				    "environment", name, "instance", cfg.instance_id);
@@ -451,12 +515,14 @@ loop(void *arg)
 		}
 		for (int k = 0; k < S.nenvs && atomic_load(&S.running); k++) {
 			struct sched_stats st;
+			struct fence f = { .env = S.envs[k] };
 			struct err e = { 0 };
 			double t0 = now_s();
 
 			if (!S.leader[k])
 				continue;
-			if (!scheduler_cycle(S.envs[k], cfg.instance_id, &st, &e)) {
+			snprintf(f.pid, sizeof(f.pid), "%d", PQbackendPID(c));
+			if (!cycle(S.envs[k], cfg.instance_id, &f, &st, &e)) {
 				atomic_fetch_add(&S.errors, 1);
 				log_warn(NULL, "scheduler", "cycle failed", "{s:s, s:s}", "environment",
 				    S.envs[k], "error", e.msg);
