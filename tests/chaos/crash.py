@@ -29,7 +29,7 @@ def kill_loop(sim, name, kills, every, ck, load=None):
 
 def run(sim, a, ck, fig):
     register.setup_fleet(sim, 1)
-    load = __import__("lib").Load(sim, a.jobs, threads=a.threads, seed=a.seed).start()
+    load = __import__("lib").Load(sim, a.jobs, threads=a.threads, seed=a.seed).start(rate=a.jobs / max(1.0, a.kills * a.kill_every))
     back = kill_loop(sim, "r0", a.kills, a.kill_every, ck, load)
     ck.ok("the load finished", load.wait(a.settle), "submitters still running")
     fig["kills"] = len(back)

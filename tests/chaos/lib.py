@@ -442,10 +442,14 @@ class Load:
                     return
                 i = self.next
                 self.next += 1
+            if self.rate:
+                time.sleep(max(0.0, self.t0 + i / self.rate - time.time()))
             self._one(i)
 
     def start(self, rate=None):
+        """rate: jobs per second (None: as fast as the clients go)."""
         self.rate = rate
+        self.t0 = time.time()
         self.ts = [threading.Thread(target=self._worker, daemon=True) for _ in range(self.threads)]
         for t in self.ts:
             t.start()
