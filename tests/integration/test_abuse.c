@@ -96,8 +96,10 @@ ordinary_requests(void)
 		snprintf(u, sizeof(u), "%s%s", fd.url, paths[i]);
 		harness_http(&r, "GET", u, i == 2 ? admin : NULL, NULL, NULL);
 		dt = now_ms() - t0;
-		if (r.status != 200 || dt > QUICK_MS)
+		if (r.status != 200 || dt > QUICK_MS) {
+			harness_sh("tail -n 20 %s >&2", fd.log);
 			fail_msg("GET %s: status %ld after %.0f ms", paths[i], r.status, dt);
+		}
 		worst = dt > worst ? dt : worst;
 		harness_http_free(&r);
 	}
