@@ -8,6 +8,7 @@
 
 #include "api/metrics.h"
 #include "core/db.h"
+#include "core/textbuf.h"
 
 #define MAX_SERIES	512
 #define MAX_WRITERS	16
@@ -89,23 +90,10 @@ void
 metrics_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
 
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return;
-		}
-		*cap = (*cap + (size_t)n) * 2;
-		*buf = realloc(*buf, *cap);
-		if (*buf == NULL)
-			abort();
-	}
+	va_start(ap, fmt);
+	textbuf_vappendf(buf, len, cap, fmt, ap);
+	va_end(ap);
 }
 
 char *

@@ -270,3 +270,28 @@ db_val(const PGresult *r, int row, int col)
 		return NULL;
 	return PQgetvalue(r, row, col);
 }
+
+char *
+db_scope_array(const char *const *names, int n)
+{
+	size_t len = 3;
+	char *s;
+
+	if (names == NULL)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i], "*") == 0)
+			return NULL;
+		len += strlen(names[i]) + 1;
+	}
+	if ((s = calloc(1, len)) == NULL)
+		abort();
+	strcat(s, "{");
+	for (int i = 0; i < n; i++) {
+		if (i)
+			strcat(s, ",");
+		strcat(s, names[i]);
+	}
+	strcat(s, "}");
+	return s;
+}

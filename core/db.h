@@ -38,6 +38,11 @@ bool	 db_tx(db_tx_fn fn, void *arg, struct err *e);
 PGconn	*db_conn(struct db *c);	/* for LISTEN/NOTIFY and COPY only */
 const char *db_sqlstate(const struct err *e);	/* last SQLSTATE in e->detail or "" */
 
+/* A text[] literal "{a,b}" of names for ANY($n::text[]) — names must already be validated
+ * (no quoting).  NULL when names is NULL or holds "*" (every name): callers pass NULL as
+ * "no filter".  malloc'd. */
+char	*db_scope_array(const char *const *names, int n);
+
 /* Rows helpers: value or NULL for SQL NULL. */
 const char *db_val(const PGresult *r, int row, int col);
 

@@ -139,29 +139,6 @@ cleanup:
 	return ok;
 }
 
-/* "{a,b}" of the caller's environments, or NULL when it sees every one. */
-static char *
-scope_literal(const char *const *envs, int nenvs)
-{
-	size_t len = 3;
-	char *s;
-
-	for (int i = 0; i < nenvs; i++) {
-		if (strcmp(envs[i], "*") == 0)
-			return NULL;
-		len += strlen(envs[i]) + 1;
-	}
-	s = calloc(1, len);
-	strcat(s, "{");
-	for (int i = 0; i < nenvs; i++) {
-		if (i)
-			strcat(s, ",");
-		strcat(s, envs[i]);
-	}
-	strcat(s, "}");
-	return s;
-}
-
 #define SCOPE_SQL " AND ($%d::text[] IS NULL OR (NOT ('*' = ANY(environments))" \
 	" AND environments <@ $%d::text[]))"
 
@@ -169,7 +146,7 @@ bool
 token_list(struct db *c, int limit, const char *after, const char *const *envs, int nenvs,
 	   json_t **out, struct err *e)
 {
-	char *q = NULL, lim[16], *scope = scope_literal(envs, nenvs);
+	char *q = NULL, lim[16], *scope = db_scope_array(envs, nenvs);
 	const char *p[3] = { after ? after : "", lim, scope };
 	PGresult *r = NULL;
 	bool ok = false;
@@ -197,7 +174,7 @@ bool
 token_get(struct db *c, const char *id, const char *const *envs, int nenvs, json_t **out,
 	  struct err *e)
 {
-	char *q = NULL, *scope = scope_literal(envs, nenvs);
+	char *q = NULL, *scope = db_scope_array(envs, nenvs);
 	const char *p[2] = { id, scope };
 	PGresult *r = NULL;
 	bool ok = false;

@@ -11,9 +11,11 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/listen.h"
 #include "core/log.h"
 #include "providers/kube.h"
 #include "providers/kuberay.h"
+#include "core/textbuf.h"
 #include "queue/dispatch.h"
 #include "queue/job.h"
 
@@ -495,46 +497,24 @@ task_drop(void *arg)
 static PGconn *
 loop_connect(void)
 {
-	PGconn *c = PQconnectdb(cfg.database_url);
+	PGconn *c = listen_open(cfg.database_url, "fleet_dispatch");
 	char cls[16];
 	const char *p[2] = { cls, cfg.instance_id };
 	PGresult *r;
 	bool ok;
 
-	if (PQstatus(c) != CONNECTION_OK) {
-		PQfinish(c);
+	if (c == NULL)
 		return NULL;
-	}
 	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
 	r = PQexecParams(c, "SELECT pg_advisory_lock($1::int, hashtext($2))", 2, NULL, p, NULL,
 	    NULL, 0);
 	ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-	PQclear(r);
-	r = PQexec(c, "LISTEN fleet_dispatch");
-	ok = ok && PQresultStatus(r) == PGRES_COMMAND_OK;
 	PQclear(r);
 	if (!ok) {
 		PQfinish(c);
 		return NULL;
 	}
 	return c;
-}
-
-static void
-wait_wake(PGconn *c, int ms)
-{
-	int fd = PQsocket(c);
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-	fd_set rs;
-	PGnotify *n;
-
-	FD_ZERO(&rs);
-	if (fd >= 0)
-		FD_SET(fd, &rs);
-	if (fd >= 0 && select(fd + 1, &rs, NULL, NULL, &tv) > 0)
-		PQconsumeInput(c);
-	while ((n = PQnotifies(c)) != NULL)
-		PQfreemem(n);
 }
 
 static void *
@@ -568,7 +548,7 @@ loop(void *arg)
 			dispatch_pool_add(S.pool, jobs[i]->cluster_id, task_run, task_drop, jobs[i]);
 		free(jobs);
 		atomic_fetch_add(&M.claimed, n);
-		wait_wake(c, room <= 0 || (int)n == room ? 50 : IDLE_WAKE_MS);
+		listen_wait(c, room <= 0 || (int)n == room ? 50 : IDLE_WAKE_MS);
 	}
 	dispatch_pool_wait(S.pool);
 	if (c != NULL)
@@ -608,36 +588,10 @@ dispatch_stop(void)
 	pthread_mutex_unlock(&ns_mu);
 }
 
-static void
-appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return;
-		}
-		*cap = (*cap + (size_t)n) * 2;
-		if ((*buf = realloc(*buf, *cap)) == NULL)
-			abort();
-	}
-}
-
 void
 dispatch_metrics(char **buf, size_t *len, size_t *cap)
 {
-	appendf(buf, len, cap,
+	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_dispatch_jobs_total Claimed jobs by outcome on this replica.\n"
 	    "# TYPE fleetd_dispatch_jobs_total counter\n"
 	    "fleetd_dispatch_jobs_total{outcome=\"claimed\"} %lu\n"

@@ -12,8 +12,10 @@
 
 #include "core/arena.h"
 #include "core/config.h"
+#include "core/listen.h"
 #include "core/log.h"
 #include "queue/loader.h"
+#include "core/textbuf.h"
 #include "queue/scheduler.h"
 
 #define BATCH		500
@@ -393,21 +395,6 @@ static struct {
 	pthread_mutex_t	 mu;
 } S = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static PGconn *
-leader_connect(void)
-{
-	PGconn *c = PQconnectdb(cfg.database_url);
-	PGresult *r;
-
-	if (PQstatus(c) != CONNECTION_OK) {
-		PQfinish(c);
-		return NULL;
-	}
-	r = PQexec(c, "LISTEN fleet_sched");
-	PQclear(r);
-	return c;
-}
-
 /* Waits until no commit of an earlier leader of env is in flight (see struct fence). */
 static bool
 barrier(PGconn *c, const char *env)
@@ -471,24 +458,6 @@ elect(PGconn *c)
 	return true;
 }
 
-/* Waits for a NOTIFY or the timer. */
-static void
-wait_wake(PGconn *c, int ms)
-{
-	int fd = PQsocket(c);
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-	fd_set rs;
-	PGnotify *n;
-
-	FD_ZERO(&rs);
-	if (fd >= 0)
-		FD_SET(fd, &rs);
-	if (fd >= 0 && select(fd + 1, &rs, NULL, NULL, &tv) > 0)
-		PQconsumeInput(c);
-	while ((n = PQnotifies(c)) != NULL)
-		PQfreemem(n);
-}
-
 static void *
 loop(void *arg)
 {
@@ -501,7 +470,7 @@ loop(void *arg)
 				PQfinish(c);
 			memset(S.leader, 0, sizeof(S.leader));
 			atomic_store(&S.leading, 0);
-			if ((c = leader_connect()) == NULL) {
+			if ((c = listen_open(cfg.database_url, "fleet_sched")) == NULL) {
 				struct timespec ts = { 1, 0 };
 
 				nanosleep(&ts, NULL);
@@ -538,7 +507,7 @@ loop(void *arg)
 				    (int)st.admitted, "preempted", (int)st.preempted, "seconds",
 				    S.last_cycle_s);
 		}
-		wait_wake(c, cfg.scheduler_interval_ms);
+		listen_wait(c, cfg.scheduler_interval_ms);
 	}
 	if (c != NULL)
 		PQfinish(c);	/* releases every advisory lock: another replica takes over */
@@ -571,32 +540,6 @@ scheduler_leading(void)
 	return atomic_load(&S.leading);
 }
 
-static void
-appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return;
-		}
-		*cap = (*cap + (size_t)n) * 2;
-		if ((*buf = realloc(*buf, *cap)) == NULL)
-			abort();
-	}
-}
-
 void
 scheduler_metrics(char **buf, size_t *len, size_t *cap)
 {
@@ -604,7 +547,7 @@ scheduler_metrics(char **buf, size_t *len, size_t *cap)
 	struct db *c;
 	PGresult *r = NULL;
 
-	appendf(buf, len, cap,
+	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_scheduler_cycles_total Scheduling cycles run by this replica.\n"
 	    "# TYPE fleetd_scheduler_cycles_total counter\nfleetd_scheduler_cycles_total %lu\n"
 	    "# HELP fleetd_scheduler_admissions_total Jobs admitted by this replica.\n"
@@ -621,10 +564,10 @@ scheduler_metrics(char **buf, size_t *len, size_t *cap)
 		return;
 	if (db_exec(c, "SELECT q.environment, q.name, j.state, count(*) FROM jobs j JOIN queues q"
 	    " ON q.id = j.queue_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3", 0, NULL, &r, &e)) {
-		appendf(buf, len, cap, "# HELP fleetd_queue_jobs Jobs per queue and state.\n"
+		textbuf_appendf(buf, len, cap, "# HELP fleetd_queue_jobs Jobs per queue and state.\n"
 		    "# TYPE fleetd_queue_jobs gauge\n");
 		for (int i = 0; i < PQntuples(r); i++)
-			appendf(buf, len, cap, "fleetd_queue_jobs{environment=\"%s\",queue=\"%s\","
+			textbuf_appendf(buf, len, cap, "fleetd_queue_jobs{environment=\"%s\",queue=\"%s\","
 			    "state=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
 			    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
 	}

@@ -11,7 +11,9 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/listen.h"
 #include "core/log.h"
+#include "core/textbuf.h"
 #include "queue/status_int.h"
 
 #define CYCLE_MS	1000
@@ -357,38 +359,6 @@ static struct {
 	struct dispatch_pool	*pool;
 } S;
 
-static PGconn *
-loop_connect(void)
-{
-	PGconn *c = PQconnectdb(cfg.database_url);
-	PGresult *r;
-
-	if (PQstatus(c) != CONNECTION_OK) {
-		PQfinish(c);
-		return NULL;
-	}
-	r = PQexec(c, "LISTEN fleet_status");
-	PQclear(r);
-	return c;
-}
-
-static void
-wait_wake(PGconn *c, int ms)
-{
-	int fd = PQsocket(c);
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-	fd_set rs;
-	PGnotify *n;
-
-	FD_ZERO(&rs);
-	if (fd >= 0)
-		FD_SET(fd, &rs);
-	if (fd >= 0 && select(fd + 1, &rs, NULL, NULL, &tv) > 0)
-		PQconsumeInput(c);
-	while ((n = PQnotifies(c)) != NULL)
-		PQfreemem(n);
-}
-
 static void *
 loop(void *arg)
 {
@@ -403,7 +373,7 @@ loop(void *arg)
 		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
 			if (c != NULL)
 				PQfinish(c);
-			if ((c = loop_connect()) == NULL) {
+			if ((c = listen_open(cfg.database_url, "fleet_status")) == NULL) {
 				struct timespec ts = { 1, 0 };
 
 				nanosleep(&ts, NULL);
@@ -420,7 +390,7 @@ loop(void *arg)
 		}
 		free(v);
 		atomic_fetch_add(&M.cycles, 1);
-		wait_wake(c, CYCLE_MS);
+		listen_wait(c, CYCLE_MS);
 	}
 	if (c != NULL)
 		PQfinish(c);
@@ -453,36 +423,10 @@ status_stop(void)
 	S.started = false;
 }
 
-static void
-appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < *cap - *len) {
-			*len += (size_t)n;
-			return;
-		}
-		*cap = (*cap + (size_t)n) * 2;
-		if ((*buf = realloc(*buf, *cap)) == NULL)
-			abort();
-	}
-}
-
 void
 status_metrics(char **buf, size_t *len, size_t *cap)
 {
-	appendf(buf, len, cap,
+	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_status_cycles_total Status sync cycles on this replica.\n"
 	    "# TYPE fleetd_status_cycles_total counter\nfleetd_status_cycles_total %lu\n"
 	    "# HELP fleetd_status_transitions_total Job state changes from cluster status.\n"

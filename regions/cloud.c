@@ -6,30 +6,6 @@
 
 #include "regions/cloud.h"
 
-char *
-cloud_envs_literal(const char *const *envs, int nenvs)
-{
-	size_t len = 3;
-	char *s;
-
-	if (envs == NULL)
-		return NULL;
-	for (int i = 0; i < nenvs; i++) {
-		if (strcmp(envs[i], "*") == 0)
-			return NULL;
-		len += strlen(envs[i]) + 1;
-	}
-	s = calloc(1, len);
-	strcat(s, "{");
-	for (int i = 0; i < nenvs; i++) {
-		if (i)
-			strcat(s, ",");
-		strcat(s, envs[i]);
-	}
-	strcat(s, "}");
-	return s;
-}
-
 bool
 cloud_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
 {
@@ -68,7 +44,7 @@ cloud_list(struct db *c, int limit, const char *after, const char *environment,
 	    " AND ($4::text IS NULL OR c.provider = $4) AND ($5::text IS NULL OR c.region = $5)"
 	    " AND ($6::text[] IS NULL OR c.environment = ANY($6::text[]))"
 	    " ORDER BY c.id LIMIT $2";
-	char lim[16], *lit = cloud_envs_literal(envs, nenvs);
+	char lim[16], *lit = db_scope_array(envs, nenvs);
 	const char *p[6] = { after ? after : "", lim, environment, provider, region, lit };
 	PGresult *r = NULL;
 	uuid_t u;

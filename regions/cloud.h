@@ -27,8 +27,5 @@ bool	cloud_list(struct db *c, int limit, const char *after, const char *environm
 	    json_t **out, struct err *e);
 /* 409 "cloud.in_use" when it has clusters or jobs. */
 bool	cloud_delete(struct db *c, const char *id, struct err *e);
-/* "{a,b}" literal of a names list, for ANY($n::text[]); malloc'd, NULL when envs is NULL
- * or contains "*". */
-char	*cloud_envs_literal(const char *const *envs, int nenvs);
 
 #endif

@@ -270,26 +270,12 @@ cluster_list(struct db *c, int limit, const char *after, const char *environment
 	char lim[16], *lit = NULL;
 	PGresult *r = NULL;
 	uuid_t u;
-	bool ok = false, all = envs == NULL;
-	size_t len = 3;
+	bool ok = false;
 
 	if (after != NULL && uuid_parse(after, u) != 0)
 		return err_field(e, 400, "api.bad_cursor", "/query/after",
 		    "after is not a cursor returned by this list");
-	for (int i = 0; envs != NULL && i < nenvs; i++) {
-		all = all || strcmp(envs[i], "*") == 0;
-		len += strlen(envs[i]) + 1;
-	}
-	if (!all) {
-		lit = calloc(1, len);
-		strcat(lit, "{");
-		for (int i = 0; i < nenvs; i++) {
-			if (i)
-				strcat(lit, ",");
-			strcat(lit, envs[i]);
-		}
-		strcat(lit, "}");
-	}
+	lit = db_scope_array(envs, nenvs);
 	snprintf(lim, sizeof(lim), "%d", limit);
 	{
 		const char *p[7] = { after ? after : "", lim, environment, region, provider,

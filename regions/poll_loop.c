@@ -3,12 +3,12 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/select.h>
 #include <time.h>
 
 #include <libpq-fe.h>
 
 #include "core/config.h"
+#include "core/listen.h"
 #include "core/log.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
@@ -41,25 +41,9 @@ wait_for(PGconn *c, int ms)
 {
 	double until = mono() + ms / 1000.0;
 
-	while (atomic_load(&P.running) && !atomic_load(&P.kicked) && mono() < until) {
-		int fd = c ? PQsocket(c) : -1;
-		struct timeval tv = { 0, 200 * 1000 };
-		fd_set rs;
-		PGnotify *n;
-		bool got = false;
-
-		FD_ZERO(&rs);
-		if (fd >= 0)
-			FD_SET(fd, &rs);
-		if (select(fd + 1, &rs, NULL, NULL, &tv) > 0 && c != NULL)
-			PQconsumeInput(c);
-		while (c != NULL && (n = PQnotifies(c)) != NULL) {
-			PQfreemem(n);
-			got = true;
-		}
-		if (got)
+	while (atomic_load(&P.running) && !atomic_load(&P.kicked) && mono() < until)
+		if (listen_wait(c, 200))
 			break;
-	}
 }
 
 static void *
@@ -74,14 +58,10 @@ loop(void *arg)
 			if (c != NULL)
 				PQfinish(c);
 			leader = false;
-			c = PQconnectdb(cfg.database_url);
-			if (PQstatus(c) != CONNECTION_OK) {
-				PQfinish(c);
-				c = NULL;
+			if ((c = listen_open(cfg.database_url, "fleet_poll")) == NULL) {
 				wait_for(NULL, 1000);
 				continue;
 			}
-			PQclear(PQexec(c, "LISTEN fleet_poll"));
 		}
 		if (!leader) {
 			PGresult *r = PQexec(c, "SELECT pg_try_advisory_lock(7315, 0)");

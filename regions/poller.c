@@ -15,6 +15,7 @@
 #include "providers/provider.h"
 #include "regions/catalog.h"
 #include "regions/cluster.h"
+#include "core/textbuf.h"
 #include "regions/poller.h"
 #include "regions/poller_int.h"
 
@@ -313,30 +314,30 @@ poller_metrics(char **buf, size_t *len, size_t *cap)
 	double now = (double)time(NULL);
 
 	pthread_mutex_lock(&mlock);
-	poller_appendf(buf, len, cap, "# HELP fleetd_provider_calls_total Provider and "
+	textbuf_appendf(buf, len, cap, "# HELP fleetd_provider_calls_total Provider and "
 	    "Kubernetes API calls made by the capacity poller.\n"
 	    "# TYPE fleetd_provider_calls_total counter\n");
 	for (int i = 0; i < 4; i++)
-		poller_appendf(buf, len, cap, "fleetd_provider_calls_total{provider=\"%s\"} %lld\n",
+		textbuf_appendf(buf, len, cap, "fleetd_provider_calls_total{provider=\"%s\"} %lld\n",
 		    sides[i], mstat[i].calls);
-	poller_appendf(buf, len, cap, "# HELP fleetd_provider_errors_total Calls that failed or "
+	textbuf_appendf(buf, len, cap, "# HELP fleetd_provider_errors_total Calls that failed or "
 	    "answered an error status.\n# TYPE fleetd_provider_errors_total counter\n");
 	for (int i = 0; i < 4; i++)
-		poller_appendf(buf, len, cap, "fleetd_provider_errors_total{provider=\"%s\"} %lld\n",
+		textbuf_appendf(buf, len, cap, "fleetd_provider_errors_total{provider=\"%s\"} %lld\n",
 		    sides[i], mstat[i].errors);
-	poller_appendf(buf, len, cap, "# HELP fleetd_provider_latency_seconds Wall time of "
+	textbuf_appendf(buf, len, cap, "# HELP fleetd_provider_latency_seconds Wall time of "
 	    "poller calls, retries included.\n# TYPE fleetd_provider_latency_seconds summary\n");
 	for (int i = 0; i < 4; i++)
-		poller_appendf(buf, len, cap,
+		textbuf_appendf(buf, len, cap,
 		    "fleetd_provider_latency_seconds_sum{provider=\"%s\"} %.6f\n"
 		    "fleetd_provider_latency_seconds_count{provider=\"%s\"} %lld\n", sides[i],
 		    mstat[i].lat_ms / 1000.0, sides[i], mstat[i].calls);
-	poller_appendf(buf, len, cap, "# HELP fleetd_cluster_snapshot_age_seconds Seconds since "
+	textbuf_appendf(buf, len, cap, "# HELP fleetd_cluster_snapshot_age_seconds Seconds since "
 	    "the cluster's last good capacity refresh.\n"
 	    "# TYPE fleetd_cluster_snapshot_age_seconds gauge\n");
 	for (size_t i = 0; i < nages; i++)
 		if (ages[i].last_ok > 0)
-			poller_appendf(buf, len, cap, "fleetd_cluster_snapshot_age_seconds{cluster_id="
+			textbuf_appendf(buf, len, cap, "fleetd_cluster_snapshot_age_seconds{cluster_id="
 			    "\"%s\",cluster=\"%s\"} %.0f\n", ages[i].id, ages[i].name,
 			    now - ages[i].last_ok > 0 ? now - ages[i].last_ok : 0);
 	pthread_mutex_unlock(&mlock);

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "core/err.h"
+#include "core/textbuf.h"
 #include "providers/kube.h"
 #include "providers/provider.h"
 
@@ -31,7 +32,5 @@ json_t	*poller_rows(const char *provider, const struct prov_pools *pools,
 	    const struct kube_capacity *kube);
 /* Writes one cluster's outcome in its own transaction. */
 bool	 poller_record(struct poller_result *res, struct err *e);
-void	 poller_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 
 #endif

@@ -10,31 +10,6 @@
 #include "regions/poller.h"
 #include "regions/poller_int.h"
 
-void
-poller_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	for (;;) {
-		size_t room = *cap - *len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(*buf ? *buf + *len : NULL, *buf ? room : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if (*buf != NULL && (size_t)n < room) {
-			*len += (size_t)n;
-			return;
-		}
-		*cap = (*cap + (size_t)n + 1) * 2;
-		*buf = realloc(*buf, *cap);
-		if (*buf == NULL)
-			abort();
-	}
-}
-
 /* Flavor, price and per-node shape of a machine type from the catalog. */
 static void
 classify(const char *provider, const char *machine_type, const char *accel_type, bool spot,

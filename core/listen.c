@@ -1,0 +1,51 @@
+/* listen: select() on the connection's socket, then drain PQnotifies. */
+#include <stdio.h>
+#include <sys/select.h>
+
+#include "core/listen.h"
+
+PGconn *
+listen_open(const char *url, const char *channel)
+{
+	PGconn *c = PQconnectdb(url);
+	PGresult *r;
+	char *ident, sql[160];
+	bool ok;
+
+	if (PQstatus(c) != CONNECTION_OK) {
+		PQfinish(c);
+		return NULL;
+	}
+	ident = PQescapeIdentifier(c, channel, 64);
+	snprintf(sql, sizeof(sql), "LISTEN %s", ident ? ident : "\"\"");
+	PQfreemem(ident);
+	r = PQexec(c, sql);
+	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	PQclear(r);
+	if (!ok) {
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+bool
+listen_wait(PGconn *c, int ms)
+{
+	int fd = c ? PQsocket(c) : -1;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	fd_set rs;
+	PGnotify *n;
+	bool got = false;
+
+	FD_ZERO(&rs);
+	if (fd >= 0)
+		FD_SET(fd, &rs);
+	if (select(fd + 1, &rs, NULL, NULL, &tv) > 0 && c != NULL)
+		PQconsumeInput(c);
+	while (c != NULL && (n = PQnotifies(c)) != NULL) {
+		PQfreemem(n);
+		got = true;
+	}
+	return got;
+}

@@ -1,0 +1,15 @@
+/* listen: the dedicated connections of background loops — LISTEN on a channel, wait for
+ * a NOTIFY or a timeout. */
+#ifndef FLEET_CORE_LISTEN_H
+#define FLEET_CORE_LISTEN_H
+
+#include <stdbool.h>
+
+#include <libpq-fe.h>
+
+/* Connects to url and LISTENs on channel; NULL when the database cannot be reached. */
+PGconn	*listen_open(const char *url, const char *channel);
+/* Waits up to ms for a notification (all pending ones are consumed); true when one came. */
+bool	 listen_wait(PGconn *c, int ms);
+
+#endif

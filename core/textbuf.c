@@ -1,0 +1,42 @@
+/* textbuf: vsnprintf into the free tail, doubling when it does not fit. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/textbuf.h"
+
+void
+textbuf_vappendf(char **buf, size_t *len, size_t *cap, const char *fmt, va_list ap)
+{
+	for (;;) {
+		va_list copy;
+		int n;
+
+		if (*buf == NULL || *cap == 0) {
+			*cap = *cap ? *cap : 4096;
+			if ((*buf = realloc(*buf, *cap)) == NULL)
+				abort();
+		}
+		va_copy(copy, ap);
+		n = vsnprintf(*buf + *len, *cap - *len, fmt, copy);
+		va_end(copy);
+		if (n < 0)
+			return;
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return;
+		}
+		*cap = (*cap + (size_t)n) * 2;
+		if ((*buf = realloc(*buf, *cap)) == NULL)
+			abort();
+	}
+}
+
+void
+textbuf_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	textbuf_vappendf(buf, len, cap, fmt, ap);
+	va_end(ap);
+}

@@ -1,0 +1,14 @@
+/* textbuf: a growing malloc'd text buffer — what Prometheus writers append to. */
+#ifndef FLEET_CORE_TEXTBUF_H
+#define FLEET_CORE_TEXTBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+/* Appends formatted text to *buf (len used, cap allocated), growing it; aborts on OOM. */
+void	textbuf_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+	    __attribute__((format(printf, 4, 5)));
+void	textbuf_vappendf(char **buf, size_t *len, size_t *cap, const char *fmt, va_list ap)
+	    __attribute__((format(printf, 4, 0)));
+
+#endif
