@@ -417,6 +417,11 @@ cell(const struct route_row *r, int t, int k)
 	} else if (tok_role[t] < r->role) {
 		if (h.status != 403)
 			violation(r, t, k, &h, "403: the role is too low");
+	} else if (strcmp(r->method, "POST") == 0 && strcmp(r->pattern, "/v1/environments") == 0) {
+		/* A new environment is outside every scoped token: only a token for every
+		 * environment creates them, so the answer cannot tell which names exist. */
+		if (h.status != 403)
+			violation(r, t, k, &h, "403: only a '*' token creates environments");
 	} else if (k == 0 || global(r)) {
 		/* a 404 of the handler is fine (a job without a manifest yet), unless it is
 		 * the very answer for an object that does not exist */
