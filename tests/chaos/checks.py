@@ -30,6 +30,8 @@ def acked_exist(sim, ck, loads):
     unacked = [u for ld in loads for u in ld.unacked]
     ck.ok("every submission was eventually acknowledged (retries allowed)", not unacked,
           f"{len(unacked)} never got 201, e.g. {unacked[:3]}")
+    cf = [c for ld in loads for c in ld.cancel_failed]
+    ck.ok("every cancel was accepted (200/202)", not cf, f"{len(cf)} refused: {cf[:5]}")
     hangs = [h for ld in loads for h in ld.hangs]
     ck.ok("no POST /v1/jobs hung past the client timeout", not hangs,
           f"{len(hangs)} hung: {hangs[:5]}")

@@ -386,6 +386,8 @@ class Load:
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.cancelled = 0
+        self.cancel_failed = []
+        self.timers = []
 
     def _one(self, i):
         body = self.bodies[i]
@@ -410,20 +412,16 @@ class Load:
                 jid = json.loads(text)["id"]
                 with self.lock:
                     self.acked[body["name"]] = jid
-                if i in self.cancel:
-                    time.sleep(self.rng.random() * 0.5)
-                    for _ in range(40):
-                        try:
-                            url = self.sim.any_replica().url + f"/v1/jobs/{jid}/cancel"
-                        except CheckFailed:
-                            time.sleep(0.25)
-                            continue
-                        s2, _, _ = self.sim.http("POST", url, {}, timeout=20)
-                        if s2 in (200, 202):
-                            with self.lock:
-                                self.cancelled += 1
-                            break
-                        time.sleep(0.25)
+                if i in self.cancel or body["kind"] == "RayCluster":
+                    # RayClusters never end on their own: each lives a few seconds, then is
+                    # cancelled (deleted from its cluster), so capacity and quota come back
+                    delay = self.rng.uniform(3, 10) if body["kind"] == "RayCluster" \
+                        else self.rng.random() * 0.5
+                    t = threading.Timer(delay, self._cancel, args=(jid,))
+                    t.daemon = True
+                    with self.lock:
+                        self.timers.append(t)
+                    t.start()
                 return
             if st > 0 and not (st == 503 and "Retry-After" in h):
                 with self.lock:
@@ -434,6 +432,22 @@ class Load:
             break  # a 4xx is a real refusal: report it
         with self.lock:
             self.unacked.append((body["name"],) + last)
+
+    def _cancel(self, jid):
+        for _ in range(80):
+            try:
+                url = self.sim.any_replica().url + f"/v1/jobs/{jid}/cancel"
+            except CheckFailed:
+                time.sleep(0.25)
+                continue
+            st, _, _ = self.sim.http("POST", url, {}, timeout=20)
+            if st in (200, 202):
+                with self.lock:
+                    self.cancelled += 1
+                return
+            time.sleep(0.25)
+        with self.lock:
+            self.cancel_failed.append(jid)
 
     def _worker(self):
         while True:
@@ -456,10 +470,15 @@ class Load:
         return self
 
     def wait(self, timeout):
+        """Until every submission and every cancel is done."""
         end = time.time() + timeout
         for t in self.ts:
             t.join(max(0, end - time.time()))
-        return not any(t.is_alive() for t in self.ts)
+        with self.lock:
+            timers = list(self.timers)
+        for t in timers:
+            t.join(max(0, end - time.time()))
+        return not any(t.is_alive() for t in self.ts + timers)
 
 
 def wait_settled(sim, bound, names=None, allow_pending=False):

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# tests/chaos/run.sh [--short] [BUILD_DIR] — the chaos suites (crash, replicas, dbrestart,
+# faults), each with its own Postgres, cloudsim and fleetd replicas on loopback.  Full sizes
+# by default (issue 10: 2,000 jobs, 20 kills); --short is the few-minute version `make test`
+# runs (tests/scripts/chaos_short.sh).  Sizes can be overridden: CHAOS_JOBS, CHAOS_KILLS,
+# CHAOS_SUITES (comma list), CHAOS_OUT (where results and logs go).  Stops everything it
+# started, also on failure or Ctrl-C.  Exit status 1 when any check failed.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+short=0
+if [ "${1:-}" = "--short" ]; then short=1; shift; fi
+build=${1:-${FLEETD_BUILD_DIR:-$top/build/rel}}
+build=$(cd "$build" && pwd) || { echo "chaos: no build directory $build" >&2; exit 2; }
+for b in fleetd cloudsim; do
+	[ -x "$build/$b" ] || { echo "chaos: $build/$b missing (make build)" >&2; exit 2; }
+done
+out=${CHAOS_OUT:-$(mktemp -d /tmp/fleetd-chaos.XXXXXX)}
+mkdir -p "$out"
+
+# Stops what the suites started, by the pids they recorded (only fleetd/cloudsim processes),
+# and their Postgres.  chaos.py does this itself; this is for a hard interruption.
+cleanup() {
+	for f in "$out"/*/w/pids; do
+		[ -f "$f" ] || continue
+		while read -r pid; do
+			if grep -qaE 'fleetd|cloudsim' "/proc/$pid/cmdline" 2>/dev/null; then
+				kill -TERM "$pid" 2>/dev/null || true
+			fi
+		done <"$f"
+	done
+	for d in "$out"/*/w/pg; do
+		[ -d "$d" ] && bash "$top/scripts/pg.sh" stop "$d" >/dev/null 2>&1
+	done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ "$short" = 1 ]; then
+	jobs=${CHAOS_JOBS:-100}; kills=${CHAOS_KILLS:-3}
+	declare -A args=(
+		[crash]="--jobs $jobs --kills $kills --kill-every 4 --settle 120"
+		[replicas]="--jobs $((jobs * 3 / 5)) --kills 2 --kill-every 4 --settle 120"
+		[dbrestart]="--jobs $((jobs * 3 / 5)) --db-restarts 1 --db-outages 1 --kill-every 3 --settle 120"
+		[faults]="--jobs $((jobs * 3 / 5)) --faults 5xx,partition-cluster,expired-tokens --fault-seconds 4 --settle 120"
+	)
+	limit=240
+else
+	jobs=${CHAOS_JOBS:-2000}; kills=${CHAOS_KILLS:-20}
+	declare -A args=(
+		[crash]="--jobs $jobs --kills $kills --kill-every 12 --settle 600"
+		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 600"
+		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 600"
+		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 600"
+	)
+	limit=3600
+fi
+suites=${CHAOS_SUITES:-crash,replicas,dbrestart,faults}
+rc=0
+for s in ${suites//,/ }; do
+	[ -n "${args[$s]:-}" ] || { echo "chaos: unknown suite $s" >&2; rc=2; continue; }
+	rm -rf "$out/$s"
+	mkdir -p "$out/$s"
+	echo "=== chaos $s: ${args[$s]} (logs in $out/$s)"
+	# shellcheck disable=SC2086 # word splitting of the argument list is intended
+	timeout -k 30 "$limit" python3 "$top/tests/chaos/chaos.py" "$s" --build "$build" \
+		--workdir "$out/$s/w" ${args[$s]} ${CHAOS_ARGS:-} || rc=1
+	cp -f "$out/$s/result-$s.json" "$out/" 2>/dev/null || true
+done
+python3 "$top/tests/chaos/summary.py" "$out"
+echo "chaos: results in $out"
+exit $rc
