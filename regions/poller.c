@@ -1,6 +1,7 @@
 /* poller: one refresh of every member cluster — read clusters and clouds, close the
  * transaction, run credentials, provider and Kubernetes calls of all clusters on one
- * http_batch, then replace each cluster's capacity rows in its own short transaction. */
+ * http_batch; as each cluster finishes, a writer thread replaces its capacity rows in its
+ * own short transaction while the other clusters' calls go on. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,23 @@
 #include "regions/poller.h"
 #include "regions/poller_int.h"
 
+#define WRITERS	4	/* threads writing finished clusters (database connections) */
+
+struct job;
+
+/* Finished clusters waiting for a writer. */
+struct wq {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	struct job	**v;
+	size_t		 head, tail;	/* v[head..tail) wait */
+	bool		 closed;
+};
+
 struct job {
+	struct wq		*q;
+	bool			 queued;	/* handed to a writer */
+	struct poller_result	 res;		/* the writer's outcome */
 	struct prov_cloud	 cloud;
 	char			*id, *name, *api, *ca, *token, *pcid;
 	struct prov_cluster	 k;
@@ -68,6 +85,20 @@ account(struct job *j, int side, const struct prov_fetch *f)
 
 static void creds_start(struct job *j, struct http_batch *b);
 
+/* Hands the cluster to a writer once both its provider and Kubernetes sides are done; the
+ * batch no longer touches the job's pools or nodes after that. */
+static void
+settle(struct job *j)
+{
+	if (!j->prov_done || !j->kube_done || j->queued || j->q == NULL)
+		return;
+	j->queued = true;
+	pthread_mutex_lock(&j->q->mu);
+	j->q->v[j->q->tail++] = j;
+	pthread_cond_signal(&j->q->cv);
+	pthread_mutex_unlock(&j->q->mu);
+}
+
 static void
 prov_finished(struct prov_fetch *f)
 {
@@ -85,6 +116,7 @@ prov_finished(struct prov_fetch *f)
 	if (f->failed)
 		j->perr = f->err;
 	j->prov_done = true;
+	settle(j);
 }
 
 static void
@@ -97,6 +129,7 @@ creds_finished(struct prov_fetch *f)
 	if (f->failed) {
 		j->perr = f->err;
 		j->prov_done = true;
+		settle(j);
 		return;
 	}
 	fetch_init(&j->fp, f->b, prov_finished, j);
@@ -130,6 +163,7 @@ kube_finished(struct prov_fetch *f)
 	else
 		kube_capacity_finish(&j->kube);
 	j->kube_done = true;
+	settle(j);
 }
 
 static void
@@ -354,11 +388,86 @@ now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* Writes one finished cluster (writer thread): its rows, or its failure. */
+static void
+record(struct job *j)
+{
+	struct poller_result *res = &j->res;
+	struct err e = { 0 };
+
+	res->cluster_id = j->id;
+	if (err_is_set(&j->kerr) || err_is_set(&j->perr) || !j->prov_done || !j->kube_done) {
+		const struct err *fe = err_is_set(&j->kerr) ? &j->kerr : &j->perr;
+
+		snprintf(res->error, sizeof(res->error), "%s: %s",
+		    err_is_set(&j->kerr) ? "kubernetes" : j->cloud.provider,
+		    err_is_set(fe) ? fe->msg : "refresh did not finish");
+	} else {
+		if (j->ops->pools_finish != NULL)
+			j->ops->pools_finish(&j->pj);
+		res->pools = &j->pools;
+		res->kube = &j->kube;
+		res->provider = j->cloud.provider;
+	}
+	if (!poller_record(res, &e))
+		log_warn(NULL, "poller", "capacity write failed", "{s:s, s:s}", "cluster",
+		    j->id, "code", e.code);
+	if (res->error[0] == '\0' && res->written)
+		j->last_ok = (double)time(NULL);
+	else
+		log_info(NULL, "poller", "cluster refresh failed", "{s:s, s:s, s:s}",
+		    "cluster", j->name, "provider", j->cloud.provider, "error", res->error);
+}
+
+static void *
+writer(void *arg)
+{
+	struct wq *q = arg;
+	struct job *j;
+
+	for (;;) {
+		pthread_mutex_lock(&q->mu);
+		while (q->head == q->tail && !q->closed)
+			pthread_cond_wait(&q->cv, &q->mu);
+		j = q->head < q->tail ? q->v[q->head++] : NULL;
+		pthread_mutex_unlock(&q->mu);
+		if (j == NULL)
+			return NULL;
+		record(j);
+	}
+}
+
+/* Queues what never finished when the batch ran to its end (a failed batch is fleetd's
+ * fault, not the clusters'), lets the writers drain the queue and waits for them; with no
+ * writer thread, writes here. */
+static void
+writers_finish(struct wq *q, pthread_t *w, int nw, struct job *v, size_t n, bool batch_ok)
+{
+	for (size_t i = 0; batch_ok && i < n; i++)
+		if (!v[i].queued) {
+			v[i].queued = true;
+			pthread_mutex_lock(&q->mu);
+			q->v[q->tail++] = &v[i];
+			pthread_mutex_unlock(&q->mu);
+		}
+	pthread_mutex_lock(&q->mu);
+	q->closed = true;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	for (int i = 0; i < nw; i++)
+		pthread_join(w[i], NULL);
+	if (nw == 0)
+		writer(q);
+}
+
 bool
 poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
 {
+	struct wq q = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 	struct job *v = NULL;
 	struct http_batch *b = NULL;
+	pthread_t w[WRITERS];
+	int nw = 0;
 	size_t n = 0;
 	double t0;
 	bool ok = false;
@@ -368,59 +477,46 @@ poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
 		goto cleanup;
 	st->clusters = (int)n;
 	b = http_batch_new(concurrency > 0 ? concurrency : 128);
-	if (b == NULL) {
+	q.v = calloc(n ? n : 1, sizeof(*q.v));
+	if (b == NULL || q.v == NULL) {
 		err_set(e, 500, "poller.oom", "out of memory");
 		goto cleanup;
 	}
+	while (nw < WRITERS && (size_t)nw < n && pthread_create(&w[nw], NULL, writer, &q) == 0)
+		nw++;
 	t0 = now_ms();
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		v[i].q = &q;
 		if (!v[i].prov_done || !v[i].kube_done)
 			job_start(&v[i], b);
-	if (!http_batch_run(b, e))
-		goto cleanup;
+		else
+			settle(&v[i]);
+	}
+	ok = http_batch_run(b, e);
 	st->elapsed_ms = now_ms() - t0;
+	writers_finish(&q, w, nw, v, n, ok);
+	nw = 0;
+	if (!ok)
+		goto cleanup;
 	for (size_t i = 0; i < n; i++) {
-		struct job *j = &v[i];
-		struct poller_result res = { 0 };
+		const struct poller_result *res = &v[i].res;
 
-		st->calls += j->calls[0] + j->calls[1];
-		res.cluster_id = j->id;
-		if (err_is_set(&j->kerr) || err_is_set(&j->perr) || !j->prov_done ||
-		    !j->kube_done) {
-			const struct err *fe = err_is_set(&j->kerr) ? &j->kerr : &j->perr;
-
-			snprintf(res.error, sizeof(res.error), "%s: %s",
-			    err_is_set(&j->kerr) ? "kubernetes" : j->cloud.provider,
-			    err_is_set(fe) ? fe->msg : "refresh did not finish");
-		} else {
-			if (j->ops->pools_finish != NULL)
-				j->ops->pools_finish(&j->pj);
-			res.pools = &j->pools;
-			res.kube = &j->kube;
-			res.provider = j->cloud.provider;
-		}
-		if (!poller_record(&res, e))
-			log_warn(NULL, "poller", "capacity write failed", "{s:s, s:s}", "cluster",
-			    j->id, "code", e->code);
-		err_clear(e);
-		if (res.error[0] == '\0' && res.written) {
+		st->calls += v[i].calls[0] + v[i].calls[1];
+		if (res->error[0] == '\0' && res->written) {
 			st->ok++;
-			st->rows += res.rows;
-			j->last_ok = (double)time(NULL);
+			st->rows += res->rows;
 		} else {
 			st->failed++;
-			log_info(NULL, "poller", "cluster refresh failed", "{s:s, s:s, s:s}",
-			    "cluster", j->name, "provider", j->cloud.provider, "error", res.error);
 		}
-		if (res.unreachable)
+		if (res->unreachable)
 			st->unreachable++;
 	}
 	metrics_record(v, n);
-	ok = true;
 cleanup:
 	http_batch_free(b);
 	for (size_t i = 0; i < n; i++)
 		job_free(&v[i]);
 	free(v);
+	free(q.v);
 	return ok;
 }
