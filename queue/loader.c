@@ -21,15 +21,18 @@ static const char sql_queues[] =
     "SELECT id::text, environment, cohort, weight, queueing_strategy, nominal_quota::text,"
     " borrowing_limit::text, lending_limit::text FROM queues"
     " WHERE ($1::text IS NULL OR environment = $1)";
-static const char sql_jobs[] =
-    "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false),"
-    " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text,"
-    " k.id::text, extract(epoch from coalesce(j.dispatched_at, j.updated_at))::bigint,"
-    " j.placement::text, j.move->'to'::text"
-    " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class"
-    " LEFT JOIN clusters k ON k.id = j.cluster_id"
-    " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')"
-    " AND ($1::text IS NULL OR j.environment = $1)";
+/* Read through a cursor 2,000 rows at a time, so that the specs of every job are never
+ * held at once (WITH HOLD: also outside a transaction, where the server keeps the rows). */
+#define SQL_JOBS \
+    "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false)," \
+    " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text," \
+    " k.id::text, extract(epoch from coalesce(j.dispatched_at, j.updated_at))::bigint," \
+    " j.placement::text, j.move->'to'::text" \
+    " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
+    " LEFT JOIN clusters k ON k.id = j.cluster_id" \
+    " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')" \
+    " AND ($1::text IS NULL OR j.environment = $1)"
+static const char sql_jobs[] = "DECLARE loader_jobs NO SCROLL CURSOR WITH HOLD FOR " SQL_JOBS;
 
 static int64_t
 mib(int64_t bytes)
@@ -327,52 +330,63 @@ load_move_target(struct sched_model *m, PGresult *r, int i, struct err *e)
 	return ok;
 }
 
+/* One row of sql_jobs into m; false only on a failure that stops the load. */
+static bool
+load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	const char *state = PQgetvalue(r, i, 5);
+	bool pending = strcmp(state, "pending") == 0;
+	bool in_flight = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0;
+	struct sched_cluster *on = PQgetisnull(r, i, 7) ? NULL :
+	    sched_model_find_cluster(m, PQgetvalue(r, i, 7));
+	json_t *spec;
+	struct sched_job *j;
+
+	/* A running job is in the snapshot only once the snapshot is newer than its
+	 * dispatch (pods bound); until then its reservation stays in flight. */
+	if (!in_flight && on != NULL && on->observed_at < atoll(PQgetvalue(r, i, 8)) + 10)
+		in_flight = true;
+	spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+	j = loader_add_job(m, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+	    atoi(PQgetvalue(r, i, 2)), PQgetvalue(r, i, 3)[0] == 't',
+	    atoll(PQgetvalue(r, i, 4)), pending ? SCHED_PENDING :
+	    in_flight ? SCHED_ADMITTED : SCHED_RUNNING, spec, e);
+	json_decref(spec);
+	if (j == NULL) {
+		/* One unreadable job must not stop the environment's scheduling. */
+		log_warn(NULL, "scheduler", "job skipped", "{s:s, s:s}", "job",
+		    PQgetvalue(r, i, 0), "error", e->msg);
+		err_clear(e);
+		return true;
+	}
+	if (!pending && on != NULL && !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
+	    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))
+		return false;
+	return PQgetisnull(r, i, 10) || load_move_target(m, r, i, e);
+}
+
 static bool
 load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
 {
 	const char *p[1] = { env };
 	PGresult *r = NULL;
+	struct err ignored = { 0 };
 	bool ok = false;
 
-	if (!db_exec(c, sql_jobs, 1, p, &r, e))
+	if (!db_exec(c, sql_jobs, 1, p, NULL, e))
 		return false;
-	for (int i = 0; i < PQntuples(r); i++) {
-		const char *state = PQgetvalue(r, i, 5);
-		bool pending = strcmp(state, "pending") == 0;
-		bool in_flight = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0;
-		struct sched_cluster *on = PQgetisnull(r, i, 7) ? NULL :
-		    sched_model_find_cluster(m, PQgetvalue(r, i, 7));
-
-		/* A running job is in the snapshot only once the snapshot is newer than its
-		 * dispatch (pods bound); until then its reservation stays in flight. */
-		if (!in_flight && on != NULL && on->observed_at < atoll(PQgetvalue(r, i, 8)) + 10)
-			in_flight = true;
-		json_t *spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
-		struct sched_job *j;
-
-		j = loader_add_job(m, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-		    atoi(PQgetvalue(r, i, 2)), PQgetvalue(r, i, 3)[0] == 't',
-		    atoll(PQgetvalue(r, i, 4)), pending ? SCHED_PENDING :
-		    in_flight ? SCHED_ADMITTED : SCHED_RUNNING, spec, e);
-		json_decref(spec);
-		if (j == NULL) {
-			/* One unreadable job must not stop the environment's scheduling. */
-			log_warn(NULL, "scheduler", "job skipped", "{s:s, s:s}", "job",
-			    PQgetvalue(r, i, 0), "error", e->msg);
-			err_clear(e);
-			continue;
-		}
-		if (!pending && !PQgetisnull(r, i, 7) &&
-		    sched_model_find_cluster(m, PQgetvalue(r, i, 7)) != NULL &&
-		    !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
-		    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))
+	do {
+		PQclear(r);
+		if (!db_exec(c, "FETCH 2000 FROM loader_jobs", 0, NULL, &r, e))
 			goto cleanup;
-		if (!PQgetisnull(r, i, 10) && !load_move_target(m, r, i, e))
-			goto cleanup;
-	}
+		for (int i = 0; i < PQntuples(r); i++)
+			if (!load_job_row(m, r, i, e))
+				goto cleanup;
+	} while (PQntuples(r) > 0);
 	ok = true;
 cleanup:
 	PQclear(r);
+	ok = db_exec(c, "CLOSE loader_jobs", 0, NULL, NULL, ok ? e : &ignored) && ok;
 	return ok;
 }
 
