@@ -1,9 +1,11 @@
 /* fuzz_providers: the provider drivers' pure response parsers (GKE, AKS, HyperPod, STS,
- * token endpoints, IAM XML) on arbitrary answers, chained as a refresh chains them.
+ * token endpoints, IAM XML, Kubernetes node and pod lists) on arbitrary answers, chained
+ * as a refresh chains them.
  * Input: one selector byte, then NUL-separated chunks (JSON never holds a raw NUL). */
 #include <math.h>
 
 #include "providers/creds_int.h"
+#include "providers/kube.h"
 #include "providers/provider.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -160,6 +162,42 @@ creds(const struct chunks *c)
 	free(tag);
 }
 
+/* A member cluster's node and pod lists, and Kubernetes quantities. */
+static void
+kube(const struct chunks *c)
+{
+	struct kube_capacity cap;
+	struct err e = { 0 };
+	char *b0 = body(c, 0), *b1 = body(c, 1), *q = body(c, 2), *next = NULL;
+	long long milli, units;
+
+	kube_capacity_init(&cap, "cloud.google.com/gke-nodepool",
+	    "cloud.google.com/gce-topology-subblock");
+	if (kube_parse_nodes(b0, c->n[0], &cap, &next, &e))
+		check_next(next);
+	next = NULL;
+	if (kube_parse_pods(b1, c->n[1], &cap, &next, &e))
+		check_next(next);
+	kube_capacity_finish(&cap);
+	for (size_t i = 0; i < cap.n; i++) {
+		const struct kube_node *n = &cap.v[i];
+
+		FUZZ_CHECK(n->alloc_cpu_m >= 0 && n->alloc_mem >= 0 && n->alloc_accel >= 0 &&
+		    n->used_cpu_m >= 0 && n->used_mem >= 0 && n->used_accel >= 0,
+		    "node %s negative figures", n->name);
+	}
+	kube_capacity_cleanup(&cap);
+	/* the same quantity in millis and in units agree (both rounded up; the parser's 1e-9
+	 * tolerance lets "1n" be 1m but 0 units, hence the slack of one milli) */
+	if (kube_parse_quantity(q, true, &milli) && kube_parse_quantity(q, false, &units))
+		FUZZ_CHECK(milli >= 0 && units >= 0 && milli <= units * 1000 + 1 &&
+		    (units == 0 || milli > (units - 1) * 1000 - 1), "quantity %s: %lld m, %lld",
+		    q, milli, units);
+	free(b0);
+	free(b1);
+	free(q);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -168,11 +206,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	split(data + 1, size - 1, &c);
-	switch (data[0] % 4) {
+	switch (data[0] % 5) {
 	case 0: gke(&c); break;
 	case 1: aks(&c); break;
 	case 2: hyperpod(&c); break;
-	default: creds(&c); break;
+	case 3: creds(&c); break;
+	default: kube(&c); break;
 	}
 	return 0;
 }
