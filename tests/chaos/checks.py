@@ -227,6 +227,7 @@ def sanitizers(sim, ck):
 def unexpected_exits(sim, ck):
     """A process the suite did not kill (killed ones are replaced on restart) must be alive."""
     dead = [(n, p.popen.returncode) for n, p in sim.procs.items() if not p.alive()]
+    dead += sim.crashed
     ck.ok("no process exited on its own", not dead, f"{dead} (logs in {sim.dir})")
 
 

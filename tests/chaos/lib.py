@@ -89,6 +89,7 @@ class Sim:
         self.sim_url = None
         self.fleetd_env = {}
         self.starts = {}
+        self.crashed = []
         self.fresh_ids = False
 
     # ---- processes
@@ -253,6 +254,8 @@ class Sim:
         if pr.alive():
             pr.popen.send_signal(signal.SIGKILL)
             pr.popen.wait(timeout=30)
+        else:   # it died before we came to kill it: a crash of its own
+            self.crashed.append((name, pr.popen.returncode, pr.log))
 
     def stop_all(self):
         for name, pr in list(self.procs.items()):

@@ -38,19 +38,19 @@ trap 'exit 130' INT TERM
 if [ "$short" = 1 ]; then
 	jobs=${CHAOS_JOBS:-100}; kills=${CHAOS_KILLS:-3}
 	declare -A args=(
-		[crash]="--jobs $jobs --kills $kills --kill-every 4 --settle 120"
-		[replicas]="--jobs $((jobs * 3 / 5)) --kills 2 --kill-every 4 --settle 120"
-		[dbrestart]="--jobs $((jobs * 3 / 5)) --db-restarts 1 --db-outages 1 --kill-every 3 --settle 120"
-		[faults]="--jobs $((jobs * 3 / 5)) --faults 5xx,partition-cluster,expired-tokens --fault-seconds 4 --settle 120"
+		[crash]="--jobs $jobs --kills $kills --kill-every 4 --settle 90"
+		[replicas]="--jobs $((jobs * 3 / 5)) --kills 2 --kill-every 4 --settle 90"
+		[dbrestart]="--jobs $((jobs * 3 / 5)) --db-restarts 1 --db-outages 1 --kill-every 3 --settle 90"
+		[faults]="--jobs $((jobs * 3 / 5)) --faults 5xx,partition-cluster,expired-tokens --fault-seconds 4 --settle 90"
 	)
 	limit=240
 else
 	jobs=${CHAOS_JOBS:-2000}; kills=${CHAOS_KILLS:-20}
 	declare -A args=(
-		[crash]="--jobs $jobs --kills $kills --kill-every 12 --settle 600"
-		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 600"
-		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 600"
-		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 600"
+		[crash]="--jobs $jobs --kills $kills --kill-every 12 --settle 420"
+		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 420"
+		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 420"
+		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 420"
 	)
 	limit=3600
 fi
