@@ -13,7 +13,6 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checks  # noqa: E402
-import register  # noqa: E402
 from lib import CheckFailed, Checks, Sim, log  # noqa: E402
 
 SUITES = ("crash", "replicas", "dbrestart", "faults")

@@ -9,7 +9,7 @@ import re
 import subprocess
 import time
 
-from lib import ACTIVE, BORROW, FINAL, QUOTA, TRANSITIONAL, events_text, wait_settled
+from lib import BORROW, FINAL, QUOTA, TRANSITIONAL, events_text, wait_settled
 
 PLURAL = {"RayJob": "rayjobs", "RayCluster": "rayclusters", "RayService": "rayservices",
           "RayCronJob": "raycronjobs"}

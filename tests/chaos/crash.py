@@ -6,10 +6,10 @@ import time
 
 import checks
 import register
-from lib import log
+from lib import Load, log
 
 
-def kill_loop(sim, name, kills, every, ck, load=None):
+def kill_loop(sim, name, kills, every, load=None):
     """kills x (sleep ~every s, kill -9 name, restart it on its port); returns the restart
     times (kill to /healthz 200)."""
     back = []
@@ -29,8 +29,9 @@ def kill_loop(sim, name, kills, every, ck, load=None):
 
 def run(sim, a, ck, fig):
     register.setup_fleet(sim, 1)
-    load = __import__("lib").Load(sim, a.jobs, threads=a.threads, seed=a.seed).start(rate=a.jobs / max(1.0, a.kills * a.kill_every))
-    back = kill_loop(sim, "r0", a.kills, a.kill_every, ck, load)
+    load = Load(sim, a.jobs, threads=a.threads, seed=a.seed).start(
+        rate=a.jobs / max(1.0, a.kills * a.kill_every))
+    back = kill_loop(sim, "r0", a.kills, a.kill_every, load)
     ck.ok("the load finished", load.wait(a.settle), "submitters still running")
     fig["kills"] = len(back)
     fig["restart_s_max"] = round(max(back), 2) if back else 0

@@ -60,7 +60,8 @@ def run(sim, a, ck, fig):
     register.setup_fleet(sim, 2)
     pids = {n: p.popen.pid for n, p in sim.procs.items()}
     prober = Prober(sim)
-    load = Load(sim, a.jobs, threads=a.threads, seed=a.seed, give_up=a.settle).start(rate=a.jobs / max(1.0, (a.db_restarts + a.db_outages) * a.kill_every * 1.5 + 8))
+    load = Load(sim, a.jobs, threads=a.threads, seed=a.seed, give_up=a.settle).start(
+        rate=a.jobs / max(1.0, (a.db_restarts + a.db_outages) * a.kill_every * 1.5 + 8))
     recov, outage_503 = [], []
     events = ["restart"] * a.db_restarts + ["outage"] * a.db_outages
     random.shuffle(events)

@@ -9,7 +9,6 @@ import random
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.error

@@ -57,7 +57,8 @@ def run(sim, a, ck, fig):
     first, _ = wait_leader(sim, None, 30)
     ck.ok("one replica leads the scheduler after start", first is not None, "none leads after 30s")
     watch = Watch(sim)
-    load = Load(sim, a.jobs, threads=a.threads, seed=a.seed).start(rate=a.jobs / max(1.0, a.kills * a.kill_every))
+    load = Load(sim, a.jobs, threads=a.threads, seed=a.seed).start(
+        rate=a.jobs / max(1.0, a.kills * a.kill_every))
     failover = []
     for k in range(a.kills):
         time.sleep(a.kill_every * random.uniform(0.3, 1.7))
