@@ -26,7 +26,7 @@ static const char sql_queues[] =
 #define SQL_JOBS \
     "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false)," \
     " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text," \
-    " k.id::text, extract(epoch from coalesce(j.dispatched_at, j.updated_at))::bigint," \
+    " k.id::text, extract(epoch from coalesce(j.started_at, j.dispatched_at, j.updated_at))::bigint," \
     " j.placement::text, j.move->'to'::text" \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
     " LEFT JOIN clusters k ON k.id = j.cluster_id" \
@@ -342,9 +342,9 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 	json_t *spec;
 	struct sched_job *j;
 
-	/* A running job is in the snapshot only once the snapshot is newer than its
-	 * dispatch (pods bound); until then its reservation stays in flight. */
-	if (!in_flight && on != NULL && on->observed_at < atoll(PQgetvalue(r, i, 8)) + 10)
+	/* A running job is in the snapshot once the snapshot is newer than the moment its
+	 * pods were seen running; an older snapshot does not show it yet (in flight). */
+	if (!in_flight && on != NULL && on->observed_at < atoll(PQgetvalue(r, i, 8)))
 		in_flight = true;
 	spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
 	j = loader_add_job(m, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),

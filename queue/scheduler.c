@@ -201,7 +201,7 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 	bool ok = true, any = false;
 
 	for (int i = 0; i < n && ok; i++) {
-		const char *p[2] = { b[i].buf, who };
+		const char *p[2] = { NULL, who };
 		PGresult *r = NULL;
 
 		if (b[i].n == 0)
@@ -210,6 +210,7 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 			ok = err_set(e, 500, "scheduler.oom", "out of memory");
 			break;
 		}
+		p[0] = b[i].buf;	/* after the last put: it may have moved the buffer */
 		if (!any && !(ok = db_begin(c, e) && fenced(c, b[i].fence, e)))
 			break;
 		any = true;
