@@ -7,7 +7,8 @@
 # fleetd's peak RSS.  Appends to bench/RESULTS.md.  Needs a release build (make build;
 # BENCH_BUILD names another folder).  Knobs: BENCH_CLUSTERS, BENCH_CLOUDS, BENCH_LATENCY_MS,
 # BENCH_REFRESHES (warm refreshes per run), BENCH_SEARCHES, BENCH_DISPATCH_CONCURRENCY (a
-# list; the poller runs 2 x FLEETD_DISPATCH_CONCURRENCY connections; default "16" = 32).
+# list; the poller runs 2 x FLEETD_DISPATCH_CONCURRENCY connections; default "16" = 32),
+# BENCH_PERF=1 (perf profile of fleetd per DSO during the warm refreshes).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BENCH_BUILD:-$top/build/rel}
@@ -29,6 +30,7 @@ trap cleanup EXIT
 for b in fleetd cloudsim; do
 	[ -x "$bin/$b" ] || { echo "build first: make build ($bin/$b missing)" >&2; exit 1; }
 done
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 py() { python3 "$top/bench/capacity_fleet.py" "$@"; }
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }
@@ -101,6 +103,10 @@ measure() {
 	start_fleetd "$1" poller "$2" "$3"
 	read -r _ cold_ms ok_n fail_n <<<"$(wait_refresh "$2" 1)"
 	c0=$(cpu_s "$fpid"); s0=$(cpu_s "$cspid")
+	if [ -n "${BENCH_PERF:-}" ] && command -v perf >/dev/null; then	# where fleetd's CPU goes
+		perf record -q -g -p "$fpid" -o "$2.perf" >/dev/null 2>&1 & perfpid=$!
+		sleep 0.5
+	fi
 	# one psql session notifies and says when (server clock), so no client start-up counts
 	coproc PQ { psql -qAt "$1"; }
 	pids+=($PQ_PID)
@@ -113,6 +119,11 @@ measure() {
 		walls+=("$(python3 -c "print(round(($t - $t0) * 1000))")")
 		nets+=("$ms")
 	done
+	if [ -n "${perfpid:-}" ]; then
+		kill -INT "$perfpid"; wait "$perfpid" 2>/dev/null || true; perfpid=
+		perf report -i "$2.perf" --no-children --sort dso --stdio 2>/dev/null |
+			grep -E '^ +[0-9.]+%' | head -8 | sed "s|^|perf $(basename "$2"): |"
+	fi
 	echo '\q' >&"${PQ[1]}"
 	local qp=$PQ_PID
 	wait "$qp" 2>/dev/null || true
@@ -194,6 +205,8 @@ stop_fleetd
 {
 	echo
 	echo "## Capacity refresh and search ($(date -u +%Y-%m-%d), \`bash bench/capacity.sh\`, BENCH_DISPATCH_CONCURRENCY=\"$concs\")"
+	echo
+	echo "Machine: $(nproc) cores shared with other work; load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
 	echo
 	echo "cloudsim fleet from \`bench/capacity_fleet.py gen\`: $ncl clouds (environment x provider x region; $nreal distinct real catalog regions, each used by up to 4 environments because fleetd allows one cloud per environment, provider and region), $nreg member clusters of the three providers, ${lat} ms added to every provider, identity and Kubernetes call. Registration through the API (phase 1, \`/_sim/iam\`, phase 2, clusters). Refresh: cold = first after start (credentials fetched), warm = median of $refreshes NOTIFY-triggered ones; network = the poller's own \`ms\`, wall = NOTIFY until the refresh is logged (rows written). Ratios: cold network / slowest solo cold, warm wall / slowest solo warm wall (target ≤ 3x); search / ${lat} ms (target ≤ 1.5x)."
 	echo
