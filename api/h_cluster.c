@@ -152,6 +152,13 @@ HANDLER(h_cluster_replace)
 		    "name is immutable; register a new cluster instead");
 		goto cleanup;
 	}
+	/* which provider cluster this is: fleet-cluster marks it force_new */
+	if (strcmp(in.provider_cluster_id,
+	    json_string_value(json_object_get(before, "provider_cluster_id"))) != 0) {
+		err_field(e, 409, "cluster.immutable", "/provider_cluster_id",
+		    "provider_cluster_id is immutable; register a new cluster instead");
+		goto cleanup;
+	}
 	if (!cluster_replace(rq->db, id, &in, &obj, e))
 		goto cleanup;
 	if (json_integer_value(json_object_get(obj, "version")) !=

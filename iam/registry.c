@@ -175,8 +175,8 @@ registry_cloud_replace(struct db *c, const char *id, json_t *body, json_t **befo
 
 	if (!cloud_get(c, id, true, before, e))
 		return false;
-	if (!unpack(body, &name, &env, &provider, &region, &acct, e))
-		return false;
+	/* immutables before validation: a changed provider is named as such, not as a
+	 * region the new provider lacks */
 	for (int i = 0; immutable[i] != NULL; i++) {
 		const char *have = json_string_value(json_object_get(*before, immutable[i]));
 		const char *want = json_string_value(json_object_get(body, immutable[i]));
@@ -187,6 +187,8 @@ registry_cloud_replace(struct db *c, const char *id, json_t *body, json_t **befo
 			return err_field(e, 409, "cloud.immutable", ptr,
 			    "%s is immutable; create a new cloud instead", immutable[i]);
 	}
+	if (!unpack(body, &name, &env, &provider, &region, &acct, e))
+		return false;
 	if (!json_equal(acct, json_object_get(*before, "account")))
 		return err_field(e, 409, "cloud.immutable", "/account",
 		    "account is immutable; create a new cloud instead");
@@ -247,6 +249,16 @@ cleanup:
 	return ok;
 }
 
+static bool
+same_pair(json_t *iam, const char *cp, const char *cl)
+{
+	const char *have_cp = json_string_value(json_object_get(iam, "control_plane_role"));
+	const char *have_cl = json_string_value(json_object_get(iam, "cluster_role"));
+
+	return have_cp != NULL && have_cl != NULL && strcmp(have_cp, cp) == 0 &&
+	    strcmp(have_cl, cl) == 0;
+}
+
 bool
 registry_pair_lock(struct db *c, const struct actor *who, const char *cloud_id, long version,
 		   const char *cp, const char *cl, bool rotate, json_t **out, struct err *e)
@@ -279,6 +291,12 @@ registry_pair_lock(struct db *c, const struct actor *who, const char *cloud_id, 
 	if (rotate && strcmp(json_string_value(json_object_get(before, "state")), "active") != 0) {
 		err_set(e, 409, "iam.not_locked", "only a locked pair can be rotated; finish "
 		    "phase 2 first");
+		goto cleanup;
+	}
+	if (rotate && same_pair(json_object_get(before, "iam"), cp, cl)) {
+		*out = before;	/* rotation to the pair already locked: nothing changes */
+		before = NULL;
+		ok = true;
 		goto cleanup;
 	}
 	if (!db_exec(c, sql_ids_del, 1, p, NULL, e) || !db_exec(c, sql_ids, 3, p, NULL, e)) {

@@ -34,7 +34,8 @@ bool	registry_pair_verify(json_t *cloud, const char *cp, const char *cl, json_t 
 	    struct err *e);
 /* Locks the verified pair (phase 2) or swaps it (rotate).  Re-reads the cloud FOR UPDATE:
  * 409 "iam.locked" when phase 2 finds a locked pair, 409 "cloud.changed" when the cloud
- * changed since verification. */
+ * changed since verification.  A rotation to the pair already locked changes nothing
+ * (no write, no audit row) and answers the cloud as it is. */
 bool	registry_pair_lock(struct db *c, const struct actor *who, const char *cloud_id,
 	    long version, const char *cp, const char *cl, bool rotate, json_t **out,
 	    struct err *e);
