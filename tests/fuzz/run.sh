@@ -56,7 +56,7 @@ for t in "${targets[@]}"; do
 		cp "$work/log" "$out/findings/$t/log"
 		[ "$nart" -gt 0 ] && cp "$work/artifacts/"* "$out/findings/$t/"
 		printf '%-12s %12s %10s %8s %s\n' "$t" "${runs:-?}" "${rate:-?}" "$ncorp" \
-		    "FAIL rc=$rc artifacts=$nart reports=$reports (build/fuzz/findings/$t)"
+		    "FAIL rc=$rc artifacts=$nart reports=$reports ($out/findings/$t)"
 		grep -m5 -E 'ERROR|runtime error|SUMMARY|Assertion|fuzz:' "$work/log" | sed 's/^/    /'
 	else
 		printf '%-12s %12s %10s %8s %s\n' "$t" "${runs:-?}" "${rate:-?}" "$ncorp" "0"
