@@ -460,6 +460,27 @@ writers_finish(struct wq *q, pthread_t *w, int nw, struct job *v, size_t n, bool
 		writer(q);
 }
 
+/* One batch kept from refresh to refresh, so that its connections (and their TLS
+ * sessions) are reused instead of reopened every time; rebuilt when the concurrency
+ * changes or a run fails.  Refreshes of one process take turns on it. */
+static pthread_mutex_t batch_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct http_batch *kept;
+static int kept_max;
+
+static struct http_batch *
+batch_take(int max)
+{
+	if (kept != NULL && kept_max != max) {
+		http_batch_free(kept);
+		kept = NULL;
+	}
+	if (kept == NULL) {
+		kept = http_batch_new(max);
+		kept_max = max;
+	}
+	return kept;
+}
+
 bool
 poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
 {
@@ -473,10 +494,11 @@ poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
 	bool ok = false;
 
 	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&batch_mu);
 	if (!load_jobs(&v, &n, e))
 		goto cleanup;
 	st->clusters = (int)n;
-	b = http_batch_new(concurrency > 0 ? concurrency : 128);
+	b = batch_take(concurrency > 0 ? concurrency : 128);
 	q.v = calloc(n ? n : 1, sizeof(*q.v));
 	if (b == NULL || q.v == NULL) {
 		err_set(e, 500, "poller.oom", "out of memory");
@@ -513,7 +535,11 @@ poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
 	}
 	metrics_record(v, n);
 cleanup:
-	http_batch_free(b);
+	if (!ok && b != NULL) {		/* calls may be left in it: start afresh next time */
+		http_batch_free(b);
+		kept = NULL;
+	}
+	pthread_mutex_unlock(&batch_mu);
 	for (size_t i = 0; i < n; i++)
 		job_free(&v[i]);
 	free(v);
