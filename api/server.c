@@ -1,5 +1,6 @@
 /* server: libmicrohttpd with an internal thread pool.  Each request owns an arena created
  * in the access callback and freed in the completed callback (req_cls, as in MHD's examples). */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -437,7 +438,7 @@ unescape(void *cls, struct MHD_Connection *c, char *s)
 	(void)cls;
 	(void)c;
 	while (*r != '\0') {
-		if (r[0] == '%' && r[1] != '\0' && r[2] != '\0') {
+		if (r[0] == '%' && isxdigit((unsigned char)r[1]) && isxdigit((unsigned char)r[2])) {
 			char hex[3] = { r[1], r[2], 0 }, *end;
 			unsigned long v = strtoul(hex, &end, 16);
 

@@ -1,6 +1,7 @@
 /* aks: the AKS driver — ARM agent pools, Microsoft.Compute SKUs (capabilities and
  * restrictions) and regional usages (quota), nextLink paging, and phase-2 checks: a token
  * of the control-plane managed identity by federation, both identities' cloud-id tags. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,13 +46,7 @@ next_link(json_t *j, char **next)
 static long long
 jint(json_t *v)
 {
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	if (json_is_real(v))
-		return (long long)json_real_value(v);
-	if (json_is_string(v))
-		return atoll(json_string_value(v));
-	return 0;
+	return prov_json_count(v, 0);
 }
 
 bool
@@ -238,8 +233,9 @@ prov_aks_finish(struct prov_pools *out)
 
 			cores = fl < 0 ? tl : tl < 0 ? fl : fl < tl ? fl : tl;
 		}
-		if (cores >= 0)
-			p->quota_left = (int)(cores / p->vcpus) * p->accel_per_node;
+		if (cores >= 0 && p->vcpus > 0)
+			p->quota_left = (int)fmin(floor(cores / p->vcpus) * p->accel_per_node,
+			    (double)PROV_COUNT_MAX);
 	}
 }
 

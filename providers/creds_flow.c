@@ -1,5 +1,6 @@
 /* creds_flow: the credential exchanges as chains of batch requests, so a refresh of many
  * clouds runs concurrently on one http_batch; prov_creds_get runs one chain synchronously. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,10 +64,14 @@ prov_parse_token(const char *body, size_t len, struct prov_creds *out, struct er
 	if (tok == NULL)
 		tok = json_string_value(json_object_get(j, "accessToken"));
 	v = json_object_get(j, "expires_in");
-	if (json_is_integer(v))
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 10000000)
 		exp = (double)time(NULL) + (double)json_integer_value(v);
-	else if (json_is_string(v))
-		exp = (double)time(NULL) + atof(json_string_value(v));
+	else if (json_is_string(v)) {
+		double d = atof(json_string_value(v));
+
+		if (isfinite(d) && d > 0 && d < 1e7)	/* at most ~4 months, as no token lives longer */
+			exp = (double)time(NULL) + d;
+	}
 	else if (json_is_string(json_object_get(j, "expireTime")))
 		exp = creds_parse_time(json_string_value(json_object_get(j, "expireTime")));
 	if (tok == NULL || tok[0] == '\0' || strlen(tok) >= sizeof(out->bearer) || exp <= 0) {

@@ -1,5 +1,6 @@
 /* gke: the GKE driver — node pools (container v1), Compute regional quotas and
  * reservations, and phase-2 checks of the two service accounts. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +12,7 @@
 static long long
 jint(json_t *v)
 {
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	if (json_is_real(v))
-		return (long long)json_real_value(v);
-	if (json_is_string(v))
-		return atoll(json_string_value(v));	/* Google sends int64 as strings */
-	return 0;
+	return prov_json_count(v, 0);
 }
 
 static json_t *
@@ -266,12 +261,13 @@ prov_gke_finish(struct prov_pools *out)
 			quota_metric(p->accel_type, p->spot, metric, sizeof(metric));
 			q = prov_pools_quota(out, metric);
 			if (q != NULL)
-				p->quota_left = q->limit > q->usage ? (int)(q->limit - q->usage) : 0;
+				p->quota_left = q->limit > q->usage ?
+				    (int)fmin(q->limit - q->usage, (double)PROV_COUNT_MAX) : 0;
 		}
 		snprintf(metric, sizeof(metric), "reservation:%s", p->machine_type);
 		q = prov_pools_quota(out, metric);
 		if (q != NULL && !p->spot) {
-			p->reserved = (int)q->limit;
+			p->reserved = (int)fmax(0, fmin(q->limit, (double)PROV_COUNT_MAX));
 			((struct prov_quota *)q)->limit = 0;	/* counted once */
 		}
 	}

@@ -28,11 +28,7 @@ load(const char *body, size_t len, const char *what, struct err *e)
 static long long
 jint(json_t *v)
 {
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	if (json_is_real(v))
-		return (long long)json_real_value(v);
-	return -1;
+	return prov_json_count(v, -1);
 }
 
 bool

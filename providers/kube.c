@@ -111,7 +111,10 @@ qty(json_t *res, const char *name, bool milli, long long *out)
 		*out = json_integer_value(q) * (milli ? 1000 : 1);
 		return true;
 	}
-	return json_is_string(q) && kube_parse_quantity(json_string_value(q), milli, out);
+	/* One container asks at most 2^50 (a petabyte, a million cores): sums of thousands of
+	 * them stay far from overflow. */
+	return json_is_string(q) && kube_parse_quantity(json_string_value(q), milli, out) &&
+	    *out >= 0 && *out <= (1LL << 50);
 }
 
 /* Sum of accelerator resources of a resource map. */
@@ -250,6 +253,8 @@ pod_request(json_t *spec, long long r[3])
 					r[k] += v[k];
 				else if (v[k] > init[k])
 					init[k] = v[k];
+				if (r[k] > (1LL << 56))
+					return false;	/* no pod asks that much: a hostile answer */
 			}
 		}
 	if (!qty(json_object_get(spec, "overhead"), "cpu", true, &ov[0]) ||
@@ -293,9 +298,13 @@ kube_parse_pods(const char *body, size_t len, struct kube_capacity *out, char **
 			u = json_pack("[I, I, I]", (json_int_t)0, (json_int_t)0, (json_int_t)0);
 			json_object_set_new(out->use, node, u);
 		}
-		for (int k = 0; k < 3; k++)
-			json_array_set_new(u, (size_t)k, json_integer(
-			    json_integer_value(json_array_get(u, (size_t)k)) + r[k]));
+		for (int k = 0; k < 3; k++) {
+			json_int_t sum = json_integer_value(json_array_get(u, (size_t)k));
+
+			/* saturate: requests beyond 2^60 on one node are nonsense anyway */
+			sum = sum > (1LL << 60) - r[k] ? (1LL << 60) : sum + r[k];
+			json_array_set_new(u, (size_t)k, json_integer(sum));
+		}
 		out->pods++;
 	}
 	next_continue(j, next);

@@ -1,6 +1,7 @@
 /* provider: what the drivers share — pool lists, the batch fetch with its per-call
  * trampoline, provider error mapping, phase-2 check entries and the ops lookup. */
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,4 +321,30 @@ prov_cloud_fill(struct prov_cloud *c, const char *id, const char *provider,
 	if (!ok)
 		return err_set(e, 400, "prov.bad_account", "cloud account or identities unreadable");
 	return true;
+}
+
+long long
+prov_json_count(json_t *v, long long dflt)
+{
+	double d;
+	char *end;
+
+	if (v == NULL || json_is_null(v))
+		return dflt;
+	if (json_is_integer(v)) {
+		json_int_t i = json_integer_value(v);
+
+		return i >= 0 && i <= PROV_COUNT_MAX ? (long long)i : -1;
+	}
+	if (json_is_real(v))
+		d = json_real_value(v);
+	else if (json_is_string(v)) {
+		d = strtod(json_string_value(v), &end);	/* Google sends int64 as strings */
+		if (end == json_string_value(v) || *end != '\0')
+			return -1;
+	} else
+		return -1;
+	if (!isfinite(d) || d < 0 || d > (double)PROV_COUNT_MAX || d != floor(d))
+		return -1;
+	return (long long)d;
 }

@@ -200,6 +200,13 @@ const struct prov_ops *prov_ops_get(const char *provider);
 bool	 prov_list_pools(const struct prov_cloud *c, const struct prov_cluster *k,
 	    struct prov_pools *out, struct err *e);
 
+/* A count from a provider answer (integer, real or decimal string): the value when it is
+ * a finite whole number in [0, PROV_COUNT_MAX], dflt when v is absent or null, -1 when it
+ * is anything else (negative, huge, NaN, garbage) — callers refuse negative counts, so
+ * no cast or product of a hostile number can overflow. */
+#define PROV_COUNT_MAX	1000000LL
+long long prov_json_count(json_t *v, long long dflt);
+
 /* Appends one {check, ok, message, pointer} entry to checks. */
 void	 prov_check_add(json_t *checks, const char *check, bool ok, const char *pointer,
 	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
