@@ -55,6 +55,31 @@ parse_body(json_t *body, struct target *t, const char **reason, bool *dry, struc
 	return true;
 }
 
+/* 400 naming the regions where env has clusters (the valid targets of a move). */
+static bool
+unknown_region(struct db *c, const char *env, const char *region, struct err *e)
+{
+	static const char sql[] = "SELECT coalesce(string_agg(DISTINCT c.region, ', '"
+	    " ORDER BY c.region), '') FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+	    " WHERE c.environment = $1";
+	const char *p[1] = { env };
+	struct err qe = { 0 };
+	PGresult *r = NULL;
+
+	if (!db_exec(c, sql, 1, p, &r, &qe)) {
+		*e = qe;
+		return false;
+	}
+	err_field(e, 400, "move.unknown_region", "/target/region",
+	    "%.64s is not a region of gke, aks or hyperpod", region);
+	if (PQgetvalue(r, 0, 0)[0] != '\0')
+		err_detail(e, "Environment %.64s has clusters in: %.300s.", env, PQgetvalue(r, 0, 0));
+	else
+		err_detail(e, "Environment %.64s has no clusters yet.", env);
+	PQclear(r);
+	return false;
+}
+
 /* Checks the target against the job's environment; fills the set of target cluster ids. */
 static bool
 target_clusters(struct db *c, const char *env, const struct target *t, json_t **ids,
@@ -70,13 +95,8 @@ target_clusters(struct db *c, const char *env, const struct target *t, json_t **
 	bool ok = false;
 
 	if (t->region != NULL && !catalog_region_valid("gke", t->region) &&
-	    !catalog_region_valid("aks", t->region) && !catalog_region_valid("hyperpod", t->region)) {
-		err_field(e, 400, "move.unknown_region", "/target/region",
-		    "%.64s is not a region of gke, aks or hyperpod", t->region);
-		return err_detail(e, "Valid regions are the providers' own names, such as "
-		    "us-central1 (gke), eastus (aks) or us-east-1 (hyperpod); GET /v1/clusters "
-		    "lists where this environment has clusters.");
-	}
+	    !catalog_region_valid("aks", t->region) && !catalog_region_valid("hyperpod", t->region))
+		return unknown_region(c, env, t->region, e);
 	if (!db_exec(c, sql, 5, p, &r, e))
 		return false;
 	*ids = json_array();
@@ -237,6 +257,24 @@ cleanup:
 	return ok;
 }
 
+/* Adds to a job.moving refusal where that move is: phase, target, operation. */
+static void
+moving_detail(struct db *c, const char *id, struct err *e)
+{
+	static const char sql[] = "SELECT coalesce(move->>'phase', ''), coalesce(move->'to'->>"
+	    "'cluster_name', move->'to'->>'cluster', ''), coalesce(move->>'operation', '')"
+	    " FROM jobs WHERE id = $1::uuid";
+	const char *p[1] = { id };
+	struct err qe = { 0 };
+	PGresult *r = NULL;
+
+	if (db_exec(c, sql, 1, p, &r, &qe) && PQntuples(r) == 1)
+		err_detail(e, "The move to %.64s is in phase %.32s%s%.40s.", PQgetvalue(r, 0, 1),
+		    PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 2)[0] ? ", part of operation " : "",
+		    PQgetvalue(r, 0, 2));
+	PQclear(r);
+}
+
 static bool
 request_target(struct db *c, const struct actor *who, json_t *job, const struct target *t,
 	       const char *reason, bool dry, const char *operation, json_t **out, json_t **reasons,
@@ -246,8 +284,11 @@ request_target(struct db *c, const struct actor *who, json_t *job, const struct 
 	json_t *ids = NULL, *planj = NULL;
 	bool ok = false;
 
-	if (!check_state(job, e))
+	if (!check_state(job, e)) {
+		if (strcmp(e->code, "job.moving") == 0)
+			moving_detail(c, json_string_value(json_object_get(job, "id")), e);
 		return false;
+	}
 	if (!t->anywhere && !target_clusters(c, env, t, &ids, e))
 		return false;
 	if (!t->anywhere && json_array_size(ids) == 0) {

@@ -1,0 +1,974 @@
+/* test_moves: moves and drains end to end against cloudsim — a fleet of two GPU regions (and
+ * a full one) registered through the API, a checkpointed RayJob moved across regions, dry
+ * runs and refusals that change nothing, a RayService that stays ready, a drained cluster. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/integration/harness.h"
+
+#define ENV		"mv"
+#define H100		"nvidia-h100-80gb"
+#define MASTER_KEY	"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+#define TIME_SCALE	"4"	/* pods start in 0.5 s, RayJobs run 1000 s: long enough to move */
+#define NDRAIN		12
+
+/* Two HyperPod regions with room, a GKE region that is full (every GPU busy), and a
+ * cluster of another environment. */
+static const char fleet_clusters[] =
+    "[{\"name\":\"mv-hp-usw2\",\"provider\":\"hyperpod\",\"environment\":\"mv\","
+    "  \"region\":\"us-west-2\",\"account\":\"222222222222\",\"pools\":["
+    "  {\"name\":\"controller\",\"machine_type\":\"ml.m5.4xlarge\",\"nodes\":3,\"max\":3},"
+    "  {\"name\":\"p5\",\"machine_type\":\"ml.p5.48xlarge\",\"nodes\":3,\"max\":3,"
+    "   \"nodes_per_rack\":2,\"price_per_hour\":98.32}]},"
+    " {\"name\":\"mv-hp-use1\",\"provider\":\"hyperpod\",\"environment\":\"mv\","
+    "  \"region\":\"us-east-1\",\"account\":\"222222222222\",\"pools\":["
+    "  {\"name\":\"controller\",\"machine_type\":\"ml.m5.4xlarge\",\"nodes\":3,\"max\":3},"
+    "  {\"name\":\"p5\",\"machine_type\":\"ml.p5.48xlarge\",\"nodes\":4,\"max\":4,"
+    "   \"nodes_per_rack\":2,\"price_per_hour\":113.07}]},"
+    " {\"name\":\"mv-gke-usc1\",\"provider\":\"gke\",\"environment\":\"mv\","
+    "  \"region\":\"us-central1\",\"project\":\"fleet-test\",\"pools\":["
+    "  {\"name\":\"system\",\"machine_type\":\"e2-standard-8\",\"nodes\":1},"
+    "  {\"name\":\"h100\",\"machine_type\":\"a3-highgpu-8g\",\"nodes\":2,\"max\":2,"
+    "   \"price_per_hour\":88.49,\"busy\":[8,8]}]},"
+    " {\"name\":\"other-hp-usw2\",\"provider\":\"hyperpod\",\"environment\":\"other\","
+    "  \"region\":\"us-west-2\",\"account\":\"222222222222\",\"pools\":["
+    "  {\"name\":\"controller\",\"machine_type\":\"ml.m5.4xlarge\",\"nodes\":1},"
+    "  {\"name\":\"p5\",\"machine_type\":\"ml.p5.48xlarge\",\"nodes\":1,"
+    "   \"price_per_hour\":98.32}]}]";
+
+enum { USW2, USE1, USC1, OTHER, NCL };
+static const char *const cl_names[NCL] = { "mv-hp-usw2", "mv-hp-use1", "mv-gke-usc1",
+	"other-hp-usw2" };
+static char cl_id[NCL][40], cloud_id[NCL][40];
+
+static struct fleetd_proc fd;
+static char dburl[512], csdir[256], csurl[128], fleetd_sa[256];
+static char *admin, *oper, *viewer, *ca_pem, *fd_env[64];
+static json_t *csclusters;	/* clusters.json "clusters" */
+static pid_t cs_pid;
+static struct http_result R;	/* last answer of call() */
+static char *train_id, *svc_id;	/* the jobs the tests hand on */
+
+/* ---- small helpers */
+
+/* o at a dotted path; numeric parts index arrays. */
+static json_t *
+jp(json_t *o, const char *path)
+{
+	char buf[160], *save = NULL, *k;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (k = strtok_r(buf, ".", &save); k != NULL && o != NULL; k = strtok_r(NULL, ".", &save))
+		o = json_is_array(o) ? json_array_get(o, (size_t)atoi(k)) : json_object_get(o, k);
+	return o;
+}
+
+static const char *
+js(json_t *o, const char *path)
+{
+	const char *s = json_string_value(jp(o, path));
+
+	return s != NULL ? s : "";
+}
+
+static long long
+ji(json_t *o, const char *path)
+{
+	return json_integer_value(jp(o, path));
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One call to fleetd; the answer stays in R until the next call. */
+static long
+call(const char *method, const char *token, const char *body, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static long
+call(const char *method, const char *token, const char *body, const char *fmt, ...)
+{
+	char url[512];
+	va_list ap;
+	int n;
+
+	harness_http_free(&R);
+	n = snprintf(url, sizeof(url), "%s", fd.url);
+	va_start(ap, fmt);
+	vsnprintf(url + n, sizeof(url) - (size_t)n, fmt, ap);
+	va_end(ap);
+	harness_http(&R, method, url, token, body, NULL);
+	return R.status;
+}
+
+/* GET path that must answer 200; returns a new reference. */
+static json_t *
+get_ok(const char *fmt, const char *id)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), fmt, id);
+	if (call("GET", admin, NULL, "%s", path) != 200)
+		fail_msg("GET %s: %ld %s", path, R.status, R.body);
+	return json_incref(R.json);
+}
+
+static json_t *
+sim_get(const char *path)
+{
+	struct http_result r;
+	char url[512];
+	json_t *j;
+
+	snprintf(url, sizeof(url), "%s%s", csurl, path);
+	harness_http(&r, "GET", url, NULL, NULL, NULL);
+	if (r.status != 200)
+		fail_msg("cloudsim %s: %ld %s", path, r.status, r.body);
+	j = json_incref(r.json);
+	harness_http_free(&r);
+	return j;
+}
+
+static void
+sim_post(const char *path, const char *body)
+{
+	struct http_result r;
+	char url[512];
+
+	snprintf(url, sizeof(url), "%s%s", csurl, path);
+	harness_http(&r, "POST", url, NULL, body, NULL);
+	if (r.status != 200 && r.status != 201)
+		fail_msg("cloudsim %s %s: %ld %s", path, body, r.status, r.body);
+	harness_http_free(&r);
+}
+
+/* Ray objects of cluster cl in cloudsim (/_sim/objects, as written); new reference. */
+static json_t *
+sim_objects(int cl, const char *name)
+{
+	char path[256];
+	json_t *all, *out;
+
+	snprintf(path, sizeof(path), "/_sim/objects?cluster=%s%s%s", cl_names[cl],
+	    name ? "&name=" : "", name ? name : "");
+	all = sim_get(path);
+	out = json_incref(json_object_get(all, "objects"));
+	json_decref(all);
+	return out;
+}
+
+/* ---- cloudsim, with a fleet file generated from the test fleet's identities */
+
+static void
+write_fleet(const char *path)
+{
+	json_error_t je;
+	json_t *f = json_load_file(FLEETD_SOURCE_DIR "/cloudsim/fleets/test.json", 0, &je), *sa;
+	char key[512];
+	size_t i;
+
+	if (f == NULL)
+		fail_msg("test.json: %s", je.text);
+	/* key files are relative to the fleet file: make them absolute */
+	snprintf(key, sizeof(key), FLEETD_SOURCE_DIR "/cloudsim/fleets/%s",
+	    js(f, "fleetd.gcp.private_key_file"));
+	json_object_set_new(jp(f, "fleetd.gcp"), "private_key_file", json_string(key));
+	json_array_foreach(jp(f, "gcp.service_accounts"), i, sa) {
+		snprintf(key, sizeof(key), FLEETD_SOURCE_DIR "/cloudsim/fleets/%s",
+		    js(sa, "public_key_file"));
+		json_object_set_new(sa, "public_key_file", json_string(key));
+	}
+	json_object_set_new(f, "sim", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "page_size", 50,
+	    "pod_start_s", 2, "job_run_s", 4000, "autoscale_delay_s", 10, "token_ttl_s", 3600,
+	    "preempt_notice_s", 5));
+	json_object_set_new(f, "clusters", json_loads(fleet_clusters, 0, &je));
+	if (!json_is_array(json_object_get(f, "clusters")))
+		fail_msg("fleet_clusters: %s", je.text);
+	assert_int_equal(json_dump_file(f, path, JSON_INDENT(1)), 0);
+	json_decref(f);
+}
+
+static void
+start_cloudsim(void)
+{
+	char path[320], fleet[320], *text, *line, *save = NULL;
+	json_t *j;
+	int n = 0;
+
+	snprintf(csdir, sizeof(csdir), "/tmp/fleetd-moves-cs-%d", (int)getpid());
+	harness_sh("rm -rf %s && mkdir -p %s", csdir, csdir);
+	snprintf(fleet, sizeof(fleet), "%s/fleet.json", csdir);
+	write_fleet(fleet);
+	cs_pid = fork();
+	assert_true(cs_pid >= 0);
+	if (cs_pid == 0) {
+		snprintf(path, sizeof(path), "%s/cloudsim.log", csdir);
+		if (freopen(path, "w", stdout) == NULL || freopen(path, "a", stderr) == NULL)
+			_exit(126);
+		execl(FLEETD_BINARY_DIR "/cloudsim", "cloudsim", "--fleet", fleet, "--listen",
+		    "127.0.0.1:0", "--state-dir", csdir, "--time-scale", TIME_SCALE, (char *)NULL);
+		_exit(127);
+	}
+	snprintf(path, sizeof(path), "%s/port", csdir);	/* written last */
+	for (int i = 0; i < 200 && access(path, R_OK) != 0; i++)
+		usleep(50 * 1000);
+	snprintf(path, sizeof(path), "%s/fleetd.env", csdir);
+	text = harness_slurp(path);
+	if (text == NULL)
+		fail_msg("cloudsim did not start; see %s/cloudsim.log", csdir);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#' || strchr(line, '=') == NULL || n >= 56)
+			continue;
+		if (strncmp(line, "FLEETD_CLOUDSIM_URL=", 20) == 0)
+			snprintf(csurl, sizeof(csurl), "%s", line + 20);
+		fd_env[n++] = strdup(line);
+	}
+	free(text);
+	fd_env[n++] = strdup("FLEETD_MASTER_KEY=" MASTER_KEY);
+	fd_env[n++] = strdup("FLEETD_POLL_INTERVAL_MS=1000");
+	fd_env[n++] = strdup("FLEETD_SCHEDULER_INTERVAL_MS=300");
+	fd_env[n] = NULL;
+	assert_true(csurl[0] != '\0');
+	snprintf(path, sizeof(path), "%s/clusters.json", csdir);
+	text = harness_slurp(path);
+	j = json_loads(text, 0, NULL);
+	free(text);
+	csclusters = json_incref(json_object_get(j, "clusters"));
+	json_decref(j);
+	snprintf(path, sizeof(path), "%s/ca.pem", csdir);
+	ca_pem = harness_slurp(path);
+	snprintf(path, sizeof(path), "%s/gcp-fleetd-key.json", csdir);
+	text = harness_slurp(path);
+	j = json_loads(text, 0, NULL);
+	snprintf(fleetd_sa, sizeof(fleetd_sa), "%s", js(j, "client_email"));
+	json_decref(j);
+	free(text);
+	assert_non_null(ca_pem);
+	assert_int_equal(json_array_size(csclusters), NCL);
+}
+
+/* ---- registration, as scripts/demo.py (and Terraform) drive it */
+
+static json_t *
+account_of(json_t *c)
+{
+	if (strcmp(js(c, "provider"), "gke") == 0)
+		return json_pack("{s:s}", "project", js(c, "project"));
+	return json_pack("{s:s}", "account_id", js(c, "account"));
+}
+
+/* What Terraform does between the phases, from iam.required. */
+static void
+prepare_identities(json_t *c, json_t *cloud, const char **cp, const char **cl)
+{
+	const char *id = js(cloud, "id");
+	json_t *tags = json_pack("{s:s, s:s}", "fleet.io/cloud-id", id, "fleet.io/environment",
+	    js(cloud, "environment")), *b1, *b2;
+	char desc[128], *t1, *t2;
+
+	snprintf(desc, sizeof(desc), "fleet.io/cloud-id=%s", id);
+	if (strcmp(js(c, "provider"), "gke") == 0) {
+		*cp = js(c, "iam.control_plane.service_account");
+		*cl = js(c, "iam.cluster_role.service_account");
+		b1 = json_pack("{s:s, s:s, s:s, s:[s]}", "provider", "gcp", "service_account", *cp,
+		    "description", desc, "token_creators", fleetd_sa);
+		b2 = json_pack("{s:s, s:s, s:s}", "provider", "gcp", "service_account", *cl,
+		    "description", desc);
+	} else {
+		*cp = js(c, "iam.control_plane.role_arn");
+		*cl = js(c, "iam.cluster_role.role_arn");
+		b1 = json_pack("{s:s, s:s, s:s, s:O}", "provider", "aws", "role_arn", *cp,
+		    "external_id", js(cloud, "external_id"), "tags", tags);
+		b2 = json_pack("{s:s, s:s, s:O}", "provider", "aws", "role_arn", *cl, "tags", tags);
+	}
+	t1 = json_dumps(b1, JSON_COMPACT);
+	t2 = json_dumps(b2, JSON_COMPACT);
+	sim_post("/_sim/iam", t1);
+	sim_post("/_sim/iam", t2);
+	free(t1);
+	free(t2);
+	json_decref(b1);
+	json_decref(b2);
+	json_decref(tags);
+}
+
+/* Phase 1, identities, phase 2 and the member cluster k. */
+static void
+register_one(int k)
+{
+	json_t *c = NULL, *body, *cloud, *it;
+	const char *cp = NULL, *cl = NULL;
+	char name[96], *text;
+	size_t i;
+
+	json_array_foreach(csclusters, i, it)
+		if (strcmp(js(it, "name"), cl_names[k]) == 0)
+			c = it;
+	assert_non_null(c);
+	snprintf(name, sizeof(name), "%s-%s-%s", js(c, "environment"), js(c, "provider"),
+	    js(c, "region"));
+	body = json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", name, "environment",
+	    js(c, "environment"), "provider", js(c, "provider"), "region", js(c, "region"),
+	    "account", account_of(c));
+	text = json_dumps(body, JSON_COMPACT);
+	if (call("POST", admin, text, "/v1/clouds") != 201)
+		fail_msg("phase 1 %s: %ld %s", name, R.status, R.body);
+	free(text);
+	json_decref(body);
+	cloud = json_incref(R.json);
+	snprintf(cloud_id[k], sizeof(cloud_id[k]), "%s", js(cloud, "id"));
+	prepare_identities(c, cloud, &cp, &cl);
+	body = json_pack("{s:s, s:s}", "control_plane_role", cp, "cluster_role", cl);
+	text = json_dumps(body, JSON_COMPACT);
+	if (call("POST", admin, text, "/v1/clouds/%s/iam", cloud_id[k]) != 200)
+		fail_msg("phase 2 %s: %ld %s", name, R.status, R.body);
+	free(text);
+	json_decref(body);
+	assert_string_equal(js(R.json, "state"), "active");
+	body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s}", "name", js(c, "name"), "api_server",
+	    js(c, "api_server"), "ca_cert", ca_pem, "credentials", "token", js(c, "token"),
+	    "provider_cluster_id", js(c, "provider_cluster_id"));
+	text = json_dumps(body, JSON_COMPACT);
+	if (call("POST", admin, text, "/v1/clouds/%s/clusters", cloud_id[k]) != 201)
+		fail_msg("cluster %s: %ld %s", cl_names[k], R.status, R.body);
+	snprintf(cl_id[k], sizeof(cl_id[k]), "%s", js(R.json, "id"));
+	free(text);
+	json_decref(body);
+	json_decref(cloud);
+}
+
+/* Waits until /metrics shows a capacity snapshot of every cluster. */
+static void
+wait_for_capacity(void)
+{
+	double end = now_s() + 60;
+
+	while (now_s() < end) {
+		int seen = 0;
+
+		if (call("GET", NULL, NULL, "/metrics") == 200)
+			for (int k = 0; k < NCL; k++) {
+				char needle[160];
+
+				snprintf(needle, sizeof(needle), "cluster=\"%s\"}", cl_names[k]);
+				seen += strstr(R.body, needle) != NULL;
+			}
+		if (seen == NCL)
+			return;
+		usleep(200 * 1000);
+	}
+	fail_msg("no capacity snapshot of every cluster within 60 s; fleetd log %s", fd.log);
+}
+
+static void
+post_created(const char *path, const char *body)
+{
+	if (call("POST", admin, body, "%s", path) != 201)
+		fail_msg("POST %s %s: %ld %s", path, body, R.status, R.body);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	start_cloudsim();
+	harness_db_create("moves", dburl, sizeof(dburl));
+	harness_fleetd_start(&fd, dburl, (const char *const *)fd_env);
+	admin = harness_token(dburl, "admin", "*");
+	oper = harness_token(dburl, "operator", ENV);
+	viewer = harness_token(dburl, "viewer", ENV);
+	post_created("/v1/environments", "{\"name\":\"" ENV "\"}");
+	post_created("/v1/environments", "{\"name\":\"other\"}");
+	for (int k = 0; k < NCL; k++)
+		register_one(k);
+	post_created("/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
+	post_created("/v1/priority-classes", "{\"name\":\"default\",\"value\":100}");
+	post_created("/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,"
+	    "\"preempt\":true}");
+	post_created("/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\",\"cohort\":"
+	    "\"ml\",\"nominal_quota\":{\"" H100 "\":64},\"default_priority_class\":\"default\"}");
+	wait_for_capacity();
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	harness_http_free(&R);
+	if (fd.pid > 0)
+		harness_fleetd_stop(&fd);
+	harness_db_drop(dburl);
+	if (cs_pid > 0) {
+		kill(cs_pid, SIGTERM);
+		waitpid(cs_pid, NULL, 0);
+	}
+	harness_sh("rm -rf %s", csdir);
+	for (int i = 0; fd_env[i] != NULL; i++)
+		free(fd_env[i]);
+	json_decref(csclusters);
+	free(admin);
+	free(oper);
+	free(viewer);
+	free(ca_pem);
+	free(train_id);
+	free(svc_id);
+	harness_validate_responses();
+	return 0;
+}
+
+/* ---- jobs */
+
+static void
+cordon(int k, bool on)
+{
+	if (call("POST", oper, NULL, "/v1/clusters/%s/%s", cl_id[k], on ? "cordon" :
+	    "uncordon") != 200)
+		fail_msg("%s %s: %ld %s", on ? "cordon" : "uncordon", cl_names[k], R.status, R.body);
+	assert_true(json_is_true(json_object_get(R.json, "cordoned")) == on);
+}
+
+/* Submits a job of kind with one worker of gpus H100s; grace >= 0 adds a checkpoint. */
+static char *
+submit(const char *kind, const char *name, int gpus, const char *pclass, int grace)
+{
+	char body[2048], ckpt[160] = "";
+
+	if (grace >= 0)
+		snprintf(ckpt, sizeof(ckpt), ",\"checkpoint\":{\"uri\":\"s3://ckpt/%s\","
+		    "\"grace_seconds\":%d}", name, grace);
+	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"%s\",\"queue\":"
+	    "\"ml\",\"name\":\"%s\",\"priority_class\":\"%s\",\"ray_version\":\"2.52.0\",%s"
+	    "\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
+	    "\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\""
+	    H100 "\",\"count\":%d}}]%s}", kind, name, pclass, strcmp(kind, "RayJob") == 0 ?
+	    "\"entrypoint\":\"python train.py\"," : "\"serve_config\":{\"applications\":"
+	    "[{\"name\":\"app\",\"import_path\":\"serve:app\"}]},", gpus, ckpt);
+	if (call("POST", oper, body, "/v1/jobs") != 201)
+		fail_msg("submit %s: %ld %s", body, R.status, R.body);
+	return strdup(js(R.json, "id"));
+}
+
+static json_t *
+job(const char *id)
+{
+	return get_ok("/v1/jobs/%s", id);
+}
+
+/* The job's events, oldest first; new reference. */
+static json_t *
+events(const char *id)
+{
+	json_t *page = get_ok("/v1/jobs/%s/events?limit=500", id);
+	json_t *items = json_incref(json_object_get(page, "items"));
+
+	json_decref(page);
+	return items;
+}
+
+static void
+print_events(const char *id)
+{
+	json_t *ev = events(id), *x;
+	size_t i;
+
+	json_array_foreach(ev, i, x)
+		print_message("  %s %s->%s a%lld %s\n", js(x, "type"), js(x, "from_state"),
+		    js(x, "to_state"), ji(x, "attempt"), js(x, "message"));
+	json_decref(ev);
+}
+
+/* Waits until the job is in state (at attempt when > 0); returns it. */
+static json_t *
+wait_job(const char *id, const char *state, int attempt, double timeout)
+{
+	double end = now_s() + timeout;
+	json_t *j = NULL;
+
+	while (now_s() < end) {
+		json_decref(j);
+		j = job(id);
+		if (strcmp(js(j, "state"), state) == 0 && (attempt == 0 || ji(j, "attempt") == attempt))
+			return j;
+		usleep(250 * 1000);
+	}
+	print_events(id);
+	fail_msg("job %s: want %s (attempt %d), have %s attempt %lld (%s); fleetd log %s", id,
+	    state, attempt, js(j, "state"), ji(j, "attempt"), js(j, "reason"), fd.log);
+	return NULL;
+}
+
+static long
+audit_count(const char *id, const char *action)
+{
+	json_t *page = get_ok("/v1/audit?resource_id=%s&limit=200", id), *x;
+	long n = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(page, "items"), i, x)
+		n += strcmp(js(x, "action"), action) == 0;
+	json_decref(page);
+	return n;
+}
+
+/* What a refused or dry move must leave alone: the job's row, its history, the audit log
+ * and every object cloudsim stores (apply counts survive deletes). */
+static json_t *
+fingerprint(const char *id)
+{
+	json_t *j = job(id), *ev = events(id), *st = sim_get("/_sim/state"), *objs = json_array();
+	json_t *c, *o, *out;
+	size_t i, k;
+
+	json_array_foreach(json_object_get(st, "clusters"), i, c)
+		json_array_foreach(json_object_get(c, "objects"), k, o)
+			json_array_append_new(objs, json_pack("[s, s, I]", js(c, "name"),
+			    js(o, "name"), (json_int_t)ji(o, "resourceVersion")));
+	out = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:I, s:I, s:O, s:o}", "state",
+	    jp(j, "state"), "version", jp(j, "version"), "cluster_id", jp(j, "cluster_id"),
+	    "attempt", jp(j, "attempt"), "placement", jp(j, "placement"), "object_name",
+	    jp(j, "object_name"), "events", (json_int_t)json_array_size(ev), "audit",
+	    (json_int_t)audit_count(id, "job.move"), "applies", jp(st, "applies"), "objects",
+	    objs);
+	json_decref(j);
+	json_decref(ev);
+	json_decref(st);
+	return out;
+}
+
+static void
+assert_unchanged(json_t *before, const char *id, const char *what)
+{
+	json_t *after = fingerprint(id);
+
+	if (!json_equal(before, after)) {
+		char *a = json_dumps(before, JSON_COMPACT), *b = json_dumps(after, JSON_COMPACT);
+
+		fail_msg("%s changed something:\nbefore %s\nafter  %s", what, a, b);
+	}
+	json_decref(after);
+}
+
+/* Moves id to target (JSON object text) as the operator; returns the status. */
+static long
+move(const char *id, const char *target, const char *extra)
+{
+	char body[512];
+
+	snprintf(body, sizeof(body), "{\"target\":%s,\"reason\":\"on-call test\"%s%s}", target,
+	    extra ? "," : "", extra ? extra : "");
+	return call("POST", oper, body, "/v1/jobs/%s/move", id);
+}
+
+/* ---- the tests */
+
+/* A running RayJob with a checkpoint moves from us-west-2 to us-east-1: the source gets
+ * the checkpoint signal, is suspended and deleted, the target runs attempt 2 with the
+ * checkpoint URI; events and the audit log tell the story. */
+static void
+test_move_rayjob(void **state)
+{
+	json_t *j, *ev, *x, *objs, *st;
+	char src_name[128];
+	const char *order[] = { "checkpoint requested at the source", "stopped at the source",
+		"applied at the target", "moved to the target" };
+	size_t i, next = 0;
+	bool to_moving = false, running2 = false;
+	double t0;
+
+	(void)state;
+	cordon(USE1, true);	/* start it in us-west-2 */
+	train_id = submit("RayJob", "train", 8, "default", 3);
+	j = wait_job(train_id, "running", 1, 60);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+	snprintf(src_name, sizeof(src_name), "%s", js(j, "object_name"));
+	json_decref(j);
+	cordon(USE1, false);
+
+	t0 = now_s();
+	if (move(train_id, "{\"region\":\"us-east-1\"}", NULL) != 202)
+		fail_msg("move: %ld %s", R.status, R.body);
+	assert_string_equal(js(R.json, "job.state"), "moving");
+	assert_string_equal(js(R.json, "plan.to.cluster"), cl_id[USE1]);
+	assert_string_equal(js(R.json, "plan.from.cluster"), cl_id[USW2]);
+	/* a second move while this one runs (the grace period is 3 s) */
+	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\"}", NULL), 409);
+	assert_string_equal(js(R.json, "code"), "job.moving");
+
+	j = wait_job(train_id, "running", 2, 60);
+	assert_true(now_s() - t0 >= 3.0);	/* the source had its grace period */
+	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(js(j, "region"), "us-east-1");
+	assert_string_equal(js(j, "id"), train_id);
+
+	/* cloudsim: the target object carries the checkpoint URI; the source is gone after
+	 * the checkpoint signal and the suspend (three applies of the source object) */
+	objs = sim_objects(USE1, js(j, "object_name"));
+	assert_int_equal(json_array_size(objs), 1);
+	x = json_object_get(jp(objs, "0.object.metadata.annotations"), "fleet.io/checkpoint-uri");
+	assert_string_equal(json_string_value(x), "s3://ckpt/train");
+	assert_non_null(strstr(js(objs, "0.name"), "-a2"));
+	json_decref(objs);
+	objs = sim_objects(USW2, NULL);
+	assert_int_equal(json_array_size(objs), 0);
+	json_decref(objs);
+	st = sim_get("/_sim/state");
+	{
+		const char *k;
+		json_t *v;
+		long long src_applies = -1;
+
+		json_object_foreach(json_object_get(st, "applies"), k, v)
+			if (strncmp(k, cl_names[USW2], strlen(cl_names[USW2])) == 0 &&
+			    strstr(k, src_name) != NULL)
+				src_applies = json_integer_value(v);
+		if (src_applies < 3)
+			fail_msg("source %s applied %lld times, want >= 3 (run, checkpoint, suspend)",
+			    src_name, src_applies);
+	}
+	json_decref(st);
+	json_decref(j);
+
+	/* events: running -> moving, the phases in order, moving -> dispatched, running */
+	ev = events(train_id);
+	json_array_foreach(ev, i, x) {
+		if (strcmp(js(x, "from_state"), "running") == 0 &&
+		    strcmp(js(x, "to_state"), "moving") == 0)
+			to_moving = true;
+		if (next < 4 && strstr(js(x, "message"), order[next]) != NULL && to_moving)
+			next++;
+		if (next == 4 && strcmp(js(x, "to_state"), "running") == 0 && ji(x, "attempt") == 2)
+			running2 = true;
+	}
+	json_decref(ev);
+	if (!to_moving || next != 4 || !running2) {
+		print_events(train_id);
+		fail_msg("events do not tell the move (moving %d, phases %zu/4, running %d)",
+		    to_moving, next, running2);
+	}
+	/* the audit log has the move, by the operator */
+	assert_int_equal(audit_count(train_id, "job.move"), 1);
+}
+
+/* dry_run answers the plan and changes nothing. */
+static void
+test_dry_run(void **state)
+{
+	json_t *before = fingerprint(train_id), *plan;
+	double diff;
+
+	(void)state;
+	if (move(train_id, "{\"region\":\"us-west-2\"}", "\"dry_run\":true") != 200)
+		fail_msg("dry run: %ld %s", R.status, R.body);
+	plan = json_incref(R.json);
+	assert_string_equal(js(plan, "job_id"), train_id);
+	assert_string_equal(js(plan, "from.cluster"), cl_id[USE1]);
+	assert_string_equal(js(plan, "to.cluster"), cl_id[USW2]);
+	diff = json_number_value(jp(plan, "to.price_hour")) -
+	    json_number_value(jp(plan, "from.price_hour"));
+	assert_true(json_is_number(jp(plan, "price_difference_per_hour")));
+	assert_true(fabs(json_number_value(jp(plan, "price_difference_per_hour")) - diff) < 1e-6);
+	assert_true(json_is_array(jp(plan, "would_preempt")));
+	assert_int_equal(json_array_size(jp(plan, "would_preempt")), 0);
+	json_decref(plan);
+	assert_unchanged(before, train_id, "a dry run");
+	json_decref(before);
+}
+
+/* A move to a region whose GPUs are all busy is refused with the reasons per cluster,
+ * and nothing changes. */
+static void
+test_move_refused_full(void **state)
+{
+	json_t *before = fingerprint(train_id), *x;
+	char target[128];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(move(train_id, "{\"region\":\"us-central1\"}", NULL), 409);
+	assert_string_equal(js(R.json, "code"), "move.no_capacity");
+	assert_int_equal(json_array_size(jp(R.json, "errors")), 1);
+	json_array_foreach(jp(R.json, "errors"), i, x) {
+		assert_string_equal(js(x, "cluster"), cl_id[USC1]);
+		assert_string_equal(js(x, "region"), "us-central1");
+		assert_true(strlen(js(x, "detail")) > 0);
+	}
+	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[USC1]);
+	assert_int_equal(move(train_id, target, NULL), 409);
+	assert_string_equal(js(R.json, "code"), "move.no_capacity");
+	assert_unchanged(before, train_id, "a refused move");
+	json_decref(before);
+}
+
+/* RayService objects of the job in cloudsim right now: how many, how many ready, and
+ * whether the source cluster still has one. */
+static void
+service_sample(int *total, int *ready, bool *on_source)
+{
+	json_t *st = sim_get("/_sim/state"), *c, *o;
+	size_t i, k;
+
+	*total = *ready = 0;
+	*on_source = false;
+	json_array_foreach(json_object_get(st, "clusters"), i, c)
+		json_array_foreach(json_object_get(c, "objects"), k, o) {
+			if (strcmp(js(o, "kind"), "RayService") != 0)
+				continue;
+			(*total)++;
+			*ready += strcmp(js(o, "status.serviceStatus"), "Running") == 0;
+			*on_source |= strcmp(js(c, "name"), cl_names[USW2]) == 0;
+		}
+	json_decref(st);
+}
+
+/* A RayService moves without downtime: at every sample of cloudsim during the move at
+ * least one copy is ready; both exist for a while; the source goes only at the end. */
+static void
+test_move_rayservice(void **state)
+{
+	json_t *j;
+	int total, ready, samples = 0, max_total = 0;
+	bool on_source, done = false;
+	double end;
+
+	(void)state;
+	cordon(USE1, true);
+	svc_id = submit("RayService", "serve", 4, "high", -1);
+	json_decref(wait_job(svc_id, "running", 1, 60));
+	cordon(USE1, false);
+	service_sample(&total, &ready, &on_source);
+	assert_true(total == 1 && ready == 1 && on_source);
+
+	if (move(svc_id, "{\"region\":\"us-east-1\"}", NULL) != 202)
+		fail_msg("move: %ld %s", R.status, R.body);
+	end = now_s() + 60;
+	while (!done && now_s() < end) {
+		service_sample(&total, &ready, &on_source);
+		samples++;
+		if (ready < 1)
+			fail_msg("sample %d: %d RayService objects, none ready", samples, total);
+		if (total > max_total)
+			max_total = total;
+		if (!on_source && samples % 4 == 0) {
+			j = job(svc_id);
+			done = strcmp(js(j, "state"), "running") == 0 && ji(j, "attempt") == 2;
+			json_decref(j);
+		}
+		usleep(40 * 1000);
+	}
+	if (!done) {
+		print_events(svc_id);
+		fail_msg("the RayService did not finish its move in 60 s (%d samples)", samples);
+	}
+	print_message("rayservice move: %d samples, at most %d copies\n", samples, max_total);
+	assert_int_equal(max_total, 2);	/* the target was up before the source went */
+	j = job(svc_id);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	json_decref(j);
+	service_sample(&total, &ready, &on_source);
+	assert_true(total == 1 && ready == 1 && !on_source);
+}
+
+/* Draining a cluster with NDRAIN running jobs of mixed priorities moves them all to the
+ * other region; the operation counts up to 100 %; the drained cluster is empty and
+ * cordoned; a job the drain is moving refuses a second move naming the operation. */
+static void
+test_drain_cluster(void **state)
+{
+	static const char *const pcs[] = { "low", "default", "high" };
+	char *ids[NDRAIN], name[32], loc[160], *hdr;
+	json_t *op = NULL, *j, *objs;
+	long long moved = 0;
+	double end;
+
+	(void)state;
+	cordon(USE1, true);
+	for (int i = 0; i < NDRAIN; i++) {
+		snprintf(name, sizeof(name), "d%d", i);
+		ids[i] = submit("RayJob", name, 1, pcs[i % 3], 2);
+	}
+	for (int i = 0; i < NDRAIN; i++) {
+		j = wait_job(ids[i], "running", 1, 60);
+		assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+		json_decref(j);
+	}
+	cordon(USE1, false);
+
+	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+		fail_msg("drain: %ld %s", R.status, R.body);
+	op = json_incref(R.json);
+	assert_int_equal(ji(op, "total"), NDRAIN);
+	assert_int_equal(ji(op, "moved") + ji(op, "waiting") + ji(op, "failed"), NDRAIN);
+	assert_string_equal(js(op, "kind"), "drain");
+	assert_string_equal(js(op, "target.cluster_id"), cl_id[USW2]);
+	snprintf(loc, sizeof(loc), "/v1/operations/%s", js(op, "id"));
+	hdr = harness_header(&R, "Location");
+	assert_non_null(hdr);
+	assert_string_equal(hdr, loc);
+	free(hdr);
+	/* every job is being moved (2 s of checkpoint grace): a second move names the drain */
+	assert_int_equal(move(ids[0], "{\"region\":\"us-east-1\"}", NULL), 409);
+	assert_string_equal(js(R.json, "code"), "job.moving");
+	if (strstr(js(R.json, "detail"), js(op, "id")) == NULL)
+		fail_msg("the 409 does not name the operation %s: %s", js(op, "id"), R.body);
+
+	end = now_s() + 60;
+	while (strcmp(js(op, "state"), "running") == 0 && now_s() < end) {
+		usleep(250 * 1000);
+		json_decref(op);
+		op = get_ok("%s", loc);
+		assert_true(ji(op, "moved") >= moved);	/* progress never goes back */
+		moved = ji(op, "moved");
+		assert_int_equal(ji(op, "total"), NDRAIN);
+		assert_int_equal(ji(op, "moved") + ji(op, "waiting") + ji(op, "failed"), NDRAIN);
+	}
+	if (strcmp(js(op, "state"), "succeeded") != 0 || ji(op, "moved") != NDRAIN) {
+		char *t = json_dumps(op, JSON_COMPACT);
+
+		fail_msg("drain did not move every job: %s; fleetd log %s", t, fd.log);
+	}
+	assert_int_equal(ji(op, "failed"), 0);
+	assert_int_equal(json_array_size(jp(op, "failures")), 0);
+	for (int i = 0; i < NDRAIN; i++) {
+		j = wait_job(ids[i], "running", 2, 60);
+		assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+		assert_string_equal(js(j, "priority_class"), pcs[i % 3]);
+		json_decref(j);
+		free(ids[i]);
+	}
+	objs = sim_objects(USW2, NULL);
+	assert_int_equal(json_array_size(objs), 0);
+	json_decref(objs);
+	j = get_ok("/v1/clusters/%s", cl_id[USW2]);
+	assert_true(json_is_true(jp(j, "cordoned")));
+	json_decref(j);
+	assert_int_equal(audit_count(js(op, "id"), "drain"), 1);
+	json_decref(op);
+}
+
+/* A drain with nowhere to go waits (nothing changes) until cancelled; once cancelled it
+ * retries nothing, even when room appears. */
+static void
+test_drain_nowhere_cancel(void **state)
+{
+	json_t *before = fingerprint(train_id), *op;
+	char id[40];
+
+	(void)state;
+	/* us-west-2 is cordoned by the drain above, us-central1 is full */
+	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USE1]) != 202)
+		fail_msg("drain: %ld %s", R.status, R.body);
+	assert_int_equal(ji(R.json, "total"), NDRAIN + 2);
+	assert_int_equal(ji(R.json, "waiting"), NDRAIN + 2);
+	assert_int_equal(ji(R.json, "moved"), 0);
+	assert_string_equal(js(R.json, "state"), "running");
+	snprintf(id, sizeof(id), "%s", js(R.json, "id"));
+	assert_unchanged(before, train_id, "a drain that cannot move anything");
+	if (call("POST", oper, NULL, "/v1/operations/%s/cancel", id) != 200)
+		fail_msg("cancel: %ld %s", R.status, R.body);
+	assert_string_equal(js(R.json, "state"), "cancelled");
+	cordon(USW2, false);	/* room again: a live drain would take it within 5 s */
+	sleep(7);
+	op = get_ok("/v1/operations/%s", id);
+	assert_string_equal(js(op, "state"), "cancelled");
+	assert_int_equal(ji(op, "moved"), 0);
+	json_decref(op);
+	assert_unchanged(before, train_id, "a cancelled drain");
+	json_decref(before);
+	cordon(USE1, false);
+}
+
+/* Bad input: nothing changes and the answer says why. */
+static void
+test_bad_input(void **state)
+{
+	json_t *before = fingerprint(train_id), *j;
+	char target[128];
+
+	(void)state;
+	assert_int_equal(move("00000000-0000-4000-8000-000000000000", "{\"region\":\"us-east-1\"}",
+	    NULL), 404);
+	assert_int_equal(call("POST", viewer, "{\"target\":{\"region\":\"us-west-2\"}}",
+	    "/v1/jobs/%s/move", train_id), 403);
+	assert_int_equal(move(train_id, "{}", NULL), 400);
+	assert_string_equal(js(R.json, "errors.0.pointer"), "/target");
+	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\",\"cloud_id\":\"x\"}", NULL), 400);
+	assert_int_equal(call("POST", oper, "{\"reason\":\"x\"}", "/v1/jobs/%s/move", train_id),
+	    400);
+	/* an unknown region names the environment's regions */
+	assert_int_equal(move(train_id, "{\"region\":\"mars-north-9\"}", NULL), 400);
+	assert_string_equal(js(R.json, "code"), "move.unknown_region");
+	assert_string_equal(js(R.json, "errors.0.pointer"), "/target/region");
+	if (strstr(R.body, "us-west-2") == NULL || strstr(R.body, "us-east-1") == NULL ||
+	    strstr(R.body, "us-central1") == NULL)
+		fail_msg("the 400 does not name the valid regions: %s", R.body);
+	/* a cordoned target cluster */
+	cordon(USW2, true);
+	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[USW2]);
+	assert_int_equal(move(train_id, target, NULL), 409);
+	assert_string_equal(js(R.json, "code"), "cluster.cordoned");
+	cordon(USW2, false);
+	/* never across environments: by cluster, by cloud */
+	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[OTHER]);
+	assert_int_equal(move(train_id, target, NULL), 409);
+	assert_string_equal(js(R.json, "code"), "move.cross_environment");
+	snprintf(target, sizeof(target), "{\"cloud_id\":\"%s\"}", cloud_id[OTHER]);
+	assert_int_equal(move(train_id, target, NULL), 409);
+	assert_string_equal(js(R.json, "code"), "move.cross_environment");
+	assert_unchanged(before, train_id, "refused moves");
+	json_decref(before);
+
+	/* a region with nothing in it drains at once: 200, an empty finished operation */
+	if (call("POST", oper, NULL, "/v1/regions/" ENV "/eu-west-1/drain") != 200)
+		fail_msg("empty drain: %ld %s", R.status, R.body);
+	assert_int_equal(ji(R.json, "total"), 0);
+	assert_string_equal(js(R.json, "state"), "succeeded");
+	assert_int_equal(json_array_size(jp(R.json, "failures")), 0);
+	j = get_ok("/v1/operations/%s", js(R.json, "id"));
+	assert_string_equal(js(j, "state"), "succeeded");
+	assert_int_equal(ji(j, "total"), 0);
+	json_decref(j);
+	assert_int_equal(call("POST", oper, NULL, "/v1/regions/nope/us-east-1/drain"), 404);
+	assert_int_equal(call("GET", oper, NULL, "/v1/operations/%s",
+	    "00000000-0000-4000-8000-000000000000"), 404);
+
+	/* a finished job cannot move */
+	assert_int_equal(call("POST", oper, NULL, "/v1/jobs/%s/cancel", train_id), 200);
+	json_decref(wait_job(train_id, "cancelled", 0, 30));
+	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\"}", NULL), 409);
+	assert_string_equal(js(R.json, "code"), "job.finished");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_move_rayjob),
+		cmocka_unit_test(test_dry_run),
+		cmocka_unit_test(test_move_refused_full),
+		cmocka_unit_test(test_move_rayservice),
+		cmocka_unit_test(test_drain_cluster),
+		cmocka_unit_test(test_drain_nowhere_cancel),
+		cmocka_unit_test(test_bad_input),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
