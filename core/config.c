@@ -101,6 +101,8 @@ static const struct ckey keys[] = {
 	  false, "background loops this replica runs (comma list; empty = API only)" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "16",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
+	{ "poll-concurrency", C_INT, S(poll_concurrency), "256", "FLEETD_POLL_CONCURRENCY", false,
+	  "provider and Kubernetes calls in flight during a capacity refresh" },
 	{ "instance-id", C_STR, S(instance_id), NULL, "FLEETD_INSTANCE_ID", false,
 	  "replica name (default: hostname-pid)" },
 };

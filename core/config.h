@@ -47,6 +47,7 @@ struct config {
 	char	*instance_id;		/* replica name in logs and claims */
 	char	*workers;		/* background loops to run, comma list */
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
+	int	 poll_concurrency;	/* capacity refresh calls in flight */
 };
 
 extern struct config cfg;

@@ -74,7 +74,7 @@ loop(void *arg)
 			struct err e = { 0 };
 
 			atomic_store(&P.kicked, false);
-			if (!poller_refresh_all(cfg.dispatch_concurrency * 2, &st, &e))
+			if (!poller_refresh_all(cfg.poll_concurrency, &st, &e))
 				log_warn(NULL, "poller", "refresh failed", "{s:s}", "error", e.msg);
 			else
 				log_debug(NULL, "poller", "refresh", "{s:i, s:i, s:i, s:f}", "clusters",
