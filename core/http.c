@@ -483,10 +483,10 @@ start_due(struct http_batch *b)
 	int64_t now = now_ms(), wait = POLL_MAX_MS;
 	struct call **pp = &b->queue;
 
-	while (*pp != NULL) {
+	while (*pp != NULL && b->running < b->max) {	/* full: nothing more can start */
 		struct call *c = *pp;
 
-		if (b->running < b->max && c->not_before <= now) {
+		if (c->not_before <= now) {
 			*pp = c->next;
 			if (!call_start(b, c)) {
 				struct err e = { 0 };
@@ -499,7 +499,7 @@ start_due(struct http_batch *b)
 			}
 			continue;
 		}
-		if (b->running < b->max && c->not_before - now < wait)
+		if (c->not_before - now < wait)
 			wait = c->not_before - now;
 		pp = &c->next;
 	}
