@@ -6,7 +6,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
