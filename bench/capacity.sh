@@ -6,8 +6,8 @@
 # search of each environment (curl time_total, median) against one call's latency, and
 # fleetd's peak RSS.  Appends to bench/RESULTS.md.  Needs a release build (make build;
 # BENCH_BUILD names another folder).  Knobs: BENCH_CLUSTERS, BENCH_CLOUDS, BENCH_LATENCY_MS,
-# BENCH_REFRESHES (warm refreshes per run), BENCH_SEARCHES, BENCH_DISPATCH_CONCURRENCY (a
-# list; the poller runs 2 x FLEETD_DISPATCH_CONCURRENCY connections; default "16" = 32),
+# BENCH_REFRESHES (warm refreshes per run), BENCH_SEARCHES, BENCH_POLL_CONCURRENCY (a list
+# of FLEETD_POLL_CONCURRENCY values, the poller's connections; default "256"),
 # BENCH_PERF=1 (perf profile of fleetd per DSO during the warm refreshes).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,7 +17,7 @@ nclouds=${BENCH_CLOUDS:-100}
 lat=${BENCH_LATENCY_MS:-50}
 refreshes=${BENCH_REFRESHES:-5}
 searches=${BENCH_SEARCHES:-11}
-concs=${BENCH_DISPATCH_CONCURRENCY:-16}
+concs=${BENCH_POLL_CONCURRENCY:-256}
 work=$(mktemp -d /tmp/fleetd-bench-capacity.XXXXXX)
 pids=()
 cleanup() {
@@ -55,10 +55,10 @@ newdb() {	# newdb NAME: a migrated database, prints its URL
 	DATABASE_URL=${pgurl%/*}/$1 "$bin/fleetd" migrate >/dev/null
 	echo "${pgurl%/*}/$1"
 }
-start_fleetd() {	# start_fleetd DBURL WORKERS LOG [DISPATCH_CONCURRENCY]
+start_fleetd() {	# start_fleetd DBURL WORKERS LOG [POLL_CONCURRENCY]
 	port=$(free_port)
 	DATABASE_URL=$1 FLEETD_WORKERS=$2 FLEETD_LISTEN=127.0.0.1:$port \
-		FLEETD_DISPATCH_CONCURRENCY=${4:-16} "$bin/fleetd" serve >"$3" 2>&1 &
+		FLEETD_POLL_CONCURRENCY=${4:-256} "$bin/fleetd" serve >"$3" 2>&1 &
 	fpid=$!
 	pids+=($fpid)
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && return; sleep 0.1; done
@@ -139,7 +139,7 @@ slow_cold=0 slow_warm=0 solo_rows=""
 for p in gke aks hyperpod; do
 	db=$(newdb "solo_$p")
 	register "$db" solo "solo-$p" >/dev/null
-	measure "$db" "$work/solo-$p.log" 16
+	measure "$db" "$work/solo-$p.log" 256
 	stop_fleetd
 	echo "solo $p: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n"
 	solo_rows+="| single $p cluster, alone | ${cold_ms%.*} ms | ${warm_ms%.*} ms | ${warm_wall} ms | $ok_n ok | | fleetd ${cpu_fleetd} s | |"$'\n'
@@ -168,10 +168,10 @@ for l in sys.stdin:
     if m:
         (s if m.group(1) == "sum" else c)[m.group(2)] = float(m.group(3))
 print(", ".join("%s %.0f ms" % (k, 1000 * s[k] / c[k]) for k in s if c.get(k)))')
-	echo "fleet, $((dc * 2)) connections: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n failed $fail_n, VmHWM ${rss} kB, CPU/refresh fleetd ${cpu_fleetd}s cloudsim ${cpu_cloudsim}s; mean call latency: $lat_avg"
+	echo "fleet, $dc connections: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n failed $fail_n, VmHWM ${rss} kB, CPU/refresh fleetd ${cpu_fleetd}s cloudsim ${cpu_cloudsim}s; mean call latency: $lat_avg"
 	ratio_cold=$(python3 -c "print(f'{$cold_ms / $slow_cold:.1f}')")
 	ratio_warm=$(python3 -c "print(f'{$warm_wall / $slow_warm:.1f}')")
-	rows+="| all $nreg clusters, $((dc * 2)) poller connections | ${cold_ms%.*} ms (${ratio_cold}x) | ${warm_ms%.*} ms | ${warm_wall} ms (${ratio_warm}x) | $ok_n ok, $fail_n failed | $((rss / 1024)) MB | fleetd ${cpu_fleetd} s, cloudsim ${cpu_cloudsim} s | $lat_avg |"$'\n'
+	rows+="| all $nreg clusters, $dc poller connections | ${cold_ms%.*} ms (${ratio_cold}x) | ${warm_ms%.*} ms | ${warm_wall} ms (${ratio_warm}x) | $ok_n ok, $fail_n failed | $((rss / 1024)) MB | fleetd ${cpu_fleetd} s, cloudsim ${cpu_cloudsim} s | $lat_avg |"$'\n'
 	[ "$dc" = "${concs##* }" ] || stop_fleetd
 done
 
@@ -204,7 +204,7 @@ stop_fleetd
 
 {
 	echo
-	echo "## Capacity refresh and search ($(date -u +%Y-%m-%d), \`bash bench/capacity.sh\`, BENCH_DISPATCH_CONCURRENCY=\"$concs\")"
+	echo "## Capacity refresh and search ($(date -u +%Y-%m-%d), \`bash bench/capacity.sh\`, BENCH_POLL_CONCURRENCY=\"$concs\")"
 	echo
 	echo "Machine: $(nproc) cores shared with other work; load average $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end."
 	echo
