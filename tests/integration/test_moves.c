@@ -21,7 +21,7 @@
 #define ENV		"mv"
 #define H100		"nvidia-h100-80gb"
 #define MASTER_KEY	"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-#define TIME_SCALE	"4"	/* pods start in 0.5 s, RayJobs run 1000 s: long enough to move */
+#define TIME_SCALE	"4"	/* pods start in 2 s (longer than a mover step), RayJobs run 1000 s */
 #define NDRAIN		12
 
 /* Two HyperPod regions with room, a GKE region that is full (every GPU busy), and a
@@ -197,7 +197,7 @@ write_fleet(const char *path)
 		json_object_set_new(sa, "public_key_file", json_string(key));
 	}
 	json_object_set_new(f, "sim", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "page_size", 50,
-	    "pod_start_s", 2, "job_run_s", 4000, "autoscale_delay_s", 10, "token_ttl_s", 3600,
+	    "pod_start_s", 8, "job_run_s", 4000, "autoscale_delay_s", 10, "token_ttl_s", 3600,
 	    "preempt_notice_s", 5));
 	json_object_set_new(f, "clusters", json_loads(fleet_clusters, 0, &je));
 	if (!json_is_array(json_object_get(f, "clusters")))
