@@ -885,6 +885,7 @@ test_drain_nowhere_cancel(void **state)
 	if (call("POST", oper, NULL, "/v1/operations/%s/cancel", id) != 200)
 		fail_msg("cancel: %ld %s", R.status, R.body);
 	assert_string_equal(js(R.json, "state"), "cancelled");
+	assert_int_equal(ji(R.json, "waiting"), 0);	/* nothing left to retry */
 	cordon(USW2, false);	/* room again: a live drain would take it within 5 s */
 	sleep(7);
 	op = get_ok("/v1/operations/%s", id);
@@ -950,10 +951,43 @@ test_bad_input(void **state)
 	assert_int_equal(call("GET", oper, NULL, "/v1/operations/%s",
 	    "00000000-0000-4000-8000-000000000000"), 404);
 
-	/* a finished job cannot move */
+}
+
+/* Objects named name* on any cluster of cloudsim. */
+static int
+sim_count_prefix(const char *name)
+{
+	json_t *all = sim_get("/_sim/objects"), *o;
+	int n = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(all, "objects"), i, o)
+		n += strncmp(js(o, "name"), name, strlen(name)) == 0;
+	json_decref(all);
+	return n;
+}
+
+/* A job cancelled in the middle of its move ends cancelled with no object left at either
+ * end; a finished job cannot move. */
+static void
+test_cancel_during_move(void **state)
+{
+	double end;
+
+	(void)state;
+	assert_int_equal(sim_count_prefix("train-"), 1);
+	if (move(train_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
+		fail_msg("move: %ld %s", R.status, R.body);
 	assert_int_equal(call("POST", oper, NULL, "/v1/jobs/%s/cancel", train_id), 200);
-	json_decref(wait_job(train_id, "cancelled", 0, 30));
-	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\"}", NULL), 409);
+	json_decref(wait_job(train_id, "cancelled", 0, 60));
+	end = now_s() + 30;
+	while (sim_count_prefix("train-") > 0 && now_s() < end)
+		usleep(250 * 1000);
+	if (sim_count_prefix("train-") > 0) {
+		print_events(train_id);
+		fail_msg("a RayJob of the cancelled job is left in cloudsim; fleetd log %s", fd.log);
+	}
+	assert_int_equal(move(train_id, "{\"region\":\"us-east-1\"}", NULL), 409);
 	assert_string_equal(js(R.json, "code"), "job.finished");
 }
 
@@ -968,6 +1002,7 @@ main(void)
 		cmocka_unit_test(test_drain_cluster),
 		cmocka_unit_test(test_drain_nowhere_cancel),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_cancel_during_move),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
