@@ -510,6 +510,16 @@ loop_connect(void)
 	    NULL, 0);
 	ok = PQresultStatus(r) == PGRES_TUPLES_OK;
 	PQclear(r);
+	if (ok) {
+		/* A replica restarted under the same name holds its old claims' lock again:
+		 * release them, or they would wait for the lease. */
+		const char *q[1] = { cfg.instance_id };
+
+		r = PQexecParams(c, "UPDATE jobs SET claimed_by = NULL WHERE claimed_by = $1"
+		    " AND state = 'admitted'", 1, NULL, q, NULL, NULL, 0);
+		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+		PQclear(r);
+	}
 	if (!ok) {
 		PQfinish(c);
 		return NULL;
