@@ -193,8 +193,8 @@ step(struct mjob *m)
 	struct err e = { 0 };
 	bool has_src = m->manifest != NULL && !json_is_null(m->manifest) && src_id != NULL;
 	bool service = strcmp(m->kind, "RayService") == 0;
-	int grace = (int)json_integer_value(json_object_get(json_object_get(m->spec, "checkpoint"),
-	    "grace_seconds"));
+	json_t *gj = json_object_get(json_object_get(m->spec, "checkpoint"), "grace_seconds");
+	int grace = json_is_integer(gj) ? (int)json_integer_value(gj) : 30;	/* 0: none */
 
 	m->patch = json_object();
 	m->delay_s = 1;
@@ -206,12 +206,12 @@ step(struct mjob *m)
 		} else if (json_object_get(json_object_get(m->spec, "checkpoint"), "uri") != NULL) {
 			char deadline[32];
 
-			rfc3339_in(grace > 0 ? grace : 30, deadline, sizeof(deadline));
+			rfc3339_in(grace, deadline, sizeof(deadline));
 			if (!source_reapply(m, src, deadline, false, &e))
 				goto transient;
 			json_object_set_new(m->patch, "deadline", json_string(deadline));
 			json_object_set_new(m->patch, "deadline_epoch",
-			    json_integer((json_int_t)time(NULL) + (grace > 0 ? grace : 30)));
+			    json_integer((json_int_t)time(NULL) + grace));
 			m->next_phase = strdup("checkpointing");
 			m->why = "checkpoint requested at the source";
 		} else {
@@ -219,7 +219,8 @@ step(struct mjob *m)
 			json_object_set_new(m->patch, "deadline_epoch", json_integer(0));
 		}
 	} else if (strcmp(phase, "checkpointing") == 0) {
-		if (time(NULL) < json_integer_value(json_object_get(m->move, "deadline_epoch"))) {
+		/* <=: the deadline is in whole seconds; the source gets at least its grace */
+		if (time(NULL) <= json_integer_value(json_object_get(m->move, "deadline_epoch"))) {
 			m->delay_s = 1;
 			goto out;	/* grace period still running */
 		}

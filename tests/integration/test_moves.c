@@ -787,6 +787,42 @@ test_move_rayservice(void **state)
 	assert_true(total == 1 && ready == 1 && !on_source);
 }
 
+static double
+epoch_of(const char *ts)
+{
+	struct tm tm = { 0 };
+	double sec = 0;
+
+	if (sscanf(ts, "%d-%d-%dT%d:%d:%lf", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+	    &tm.tm_min, &sec) != 6)
+		fail_msg("not a timestamp: %s", ts);
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (double)timegm(&tm) + sec;
+}
+
+/* Seconds between the checkpoint signal at the source and the stop there (the events). */
+static double
+grace_taken(const char *id)
+{
+	json_t *ev = events(id), *x;
+	double sig = -1, stop = -1;
+	size_t i;
+
+	json_array_foreach(ev, i, x) {
+		if (strstr(js(x, "message"), "checkpoint requested at the source") != NULL)
+			sig = epoch_of(js(x, "at"));
+		if (strstr(js(x, "message"), "stopped at the source") != NULL)
+			stop = epoch_of(js(x, "at"));
+	}
+	json_decref(ev);
+	if (sig < 0 || stop < 0) {
+		print_events(id);
+		fail_msg("job %s: no checkpoint signal or no stop in its events", id);
+	}
+	return stop - sig;
+}
+
 /* Draining a cluster with NDRAIN running jobs of mixed priorities moves them all to the
  * other region; the operation counts up to 100 %; the drained cluster is empty and
  * cordoned; a job the drain is moving refuses a second move naming the operation. */
@@ -803,7 +839,7 @@ test_drain_cluster(void **state)
 	cordon(USE1, true);
 	for (int i = 0; i < NDRAIN; i++) {
 		snprintf(name, sizeof(name), "d%d", i);
-		ids[i] = submit("RayJob", name, 1, pcs[i % 3], 2);
+		ids[i] = submit("RayJob", name, 1, pcs[i % 3], i % 4 == 3 ? 0 : 2);
 	}
 	for (int i = 0; i < NDRAIN; i++) {
 		j = wait_job(ids[i], "running", 1, 60);
@@ -848,10 +884,16 @@ test_drain_cluster(void **state)
 	assert_int_equal(ji(op, "failed"), 0);
 	assert_int_equal(json_array_size(jp(op, "failures")), 0);
 	for (int i = 0; i < NDRAIN; i++) {
+		double gap = grace_taken(ids[i]);
+
 		j = wait_job(ids[i], "running", 2, 60);
 		assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
 		assert_string_equal(js(j, "priority_class"), pcs[i % 3]);
 		json_decref(j);
+		/* the source had its grace period, and no more than it asked for */
+		if (i % 4 == 3 ? gap > 10 : gap < 1.5)
+			fail_msg("job d%d (grace %d s): stopped %.2f s after the checkpoint signal", i,
+			    i % 4 == 3 ? 0 : 2, gap);
 		free(ids[i]);
 	}
 	objs = sim_objects(USW2, NULL);
