@@ -39,10 +39,11 @@ def acked_exist(sim, ck, loads):
 
 
 def settled(sim, ck, bound, allow_pending=False):
-    t, rows = wait_settled(sim, bound, allow_pending=allow_pending)
+    t, rows, stalled = wait_settled(sim, bound, allow_pending=allow_pending)
     detail = ""
     if rows:
-        detail = f"{len(rows)} jobs not final/steady after {bound}s:\n" + "\n".join(
+        why = "no job event for 75 s (stuck)" if stalled else f"{bound}s"
+        detail = f"{len(rows)} jobs not final/steady after {why}:\n" + "\n".join(
             f"  {r[1]} {r[2]} {r[3]} a{r[4]} {r[5]}\n{events_text(sim, r[0])}" for r in rows[:4])
     ck.ok(f"every job final or steady within {bound}s", not rows, detail)
     return t

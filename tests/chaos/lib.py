@@ -483,21 +483,28 @@ class Load:
         return not any(t.is_alive() for t in self.ts + timers)
 
 
-def wait_settled(sim, bound, names=None, allow_pending=False):
+def wait_settled(sim, bound, allow_pending=False, stall=75):
     """Waits until every job is final or steady (RayCluster running, or pending when
-    allow_pending); returns (seconds, rows of jobs still moving)."""
+    allow_pending); gives up after bound seconds, or earlier when no job event at all was
+    written for stall seconds (stuck, not slow).  Returns (seconds, rows still moving,
+    stalled)."""
     t0 = time.time()
     steady = "('running')" if not allow_pending else "('running','pending')"
     q = ("SELECT id, name, kind, state, attempt, coalesce(reason,'') FROM jobs WHERE state NOT IN"
          " ('succeeded','failed','cancelled') AND NOT (kind IN ('RayCluster','RayService') AND"
          f" state IN {steady})")
-    rows = []
+    rows, last, moved = [], None, time.time()
     while time.time() - t0 < bound:
         rows = sim.sql(q)
         if not rows:
-            return time.time() - t0, []
+            return time.time() - t0, [], False
+        ev = sim.sql1("SELECT max(id) FROM job_events")
+        if ev != last:
+            last, moved = ev, time.time()
+        elif time.time() - moved > stall:
+            return time.time() - t0, rows, True
         time.sleep(1)
-    return time.time() - t0, rows
+    return time.time() - t0, rows, False
 
 
 def events_text(sim, jid):

@@ -47,10 +47,10 @@ if [ "$short" = 1 ]; then
 else
 	jobs=${CHAOS_JOBS:-2000}; kills=${CHAOS_KILLS:-20}
 	declare -A args=(
-		[crash]="--jobs $jobs --kills $kills --kill-every 12 --settle 420"
-		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 420"
-		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 420"
-		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 420"
+		[crash]="--jobs $jobs --kills $kills --kill-every 12 --settle 900"
+		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 900"
+		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 900"
+		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 900"
 	)
 	limit=3600
 fi
