@@ -411,9 +411,14 @@ drain_one(struct db *c, const struct actor *who, const char *op, const char *jid
 	moved = request_target(c, who, job, &t, "drain", false, op, &res, &reasons, &me);
 	if (!moved && !db_exec(c, "ROLLBACK TO SAVEPOINT drain_one", 0, NULL, NULL, e))
 		goto cleanup;
-	/* An admitted job is re-placed at once; a running one moves in steps. */
-	if (moved && job_get(c, jid, false, &now, e))
+	/* An admitted job is re-placed at once; a running one moves in steps.  Each move of
+	 * a drain is in the audit log like a move of its own. */
+	if (moved) {
+		if (!job_get(c, jid, false, &now, e) || !audit_write(c, who, "job.move", "job", jid,
+		    json_string_value(json_object_get(job, "environment")), job, now, e))
+			goto cleanup;
 		done = strcmp(json_string_value(json_object_get(now, "state")), "admitted") == 0;
+	}
 	{
 		const char *p[4] = { op, jid, done ? "moved" : moved ? "moving" : "waiting",
 		    moved ? NULL : me.msg };

@@ -890,6 +890,7 @@ test_drain_cluster(void **state)
 		assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
 		assert_string_equal(js(j, "priority_class"), pcs[i % 3]);
 		json_decref(j);
+		assert_int_equal(audit_count(ids[i], "job.move"), 1);
 		/* the source had its grace period, and no more than it asked for */
 		if (i % 4 == 3 ? gap > 10 : gap < 1.5)
 			fail_msg("job d%d (grace %d s): stopped %.2f s after the checkpoint signal", i,
