@@ -38,6 +38,11 @@ static=$(rps "http://127.0.0.1:$sp/")
 health=$(rps "http://127.0.0.1:$fp/healthz")
 envs=$(rps -H "Authorization: Bearer $token" "http://127.0.0.1:$fp/v1/environments?limit=20")
 rss=$(awk '/VmHWM/ {print $2}' /proc/${pids[1]}/status)
+# The database's own ceiling for one trivial read per request, on the same machine now.
+pgbin=$(bash "$top/scripts/pg.sh" bindir "$work/pg")
+"$pgbin/pgbench" -i -q "$DATABASE_URL" >/dev/null 2>&1
+pgtps=$("$pgbin/pgbench" -S -c 8 -j 2 -T "${dur%s}" "$DATABASE_URL" 2>/dev/null | awk '/^tps/ {print $3}')
+r3=$(python3 -c "print(f'{$pgtps/$static:.2f}')")
 r1=$(python3 -c "print(f'{$health/$static:.2f}')")
 r2=$(python3 -c "print(f'{$envs/$static:.2f}')")
 echo "static $static rps, /healthz $health rps (${r1}x), /v1/environments $envs rps (${r2}x), fleetd peak RSS ${rss} kB"
@@ -50,6 +55,7 @@ echo "static $static rps, /healthz $health rps (${r1}x), /v1/environments $envs 
 	echo "| static libmicrohttpd responder | $static | 1.00 |"
 	echo "| fleetd GET /healthz | $health | $r1 (target ≥ 0.7) |"
 	echo "| fleetd GET /v1/environments?limit=20 (Postgres) | $envs | $r2 (target ≥ 0.4) |"
+	echo "| pgbench -S -c 8 (Postgres alone, one indexed read per transaction) | $pgtps | $r3 |"
 	echo
 	echo "fleetd peak RSS during the run: ${rss} kB."
 } >>"$top/bench/RESULTS.md"
