@@ -34,7 +34,9 @@ struct mjob {
 	json_t	*patch;		/* members to merge into jobs.move */
 	bool	 finish;	/* record the job dispatched at the target */
 	bool	 abandon;	/* requeue */
+	bool	 transient;	/* this visit failed (tries counts such visits in a row) */
 	const char *why;
+	char	 why_buf[256];	/* why, when it comes from an error of step() */
 	int	 delay_s;	/* next visit */
 };
 
@@ -234,7 +236,8 @@ step(struct mjob *m)
 		if (!target_apply(m, dst, &e)) {
 			if (e.status == 422 || strncmp(e.code, "kuberay.", 8) == 0) {
 				m->abandon = true;
-				m->why = e.msg;
+				snprintf(m->why_buf, sizeof(m->why_buf), "%s", e.msg);
+				m->why = m->why_buf;
 				goto out;
 			}
 			goto transient;
@@ -257,8 +260,11 @@ step(struct mjob *m)
 	}
 	goto out;
 transient:
+	m->transient = true;
 	m->delay_s = m->tries < 6 ? 1 << m->tries : 60;
-	m->why = e.msg[0] ? e.msg : "member cluster unavailable";
+	snprintf(m->why_buf, sizeof(m->why_buf), "%s", e.msg[0] ? e.msg :
+	    "member cluster unavailable");
+	m->why = m->why_buf;	/* e dies with this call: record_tx reads why later */
 	if (m->tries > 30) {
 		m->abandon = true;
 	}
@@ -272,7 +278,8 @@ record_tx(struct db *c, void *arg, struct err *e)
 {
 	static const char sql_step[] = "UPDATE jobs SET move = move || $2::jsonb ||"
 	    " jsonb_build_object('phase', coalesce($3, move->>'phase')), claimed_by = NULL,"
-	    " next_try_at = now() + make_interval(secs => $4::int), updated_at = now()"
+	    " next_try_at = now() + make_interval(secs => $4::int), updated_at = now(),"
+	    " tries = CASE WHEN $5::boolean THEN tries ELSE 0 END"	/* failures in a row */
 	    " WHERE id = $1::uuid AND state = 'moving' RETURNING 1";
 	static const char sql_done[] = "UPDATE jobs SET state = 'dispatched', attempt = attempt + 1,"
 	    " cluster_id = (move->'to'->>'cluster')::uuid, placement = move->'to',"
@@ -312,9 +319,10 @@ record_tx(struct db *c, void *arg, struct err *e)
 		goto cleanup;
 	}
 	{
-		const char *p[4] = { m->id, patch, m->next_phase, delay };
+		const char *p[5] = { m->id, patch, m->next_phase, delay,
+		    m->transient ? "true" : "false" };
 
-		if (!db_exec(c, sql_step, 4, p, &r, e))
+		if (!db_exec(c, sql_step, 5, p, &r, e))
 			goto cleanup;
 		if (PQntuples(r) == 0) {
 			ok = true;	/* cancelled meanwhile: the status worker cleans up */

@@ -1034,6 +1034,58 @@ test_cancel_during_move(void **state)
 	assert_string_equal(js(R.json, "code"), "job.finished");
 }
 
+/* A move the target refuses (every Kubernetes call there answers 422) fails the drain
+ * with the reason; the job is not lost: it is queued again and runs once the target heals. */
+static void
+test_drain_failure_reported(void **state)
+{
+	struct http_result r;
+	char url[256], *id, loc[160];
+	json_t *op = NULL, *j, *objs;
+	double end;
+
+	(void)state;
+	cordon(USE1, true);
+	id = submit("RayJob", "f0", 1, "low", 0);
+	j = wait_job(id, "running", 1, 60);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+	json_decref(j);
+	cordon(USE1, false);
+	sim_post("/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"mv-hp-use1\","
+	    "\"error_rate\":1,\"error_status\":422}");
+	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+		fail_msg("drain: %ld %s", R.status, R.body);
+	assert_int_equal(ji(R.json, "total"), 1);
+	snprintf(loc, sizeof(loc), "/v1/operations/%s", js(R.json, "id"));
+	end = now_s() + 30;
+	do {
+		usleep(250 * 1000);
+		json_decref(op);
+		op = get_ok("%s", loc);
+	} while (strcmp(js(op, "state"), "running") == 0 && now_s() < end);
+	snprintf(url, sizeof(url), "%s/_sim/faults", csurl);
+	harness_http(&r, "DELETE", url, NULL, NULL, NULL);
+	harness_http_free(&r);
+	if (strcmp(js(op, "state"), "failed") != 0 || ji(op, "failed") != 1 ||
+	    ji(op, "moved") != 0) {
+		char *t = json_dumps(op, JSON_COMPACT);
+
+		fail_msg("want a failed drain naming the job: %s; fleetd log %s", t, fd.log);
+	}
+	assert_int_equal(json_array_size(jp(op, "failures")), 1);
+	assert_string_equal(js(op, "failures.0.job_id"), id);
+	assert_true(strlen(js(op, "failures.0.reason")) > 0);
+	json_decref(op);
+	/* queued again, it runs where there is room (us-west-2 is cordoned by the drain) */
+	j = wait_job(id, "running", 0, 60);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	json_decref(j);
+	objs = sim_objects(USW2, NULL);
+	assert_int_equal(json_array_size(objs), 0);
+	json_decref(objs);
+	free(id);
+}
+
 int
 main(void)
 {
@@ -1046,6 +1098,7 @@ main(void)
 		cmocka_unit_test(test_drain_nowhere_cancel),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_cancel_during_move),
+		cmocka_unit_test(test_drain_failure_reported),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
