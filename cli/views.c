@@ -78,11 +78,13 @@ static const struct cli_col capacity_cols[] = {
 	{ "REGION", "region", CLI_CELL_TEXT, 0 },
 	{ "PROVIDER", "provider", CLI_CELL_TEXT, 0 },
 	{ "FLAVOR", "flavor", CLI_CELL_TEXT, 0 },
-	{ "FREE", "free", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "TYPE", "capacity_type", CLI_CELL_TEXT, 0 },
+	{ "FREE", "free_now", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "TOTAL", "total", CLI_CELL_NUM, CLI_COL_RIGHT | CLI_COL_OPTIONAL },
 	{ "GROWABLE", "growable", CLI_CELL_NUM, CLI_COL_RIGHT },
 	{ "QUOTA LEFT", "quota_left", CLI_CELL_NUM, CLI_COL_RIGHT },
-	{ "OBSERVED", "observed_at", CLI_CELL_AGE, CLI_COL_KEEP | CLI_COL_RIGHT },
-	{ "FRESH", "fresh", CLI_CELL_TEXT, 0 },
+	{ "OBSERVED", "oldest_observed_at", CLI_CELL_AGE, CLI_COL_KEEP | CLI_COL_RIGHT },
+	{ "STALE", "stale_clusters", CLI_CELL_NUM, CLI_COL_RIGHT | CLI_COL_OPTIONAL },
 };
 VIEW(cli_view_capacity, capacity_cols);
 
