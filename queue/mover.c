@@ -88,10 +88,21 @@ static bool
 source_reapply(struct mjob *m, const struct dispatch_target *src, const char *annotation,
 	       bool suspend, struct err *e)
 {
-	json_t *copy = json_deep_copy(m->manifest), *meta, *ann;
+	json_t *copy, *meta, *ann, *live = NULL;
 	struct kube_ref ref;
 	bool ok;
 
+	/* A server-side apply creates what is absent: a source that vanished (finished and
+	 * collected, deleted by hand) has nothing left to signal or stop, never re-create it */
+	if (!kube_get_object(&src->pc, "ray.io/v1", m->kind, mstr(m->manifest, "metadata",
+	    "namespace"), mstr(m->manifest, "metadata", "name"), &live, e)) {
+		if (e->status != 404)
+			return false;
+		err_clear(e);
+		return true;
+	}
+	json_decref(live);
+	copy = json_deep_copy(m->manifest);
 	meta = json_object_get(copy, "metadata");
 	ann = json_object_get(meta, "annotations");
 	if (ann == NULL) {

@@ -1057,6 +1057,7 @@ test_drain_failure_reported(void **state)
 		fail_msg("drain: %ld %s", R.status, R.body);
 	assert_int_equal(ji(R.json, "total"), 1);
 	snprintf(loc, sizeof(loc), "/v1/operations/%s", js(R.json, "id"));
+	cordon(USE1, true);	/* reserved already; keeps the requeued job off the faulty cluster */
 	end = now_s() + 30;
 	do {
 		usleep(250 * 1000);
@@ -1077,9 +1078,77 @@ test_drain_failure_reported(void **state)
 	assert_true(strlen(js(op, "failures.0.reason")) > 0);
 	json_decref(op);
 	/* queued again, it runs where there is room (us-west-2 is cordoned by the drain) */
+	j = job(id);
+	assert_string_equal(js(j, "state"), "pending");
+	json_decref(j);
+	cordon(USE1, false);
 	j = wait_job(id, "running", 0, 60);
 	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
 	json_decref(j);
+	objs = sim_objects(USW2, NULL);
+	assert_int_equal(json_array_size(objs), 0);
+	json_decref(objs);
+	free(id);
+}
+
+/* Deletes a Ray object on cloudsim cluster k through its Kubernetes API, as a person with
+ * kubectl would. */
+static void
+kube_delete(int k, const char *plural, const char *ns, const char *name)
+{
+	json_t *c = NULL, *it;
+	size_t i;
+
+	json_array_foreach(csclusters, i, it)
+		if (strcmp(js(it, "name"), cl_names[k]) == 0)
+			c = it;
+	assert_non_null(c);
+	assert_int_equal(harness_sh("curl -sf -o /dev/null --cacert %s/ca.pem -X DELETE -H "
+	    "'Authorization: Bearer %s' '%s/apis/ray.io/v1/namespaces/%s/%s/%s'", csdir,
+	    js(c, "token"), js(c, "api_server"), ns, plural, name), 0);
+}
+
+/* A source that vanished during the grace period (deleted by hand) is not re-created to
+ * be suspended: the move goes on and the job runs at the target. */
+static void
+test_move_vanished_source(void **state)
+{
+	json_t *j, *st, *objs;
+	char *id, name[128], ns[64], key[320];
+	long long applies = 0;
+	double end;
+
+	(void)state;
+	cordon(USW2, false);	/* the drains above cordoned it */
+	cordon(USE1, true);
+	id = submit("RayJob", "v0", 1, "default", 3);
+	j = wait_job(id, "running", 1, 60);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+	snprintf(name, sizeof(name), "%s", js(j, "object_name"));
+	json_decref(j);
+	j = get_ok("/v1/jobs/%s/manifest", id);
+	snprintf(ns, sizeof(ns), "%s", js(j, "metadata.namespace"));
+	json_decref(j);
+	cordon(USE1, false);
+	if (move(id, "{\"region\":\"us-east-1\"}", NULL) != 202)
+		fail_msg("move: %ld %s", R.status, R.body);
+	/* wait for the checkpoint signal (2 applies of the source), then delete the source */
+	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", cl_names[USW2], ns, name);
+	end = now_s() + 20;
+	do {
+		usleep(100 * 1000);
+		st = sim_get("/_sim/state");
+		applies = json_integer_value(json_object_get(json_object_get(st, "applies"),
+		    key));
+		json_decref(st);
+	} while (applies < 2 && now_s() < end);
+	assert_int_equal(applies, 2);
+	kube_delete(USW2, "rayjobs", ns, name);
+	json_decref(wait_job(id, "running", 2, 60));
+	st = sim_get("/_sim/state");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "applies"), key)),
+	    2);	/* never re-created to be suspended */
+	json_decref(st);
 	objs = sim_objects(USW2, NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
@@ -1099,6 +1168,7 @@ main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_cancel_during_move),
 		cmocka_unit_test(test_drain_failure_reported),
+		cmocka_unit_test(test_move_vanished_source),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
