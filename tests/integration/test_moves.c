@@ -1,6 +1,7 @@
 /* test_moves: moves and drains end to end against cloudsim — a fleet of two GPU regions (and
  * a full one) registered through the API, a checkpointed RayJob moved across regions, dry
- * runs and refusals that change nothing, a RayService that stays ready, a drained cluster. */
+ * runs and refusals that change nothing, a RayService that stays ready, drained clusters
+ * (done, stuck then cancelled, failed with the reason), cancels and vanished sources. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -460,8 +461,9 @@ submit(const char *kind, const char *name, int gpus, const char *pclass, int gra
 	    "\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
 	    "\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\""
 	    H100 "\",\"count\":%d}}]%s}", kind, name, pclass, strcmp(kind, "RayJob") == 0 ?
-	    "\"entrypoint\":\"python train.py\"," : "\"serve_config\":{\"applications\":"
-	    "[{\"name\":\"app\",\"import_path\":\"serve:app\"}]},", gpus, ckpt);
+	    "\"entrypoint\":\"python train.py\"," : strcmp(kind, "RayService") == 0 ?
+	    "\"serve_config\":{\"applications\":[{\"name\":\"app\",\"import_path\":"
+	    "\"serve:app\"}]}," : "", gpus, ckpt);
 	if (call("POST", oper, body, "/v1/jobs") != 201)
 		fail_msg("submit %s: %ld %s", body, R.status, R.body);
 	return strdup(js(R.json, "id"));
@@ -587,7 +589,7 @@ static void
 test_move_rayjob(void **state)
 {
 	json_t *j, *ev, *x, *objs, *st;
-	char src_name[128];
+	char src_name[128], enqueued[64];
 	const char *order[] = { "checkpoint requested at the source", "stopped at the source",
 		"applied at the target", "moved to the target" };
 	size_t i, next = 0;
@@ -600,6 +602,7 @@ test_move_rayjob(void **state)
 	j = wait_job(train_id, "running", 1, 60);
 	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
 	snprintf(src_name, sizeof(src_name), "%s", js(j, "object_name"));
+	snprintf(enqueued, sizeof(enqueued), "%s", js(j, "enqueued_at"));
 	json_decref(j);
 	cordon(USE1, false);
 
@@ -612,9 +615,13 @@ test_move_rayjob(void **state)
 	/* a second move while this one runs (the grace period is 3 s) */
 	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\"}", NULL), 409);
 	assert_string_equal(js(R.json, "code"), "job.moving");
+	if (strstr(js(R.json, "detail"), "mv-hp-use1") == NULL ||
+	    strstr(js(R.json, "detail"), "phase") == NULL)
+		fail_msg("the 409 does not say where the move is: %s", R.body);
 
 	j = wait_job(train_id, "running", 2, 60);
 	assert_true(now_s() - t0 >= 3.0);	/* the source had its grace period */
+	assert_string_equal(js(j, "enqueued_at"), enqueued);	/* its place in the queue */
 	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
 	assert_string_equal(js(j, "region"), "us-east-1");
 	assert_string_equal(js(j, "id"), train_id);
@@ -839,7 +846,9 @@ test_drain_cluster(void **state)
 	cordon(USE1, true);
 	for (int i = 0; i < NDRAIN; i++) {
 		snprintf(name, sizeof(name), "d%d", i);
-		ids[i] = submit("RayJob", name, 1, pcs[i % 3], i % 4 == 3 ? 0 : 2);
+		/* one RayCluster: deleted at the source rather than suspended */
+		ids[i] = submit(i == 5 ? "RayCluster" : "RayJob", name, 1, pcs[i % 3],
+		    i % 4 == 3 ? 0 : 2);
 	}
 	for (int i = 0; i < NDRAIN; i++) {
 		j = wait_job(ids[i], "running", 1, 60);
