@@ -471,8 +471,11 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 	    " k.version + CASE WHEN k.cordoned THEN 0 ELSE 1 END, updated_at = now()"
 	    " FROM clouds c WHERE c.id = k.cloud_id AND (($1::text IS NOT NULL AND k.id::text = $1)"
 	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3)) RETURNING k.id::text";
-	static const char sql_jobs[] = "SELECT j.id::text FROM jobs j WHERE j.cluster_id = ANY($1::uuid[])"
-	    " AND j.state IN ('admitted', 'dispatched', 'running') ORDER BY j.priority DESC, j.enqueued_at";
+	/* with the jobs on their way in (a move to the cluster): they wait until they land */
+	static const char sql_jobs[] = "SELECT j.id::text FROM jobs j WHERE (j.cluster_id ="
+	    " ANY($1::uuid[]) AND j.state IN ('admitted', 'dispatched', 'running')) OR"
+	    " (j.state = 'moving' AND (j.move->'to'->>'cluster')::uuid = ANY($1::uuid[]))"
+	    " ORDER BY j.priority DESC, j.enqueued_at";
 	static const char sql_op[] = "INSERT INTO operations (id, kind, environment, target, state, total,"
 	    " created_by) VALUES ($1, 'drain', $2, $3::jsonb, $4, $5::int, $6)";
 	const char *cluster = json_string_value(json_object_get(scope, "cluster_id"));

@@ -60,7 +60,7 @@ static char *admin, *oper, *viewer, *ca_pem, *fd_env[64];
 static json_t *csclusters;	/* clusters.json "clusters" */
 static pid_t cs_pid;
 static struct http_result R;	/* last answer of call() */
-static char *train_id, *svc_id;	/* the jobs the tests hand on */
+static char *train_id, *svc_id, *f0_id, *d0_id;	/* the jobs the tests hand on */
 
 /* ---- small helpers */
 
@@ -432,6 +432,8 @@ teardown(void **state)
 	free(ca_pem);
 	free(train_id);
 	free(svc_id);
+	free(f0_id);
+	free(d0_id);
 	harness_validate_responses();
 	return 0;
 }
@@ -904,8 +906,10 @@ test_drain_cluster(void **state)
 		if (i % 4 == 3 ? gap > 10 : gap < 1.5)
 			fail_msg("job d%d (grace %d s): stopped %.2f s after the checkpoint signal", i,
 			    i % 4 == 3 ? 0 : 2, gap);
-		free(ids[i]);
 	}
+	d0_id = ids[0];
+	for (int i = 1; i < NDRAIN; i++)
+		free(ids[i]);
 	objs = sim_objects(USW2, NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
@@ -939,7 +943,7 @@ test_drain_nowhere_cancel(void **state)
 	assert_string_equal(js(R.json, "state"), "cancelled");
 	assert_int_equal(ji(R.json, "waiting"), 0);	/* nothing left to retry */
 	cordon(USW2, false);	/* room again: a live drain would take it within 5 s */
-	sleep(7);
+	sleep(6);
 	op = get_ok("/v1/operations/%s", id);
 	assert_string_equal(js(op, "state"), "cancelled");
 	assert_int_equal(ji(op, "moved"), 0);
@@ -1097,7 +1101,7 @@ test_drain_failure_reported(void **state)
 	objs = sim_objects(USW2, NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
-	free(id);
+	f0_id = id;
 }
 
 /* Deletes a Ray object on cloudsim cluster k through its Kubernetes API, as a person with
@@ -1123,26 +1127,23 @@ static void
 test_move_vanished_source(void **state)
 {
 	json_t *j, *st, *objs;
-	char *id, name[128], ns[64], key[320];
+	char name[128], ns[64], key[320];
 	long long applies = 0;
 	double end;
 
 	(void)state;
 	cordon(USW2, false);	/* the drains above cordoned it */
-	cordon(USE1, true);
-	id = submit("RayJob", "v0", 1, "default", 3);
-	j = wait_job(id, "running", 1, 60);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+	j = job(d0_id);		/* drained to us-east-1; 2 s of checkpoint grace */
+	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
 	snprintf(name, sizeof(name), "%s", js(j, "object_name"));
 	json_decref(j);
-	j = get_ok("/v1/jobs/%s/manifest", id);
+	j = get_ok("/v1/jobs/%s/manifest", d0_id);
 	snprintf(ns, sizeof(ns), "%s", js(j, "metadata.namespace"));
 	json_decref(j);
-	cordon(USE1, false);
-	if (move(id, "{\"region\":\"us-east-1\"}", NULL) != 202)
+	if (move(d0_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
 		fail_msg("move: %ld %s", R.status, R.body);
 	/* wait for the checkpoint signal (2 applies of the source), then delete the source */
-	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", cl_names[USW2], ns, name);
+	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", cl_names[USE1], ns, name);
 	end = now_s() + 20;
 	do {
 		usleep(100 * 1000);
@@ -1152,16 +1153,57 @@ test_move_vanished_source(void **state)
 		json_decref(st);
 	} while (applies < 2 && now_s() < end);
 	assert_int_equal(applies, 2);
-	kube_delete(USW2, "rayjobs", ns, name);
-	json_decref(wait_job(id, "running", 2, 60));
+	kube_delete(USE1, "rayjobs", ns, name);
+	j = wait_job(d0_id, "running", 3, 60);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+	json_decref(j);
 	st = sim_get("/_sim/state");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "applies"), key)),
 	    2);	/* never re-created to be suspended */
 	json_decref(st);
+	objs = sim_objects(USE1, name);
+	assert_int_equal(json_array_size(objs), 0);
+	json_decref(objs);
+}
+
+/* A drain also catches a job on its way in: it waits until the job lands, then moves it
+ * away again, and the cluster ends empty. */
+static void
+test_drain_catches_arrival(void **state)
+{
+	json_t *op = NULL, *j, *objs;
+	char loc[160];
+	double end;
+
+	(void)state;
+	if (move(f0_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
+		fail_msg("move: %ld %s", R.status, R.body);
+	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+		fail_msg("drain: %ld %s", R.status, R.body);
+	assert_int_equal(ji(R.json, "total"), 2);	/* d0 there, f0 on its way */
+	snprintf(loc, sizeof(loc), "/v1/operations/%s", js(R.json, "id"));
+	end = now_s() + 40;
+	do {
+		usleep(250 * 1000);
+		json_decref(op);
+		op = get_ok("%s", loc);
+	} while (strcmp(js(op, "state"), "running") == 0 && now_s() < end);
+	if (strcmp(js(op, "state"), "succeeded") != 0 || ji(op, "moved") != 2) {
+		char *t = json_dumps(op, JSON_COMPACT);
+
+		print_events(f0_id);
+		fail_msg("the arriving job was not moved away: %s; fleetd log %s", t, fd.log);
+	}
+	json_decref(op);
+	j = wait_job(f0_id, "running", 0, 60);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	json_decref(j);
+	j = wait_job(d0_id, "running", 4, 60);
+	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	json_decref(j);
 	objs = sim_objects(USW2, NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
-	free(id);
 }
 
 int
@@ -1178,6 +1220,7 @@ main(void)
 		cmocka_unit_test(test_cancel_during_move),
 		cmocka_unit_test(test_drain_failure_reported),
 		cmocka_unit_test(test_move_vanished_source),
+		cmocka_unit_test(test_drain_catches_arrival),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
