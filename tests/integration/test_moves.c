@@ -673,8 +673,16 @@ test_move_rayjob(void **state)
 		fail_msg("events do not tell the move (moving %d, phases %zu/4, running %d)",
 		    to_moving, next, running2);
 	}
-	/* the audit log has the move, by the operator */
+	/* the audit log has the move, by the operator, with the job before and after */
 	assert_int_equal(audit_count(train_id, "job.move"), 1);
+	j = get_ok("/v1/audit?resource_id=%s&resource_type=job", train_id);
+	json_array_foreach(jp(j, "items"), i, x)
+		if (strcmp(js(x, "action"), "job.move") == 0) {
+			assert_string_equal(js(x, "actor.name"), "test-operator");
+			assert_string_equal(js(x, "before.state"), "running");
+			assert_string_equal(js(x, "after.state"), "moving");
+		}
+	json_decref(j);
 }
 
 /* dry_run answers the plan and changes nothing. */
