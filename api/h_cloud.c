@@ -20,16 +20,6 @@ visible_cloud(struct request *rq, struct db *c, const char *id, bool lock, json_
 	return true;
 }
 
-static void
-reply_cloud(struct request *rq, int status, json_t *obj)
-{
-	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
-	if (status == 201)
-		rq->location = arena_printf(rq->arena, "/v1/clouds/%s",
-		    json_string_value(json_object_get(obj, "id")));
-	rq_reply(rq, status, obj);
-}
-
 HANDLER(h_cloud_create)
 {
 	json_t *obj = NULL;
@@ -45,7 +35,7 @@ HANDLER(h_cloud_create)
 		json_decref(obj);
 		return false;
 	}
-	reply_cloud(rq, 201, obj);
+	rq_reply_object(rq, 201, obj, "/v1/clouds");
 	return true;
 }
 
@@ -69,7 +59,7 @@ HANDLER(h_cloud_get)
 
 	if (!visible_cloud(rq, rq->db, rq_param(rq, "id"), false, &obj, e))
 		return false;
-	reply_cloud(rq, 200, obj);
+	rq_reply_object(rq, 200, obj, "/v1/clouds");
 	return true;
 }
 
@@ -87,7 +77,7 @@ HANDLER(h_cloud_replace)
 	if (!json_equal(before, obj) && !audit_write(rq->db, &rq->actor, "cloud.update",
 	    "cloud", id, json_string_value(json_object_get(obj, "environment")), before, obj, e))
 		goto cleanup;
-	reply_cloud(rq, 200, obj);
+	rq_reply_object(rq, 200, obj, "/v1/clouds");
 	obj = NULL;
 	ok = true;
 cleanup:
@@ -198,7 +188,7 @@ pair_flow(struct request *rq, bool rotate, struct err *e)
 	}
 	if (!db_tx(pair_lock, &la, e))
 		goto cleanup;
-	reply_cloud(rq, 200, la.out);
+	rq_reply_object(rq, 200, la.out, "/v1/clouds");
 	ok = true;
 cleanup:
 	json_decref(checks);

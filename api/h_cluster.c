@@ -26,16 +26,6 @@ visible_cluster(struct request *rq, struct db *c, const char *id, bool lock, jso
 	return true;
 }
 
-static void
-reply_cluster(struct request *rq, int status, json_t *obj)
-{
-	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
-	if (status == 201)
-		rq->location = arena_printf(rq->arena, "/v1/clusters/%s",
-		    json_string_value(json_object_get(obj, "id")));
-	rq_reply(rq, status, obj);
-}
-
 struct create_arg {
 	struct request		*rq;
 	struct cluster_input	 in;
@@ -86,7 +76,7 @@ HANDLER(h_cluster_create)
 		goto cleanup;
 	if (!db_tx(create_insert, &a, e))
 		goto cleanup;
-	reply_cluster(rq, 201, a.out);
+	rq_reply_object(rq, 201, a.out, "/v1/clusters");
 	a.out = NULL;
 	poll_loop_kick();	/* its capacity is wanted now, not at the next period */
 	ok = true;
@@ -130,7 +120,7 @@ HANDLER(h_cluster_get)
 
 	if (!visible_cluster(rq, rq->db, rq_param(rq, "id"), false, &obj, e))
 		return false;
-	reply_cluster(rq, 200, obj);
+	rq_reply_object(rq, 200, obj, "/v1/clusters");
 	return true;
 }
 
@@ -166,7 +156,7 @@ HANDLER(h_cluster_replace)
 	    !audit_write(rq->db, &rq->actor, "cluster.update", "cluster", id,
 	    json_string_value(json_object_get(obj, "environment")), before, obj, e))
 		goto cleanup;
-	reply_cluster(rq, 200, obj);
+	rq_reply_object(rq, 200, obj, "/v1/clusters");
 	obj = NULL;
 	ok = true;
 cleanup:
@@ -210,7 +200,7 @@ cordon(struct request *rq, bool on, struct err *e)
 	    !audit_write(rq->db, &rq->actor, on ? "cluster.cordon" : "cluster.uncordon",
 	    "cluster", id, json_string_value(json_object_get(obj, "environment")), before, obj, e))
 		goto cleanup;
-	reply_cluster(rq, 200, obj);
+	rq_reply_object(rq, 200, obj, "/v1/clusters");
 	obj = NULL;
 	ok = true;
 cleanup:

@@ -19,16 +19,6 @@ visible_job(struct request *rq, const char *id, bool lock, json_t **out, struct 
 	return true;
 }
 
-static void
-reply_job(struct request *rq, int status, json_t *obj)
-{
-	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
-	if (status == 201)
-		rq->location = arena_printf(rq->arena, "/v1/jobs/%s",
-		    json_string_value(json_object_get(obj, "id")));
-	rq_reply(rq, status, obj);
-}
-
 HANDLER(h_job_submit)
 {
 	const char *env = json_string_value(json_object_get(rq->json, "environment"));
@@ -44,7 +34,7 @@ HANDLER(h_job_submit)
 		json_decref(obj);
 		return false;
 	}
-	reply_job(rq, 201, obj);
+	rq_reply_object(rq, 201, obj, "/v1/jobs");
 	return true;
 }
 
@@ -71,7 +61,7 @@ HANDLER(h_job_get)
 
 	if (!visible_job(rq, rq_param(rq, "id"), false, &obj, e))
 		return false;
-	reply_job(rq, 200, obj);
+	rq_reply_object(rq, 200, obj, "/v1/jobs");
 	return true;
 }
 
@@ -87,7 +77,7 @@ HANDLER(h_job_cancel)
 	    !audit_write(rq->db, &rq->actor, "job.cancel", "job", id,
 	    json_string_value(json_object_get(obj, "environment")), before, obj, e))
 		goto cleanup;
-	reply_job(rq, 200, obj);
+	rq_reply_object(rq, 200, obj, "/v1/jobs");
 	obj = NULL;
 	ok = true;
 cleanup:

@@ -4,16 +4,6 @@
 #include "api/handlers.h"
 #include "queue/store.h"
 
-static void
-reply_obj(struct request *rq, int status, json_t *obj, const char *collection)
-{
-	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
-	if (status == 201)
-		rq->location = arena_printf(rq->arena, "%s/%s", collection,
-		    json_string_value(json_object_get(obj, "id")));
-	rq_reply(rq, status, obj);
-}
-
 static bool
 visible_queue(struct request *rq, const char *id, json_t **out, struct err *e)
 {
@@ -42,7 +32,7 @@ HANDLER(h_queue_create)
 		json_decref(obj);
 		return false;
 	}
-	reply_obj(rq, 201, obj, "/v1/queues");
+	rq_reply_object(rq, 201, obj, "/v1/queues");
 	return true;
 }
 
@@ -66,7 +56,7 @@ HANDLER(h_queue_get)
 
 	if (!visible_queue(rq, rq_param(rq, "id"), &obj, e))
 		return false;
-	reply_obj(rq, 200, obj, NULL);
+	rq_reply_object(rq, 200, obj, NULL);
 	return true;
 }
 
@@ -84,7 +74,7 @@ HANDLER(h_queue_replace)
 	if (!json_equal(before, obj) && !audit_write(rq->db, &rq->actor, "queue.update", "queue",
 	    id, json_string_value(json_object_get(obj, "environment")), before, obj, e))
 		goto cleanup;
-	reply_obj(rq, 200, obj, NULL);
+	rq_reply_object(rq, 200, obj, NULL);
 	obj = NULL;
 	ok = true;
 cleanup:
@@ -124,7 +114,7 @@ HANDLER(h_pc_create)
 		json_decref(obj);
 		return false;
 	}
-	reply_obj(rq, 201, obj, "/v1/priority-classes");
+	rq_reply_object(rq, 201, obj, "/v1/priority-classes");
 	return true;
 }
 
@@ -146,7 +136,7 @@ HANDLER(h_pc_get)
 
 	if (!pc_get(rq->db, rq_param(rq, "id"), &obj, e))
 		return false;
-	reply_obj(rq, 200, obj, NULL);
+	rq_reply_object(rq, 200, obj, NULL);
 	return true;
 }
 
@@ -164,7 +154,7 @@ HANDLER(h_pc_replace)
 	    "priority_class.update", "priority_class",
 	    json_string_value(json_object_get(obj, "id")), NULL, before, obj, e))
 		goto cleanup;
-	reply_obj(rq, 200, obj, NULL);
+	rq_reply_object(rq, 200, obj, NULL);
 	obj = NULL;
 	ok = true;
 cleanup:

@@ -69,6 +69,16 @@ rq_reply(struct request *rq, int status, json_t *reply)
 	rq->reply = reply;
 }
 
+void
+rq_reply_object(struct request *rq, int status, json_t *obj, const char *collection)
+{
+	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
+	if (status == 201 && collection != NULL)
+		rq->location = arena_printf(rq->arena, "%s/%s", collection,
+		    json_string_value(json_object_get(obj, "id")));
+	rq_reply(rq, status, obj);
+}
+
 bool
 rq_page(struct request *rq, int *limit, const char **after, struct err *e)
 {

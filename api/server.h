@@ -83,6 +83,10 @@ void		 rq_reply(struct request *rq, int status, json_t *reply);
  * fail several ways at once (422 of phase 2).  The handler then returns true. */
 void		 rq_problem(struct request *rq, int status, const char *code, const char *title,
 		    const char *detail, json_t *errors);
+/* 2xx answer of one object: ETag from its version and, for 201, Location
+ * collection + "/" + its id (steals obj). */
+void		 rq_reply_object(struct request *rq, int status, json_t *obj,
+		    const char *collection);
 /* Paging: parses limit (1..500, default 100) and the opaque after cursor. */
 bool		 rq_page(struct request *rq, int *limit, const char **after, struct err *e);
 /* If-Match against the object's version: 412 on mismatch, true when absent. */
