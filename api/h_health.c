@@ -1,4 +1,5 @@
 /* h_health: liveness, readiness, metrics and the OpenAPI document. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,30 +61,37 @@ HANDLER(h_metrics)
 	return true;
 }
 
+static char *openapi_doc;
+static size_t openapi_len;
+static pthread_once_t openapi_once = PTHREAD_ONCE_INIT;
+
+/* Reads the contract once; it lives as long as the process. */
+static void
+openapi_load(void)
+{
+	FILE *f = fopen(cfg.openapi_path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL)
+		return;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n)) != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		openapi_len = (size_t)n;
+		openapi_doc = buf;
+	} else {
+		free(buf);
+	}
+	fclose(f);
+}
+
 HANDLER(h_openapi)
 {
-	static char *doc;
-	static size_t doclen;
-	FILE *f;
-
-	if (doc == NULL && (f = fopen(cfg.openapi_path, "rb")) != NULL) {
-		char *buf = NULL;
-		long n;
-
-		if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 &&
-		    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) != NULL &&
-		    fread(buf, 1, (size_t)n, f) == (size_t)n) {
-			doclen = (size_t)n;
-			doc = buf;	/* lives as long as the process: the contract */
-		} else {
-			free(buf);
-		}
-		fclose(f);
-	}
-	if (doc == NULL)
+	pthread_once(&openapi_once, openapi_load);
+	if (openapi_doc == NULL)
 		return err_set(e, 500, "api.no_openapi", "the openapi document is missing");
-	rq->raw = doc;
-	rq->raw_len = doclen;
+	rq->raw = openapi_doc;
+	rq->raw_len = openapi_len;
 	rq->status = 200;
 	rq->content_type = "application/yaml";
 	return true;
