@@ -27,10 +27,11 @@ static const char sql_claim[] =
     " WHERE q.id = j.queue_id AND j.id IN (SELECT x.id FROM jobs x"
     "  WHERE x.state = 'admitted' AND x.next_try_at <= now() AND x.cluster_id IS NOT NULL"
     "  AND (x.claimed_by IS NULL OR x.claimed_at < now() - make_interval(secs => $3::int)"
-    "   OR NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
+    "   OR (x.claimed_at < now() - interval '" DISPATCH_INFLIGHT_S " seconds'"
+    "   AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
     "    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     "    AND l.classid = $4::int::oid AND l.objid = hashtext(x.claimed_by)::oid"
-    "    AND l.objsubid = 2 AND l.granted))"
+    "    AND l.objsubid = 2 AND l.granted)))"
     "  ORDER BY x.priority DESC, x.enqueued_at FOR UPDATE SKIP LOCKED LIMIT $2::int)"
     " RETURNING j.id, j.attempt, j.cluster_id, j.environment, q.name, j.tries,"
     " j.spec::text, j.placement::text";
@@ -515,8 +516,10 @@ loop_connect(void)
 		 * release them, or they would wait for the lease. */
 		const char *q[1] = { cfg.instance_id };
 
-		r = PQexecParams(c, "UPDATE jobs SET claimed_by = NULL WHERE claimed_by = $1"
-		    " AND state = 'admitted'", 1, NULL, q, NULL, NULL, 0);
+		r = PQexecParams(c, "UPDATE jobs SET claimed_by = NULL, next_try_at ="
+		    " greatest(next_try_at, claimed_at + interval '" DISPATCH_INFLIGHT_S
+		    " seconds') WHERE claimed_by = $1 AND state = 'admitted'", 1, NULL, q, NULL,
+		    NULL, 0);
 		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
 		PQclear(r);
 	}

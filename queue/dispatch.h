@@ -16,6 +16,10 @@
 #define DISPATCH_MAX_TRIES	8	/* transient failures before the job is placed again */
 #define DISPATCH_LEASE_S	600	/* a claim older than this is taken over regardless */
 #define DISPATCH_LOCK_CLASS	7315	/* advisory lock class of replica liveness */
+/* A dead claimant's apply may still be in flight (its request outlives it on the member
+ * cluster): its claim is taken over only after this long, beyond any apply's timeout,
+ * so the next claimant's GET sees that apply and does not repeat it. */
+#define DISPATCH_INFLIGHT_S	"20"
 
 /* A member cluster as the workers call it (heap, dispatch_target_free). */
 struct dispatch_target {

@@ -653,7 +653,7 @@ test_exactly_once(void **state)
 		harness_http_free(&r);
 	}
 	harness_fleetd_start(&fd, dburl, (const char *const *)fd_env);
-	wait_state(id, "running", 1, 30);
+	wait_state(id, "running", 1, 60);	/* takeover waits out a dead apply (DISPATCH_INFLIGHT_S) */
 	assert_int_equal(sim_applies("test-hp-usw2", ns, "rayclusters", name), 1);
 	assert_true(sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
 	    " to_state = 'dispatched' AND data->>'reused' = 'true'", id) == 1);
