@@ -26,6 +26,8 @@ def parse():
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--kill-every", type=float, default=5.0, help="mean seconds between kills")
+    ap.add_argument("--targeted-kills", type=int, default=1,
+                    help="crash: how many kills land while a dispatch is in flight")
     ap.add_argument("--time-scale", type=float, default=20)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--seed", type=int, default=int(time.time()))

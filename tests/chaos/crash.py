@@ -50,7 +50,7 @@ def run(sim, a, ck, fig):
     register.setup_fleet(sim, 1)
     load = Load(sim, a.jobs, threads=a.threads, seed=a.seed).start(
         rate=a.jobs / max(1.0, a.kills * a.kill_every))
-    back = kill_loop(sim, "r0", a.kills, a.kill_every, load)
+    back = kill_loop(sim, "r0", a.kills, a.kill_every, load, targeted=a.targeted_kills)
     ck.ok("the load finished", load.wait(a.settle), "submitters still running")
     fig["kills"] = len(back)
     fig["restart_s_max"] = round(max(back), 2) if back else 0
