@@ -10,6 +10,7 @@
 # of FLEETD_POLL_CONCURRENCY values, the poller's connections; default "256"),
 # BENCH_PERF=1 (perf profile of fleetd per DSO during the warm refreshes).
 set -euo pipefail
+unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BENCH_BUILD:-$top/build/rel}
 nclusters=${BENCH_CLUSTERS:-300}

@@ -5,6 +5,7 @@
 # 120 s stockout timeout, scaled with cloudsim's clock).  Appends to bench/RESULTS.md.
 # Needs a release build (make build; BENCH_BUILD overrides the folder).
 set -euo pipefail
+unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${BENCH_BUILD:-$top/build/rel}
 jobs=${BENCH_JOBS:-1000}

@@ -3,6 +3,7 @@
 # fleetd's GET /healthz and its database-backed GET /v1/environments, in one run.
 # Appends the figures to bench/RESULTS.md.  Needs the release build (make build).
 set -euo pipefail
+unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/rel
 dur=${BENCH_DURATION:-10s}

@@ -7,6 +7,7 @@
 # BENCH_BUILD=DIR uses another build folder (default build/rel, RelWithDebInfo);
 # BENCH_RECORD=0 prints without appending.
 set -euo pipefail
+unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BENCH_BUILD:-$top/build/rel}
 work=$(mktemp -d /tmp/fleetd-schedbench.XXXXXX)
@@ -165,7 +166,7 @@ PY
 	echo "500 clusters (50 regions: 17 GKE, 17 AKS, 16 HyperPod; 16 x 8 accelerators + 8 x 64 cores each),"
 	echo "30 queues in 5 cohorts, jobs seeded pending with SQL; \`sched_bench\` calls \`scheduler_cycle\`"
 	echo "until nothing more fits (each cycle: REPEATABLE READ load, decide, commit in batches of 500)."
-	echo "Postgres from scripts/pg.sh (fsync=off for both us and pgbench). 10,000: best of 3 runs; pgbench"
+	echo "Postgres from scripts/pg.sh (durable: fsync, full_page_writes, synchronous_commit on, for both us and pgbench). 10,000: best of 3 runs; pgbench"
 	echo "ran between runs 2 and 3. Load average at the end: $load (a shared 2-core machine)."
 	echo
 	echo "| run | pending | admitted / recorded | cycles | seconds | load / decide / commit s | jobs/s | first cycle µs/job | peak RSS MiB |"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # pg.sh start DIR | stop DIR | url DIR — a private Postgres under DIR, run as the
 # postgres user (Postgres refuses root), unix socket inside DIR, a free TCP port on loopback.
+# Durable by default (fsync, full_page_writes, synchronous_commit on): `make run` and every
+# benchmark use it so.  PG_FSYNC=off (tests/run.sh sets it, for speed only) turns fsync off.
 set -euo pipefail
 cmd=${1:?usage: pg.sh start|stop|url DIR}
 dir=$(realpath -m "${2:?usage: pg.sh start|stop|url DIR}")
@@ -34,8 +36,10 @@ start)
 	if [ -f "$dir/port" ]; then port=$(cat "$dir/port"); else port=$(free_port); fi
 	echo "$port" >"$dir/port"
 	[ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir/port"
+	case ${PG_FSYNC:-on} in on|off) ;; *) echo "pg.sh: PG_FSYNC must be on or off" >&2; exit 2;; esac
+	durable="-c fsync=${PG_FSYNC:-on} -c full_page_writes=on -c synchronous_commit=on"
 	as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
-		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300 -c shared_buffers=256MB" \
+		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 $durable -c max_connections=300 -c shared_buffers=256MB" \
 		start >/dev/null
 	as_pg "$bindir/psql" -h "$dir" -p "$port" -U postgres -qAt -c "SELECT 1 FROM pg_database WHERE datname='fleet'" postgres | grep -q 1 ||
 		as_pg "$bindir/createdb" -h "$dir" -p "$port" -U postgres fleet

@@ -10,6 +10,8 @@ cleanup() {
 	rm -rf "$pgdir"
 }
 trap cleanup EXIT INT TERM
+# Tests only: fsync off for speed (scripts/pg.sh is durable by default: make run, bench/).
+export PG_FSYNC=off
 bash "$top/scripts/pg.sh" start "$pgdir" || { echo "tests: could not start postgres" >&2; exit 1; }
 export FLEETD_TEST_DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$pgdir")
 export FLEETD_TEST_PGDIR=$pgdir
