@@ -30,7 +30,8 @@ struct mjob {
 	json_t	*manifest;	/* what is applied at the source */
 	char	 environment[64];
 	char	 queue[64];
-	char	*next_phase;	/* what this visit decided */
+	int	 next;		/* enum phase this visit moves to (advance) */
+	bool	 advance;	/* the phase changes to next */
 	json_t	*patch;		/* members to merge into jobs.move */
 	bool	 finish;	/* record the job dispatched at the target */
 	bool	 abandon;	/* requeue */
@@ -56,7 +57,6 @@ mjob_free(struct mjob *m)
 	json_decref(m->move);
 	json_decref(m->manifest);
 	json_decref(m->patch);
-	free(m->next_phase);
 }
 
 static const char *
@@ -195,95 +195,207 @@ target_ready(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 	return ready;
 }
 
-/* One step of the state machine; network only, no database. */
+/* The phases of a move, in order; jobs.move.phase holds the name. */
+enum phase { PH_RESERVED, PH_CHECKPOINTING, PH_SUSPENDED, PH_APPLIED, PH_DONE, PH_COUNT };
+
+static const char *const phase_names[PH_COUNT] = {
+	[PH_RESERVED] = "reserved", [PH_CHECKPOINTING] = "checkpointing",
+	[PH_SUSPENDED] = "suspended", [PH_APPLIED] = "applied", [PH_DONE] = "done",
+};
+
+/* What one visit of a phase decided. */
+enum outcome {
+	OUT_WAIT,	/* stay in the phase, visit again after delay_s */
+	OUT_NEXT,	/* go to m->next */
+	OUT_RETRY,	/* a member cluster failed: back off (e says why) */
+	OUT_ABANDON,	/* requeue the job (m->why says why) */
+};
+
+/* Both ends of the move for one visit (src NULL when there is nothing at the source). */
+struct ends {
+	struct dispatch_target	*src;
+	struct dispatch_target	*dst;
+	bool			 service;	/* RayService: the target is ready first */
+};
+
+static enum phase
+phase_parse(const char *s)
+{
+	for (int i = 0; s != NULL && i < PH_COUNT; i++)
+		if (strcmp(s, phase_names[i]) == 0)
+			return (enum phase)i;
+	return PH_COUNT;
+}
+
+static enum outcome
+go(struct mjob *m, enum phase next, const char *why)
+{
+	m->next = next;
+	m->why = why;
+	return OUT_NEXT;
+}
+
+/* reserved: ask the source for a checkpoint (with a grace) or go straight on. */
+static enum outcome
+ph_reserved(struct mjob *m, struct ends *x, struct err *e)
+{
+	json_t *ck = json_object_get(m->spec, "checkpoint");
+	json_t *gj = json_object_get(ck, "grace_seconds");
+	int grace = json_is_integer(gj) ? (int)json_integer_value(gj) : 30;	/* 0: none */
+	char deadline[32];
+
+	if (x->src == NULL || x->service)
+		return go(m, PH_SUSPENDED, NULL);	/* nothing to stop first */
+	if (json_object_get(ck, "uri") == NULL) {
+		json_object_set_new(m->patch, "deadline_epoch", json_integer(0));
+		return go(m, PH_CHECKPOINTING, NULL);
+	}
+	rfc3339_in(grace, deadline, sizeof(deadline));
+	if (!source_reapply(m, x->src, deadline, false, e))
+		return OUT_RETRY;
+	json_object_set_new(m->patch, "deadline", json_string(deadline));
+	json_object_set_new(m->patch, "deadline_epoch",
+	    json_integer((json_int_t)time(NULL) + grace));
+	return go(m, PH_CHECKPOINTING, "checkpoint requested at the source");
+}
+
+/* checkpointing: once the grace is over, suspend (RayJob) and delete the source. */
+static enum outcome
+ph_checkpointing(struct mjob *m, struct ends *x, struct err *e)
+{
+	/* <=: the deadline is in whole seconds; the source gets at least its grace */
+	if (time(NULL) <= json_integer_value(json_object_get(m->move, "deadline_epoch")))
+		return OUT_WAIT;
+	if (strcmp(m->kind, "RayJob") == 0 && !source_reapply(m, x->src, NULL, true, e))
+		return OUT_RETRY;
+	if (!source_delete(m, x->src, e))
+		return OUT_RETRY;
+	return go(m, PH_SUSPENDED, "stopped at the source");
+}
+
+/* suspended: apply the next attempt at the target; a refused manifest abandons. */
+static enum outcome
+ph_suspended(struct mjob *m, struct ends *x, struct err *e)
+{
+	bool wait_ready = x->service && x->src != NULL;
+
+	if (!target_apply(m, x->dst, e)) {
+		if (e->status != 422 && strncmp(e->code, "kuberay.", 8) != 0)
+			return OUT_RETRY;
+		snprintf(m->why_buf, sizeof(m->why_buf), "%s", e->msg);
+		m->why = m->why_buf;
+		return OUT_ABANDON;
+	}
+	m->finish = !wait_ready;
+	return go(m, wait_ready ? PH_APPLIED : PH_DONE, "applied at the target");
+}
+
+/* applied (RayService): the source keeps serving until the target is ready. */
+static enum outcome
+ph_applied(struct mjob *m, struct ends *x, struct err *e)
+{
+	if (!target_ready(m, x->dst, e)) {
+		if (e->status != 0)
+			return OUT_RETRY;
+		m->delay_s = 2;
+		return OUT_WAIT;
+	}
+	if (!source_delete(m, x->src, e))
+		return OUT_RETRY;
+	m->finish = true;
+	return go(m, PH_DONE, "target ready, source deleted");
+}
+
+static enum outcome (*const phase_fns[PH_COUNT])(struct mjob *, struct ends *, struct err *) = {
+	[PH_RESERVED] = ph_reserved, [PH_CHECKPOINTING] = ph_checkpointing,
+	[PH_SUSPENDED] = ph_suspended, [PH_APPLIED] = ph_applied,
+};
+
+/* One visit: loads both ends and runs the phase's function; network only, no database. */
 static void
 step(struct mjob *m)
 {
-	const char *phase = mstr(m->move, "phase", NULL);
+	enum phase ph = phase_parse(mstr(m->move, "phase", NULL));
 	const char *src_id = mstr(m->move, "from", "cluster_id");
-	const char *dst_id = mstr(m->move, "to", "cluster");
-	struct dispatch_target *src = NULL, *dst = NULL;
+	struct ends x = { .service = strcmp(m->kind, "RayService") == 0 };
 	struct err e = { 0 };
-	bool has_src = m->manifest != NULL && !json_is_null(m->manifest) && src_id != NULL;
-	bool service = strcmp(m->kind, "RayService") == 0;
-	json_t *gj = json_object_get(json_object_get(m->spec, "checkpoint"), "grace_seconds");
-	int grace = json_is_integer(gj) ? (int)json_integer_value(gj) : 30;	/* 0: none */
+	enum outcome o = OUT_RETRY;
 
 	m->patch = json_object();
 	m->delay_s = 1;
-	if ((has_src && !end_target(src_id, &src, &e)) || !end_target(dst_id, &dst, &e))
-		goto transient;
-	if (strcmp(phase, "reserved") == 0) {
-		if (!has_src || service) {
-			m->next_phase = strdup("suspended");	/* nothing to stop first */
-		} else if (json_object_get(json_object_get(m->spec, "checkpoint"), "uri") != NULL) {
-			char deadline[32];
-
-			rfc3339_in(grace, deadline, sizeof(deadline));
-			if (!source_reapply(m, src, deadline, false, &e))
-				goto transient;
-			json_object_set_new(m->patch, "deadline", json_string(deadline));
-			json_object_set_new(m->patch, "deadline_epoch",
-			    json_integer((json_int_t)time(NULL) + grace));
-			m->next_phase = strdup("checkpointing");
-			m->why = "checkpoint requested at the source";
-		} else {
-			m->next_phase = strdup("checkpointing");
-			json_object_set_new(m->patch, "deadline_epoch", json_integer(0));
-		}
-	} else if (strcmp(phase, "checkpointing") == 0) {
-		/* <=: the deadline is in whole seconds; the source gets at least its grace */
-		if (time(NULL) <= json_integer_value(json_object_get(m->move, "deadline_epoch"))) {
-			m->delay_s = 1;
-			goto out;	/* grace period still running */
-		}
-		if (strcmp(m->kind, "RayJob") == 0 && !source_reapply(m, src, NULL, true, &e))
-			goto transient;
-		if (!source_delete(m, src, &e))
-			goto transient;
-		m->next_phase = strdup("suspended");
-		m->why = "stopped at the source";
-	} else if (strcmp(phase, "suspended") == 0) {
-		if (!target_apply(m, dst, &e)) {
-			if (e.status == 422 || strncmp(e.code, "kuberay.", 8) == 0) {
-				m->abandon = true;
-				snprintf(m->why_buf, sizeof(m->why_buf), "%s", e.msg);
-				m->why = m->why_buf;
-				goto out;
-			}
-			goto transient;
-		}
-		m->next_phase = strdup(service && has_src ? "applied" : "done");
-		m->finish = !(service && has_src);
-		m->why = "applied at the target";
-	} else if (strcmp(phase, "applied") == 0) {
-		if (!target_ready(m, dst, &e)) {
-			if (e.status != 0)
-				goto transient;
-			m->delay_s = 2;
-			goto out;	/* the source keeps serving until the target is ready */
-		}
-		if (!source_delete(m, src, &e))
-			goto transient;
-		m->next_phase = strdup("done");
-		m->finish = true;
-		m->why = "target ready, source deleted";
-	}
-	goto out;
-transient:
-	m->transient = true;
-	m->delay_s = m->tries < 6 ? 1 << m->tries : 60;
-	snprintf(m->why_buf, sizeof(m->why_buf), "%s", e.msg[0] ? e.msg :
-	    "member cluster unavailable");
-	m->why = m->why_buf;	/* e dies with this call: record_tx reads why later */
-	if (m->tries > 30) {
-		m->abandon = true;
-	}
+	m->next = PH_COUNT;
+	if (ph == PH_COUNT || phase_fns[ph] == NULL)
+		return;		/* unknown or finished phase: nothing to do */
+	if (m->manifest != NULL && !json_is_null(m->manifest) && src_id != NULL &&
+	    !end_target(src_id, &x.src, &e))
+		goto out;
+	if (!end_target(mstr(m->move, "to", "cluster"), &x.dst, &e))
+		goto out;
+	o = phase_fns[ph](m, &x, &e);
 out:
-	dispatch_target_free(src);
-	dispatch_target_free(dst);
+	m->advance = o == OUT_NEXT;
+	m->abandon = o == OUT_ABANDON;
+	if (o == OUT_RETRY) {
+		m->transient = true;
+		m->delay_s = m->tries < 6 ? 1 << m->tries : 60;
+		snprintf(m->why_buf, sizeof(m->why_buf), "%s", e.msg[0] ? e.msg :
+		    "member cluster unavailable");
+		m->why = m->why_buf;	/* e dies with this call: record_tx reads why later */
+		m->abandon = m->tries > 30;
+	}
+	dispatch_target_free(x.src);
+	dispatch_target_free(x.dst);
 }
 
+/* The job lands at the target: the next attempt is the target's object. */
+static bool
+record_finish(struct db *c, struct mjob *m, const char *op, struct err *e)
+{
+	static const char sql_done[] = "UPDATE jobs SET attempt = attempt + 1,"
+	    " cluster_id = (move->'to'->>'cluster')::uuid, placement = move->'to',"
+	    " manifest = move->'target_object'->'manifest', object_name ="
+	    " move->'target_object'->'manifest'->'metadata'->>'name', object_uid ="
+	    " move->'target_object'->>'uid', object_rv = move->'target_object'->>'resource_version',"
+	    " dispatched_at = now(), claimed_by = NULL, tries = 0, next_try_at = now(),"
+	    " move = NULL WHERE id = $1::uuid AND state = 'moving'";
+	static const char sql_op[] = "UPDATE operation_jobs SET state = 'moved', reason = NULL,"
+	    " updated_at = now() WHERE operation_id = $1::uuid AND job_id = $2::uuid";
+	const char *p[1] = { m->id };
+	const char *q[2] = { op, m->id };
+
+	if (!db_exec(c, sql_done, 1, p, NULL, e) ||
+	    !job_transition(c, m->id, "moving", "dispatched", "moved to the target", NULL, e))
+		return false;
+	return op == NULL || db_exec(c, sql_op, 2, q, NULL, e);
+}
+
+/* The move cannot go on: the job waits for a placement again. */
+static bool
+record_abandon(struct db *c, struct mjob *m, const char *op, struct err *e)
+{
+	static const char sql_abandon[] = "UPDATE jobs SET cluster_id = NULL,"
+	    " placement = NULL, manifest = NULL, object_name = NULL, object_uid = NULL,"
+	    " claimed_by = NULL, move = NULL WHERE id = $1::uuid AND state = 'moving'"
+	    " RETURNING 1";
+	static const char sql_op[] = "UPDATE operation_jobs SET state = 'failed', reason = $3,"
+	    " updated_at = now() WHERE operation_id = $1::uuid AND job_id = $2::uuid";
+	const char *why = m->why ? m->why : "move abandoned";
+	const char *p[1] = { m->id };
+	const char *q[3] = { op, m->id, why };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql_abandon, 1, p, &r, e))
+		goto cleanup;
+	ok = PQntuples(r) == 0 ||	/* cancelled meanwhile: the status worker cleans up */
+	    (job_transition(c, m->id, "moving", "pending", why, NULL, e) &&
+	    (op == NULL || db_exec(c, sql_op, 3, q, NULL, e)));
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+/* Records what step() decided, in one transaction. */
 static bool
 record_tx(struct db *c, void *arg, struct err *e)
 {
@@ -292,74 +404,28 @@ record_tx(struct db *c, void *arg, struct err *e)
 	    " next_try_at = now() + make_interval(secs => $4::int), updated_at = now(),"
 	    " tries = CASE WHEN $5::boolean THEN tries ELSE 0 END"	/* failures in a row */
 	    " WHERE id = $1::uuid AND state = 'moving' RETURNING 1";
-	static const char sql_done[] = "UPDATE jobs SET state = 'dispatched', attempt = attempt + 1,"
-	    " cluster_id = (move->'to'->>'cluster')::uuid, placement = move->'to',"
-	    " manifest = move->'target_object'->'manifest', object_name ="
-	    " move->'target_object'->'manifest'->'metadata'->>'name', object_uid ="
-	    " move->'target_object'->>'uid', object_rv = move->'target_object'->>'resource_version',"
-	    " dispatched_at = now(), claimed_by = NULL, tries = 0, next_try_at = now(),"
-	    " version = version + 1, updated_at = now(), move = NULL, reason = 'moved'"
-	    " WHERE id = $1::uuid AND state = 'moving' RETURNING (SELECT move->>'operation' FROM"
-	    " jobs WHERE id = $1::uuid)";
-	static const char sql_abandon[] = "UPDATE jobs SET state = 'pending', cluster_id = NULL,"
-	    " placement = NULL, manifest = NULL, object_name = NULL, object_uid = NULL,"
-	    " claimed_by = NULL, move = NULL, version = version + 1, updated_at = now()"
-	    " WHERE id = $1::uuid AND state = 'moving' RETURNING 1";
-	static const char sql_op[] = "UPDATE operation_jobs SET state = $3, reason = $4,"
-	    " updated_at = now() WHERE operation_id = $1::uuid AND job_id = $2::uuid";
-	static const char sql_event[] = "INSERT INTO job_events (job_id, type, from_state, to_state,"
-	    " attempt, message) SELECT id, $2, $3, $4, attempt, $5 FROM jobs WHERE id = $1::uuid";
 	struct mjob *m = arg;
 	const char *op = mstr(m->move, "operation", NULL);
 	char delay[16], *patch = json_dumps(m->patch ? m->patch : json_object(), JSON_COMPACT);
+	const char *p[5] = { m->id, patch, m->advance ? phase_names[m->next] : NULL, delay,
+	    m->transient ? "true" : "false" };
 	PGresult *r = NULL;
 	bool ok = false;
 
 	snprintf(delay, sizeof(delay), "%d", m->delay_s);
 	if (m->abandon) {
-		const char *p[1] = { m->id };
-		const char *ev[5] = { m->id, "state", "moving", "pending", m->why ? m->why :
-		    "move abandoned" };
-
-		ok = db_exec(c, sql_abandon, 1, p, NULL, e) && db_exec(c, sql_event, 5, ev, NULL, e);
-		if (ok && op != NULL) {
-			const char *q[4] = { op, m->id, "failed", m->why };
-
-			ok = db_exec(c, sql_op, 4, q, NULL, e);
-		}
+		ok = record_abandon(c, m, op, e);
 		goto cleanup;
 	}
-	{
-		const char *p[5] = { m->id, patch, m->next_phase, delay,
-		    m->transient ? "true" : "false" };
-
-		if (!db_exec(c, sql_step, 5, p, &r, e))
-			goto cleanup;
-		if (PQntuples(r) == 0) {
-			ok = true;	/* cancelled meanwhile: the status worker cleans up */
-			goto cleanup;
-		}
+	if (!db_exec(c, sql_step, 5, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		ok = true;	/* cancelled meanwhile: the status worker cleans up */
+		goto cleanup;
 	}
-	if (m->why != NULL && m->next_phase != NULL) {
-		const char *ev[5] = { m->id, "move", NULL, NULL, m->why };
-
-		if (!db_exec(c, sql_event, 5, ev, NULL, e))
-			goto cleanup;
-	}
-	if (m->finish) {
-		const char *p[1] = { m->id };
-		const char *ev[5] = { m->id, "state", "moving", "dispatched", "moved to the target" };
-
-		if (!db_exec(c, sql_done, 1, p, NULL, e) || !db_exec(c, sql_event, 5, ev, NULL, e))
-			goto cleanup;
-		if (op != NULL) {
-			const char *q[4] = { op, m->id, "moved", NULL };
-
-			if (!db_exec(c, sql_op, 4, q, NULL, e))
-				goto cleanup;
-		}
-	}
-	ok = true;
+	if (m->advance && m->why != NULL && !job_event(c, m->id, "move", m->why, NULL, e))
+		goto cleanup;
+	ok = !m->finish || record_finish(c, m, op, e);
 cleanup:
 	PQclear(r);
 	free(patch);
@@ -415,10 +481,10 @@ mover_round(const char *who, struct mover_stats *st, struct err *e)
 			    re.msg);
 			continue;
 		}
-		st->stepped += m->next_phase != NULL;
+		st->stepped += m->advance;
 		st->moved += m->finish;
 		st->failed += m->abandon;
-		st->retried += m->next_phase == NULL && !m->abandon;
+		st->retried += !m->advance && !m->abandon;
 		if (m->finish || m->abandon)
 			log_info(NULL, "mover", m->finish ? "job moved" : "move abandoned",
 			    "{s:s, s:s}", "job", m->id, "why", m->why ? m->why : "");
