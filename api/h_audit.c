@@ -1,4 +1,5 @@
-/* h_audit: GET /v1/audit — admin; filters by resource, actor and time; newest first. */
+/* h_audit: GET /v1/audit — admin; filters by resource, actor and time; newest first.  Rows
+ * of no environment (tokens, priority classes) are shown to '*' callers only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ HANDLER(h_audit_list)
 	    " AND ($5::text IS NULL OR actor_id::text = $5 OR actor_name = $5)"
 	    " AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
 	    " AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
-	    " AND ($8::boolean OR environment IS NULL OR environment = ANY($9::text[]))"
+	    " AND ($8::boolean OR environment = ANY($9::text[]))"
 	    " ORDER BY id DESC LIMIT $2";
 	const char *after, *p[9];
 	char lim[16], envs[2400] = "{";

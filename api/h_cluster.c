@@ -49,7 +49,8 @@ create_check(struct db *c, void *arg, struct err *e)
 		    "clusters.");
 	}
 	provider = json_string_value(json_object_get(a->cloud, "provider"));
-	return cluster_parse(a->rq->json, provider, false, &a->in, e);
+	return cluster_parse(a->rq->json, provider, false, &a->in, e) &&
+	    cluster_provider_id_bound(a->cloud, a->in.provider_cluster_id, e);
 }
 
 static bool
@@ -124,44 +125,97 @@ HANDLER(h_cluster_get)
 	return true;
 }
 
+struct replace_arg {
+	struct request		*rq;
+	struct cluster_input	 in;
+	json_t			*before;
+	json_t			*out;
+	long			 version;	/* of the row the checks read */
+	bool			 endpoint;	/* api_server or ca_cert changes */
+};
+
+/* Checks of a PUT, in a first transaction: visibility, If-Match, the body, what may not
+ * change, and whether the endpoint changes (then credentials are required again). */
+static bool
+replace_check(struct db *c, void *arg, struct err *e)
+{
+	struct replace_arg *a = arg;
+	struct request *rq = a->rq;
+	json_t *b;
+
+	json_decref(a->before);
+	a->before = NULL;
+	if (!visible_cluster(rq, c, rq_param(rq, "id"), false, &a->before, e))
+		return false;
+	b = a->before;
+	a->version = (long)json_integer_value(json_object_get(b, "version"));
+	if (!rq_if_match(rq, a->version, e) ||
+	    !cluster_parse(rq->json, json_string_value(json_object_get(b, "provider")), true,
+	    &a->in, e))
+		return false;
+	if (strcmp(a->in.name, json_string_value(json_object_get(b, "name"))) != 0)
+		return err_field(e, 409, "cluster.immutable", "/name",
+		    "name is immutable; register a new cluster instead");
+	/* which provider cluster this is: fleet-cluster marks it force_new */
+	if (strcmp(a->in.provider_cluster_id,
+	    json_string_value(json_object_get(b, "provider_cluster_id"))) != 0)
+		return err_field(e, 409, "cluster.immutable", "/provider_cluster_id",
+		    "provider_cluster_id is immutable; register a new cluster instead");
+	a->endpoint = strcmp(a->in.api_server,
+	    json_string_value(json_object_get(b, "api_server"))) != 0 ||
+	    strcmp(a->in.ca_cert, json_string_value(json_object_get(b, "ca_cert"))) != 0;
+	/* the stored token must never be sent to another host or trust another CA */
+	if (a->endpoint && a->in.token == NULL)
+		return err_field(e, 400, "cluster.credentials_required", "/credentials",
+		    "a new api_server or ca_cert needs the cluster's credentials again");
+	return true;
+}
+
+static bool
+replace_write(struct db *c, void *arg, struct err *e)
+{
+	struct replace_arg *a = arg;
+	struct request *rq = a->rq;
+	const char *id = rq_param(rq, "id");
+	json_t *now = NULL;
+	bool ok;
+
+	json_decref(a->out);
+	a->out = NULL;
+	if (!visible_cluster(rq, c, id, true, &now, e))
+		return false;
+	/* the row the probe was for must still be the row we change */
+	ok = json_integer_value(json_object_get(now, "version")) == a->version ||
+	    err_set(e, 409, "cluster.changed", "the cluster changed during the request; retry");
+	json_decref(now);
+	if (!ok || !cluster_replace(c, id, &a->in, &a->out, e))
+		return false;
+	if (json_integer_value(json_object_get(a->out, "version")) != a->version &&
+	    !audit_write(c, &rq->actor, "cluster.update", "cluster", id,
+	    json_string_value(json_object_get(a->out, "environment")), a->before, a->out, e))
+		return false;
+	return true;
+}
+
+/* R_NOTX: check, probe a changed endpoint outside any transaction (as create does), then
+ * write if the row did not change meanwhile. */
 HANDLER(h_cluster_replace)
 {
-	const char *id = rq_param(rq, "id");
-	json_t *before = NULL, *obj = NULL;
-	struct cluster_input in;
+	struct replace_arg a = { .rq = rq };
 	bool ok = false;
 
-	if (!visible_cluster(rq, rq->db, id, true, &before, e))
-		return false;
-	if (!rq_if_match(rq, json_integer_value(json_object_get(before, "version")), e) ||
-	    !cluster_parse(rq->json, json_string_value(json_object_get(before, "provider")),
-	    true, &in, e))
+	if (!db_tx(replace_check, &a, e))
 		goto cleanup;
-	if (strcmp(in.name, json_string_value(json_object_get(before, "name"))) != 0) {
-		err_field(e, 409, "cluster.immutable", "/name",
-		    "name is immutable; register a new cluster instead");
+	if (a.endpoint && !cluster_probe(a.in.api_server, a.in.ca_cert, a.in.token, e))
 		goto cleanup;
-	}
-	/* which provider cluster this is: fleet-cluster marks it force_new */
-	if (strcmp(in.provider_cluster_id,
-	    json_string_value(json_object_get(before, "provider_cluster_id"))) != 0) {
-		err_field(e, 409, "cluster.immutable", "/provider_cluster_id",
-		    "provider_cluster_id is immutable; register a new cluster instead");
+	if (!db_tx(replace_write, &a, e))
 		goto cleanup;
-	}
-	if (!cluster_replace(rq->db, id, &in, &obj, e))
-		goto cleanup;
-	if (json_integer_value(json_object_get(obj, "version")) !=
-	    json_integer_value(json_object_get(before, "version")) &&
-	    !audit_write(rq->db, &rq->actor, "cluster.update", "cluster", id,
-	    json_string_value(json_object_get(obj, "environment")), before, obj, e))
-		goto cleanup;
-	rq_reply_object(rq, 200, obj, "/v1/clusters");
-	obj = NULL;
+	rq_reply_object(rq, 200, a.out, "/v1/clusters");
+	a.out = NULL;
 	ok = true;
 cleanup:
-	json_decref(before);
-	json_decref(obj);
+	json_decref(a.before);
+	json_decref(a.out);
 	return ok;
 }
 

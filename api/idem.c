@@ -1,5 +1,8 @@
 /* idem: Idempotency-Key on POST — the first successful answer is stored for 24 hours and
- * replayed to a retry with the same body; the same key with another body is a 422. */
+ * replayed to a retry with the same body; the same key with another body is a 422.  What
+ * is stored never holds a secret: secret fields are dropped and the replay says so
+ * (`secret_omitted`, header Idempotent-Replayed).  The janitor deletes expired rows. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/server.h"
@@ -47,12 +50,49 @@ idem_before(struct request *rq, struct err *e)
 		goto cleanup;
 	}
 	rq_reply(rq, atoi(PQgetvalue(r, 0, 2)), json_loads(PQgetvalue(r, 0, 3), 0, NULL));
+	rq->replayed = true;
 	if (!PQgetisnull(r, 0, 4))
 		rq->location = arena_strdup(rq->arena, PQgetvalue(r, 0, 4));
 	ok = true;
 cleanup:
 	PQclear(r);
 	return ok;
+}
+
+/* The answer as stored: a copy without its secret fields (a token's secret, credentials),
+ * marked secret_omitted when one was dropped.  malloc'd text or NULL. */
+static char *
+stored_text(json_t *reply)
+{
+	static const char *const secret_keys[] = { "secret", "credentials", NULL };
+	json_t *copy;
+	char *text;
+	bool dropped = false;
+
+	if (reply == NULL)
+		return NULL;
+	copy = json_deep_copy(reply);
+	for (int i = 0; json_is_object(copy) && secret_keys[i] != NULL; i++)
+		dropped = json_object_del(copy, secret_keys[i]) == 0 || dropped;
+	if (dropped)
+		json_object_set_new(copy, "secret_omitted", json_true());
+	text = json_dumps(copy, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(copy);
+	return text;
+}
+
+bool
+idem_expire(struct db *c, long *deleted, struct err *e)
+{
+	static const char sql[] = "DELETE FROM idempotency_keys"
+	    " WHERE created_at <= now() - interval '24 hours'";
+	PGresult *r = NULL;
+
+	if (!db_exec(c, sql, 0, NULL, &r, e))
+		return false;
+	*deleted = atol(PQcmdTuples(r));
+	PQclear(r);
+	return true;
 }
 
 bool
@@ -65,7 +105,7 @@ idem_after(struct request *rq, struct err *e)
 
 	if (rq->idem_key == NULL || rq->status < 200 || rq->status >= 300)
 		return true;
-	text = rq->reply ? json_dumps(rq->reply, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	text = stored_text(rq->reply);
 	snprintf(status, sizeof(status), "%d", rq->status);
 	p[0] = rq->actor.id;
 	p[1] = rq->idem_key;

@@ -135,10 +135,15 @@ cmd_serve(char **rest, int n, struct err *e)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (!server_start(e))
+	if (!token_listen_start(cfg.database_url, e))
 		return 1;
+	if (!server_start(e)) {
+		token_listen_stop();
+		return 1;
+	}
 	if (!workers_start(e)) {
 		server_stop();
+		token_listen_stop();
 		return 1;
 	}
 	log_info(NULL, "api", "serving", "{s:s, s:i, s:s}", "listen", cfg.listen, "port",
@@ -147,6 +152,7 @@ cmd_serve(char **rest, int n, struct err *e)
 	log_info(NULL, "api", "shutting down", "{s:i}", "signal", sig);
 	server_stop();
 	workers_stop();
+	token_listen_stop();
 	log_info(NULL, "api", "stopped", NULL);
 	return 0;
 }

@@ -38,12 +38,27 @@ static int nhists;
 static metrics_writer writers[MAX_WRITERS];
 static int nwriters;
 
+/* The methods of HTTP (RFC 9110) and PATCH keep their name; any other is "other", so
+ * invented methods cannot fill the series table. */
+static const char *
+method_bucket(const char *m)
+{
+	static const char *const known[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH",
+		"OPTIONS", "CONNECT", "TRACE", NULL };
+
+	for (int i = 0; m != NULL && known[i] != NULL; i++)
+		if (strcmp(m, known[i]) == 0)
+			return known[i];
+	return "other";
+}
+
 void
 metrics_observe_request(const char *route, const char *method, int status, double seconds)
 {
 	struct series *s = NULL;
 	struct hist *h = NULL;
 
+	method = method_bucket(method);
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < nseries; i++) {
 		if (series[i].route == route && series[i].status == status &&

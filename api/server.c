@@ -262,6 +262,11 @@ dispatch(struct request *rq)
 			err_set(&e, 403, "auth.forbidden", "this token's role may not do this");
 			goto fail;
 		}
+		if ((rq->route->flags & R_GLOBAL) && !rq_env_visible(rq, "*")) {
+			err_set(&e, 403, "auth.global_object", "only a token for every environment "
+			    "may change objects shared by all environments");
+			goto fail;
+		}
 	}
 	if (rq->body_too_large) {
 		err_set(&e, 413, "api.body_too_large", "request body is larger than %ld bytes",
@@ -336,6 +341,8 @@ answer(struct request *rq, struct MHD_Connection *conn)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"fleetd\"");
 	if (rq->location != NULL && !problem_json)
 		MHD_add_response_header(resp, "Location", rq->location);
+	if (rq->replayed && !problem_json)
+		MHD_add_response_header(resp, "Idempotent-Replayed", "true");
 	MHD_queue_response(conn, (unsigned)rq->status, resp);
 	MHD_destroy_response(resp);
 }

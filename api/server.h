@@ -24,6 +24,7 @@ enum route_flags {
 	R_NOTX		= 1 << 1,	/* handler manages its own transactions (network calls) */
 	R_BODY		= 1 << 2,	/* takes a JSON object body */
 	R_RAW		= 1 << 3,	/* answers rq->raw, not JSON */
+	R_GLOBAL	= 1 << 4,	/* writes an object of no environment: '*' tokens only */
 };
 
 struct route {
@@ -68,6 +69,7 @@ struct request {
 	const char	*allow;		/* Allow header of a 405 */
 	int		 retry_after;	/* Retry-After seconds of a 503 */
 	const char	*idem_key;	/* Idempotency-Key to record after success */
+	bool		 replayed;	/* the answer is a stored one (Idempotent-Replayed) */
 	char		 body_sha[65];
 };
 
@@ -102,6 +104,8 @@ int	server_port(void);
  * inside the request's transaction. */
 bool	idem_before(struct request *rq, struct err *e);
 bool	idem_after(struct request *rq, struct err *e);
+/* Deletes the rows past their 24-hour window (the janitor); *deleted counts them. */
+bool	idem_expire(struct db *c, long *deleted, struct err *e);
 
 /* route table (router.c) */
 extern const struct route routes[];

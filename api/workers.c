@@ -1,6 +1,7 @@
 /* workers: starts the background loops named in FLEETD_WORKERS and stops them in reverse. */
 #include <string.h>
 
+#include "api/janitor.h"
 #include "api/metrics.h"
 #include "api/workers.h"
 #include "core/config.h"
@@ -12,7 +13,7 @@
 #include "regions/poller.h"
 
 static bool sched_on, dispatch_on, status_on;
-static bool poll_on, mover_on;
+static bool poll_on, mover_on, janitor_on;
 
 static bool
 wanted(const char *name)
@@ -63,12 +64,20 @@ workers_start(struct err *e)
 			return false;
 		status_on = true;
 	}
+	if (wanted("janitor")) {
+		if (!janitor_start(e))
+			return false;
+		janitor_on = true;
+	}
 	return true;
 }
 
 void
 workers_stop(void)
 {
+	if (janitor_on)
+		janitor_stop();
+	janitor_on = false;
 	if (status_on)
 		status_stop();
 	if (mover_on)

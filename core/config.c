@@ -97,7 +97,8 @@ static const struct ckey keys[] = {
 	{ "gcp-principal", C_STR, S(gcp_principal),
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
-	{ "workers", C_STR, S(workers), "scheduler,dispatch,status,poller,mover", "FLEETD_WORKERS",
+	{ "workers", C_STR, S(workers), "scheduler,dispatch,status,poller,mover,janitor,iam-verify",
+	  "FLEETD_WORKERS",
 	  false, "background loops this replica runs (comma list; empty = API only)" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "16",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
@@ -105,6 +106,18 @@ static const struct ckey keys[] = {
 	  "provider and Kubernetes calls in flight during a capacity refresh" },
 	{ "instance-id", C_STR, S(instance_id), NULL, "FLEETD_INSTANCE_ID", false,
 	  "replica name (default: hostname-pid)" },
+	{ "janitor-interval-ms", C_INT, S(janitor_interval_ms), "600000",
+	  "FLEETD_JANITOR_INTERVAL_MS", false, "how often expired idempotency keys are deleted" },
+	{ "iam-verify-interval", C_INT, S(iam_verify_interval_s), "86400",
+	  "FLEETD_IAM_VERIFY_INTERVAL", false,
+	  "seconds between re-verifications of every active cloud's IAM pair" },
+	{ "body-memory-limit", C_LONG, S(body_memory_limit), "67108864",
+	  "FLEETD_BODY_MEMORY_LIMIT", false,
+	  "bytes all in-flight request bodies may hold together (503 above)" },
+	{ "conn-per-ip", C_INT, S(conn_per_ip), "64", "FLEETD_CONN_PER_IP", false,
+	  "concurrent HTTP connections from one address" },
+	{ "upload-timeout", C_INT, S(upload_timeout), "30", "FLEETD_UPLOAD_TIMEOUT", false,
+	  "seconds a request (headers and body) may take to arrive" },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -48,6 +48,11 @@ struct config {
 	char	*workers;		/* background loops to run, comma list */
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
 	int	 poll_concurrency;	/* capacity refresh calls in flight */
+	int	 janitor_interval_ms;	/* expired idempotency rows are deleted this often */
+	int	 iam_verify_interval_s;	/* every active cloud's IAM pair is re-verified */
+	long	 body_memory_limit;	/* bytes all in-flight request bodies may hold */
+	int	 conn_per_ip;		/* concurrent connections from one address */
+	int	 upload_timeout;	/* seconds a request may take to arrive in full */
 };
 
 extern struct config cfg;

@@ -1,13 +1,20 @@
 /* token: secrets are "fleet_" + 43 base64url characters (256 random bits); only their
- * sha-256 reaches the database.  A 2-second cache spares a query per request. */
+ * sha-256 reaches the database.  A 2-second cache spares a query per request; it is used
+ * only while this replica LISTENs on fleet_tokens, where every revocation NOTIFYs on
+ * commit and empties the cache of every replica.  A generation counter keeps a lookup
+ * that raced a revocation from caching what it read before it. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <uuid/uuid.h>
 
 #include "core/crypto.h"
+#include "core/listen.h"
+#include "core/log.h"
 #include "iam/token.h"
 
 #define CACHE_SLOTS	256
@@ -24,6 +31,11 @@ struct cached {
 
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct cached cache[CACHE_SLOTS];
+static unsigned long cache_gen;		/* under cache_mu; +1 at every flush */
+static atomic_bool listening;		/* the revocation listener is connected */
+static atomic_bool listen_run;
+static pthread_t listen_thread;
+static char *listen_url;
 
 static const char *const role_names[] = { "none", "viewer", "operator", "admin" };
 
@@ -218,6 +230,10 @@ token_revoke(struct db *c, const char *id, const char *const *envs, int nenvs, j
 		return false;
 	ok = db_exec(c, sql, 1, p, &r, e);
 	PQclear(r);
+	r = NULL;
+	/* delivered on commit to every replica's listener, this one included */
+	ok = ok && db_exec(c, "SELECT pg_notify('fleet_tokens', $1)", 1, p, &r, e);
+	PQclear(r);
 	token_cache_flush();
 	return ok;
 }
@@ -229,6 +245,8 @@ cache_get(const char *sha, struct arena *a, struct token_principal *p)
 	    ((unsigned char)sha[1] % 16)];
 	bool hit = false;
 
+	if (!atomic_load(&listening))
+		return false;
 	pthread_mutex_lock(&cache_mu);
 	if (strcmp(s->sha, sha) == 0 && time(NULL) - s->at < CACHE_TTL_S) {
 		char *envs = arena_strdup(a, s->envs), *save = NULL, *tok;
@@ -247,8 +265,20 @@ cache_get(const char *sha, struct arena *a, struct token_principal *p)
 	return hit;
 }
 
+static unsigned long
+cache_generation(void)
+{
+	unsigned long g;
+
+	pthread_mutex_lock(&cache_mu);
+	g = cache_gen;
+	pthread_mutex_unlock(&cache_mu);
+	return g;
+}
+
+/* Caches p unless the cache was flushed since gen (the row may be stale). */
 static void
-cache_put(const char *sha, const struct token_principal *p)
+cache_put(const char *sha, const struct token_principal *p, unsigned long gen)
 {
 	struct cached *s = &cache[(unsigned char)sha[0] * 16 % CACHE_SLOTS +
 	    ((unsigned char)sha[1] % 16)];
@@ -264,6 +294,11 @@ cache_put(const char *sha, const struct token_principal *p)
 		strcat(envs, p->envs[i]);
 	}
 	pthread_mutex_lock(&cache_mu);
+	if (gen != cache_gen || !atomic_load(&listening)) {
+		pthread_mutex_unlock(&cache_mu);
+		free(envs);
+		return;
+	}
 	free(s->envs);
 	snprintf(s->sha, sizeof(s->sha), "%s", sha);
 	s->at = time(NULL);
@@ -278,11 +313,65 @@ void
 token_cache_flush(void)
 {
 	pthread_mutex_lock(&cache_mu);
+	cache_gen++;
 	for (int i = 0; i < CACHE_SLOTS; i++) {
 		free(cache[i].envs);
 		memset(&cache[i], 0, sizeof(cache[i]));
 	}
 	pthread_mutex_unlock(&cache_mu);
+}
+
+/* The listener: (re)connects, LISTENs, and flushes the cache on every notification and
+ * on every (re)connect (a revocation may have been missed while away). */
+static void *
+listen_loop(void *arg)
+{
+	PGconn *c = NULL;
+
+	(void)arg;
+	while (atomic_load(&listen_run)) {
+		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+			atomic_store(&listening, false);
+			PQfinish(c);
+			if ((c = listen_open(listen_url, "fleet_tokens")) == NULL) {
+				for (int i = 0; i < 10 && atomic_load(&listen_run); i++)
+					usleep(100 * 1000);
+				continue;
+			}
+			token_cache_flush();
+			atomic_store(&listening, true);
+		}
+		if (listen_wait(c, 200))
+			token_cache_flush();
+	}
+	atomic_store(&listening, false);
+	PQfinish(c);
+	return NULL;
+}
+
+bool
+token_listen_start(const char *url, struct err *e)
+{
+	free(listen_url);
+	listen_url = strdup(url ? url : "");
+	atomic_store(&listen_run, true);
+	if (listen_url == NULL || pthread_create(&listen_thread, NULL, listen_loop, NULL) != 0) {
+		atomic_store(&listen_run, false);
+		return err_set(e, 500, "token.listen", "cannot start the revocation listener");
+	}
+	return true;
+}
+
+void
+token_listen_stop(void)
+{
+	if (!atomic_load(&listen_run))
+		return;
+	atomic_store(&listen_run, false);
+	pthread_join(listen_thread, NULL);
+	free(listen_url);
+	listen_url = NULL;
+	token_cache_flush();
 }
 
 bool
@@ -295,6 +384,7 @@ token_authenticate(const char *secret, struct arena *a, struct token_principal *
 	const char *params[1] = { sha };
 	struct db *c = NULL;
 	PGresult *r = NULL;
+	unsigned long gen;
 	bool ok = false;
 
 	if (strlen(secret) > 200)
@@ -302,6 +392,7 @@ token_authenticate(const char *secret, struct arena *a, struct token_principal *
 	crypto_sha256_hex(secret, strlen(secret), sha);
 	if (cache_get(sha, a, p))
 		return true;
+	gen = cache_generation();
 	if ((c = db_acquire(5000, e)) == NULL)
 		return false;
 	if (!db_exec(c, sql, 1, params, &r, e))
@@ -328,7 +419,7 @@ token_authenticate(const char *secret, struct arena *a, struct token_principal *
 		    tok = strtok_r(NULL, ",", &save))
 			p->envs[p->nenvs++] = tok;
 	}
-	cache_put(sha, p);
+	cache_put(sha, p, gen);
 	ok = true;
 cleanup:
 	PQclear(r);

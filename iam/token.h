@@ -39,5 +39,9 @@ bool	 token_revoke(struct db *c, const char *id, const char *const *envs, int ne
 bool	 token_authenticate(const char *secret, struct arena *a, struct token_principal *p,
 	    struct err *e);
 void	 token_cache_flush(void);
+/* Revocation across replicas: a thread LISTENs on fleet_tokens (token_revoke NOTIFYs on
+ * commit) and flushes the cache; without that connection nothing is cached. */
+bool	 token_listen_start(const char *url, struct err *e);
+void	 token_listen_stop(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/crypto.h"
 #include "providers/kuberay.h"
 
 #define HASH_HEX	12	/* hex characters of the job id hash in object names */
@@ -157,27 +158,48 @@ kuberay_object_name(enum jobspec_kind kind, const char *spec_name, const char *j
 	return true;
 }
 
+/* Injective (environment, queue) -> DNS label of at most 63 characters:
+ *   fleet-<env>-<queue>             env without '-' (the first '-' after fleet- splits);
+ *   fleet--<len(env)>-<env>-<queue> env with a '-' (its length says where it ends);
+ *   fleet--h<16 hex>-<readable>     too long or not label characters: sha-256 of
+ *                                   env NUL queue (distinct from the forms above, which
+ *                                   have a digit after "fleet--" or no "--" at all). */
 bool
 kuberay_namespace(const char *environment, const char *queue, char *buf, size_t len)
 {
-	char env[64], q[64], full[160];
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyz0123456789-";
+	char full[200], sha[65], readable[64], *in;
+	size_t el, ql;
+	int n;
 
-	if (len < 64)
+	if (len < 64 || environment == NULL || queue == NULL)
 		return false;
-	slug(environment, env, sizeof(env) - 1);
-	slug(queue, q, sizeof(q) - 1);
-	if (env[0] == '\0' || q[0] == '\0')
+	el = strlen(environment);
+	ql = strlen(queue);
+	if (el == 0 || ql == 0)
 		return false;
-	snprintf(full, sizeof(full), "fleet-%s-%s", env, q);
-	if (strlen(full) <= 63) {
+	n = -1;
+	if (el < 64 && ql < 64 && strspn(environment, ok) == el && strspn(queue, ok) == ql &&
+	    queue[ql - 1] != '-') {
+		if (strchr(environment, '-') == NULL)
+			n = snprintf(full, sizeof(full), "fleet-%s-%s", environment, queue);
+		else
+			n = snprintf(full, sizeof(full), "fleet--%zu-%s-%s", el, environment, queue);
+	}
+	if (n > 0 && n <= 63) {
 		snprintf(buf, len, "%s", full);
 		return true;
 	}
-	full[54] = '\0';
-	while (full[strlen(full) - 1] == '-')
-		full[strlen(full) - 1] = '\0';
-	snprintf(buf, len, "%s-%08llx", full,
-	    (unsigned long long)(fnv1a(environment) ^ (fnv1a(queue) >> 1)) & 0xffffffffULL);
+	in = malloc(el + ql + 2);
+	if (in == NULL)
+		return false;
+	memcpy(in, environment, el + 1);
+	memcpy(in + el + 1, queue, ql + 1);
+	crypto_sha256_hex(in, el + ql + 1, sha);
+	free(in);
+	snprintf(full, sizeof(full), "%s-%s", environment, queue);
+	slug(full, readable, 63 - 25);
+	snprintf(buf, len, "fleet--h%.16s%s%s", sha, readable[0] ? "-" : "", readable);
 	return true;
 }
 

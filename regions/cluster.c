@@ -2,6 +2,7 @@
  * SQL and opened only for the drivers. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <uuid/uuid.h>
 
@@ -60,16 +61,154 @@ pem_valid(const char *s)
 	return der != NULL && n > 64;
 }
 
+/* Copies segment i (0-based, '/'-separated, no leading '/') of s into out; false when
+ * it is missing, empty or longer than outlen - 1. */
 static bool
-provider_id_valid(const char *provider, const char *id)
+segment(const char *s, int i, char *out, size_t outlen)
 {
+	const char *p = s, *end;
+
+	for (; i > 0; i--) {
+		if ((p = strchr(p, '/')) == NULL)
+			return false;
+		p++;
+	}
+	end = strchr(p, '/');
+	if (end == NULL)
+		end = p + strlen(p);
+	if (end == p || (size_t)(end - p) >= outlen)
+		return false;
+	memcpy(out, p, (size_t)(end - p));
+	out[end - p] = '\0';
+	return true;
+}
+
+static int
+count_char(const char *s, char c)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		n += *s == c;
+	return n;
+}
+
+static bool
+chars_only(const char *s, const char *set)
+{
+	return s[0] != '\0' && strspn(s, set) == strlen(s);
+}
+
+#define LOWER_DIGITS	"abcdefghijklmnopqrstuvwxyz0123456789"
+
+/* Parses a provider cluster id into its parts; false unless it is exactly the provider's
+ * grammar (no dot segments, no extra segments, no characters a URL would reinterpret):
+ *   gke:      projects/<project>/locations/<region or zone>/clusters/<name>
+ *   aks:      /subscriptions/<uuid>/resourceGroups/<rg>/providers/
+ *             Microsoft.ContainerService/managedClusters/<name>
+ *   hyperpod: arn:aws:sagemaker:<region>:<12 digits>:cluster/<id> */
+bool
+cluster_provider_id_parse(const char *provider, const char *id, struct provider_id *out)
+{
+	char seg[8][128];
+
+	memset(out, 0, sizeof(*out));
+	if (id == NULL || strlen(id) > 512 || strstr(id, "..") != NULL)
+		return false;
+	if (strcmp(provider, "gke") == 0) {
+		if (count_char(id, '/') != 5)
+			return false;
+		for (int i = 0; i < 6; i++)
+			if (!segment(id, i, seg[i], sizeof(seg[i])))
+				return false;
+		if (strcmp(seg[0], "projects") != 0 || strcmp(seg[2], "locations") != 0 ||
+		    strcmp(seg[4], "clusters") != 0 || !chars_only(seg[1], LOWER_DIGITS "-") ||
+		    !chars_only(seg[3], LOWER_DIGITS "-") || !chars_only(seg[5], LOWER_DIGITS "-") ||
+		    strlen(seg[5]) > 40 || strlen(seg[1]) > 30)
+			return false;
+		snprintf(out->account, sizeof(out->account), "%s", seg[1]);
+		snprintf(out->location, sizeof(out->location), "%s", seg[3]);
+		snprintf(out->name, sizeof(out->name), "%s", seg[5]);
+		return true;
+	}
+	if (strcmp(provider, "aks") == 0) {
+		if (id[0] != '/' || count_char(id, '/') != 8)
+			return false;
+		for (int i = 0; i < 8; i++)
+			if (!segment(id + 1, i, seg[i], sizeof(seg[i])))
+				return false;
+		if (strcasecmp(seg[0], "subscriptions") != 0 ||
+		    strcasecmp(seg[2], "resourceGroups") != 0 ||
+		    strcasecmp(seg[4], "providers") != 0 ||
+		    strcasecmp(seg[5], "Microsoft.ContainerService") != 0 ||
+		    strcasecmp(seg[6], "managedClusters") != 0 || strlen(seg[1]) != 36 ||
+		    !chars_only(seg[1], "0123456789abcdefABCDEF-") || strlen(seg[3]) > 90 ||
+		    !chars_only(seg[3], LOWER_DIGITS "ABCDEFGHIJKLMNOPQRSTUVWXYZ._()-") ||
+		    seg[3][strlen(seg[3]) - 1] == '.' || strlen(seg[7]) > 63 ||
+		    !chars_only(seg[7], LOWER_DIGITS "ABCDEFGHIJKLMNOPQRSTUVWXYZ_-"))
+			return false;
+		snprintf(out->account, sizeof(out->account), "%s", seg[1]);
+		snprintf(out->group, sizeof(out->group), "%s", seg[3]);
+		snprintf(out->name, sizeof(out->name), "%s", seg[7]);
+		return true;
+	}
+	if (strcmp(provider, "hyperpod") == 0) {
+		const char *p = id + strlen("arn:aws:sagemaker:"), *c1, *c2;
+
+		if (strncmp(id, "arn:aws:sagemaker:", 18) != 0 || (c1 = strchr(p, ':')) == NULL ||
+		    (c2 = strchr(c1 + 1, ':')) == NULL || strncmp(c2 + 1, "cluster/", 8) != 0 ||
+		    c1 - p < 1 || c1 - p > 30 || c2 - c1 - 1 != 12)
+			return false;
+		snprintf(out->location, sizeof(out->location), "%.*s", (int)(c1 - p), p);
+		snprintf(out->account, sizeof(out->account), "%.12s", c1 + 1);
+		snprintf(out->name, sizeof(out->name), "%s", c2 + 9);
+		return chars_only(out->location, LOWER_DIGITS "-") &&
+		    chars_only(out->account, "0123456789") && strlen(c2 + 9) <= 63 &&
+		    chars_only(out->name, LOWER_DIGITS);
+	}
+	return false;
+}
+
+/* Is location the region itself or one of its zones (region + "-" + letter)? */
+static bool
+in_region(const char *location, const char *region)
+{
+	size_t n = strlen(region);
+
+	return strcmp(location, region) == 0 || (strncmp(location, region, n) == 0 &&
+	    location[n] == '-' && location[n + 1] >= 'a' && location[n + 1] <= 'z' &&
+	    location[n + 2] == '\0');
+}
+
+bool
+cluster_provider_id_bound(json_t *cloud, const char *id, struct err *e)
+{
+	const char *provider = json_string_value(json_object_get(cloud, "provider"));
+	const char *region = json_string_value(json_object_get(cloud, "region"));
+	json_t *acct = json_object_get(cloud, "account");
+	struct provider_id p;
+	const char *want = NULL;
+	bool ok;
+
+	if (provider == NULL || region == NULL || !cluster_provider_id_parse(provider, id, &p))
+		return err_field(e, 400, "cluster.bad_provider_id", "/provider_cluster_id",
+		    "provider_cluster_id is not a %s cluster id", provider ? provider : "");
 	if (strcmp(provider, "gke") == 0)
-		return strncmp(id, "projects/", 9) == 0 && strstr(id, "/locations/") &&
-		    strstr(id, "/clusters/");
-	if (strcmp(provider, "aks") == 0)
-		return strncmp(id, "/subscriptions/", 15) == 0 && strstr(id, "/resourceGroups/") &&
-		    strstr(id, "/providers/Microsoft.ContainerService/managedClusters/");
-	return strncmp(id, "arn:aws:sagemaker:", 18) == 0 && strstr(id, ":cluster/");
+		want = json_string_value(json_object_get(acct, "project"));
+	else if (strcmp(provider, "aks") == 0)
+		want = json_string_value(json_object_get(acct, "subscription_id"));
+	else
+		want = json_string_value(json_object_get(acct, "account_id"));
+	ok = want != NULL && strcasecmp(want, p.account) == 0;
+	/* an AKS resource id names no region: ARM says where it is, the poller checks */
+	if (ok && strcmp(provider, "aks") != 0)
+		ok = in_region(p.location, region);
+	if (!ok)
+		return err_field(e, 400, "cluster.bad_provider_id", "/provider_cluster_id",
+		    "provider_cluster_id names a cluster outside this cloud's %s and region",
+		    strcmp(provider, "gke") == 0 ? "project" : strcmp(provider, "aks") == 0 ?
+		    "subscription" : "account");
+	return true;
 }
 
 bool
@@ -102,10 +241,14 @@ cluster_parse(json_t *body, const char *provider, bool for_replace, struct clust
 	if (!pem_valid(in->ca_cert))
 		return err_field(e, 400, "cluster.bad_ca", "/ca_cert",
 		    "ca_cert must be a PEM certificate");
-	if (strlen(in->provider_cluster_id) > 512 ||
-	    !provider_id_valid(provider, in->provider_cluster_id))
-		return err_field(e, 400, "cluster.bad_provider_id", "/provider_cluster_id",
-		    "provider_cluster_id is not a %s cluster id", provider);
+	{
+		struct provider_id pid;
+
+		if (!cluster_provider_id_parse(provider, in->provider_cluster_id, &pid))
+			return err_field(e, 400, "cluster.bad_provider_id",
+			    "/provider_cluster_id", "provider_cluster_id is not a %s cluster id",
+			    provider);
+	}
 	for (int i = 0; scheds[i] != NULL; i++)
 		sched_ok = sched_ok || strcmp(in->batch_scheduler, scheds[i]) == 0;
 	if (!sched_ok)

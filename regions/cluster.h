@@ -35,6 +35,19 @@ struct cluster_input {
 /* The 32-byte master key from FLEETD_MASTER_KEY; 503 "config.no_master_key" when unset
  * or malformed. */
 bool	cluster_master_key(uint8_t key[32], struct err *e);
+/* The parts of a provider cluster id (see cluster_provider_id_parse). */
+struct provider_id {
+	char	account[128];	/* gke project, aks subscription, aws account */
+	char	location[128];	/* gke region or zone, aws region; "" for aks */
+	char	group[128];	/* aks resource group */
+	char	name[128];
+};
+
+bool	cluster_provider_id_parse(const char *provider, const char *id,
+	    struct provider_id *out);
+/* 400 "cluster.bad_provider_id" unless id parses and names a cluster of the cloud's own
+ * project / subscription / account and (gke, hyperpod) region. */
+bool	cluster_provider_id_bound(json_t *cloud, const char *id, struct err *e);
 bool	cluster_parse(json_t *body, const char *provider, bool for_replace,
 	    struct cluster_input *in, struct err *e);
 /* Can fleetd reach the API server with this CA and token?  Network: outside transactions.

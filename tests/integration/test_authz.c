@@ -23,6 +23,7 @@ struct route_row {
 	char	pattern[160];
 	int	role;		/* 0 none (public), 1 viewer, 2 operator, 3 admin */
 	bool	body;		/* R_BODY */
+	bool	star;		/* R_GLOBAL: writes a global object, '*' tokens only */
 };
 
 static struct route_row rt[MAX_ROUTES];
@@ -92,6 +93,7 @@ parse_router(void)
 			fail_msg("cannot read router.c line: %s", line);
 		r->role = role_of(role);
 		r->body = strstr(flags, "R_BODY") != NULL;
+		r->star = strstr(flags, "R_GLOBAL") != NULL;
 		if (strstr(flags, "R_PUBLIC") != NULL)
 			r->role = 0;
 		else if (r->role == 0)
@@ -174,7 +176,7 @@ static const char *const seeds[] = {
 	" 'cp-' || $9 || '@p.iam.gserviceaccount.com', 'cl-' || $9 || '@p.iam.gserviceaccount.com')",
 	"INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed,"
 	" provider_cluster_id) VALUES ($3::uuid, $2::uuid, 'k-' || $9, 'https://127.0.0.1:1',"
-	" 'x', 'x', 'projects/p/locations/us-central1/clusters/k')",
+	" 'x', 'x', 'projects/p/locations/us-central1/clusters/k-' || $9)",
 	"INSERT INTO queues (id, name, environment) VALUES ($4::uuid, 'q-' || $9, $1)",
 	"INSERT INTO priority_classes (id, name, value) VALUES ($8::uuid, 'normal', 100)"
 	" ON CONFLICT DO NOTHING",
@@ -417,6 +419,10 @@ cell(const struct route_row *r, int t, int k)
 	} else if (tok_role[t] < r->role) {
 		if (h.status != 403)
 			violation(r, t, k, &h, "403: the role is too low");
+	} else if (r->star) {
+		/* an object every environment shares: a scoped admin may not change it */
+		if (h.status != 403 || strcmp(code_of(&h), "auth.global_object") != 0)
+			violation(r, t, k, &h, "403 auth.global_object: only a '*' token writes it");
 	} else if (strcmp(r->method, "POST") == 0 && strcmp(r->pattern, "/v1/environments") == 0) {
 		/* A new environment is outside every scoped token: only a token for every
 		 * environment creates them, so the answer cannot tell which names exist. */
