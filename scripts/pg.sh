@@ -3,6 +3,8 @@
 # postgres user (Postgres refuses root), unix socket inside DIR, a free TCP port on loopback.
 # Durable by default (fsync, full_page_writes, synchronous_commit on): `make run` and every
 # benchmark use it so.  PG_FSYNC=off (tests/run.sh sets it, for speed only) turns fsync off.
+# PG_SOCKET_ONLY=1 (`make run`): no TCP at all, the socket folder DIR mode 0700, so no other
+# local user can reach the trust-authenticated server; `url` then names the socket.
 set -euo pipefail
 cmd=${1:?usage: pg.sh start|stop|url DIR}
 dir=$(realpath -m "${2:?usage: pg.sh start|stop|url DIR}")
@@ -38,8 +40,15 @@ start)
 	[ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir/port"
 	case ${PG_FSYNC:-on} in on|off) ;; *) echo "pg.sh: PG_FSYNC must be on or off" >&2; exit 2;; esac
 	durable="-c fsync=${PG_FSYNC:-on} -c full_page_writes=on -c synchronous_commit=on"
+	listen="-c listen_addresses=127.0.0.1"
+	if [ "${PG_SOCKET_ONLY:-0}" = 1 ]; then
+		listen="-c listen_addresses= -c unix_socket_permissions=0700"
+		chmod 700 "$dir"; touch "$dir/socket_only"
+	else
+		rm -f "$dir/socket_only"
+	fi
 	as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
-		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 $durable -c max_connections=300 -c shared_buffers=256MB" \
+		-o "-p $port -k $dir $listen $durable -c max_connections=300 -c shared_buffers=256MB" \
 		start >/dev/null
 	as_pg "$bindir/psql" -h "$dir" -p "$port" -U postgres -qAt -c "SELECT 1 FROM pg_database WHERE datname='fleet'" postgres | grep -q 1 ||
 		as_pg "$bindir/createdb" -h "$dir" -p "$port" -U postgres fleet
@@ -53,7 +62,11 @@ restart)
 	as_pg "$bindir/pg_ctl" -D "$dir/data" -m fast -w restart >/dev/null
 	;;
 url)
-	echo "postgresql://postgres@127.0.0.1:$(cat "$dir/port")/fleet"
+	if [ -f "$dir/socket_only" ]; then
+		echo "postgresql://postgres@/fleet?host=$dir&port=$(cat "$dir/port")"
+	else
+		echo "postgresql://postgres@127.0.0.1:$(cat "$dir/port")/fleet"
+	fi
 	;;
 bindir)
 	echo "$bindir"

@@ -21,7 +21,7 @@ stop_all() {
 trap stop_all EXIT INT TERM
 
 if [ -z "${DATABASE_URL:-}" ]; then
-	bash "$top/scripts/pg.sh" start "$state/pg"
+	PG_SOCKET_ONLY=1 bash "$top/scripts/pg.sh" start "$state/pg"	# no TCP: see pg.sh
 	own_pg=1
 	export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$state/pg")
 fi
