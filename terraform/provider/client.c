@@ -1,0 +1,99 @@
+/* client: calls to fleetd's API through core/http (retries with backoff on transport
+ * errors, 429 and 5xx, honouring Retry-After), problem+json answers as diagnostics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/http.h"
+#include "tf.h"
+
+struct tf_conf tf_conf = {.timeout_ms = 30000, .retries = 5, .iam_timeout_s = 120};
+
+const char *
+tf_str(json_t *obj, const char *name)
+{
+	return json_string_value(json_object_get(obj, name));
+}
+
+void
+tf_api_problem(json_t *problem, int status, const char *what, struct tf_diags *d)
+{
+	const char *code = tf_str(problem, "code"), *title = tf_str(problem, "title");
+	const char *detail = tf_str(problem, "detail");
+	json_t *errs = json_object_get(problem, "errors"), *x;
+	size_t i;
+
+	if (json_array_size(errs) > 0) {
+		json_array_foreach(errs, i, x) {
+			const char *check = tf_str(x, "check"), *ptr = tf_str(x, "pointer");
+			const char *xd = tf_str(x, "detail") ? tf_str(x, "detail") : tf_str(x, "message");
+
+			tf_diag(d, true, NULL, what, "fleetd answered %d %s%s%s%s%s%s%s", status,
+			    code ? code : "", check ? ": check " : "", check ? check : "",
+			    ptr ? " at " : "", ptr ? ptr : "", xd ? ": " : "", xd ? xd : "");
+		}
+		return;
+	}
+	tf_diag(d, true, NULL, what, "fleetd answered %d %s: %s%s%s", status, code ? code : "",
+	    title ? title : "", detail ? ". " : "", detail ? detail : "");
+}
+
+bool
+tf_api(const char *method, const char *path, json_t *body, int ok1, int ok2, bool accept_404,
+    json_t **out, int *status, struct tf_diags *d)
+{
+	struct http_req rq = {0};
+	struct http_resp rs = {0};
+	struct http_header hdr[2] = {{"Accept", "application/json"},
+	    {"Content-Type", "application/json"}};
+	struct err e = {0};
+	char *url = NULL, *text = NULL, what[200];
+	bool ok = false;
+
+	*out = NULL;
+	*status = 0;
+	snprintf(what, sizeof what, "fleetd %s %s failed", method, path);
+	if (!tf_conf.configured || !tf_conf.url) {
+		tf_diag(d, true, NULL, "Provider not configured",
+		    "Set url (or FLEET_URL) and token (or FLEET_TOKEN) in the fleet provider.");
+		return false;
+	}
+	if (asprintf(&url, "%s%s", tf_conf.url, path) < 0)
+		return false;
+	if (body)
+		text = json_dumps(body, JSON_COMPACT);
+	rq.method = method;
+	rq.url = url;
+	rq.headers = hdr;
+	rq.nheaders = text ? 2 : 1;
+	rq.body = text;
+	rq.body_len = text ? strlen(text) : 0;
+	rq.timeout_ms = tf_conf.timeout_ms;
+	rq.ca_pem = tf_conf.ca_pem;
+	rq.bearer = tf_conf.token;
+	rq.retry.max_attempts = 1 + tf_conf.retries;
+	rq.retry.base_delay_ms = 200;
+	rq.retry.max_delay_ms = 10000;
+	/* A POST that creates is retried only on 429/503-style answers the server gave
+	 * before acting; core/http retries 5xx too, which fleetd's create endpoints
+	 * answer only before committing. */
+	if (!http_do(&rq, &rs, &e)) {
+		tf_diag(d, true, NULL, what, "%s (%s)", e.msg, rs.error);
+		goto cleanup;
+	}
+	*status = (int)rs.status;
+	if (rs.body && rs.body_len)
+		*out = json_loadb(rs.body, rs.body_len, 0, NULL);
+	if (rs.status == ok1 || (ok2 && rs.status == ok2) || (accept_404 && rs.status == 404)) {
+		ok = true;
+		goto cleanup;
+	}
+	tf_api_problem(*out, (int)rs.status, what, d);
+	json_decref(*out);
+	*out = NULL;
+cleanup:
+	http_resp_cleanup(&rs);
+	free(url);
+	free(text);
+	return ok;
+}
