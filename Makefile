@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 JOBS  ?= $(shell nproc)
 
-.PHONY: all deps build asan run test bench fuzz chaos clean
+.PHONY: all deps build asan run test bench fuzz chaos clean provider
 
 all: build
 
@@ -31,6 +31,10 @@ fuzz: deps
 
 chaos: build
 	@bash tests/chaos/run.sh
+
+# terraform-provider-fleet into a local filesystem mirror (build/tf-mirror), with a CLI config
+provider: build
+	@bash terraform/provider/install.sh build/rel build/tf-mirror
 
 clean:
 	rm -rf build

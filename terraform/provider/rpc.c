@@ -400,7 +400,7 @@ h_plan(struct arena *a, const uint8_t *in, size_t inlen, uint8_t **out, size_t *
 		resp.planned_state = dv_encode(a, r->attrs, prop);
 		goto done;
 	}
-	plan = json_deep_copy(prop);
+	plan = tf_copy(prop);
 	for (const struct tf_attr *t = r->attrs; t->name; t++) {
 		json_t *pv = tf_get(plan, t->name);
 		if (t->flags & F_WO)

@@ -77,6 +77,7 @@ bool	 tf_encode_obj(const struct tf_attr *attrs, json_t *obj, uint8_t **out, siz
 /* The cty type JSON of one attribute, malloc'd. */
 char	*tf_type_json(const struct tf_attr *a);
 /* Deep equality, unknown equals only unknown, numbers by value. */
+json_t	*tf_copy(json_t *v);	/* deep copy that keeps the unknown sentinel */
 bool	 tf_equal(const json_t *a, const json_t *b);
 json_t	*tf_get(json_t *obj, const char *name);	/* borrowed; json_null() when absent */
 /* fleetd JSON -> attribute value / back. */

@@ -271,6 +271,30 @@ tf_type_json(const struct tf_attr *a)
 	return s;
 }
 
+json_t *
+tf_copy(json_t *v)
+{
+	const char *k;
+	json_t *x, *out;
+	size_t i;
+
+	if (!v || tf_is_unknown(v))
+		return v ? json_incref(v) : json_null();
+	if (json_is_object(v)) {
+		out = json_object();
+		json_object_foreach(v, k, x)
+			json_object_set_new(out, k, tf_copy(x));
+		return out;
+	}
+	if (json_is_array(v)) {
+		out = json_array();
+		json_array_foreach(v, i, x)
+			json_array_append_new(out, tf_copy(x));
+		return out;
+	}
+	return json_incref(v);
+}
+
 bool
 tf_equal(const json_t *a, const json_t *b)
 {

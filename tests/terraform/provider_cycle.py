@@ -1,0 +1,502 @@
+"""provider_cycle: terraform-provider-fleet driven by the real terraform binary against a live
+fleetd and cloudsim (tests/chaos/lib.py starts Postgres, cloudsim and fleetd on loopback).
+init from a local filesystem mirror -> validate -> plan -> apply (three clouds through both
+registration phases, one per provider type, a member cluster, queue, priority class, token)
+-> plan clean -> in-place update -> replacement -> drift made through the API planned ->
+import then plan clean -> plan-time validation errors naming the attribute -> a phase 2
+that fails with each failed check -> state scan -> destroy leaves nothing in fleetd.
+Usage: provider_cycle.py BUILD_DIR"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "chaos"))
+from lib import CheckFailed, Sim, log  # noqa: E402
+
+ENV = "tfprod"
+H100 = "nvidia-h100-80gb"
+
+
+class TF:
+    def __init__(self, workdir, env):
+        self.dir = workdir
+        self.env = env
+        os.makedirs(workdir, exist_ok=True)
+
+    def write(self, text, name="main.tf"):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(text)
+
+    def run(self, *args, ok=(0,), timeout=120):
+        t0 = time.time()
+        r = subprocess.run(["terraform", *args, "-no-color"] if args[0] not in ("version",)
+                           else ["terraform", *args], cwd=self.dir, env=self.env,
+                           capture_output=True, text=True, timeout=timeout)
+        log(f"terraform {' '.join(args)} -> {r.returncode} ({time.time() - t0:.1f}s)")
+        if r.returncode not in ok:
+            raise CheckFailed(f"terraform {' '.join(args)} exited {r.returncode}:\n"
+                              f"{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+        return r
+
+    def plan_clean(self, what):
+        r = self.run("plan", "-input=false", "-detailed-exitcode", ok=(0, 2))
+        if r.returncode != 0:
+            raise CheckFailed(f"{what}: plan is not clean:\n{r.stdout[-4000:]}")
+
+    def state(self):
+        return json.load(open(os.path.join(self.dir, "terraform.tfstate")))
+
+
+def main_tf(sim, v):
+    """The configuration; v holds what changes between steps."""
+    gke = next(c for c in sim.clusters if c["provider"] == "gke")
+    aks = next(c for c in sim.clusters if c["provider"] == "aks")
+    hp = next(c for c in sim.clusters if c["provider"] == "hyperpod")
+    fleetd_sa = json.load(open(sim.fleetd_env["FLEETD_GCP_KEY_FILE"]))["client_email"]
+    aks_cp = aks["iam"]["control_plane"]
+    sim_iam = f"{sim.sim_url}/_sim/iam"
+    extra = v.get("extra", "")
+    return f'''
+terraform {{
+  required_providers {{
+    fleet = {{ source = "fleetd/fleet" }}
+  }}
+}}
+
+provider "fleet" {{
+  # url and token from FLEET_URL and FLEET_TOKEN
+  request_timeout          = 20
+  max_retries              = 3
+  iam_verification_timeout = 20
+}}
+
+variable "gke_token" {{
+  type      = string
+  sensitive = true
+}}
+
+locals {{
+  sim_iam = "{sim_iam}"
+}}
+
+resource "fleet_environment" "e" {{
+  name        = "{ENV}"
+  description = "{v.get('env_desc', 'managed by terraform')}"
+}}
+
+resource "fleet_priority_class" "normal" {{
+  name  = "tf-normal"
+  value = 100
+}}
+
+resource "fleet_queue" "q" {{
+  name                   = "tf-q"
+  environment            = fleet_environment.e.name
+  weight                 = {v.get('weight', 1)}
+  nominal_quota          = {{ "{H100}" = 8 }}
+  default_priority_class = fleet_priority_class.normal.name
+}}
+
+resource "fleet_api_token" "ci" {{
+  name         = "tf-ci"
+  role         = "{v.get('token_role', 'viewer')}"
+  environments = [fleet_environment.e.name]
+}}
+
+# ---- GKE: phase 1, the service accounts' labels (terraform_data stands in for google_*), phase 2
+resource "fleet_cloud" "gke" {{
+  name          = "tf-gke-usc1"
+  environment   = fleet_environment.e.name
+  provider_type = "gke"
+  region        = "{gke['region']}"
+  account       = {{ project = "{gke['project']}" }}
+}}
+
+resource "terraform_data" "gke_iam" {{
+  input = {{
+    cp      = "{gke['iam']['control_plane']['service_account']}"
+    cl      = "{gke['iam']['cluster_role']['service_account']}"
+    cloud   = fleet_cloud.gke.id
+    sa_want = fleet_cloud.gke.iam_required.control_plane_service_account.account_id
+  }}
+  provisioner "local-exec" {{
+    command = <<-EOT
+      curl -fsS -X POST ${{local.sim_iam}} -H 'Content-Type: application/json' -d '{{"provider":"gcp","service_account":"${{self.input.cp}}","description":"fleet.io/cloud-id=${{self.input.cloud}}","token_creators":["{fleetd_sa}"]}}'
+      curl -fsS -X POST ${{local.sim_iam}} -H 'Content-Type: application/json' -d '{{"provider":"gcp","service_account":"${{self.input.cl}}","description":"fleet.io/cloud-id=${{self.input.cloud}}"}}'
+    EOT
+  }}
+}}
+
+resource "fleet_cloud_iam" "gke" {{
+  cloud_id           = fleet_cloud.gke.id
+  control_plane_role = terraform_data.gke_iam.output.cp
+  cluster_role       = terraform_data.gke_iam.output.cl
+}}
+
+# ---- AKS
+resource "fleet_cloud" "aks" {{
+  name          = "tf-aks-eus"
+  environment   = fleet_environment.e.name
+  provider_type = "aks"
+  region        = "{aks['region']}"
+  account = {{
+    subscription_id = "{aks['provider_cluster_id'].split('/')[2]}"
+    tenant_id       = "{aks_cp.get('tenant_id', '')}"
+    resource_group  = "{aks['provider_cluster_id'].split('/')[4]}"
+  }}
+}}
+
+resource "terraform_data" "aks_iam" {{
+  input = {{
+    cp    = "{aks_cp['resource_id']}"
+    cl    = "{aks['iam']['cluster_role']['resource_id']}"
+    cloud = fleet_cloud.aks.id
+    env   = fleet_cloud.aks.environment
+  }}
+  provisioner "local-exec" {{
+    command = <<-EOT
+      for id in ${{self.input.cp}} ${{self.input.cl}}; do
+        curl -fsS -X POST ${{local.sim_iam}} -H 'Content-Type: application/json' -d '{{"provider":"azure","resource_id":"'$id'","tags":{{"fleet.io/cloud-id":"${{self.input.cloud}}","fleet.io/environment":"${{self.input.env}}"}}}}' || exit 1
+      done
+    EOT
+  }}
+}}
+
+resource "fleet_cloud_iam" "aks" {{
+  cloud_id           = fleet_cloud.aks.id
+  control_plane_role = terraform_data.aks_iam.output.cp
+  cluster_role       = terraform_data.aks_iam.output.cl
+}}
+
+# ---- HyperPod
+resource "fleet_cloud" "hp" {{
+  name          = "tf-hp-usw2"
+  environment   = fleet_environment.e.name
+  provider_type = "hyperpod"
+  region        = "{hp['region']}"
+  account       = {{ account_id = "{hp['account']}" }}
+}}
+
+resource "terraform_data" "hp_iam" {{
+  input = {{
+    cp    = "{hp['iam']['control_plane']['role_arn']}"
+    cl    = "{hp['iam']['cluster_role']['role_arn']}"
+    cloud = fleet_cloud.hp.id
+    env   = fleet_cloud.hp.environment
+    ext   = fleet_cloud.hp.external_id
+    trust = fleet_cloud.hp.iam_required.control_plane_role.assume_role_policy
+  }}
+  provisioner "local-exec" {{
+    command = <<-EOT
+      curl -fsS -X POST ${{local.sim_iam}} -H 'Content-Type: application/json' -d '{{"provider":"aws","role_arn":"${{self.input.cp}}","external_id":"${{self.input.ext}}","tags":{{"fleet.io/cloud-id":"${{self.input.cloud}}","fleet.io/environment":"${{self.input.env}}"}}}}'
+      curl -fsS -X POST ${{local.sim_iam}} -H 'Content-Type: application/json' -d '{{"provider":"aws","role_arn":"${{self.input.cl}}","tags":{{"fleet.io/cloud-id":"${{self.input.cloud}}","fleet.io/environment":"${{self.input.env}}"}}}}'
+    EOT
+  }}
+}}
+
+resource "fleet_cloud_iam" "hp" {{
+  cloud_id           = fleet_cloud.hp.id
+  control_plane_role = terraform_data.hp_iam.output.cp
+  cluster_role       = terraform_data.hp_iam.output.cl
+}}
+
+# ---- a member cluster; its token is write-only
+resource "fleet_cluster" "gke_a" {{
+  cloud_id            = fleet_cloud_iam.gke.cloud_id
+  name                = "{gke['name']}"
+  api_server          = "{gke['api_server']}"
+  ca_cert             = file("{gke['ca_file']}")
+  token_wo            = var.gke_token
+  provider_cluster_id = "{gke['provider_cluster_id']}"
+  batch_scheduler     = "{gke.get('batch_scheduler', 'none')}"
+  labels              = {{ team = "{v.get('label', 'ml')}" }}
+}}
+
+data "fleet_regions" "gke" {{
+  provider_type = "gke"
+}}
+
+data "fleet_cloud" "hp" {{
+  id = fleet_cloud_iam.hp.id
+}}
+
+data "fleet_capacity" "prod" {{
+  environment = fleet_environment.e.name
+  depends_on  = [fleet_cluster.gke_a]
+}}
+
+output "hp_state" {{ value = data.fleet_cloud.hp.state }}
+output "gke_regions" {{ value = length(data.fleet_regions.gke.regions) }}
+output "gke_sa" {{ value = fleet_cloud.gke.iam_required.control_plane_service_account.email }}
+output "aks_roles" {{ value = length(fleet_cloud.aks.iam_required.role_definitions) }}
+output "token_secret" {{
+  value     = fleet_api_token.ci.secret
+  sensitive = true
+}}
+{extra}
+'''
+
+
+BAD_TF = '''
+terraform {
+  required_providers {
+    fleet = { source = "fleetd/fleet" }
+  }
+}
+provider "fleet" {}
+resource "fleet_queue" "bad" {
+  name          = "Bad_Name"
+  environment   = "tfprod"
+  weight        = 0
+  nominal_quota = { "nvidia-h100-80gb" = -1 }
+}
+resource "fleet_cloud" "bad" {
+  name          = "tf-bad"
+  environment   = "tfprod"
+  provider_type = "gke"
+  region        = "mars-north1"
+  account       = { account_id = "123" }
+}
+resource "fleet_api_token" "bad" {
+  name         = "x"
+  role         = "root"
+  environments = ["tfprod"]
+}
+'''
+
+
+def fail_iam_tf(sim):
+    """A cloud whose identities were never tagged: phase 2 must fail with the checks."""
+    hp = next(c for c in sim.clusters if c["provider"] == "hyperpod" and c["region"] == "us-east-1")
+    return f'''
+terraform {{
+  required_providers {{
+    fleet = {{ source = "fleetd/fleet" }}
+  }}
+}}
+provider "fleet" {{
+  iam_verification_timeout = 3
+}}
+resource "fleet_cloud" "hp2" {{
+  name          = "tf-hp-use1"
+  environment   = "{ENV}"
+  provider_type = "hyperpod"
+  region        = "us-east-1"
+  account       = {{ account_id = "{hp['account']}" }}
+}}
+resource "fleet_cloud_iam" "hp2" {{
+  cloud_id           = fleet_cloud.hp2.id
+  control_plane_role = "{hp['iam']['control_plane']['role_arn']}"
+  cluster_role       = "{hp['iam']['cluster_role']['role_arn']}"
+}}
+'''
+
+
+def expect(cond, what):
+    if not cond:
+        raise CheckFailed(what)
+    log("ok:", what)
+
+
+def run(build, work):
+    t_start = time.time()
+    sim = Sim(os.path.join(work, "sim"), build, time_scale=50, tag="tf")
+    try:
+        sim.start_pg()
+        sim.start_cloudsim()
+        sim.migrate_and_tokens()
+        fleetd = sim.start_fleetd("r0", workers="none")
+        mirror = os.path.join(work, "mirror")
+        subprocess.run(["bash", os.path.join(TOP, "terraform/provider/install.sh"), build, mirror],
+                       check=True, capture_output=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_", "FLEET_"))}
+        env.update({"TF_CLI_CONFIG_FILE": os.path.join(mirror, "terraformrc"),
+                    "TF_IN_AUTOMATION": "1", "CHECKPOINT_DISABLE": "1",
+                    "TF_LOG_PROVIDER": "DEBUG", "TF_LOG_PATH": os.path.join(work, "tf.log"),
+                    "FLEET_URL": fleetd.url, "FLEET_TOKEN": sim.admin,
+                    "ASAN_OPTIONS": env.get("ASAN_OPTIONS", "") or "detect_leaks=1",
+                    "LSAN_OPTIONS": f"suppressions={TOP}/tests/lsan.supp"})
+        gke = next(c for c in sim.clusters if c["provider"] == "gke")
+        env["TF_VAR_gke_token"] = gke["token"]
+        tf = TF(os.path.join(work, "main"), env)
+        v = {}
+
+        r = tf.run("version")
+        expect("Terraform v1.11" in r.stdout, f"terraform version: {r.stdout.splitlines()[0]}")
+        tf.write(main_tf(sim, v))
+        tf.run("init", "-input=false")
+        expect(os.path.exists(os.path.join(tf.dir, ".terraform.lock.hcl")),
+               "init installed fleetd/fleet from the local mirror")
+        tf.run("validate")
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect("fleet_cloud_iam.hp will be created" in r.stdout and
+               "(write-only attribute)" in r.stdout or "token_wo" in r.stdout,
+               "plan creates everything, token_wo shown as write-only")
+        expect(gke["token"] not in r.stdout, "the cluster token is not in the plan output")
+        tf.run("apply", "-input=false", "-auto-approve", timeout=180)
+        clouds = {c["name"]: c for c in sim.api("GET", "/v1/clouds?limit=100")["items"]}
+        for n in ("tf-gke-usc1", "tf-aks-eus", "tf-hp-usw2"):
+            expect(clouds.get(n, {}).get("state") == "active",
+                   f"two-phase registration of {n} through apply: active")
+        r = tf.run("output", "-json")
+        outs = json.loads(r.stdout)
+        expect(outs["hp_state"]["value"] == "active" and outs["gke_regions"]["value"] > 3 and
+               outs["aks_roles"]["value"] >= 1 and "@" in outs["gke_sa"]["value"],
+               "data sources and typed iam_required read back")
+        tf.plan_clean("after the first apply")
+
+        # in-place update
+        v.update(weight=2, env_desc="changed by terraform", label="ml2")
+        tf.write(main_tf(sim, v))
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect(re.search(r"fleet_queue\.q will be updated in-place", r.stdout) and
+               re.search(r"~ weight\s+= 1 -> 2", r.stdout) and
+               "0 to add, 3 to change, 0 to destroy" in r.stdout,
+               "in-place update planned (queue weight 1 -> 2, environment, cluster labels)")
+        tf.run("apply", "-input=false", "-auto-approve")
+        q = next(x for x in sim.api("GET", f"/v1/queues?environment={ENV}")["items"]
+                 if x["name"] == "tf-q")
+        expect(q["weight"] == 2, "fleetd has the updated weight")
+        tf.plan_clean("after the in-place update")
+
+        # replacement (a token's role is immutable)
+        v.update(token_role="operator")
+        tf.write(main_tf(sim, v))
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect("fleet_api_token.ci must be replaced" in r.stdout and
+               "# forces replacement" in r.stdout, "replacement planned for an immutable field")
+        old_tok = tf.state()
+        tf.run("apply", "-input=false", "-auto-approve")
+        tf.plan_clean("after the replacement")
+
+        # drift through the API: a changed field and a deleted object
+        sim.api("PUT", f"/v1/queues/{q['id']}", {
+            "name": "tf-q", "environment": ENV, "weight": 7, "nominal_quota": {H100: 8},
+            "default_priority_class": "tf-normal"})
+        pc = next(x for x in sim.api("GET", "/v1/priority-classes?limit=100")["items"]
+                  if x["name"] == "tf-normal")
+        tok_id = next(r_["instances"][0]["attributes"]["id"] for r_ in tf.state()["resources"]
+                      if r_["type"] == "fleet_api_token")
+        sim.api("DELETE", f"/v1/tokens/{tok_id}", ok=(204,))
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect(re.search(r"~ weight\s+= 7 -> 2", r.stdout) and
+               "fleet_api_token.ci will be created" in r.stdout,
+               "drift planned: weight 7 -> 2 and the deleted token re-created")
+        tf.run("apply", "-input=false", "-auto-approve")
+        tf.plan_clean("after correcting the drift")
+
+        # import of an object made through the API
+        q2 = sim.api("POST", "/v1/queues", {"name": "tf-imported", "environment": ENV,
+                                            "weight": 3, "cohort": "ml",
+                                            "default_priority_class": pc["name"]}, ok=(201,))
+        v["extra"] = '''
+resource "fleet_queue" "imported" {
+  name                   = "tf-imported"
+  environment            = fleet_environment.e.name
+  weight                 = 3
+  cohort                 = "ml"
+  default_priority_class = fleet_priority_class.normal.name
+}
+'''
+        tf.write(main_tf(sim, v))
+        tf.run("import", "-input=false", "fleet_queue.imported", q2["id"])
+        tf.plan_clean("after import")
+        tf.run("import", "-input=false", "fleet_environment.e2", ENV, ok=(1,))  # not in config
+
+        # plan-time validation names each attribute
+        bad = TF(os.path.join(work, "bad"), env)
+        bad.write(BAD_TF)
+        shutil.copy(os.path.join(tf.dir, ".terraform.lock.hcl"), bad.dir)
+        bad.run("init", "-input=false")
+        r = bad.run("validate", ok=(1,))
+        out = r.stdout + r.stderr
+        for attr, needle in (("name", 'Attribute "name" must match'),
+                             ("weight", 'Attribute "weight" must be greater than 0'),
+                             ("nominal_quota", 'Attribute "nominal_quota" quantity'),
+                             ("region", 'Attribute "region": mars-north1 is not a gke region'),
+                             ("account.project", 'Attribute "account.project" is required'),
+                             ("account.account_id", 'Attribute "account.account_id" belongs'),
+                             ("role", 'Attribute "role" must be one of')):
+            expect(needle in out, f"validation names {attr}")
+        expect(out.count("Error:") >= 7, "each invalid attribute is its own error")
+
+        # a failed phase 2 fails the apply with each failed check
+        f2 = TF(os.path.join(work, "fail"), env)
+        f2.write(fail_iam_tf(sim))
+        shutil.copy(os.path.join(tf.dir, ".terraform.lock.hcl"), f2.dir)
+        f2.run("init", "-input=false")
+        r = f2.run("apply", "-input=false", "-auto-approve", ok=(1,), timeout=120)
+        out = r.stdout + r.stderr
+        checks = re.findall(r"iam\.verification_failed: check (\S+)", out)
+        expect(len(checks) >= 1, f"failed phase 2 names each check ({', '.join(checks)})")
+        f2.run("destroy", "-input=false", "-auto-approve")
+
+        # the state: no cluster credential, no provider key, the token secret marked sensitive
+        raw = open(os.path.join(tf.dir, "terraform.tfstate")).read()
+        for name, secret in sim.secrets.items():
+            if name == "admin api token" or secret in ("",):
+                continue
+            expect(secret not in raw, f"state holds no {name}")
+        expect(sim.admin not in raw, "state holds no provider token")
+        st = tf.state()
+        tok = next(r_ for r_ in st["resources"] if r_["type"] == "fleet_api_token")
+        inst = tok["instances"][0]
+        expect(inst["attributes"]["secret"].startswith("fleet_") and
+               {"type": "get_attr", "value": "secret"} in
+               [p for path in inst.get("sensitive_attributes", []) for p in path],
+               "the token secret is in the state only as a sensitive value")
+        cl = next(r_ for r_ in st["resources"] if r_["type"] == "fleet_cluster")
+        expect(cl["instances"][0]["attributes"]["token_wo"] is None,
+               "the write-only cluster token is null in the state")
+        r = tf.run("output")
+        expect("<sensitive>" in r.stdout and inst["attributes"]["secret"] not in r.stdout,
+               "outputs show the secret as <sensitive>")
+        del old_tok
+
+        # destroy leaves nothing
+        tf.run("destroy", "-input=false", "-auto-approve", timeout=180)
+        left = []
+        for path in ("/v1/clouds?limit=100", f"/v1/queues?environment={ENV}",
+                     "/v1/priority-classes?limit=100", "/v1/clusters?limit=100"):
+            items = sim.api("GET", path, ok=(200, 404)) or {}
+            left += [f"{path}: {x.get('name')}" for x in items.get("items", [])
+                     if str(x.get("name", "")).startswith("tf-")]
+        toks = sim.api("GET", "/v1/tokens?limit=100")["items"]
+        left += [f"token {t['name']}" for t in toks if t["name"] == "tf-ci" and not t["revoked"]]
+        st_env, _, _ = sim.http("GET", f"{fleetd.url}/v1/environments/{ENV}")
+        expect(st_env == 404 and not left, f"destroy left nothing in fleetd ({left})")
+
+        # the provider ran clean under the sanitizers
+        logtxt = open(os.path.join(work, "tf.log"), errors="replace").read() \
+            if os.path.exists(os.path.join(work, "tf.log")) else ""
+        expect("AddressSanitizer" not in logtxt and "LeakSanitizer" not in logtxt and
+               "runtime error" not in logtxt and
+               not re.search(r"plugin process exited:.*error=", logtxt) and
+               "plugin process exited" in logtxt,
+               "no sanitizer report from the provider; every provider process exited 0")
+        log(f"provider cycle passed in {time.time() - t_start:.1f}s")
+        return 0
+    finally:
+        sim.stop_all()
+
+
+if __name__ == "__main__":
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(TOP, "build/asan"))
+    work = os.environ.get("TF_CYCLE_WORK") or subprocess.run(
+        ["mktemp", "-d", "/tmp/fleetd-tf.XXXXXX"], capture_output=True, text=True).stdout.strip()
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    try:
+        rc = run(build, work)
+    except CheckFailed as ex:
+        log("FAILED:", ex)
+        log("work dir kept:", work)
+        sys.exit(1)
+    shutil.rmtree(work, ignore_errors=True)
+    sys.exit(rc)
