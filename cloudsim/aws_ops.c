@@ -70,6 +70,30 @@ caller(struct cs_token *tok, struct cs_aws_user *user, char *arn, size_t n, cons
 	}
 }
 
+/* GetCallerIdentity's UserId: an IAM user's unique id (AIDA...), or for a role session
+ * the role's unique id and the session name ("AROA...:session"). */
+static void
+caller_user_id(struct cs *cs, const struct cs_aws_user *user, const char *arn, char *out,
+    size_t n)
+{
+	const char *p = strstr(arn, ":assumed-role/"), *slash;
+	struct cs_aws_role *r = NULL;
+	char acct[16] = "", name[96] = "";
+
+	if (user != NULL) {
+		snprintf(out, n, "AIDA%.16s", strlen(user->access_key) > 4 ? user->access_key + 4 :
+		    user->access_key);
+		return;
+	}
+	if (p != NULL && p - arn > 13 && (slash = strchr(p + 14, '/')) != NULL) {
+		snprintf(acct, sizeof(acct), "%.*s", (int)(p - arn - 13), arn + 13);
+		snprintf(name, sizeof(name), "%.*s", (int)(slash - p - 14), p + 14);
+		r = cs_role_find(cs, acct, name);
+	}
+	snprintf(out, n, "%s:%s", r ? r->id : "AROAUNKNOWN", p && strrchr(arn, '/') ?
+	    strrchr(arn, '/') + 1 : "");
+}
+
 static void
 xml_reply(struct cs_req *rq, const char *action, const char *ns, const char *result)
 {
@@ -273,10 +297,12 @@ cs_aws_query(struct cs *cs, struct cs_req *rq, struct cs_token *tok, struct cs_a
 		char me[300], *res = NULL;
 		const char *acct;
 
+		char uid[160];
+
 		caller(tok, user, me, sizeof(me), &acct);
+		caller_user_id(cs, user, me, uid, sizeof(uid));
 		if (asprintf(&res, "    <Arn>%s</Arn>\n    <UserId>%s</UserId>\n"
-		    "    <Account>%s</Account>\n", me, user ? user->access_key : tok->value,
-		    acct) < 0)
+		    "    <Account>%s</Account>\n", me, uid, acct) < 0)
 			abort();
 		xml_reply(rq, "GetCallerIdentity", "https://sts.amazonaws.com/doc/2011-06-15/", res);
 		free(res);

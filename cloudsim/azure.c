@@ -168,6 +168,34 @@ login_assertion(struct cs *cs, struct cs_req *rq, struct login *l)
 	}
 }
 
+/* GET {authority}/{tenant}/v2.0/.well-known/openid-configuration: the endpoints MSAL
+ * resolves before its first token request (on whichever port the client called). */
+static void
+openid_configuration(struct cs *cs, struct cs_req *rq, const char *tenant)
+{
+	const char *b = rq->tls ? cs->kube_url : cs->base_url;
+	char iss[128];
+
+	if (!tenant_known(cs, tenant) && strcmp(tenant, "organizations") != 0 &&
+	    strcmp(tenant, "common") != 0) {
+		cs_reply_error(rq, 400, "invalid_tenant", "AADSTS90002: Tenant '%s' not found. "
+		    "Check to make sure you have the correct tenant ID and are signing into the "
+		    "correct cloud.", tenant);
+		return;
+	}
+	cs_aad_issuer(tenant, iss, sizeof(iss));
+	cs_reply_json(rq, 200, json_pack("{s:o, s:o, s:o, s:o, s:s, s:[s], s:[s, s], "
+	    "s:[s], s:[s], s:s, s:s}",
+	    "token_endpoint", json_sprintf("%s/azure/login/%s/oauth2/v2.0/token", b, tenant),
+	    "authorization_endpoint", json_sprintf("%s/azure/login/%s/oauth2/v2.0/authorize", b,
+	    tenant), "end_session_endpoint", json_sprintf("%s/azure/login/%s/oauth2/v2.0/logout",
+	    b, tenant), "jwks_uri", json_sprintf("%s/azure/login/%s/discovery/v2.0/keys", b,
+	    tenant), "issuer", iss, "response_types_supported", "code", "token_endpoint_auth_"
+	    "methods_supported", "client_secret_post", "private_key_jwt", "scopes_supported",
+	    "openid", "id_token_signing_alg_values_supported", "RS256", "tenant_region_scope",
+	    "NA", "cloud_instance_name", "microsoftonline.com"));
+}
+
 static void
 login(struct cs *cs, struct cs_req *rq)
 {
@@ -177,7 +205,11 @@ login(struct cs *cs, struct cs_req *rq)
 	    form_get(body, "scope"), form_get(body, "client_assertion_type"),
 	    form_get(body, "client_assertion") };
 
-	if (rq->nseg != 6 || strcmp(rq->seg[3], "oauth2") || strcmp(rq->seg[4], "v2.0") ||
+	if (rq->nseg == 6 && strcmp(rq->seg[3], "v2.0") == 0 &&
+	    strcmp(rq->seg[4], ".well-known") == 0 &&
+	    strcmp(rq->seg[5], "openid-configuration") == 0 && strcmp(rq->method, "GET") == 0) {
+		openid_configuration(cs, rq, l.tenant);
+	} else if (rq->nseg != 6 || strcmp(rq->seg[3], "oauth2") || strcmp(rq->seg[4], "v2.0") ||
 	    strcmp(rq->seg[5], "token") || strcmp(rq->method, "POST")) {
 		cs_reply_error(rq, 404, "invalid_request", "AADSTS900561: The endpoint only "
 		    "accepts POST requests.");
@@ -248,7 +280,8 @@ paged(struct cs *cs, struct cs_req *rq, json_t *items)
 	out = json_pack("{s:o}", "value", page);
 	if (i < (long)json_array_size(items))
 		json_object_set_new(out, "nextLink", json_sprintf("%s%s?api-version=%s&"
-		    "$skiptoken=s%ld", cs->base_url, rq->path, cs_query(rq, "api-version"), i));
+		    "$skiptoken=s%ld", rq->tls ? cs->kube_url : cs->base_url, rq->path,
+		    cs_query(rq, "api-version"), i));
 	json_decref(items);
 	cs_reply_json(rq, 200, out);
 }
@@ -464,6 +497,35 @@ fic_json(const struct cs_az_identity *m, json_t *f)
 	    json_object_get(f, "subject"), "audiences", json_object_get(f, "audiences"));
 }
 
+static json_t *
+mi_json(const struct cs_az_identity *m)
+{
+	return json_pack("{s:o, s:s, s:s, s:s, s:O, s:{s:s, s:s, s:s}}", "id",
+	    json_sprintf("/subscriptions/%s/resourcegroups/%s/providers/"
+	    "Microsoft.ManagedIdentity/userAssignedIdentities/%s", m->subscription,
+	    m->resource_group, m->name), "name", m->name, "type",
+	    "Microsoft.ManagedIdentity/userAssignedIdentities", "location", m->location,
+	    "tags", m->tags, "properties", "tenantId", m->tenant, "principalId",
+	    m->principal_id, "clientId", m->client_id);
+}
+
+/* GET the user-assigned identities of a subscription (rg NULL) or resource group, paged. */
+static void
+identities(struct cs *cs, struct cs_req *rq, const char *sub, const char *rg)
+{
+	json_t *items = json_array();
+	size_t i;
+
+	for (i = 0; i < cs->mis.n; i++) {
+		struct cs_az_identity *m = cs->mis.v[i];
+
+		if (strcasecmp(m->subscription, sub) == 0 &&
+		    (rg == NULL || strcasecmp(m->resource_group, rg) == 0))
+			json_array_append_new(items, mi_json(m));
+	}
+	paged(cs, rq, items);
+}
+
 /* GET .../userAssignedIdentities/{n}[/federatedIdentityCredentials] */
 static void
 identity(struct cs *cs, struct cs_req *rq, const char *sub)
@@ -484,13 +546,7 @@ identity(struct cs *cs, struct cs_req *rq, const char *sub)
 			paged(cs, rq, items);
 			return;
 		}
-		cs_reply_json(rq, 200, json_pack("{s:o, s:s, s:s, s:s, s:O, s:{s:s, s:s, s:s}}",
-		    "id", json_sprintf("/subscriptions/%s/resourcegroups/%s/providers/"
-		    "Microsoft.ManagedIdentity/userAssignedIdentities/%s", m->subscription,
-		    m->resource_group, m->name), "name", m->name, "type",
-		    "Microsoft.ManagedIdentity/userAssignedIdentities", "location", m->location,
-		    "tags", m->tags, "properties", "tenantId", m->tenant, "principalId",
-		    m->principal_id, "clientId", m->client_id));
+		cs_reply_json(rq, 200, mi_json(m));
 		return;
 	}
 	cs_reply_error(rq, 404, "ResourceNotFound", "The Resource "
@@ -575,6 +631,14 @@ arm(struct cs *cs, struct cs_req *rq)
 	    seg_is(rq, 5, "providers") && seg_is(rq, 6, "Microsoft.ManagedIdentity") &&
 	    seg_is(rq, 7, "userAssignedIdentities")) {
 		identity(cs, rq, sub->id);
+	} else if (rq->nseg == 8 && seg_is(rq, 3, "resourceGroups") && seg_is(rq, 5, "providers") &&
+	    seg_is(rq, 6, "Microsoft.ManagedIdentity") &&
+	    seg_is(rq, 7, "userAssignedIdentities")) {
+		identities(cs, rq, sub->id, rq->seg[4]);
+	} else if (rq->nseg == 6 && seg_is(rq, 3, "providers") &&
+	    seg_is(rq, 4, "Microsoft.ManagedIdentity") &&
+	    seg_is(rq, 5, "userAssignedIdentities")) {
+		identities(cs, rq, sub->id, NULL);
 	} else {
 		cs_reply_error(rq, 404, "InvalidResourceType", "The resource type could not be "
 		    "found in the namespace for api version '%s'.", cs_query(rq, "api-version"));

@@ -27,6 +27,8 @@ struct cs_machine {
 };
 
 struct cs_cluster;
+struct cs_wcache;
+struct cs_stream;
 
 struct cs_pool {
 	char		 name[64];
@@ -128,6 +130,7 @@ struct cs_cluster {
 	long long	 rv;
 	json_t		*iam;			/* identities for phase 2 (owned) */
 	double		 created;
+	struct cs_wcache *wc;			/* watch cache and event history (kwatch.c) */
 };
 
 /* Identities known to the emulated clouds. */
@@ -244,6 +247,7 @@ struct cs {
 	char		*fleetd_gcp_key_pem;
 	json_t		*fleet;			/* the parsed fleet file (quotas, reservations) */
 	json_t		*apply_counts;		/* "cluster/ns/plural/name" -> applies, never reset */
+	json_t		*crds;			/* plural -> openAPIV3Schema (--crd-dir), owned */
 	unsigned long	 seq;
 	unsigned	 rnd;
 };
@@ -343,6 +347,7 @@ struct cs_req {
 	char		 scope_cluster[64];	/* for fault matching */
 	char		 scope_region[48];
 	char		 req_id[40];
+	struct cs_stream *stream;	/* set by a watch: answered as a chunked stream */
 };
 
 const char *cs_query(const struct cs_req *rq, const char *name);
@@ -397,6 +402,32 @@ void	 cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const
 void	 cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *kind,
 	    const char *api, json_t *items);			/* consumes items */
 const char *cs_jpath(json_t *o, const char *dotted);	/* string at a.b.c or NULL */
+
+/* ---- yaml.c: one document (all = false) or an array of every document; NULL and err */
+json_t	*cs_yaml_load(const char *text, size_t len, bool all, char *err, size_t errlen);
+
+/* ---- kdisc.c: discovery, /openapi/v3, CRD schemas */
+bool	 cs_kube_discovery(struct cs *cs, struct cs_req *rq);	/* true when answered */
+bool	 cs_crds_load(struct cs *cs, const char *dir, struct err *e);
+/* 0 ok (or no schema loaded), 1 unknown field at path, 2 wrong type (what says how). */
+int	 cs_crd_check(struct cs *cs, const char *plural, json_t *body, char *path, size_t n,
+	    char *what, size_t wn);
+
+/* ---- kwatch.c: watch cache per cluster, ?watch=1 streams */
+/* Whether item passes a labelSelector and fieldSelector (either NULL). */
+bool	 cs_kube_filter(const char *ls, const char *fs, json_t *item);
+void	 cs_watch_sync(struct cs *cs, struct cs_cluster *cl);	/* record changes (locked) */
+void	 cs_watch_sync_all(struct cs *cs);
+/* Starts a watch of resource res ("pods", "rayjobs", ...) in ns (NULL = all). */
+void	 cs_watch_start(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq,
+	    const char *res, const char *ns);
+void	 cs_watch_free(struct cs_cluster *cl);
+/* The chunked body of a watch: fills buf, blocks until there is something; 0 = end. */
+long	 cs_stream_read(struct cs_stream *s, char *buf, size_t max);
+void	 cs_stream_free(struct cs_stream *s);
+bool	 cs_http_stopping(void);
+/* Whether the request is a watch (?watch=1|true). */
+bool	 cs_is_watch(struct cs_req *rq);
 
 /* ---- sched.c, status.c */
 json_t	*cs_object_cluster_spec(struct cs_object *o);

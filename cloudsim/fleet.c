@@ -522,6 +522,7 @@ cs_fleet_free(struct cs *cs)
 		json_decref(cl->namespaces);
 		json_decref(cl->events);
 		json_decref(cl->iam);
+		cs_watch_free(cl);
 	}
 	free(cs->clusters);
 	cs->clusters = NULL;

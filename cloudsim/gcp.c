@@ -65,6 +65,34 @@ jwt_peek(const char *jwt, json_t **header)
 	return c;
 }
 
+/* A space-separated scope list as Google takes it: each an https:// scope URL or one of
+ * the OpenID Connect scopes (openid, email, profile) gcloud and the SDKs add. */
+static bool
+scopes_valid(const char *scope)
+{
+	const char *p = scope;
+	bool any = false;
+
+	if (p == NULL)
+		return false;
+	while (*p) {
+		size_t n = strcspn(p, " ");
+
+		if (n > 0) {
+			if (!(n > 8 && strncmp(p, "https://", 8) == 0) &&
+			    !(n == 6 && strncmp(p, "openid", 6) == 0) &&
+			    !(n == 5 && strncmp(p, "email", 5) == 0) &&
+			    !(n == 7 && strncmp(p, "profile", 7) == 0))
+				return false;
+			any = true;
+		}
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+	return any;
+}
+
 static void
 oauth_token(struct cs *cs, struct cs_req *rq)
 {
@@ -127,7 +155,7 @@ oauth_token(struct cs *cs, struct cs_req *rq)
 		goto cleanup;
 	}
 	scope = json_string_value(json_object_get(claims, "scope"));
-	if (scope == NULL || *scope == '\0' || strncmp(scope, "https://", 8) != 0) {
+	if (!scopes_valid(scope)) {
 		cs_reply_error(rq, 400, "invalid_scope", "Invalid OAuth scope or ID token audience "
 		    "provided.");
 		goto cleanup;

@@ -123,11 +123,15 @@ cs_gke_handle(struct cs *cs, struct cs_req *rq, struct cs_token *t)
 		cs_reply_json(rq, 200, json_pack("{s:o}", "nodePools", pools));
 		return;
 	}
-	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:[s], s:o, s:s, s:s, s:i, s:s, "
-	    "s:s}", "name", cl->name, "location", cl->region, "status", "RUNNING", "locations",
-	    cl->zone, "nodePools", pools, "currentMasterVersion", "1.30.4-gke.1348000",
-	    "endpoint", "127.0.0.1", "currentNodeCount", nodes, "selfLink", "", "createTime",
-	    "2026-01-01T00:00:00+00:00"));
+	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:[s], s:o, s:s, s:s, s:s, s:s, "
+	    "s:i, s:o, s:s, s:s, s:s}", "name", cl->name, "location", cl->region, "status",
+	    "RUNNING", "locations", cl->zone, "nodePools", pools, "currentMasterVersion",
+	    "1.30.4-gke.1348000", "currentNodeVersion", "1.30.4-gke.1348000",
+	    "initialClusterVersion", "1.30.4-gke.1348000", "endpoint", "127.0.0.1",
+	    "currentNodeCount", nodes, "selfLink", json_sprintf("https://container.googleapis.com/"
+	    "v1/projects/%s/locations/%s/clusters/%s", cl->account, cl->region, cl->name),
+	    "createTime", "2026-01-01T00:00:00+00:00", "zone", cl->region, "id",
+	    "8f3c1f0e6a0d4b6e9a2f1c3b5d7e9f10"));
 }
 
 /* ---- Compute Engine */
@@ -208,12 +212,14 @@ region(struct cs *cs, struct cs_req *rq, const char *project, const char *name)
 	cs_reply_json(rq, 200, out);
 }
 
+/* Zonal reservations (zone != NULL) or the aggregated list over every zone, both paged by
+ * maxResults / pageToken as Compute pages them. */
 static void
 reservations(struct cs *cs, struct cs_req *rq, const char *project, const char *zone)
 {
 	const char *mr = cs_query(rq, "maxResults"), *pt = cs_query(rq, "pageToken");
-	long max = mr ? atol(mr) : 500, off = 0, seen = 0;
-	json_t *items = json_array(), *r, *out;
+	long max = mr ? atol(mr) : 500, off = 0, seen = 0, taken = 0;
+	json_t *items = zone ? json_array() : json_object(), *r, *out;
 	size_t i;
 
 	if (max < 1 || max > 500) {
@@ -234,34 +240,45 @@ reservations(struct cs *cs, struct cs_req *rq, const char *project, const char *
 		const char *z = json_string_value(json_object_get(r, "zone")),
 		    *mt = json_string_value(json_object_get(r, "machine_type"));
 		const struct cs_machine *m = cs_machine_find(mt);
-		json_t *acc = json_array();
+		json_t *acc, *one, *bucket;
+		char key[96];
 
-		if (z == NULL || strcmp(z, zone) != 0 || seen++ < off) {
-			json_decref(acc);
+		if (z == NULL || (zone != NULL && strcmp(z, zone) != 0) || seen++ < off)
 			continue;
-		}
-		if ((long)json_array_size(items) >= max) {
-			json_decref(acc);
+		if (taken >= max) {
 			seen = -1;
 			break;
 		}
+		acc = json_array();
 		if (m != NULL && m->accel != NULL)
 			json_array_append_new(acc, json_pack("{s:s, s:i}", "acceleratorType", m->accel,
 			    "acceleratorCount", m->accel_count));
-		json_array_append_new(items, json_pack("{s:s, s:s, s:O, s:s, s:s, s:b, "
-		    "s:{s:o, s:o, s:{s:s, s:o}}}", "kind", "compute#reservation", "id", "42",
-		    "name", json_object_get(r, "name"), "zone", z, "status", "READY",
-		    "specificReservationRequired", 0, "specificReservation", "count",
-		    json_sprintf("%lld", json_integer_value(json_object_get(r, "count"))),
-		    "inUseCount", json_sprintf("%lld", json_integer_value(json_object_get(r,
-		    "in_use"))), "instanceProperties", "machineType", mt ? mt : "",
-		    "guestAccelerators", acc));
+		one = json_pack("{s:s, s:s, s:O, s:s, s:s, s:b, s:{s:o, s:o, s:{s:s, s:o}}}",
+		    "kind", "compute#reservation", "id", "42", "name", json_object_get(r, "name"),
+		    "zone", z, "status", "READY", "specificReservationRequired", 0,
+		    "specificReservation", "count", json_sprintf("%lld",
+		    json_integer_value(json_object_get(r, "count"))), "inUseCount",
+		    json_sprintf("%lld", json_integer_value(json_object_get(r, "in_use"))),
+		    "instanceProperties", "machineType", mt ? mt : "", "guestAccelerators", acc);
+		json_object_set_new(one, "selfLink", json_sprintf("https://www.googleapis.com/"
+		    "compute/v1/projects/%s/zones/%s/reservations/%s", project, z,
+		    json_string_value(json_object_get(r, "name"))));
+		taken++;
+		if (zone != NULL) {
+			json_array_append_new(items, one);
+			continue;
+		}
+		snprintf(key, sizeof(key), "zones/%s", z);
+		if ((bucket = json_object_get(items, key)) == NULL) {
+			bucket = json_pack("{s:[]}", "reservations");
+			json_object_set_new(items, key, bucket);
+		}
+		json_array_append_new(json_object_get(bucket, "reservations"), one);
 	}
-	out = json_pack("{s:s, s:s, s:o}", "kind", "compute#reservationList", "id",
-	    "projects/reservations", "items", items);
+	out = json_pack("{s:s, s:s, s:o}", "kind", zone ? "compute#reservationList" :
+	    "compute#reservationAggregatedList", "id", "projects/reservations", "items", items);
 	if (seen < 0)
-		json_object_set_new(out, "nextPageToken", json_sprintf("pt%ld", off +
-		    (long)json_array_size(items)));
+		json_object_set_new(out, "nextPageToken", json_sprintf("pt%ld", off + taken));
 	cs_reply_json(rq, 200, out);
 }
 
@@ -284,6 +301,9 @@ cs_gce_handle(struct cs *cs, struct cs_req *rq, struct cs_token *t)
 	else if (rq->nseg == 8 && strcmp(rq->seg[5], "zones") == 0 &&
 	    strcmp(rq->seg[7], "reservations") == 0)
 		reservations(cs, rq, rq->seg[4], rq->seg[6]);
+	else if (rq->nseg == 7 && strcmp(rq->seg[5], "aggregated") == 0 &&
+	    strcmp(rq->seg[6], "reservations") == 0)
+		reservations(cs, rq, rq->seg[4], NULL);
 	else
 		cs_reply_error(rq, 404, "notFound", "The requested URL was not found.");
 }

@@ -33,6 +33,27 @@ nap(long ms)
 }
 static int tls_marker;
 
+bool
+cs_http_stopping(void)
+{
+	return stopping;
+}
+
+static ssize_t
+stream_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	long n = cs_stream_read(cls, buf, max);
+
+	(void)pos;
+	return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void
+stream_free(void *cls)
+{
+	cs_stream_free(cls);
+}
+
 const char *
 cs_query(const struct cs_req *rq, const char *name)
 {
@@ -259,15 +280,18 @@ route(struct cs_req *rq, void (**fn)(struct cs *, struct cs_req *))
 
 	*fn = NULL;
 	rq->service = "none";
-	rq->fam = FAM_SIM;
-	if (rq->tls) {
+	rq->fam = rq->tls ? FAM_K8S : FAM_SIM;
+	/* the TLS port serves the Kubernetes API servers under /k8s/ and, for clients that
+	 * refuse plain http (MSAL, the Azure SDK's bearer policy), every provider API too */
+	if (rq->tls && (strncmp(rq->path, "/k8s/", 5) == 0 || strcmp(rq->path, "/k8s") == 0 ||
+	    strncmp(rq->path, "/_sim", 5) == 0)) {
 		rq->fam = FAM_K8S;
 		rq->service = "k8s";
 		if (rq->nseg >= 2 && strcmp(rq->seg[0], "k8s") == 0)
 			*fn = cs_kube_handle;
 		return;
 	}
-	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+	for (i = rq->tls ? 1 : 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if (strncmp(rq->path, t[i].prefix, strlen(t[i].prefix)) == 0) {
 			rq->service = t[i].service;
 			rq->fam = t[i].fam;
@@ -482,7 +506,7 @@ process(struct cs_req *rq)
 	pthread_mutex_lock(&cs->lock);
 	fn(cs, rq);
 	pthread_mutex_unlock(&cs->lock);
-	if (rq->resp == NULL)
+	if (rq->resp == NULL && rq->stream == NULL)
 		cs_reply_error(rq, 500, "internal", "no answer");
 }
 
@@ -539,6 +563,17 @@ access_cb(void *cls, struct MHD_Connection *con, const char *url, const char *me
 	process(rq);
 	if (rq->drop)
 		return MHD_NO;
+	if (rq->stream != NULL) {	/* a watch: chunked, one JSON event per line */
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_cb,
+		    rq->stream, stream_free);
+		rq->stream = NULL;
+		MHD_add_response_header(resp, "Content-Type", "application/json");
+		MHD_add_response_header(resp, "Cache-Control", "no-cache, private");
+		MHD_add_response_header(resp, "X-Request-Id", rq->req_id);
+		ret = MHD_queue_response(con, MHD_HTTP_OK, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	resp = MHD_create_response_from_buffer(rq->resp_len, rq->resp, MHD_RESPMEM_MUST_COPY);
 	MHD_add_response_header(resp, "Content-Type", rq->ctype);
 	MHD_add_response_header(resp, rq->fam == FAM_AWS_JSON || rq->fam == FAM_AWS_QUERY ?
@@ -586,6 +621,7 @@ done_cb(void *cls, struct MHD_Connection *con, void **req_cls,
 	free(rq->query);
 	free(rq->body);
 	free(rq->resp);
+	cs_stream_free(rq->stream);
 	free(rq);
 	*req_cls = NULL;
 }

@@ -161,6 +161,106 @@ check_cluster_spec(json_t *cs_spec, const char *path, char *field, size_t fn,
 	return true;
 }
 
+static bool
+is_apply(struct cs_req *rq)
+{
+	const char *ct = cs_header(rq, "Content-Type");
+
+	return strcmp(rq->method, "PATCH") == 0 && ct != NULL &&
+	    strncmp(ct, "application/apply-patch+yaml", 28) == 0;
+}
+
+static const char *
+plural_of(const char *kind)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kinds[i].kind, kind) == 0)
+			return kinds[i].plural;
+	return "";
+}
+
+/* The CRD schema (--crd-dir): server-side apply refuses a field the schema does not
+ * declare; other writes follow fieldValidation (Strict refuses, Warn (default) answers
+ * with a Warning header, Ignore drops it); a value of the wrong type is 422 always. */
+static bool
+schema_ok(struct cs_req *rq, const char *kind, const char *name, json_t *body)
+{
+	const char *fv = cs_query(rq, "fieldValidation"), *ns = cs_jpath(body,
+	    "metadata.namespace");
+	char path[512], what[768], msg[1024];
+	int rc = cs_crd_check(cs_g, plural_of(kind), body, path, sizeof(path), what,
+	    sizeof(what));
+
+	if (fv != NULL && strcmp(fv, "Strict") && strcmp(fv, "Warn") && strcmp(fv, "Ignore")) {
+		cs_reply_error(rq, 400, "BadRequest", "fieldValidation must be one of Ignore, Warn "
+		    "or Strict");
+		return false;
+	}
+	if (rc == 2) {
+		invalid(rq, kind, name, path, "FieldValueTypeInvalid", what);
+		return false;
+	}
+	if (rc != 1)
+		return true;
+	if (is_apply(rq)) {
+		cs_reply_error(rq, 400, "BadRequest", "failed to create typed patch object "
+		    "(%s/%s; ray.io/v1, Kind=%s): .%s: field not declared in schema", ns ? ns : "",
+		    name, kind, path);
+		return false;
+	}
+	if (fv != NULL && strcmp(fv, "Strict") == 0) {
+		cs_reply_error(rq, 400, "BadRequest", "%s in version \"v1\" cannot be handled as "
+		    "a %s: strict decoding error: unknown field \"%s\"", kind, kind, path);
+		return false;
+	}
+	if (fv == NULL || strcmp(fv, "Warn") == 0) {
+		snprintf(msg, sizeof(msg), "299 - \"unknown field \\\"%s\\\"\"", path);
+		cs_reply_header(rq, "Warning", msg);
+	}
+	return true;
+}
+
+/* Whether the request asks for ?dryRun=All (nothing is stored). */
+static bool
+dry_run(struct cs_req *rq)
+{
+	const char *d = cs_query(rq, "dryRun");
+
+	return d != NULL && strcmp(d, "All") == 0;
+}
+
+/* What a write would have stored: body with the server's metadata of o (or new ones). */
+static json_t *
+dry_view(struct cs *cs, struct cs_object *o, json_t *body, const char *ns)
+{
+	json_t *v = json_deep_copy(body), *md;
+	char ts[32], uid[40];
+
+	if (!json_is_object(json_object_get(v, "metadata")))
+		json_object_set_new(v, "metadata", json_object());
+	md = json_object_get(v, "metadata");
+	json_object_set_new(md, "namespace", json_string(ns));
+	if (o != NULL) {
+		json_object_set(md, "uid", json_object_get(json_object_get(o->live, "metadata"),
+		    "uid"));
+		json_object_set(md, "creationTimestamp", json_object_get(json_object_get(o->live,
+		    "metadata"), "creationTimestamp"));
+		json_object_set_new(md, "resourceVersion", json_sprintf("%lld", o->rv));
+		json_object_set_new(md, "generation", json_integer(o->generation));
+		if (json_object_get(o->live, "status") != NULL)
+			json_object_set(v, "status", json_object_get(o->live, "status"));
+	} else {
+		cs_uuid(uid);
+		cs_rfc3339(cs_now(cs), ts);
+		json_object_set_new(md, "uid", json_string(uid));
+		json_object_set_new(md, "creationTimestamp", json_string(ts));
+		json_object_set_new(md, "generation", json_integer(1));
+	}
+	return v;
+}
+
 /* Structural validation as the CRD schema does it; answers 422 and returns false. */
 static bool
 validate(struct cs_req *rq, const char *kind, const char *name, json_t *body)
@@ -176,6 +276,8 @@ validate(struct cs_req *rq, const char *kind, const char *name, json_t *body)
 		    "or '-', and must start and end with an alphanumeric character");
 		return false;
 	}
+	if (!schema_ok(rq, kind, name, body))
+		return false;
 	if (!json_is_object(spec)) {
 		invalid(rq, kind, name, "spec", "FieldValueRequired", "Required value");
 		return false;
@@ -367,6 +469,10 @@ apply(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 			not_found(rq, plural, name);
 			return;
 		}
+		if (dry_run(rq)) {
+			cs_reply_json(rq, 201, dry_view(cs, NULL, body, ns));
+			return;
+		}
 		o = create(cs, cl, plural, ns, name, mgr, body);
 		count_apply(cs, cl, o);
 		cs_object_changed(cs, cl, o);
@@ -387,16 +493,19 @@ apply(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 		diff_paths(json_object_get(o->live, "spec"), json_object_get(body, "spec"),
 		    ".spec", paths);
 		if (json_array_size(paths) > 0) {
-			int off = snprintf(msg, sizeof(msg), "Apply failed with %zu conflict%s: "
-			    "conflict with \"%s\":", json_array_size(paths),
-			    json_array_size(paths) > 1 ? "s" : "", o->manager);
+			char who[256];
+			int off;
 
+			snprintf(who, sizeof(who), "conflict with \"%s\" using ray.io/v1",
+			    o->manager);
+			off = snprintf(msg, sizeof(msg), "Apply failed with %zu conflict%s: %s:",
+			    json_array_size(paths), json_array_size(paths) > 1 ? "s" : "", who);
 			json_array_foreach(paths, i, p) {
 				if (off < (int)sizeof(msg) - 1)
-					off += snprintf(msg + off, sizeof(msg) - (size_t)off, " %s",
-					    json_string_value(p));
+					off += snprintf(msg + off, sizeof(msg) - (size_t)off, "%s %s",
+					    i ? "," : "", json_string_value(p));
 				json_array_append_new(causes, json_pack("{s:s, s:s, s:s}", "reason",
-				    "FieldManagerConflict", "message", msg, "field",
+				    "FieldManagerConflict", "message", who, "field",
 				    json_string_value(p)));
 			}
 			json_decref(paths);
@@ -405,6 +514,10 @@ apply(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 		}
 		json_decref(paths);
 		json_decref(causes);
+	}
+	if (dry_run(rq)) {
+		cs_reply_json(rq, 200, dry_view(cs, o, body, ns));
+		return;
 	}
 	count_apply(cs, cl, o);
 	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec")) ||
@@ -461,6 +574,11 @@ patch(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 		json_decref(next);
 		return;
 	}
+	if (dry_run(rq)) {
+		cs_reply_json(rq, 200, dry_view(cs, o, next, ns));
+		json_decref(next);
+		return;
+	}
 	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(next, "spec")))
 		o->generation++;
 	take_body(o, next);
@@ -498,6 +616,10 @@ post(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural
 		    "group", "ray.io", "kind", plural, "code", 409));
 		return;
 	}
+	if (dry_run(rq)) {
+		cs_reply_json(rq, 201, dry_view(cs, NULL, body, ns));
+		return;
+	}
 	o = create(cs, cl, plural, ns, name, cs_query(rq, "fieldManager"), body);
 	count_apply(cs, cl, o);
 	cs_object_changed(cs, cl, o);
@@ -520,7 +642,8 @@ del(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural,
 	cs_rfc3339(cs_now(cs), ts);
 	json_object_set_new(json_object_get(out, "metadata"), "deletionTimestamp",
 	    json_string(ts));
-	cs_object_deleted(cs, cl, o);
+	if (!dry_run(rq))
+		cs_object_deleted(cs, cl, o);
 	cs_reply_json(rq, 200, out);
 }
 
@@ -553,6 +676,10 @@ update(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plur
 	}
 	if (!validate(rq, o->kind, name, body))
 		return;
+	if (dry_run(rq)) {
+		cs_reply_json(rq, 200, dry_view(cs, o, body, ns));
+		return;
+	}
 	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec")))
 		o->generation++;
 	take_body(o, body);
@@ -565,6 +692,7 @@ update(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plur
 static json_t *
 parse_body(struct cs_req *rq)
 {
+	const char *ct = cs_header(rq, "Content-Type");
 	json_t *b;
 
 	if (rq->body == NULL || rq->body_len == 0) {
@@ -572,6 +700,15 @@ parse_body(struct cs_req *rq)
 		return NULL;
 	}
 	b = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, NULL);
+	if (b == NULL && ct != NULL && strstr(ct, "yaml") != NULL) {	/* YAML bodies */
+		char msg[256] = "";
+
+		b = cs_yaml_load(rq->body, rq->body_len, false, msg, sizeof(msg));
+		if (b == NULL) {
+			cs_reply_error(rq, 400, "BadRequest", "error decoding YAML: %s", msg);
+			return NULL;
+		}
+	}
 	if (!json_is_object(b)) {
 		json_decref(b);
 		cs_reply_error(rq, 400, "BadRequest", "error decoding YAML: error converting YAML "
@@ -598,6 +735,10 @@ cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char 
 	}
 	if (ns != NULL && !cs_ns_exists(cl, ns) && strcmp(m, "GET") != 0) {
 		cs_reply_error(rq, 404, "NotFound", "namespaces \"%s\" not found", ns);
+		return;
+	}
+	if (strcmp(m, "GET") == 0 && name == NULL && cs_is_watch(rq)) {
+		cs_watch_start(cs, cl, rq, plural, ns);
 		return;
 	}
 	if (strcmp(m, "GET") == 0 && name == NULL) {

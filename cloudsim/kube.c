@@ -237,6 +237,18 @@ field_match(const char *sel, json_t *item)
 	return ok;
 }
 
+bool
+cs_kube_filter(const char *ls, const char *fs, json_t *item)
+{
+	struct sel_req sr[16];
+	int nsr = 0;
+
+	if (ls != NULL && (!sel_parse(ls, sr, &nsr, 16) || !sel_match(sr, nsr,
+	    json_object_get(json_object_get(item, "metadata"), "labels"))))
+		return false;
+	return fs == NULL || field_match(fs, item);
+}
+
 /* Filters, pages and answers a list (items is consumed). */
 void
 cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *kind,
@@ -379,6 +391,11 @@ nodes(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 			continue;
 		json_array_append_new(items, cs_node_json(n));
 	}
+	if (rq->nseg == 5 && cs_is_watch(rq)) {
+		json_decref(items);
+		cs_watch_start(cs, cl, rq, "nodes", NULL);
+		return;
+	}
 	if (rq->nseg == 6) {
 		if (json_array_size(items) == 0)
 			cs_reply_error(rq, 404, "NotFound", "nodes \"%s\" not found", rq->seg[5]);
@@ -394,9 +411,14 @@ static void
 pods(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *ns,
     const char *name)
 {
-	json_t *items = json_array();
+	json_t *items;
 	size_t i;
 
+	if (name == NULL && cs_is_watch(rq)) {
+		cs_watch_start(cs, cl, rq, "pods", ns);
+		return;
+	}
+	items = json_array();
 	for (i = 0; i < cl->pods.n; i++) {
 		struct cs_pod *p = cl->pods.v[i];
 
@@ -418,9 +440,14 @@ pods(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *ns,
 static void
 events(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *ns)
 {
-	json_t *items = json_array(), *v;
+	json_t *items, *v;
 	size_t i;
 
+	if (cs_is_watch(rq)) {
+		cs_watch_start(cs, cl, rq, "events", ns);
+		return;
+	}
+	items = json_array();
 	json_array_foreach(cl->events, i, v)
 		if (ns == NULL || strcmp(cs_jpath(v, "metadata.namespace"), ns) == 0)
 			json_array_append(items, v);
@@ -461,6 +488,10 @@ namespaces(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 	if (strcmp(rq->method, "GET") != 0 && strcmp(rq->method, "PATCH") != 0) {
 		cs_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this "
 		    "method on the requested resource");
+		return;
+	}
+	if (name == NULL && cs_is_watch(rq)) {
+		cs_watch_start(cs, cl, rq, "namespaces", NULL);
 		return;
 	}
 	if (name == NULL) {
@@ -518,42 +549,6 @@ authorized(struct cs_cluster *cl, struct cs_req *rq)
 	    crypto_equal(h + 7, cl->token, n);
 }
 
-/* /api, /apis and /apis/ray.io/v1 discovery; true when answered. */
-static bool
-discovery(struct cs_req *rq)
-{
-	static const char *const plurals[] = { "rayclusters", "rayjobs", "rayservices",
-	    "raycronjobs" };
-	json_t *res;
-	size_t i;
-
-	if (rq->nseg == 3 && strcmp(rq->seg[2], "api") == 0) {
-		cs_reply_json(rq, 200, json_pack("{s:s, s:[s]}", "kind", "APIVersions", "versions",
-		    "v1"));
-		return true;
-	}
-	if (rq->nseg == 3 && strcmp(rq->seg[2], "apis") == 0) {
-		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], "
-		    "s:{s:s, s:s}}]}", "kind", "APIGroupList", "apiVersion", "v1", "groups", "name",
-		    "ray.io", "versions", "groupVersion", "ray.io/v1", "version", "v1",
-		    "preferredVersion", "groupVersion", "ray.io/v1", "version", "v1"));
-		return true;
-	}
-	if (rq->nseg == 5 && strcmp(rq->seg[2], "apis") == 0 && strcmp(rq->seg[3], "ray.io") == 0 &&
-	    strcmp(rq->seg[4], "v1") == 0) {
-		res = json_array();
-		for (i = 0; i < 4; i++)
-			json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:[s, s, s, s, "
-			    "s, s]}", "name", plurals[i], "singularName", "", "namespaced", 1,
-			    "kind", cs_kind_of(plurals[i]), "verbs", "create", "delete", "get", "list",
-			    "patch", "update"));
-		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
-		    "apiVersion", "v1", "groupVersion", "ray.io/v1", "resources", res));
-		return true;
-	}
-	return false;
-}
-
 void
 cs_kube_handle(struct cs *cs, struct cs_req *rq)
 {
@@ -568,7 +563,8 @@ cs_kube_handle(struct cs *cs, struct cs_req *rq)
 		cs_reply_error(rq, 401, "Unauthorized", "Unauthorized");
 		return;
 	}
-	if (discovery(rq))
+	cs_watch_sync(cs, cl);	/* lists and watches see the same history */
+	if (cs_kube_discovery(cs, rq))
 		return;
 	if (rq->nseg == 3 && strcmp(rq->seg[2], "version") == 0) {
 		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:s}", "major", "1", "minor",

@@ -26,7 +26,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: cloudsim --fleet FILE --listen 127.0.0.1:PORT --state-dir DIR "
-	    "[--time-scale X] [--allow-non-loopback]\n");
+	    "[--time-scale X] [--crd-dir DIR] [--allow-non-loopback]\n");
 }
 
 struct opts {
@@ -34,6 +34,7 @@ struct opts {
 	char		 host[64];
 	int		 port;
 	const char	*dir;
+	const char	*crd_dir;
 	double		 scale;
 	bool		 any_host;
 };
@@ -58,6 +59,8 @@ parse_args(int argc, char **argv, struct opts *o)
 		i++;
 		if (strcmp(a, "--fleet") == 0) {
 			o->fleet = v;
+		} else if (strcmp(a, "--crd-dir") == 0) {
+			o->crd_dir = v;
 		} else if (strcmp(a, "--state-dir") == 0) {
 			o->dir = v;
 		} else if (strcmp(a, "--time-scale") == 0) {
@@ -137,13 +140,15 @@ main(int argc, char **argv)
 	cs.mono0 = ts.tv_sec + ts.tv_nsec / 1e9;
 	cs.next_fault = 1;
 	cs.apply_counts = json_object();
+	cs.crds = json_object();
 	mkdir(o.dir, 0700);
 	cs.state_dir = realpath(o.dir, NULL);
 	if (cs.state_dir == NULL) {
 		fprintf(stderr, "cloudsim: state dir %s: %s\n", o.dir, strerror(errno));
 		return 1;
 	}
-	if (!cs_fleet_load(&cs, o.fleet, &e) || !cs_pki_init(cs.state_dir, &key, &cert, &e) ||
+	if ((o.crd_dir != NULL && !cs_crds_load(&cs, o.crd_dir, &e)) ||
+	    !cs_fleet_load(&cs, o.fleet, &e) || !cs_pki_init(cs.state_dir, &key, &cert, &e) ||
 	    !cs_http_start(&cs, o.host, o.port, key, cert, &e)) {
 		fprintf(stderr, "cloudsim: %s\n", e.msg);
 		goto cleanup;
@@ -160,6 +165,7 @@ main(int argc, char **argv)
 		usleep(100000);
 		pthread_mutex_lock(&cs.lock);
 		cs_tick(&cs);
+		cs_watch_sync_all(&cs);
 		pthread_mutex_unlock(&cs.lock);
 	}
 	rc = 0;
@@ -170,6 +176,7 @@ cleanup:
 	free(cert);
 	free(cs.state_dir);
 	json_decref(cs.apply_counts);
+	json_decref(cs.crds);
 	pthread_mutex_destroy(&cs.lock);
 	return rc;
 }

@@ -2,7 +2,7 @@
 # Installs the Debian packages fleetd needs to build, run and test; quiet and idempotent.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libpq-dev libcurl4-openssl-dev
-      libssl-dev libjansson-dev uuid-dev libcmocka-dev postgresql postgresql-contrib
+      libssl-dev libjansson-dev uuid-dev libcmocka-dev libyaml-dev postgresql postgresql-contrib
       curl wrk prometheus clang libclang-rt-14-dev python3 openssl
       libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libmsgpack-dev)
 missing=()
