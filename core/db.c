@@ -1,6 +1,11 @@
 /* db: a fixed pool of libpq connections guarded by one mutex; broken connections are
- * reset on acquire so fleetd survives a database restart without restarting itself. */
+ * reset on acquire so fleetd survives a database restart without restarting itself.
+ * Each connection prepares a statement the second time it runs it (parse and plan once
+ * per connection, not per call); see db_exec. */
+#include <ctype.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,11 +13,25 @@
 #include "core/db.h"
 #include "core/log.h"
 
+/* One statement text seen on a connection: prepared as "s<n>" from its second run on. */
+struct stmt {
+	uint64_t	 hash;
+	char		*sql;		/* copy of the text */
+	bool		 seen;		/* ran once, unnamed */
+	bool		 prepared;	/* prepared as name on this connection */
+	char		 name[12];
+};
+
+#define STMT_MAX 512	/* per connection; beyond that, statements run unprepared */
+
 struct db {
 	PGconn	*conn;
 	bool	 busy;
 	bool	 in_tx;
 	char	 sqlstate[6];
+	struct stmt *stmts;	/* statement cache of this connection */
+	int	 nstmts;
+	int	 renamed;	/* statements prepared again under a new name */
 };
 
 static struct {
@@ -50,13 +69,27 @@ db_pool_init(const char *url, int size, struct err *e)
 	return true;
 }
 
+/* Forgets the statements prepared on c's connection (a new connection has none). */
+static void
+stmts_forget(struct db *c)
+{
+	for (int i = 0; i < c->nstmts; i++)
+		free(c->stmts[i].sql);
+	free(c->stmts);
+	c->stmts = NULL;
+	c->nstmts = 0;
+	c->renamed = 0;
+}
+
 void
 db_pool_close(void)
 {
 	pthread_mutex_lock(&pool.mu);
-	for (int i = 0; i < pool.size; i++)
+	for (int i = 0; i < pool.size; i++) {
 		if (pool.conns[i].conn != NULL)
 			PQfinish(pool.conns[i].conn);
+		stmts_forget(&pool.conns[i]);
+	}
 	free(pool.conns);
 	free(pool.url);
 	pool.conns = NULL;
@@ -108,8 +141,10 @@ db_acquire(int wait_ms, struct err *e)
 		PQfinish(c->conn);
 		c->conn = NULL;
 	}
-	if (c->conn == NULL)
+	if (c->conn == NULL) {
+		stmts_forget(c);
 		c->conn = connect_one();
+	}
 	if (c->conn == NULL) {
 		db_release(c);
 		err_set(e, 503, "db.unavailable", "the database is unavailable");
@@ -178,15 +213,111 @@ fail_from_result(struct db *c, PGresult *r, struct err *e)
 	return false;
 }
 
+static uint64_t
+fnv1a(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Plain DML and queries only: transaction control, cursors and SET run as they come. */
+static bool
+preparable(const char *sql)
+{
+	static const char *const kw[] = { "SELECT", "INSERT", "UPDATE", "DELETE", "WITH" };
+
+	while (isspace((unsigned char)*sql))
+		sql++;
+	for (size_t i = 0; i < sizeof(kw) / sizeof(kw[0]); i++)
+		if (strncasecmp(sql, kw[i], strlen(kw[i])) == 0 &&
+		    !isalnum((unsigned char)sql[strlen(kw[i])]))
+			return true;
+	return false;
+}
+
+/* The cache entry of sql on c, added (unprepared) on first sight; NULL when the cache is
+ * full or sql is not worth preparing. */
+static struct stmt *
+stmt_find(struct db *c, const char *sql)
+{
+	uint64_t h;
+	struct stmt *s;
+
+	if (!preparable(sql))
+		return NULL;
+	h = fnv1a(sql);
+	for (int i = 0; i < c->nstmts; i++)
+		if (c->stmts[i].hash == h && strcmp(c->stmts[i].sql, sql) == 0)
+			return &c->stmts[i];
+	if (c->nstmts >= STMT_MAX)
+		return NULL;
+	if (c->stmts == NULL && (c->stmts = calloc(STMT_MAX, sizeof(*c->stmts))) == NULL)
+		return NULL;
+	s = &c->stmts[c->nstmts];
+	if ((s->sql = strdup(sql)) == NULL)
+		return NULL;
+	s->hash = h;
+	s->seen = s->prepared = false;
+	snprintf(s->name, sizeof(s->name), "s%d", c->nstmts);
+	c->nstmts++;
+	return s;
+}
+
+/* Runs sql: a statement seen before on this connection is prepared once (parsed and
+ * planned by the server once) and executed by name from then on; one seen for the first
+ * time runs unnamed, so a statement run only once costs no extra round trip.  *stmt is
+ * the prepared entry used, NULL when the statement ran unnamed. */
+static PGresult *
+exec_cached(struct db *c, const char *sql, int n, const char *const *params,
+	    struct stmt **used)
+{
+	struct stmt *s = stmt_find(c, sql);
+
+	*used = NULL;
+	if (s == NULL || (!s->prepared && !s->seen)) {
+		if (s != NULL)
+			s->seen = true;
+		return PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+	}
+	if (!s->prepared) {
+		PGresult *p = PQprepare(c->conn, s->name, sql, n, NULL);
+
+		if (p == NULL || PQresultStatus(p) != PGRES_COMMAND_OK)
+			return p;	/* the statement's own error (syntax, missing table) */
+		PQclear(p);
+		s->prepared = true;
+	}
+	*used = s;
+	return PQexecPrepared(c->conn, s->name, n, params, NULL, NULL, 0);
+}
+
 bool
 db_exec(struct db *c, const char *sql, int n, const char *const *params, PGresult **out,
 	struct err *e)
 {
-	PGresult *r = PQexecParams(c->conn, sql, n, NULL, params, NULL, NULL, 0);
+	struct stmt *used;
+	PGresult *r = exec_cached(c, sql, n, params, &used);
 	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
 
 	if (out != NULL)
 		*out = NULL;
+	if (used != NULL && st == PGRES_FATAL_ERROR &&
+	    PQresultErrorField(r, PG_DIAG_SQLSTATE) != NULL &&
+	    strcmp(PQresultErrorField(r, PG_DIAG_SQLSTATE), "0A000") == 0) {
+		/* "cached plan must not change result type": a table changed under the
+		 * prepared statement (a migration).  Prepare it again under a new name; run
+		 * it again unless a transaction is now aborted. */
+		snprintf(used->name, sizeof(used->name), "s%d", c->nstmts + ++c->renamed * STMT_MAX);
+		used->prepared = false;
+		if (!c->in_tx) {
+			PQclear(r);
+			r = exec_cached(c, sql, n, params, &used);
+			st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+		}
+	}
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 		fail_from_result(c, r, e);
 		PQclear(r);
