@@ -143,6 +143,7 @@ cmd_serve(char **rest, int n, struct err *e)
 	}
 	if (!workers_start(e)) {
 		server_stop();
+		workers_stop();
 		token_listen_stop();
 		return 1;
 	}

@@ -1,4 +1,8 @@
-/* workers: starts the background loops named in FLEETD_WORKERS and stops them in reverse. */
+/* workers: the table of fleetd's background loops.  FLEETD_WORKERS names the rows to run
+ * ("none", or a name no row has, runs nothing); they start in table order and stop in
+ * reverse.  A new loop is one row
+ * here plus its module's start/stop (see CONTRIBUTING.md). */
+#include <stddef.h>
 #include <string.h>
 
 #include "api/janitor.h"
@@ -12,17 +16,32 @@
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
 
-static bool sched_on, dispatch_on, status_on;
-static bool poll_on, mover_on, janitor_on;
+struct worker {
+	const char	*name;		/* as written in FLEETD_WORKERS */
+	bool		(*start)(struct err *e);
+	void		(*stop)(void);
+	void		(*metrics)(char **buf, size_t *len, size_t *cap);	/* or NULL */
+};
 
+static const struct worker table[] = {
+	{ "poller",	poll_loop_start,	poll_loop_stop,		poller_metrics },
+	{ "scheduler",	scheduler_start,	scheduler_stop,		scheduler_metrics },
+	{ "dispatch",	dispatch_start,		dispatch_stop,		dispatch_metrics },
+	{ "mover",	mover_start,		mover_stop,		NULL },
+	{ "status",	status_start,		status_stop,		status_metrics },
+	{ "janitor",	janitor_start,		janitor_stop,		NULL },
+};
+
+#define NWORKERS	(sizeof(table) / sizeof(table[0]))
+
+static bool running[NWORKERS];
+
+/* Whether the comma-separated list names name. */
 static bool
-wanted(const char *name)
+listed(const char *list, const char *name, size_t n)
 {
-	const char *w = cfg.workers ? cfg.workers : "";
-	size_t n = strlen(name);
-
-	for (const char *p = w; (p = strstr(p, name)) != NULL; p += n)
-		if ((p == w || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+	for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
 			return true;
 	return false;
 }
@@ -31,43 +50,20 @@ bool
 workers_start(struct err *e)
 {
 	static bool registered;
+	const char *list = cfg.workers ? cfg.workers : "";
 
-	if (!registered) {
-		metrics_register(scheduler_metrics);
-		metrics_register(dispatch_metrics);
-		metrics_register(status_metrics);
-		metrics_register(poller_metrics);
+	if (!registered) {	/* every row's metrics, running or not: /metrics keeps its shape */
+		for (size_t i = 0; i < NWORKERS; i++)
+			if (table[i].metrics != NULL)
+				metrics_register(table[i].metrics);
 		registered = true;
 	}
-	if (wanted("poller")) {
-		if (!poll_loop_start(e))
+	for (size_t i = 0; i < NWORKERS; i++) {
+		if (running[i] || !listed(list, table[i].name, strlen(table[i].name)))
+			continue;
+		if (!table[i].start(e))
 			return false;
-		poll_on = true;
-	}
-	if (wanted("scheduler")) {
-		if (!scheduler_start(e))
-			return false;
-		sched_on = true;
-	}
-	if (wanted("dispatch")) {
-		if (!dispatch_start(e))
-			return false;
-		dispatch_on = true;
-	}
-	if (wanted("mover")) {
-		if (!mover_start(e))
-			return false;
-		mover_on = true;
-	}
-	if (wanted("status")) {
-		if (!status_start(e))
-			return false;
-		status_on = true;
-	}
-	if (wanted("janitor")) {
-		if (!janitor_start(e))
-			return false;
-		janitor_on = true;
+		running[i] = true;
 	}
 	return true;
 }
@@ -75,20 +71,9 @@ workers_start(struct err *e)
 void
 workers_stop(void)
 {
-	if (janitor_on)
-		janitor_stop();
-	janitor_on = false;
-	if (status_on)
-		status_stop();
-	if (mover_on)
-		mover_stop();
-	mover_on = false;
-	if (dispatch_on)
-		dispatch_stop();
-	if (sched_on)
-		scheduler_stop();
-	sched_on = dispatch_on = status_on = false;
-	if (poll_on)
-		poll_loop_stop();
-	poll_on = false;
+	for (size_t i = NWORKERS; i-- > 0;) {
+		if (running[i])
+			table[i].stop();
+		running[i] = false;
+	}
 }

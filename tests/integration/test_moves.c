@@ -17,11 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 #define ENV		"mv"
 #define H100		"nvidia-h100-80gb"
-#define MASTER_KEY	"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 #define TIME_SCALE	"4"	/* pods start in 2 s (longer than a mover step), RayJobs run 1000 s */
 #define NDRAIN		12
 
@@ -50,116 +49,15 @@ static const char fleet_clusters[] =
     "   \"price_per_hour\":98.32}]}]";
 
 enum { USW2, USE1, USC1, OTHER, NCL };
-static const char *const cl_names[NCL] = { "mv-hp-usw2", "mv-hp-use1", "mv-gke-usc1",
+static const char *const cl_names[NCL + 1] = { "mv-hp-usw2", "mv-hp-use1", "mv-gke-usc1",
 	"other-hp-usw2" };
 static char cl_id[NCL][40], cloud_id[NCL][40];
 
 static struct fleetd_proc fd;
-static char dburl[512], csdir[256], csurl[128], fleetd_sa[256];
-static char *admin, *oper, *viewer, *ca_pem, *fd_env[64];
-static json_t *csclusters;	/* clusters.json "clusters" */
-static pid_t cs_pid;
-static struct http_result R;	/* last answer of call() */
+static struct harness_cs cs;
+static char dburl[512];
+static char *admin, *oper, *viewer;
 static char *train_id, *svc_id, *f0_id, *d0_id;	/* the jobs the tests hand on */
-
-/* ---- small helpers */
-
-/* o at a dotted path; numeric parts index arrays. */
-static json_t *
-jp(json_t *o, const char *path)
-{
-	char buf[160], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k != NULL && o != NULL; k = strtok_r(NULL, ".", &save))
-		o = json_is_array(o) ? json_array_get(o, (size_t)atoi(k)) : json_object_get(o, k);
-	return o;
-}
-
-static const char *
-js(json_t *o, const char *path)
-{
-	const char *s = json_string_value(jp(o, path));
-
-	return s != NULL ? s : "";
-}
-
-static long long
-ji(json_t *o, const char *path)
-{
-	return json_integer_value(jp(o, path));
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* One call to fleetd; the answer stays in R until the next call. */
-static long
-call(const char *method, const char *token, const char *body, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static long
-call(const char *method, const char *token, const char *body, const char *fmt, ...)
-{
-	char url[512];
-	va_list ap;
-	int n;
-
-	harness_http_free(&R);
-	n = snprintf(url, sizeof(url), "%s", fd.url);
-	va_start(ap, fmt);
-	vsnprintf(url + n, sizeof(url) - (size_t)n, fmt, ap);
-	va_end(ap);
-	harness_http(&R, method, url, token, body, NULL);
-	return R.status;
-}
-
-/* GET path that must answer 200; returns a new reference. */
-static json_t *
-get_ok(const char *fmt, const char *id)
-{
-	char path[256];
-
-	snprintf(path, sizeof(path), fmt, id);
-	if (call("GET", admin, NULL, "%s", path) != 200)
-		fail_msg("GET %s: %ld %s", path, R.status, R.body);
-	return json_incref(R.json);
-}
-
-static json_t *
-sim_get(const char *path)
-{
-	struct http_result r;
-	char url[512];
-	json_t *j;
-
-	snprintf(url, sizeof(url), "%s%s", csurl, path);
-	harness_http(&r, "GET", url, NULL, NULL, NULL);
-	if (r.status != 200)
-		fail_msg("cloudsim %s: %ld %s", path, r.status, r.body);
-	j = json_incref(r.json);
-	harness_http_free(&r);
-	return j;
-}
-
-static void
-sim_post(const char *path, const char *body)
-{
-	struct http_result r;
-	char url[512];
-
-	snprintf(url, sizeof(url), "%s%s", csurl, path);
-	harness_http(&r, "POST", url, NULL, body, NULL);
-	if (r.status != 200 && r.status != 201)
-		fail_msg("cloudsim %s %s: %ld %s", path, body, r.status, r.body);
-	harness_http_free(&r);
-}
 
 /* Ray objects of cluster cl in cloudsim (/_sim/objects, as written); new reference. */
 static json_t *
@@ -170,243 +68,67 @@ sim_objects(int cl, const char *name)
 
 	snprintf(path, sizeof(path), "/_sim/objects?cluster=%s%s%s", cl_names[cl],
 	    name ? "&name=" : "", name ? name : "");
-	all = sim_get(path);
+	all = harness_sim_get(&cs, path);
 	out = json_incref(json_object_get(all, "objects"));
 	json_decref(all);
 	return out;
 }
 
-/* ---- cloudsim, with a fleet file generated from the test fleet's identities */
+/* GET path (formatted with id) as admin, which must answer 200; new reference. */
+static json_t *
+get_ok(const char *fmt, const char *id)
+{
+	char path[256];
 
-static void
-write_fleet(const char *path)
+	snprintf(path, sizeof(path), fmt, id);
+	return json_incref(harness_get_ok(admin, "%s", path));
+}
+
+/* The test fleet's identities and settings with this test's clusters. */
+static json_t *
+fleet(void)
 {
 	json_error_t je;
-	json_t *f = json_load_file(FLEETD_SOURCE_DIR "/cloudsim/fleets/test.json", 0, &je), *sa;
-	char key[512];
-	size_t i;
+	json_t *f = harness_fleet_json();
 
-	if (f == NULL)
-		fail_msg("test.json: %s", je.text);
-	/* key files are relative to the fleet file: make them absolute */
-	snprintf(key, sizeof(key), FLEETD_SOURCE_DIR "/cloudsim/fleets/%s",
-	    js(f, "fleetd.gcp.private_key_file"));
-	json_object_set_new(jp(f, "fleetd.gcp"), "private_key_file", json_string(key));
-	json_array_foreach(jp(f, "gcp.service_accounts"), i, sa) {
-		snprintf(key, sizeof(key), FLEETD_SOURCE_DIR "/cloudsim/fleets/%s",
-		    js(sa, "public_key_file"));
-		json_object_set_new(sa, "public_key_file", json_string(key));
-	}
 	json_object_set_new(f, "sim", json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "page_size", 50,
 	    "pod_start_s", 8, "job_run_s", 4000, "autoscale_delay_s", 10, "token_ttl_s", 3600,
 	    "preempt_notice_s", 5));
 	json_object_set_new(f, "clusters", json_loads(fleet_clusters, 0, &je));
 	if (!json_is_array(json_object_get(f, "clusters")))
 		fail_msg("fleet_clusters: %s", je.text);
-	assert_int_equal(json_dump_file(f, path, JSON_INDENT(1)), 0);
-	json_decref(f);
-}
-
-static void
-start_cloudsim(void)
-{
-	char path[320], fleet[320], *text, *line, *save = NULL;
-	json_t *j;
-	int n = 0;
-
-	snprintf(csdir, sizeof(csdir), "/tmp/fleetd-moves-cs-%d", (int)getpid());
-	harness_sh("rm -rf %s && mkdir -p %s", csdir, csdir);
-	snprintf(fleet, sizeof(fleet), "%s/fleet.json", csdir);
-	write_fleet(fleet);
-	cs_pid = fork();
-	assert_true(cs_pid >= 0);
-	if (cs_pid == 0) {
-		snprintf(path, sizeof(path), "%s/cloudsim.log", csdir);
-		if (freopen(path, "w", stdout) == NULL || freopen(path, "a", stderr) == NULL)
-			_exit(126);
-		execl(FLEETD_BINARY_DIR "/cloudsim", "cloudsim", "--fleet", fleet, "--listen",
-		    "127.0.0.1:0", "--state-dir", csdir, "--time-scale", TIME_SCALE, (char *)NULL);
-		_exit(127);
-	}
-	snprintf(path, sizeof(path), "%s/port", csdir);	/* written last */
-	for (int i = 0; i < 200 && access(path, R_OK) != 0; i++)
-		usleep(50 * 1000);
-	snprintf(path, sizeof(path), "%s/fleetd.env", csdir);
-	text = harness_slurp(path);
-	if (text == NULL)
-		fail_msg("cloudsim did not start; see %s/cloudsim.log", csdir);
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (line[0] == '#' || strchr(line, '=') == NULL || n >= 56)
-			continue;
-		if (strncmp(line, "FLEETD_CLOUDSIM_URL=", 20) == 0)
-			snprintf(csurl, sizeof(csurl), "%s", line + 20);
-		fd_env[n++] = strdup(line);
-	}
-	free(text);
-	fd_env[n++] = strdup("FLEETD_MASTER_KEY=" MASTER_KEY);
-	fd_env[n++] = strdup("FLEETD_POLL_INTERVAL_MS=1000");
-	fd_env[n++] = strdup("FLEETD_SCHEDULER_INTERVAL_MS=300");
-	fd_env[n] = NULL;
-	assert_true(csurl[0] != '\0');
-	snprintf(path, sizeof(path), "%s/clusters.json", csdir);
-	text = harness_slurp(path);
-	j = json_loads(text, 0, NULL);
-	free(text);
-	csclusters = json_incref(json_object_get(j, "clusters"));
-	json_decref(j);
-	snprintf(path, sizeof(path), "%s/ca.pem", csdir);
-	ca_pem = harness_slurp(path);
-	snprintf(path, sizeof(path), "%s/gcp-fleetd-key.json", csdir);
-	text = harness_slurp(path);
-	j = json_loads(text, 0, NULL);
-	snprintf(fleetd_sa, sizeof(fleetd_sa), "%s", js(j, "client_email"));
-	json_decref(j);
-	free(text);
-	assert_non_null(ca_pem);
-	assert_int_equal(json_array_size(csclusters), NCL);
-}
-
-/* ---- registration, as scripts/demo.py (and Terraform) drive it */
-
-static json_t *
-account_of(json_t *c)
-{
-	if (strcmp(js(c, "provider"), "gke") == 0)
-		return json_pack("{s:s}", "project", js(c, "project"));
-	return json_pack("{s:s}", "account_id", js(c, "account"));
-}
-
-/* What Terraform does between the phases, from iam.required. */
-static void
-prepare_identities(json_t *c, json_t *cloud, const char **cp, const char **cl)
-{
-	const char *id = js(cloud, "id");
-	json_t *tags = json_pack("{s:s, s:s}", "fleet.io/cloud-id", id, "fleet.io/environment",
-	    js(cloud, "environment")), *b1, *b2;
-	char desc[128], *t1, *t2;
-
-	snprintf(desc, sizeof(desc), "fleet.io/cloud-id=%s", id);
-	if (strcmp(js(c, "provider"), "gke") == 0) {
-		*cp = js(c, "iam.control_plane.service_account");
-		*cl = js(c, "iam.cluster_role.service_account");
-		b1 = json_pack("{s:s, s:s, s:s, s:[s]}", "provider", "gcp", "service_account", *cp,
-		    "description", desc, "token_creators", fleetd_sa);
-		b2 = json_pack("{s:s, s:s, s:s}", "provider", "gcp", "service_account", *cl,
-		    "description", desc);
-	} else {
-		*cp = js(c, "iam.control_plane.role_arn");
-		*cl = js(c, "iam.cluster_role.role_arn");
-		b1 = json_pack("{s:s, s:s, s:s, s:O}", "provider", "aws", "role_arn", *cp,
-		    "external_id", js(cloud, "external_id"), "tags", tags);
-		b2 = json_pack("{s:s, s:s, s:O}", "provider", "aws", "role_arn", *cl, "tags", tags);
-	}
-	t1 = json_dumps(b1, JSON_COMPACT);
-	t2 = json_dumps(b2, JSON_COMPACT);
-	sim_post("/_sim/iam", t1);
-	sim_post("/_sim/iam", t2);
-	free(t1);
-	free(t2);
-	json_decref(b1);
-	json_decref(b2);
-	json_decref(tags);
-}
-
-/* Phase 1, identities, phase 2 and the member cluster k. */
-static void
-register_one(int k)
-{
-	json_t *c = NULL, *body, *cloud, *it;
-	const char *cp = NULL, *cl = NULL;
-	char name[96], *text;
-	size_t i;
-
-	json_array_foreach(csclusters, i, it)
-		if (strcmp(js(it, "name"), cl_names[k]) == 0)
-			c = it;
-	assert_non_null(c);
-	snprintf(name, sizeof(name), "%s-%s-%s", js(c, "environment"), js(c, "provider"),
-	    js(c, "region"));
-	body = json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", name, "environment",
-	    js(c, "environment"), "provider", js(c, "provider"), "region", js(c, "region"),
-	    "account", account_of(c));
-	text = json_dumps(body, JSON_COMPACT);
-	if (call("POST", admin, text, "/v1/clouds") != 201)
-		fail_msg("phase 1 %s: %ld %s", name, R.status, R.body);
-	free(text);
-	json_decref(body);
-	cloud = json_incref(R.json);
-	snprintf(cloud_id[k], sizeof(cloud_id[k]), "%s", js(cloud, "id"));
-	prepare_identities(c, cloud, &cp, &cl);
-	body = json_pack("{s:s, s:s}", "control_plane_role", cp, "cluster_role", cl);
-	text = json_dumps(body, JSON_COMPACT);
-	if (call("POST", admin, text, "/v1/clouds/%s/iam", cloud_id[k]) != 200)
-		fail_msg("phase 2 %s: %ld %s", name, R.status, R.body);
-	free(text);
-	json_decref(body);
-	assert_string_equal(js(R.json, "state"), "active");
-	body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s}", "name", js(c, "name"), "api_server",
-	    js(c, "api_server"), "ca_cert", ca_pem, "credentials", "token", js(c, "token"),
-	    "provider_cluster_id", js(c, "provider_cluster_id"));
-	text = json_dumps(body, JSON_COMPACT);
-	if (call("POST", admin, text, "/v1/clouds/%s/clusters", cloud_id[k]) != 201)
-		fail_msg("cluster %s: %ld %s", cl_names[k], R.status, R.body);
-	snprintf(cl_id[k], sizeof(cl_id[k]), "%s", js(R.json, "id"));
-	free(text);
-	json_decref(body);
-	json_decref(cloud);
-}
-
-/* Waits until /metrics shows a capacity snapshot of every cluster. */
-static void
-wait_for_capacity(void)
-{
-	double end = now_s() + 60;
-
-	while (now_s() < end) {
-		int seen = 0;
-
-		if (call("GET", NULL, NULL, "/metrics") == 200)
-			for (int k = 0; k < NCL; k++) {
-				char needle[160];
-
-				snprintf(needle, sizeof(needle), "cluster=\"%s\"}", cl_names[k]);
-				seen += strstr(R.body, needle) != NULL;
-			}
-		if (seen == NCL)
-			return;
-		usleep(200 * 1000);
-	}
-	fail_msg("no capacity snapshot of every cluster within 60 s; fleetd log %s", fd.log);
-}
-
-static void
-post_created(const char *path, const char *body)
-{
-	if (call("POST", admin, body, "%s", path) != 201)
-		fail_msg("POST %s %s: %ld %s", path, body, R.status, R.body);
+	return f;
 }
 
 static int
 setup(void **state)
 {
+	json_t *f = fleet();
+
 	(void)state;
-	start_cloudsim();
+	harness_cs_start_json(&cs, f, TIME_SCALE);
+	json_decref(f);
+	assert_int_equal(json_array_size(cs.clusters), NCL);
+	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=1000");
+	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
 	harness_db_create("moves", dburl, sizeof(dburl));
-	harness_fleetd_start(&fd, dburl, (const char *const *)fd_env);
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_token(dburl, "admin", "*");
 	oper = harness_token(dburl, "operator", ENV);
 	viewer = harness_token(dburl, "viewer", ENV);
-	post_created("/v1/environments", "{\"name\":\"" ENV "\"}");
-	post_created("/v1/environments", "{\"name\":\"other\"}");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"other\"}");
 	for (int k = 0; k < NCL; k++)
-		register_one(k);
-	post_created("/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	post_created("/v1/priority-classes", "{\"name\":\"default\",\"value\":100}");
-	post_created("/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,"
-	    "\"preempt\":true}");
-	post_created("/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\",\"cohort\":"
-	    "\"ml\",\"nominal_quota\":{\"" H100 "\":64},\"default_priority_class\":\"default\"}");
-	wait_for_capacity();
+		harness_register(&cs, admin, cl_names[k], cloud_id[k], cl_id[k]);
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"default\","
+	    "\"value\":100}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"high\","
+	    "\"value\":1000,\"preempt\":true}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV
+	    "\",\"cohort\":\"ml\",\"nominal_quota\":{\"" H100 "\":64},"
+	    "\"default_priority_class\":\"default\"}");
+	harness_wait_capacity(cl_names, 60);
 	return 0;
 }
 
@@ -414,22 +136,14 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	harness_http_free(&R);
 	if (fd.pid > 0)
 		harness_fleetd_stop(&fd);
 	harness_db_drop(dburl);
-	if (cs_pid > 0) {
-		kill(cs_pid, SIGTERM);
-		waitpid(cs_pid, NULL, 0);
-	}
-	harness_sh("rm -rf %s", csdir);
-	for (int i = 0; fd_env[i] != NULL; i++)
-		free(fd_env[i]);
-	json_decref(csclusters);
+	harness_cs_stop(&cs);
+	harness_done();
 	free(admin);
 	free(oper);
 	free(viewer);
-	free(ca_pem);
 	free(train_id);
 	free(svc_id);
 	free(f0_id);
@@ -443,10 +157,11 @@ teardown(void **state)
 static void
 cordon(int k, bool on)
 {
-	if (call("POST", oper, NULL, "/v1/clusters/%s/%s", cl_id[k], on ? "cordon" :
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/%s", cl_id[k], on ? "cordon" :
 	    "uncordon") != 200)
-		fail_msg("%s %s: %ld %s", on ? "cordon" : "uncordon", cl_names[k], R.status, R.body);
-	assert_true(json_is_true(json_object_get(R.json, "cordoned")) == on);
+		fail_msg("%s %s: %ld %s", on ? "cordon" : "uncordon", cl_names[k],
+		    harness_r.status, harness_r.body);
+	assert_true(json_is_true(json_object_get(harness_r.json, "cordoned")) == on);
 }
 
 /* Submits a job of kind with one worker of gpus H100s; grace >= 0 adds a checkpoint. */
@@ -466,9 +181,9 @@ submit(const char *kind, const char *name, int gpus, const char *pclass, int gra
 	    "\"entrypoint\":\"python train.py\"," : strcmp(kind, "RayService") == 0 ?
 	    "\"serve_config\":{\"applications\":[{\"name\":\"app\",\"import_path\":"
 	    "\"serve:app\"}]}," : "", gpus, ckpt);
-	if (call("POST", oper, body, "/v1/jobs") != 201)
-		fail_msg("submit %s: %ld %s", body, R.status, R.body);
-	return strdup(js(R.json, "id"));
+	if (harness_call("POST", oper, body, "/v1/jobs") != 201)
+		fail_msg("submit %s: %ld %s", body, harness_r.status, harness_r.body);
+	return strdup(harness_js(harness_r.json, "id"));
 }
 
 static json_t *
@@ -495,8 +210,9 @@ print_events(const char *id)
 	size_t i;
 
 	json_array_foreach(ev, i, x)
-		print_message("  %s %s->%s a%lld %s\n", js(x, "type"), js(x, "from_state"),
-		    js(x, "to_state"), ji(x, "attempt"), js(x, "message"));
+		print_message("  %s %s->%s a%lld %s\n", harness_js(x, "type"), harness_js(x,
+		    "from_state"),
+		    harness_js(x, "to_state"), harness_ji(x, "attempt"), harness_js(x, "message"));
 	json_decref(ev);
 }
 
@@ -504,19 +220,21 @@ print_events(const char *id)
 static json_t *
 wait_job(const char *id, const char *state, int attempt, double timeout)
 {
-	double end = now_s() + timeout;
+	double end = harness_now_s() + timeout;
 	json_t *j = NULL;
 
-	while (now_s() < end) {
+	while (harness_now_s() < end) {
 		json_decref(j);
 		j = job(id);
-		if (strcmp(js(j, "state"), state) == 0 && (attempt == 0 || ji(j, "attempt") == attempt))
+		if (strcmp(harness_js(j, "state"), state) == 0 && (attempt == 0 ||
+		    harness_ji(j, "attempt") == attempt))
 			return j;
 		usleep(250 * 1000);
 	}
 	print_events(id);
 	fail_msg("job %s: want %s (attempt %d), have %s attempt %lld (%s); fleetd log %s", id,
-	    state, attempt, js(j, "state"), ji(j, "attempt"), js(j, "reason"), fd.log);
+	    state, attempt, harness_js(j, "state"), harness_ji(j, "attempt"), harness_js(j,
+	    "reason"), fd.log);
 	return NULL;
 }
 
@@ -528,7 +246,7 @@ audit_count(const char *id, const char *action)
 	size_t i;
 
 	json_array_foreach(json_object_get(page, "items"), i, x)
-		n += strcmp(js(x, "action"), action) == 0;
+		n += strcmp(harness_js(x, "action"), action) == 0;
 	json_decref(page);
 	return n;
 }
@@ -538,19 +256,23 @@ audit_count(const char *id, const char *action)
 static json_t *
 fingerprint(const char *id)
 {
-	json_t *j = job(id), *ev = events(id), *st = sim_get("/_sim/state"), *objs = json_array();
+	json_t *j = job(id), *ev = events(id), *st = harness_sim_get(&cs, "/_sim/state"),
+	    *objs = json_array();
 	json_t *c, *o, *out;
 	size_t i, k;
 
 	json_array_foreach(json_object_get(st, "clusters"), i, c)
 		json_array_foreach(json_object_get(c, "objects"), k, o)
-			json_array_append_new(objs, json_pack("[s, s, I]", js(c, "name"),
-			    js(o, "name"), (json_int_t)ji(o, "resourceVersion")));
+			json_array_append_new(objs, json_pack("[s, s, I]", harness_js(c, "name"),
+			    harness_js(o, "name"), (json_int_t)harness_ji(o, "resourceVersion")));
 	out = json_pack("{s:O, s:O, s:O, s:O, s:O, s:O, s:I, s:I, s:O, s:o}", "state",
-	    jp(j, "state"), "version", jp(j, "version"), "cluster_id", jp(j, "cluster_id"),
-	    "attempt", jp(j, "attempt"), "placement", jp(j, "placement"), "object_name",
-	    jp(j, "object_name"), "events", (json_int_t)json_array_size(ev), "audit",
-	    (json_int_t)audit_count(id, "job.move"), "applies", jp(st, "applies"), "objects",
+	    harness_jp(j, "state"), "version", harness_jp(j, "version"), "cluster_id",
+	    harness_jp(j, "cluster_id"),
+	    "attempt", harness_jp(j, "attempt"), "placement", harness_jp(j, "placement"),
+	    "object_name",
+	    harness_jp(j, "object_name"), "events", (json_int_t)json_array_size(ev), "audit",
+	    (json_int_t)audit_count(id, "job.move"), "applies", harness_jp(st, "applies"),
+	    "objects",
 	    objs);
 	json_decref(j);
 	json_decref(ev);
@@ -579,7 +301,7 @@ move(const char *id, const char *target, const char *extra)
 
 	snprintf(body, sizeof(body), "{\"target\":%s,\"reason\":\"on-call test\"%s%s}", target,
 	    extra ? "," : "", extra ? extra : "");
-	return call("POST", oper, body, "/v1/jobs/%s/move", id);
+	return harness_call("POST", oper, body, "/v1/jobs/%s/move", id);
 }
 
 /* ---- the tests */
@@ -602,44 +324,46 @@ test_move_rayjob(void **state)
 	cordon(USE1, true);	/* start it in us-west-2 */
 	train_id = submit("RayJob", "train", 8, "default", 3);
 	j = wait_job(train_id, "running", 1, 60);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
-	snprintf(src_name, sizeof(src_name), "%s", js(j, "object_name"));
-	snprintf(enqueued, sizeof(enqueued), "%s", js(j, "enqueued_at"));
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
+	snprintf(src_name, sizeof(src_name), "%s", harness_js(j, "object_name"));
+	snprintf(enqueued, sizeof(enqueued), "%s", harness_js(j, "enqueued_at"));
 	json_decref(j);
 	cordon(USE1, false);
 
-	t0 = now_s();
+	t0 = harness_now_s();
 	if (move(train_id, "{\"region\":\"us-east-1\"}", NULL) != 202)
-		fail_msg("move: %ld %s", R.status, R.body);
-	assert_string_equal(js(R.json, "job.state"), "moving");
-	assert_string_equal(js(R.json, "plan.to.cluster"), cl_id[USE1]);
-	assert_string_equal(js(R.json, "plan.from.cluster"), cl_id[USW2]);
+		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
+	assert_string_equal(harness_js(harness_r.json, "job.state"), "moving");
+	assert_string_equal(harness_js(harness_r.json, "plan.to.cluster"), cl_id[USE1]);
+	assert_string_equal(harness_js(harness_r.json, "plan.from.cluster"), cl_id[USW2]);
 	/* a second move while this one runs (the grace period is 3 s) */
 	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\"}", NULL), 409);
-	assert_string_equal(js(R.json, "code"), "job.moving");
-	if (strstr(js(R.json, "detail"), "mv-hp-use1") == NULL ||
-	    strstr(js(R.json, "detail"), "phase") == NULL)
-		fail_msg("the 409 does not say where the move is: %s", R.body);
+	assert_string_equal(harness_js(harness_r.json, "code"), "job.moving");
+	if (strstr(harness_js(harness_r.json, "detail"), "mv-hp-use1") == NULL ||
+	    strstr(harness_js(harness_r.json, "detail"), "phase") == NULL)
+		fail_msg("the 409 does not say where the move is: %s", harness_r.body);
 
 	j = wait_job(train_id, "running", 2, 60);
-	assert_true(now_s() - t0 >= 3.0);	/* the source had its grace period */
-	assert_string_equal(js(j, "enqueued_at"), enqueued);	/* its place in the queue */
-	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
-	assert_string_equal(js(j, "region"), "us-east-1");
-	assert_string_equal(js(j, "id"), train_id);
+	assert_true(harness_now_s() - t0 >= 3.0);	/* the source had its grace period */
+	assert_string_equal(harness_js(j, "enqueued_at"),
+	    enqueued);	/* its place in the queue */
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "region"), "us-east-1");
+	assert_string_equal(harness_js(j, "id"), train_id);
 
 	/* cloudsim: the target object carries the checkpoint URI; the source is gone after
 	 * the checkpoint signal and the suspend (three applies of the source object) */
-	objs = sim_objects(USE1, js(j, "object_name"));
+	objs = sim_objects(USE1, harness_js(j, "object_name"));
 	assert_int_equal(json_array_size(objs), 1);
-	x = json_object_get(jp(objs, "0.object.metadata.annotations"), "fleet.io/checkpoint-uri");
+	x = json_object_get(harness_jp(objs, "0.object.metadata.annotations"),
+	    "fleet.io/checkpoint-uri");
 	assert_string_equal(json_string_value(x), "s3://ckpt/train");
-	assert_non_null(strstr(js(objs, "0.name"), "-a2"));
+	assert_non_null(strstr(harness_js(objs, "0.name"), "-a2"));
 	json_decref(objs);
 	objs = sim_objects(USW2, NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
-	st = sim_get("/_sim/state");
+	st = harness_sim_get(&cs, "/_sim/state");
 	{
 		const char *k;
 		json_t *v;
@@ -659,12 +383,13 @@ test_move_rayjob(void **state)
 	/* events: running -> moving, the phases in order, moving -> dispatched, running */
 	ev = events(train_id);
 	json_array_foreach(ev, i, x) {
-		if (strcmp(js(x, "from_state"), "running") == 0 &&
-		    strcmp(js(x, "to_state"), "moving") == 0)
+		if (strcmp(harness_js(x, "from_state"), "running") == 0 &&
+		    strcmp(harness_js(x, "to_state"), "moving") == 0)
 			to_moving = true;
-		if (next < 4 && strstr(js(x, "message"), order[next]) != NULL && to_moving)
+		if (next < 4 && strstr(harness_js(x, "message"), order[next]) != NULL && to_moving)
 			next++;
-		if (next == 4 && strcmp(js(x, "to_state"), "running") == 0 && ji(x, "attempt") == 2)
+		if (next == 4 && strcmp(harness_js(x, "to_state"), "running") == 0 &&
+		    harness_ji(x, "attempt") == 2)
 			running2 = true;
 	}
 	json_decref(ev);
@@ -676,11 +401,11 @@ test_move_rayjob(void **state)
 	/* the audit log has the move, by the operator, with the job before and after */
 	assert_int_equal(audit_count(train_id, "job.move"), 1);
 	j = get_ok("/v1/audit?resource_id=%s&resource_type=job", train_id);
-	json_array_foreach(jp(j, "items"), i, x)
-		if (strcmp(js(x, "action"), "job.move") == 0) {
-			assert_string_equal(js(x, "actor.name"), "test-operator");
-			assert_string_equal(js(x, "before.state"), "running");
-			assert_string_equal(js(x, "after.state"), "moving");
+	json_array_foreach(harness_jp(j, "items"), i, x)
+		if (strcmp(harness_js(x, "action"), "job.move") == 0) {
+			assert_string_equal(harness_js(x, "actor.name"), "test-operator");
+			assert_string_equal(harness_js(x, "before.state"), "running");
+			assert_string_equal(harness_js(x, "after.state"), "moving");
 		}
 	json_decref(j);
 }
@@ -694,17 +419,18 @@ test_dry_run(void **state)
 
 	(void)state;
 	if (move(train_id, "{\"region\":\"us-west-2\"}", "\"dry_run\":true") != 200)
-		fail_msg("dry run: %ld %s", R.status, R.body);
-	plan = json_incref(R.json);
-	assert_string_equal(js(plan, "job_id"), train_id);
-	assert_string_equal(js(plan, "from.cluster"), cl_id[USE1]);
-	assert_string_equal(js(plan, "to.cluster"), cl_id[USW2]);
-	diff = json_number_value(jp(plan, "to.price_hour")) -
-	    json_number_value(jp(plan, "from.price_hour"));
-	assert_true(json_is_number(jp(plan, "price_difference_per_hour")));
-	assert_true(fabs(json_number_value(jp(plan, "price_difference_per_hour")) - diff) < 1e-6);
-	assert_true(json_is_array(jp(plan, "would_preempt")));
-	assert_int_equal(json_array_size(jp(plan, "would_preempt")), 0);
+		fail_msg("dry run: %ld %s", harness_r.status, harness_r.body);
+	plan = json_incref(harness_r.json);
+	assert_string_equal(harness_js(plan, "job_id"), train_id);
+	assert_string_equal(harness_js(plan, "from.cluster"), cl_id[USE1]);
+	assert_string_equal(harness_js(plan, "to.cluster"), cl_id[USW2]);
+	diff = json_number_value(harness_jp(plan, "to.price_hour")) -
+	    json_number_value(harness_jp(plan, "from.price_hour"));
+	assert_true(json_is_number(harness_jp(plan, "price_difference_per_hour")));
+	assert_true(fabs(json_number_value(harness_jp(plan,
+	    "price_difference_per_hour")) - diff) < 1e-6);
+	assert_true(json_is_array(harness_jp(plan, "would_preempt")));
+	assert_int_equal(json_array_size(harness_jp(plan, "would_preempt")), 0);
 	json_decref(plan);
 	assert_unchanged(before, train_id, "a dry run");
 	json_decref(before);
@@ -721,16 +447,16 @@ test_move_refused_full(void **state)
 
 	(void)state;
 	assert_int_equal(move(train_id, "{\"region\":\"us-central1\"}", NULL), 409);
-	assert_string_equal(js(R.json, "code"), "move.no_capacity");
-	assert_int_equal(json_array_size(jp(R.json, "errors")), 1);
-	json_array_foreach(jp(R.json, "errors"), i, x) {
-		assert_string_equal(js(x, "cluster"), cl_id[USC1]);
-		assert_string_equal(js(x, "region"), "us-central1");
-		assert_true(strlen(js(x, "detail")) > 0);
+	assert_string_equal(harness_js(harness_r.json, "code"), "move.no_capacity");
+	assert_int_equal(json_array_size(harness_jp(harness_r.json, "errors")), 1);
+	json_array_foreach(harness_jp(harness_r.json, "errors"), i, x) {
+		assert_string_equal(harness_js(x, "cluster"), cl_id[USC1]);
+		assert_string_equal(harness_js(x, "region"), "us-central1");
+		assert_true(strlen(harness_js(x, "detail")) > 0);
 	}
 	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[USC1]);
 	assert_int_equal(move(train_id, target, NULL), 409);
-	assert_string_equal(js(R.json, "code"), "move.no_capacity");
+	assert_string_equal(harness_js(harness_r.json, "code"), "move.no_capacity");
 	assert_unchanged(before, train_id, "a refused move");
 	json_decref(before);
 }
@@ -740,18 +466,18 @@ test_move_refused_full(void **state)
 static void
 service_sample(int *total, int *ready, bool *on_source)
 {
-	json_t *st = sim_get("/_sim/state"), *c, *o;
+	json_t *st = harness_sim_get(&cs, "/_sim/state"), *c, *o;
 	size_t i, k;
 
 	*total = *ready = 0;
 	*on_source = false;
 	json_array_foreach(json_object_get(st, "clusters"), i, c)
 		json_array_foreach(json_object_get(c, "objects"), k, o) {
-			if (strcmp(js(o, "kind"), "RayService") != 0)
+			if (strcmp(harness_js(o, "kind"), "RayService") != 0)
 				continue;
 			(*total)++;
-			*ready += strcmp(js(o, "status.serviceStatus"), "Running") == 0;
-			*on_source |= strcmp(js(c, "name"), cl_names[USW2]) == 0;
+			*ready += strcmp(harness_js(o, "status.serviceStatus"), "Running") == 0;
+			*on_source |= strcmp(harness_js(c, "name"), cl_names[USW2]) == 0;
 		}
 	json_decref(st);
 }
@@ -775,9 +501,9 @@ test_move_rayservice(void **state)
 	assert_true(total == 1 && ready == 1 && on_source);
 
 	if (move(svc_id, "{\"region\":\"us-east-1\"}", NULL) != 202)
-		fail_msg("move: %ld %s", R.status, R.body);
-	end = now_s() + 60;
-	while (!done && now_s() < end) {
+		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
+	end = harness_now_s() + 60;
+	while (!done && harness_now_s() < end) {
 		service_sample(&total, &ready, &on_source);
 		samples++;
 		if (ready < 1)
@@ -786,7 +512,8 @@ test_move_rayservice(void **state)
 			max_total = total;
 		if (!on_source && samples % 4 == 0) {
 			j = job(svc_id);
-			done = strcmp(js(j, "state"), "running") == 0 && ji(j, "attempt") == 2;
+			done = strcmp(harness_js(j, "state"), "running") == 0 &&
+			    harness_ji(j, "attempt") == 2;
 			json_decref(j);
 		}
 		usleep(40 * 1000);
@@ -798,7 +525,7 @@ test_move_rayservice(void **state)
 	print_message("rayservice move: %d samples, at most %d copies\n", samples, max_total);
 	assert_int_equal(max_total, 2);	/* the target was up before the source went */
 	j = job(svc_id);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
 	json_decref(j);
 	service_sample(&total, &ready, &on_source);
 	assert_true(total == 1 && ready == 1 && !on_source);
@@ -827,10 +554,10 @@ grace_taken(const char *id)
 	size_t i;
 
 	json_array_foreach(ev, i, x) {
-		if (strstr(js(x, "message"), "checkpoint requested at the source") != NULL)
-			sig = epoch_of(js(x, "at"));
-		if (strstr(js(x, "message"), "stopped at the source") != NULL)
-			stop = epoch_of(js(x, "at"));
+		if (strstr(harness_js(x, "message"), "checkpoint requested at the source") != NULL)
+			sig = epoch_of(harness_js(x, "at"));
+		if (strstr(harness_js(x, "message"), "stopped at the source") != NULL)
+			stop = epoch_of(harness_js(x, "at"));
 	}
 	json_decref(ev);
 	if (sig < 0 || stop < 0) {
@@ -862,52 +589,56 @@ test_drain_cluster(void **state)
 	}
 	for (int i = 0; i < NDRAIN; i++) {
 		j = wait_job(ids[i], "running", 1, 60);
-		assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+		assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
 		json_decref(j);
 	}
 	cordon(USE1, false);
 
-	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
-		fail_msg("drain: %ld %s", R.status, R.body);
-	op = json_incref(R.json);
-	assert_int_equal(ji(op, "total"), NDRAIN);
-	assert_int_equal(ji(op, "moved") + ji(op, "waiting") + ji(op, "failed"), NDRAIN);
-	assert_string_equal(js(op, "kind"), "drain");
-	assert_string_equal(js(op, "target.cluster_id"), cl_id[USW2]);
-	snprintf(loc, sizeof(loc), "/v1/operations/%s", js(op, "id"));
-	hdr = harness_header(&R, "Location");
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
+	op = json_incref(harness_r.json);
+	assert_int_equal(harness_ji(op, "total"), NDRAIN);
+	assert_int_equal(harness_ji(op, "moved") + harness_ji(op, "waiting") + harness_ji(op,
+	    "failed"), NDRAIN);
+	assert_string_equal(harness_js(op, "kind"), "drain");
+	assert_string_equal(harness_js(op, "target.cluster_id"), cl_id[USW2]);
+	snprintf(loc, sizeof(loc), "/v1/operations/%s", harness_js(op, "id"));
+	hdr = harness_header(&harness_r, "Location");
 	assert_non_null(hdr);
 	assert_string_equal(hdr, loc);
 	free(hdr);
 	/* every job is being moved (2 s of checkpoint grace): a second move names the drain */
 	assert_int_equal(move(ids[0], "{\"region\":\"us-east-1\"}", NULL), 409);
-	assert_string_equal(js(R.json, "code"), "job.moving");
-	if (strstr(js(R.json, "detail"), js(op, "id")) == NULL)
-		fail_msg("the 409 does not name the operation %s: %s", js(op, "id"), R.body);
+	assert_string_equal(harness_js(harness_r.json, "code"), "job.moving");
+	if (strstr(harness_js(harness_r.json, "detail"), harness_js(op, "id")) == NULL)
+		fail_msg("the 409 does not name the operation %s: %s", harness_js(op, "id"),
+		    harness_r.body);
 
-	end = now_s() + 60;
-	while (strcmp(js(op, "state"), "running") == 0 && now_s() < end) {
+	end = harness_now_s() + 60;
+	while (strcmp(harness_js(op, "state"), "running") == 0 && harness_now_s() < end) {
 		usleep(250 * 1000);
 		json_decref(op);
 		op = get_ok("%s", loc);
-		assert_true(ji(op, "moved") >= moved);	/* progress never goes back */
-		moved = ji(op, "moved");
-		assert_int_equal(ji(op, "total"), NDRAIN);
-		assert_int_equal(ji(op, "moved") + ji(op, "waiting") + ji(op, "failed"), NDRAIN);
+		assert_true(harness_ji(op, "moved") >= moved);	/* progress never goes back */
+		moved = harness_ji(op, "moved");
+		assert_int_equal(harness_ji(op, "total"), NDRAIN);
+		assert_int_equal(harness_ji(op, "moved") + harness_ji(op,
+		    "waiting") + harness_ji(op, "failed"), NDRAIN);
 	}
-	if (strcmp(js(op, "state"), "succeeded") != 0 || ji(op, "moved") != NDRAIN) {
+	if (strcmp(harness_js(op, "state"), "succeeded") != 0 ||
+	    harness_ji(op, "moved") != NDRAIN) {
 		char *t = json_dumps(op, JSON_COMPACT);
 
 		fail_msg("drain did not move every job: %s; fleetd log %s", t, fd.log);
 	}
-	assert_int_equal(ji(op, "failed"), 0);
-	assert_int_equal(json_array_size(jp(op, "failures")), 0);
+	assert_int_equal(harness_ji(op, "failed"), 0);
+	assert_int_equal(json_array_size(harness_jp(op, "failures")), 0);
 	for (int i = 0; i < NDRAIN; i++) {
 		double gap = grace_taken(ids[i]);
 
 		j = wait_job(ids[i], "running", 2, 60);
-		assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
-		assert_string_equal(js(j, "priority_class"), pcs[i % 3]);
+		assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+		assert_string_equal(harness_js(j, "priority_class"), pcs[i % 3]);
 		json_decref(j);
 		assert_int_equal(audit_count(ids[i], "job.move"), 1);
 		/* the source had its grace period, and no more than it asked for */
@@ -922,9 +653,9 @@ test_drain_cluster(void **state)
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
 	j = get_ok("/v1/clusters/%s", cl_id[USW2]);
-	assert_true(json_is_true(jp(j, "cordoned")));
+	assert_true(json_is_true(harness_jp(j, "cordoned")));
 	json_decref(j);
-	assert_int_equal(audit_count(js(op, "id"), "drain"), 1);
+	assert_int_equal(audit_count(harness_js(op, "id"), "drain"), 1);
 	json_decref(op);
 }
 
@@ -938,23 +669,23 @@ test_drain_nowhere_cancel(void **state)
 
 	(void)state;
 	/* us-west-2 is cordoned by the drain above, us-central1 is full */
-	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USE1]) != 202)
-		fail_msg("drain: %ld %s", R.status, R.body);
-	assert_int_equal(ji(R.json, "total"), NDRAIN + 2);
-	assert_int_equal(ji(R.json, "waiting"), NDRAIN + 2);
-	assert_int_equal(ji(R.json, "moved"), 0);
-	assert_string_equal(js(R.json, "state"), "running");
-	snprintf(id, sizeof(id), "%s", js(R.json, "id"));
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USE1]) != 202)
+		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
+	assert_int_equal(harness_ji(harness_r.json, "total"), NDRAIN + 2);
+	assert_int_equal(harness_ji(harness_r.json, "waiting"), NDRAIN + 2);
+	assert_int_equal(harness_ji(harness_r.json, "moved"), 0);
+	assert_string_equal(harness_js(harness_r.json, "state"), "running");
+	snprintf(id, sizeof(id), "%s", harness_js(harness_r.json, "id"));
 	assert_unchanged(before, train_id, "a drain that cannot move anything");
-	if (call("POST", oper, NULL, "/v1/operations/%s/cancel", id) != 200)
-		fail_msg("cancel: %ld %s", R.status, R.body);
-	assert_string_equal(js(R.json, "state"), "cancelled");
-	assert_int_equal(ji(R.json, "waiting"), 0);	/* nothing left to retry */
+	if (harness_call("POST", oper, NULL, "/v1/operations/%s/cancel", id) != 200)
+		fail_msg("cancel: %ld %s", harness_r.status, harness_r.body);
+	assert_string_equal(harness_js(harness_r.json, "state"), "cancelled");
+	assert_int_equal(harness_ji(harness_r.json, "waiting"), 0);	/* nothing left to retry */
 	cordon(USW2, false);	/* room again: a live drain would take it within 5 s */
 	sleep(6);
 	op = get_ok("/v1/operations/%s", id);
-	assert_string_equal(js(op, "state"), "cancelled");
-	assert_int_equal(ji(op, "moved"), 0);
+	assert_string_equal(harness_js(op, "state"), "cancelled");
+	assert_int_equal(harness_ji(op, "moved"), 0);
 	json_decref(op);
 	assert_unchanged(before, train_id, "a cancelled drain");
 	json_decref(before);
@@ -971,48 +702,52 @@ test_bad_input(void **state)
 	(void)state;
 	assert_int_equal(move("00000000-0000-4000-8000-000000000000", "{\"region\":\"us-east-1\"}",
 	    NULL), 404);
-	assert_int_equal(call("POST", viewer, "{\"target\":{\"region\":\"us-west-2\"}}",
+	assert_int_equal(harness_call("POST", viewer, "{\"target\":{\"region\":\"us-west-2\"}}",
 	    "/v1/jobs/%s/move", train_id), 403);
 	assert_int_equal(move(train_id, "{}", NULL), 400);
-	assert_string_equal(js(R.json, "errors.0.pointer"), "/target");
-	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\",\"cloud_id\":\"x\"}", NULL), 400);
-	assert_int_equal(call("POST", oper, "{\"reason\":\"x\"}", "/v1/jobs/%s/move", train_id),
+	assert_string_equal(harness_js(harness_r.json, "errors.0.pointer"), "/target");
+	assert_int_equal(move(train_id, "{\"region\":\"us-west-2\",\"cloud_id\":\"x\"}", NULL),
+	    400);
+	assert_int_equal(harness_call("POST", oper, "{\"reason\":\"x\"}", "/v1/jobs/%s/move",
+	    train_id),
 	    400);
 	/* an unknown region names the environment's regions */
 	assert_int_equal(move(train_id, "{\"region\":\"mars-north-9\"}", NULL), 400);
-	assert_string_equal(js(R.json, "code"), "move.unknown_region");
-	assert_string_equal(js(R.json, "errors.0.pointer"), "/target/region");
-	if (strstr(R.body, "us-west-2") == NULL || strstr(R.body, "us-east-1") == NULL ||
-	    strstr(R.body, "us-central1") == NULL)
-		fail_msg("the 400 does not name the valid regions: %s", R.body);
+	assert_string_equal(harness_js(harness_r.json, "code"), "move.unknown_region");
+	assert_string_equal(harness_js(harness_r.json, "errors.0.pointer"), "/target/region");
+	if (strstr(harness_r.body, "us-west-2") == NULL ||
+	    strstr(harness_r.body, "us-east-1") == NULL ||
+	    strstr(harness_r.body, "us-central1") == NULL)
+		fail_msg("the 400 does not name the valid regions: %s", harness_r.body);
 	/* a cordoned target cluster */
 	cordon(USW2, true);
 	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[USW2]);
 	assert_int_equal(move(train_id, target, NULL), 409);
-	assert_string_equal(js(R.json, "code"), "cluster.cordoned");
+	assert_string_equal(harness_js(harness_r.json, "code"), "cluster.cordoned");
 	cordon(USW2, false);
 	/* never across environments: by cluster, by cloud */
 	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[OTHER]);
 	assert_int_equal(move(train_id, target, NULL), 409);
-	assert_string_equal(js(R.json, "code"), "move.cross_environment");
+	assert_string_equal(harness_js(harness_r.json, "code"), "move.cross_environment");
 	snprintf(target, sizeof(target), "{\"cloud_id\":\"%s\"}", cloud_id[OTHER]);
 	assert_int_equal(move(train_id, target, NULL), 409);
-	assert_string_equal(js(R.json, "code"), "move.cross_environment");
+	assert_string_equal(harness_js(harness_r.json, "code"), "move.cross_environment");
 	assert_unchanged(before, train_id, "refused moves");
 	json_decref(before);
 
 	/* a region with nothing in it drains at once: 200, an empty finished operation */
-	if (call("POST", oper, NULL, "/v1/regions/" ENV "/eu-west-1/drain") != 200)
-		fail_msg("empty drain: %ld %s", R.status, R.body);
-	assert_int_equal(ji(R.json, "total"), 0);
-	assert_string_equal(js(R.json, "state"), "succeeded");
-	assert_int_equal(json_array_size(jp(R.json, "failures")), 0);
-	j = get_ok("/v1/operations/%s", js(R.json, "id"));
-	assert_string_equal(js(j, "state"), "succeeded");
-	assert_int_equal(ji(j, "total"), 0);
+	if (harness_call("POST", oper, NULL, "/v1/regions/" ENV "/eu-west-1/drain") != 200)
+		fail_msg("empty drain: %ld %s", harness_r.status, harness_r.body);
+	assert_int_equal(harness_ji(harness_r.json, "total"), 0);
+	assert_string_equal(harness_js(harness_r.json, "state"), "succeeded");
+	assert_int_equal(json_array_size(harness_jp(harness_r.json, "failures")), 0);
+	j = get_ok("/v1/operations/%s", harness_js(harness_r.json, "id"));
+	assert_string_equal(harness_js(j, "state"), "succeeded");
+	assert_int_equal(harness_ji(j, "total"), 0);
 	json_decref(j);
-	assert_int_equal(call("POST", oper, NULL, "/v1/regions/nope/us-east-1/drain"), 404);
-	assert_int_equal(call("GET", oper, NULL, "/v1/operations/%s",
+	assert_int_equal(harness_call("POST", oper, NULL, "/v1/regions/nope/us-east-1/drain"),
+	    404);
+	assert_int_equal(harness_call("GET", oper, NULL, "/v1/operations/%s",
 	    "00000000-0000-4000-8000-000000000000"), 404);
 
 }
@@ -1021,12 +756,12 @@ test_bad_input(void **state)
 static int
 sim_count_prefix(const char *name)
 {
-	json_t *all = sim_get("/_sim/objects"), *o;
+	json_t *all = harness_sim_get(&cs, "/_sim/objects"), *o;
 	int n = 0;
 	size_t i;
 
 	json_array_foreach(json_object_get(all, "objects"), i, o)
-		n += strncmp(js(o, "name"), name, strlen(name)) == 0;
+		n += strncmp(harness_js(o, "name"), name, strlen(name)) == 0;
 	json_decref(all);
 	return n;
 }
@@ -1041,18 +776,19 @@ test_cancel_during_move(void **state)
 	(void)state;
 	assert_int_equal(sim_count_prefix("train-"), 1);
 	if (move(train_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
-		fail_msg("move: %ld %s", R.status, R.body);
-	assert_int_equal(call("POST", oper, NULL, "/v1/jobs/%s/cancel", train_id), 200);
+		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
+	assert_int_equal(harness_call("POST", oper, NULL, "/v1/jobs/%s/cancel", train_id), 200);
 	json_decref(wait_job(train_id, "cancelled", 0, 60));
-	end = now_s() + 30;
-	while (sim_count_prefix("train-") > 0 && now_s() < end)
+	end = harness_now_s() + 30;
+	while (sim_count_prefix("train-") > 0 && harness_now_s() < end)
 		usleep(250 * 1000);
 	if (sim_count_prefix("train-") > 0) {
 		print_events(train_id);
-		fail_msg("a RayJob of the cancelled job is left in cloudsim; fleetd log %s", fd.log);
+		fail_msg("a RayJob of the cancelled job is left in cloudsim; fleetd log %s",
+		    fd.log);
 	}
 	assert_int_equal(move(train_id, "{\"region\":\"us-east-1\"}", NULL), 409);
-	assert_string_equal(js(R.json, "code"), "job.finished");
+	assert_string_equal(harness_js(harness_r.json, "code"), "job.finished");
 }
 
 /* A move the target refuses (every Kubernetes call there answers 422) fails the drain
@@ -1060,8 +796,7 @@ test_cancel_during_move(void **state)
 static void
 test_drain_failure_reported(void **state)
 {
-	struct http_result r;
-	char url[256], *id, loc[160];
+	char *id, loc[160];
 	json_t *op = NULL, *j, *objs;
 	double end;
 
@@ -1069,42 +804,40 @@ test_drain_failure_reported(void **state)
 	cordon(USE1, true);
 	id = submit("RayJob", "f0", 1, "low", 0);
 	j = wait_job(id, "running", 1, 60);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
 	json_decref(j);
 	cordon(USE1, false);
-	sim_post("/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"mv-hp-use1\","
+	harness_sim_post(&cs, "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"mv-hp-use1\","
 	    "\"error_rate\":1,\"error_status\":422}");
-	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
-		fail_msg("drain: %ld %s", R.status, R.body);
-	assert_int_equal(ji(R.json, "total"), 1);
-	snprintf(loc, sizeof(loc), "/v1/operations/%s", js(R.json, "id"));
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
+	assert_int_equal(harness_ji(harness_r.json, "total"), 1);
+	snprintf(loc, sizeof(loc), "/v1/operations/%s", harness_js(harness_r.json, "id"));
 	cordon(USE1, true);	/* reserved already; keeps the requeued job off the faulty cluster */
-	end = now_s() + 30;
+	end = harness_now_s() + 30;
 	do {
 		usleep(250 * 1000);
 		json_decref(op);
 		op = get_ok("%s", loc);
-	} while (strcmp(js(op, "state"), "running") == 0 && now_s() < end);
-	snprintf(url, sizeof(url), "%s/_sim/faults", csurl);
-	harness_http(&r, "DELETE", url, NULL, NULL, NULL);
-	harness_http_free(&r);
-	if (strcmp(js(op, "state"), "failed") != 0 || ji(op, "failed") != 1 ||
-	    ji(op, "moved") != 0) {
+	} while (strcmp(harness_js(op, "state"), "running") == 0 && harness_now_s() < end);
+	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
+	if (strcmp(harness_js(op, "state"), "failed") != 0 || harness_ji(op, "failed") != 1 ||
+	    harness_ji(op, "moved") != 0) {
 		char *t = json_dumps(op, JSON_COMPACT);
 
 		fail_msg("want a failed drain naming the job: %s; fleetd log %s", t, fd.log);
 	}
-	assert_int_equal(json_array_size(jp(op, "failures")), 1);
-	assert_string_equal(js(op, "failures.0.job_id"), id);
-	assert_true(strlen(js(op, "failures.0.reason")) > 0);
+	assert_int_equal(json_array_size(harness_jp(op, "failures")), 1);
+	assert_string_equal(harness_js(op, "failures.0.job_id"), id);
+	assert_true(strlen(harness_js(op, "failures.0.reason")) > 0);
 	json_decref(op);
 	/* queued again, it runs where there is room (us-west-2 is cordoned by the drain) */
 	j = job(id);
-	assert_string_equal(js(j, "state"), "pending");
+	assert_string_equal(harness_js(j, "state"), "pending");
 	json_decref(j);
 	cordon(USE1, false);
 	j = wait_job(id, "running", 0, 60);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
 	json_decref(j);
 	objs = sim_objects(USW2, NULL);
 	assert_int_equal(json_array_size(objs), 0);
@@ -1120,13 +853,13 @@ kube_delete(int k, const char *plural, const char *ns, const char *name)
 	json_t *c = NULL, *it;
 	size_t i;
 
-	json_array_foreach(csclusters, i, it)
-		if (strcmp(js(it, "name"), cl_names[k]) == 0)
+	json_array_foreach(cs.clusters, i, it)
+		if (strcmp(harness_js(it, "name"), cl_names[k]) == 0)
 			c = it;
 	assert_non_null(c);
 	assert_int_equal(harness_sh("curl -sf -o /dev/null --cacert %s/ca.pem -X DELETE -H "
-	    "'Authorization: Bearer %s' '%s/apis/ray.io/v1/namespaces/%s/%s/%s'", csdir,
-	    js(c, "token"), js(c, "api_server"), ns, plural, name), 0);
+	    "'Authorization: Bearer %s' '%s/apis/ray.io/v1/namespaces/%s/%s/%s'", cs.dir,
+	    harness_js(c, "token"), harness_js(c, "api_server"), ns, plural, name), 0);
 }
 
 /* A source that vanished during the grace period (deleted by hand) is not re-created to
@@ -1142,30 +875,30 @@ test_move_vanished_source(void **state)
 	(void)state;
 	cordon(USW2, false);	/* the drains above cordoned it */
 	j = job(d0_id);		/* drained to us-east-1; 2 s of checkpoint grace */
-	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
-	snprintf(name, sizeof(name), "%s", js(j, "object_name"));
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	snprintf(name, sizeof(name), "%s", harness_js(j, "object_name"));
 	json_decref(j);
 	j = get_ok("/v1/jobs/%s/manifest", d0_id);
-	snprintf(ns, sizeof(ns), "%s", js(j, "metadata.namespace"));
+	snprintf(ns, sizeof(ns), "%s", harness_js(j, "metadata.namespace"));
 	json_decref(j);
 	if (move(d0_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
-		fail_msg("move: %ld %s", R.status, R.body);
+		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
 	/* wait for the checkpoint signal (2 applies of the source), then delete the source */
 	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", cl_names[USE1], ns, name);
-	end = now_s() + 20;
+	end = harness_now_s() + 20;
 	do {
 		usleep(100 * 1000);
-		st = sim_get("/_sim/state");
+		st = harness_sim_get(&cs, "/_sim/state");
 		applies = json_integer_value(json_object_get(json_object_get(st, "applies"),
 		    key));
 		json_decref(st);
-	} while (applies < 2 && now_s() < end);
+	} while (applies < 2 && harness_now_s() < end);
 	assert_int_equal(applies, 2);
 	kube_delete(USE1, "rayjobs", ns, name);
 	j = wait_job(d0_id, "running", 3, 60);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USW2]);
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
 	json_decref(j);
-	st = sim_get("/_sim/state");
+	st = harness_sim_get(&cs, "/_sim/state");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "applies"), key)),
 	    2);	/* never re-created to be suspended */
 	json_decref(st);
@@ -1185,18 +918,19 @@ test_drain_catches_arrival(void **state)
 
 	(void)state;
 	if (move(f0_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
-		fail_msg("move: %ld %s", R.status, R.body);
-	if (call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
-		fail_msg("drain: %ld %s", R.status, R.body);
-	assert_int_equal(ji(R.json, "total"), 2);	/* d0 there, f0 on its way */
-	snprintf(loc, sizeof(loc), "/v1/operations/%s", js(R.json, "id"));
-	end = now_s() + 40;
+		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
+	assert_int_equal(harness_ji(harness_r.json, "total"), 2);	/* d0 there,
+	    f0 on its way */
+	snprintf(loc, sizeof(loc), "/v1/operations/%s", harness_js(harness_r.json, "id"));
+	end = harness_now_s() + 40;
 	do {
 		usleep(250 * 1000);
 		json_decref(op);
 		op = get_ok("%s", loc);
-	} while (strcmp(js(op, "state"), "running") == 0 && now_s() < end);
-	if (strcmp(js(op, "state"), "succeeded") != 0 || ji(op, "moved") != 2) {
+	} while (strcmp(harness_js(op, "state"), "running") == 0 && harness_now_s() < end);
+	if (strcmp(harness_js(op, "state"), "succeeded") != 0 || harness_ji(op, "moved") != 2) {
 		char *t = json_dumps(op, JSON_COMPACT);
 
 		print_events(f0_id);
@@ -1204,10 +938,10 @@ test_drain_catches_arrival(void **state)
 	}
 	json_decref(op);
 	j = wait_job(f0_id, "running", 0, 60);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
 	json_decref(j);
 	j = wait_job(d0_id, "running", 4, 60);
-	assert_string_equal(js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
 	json_decref(j);
 	objs = sim_objects(USW2, NULL);
 	assert_int_equal(json_array_size(objs), 0);

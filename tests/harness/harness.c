@@ -1,5 +1,7 @@
 /* harness: scratch databases, fleetd processes and libcurl calls for integration tests; the
- * answers of fleetd are recorded for validation against api/openapi.yaml. */
+ * answers of fleetd are recorded for validation against api/openapi.yaml.  The calls with
+ * a remembered answer, SQL and time are in call.c; cloudsim in cloudsim.c; registration in
+ * fleet.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +25,7 @@
 #include <curl/curl.h>
 #include <libpq-fe.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 static const char *
 base_url(void)
@@ -72,14 +74,18 @@ harness_db_create(const char *tag, char *url, size_t urllen)
 	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", name);
 	admin_sql(sql);
 	snprintf(url, urllen, "%.*s/%s", (int)(slash - base), base, name);
+	harness_sql_use(url);
 }
 
 void
 harness_db_drop(const char *url)
 {
 	char sql[256];
-	const char *name = strrchr(url, '/') + 1;
+	const char *name = strrchr(url, '/');
 
+	if (name == NULL)	/* never created: a setup that failed early */
+		return;
+	name++;
 	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
 	admin_sql(sql);
 }
@@ -290,6 +296,7 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 		harness_http(&r, "GET", health, NULL, NULL, NULL);
 		if (r.status == 200) {
 			harness_http_free(&r);
+			harness_call_to(p);
 			return;
 		}
 		harness_http_free(&r);
@@ -360,9 +367,10 @@ on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
-void
-harness_http(struct http_result *r, const char *method, const char *url, const char *token,
-	     const char *body, const char *const *headers)
+/* One call; token or cafile may be NULL. */
+static void
+http_do(struct http_result *r, const char *method, const char *url, const char *token,
+	const char *cafile, const char *body, const char *const *headers)
 {
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
@@ -381,6 +389,8 @@ harness_http(struct http_result *r, const char *method, const char *url, const c
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &hb);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	if (cafile != NULL)
+		curl_easy_setopt(c, CURLOPT_CAINFO, cafile);
 	if (token != NULL) {
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 		h = curl_slist_append(h, auth);
@@ -414,6 +424,20 @@ harness_http(struct http_result *r, const char *method, const char *url, const c
 	r->json = json_loads(r->body, JSON_DECODE_ANY, NULL);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
+}
+
+void
+harness_http(struct http_result *r, const char *method, const char *url, const char *token,
+	     const char *body, const char *const *headers)
+{
+	http_do(r, method, url, token, NULL, body, headers);
+}
+
+void
+harness_https(struct http_result *r, const char *method, const char *url, const char *cafile,
+	      const char *body, const char *const *headers)
+{
+	http_do(r, method, url, NULL, cafile, body, headers);
 }
 
 void

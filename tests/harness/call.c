@@ -1,0 +1,340 @@
+/* call: calls to the fleetd under test with the answer kept in harness_r, problem+json
+ * checks, planted secrets, SQL on the scratch database, time and JSON paths. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "tests/harness/harness.h"
+
+#define MAX_SECRETS	32
+
+struct http_result harness_r;
+
+static char target[64];			/* base URL of the fleetd harness_call talks to */
+static char *secrets[MAX_SECRETS];
+static int nsecrets;
+static char dbu[512];			/* database of harness_sql* */
+static PGconn *pg;
+
+void
+harness_call_to(const struct fleetd_proc *p)
+{
+	snprintf(target, sizeof(target), "%s", p->url);
+}
+
+static long
+vcall(const char *method, const char *token, const char *body, const char *const *headers,
+      const char *fmt, va_list ap)
+{
+	char url[2048];
+	int n;
+
+	if (target[0] == '\0')
+		fail_msg("harness_call before harness_fleetd_start");
+	harness_http_free(&harness_r);
+	n = snprintf(url, sizeof(url), "%s", target);
+	vsnprintf(url + n, sizeof(url) - (size_t)n, fmt, ap);
+	harness_http(&harness_r, method, url, token, body, headers);
+	for (int i = 0; i < nsecrets; i++)
+		if (strstr(harness_r.body, secrets[i]) != NULL ||
+		    strstr(harness_r.headers, secrets[i]) != NULL)
+			fail_msg("%s %s leaked a planted secret: %s", method, url, harness_r.body);
+	return harness_r.status;
+}
+
+long
+harness_call(const char *method, const char *token, const char *body, const char *fmt, ...)
+{
+	va_list ap;
+	long st;
+
+	va_start(ap, fmt);
+	st = vcall(method, token, body, NULL, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+long
+harness_call_h(const char *method, const char *token, const char *body,
+	       const char *const *headers, const char *fmt, ...)
+{
+	va_list ap;
+	long st;
+
+	va_start(ap, fmt);
+	st = vcall(method, token, body, headers, fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+long
+harness_call_json(const char *method, const char *token, json_t *body, const char *fmt, ...)
+{
+	char *text = body != NULL ? json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	va_list ap;
+	long st;
+
+	va_start(ap, fmt);
+	st = vcall(method, token, text, NULL, fmt, ap);
+	va_end(ap);
+	free(text);
+	return st;
+}
+
+json_t *
+harness_post_created(const char *token, const char *path, const char *body)
+{
+	if (harness_call("POST", token, body, "%s", path) != 201)
+		fail_msg("POST %s %s: want 201, got %ld %s", path, body ? body : "",
+		    harness_r.status, harness_r.body);
+	return harness_r.json;
+}
+
+json_t *
+harness_get_ok(const char *token, const char *fmt, ...)
+{
+	char path[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (harness_call("GET", token, NULL, "%s", path) != 200)
+		fail_msg("GET %s: want 200, got %ld %s", path, harness_r.status, harness_r.body);
+	return harness_r.json;
+}
+
+void
+harness_expect_status(const struct http_result *r, long status)
+{
+	if (r == NULL)
+		r = &harness_r;
+	if (r->status != status)
+		fail_msg("want %ld, got %ld: %s", status, r->status, r->body);
+}
+
+void
+harness_expect_problem(const struct http_result *r, long status, const char *code,
+		       const char *pointer)
+{
+	char *ct;
+	const char *got, *ptr;
+
+	if (r == NULL)
+		r = &harness_r;
+	harness_expect_status(r, status);
+	ct = harness_header(r, "Content-Type");
+	if (ct == NULL || strcmp(ct, "application/problem+json") != 0) {
+		fail_msg("want application/problem+json, got %s: %s", ct ? ct : "(none)",
+		    r->body);
+	}
+	free(ct);
+	got = harness_js(r->json, "code");
+	if (strcmp(got, code) != 0)
+		fail_msg("want code %s, got %s: %s", code, got, r->body);
+	if (harness_ji(r->json, "status") != status || harness_js(r->json, "request_id")[0] == 0)
+		fail_msg("a problem needs its status and request_id: %s", r->body);
+	ptr = harness_js(r->json, "errors.0.pointer");
+	if (pointer != NULL && strcmp(ptr, pointer) != 0)
+		fail_msg("want pointer %s: %s", pointer, r->body);
+}
+
+void
+harness_secret(const char *s)
+{
+	if (nsecrets == MAX_SECRETS)
+		fail_msg("more than %d planted secrets", MAX_SECRETS);
+	secrets[nsecrets++] = strdup(s);
+}
+
+void
+harness_done(void)
+{
+	harness_http_free(&harness_r);
+	for (int i = 0; i < nsecrets; i++)
+		free(secrets[i]);
+	nsecrets = 0;
+	PQfinish(pg);
+	pg = NULL;
+}
+
+/* ---- SQL */
+
+void
+harness_sql_use(const char *dburl)
+{
+	PQfinish(pg);
+	pg = NULL;
+	snprintf(dbu, sizeof(dbu), "%s", dburl);
+}
+
+static PGconn *
+conn(void)
+{
+	if (pg != NULL && PQstatus(pg) == CONNECTION_OK)
+		return pg;
+	PQfinish(pg);
+	if (dbu[0] == '\0')
+		fail_msg("harness_sql before harness_db_create");
+	pg = PQconnectdb(dbu);
+	if (PQstatus(pg) != CONNECTION_OK)
+		fail_msg("cannot reach %s: %s", dbu, PQerrorMessage(pg));
+	return pg;
+}
+
+/* Runs q; fails the test unless it succeeds (with rows when rows). */
+static PGresult *
+run(const char *q, bool rows)
+{
+	PGresult *r = PQexec(conn(), q);
+	ExecStatusType st = PQresultStatus(r);
+
+	if (st != PGRES_TUPLES_OK && (rows || st != PGRES_COMMAND_OK)) {
+		char msg[1024];
+
+		snprintf(msg, sizeof(msg), "%s", PQresultErrorMessage(r));
+		PQclear(r);
+		fail_msg("%s: %s", q, msg);
+	}
+	return r;
+}
+
+void
+harness_sql(const char *fmt, ...)
+{
+	char q[16384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	PQclear(run(q, false));
+}
+
+static char *
+vsql_str(const char *fmt, va_list ap)
+{
+	char q[8192], *v;
+	PGresult *r;
+
+	vsnprintf(q, sizeof(q), fmt, ap);
+	r = run(q, true);
+	if (PQntuples(r) != 1) {
+		int n = PQntuples(r);
+
+		PQclear(r);
+		fail_msg("%s: want one row, got %d", q, n);
+	}
+	v = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+char *
+harness_sql_str(const char *fmt, ...)
+{
+	va_list ap;
+	char *v;
+
+	va_start(ap, fmt);
+	v = vsql_str(fmt, ap);
+	va_end(ap);
+	return v;
+}
+
+long
+harness_sql_long(const char *fmt, ...)
+{
+	va_list ap;
+	char *v;
+	long n;
+
+	va_start(ap, fmt);
+	v = vsql_str(fmt, ap);
+	va_end(ap);
+	n = atol(v);
+	free(v);
+	return n;
+}
+
+char *
+harness_sql_params(const char *q, int n, const char *const *params)
+{
+	PGresult *r = PQexecParams(conn(), q, n, NULL, params, NULL, NULL, 0);
+	ExecStatusType st = PQresultStatus(r);
+	char *v = NULL;
+
+	if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
+		char msg[1024];
+
+		snprintf(msg, sizeof(msg), "%s", PQresultErrorMessage(r));
+		PQclear(r);
+		fail_msg("%s: %s", q, msg);
+	}
+	if (st == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
+		v = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+/* ---- time */
+
+double
+harness_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+bool
+harness_wait(bool (*pred)(void *arg), void *arg, double timeout_s)
+{
+	double end = harness_now_s() + timeout_s;
+
+	for (;;) {
+		if (pred(arg))
+			return true;
+		if (harness_now_s() > end)
+			return false;
+		usleep(100 * 1000);
+	}
+}
+
+/* ---- JSON */
+
+json_t *
+harness_jp(json_t *o, const char *path)
+{
+	char buf[256], *save = NULL, *k;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (k = strtok_r(buf, ".", &save); k != NULL && o != NULL; k = strtok_r(NULL, ".", &save))
+		o = json_is_array(o) ? json_array_get(o, (size_t)atoi(k)) : json_object_get(o, k);
+	return o;
+}
+
+const char *
+harness_js(json_t *o, const char *path)
+{
+	const char *s = json_string_value(harness_jp(o, path));
+
+	return s != NULL ? s : "";
+}
+
+long long
+harness_ji(json_t *o, const char *path)
+{
+	return json_integer_value(harness_jp(o, path));
+}

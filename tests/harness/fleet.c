@@ -1,0 +1,141 @@
+/* fleet: registers cloudsim's member clusters through fleetd's API the way Terraform and
+ * scripts/demo.py do (phase 1, the identities, phase 2, the cluster), and waits for their
+ * first capacity snapshots. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/harness.h"
+
+#define js	harness_js
+
+/* The account object of phase 1 for cloudsim cluster c. */
+static json_t *
+account_of(json_t *c)
+{
+	const char *p = js(c, "provider");
+
+	if (strcmp(p, "gke") == 0)
+		return json_pack("{s:s}", "project", js(c, "project"));
+	if (strcmp(p, "aks") == 0)
+		return json_pack("{s:s, s:s, s:s}", "subscription_id", js(c, "subscription"),
+		    "tenant_id", js(c, "iam.control_plane.tenant_id"), "resource_group",
+		    js(c, "resource_group"));
+	return json_pack("{s:s}", "account_id", js(c, "account"));
+}
+
+/* What Terraform does between the phases, from iam.required: tags both identities with the
+ * cloud id and lets fleetd in as the control plane.  Sets the pair's names in *cp, *cl. */
+static void
+prepare_identities(const struct harness_cs *cs, json_t *c, json_t *cloud, const char **cp,
+		   const char **cl)
+{
+	const char *p = js(c, "provider"), *id = js(cloud, "id");
+	json_t *tags = json_pack("{s:s, s:s}", "fleet.io/cloud-id", id, "fleet.io/environment",
+	    js(cloud, "environment")), *b1, *b2;
+	char desc[128], *t1, *t2;
+
+	snprintf(desc, sizeof(desc), "fleet.io/cloud-id=%s", id);
+	if (strcmp(p, "gke") == 0) {
+		*cp = js(c, "iam.control_plane.service_account");
+		*cl = js(c, "iam.cluster_role.service_account");
+		b1 = json_pack("{s:s, s:s, s:s, s:[s]}", "provider", "gcp", "service_account", *cp,
+		    "description", desc, "token_creators", cs->fleetd_sa);
+		b2 = json_pack("{s:s, s:s, s:s}", "provider", "gcp", "service_account", *cl,
+		    "description", desc);
+	} else if (strcmp(p, "aks") == 0) {
+		*cp = js(c, "iam.control_plane.resource_id");
+		*cl = js(c, "iam.cluster_role.resource_id");
+		b1 = json_pack("{s:s, s:s, s:O, s:O*}", "provider", "azure", "resource_id", *cp,
+		    "tags", tags, "federated_identity_credentials", harness_jp(cloud,
+		    "iam.required.control_plane_identity.federated_identity_credentials"));
+		b2 = json_pack("{s:s, s:s, s:O}", "provider", "azure", "resource_id", *cl, "tags",
+		    tags);
+	} else {
+		*cp = js(c, "iam.control_plane.role_arn");
+		*cl = js(c, "iam.cluster_role.role_arn");
+		b1 = json_pack("{s:s, s:s, s:s, s:O}", "provider", "aws", "role_arn", *cp,
+		    "external_id", js(cloud, "external_id"), "tags", tags);
+		b2 = json_pack("{s:s, s:s, s:O}", "provider", "aws", "role_arn", *cl, "tags", tags);
+	}
+	t1 = json_dumps(b1, JSON_COMPACT);
+	t2 = json_dumps(b2, JSON_COMPACT);
+	harness_sim_post(cs, "/_sim/iam", t1);
+	harness_sim_post(cs, "/_sim/iam", t2);
+	free(t1);
+	free(t2);
+	json_decref(b1);
+	json_decref(b2);
+	json_decref(tags);
+}
+
+void
+harness_register(const struct harness_cs *cs, const char *admin, const char *name,
+		 char *cloud_id, char *cluster_id)
+{
+	json_t *c = harness_cs_cluster(cs, name), *body, *cloud;
+	const char *cp = NULL, *cl = NULL;
+	char cname[160];
+
+	snprintf(cname, sizeof(cname), "%s-%s-%s", js(c, "environment"), js(c, "provider"),
+	    js(c, "region"));
+	body = json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", cname, "environment",
+	    js(c, "environment"), "provider", js(c, "provider"), "region", js(c, "region"),
+	    "account", account_of(c));
+	if (harness_call_json("POST", admin, body, "/v1/clouds") != 201)
+		fail_msg("phase 1 %s: %ld %s", cname, harness_r.status, harness_r.body);
+	json_decref(body);
+	cloud = json_incref(harness_r.json);
+	if (strcmp(js(cloud, "state"), "pending_iam") != 0)
+		fail_msg("phase 1 %s: state %s", cname, js(cloud, "state"));
+	prepare_identities(cs, c, cloud, &cp, &cl);
+	body = json_pack("{s:s, s:s}", "control_plane_role", cp, "cluster_role", cl);
+	if (harness_call_json("POST", admin, body, "/v1/clouds/%s/iam", js(cloud, "id")) != 200 ||
+	    strcmp(js(harness_r.json, "state"), "active") != 0)
+		fail_msg("phase 2 %s: %ld %s", cname, harness_r.status, harness_r.body);
+	json_decref(body);
+	body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s}", "name", name, "api_server",
+	    js(c, "api_server"), "ca_cert", cs->ca_pem, "credentials", "token", js(c, "token"),
+	    "provider_cluster_id", js(c, "provider_cluster_id"));
+	if (harness_call_json("POST", admin, body, "/v1/clouds/%s/clusters",
+	    js(cloud, "id")) != 201)
+		fail_msg("cluster %s: %ld %s", name, harness_r.status, harness_r.body);
+	json_decref(body);
+	if (cloud_id != NULL)
+		snprintf(cloud_id, 40, "%s", js(cloud, "id"));
+	if (cluster_id != NULL)
+		snprintf(cluster_id, 40, "%s", js(harness_r.json, "id"));
+	json_decref(cloud);
+}
+
+void
+harness_wait_capacity(const char *const *names, double timeout_s)
+{
+	double end = harness_now_s() + timeout_s;
+	int want = 0;
+
+	while (names[want] != NULL)
+		want++;
+	while (harness_now_s() < end) {
+		int seen = 0;
+
+		if (harness_call("GET", NULL, NULL, "/metrics") == 200)
+			for (int k = 0; k < want; k++) {
+				char needle[160];
+
+				snprintf(needle, sizeof(needle), "cluster=\"%s\"}", names[k]);
+				seen += strstr(harness_r.body, needle) != NULL;
+			}
+		if (seen == want)
+			return;
+		usleep(200 * 1000);
+	}
+	fail_msg("no capacity snapshot of every cluster within %.0f s", timeout_s);
+}

@@ -1,0 +1,193 @@
+/* harness: what integration and cloudsim tests share (library fleet_harness) — scratch
+ * databases, fleetd and cloudsim processes, a fleet registered through the API, HTTP calls
+ * with problem+json checks, SQL and time.  Every function fails the running cmocka test
+ * itself on anything unexpected, so a test reads as its cases only.  See
+ * /work/notes/harness-ready.md or CONTRIBUTING.md ("Adding a test") for an example. */
+#ifndef FLEET_TESTS_HARNESS_H
+#define FLEET_TESTS_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#define HARNESS_FMT(a, b)	__attribute__((format(printf, a, b)))
+
+struct fleetd_proc {
+	pid_t	pid;
+	int	port;
+	char	url[64];	/* http://127.0.0.1:PORT */
+	char	log[256];	/* its stdout+stderr */
+	char	dburl[512];
+};
+
+struct http_result {
+	long	 status;
+	char	*body;		/* malloc'd, NUL-terminated */
+	size_t	 len;
+	char	*headers;	/* malloc'd raw header block */
+	json_t	*json;		/* parsed body or NULL */
+};
+
+/* A cloudsim started by harness_cs_start, and what fleetd needs to talk to it. */
+struct harness_cs {
+	pid_t	 pid;
+	char	 dir[256];	/* state dir: port, fleetd.env, clusters.json, cloudsim.log */
+	char	 url[128];	/* http://127.0.0.1:P — /_sim and the provider APIs */
+	char	 kube[128];	/* https://127.0.0.1:K — the member clusters, /k8s/<name> */
+	char	 ca[300];	/* path of ca.pem (the kube port's CA) */
+	char	*ca_pem;	/* its text */
+	char	 fleetd_sa[256];	/* fleetd's own GCP service account */
+	json_t	*clusters;	/* clusters.json "clusters" */
+	char	*env[80];	/* fleetd.env's FLEETD_* lines then harness_cs_env_add's, NULL-ended:
+				 * pass (const char *const *)cs.env to harness_fleetd_start */
+	int	 nenv;
+};
+
+/* ---- databases (the test Postgres of tests/run.sh) */
+
+/* Creates database t_<tag>_<pid>; aborts the test when FLEETD_TEST_DATABASE_URL is unset: a
+ * missing database is a failure.  It becomes the database of harness_sql*. */
+void	harness_db_create(const char *tag, char *url, size_t urllen);
+void	harness_db_drop(const char *url);
+
+/* ---- processes */
+
+int	harness_free_port(void);
+/* Starts `fleetd serve --migrate` with extra "NAME=value" env entries (NULL-terminated,
+ * later ones win); it becomes the fleetd of harness_call. */
+void	harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env);
+/* SIGTERM and wait; returns the exit status. */
+int	harness_fleetd_stop(struct fleetd_proc *p);
+/* `fleetd token create`; returns malloc'd secret. */
+char	*harness_token(const char *dburl, const char *role, const char *envs);
+/* Runs a shell command, returns its exit status. */
+int	harness_sh(const char *fmt, ...) HARNESS_FMT(1, 2);
+/* Whole file as a malloc'd string (NULL when missing). */
+char	*harness_slurp(const char *path);
+
+/* ---- HTTP */
+
+/* One HTTP call; body may be NULL; extra headers "Name: value" NULL-terminated.  Every
+ * answer of a fleetd started by harness_fleetd_start is also recorded, one JSON line
+ * {method, path, status, content_type, body}, in the file named by FLEETD_RESPONSE_LOG
+ * (appended to), else /tmp/fleetd-responses-<pid>.jsonl (fresh per test process). */
+void	harness_http(struct http_result *r, const char *method, const char *url,
+	    const char *token, const char *body, const char *const *headers);
+/* The same over HTTPS trusting cafile (NULL: the system's CAs). */
+void	harness_https(struct http_result *r, const char *method, const char *url,
+	    const char *cafile, const char *body, const char *const *headers);
+void	harness_http_free(struct http_result *r);
+/* Header value from r->headers (case-insensitive), malloc'd, or NULL. */
+char	*harness_header(const struct http_result *r, const char *name);
+/* Validates every recorded response against api/openapi.yaml (tests/openapi/validate.js:
+ * route, status, content type, JSON body against the response schema), naming route and
+ * field on any mismatch or on a response no operation describes.  Call it last in the group
+ * teardown: a failure fails the teardown and, since cmocka 1.1 does not count teardown
+ * failures, also makes the test process exit 1.  On success the default record file is
+ * removed and recording starts afresh. */
+void	harness_validate_responses(void);
+
+/* ---- calls to the fleetd last started (harness_call_to picks another) */
+
+/* The answer of the last harness_call*, kept until the next one (freed by harness_done). */
+extern struct http_result harness_r;
+
+/* method path (printf-formatted) with token (NULL: none) and body (NULL: none); returns
+ * the status, the answer in harness_r.  Fails the test when an answer carries a planted
+ * secret (harness_secret). */
+long	harness_call(const char *method, const char *token, const char *body,
+	    const char *fmt, ...) HARNESS_FMT(4, 5);
+/* The same with extra headers ("Name: value", NULL-terminated). */
+long	harness_call_h(const char *method, const char *token, const char *body,
+	    const char *const *headers, const char *fmt, ...) HARNESS_FMT(5, 6);
+/* The same with a JSON body (borrowed). */
+long	harness_call_json(const char *method, const char *token, json_t *body,
+	    const char *fmt, ...) HARNESS_FMT(4, 5);
+/* Makes harness_call talk to p (the last started otherwise). */
+void	harness_call_to(const struct fleetd_proc *p);
+/* POST that must answer 201 (a create); returns the answer, borrowed from harness_r (valid
+ * until the next call: json_incref it to keep it). */
+json_t	*harness_post_created(const char *token, const char *path, const char *body);
+/* GET that must answer 200; returns the answer, borrowed from harness_r likewise. */
+json_t	*harness_get_ok(const char *token, const char *fmt, ...) HARNESS_FMT(2, 3);
+/* Fails unless r (NULL: harness_r) has this status. */
+void	harness_expect_status(const struct http_result *r, long status);
+/* Fails unless r (NULL: harness_r) is application/problem+json with this status and code,
+ * a request_id, and (pointer not NULL) errors[0].pointer equal to pointer. */
+void	harness_expect_problem(const struct http_result *r, long status, const char *code,
+	    const char *pointer);
+/* Plants a secret: any later answer (body or headers) holding it fails the test. */
+void	harness_secret(const char *s);
+/* Frees harness_r, the planted secrets and the SQL connection (call it in teardown). */
+void	harness_done(void);
+
+/* ---- SQL on the database last created (harness_sql_use picks another) */
+
+void	harness_sql_use(const char *dburl);
+/* Runs q (printf-formatted; tests only), failing the test on error. */
+void	harness_sql(const char *fmt, ...) HARNESS_FMT(1, 2);
+/* First column of the one row q returns, malloc'd ("" for NULL); fails on != 1 row. */
+char	*harness_sql_str(const char *fmt, ...) HARNESS_FMT(1, 2);
+long	harness_sql_long(const char *fmt, ...) HARNESS_FMT(1, 2);
+/* Parameterized: first column of the first row, malloc'd, or NULL (no row, NULL value). */
+char	*harness_sql_params(const char *q, int n, const char *const *params);
+
+/* ---- time */
+
+/* Monotonic seconds. */
+double	harness_now_s(void);
+/* Polls pred(arg) every 100 ms until it holds (true) or timeout_s passes (false). */
+bool	harness_wait(bool (*pred)(void *arg), void *arg, double timeout_s);
+
+/* ---- JSON */
+
+/* o at a dotted path ("iam.required.0.name": numbers index arrays), or NULL. */
+json_t	*harness_jp(json_t *o, const char *path);
+/* The string at path, "" when absent. */
+const char *harness_js(json_t *o, const char *path);
+long long harness_ji(json_t *o, const char *path);
+
+/* ---- cloudsim */
+
+/* cloudsim/fleets/test.json with its key files made absolute: edit it and pass it to
+ * harness_cs_start_json.  New reference. */
+json_t	*harness_fleet_json(void);
+/* Starts cloudsim on free ports in a fresh state dir with the fleet file (NULL: the test
+ * fleet) at time_scale (NULL: 1), and reads what it wrote; fails the test when it does
+ * not come up.  FLEETD_MASTER_KEY is among cs->env. */
+void	harness_cs_start(struct harness_cs *cs, const char *fleet, const char *time_scale);
+/* The same with a fleet given as JSON (borrowed; written into the state dir). */
+void	harness_cs_start_json(struct harness_cs *cs, json_t *fleet, const char *time_scale);
+/* Adds (or replaces) one "NAME=value" entry of cs->env. */
+void	harness_cs_env_add(struct harness_cs *cs, const char *fmt, ...) HARNESS_FMT(2, 3);
+/* The value of NAME in cs->env, or NULL. */
+const char *harness_cs_env(const struct harness_cs *cs, const char *name);
+/* SIGTERM, wait, remove the state dir, free; safe on a cloudsim never started. */
+void	harness_cs_stop(struct harness_cs *cs);
+/* clusters.json's entry name (borrowed); fails the test when there is none. */
+json_t	*harness_cs_cluster(const struct harness_cs *cs, const char *name);
+/* One call to cloudsim's HTTP port; returns the status, *out (optional) the JSON answer. */
+long	harness_sim(const struct harness_cs *cs, const char *method, const char *path,
+	    const char *body, json_t **out);
+/* GET that must answer 200; new reference. */
+json_t	*harness_sim_get(const struct harness_cs *cs, const char *path);
+/* POST that must answer 200 or 201. */
+void	harness_sim_post(const struct harness_cs *cs, const char *path, const char *body);
+/* A Kubernetes call to member cluster name with its bearer token, over TLS with cs->ca. */
+void	harness_kube(const struct harness_cs *cs, struct http_result *r, const char *cluster,
+	    const char *method, const char *path, const char *ctype, const char *body);
+
+/* ---- a fleet registered through the API, as Terraform drives it */
+
+/* Registers cloudsim cluster name: phase 1 (POST /v1/clouds, named
+ * <environment>-<provider>-<region>), the identities cloudsim must hold (/_sim/iam, as
+ * iam.required asks), phase 2 (active), then the member cluster.  Its environment must
+ * exist.  Fills cloud_id and cluster_id (40 bytes each, may be NULL). */
+void	harness_register(const struct harness_cs *cs, const char *admin, const char *name,
+	    char *cloud_id, char *cluster_id);
+/* Waits until /metrics shows a capacity snapshot of each named cluster (NULL-terminated). */
+void	harness_wait_capacity(const char *const *names, double timeout_s);
+
+#endif
