@@ -1,7 +1,6 @@
 /* workers: the table of fleetd's background loops.  FLEETD_WORKERS names the rows to run
  * ("none", or a name no row has, runs nothing); they start in table order and stop in
- * reverse.  A new loop is one row
- * here plus its module's start/stop (see CONTRIBUTING.md). */
+ * reverse.  A new loop is one row here plus its module's start/stop (CONTRIBUTING.md). */
 #include <stddef.h>
 #include <string.h>
 
