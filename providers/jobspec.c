@@ -648,6 +648,7 @@ parse_identity(json_t *root, struct job_spec *s, struct err *e)
 	    strchr(ver, ' '))
 		return invalid(e, "/ray_version", "ray_version must look like 2.52.0");
 	dup_str(&s->ray_version, ver);
+	s->image_set = image != NULL;
 	if (image == NULL) {
 		snprintf(buf, sizeof(buf), "rayproject/ray:%s", ver);
 		image = buf;
@@ -681,6 +682,31 @@ check_slice(struct job_spec *s, struct err *e)
 	return true;
 }
 
+/* topology host puts every accelerator pod of the job on one node: at least one
+ * accelerator group, all of one flavor. */
+static bool
+check_host(struct job_spec *s, struct err *e)
+{
+	const char *flavor = NULL;
+	char ptr[64];
+
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const char *f = s->groups[i].accel_flavor;
+
+		if (f == NULL)
+			continue;
+		snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/accelerator/flavor", i);
+		if (flavor != NULL && strcmp(flavor, f) != 0)
+			return invalid(e, ptr, "topology host puts every accelerator pod on one node: "
+			    "all accelerator groups need the same flavor");
+		flavor = f;
+	}
+	if (flavor == NULL)
+		return invalid(e, "/topology", "topology host needs a worker group with an "
+		    "accelerator");
+	return true;
+}
+
 bool
 jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 {
@@ -702,7 +728,8 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 	    !parse_kind_fields(j, &s, e) || !parse_head(j, &s, e) || !parse_groups(j, &s, e) ||
 	    !parse_topology(j, &s, e) || !parse_constraints(j, &s, e) ||
 	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) ||
-	    (s.topology == JOBSPEC_TOPO_SLICE && !check_slice(&s, e))) {
+	    (s.topology == JOBSPEC_TOPO_SLICE && !check_slice(&s, e)) ||
+	    (s.topology == JOBSPEC_TOPO_HOST && !check_host(&s, e))) {
 		jobspec_cleanup(&s);
 		return false;
 	}
@@ -851,9 +878,9 @@ jobspec_to_json(const struct job_spec *s)
 	jobspec_fmt_memory(s->head_memory_bytes, mem, sizeof(mem));
 	for (size_t i = 0; i < s->ngroups; i++)
 		json_array_append_new(groups, group_to_json(&s->groups[i]));
-	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:o, s:{s:s}, s:o}",
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s*, s:{s:s, s:s}, s:o, s:{s:s}, s:o}",
 	    "kind", jobspec_kind_name(s->kind), "queue", s->queue, "name", s->name,
-	    "ray_version", s->ray_version, "image", s->image,
+	    "ray_version", s->ray_version, "image", s->image_set ? s->image : NULL,
 	    "head", "cpu", cpu, "memory", mem, "worker_groups", groups,
 	    "topology", "type", jobspec_topology_name(s->topology),
 	    "constraints", constraints_to_json(s));

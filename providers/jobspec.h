@@ -74,7 +74,9 @@ struct job_spec {
 	char	*priority_class;	/* NULL: the queue's default */
 	char	*name;
 	char	*ray_version;		/* "2.52.0" */
-	char	*image;			/* default rayproject/ray:<ray_version> */
+	char	*image;			/* head image; default rayproject/ray:<ray_version> */
+	bool	 image_set;		/* the user named the image: every pod runs it; else
+					 * each group gets kuberay_default_image() */
 	char	*entrypoint;		/* RayJob, RayCronJob */
 	char	*schedule;		/* RayCronJob: 5-field cron or @hourly... */
 	char	*time_zone;		/* RayCronJob, optional */

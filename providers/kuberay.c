@@ -75,6 +75,57 @@ kuberay_accel_resource(const char *flavor)
 	return "nvidia.com/gpu";
 }
 
+/* One row per accelerator family: flavor prefix, image tag suffix. */
+static const struct {
+	const char	*prefix;
+	const char	*suffix;
+} image_table[] = {
+	{ "nvidia-",	"-gpu" },	/* CUDA build; plain tags are CPU-only */
+	{ "tpu",	"" },		/* libtpu ships with jax[tpu] in the image's Python */
+};
+
+const char *
+kuberay_default_image(const char *ray_version, const char *flavor, char *buf, size_t len)
+{
+	const char *suffix = "";
+
+	for (size_t i = 0; flavor != NULL && i < sizeof(image_table) / sizeof(image_table[0]);
+	    i++)
+		if (strncmp(flavor, image_table[i].prefix, strlen(image_table[i].prefix)) == 0)
+			suffix = image_table[i].suffix;
+	snprintf(buf, len, "rayproject/ray:%s%s", ray_version ? ray_version : "latest", suffix);
+	return buf;
+}
+
+static bool
+gpu_build(const char *image)
+{
+	const char *tag = strrchr(image, ':'), *slash = strrchr(image, '/');
+
+	if (tag == NULL || (slash != NULL && slash > tag))
+		tag = image;
+	return strstr(tag, "-gpu") != NULL || strstr(tag, "-cu") != NULL ||
+	    strstr(image, "cuda") != NULL || strstr(image, "gpu") != NULL;
+}
+
+bool
+kuberay_image_warning(const struct job_spec *s, char *buf, size_t len)
+{
+	if (!s->image_set || gpu_build(s->image))
+		return false;
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const char *f = s->groups[i].accel_flavor;
+
+		if (f != NULL && strncmp(f, "nvidia-", 7) == 0) {
+			snprintf(buf, len, "image %.200s looks like a CPU build (no -gpu or -cuXX tag) "
+			    "but worker group %.63s asks for %.48s: its pods may crash-loop without "
+			    "CUDA", s->image, s->groups[i].name, f);
+			return true;
+		}
+	}
+	return false;
+}
+
 const char *
 kuberay_rack_label(enum kuberay_provider p)
 {
@@ -422,8 +473,11 @@ worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel
 	bool tpu = c->s->topology == JOBSPEC_TOPO_SLICE && g->accel_flavor != NULL;
 	bool spot = p->spot && on_main_pool(c, g);
 
-	json_object_set_new(sel, pool_label(p->provider), json_string(
-	    on_main_pool(c, g) ? p->pool : p->cpu_pool));
+	/* a multi-host TPU group with several replicas spans several slices (GKE: one node
+	 * pool each): the slice selectors choose, not one pool */
+	if (!(tpu && g->max_replicas > 1))
+		json_object_set_new(sel, pool_label(p->provider), json_string(
+		    on_main_pool(c, g) ? p->pool : p->cpu_pool));
 	if (p->provider == KUBERAY_GKE) {
 		if (tpu) {
 			json_object_set_new(sel, "cloud.google.com/gke-tpu-accelerator",
@@ -456,15 +510,16 @@ worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel
 		json_array_append_new(tol, toleration("sku", "gpu"));
 }
 
-/* topology host without a node name: every worker of the main pool's groups on the node
- * of the first one (a pod matching its own required affinity term may go first). */
+/* topology host without a node name (a node still to grow): every pod of the accelerator
+ * groups on the node of the first one (a pod matching its own required affinity term may
+ * go first). */
 static json_t *
 host_affinity(const struct ctx *c)
 {
 	json_t *groups = json_array();
 
 	for (size_t i = 0; i < c->s->ngroups; i++) {
-		if (on_main_pool(c, &c->s->groups[i]))
+		if (c->s->groups[i].accel_flavor != NULL)
 			json_array_append_new(groups, json_string(c->s->groups[i].name));
 	}
 	return json_pack("{s:{s:[{s:{s:{s:s, s:s}, s:[{s:s, s:s, s:o}]}, s:s}]}}",
@@ -481,8 +536,8 @@ worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spe
 	json_t *sel = json_object(), *tol = json_array();
 
 	worker_selectors(c, g, sel, tol);
-	if (!on_main_pool(c, g)) {
-		/* no topology: the cpu pool is elsewhere */
+	if (g->accel_flavor == NULL) {
+		/* topology binds the accelerator gang only */
 	} else if (c->s->topology == JOBSPEC_TOPO_RACK) {
 		const char *key = c->p->rack_label ? c->p->rack_label :
 		    kuberay_rack_label(c->p->provider);
@@ -508,12 +563,17 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 	int64_t cpu = g ? g->cpu_milli : c->s->head_cpu_milli;
 	int64_t mem = g ? g->memory_bytes : c->s->head_memory_bytes;
 	json_t *labels = fleet_labels(c), *ctr, *spec;
+	char image[160];
+	const char *img = c->s->image;
 
+	if (!c->s->image_set && g != NULL)
+		img = kuberay_default_image(c->s->ray_version, g->accel_flavor, image,
+		    sizeof(image));
 	json_object_set_new(labels, "fleet.io/role", json_string(g ? "worker" : "head"));
 	if (g != NULL)
 		json_object_set_new(labels, "fleet.io/group", json_string(g->name));
 	ctr = json_pack("{s:s, s:s, s:s, s:o, s:o, s:[{s:s, s:s}]}",
-	    "name", g ? "ray-worker" : "ray-head", "image", c->s->image,
+	    "name", g ? "ray-worker" : "ray-head", "image", img,
 	    "imagePullPolicy", "IfNotPresent",
 	    "env", container_env(c),
 	    "resources", resources(cpu, mem, g ? kuberay_accel_resource(g->accel_flavor) : NULL,

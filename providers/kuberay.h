@@ -79,6 +79,14 @@ int		 kuberay_name_max(enum jobspec_kind kind);	/* 47, 53, 47, 36 */
 /* Extended resource for an accelerator flavor: google.com/tpu, nvidia.com/gpu,
  * amd.com/gpu or aws.amazon.com/neuron. */
 const char	*kuberay_accel_resource(const char *flavor);
+/* The default image of a pod by its accelerator (one table, see README "Images"):
+ * NULL flavor (head, cpu workers) and TPU: rayproject/ray:<v> (libtpu comes with the
+ * Python environment); NVIDIA: rayproject/ray:<v>-gpu (the CUDA build). Writes buf. */
+const char	*kuberay_default_image(const char *ray_version, const char *flavor, char *buf,
+		    size_t len);
+/* When s names an image that looks like a CPU build (no -gpu, -cuXX or cuda in the tag)
+ * while a group asks for NVIDIA GPUs: a warning sentence in buf, true. */
+bool		 kuberay_image_warning(const struct job_spec *s, char *buf, size_t len);
 /* Default node label naming a rack / NVLink domain for the provider. */
 const char	*kuberay_rack_label(enum kuberay_provider p);
 const char	*kuberay_provider_name(enum kuberay_provider p);	/* gke | aks | hyperpod */

@@ -112,6 +112,71 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 	return true;
 }
 
+/* topology host: the accelerator gang at its maximum (elastic growth stays on the node)
+ * must fit one node of the environment; 422 naming the largest node otherwise. */
+static bool
+host_fits(struct db *c, const char *env, const struct job_spec *s, struct err *e)
+{
+	static const char sql[] =
+	    "SELECT x->>'name', cap.pool, k.name,"
+	    " coalesce((x->>'alloc_accel')::bigint, cap.accel_per_node),"
+	    " coalesce((x->>'alloc_cpu_m')::bigint, (x->>'free_cpu_m')::bigint, 0),"
+	    " coalesce((x->>'alloc_mem')::bigint, (x->>'free_mem')::bigint, 0)"
+	    " FROM capacity cap JOIN clusters k ON k.id = cap.cluster_id"
+	    " JOIN clouds c ON c.id = k.cloud_id,"
+	    " jsonb_array_elements(cap.topology->'nodes') x"
+	    " WHERE c.environment = $1 AND cap.flavor = $2 AND ($3::boolean IS NULL OR"
+	    " cap.spot = $3::boolean) ORDER BY 4 DESC, 5 DESC, 6 DESC, 1 LIMIT 1";
+	const char *spot = s->spot == JOBSPEC_SPOT_ONLY ? "true" :
+	    s->spot == JOBSPEC_SPOT_NEVER ? "false" : NULL;
+	long long accel = 0, cpu = 0, mem = 0;
+	const char *flavor = NULL;
+	size_t last = 0;
+	PGresult *r = NULL;
+	char ptr[64];
+	bool ok = false;
+
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const struct jobspec_group *g = &s->groups[i];
+
+		if (g->accel_flavor == NULL)
+			continue;
+		flavor = g->accel_flavor;
+		last = i;
+		accel += (long long)g->max_replicas * g->accel_count;
+		cpu += (long long)g->max_replicas * g->cpu_milli;
+		mem += (long long)g->max_replicas * g->memory_bytes;
+	}
+	if (flavor == NULL)
+		return true;
+	{
+		const char *p[3] = { env, flavor, spot };
+
+		if (!db_exec(c, sql, 3, p, &r, e))
+			return false;
+	}
+	snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/%s", last,
+	    s->groups[last].elastic ? "max_replicas" : "replicas");
+	if (PQntuples(r) == 0) {
+		ok = true;	/* no node seen yet: the flavor check above speaks for it */
+	} else if (accel > atoll(PQgetvalue(r, 0, 3)) || cpu > atoll(PQgetvalue(r, 0, 4)) ||
+	    mem > atoll(PQgetvalue(r, 0, 5))) {
+		err_field(e, 422, "queue.unplaceable", ptr, "topology host: the gang needs %lld "
+		    "%s on one node but the largest node in %s (%.48s) has %lld", accel, flavor,
+		    env, PQgetvalue(r, 0, 0), atoll(PQgetvalue(r, 0, 3)));
+		err_detail(e, "topology host puts every accelerator pod on one node, elastic "
+		    "growth included: at max_replicas the gang needs %lld %s, %lld millicores and "
+		    "%lld MiB; the largest node is %.64s (pool %.64s of cluster %.64s) with %lld, "
+		    "%lld and %lld", accel, flavor, cpu, mem >> 20, PQgetvalue(r, 0, 0),
+		    PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), atoll(PQgetvalue(r, 0, 3)),
+		    atoll(PQgetvalue(r, 0, 4)), atoll(PQgetvalue(r, 0, 5)) >> 20);
+	} else {
+		ok = true;
+	}
+	PQclear(r);
+	return ok;
+}
+
 bool
 job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 {
@@ -144,7 +209,8 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 			goto cleanup;
 		}
 	}
-	if (!admissible(c, env, &s, e))
+	if (!admissible(c, env, &s, e) ||
+	    (s.topology == JOBSPEC_TOPO_HOST && !host_fits(c, env, &s, e)))
 		goto cleanup;
 	canon = jobspec_to_json(&s);
 	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);

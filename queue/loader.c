@@ -246,6 +246,7 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 
 		if (!sched_job_add_group(m, j, "cpu", 1, 1, head, e))
 			goto fail;
+		j->groups[0].head = true;
 	}
 	for (size_t i = 0; i < s.ngroups; i++) {
 		const struct jobspec_group *g = &s.groups[i];
@@ -262,6 +263,7 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 		if (!sched_job_add_group(m, j, g->accel_flavor ? g->accel_flavor : "cpu", min, max,
 		    pod, e))
 			goto fail;
+		j->groups[j->n_groups - 1].hosts = hosts;
 	}
 	for (size_t i = 0; i < s.nregions; i++)
 		if (!sched_job_allow_region(m, j, s.regions[i], e))

@@ -51,6 +51,7 @@ enum sched_reason {
 	SCHED_R_REGION_NOT_ALLOWED,
 	SCHED_R_PROVIDER_NOT_ALLOWED,
 	SCHED_R_SPOT_MISMATCH,
+	SCHED_R_NO_HEAD_POOL,		/* no on-demand cpu pool whose node holds the head */
 	SCHED_R_OVER_PRICE,
 	SCHED_R_OVER_QUOTA,
 	SCHED_R_BORROWING_LIMIT,
@@ -156,6 +157,9 @@ struct sched_group {
 	int			 flavor;
 	int			 min, max;	/* replicas; max == min when not elastic */
 	int			 count;		/* admitted replicas (admitted/running jobs) */
+	bool			 head;		/* the Ray head: on-demand cpu pools only */
+	int			 hosts;		/* pods per replica: the hosts of one TPU
+						 * slice (each replica a whole slice), else 1 */
 	struct sched_vec	 pod;		/* per pod */
 };
 

@@ -108,8 +108,8 @@ sched_capacity_take(struct sched_model *m, struct sched_cluster *c,
 		    struct sched_alloc *allocs, size_t n)
 {
 	uint64_t touched = 0;
-	size_t i;
-	int r;
+	size_t i, k, nv = 0, base = c->n_nodes;
+	int r, vfrom[64], vto[64];
 
 	(void)m;
 	for (i = 0; i < n; i++) {
@@ -117,7 +117,20 @@ sched_capacity_take(struct sched_model *m, struct sched_cluster *c,
 		struct sched_node *nd;
 
 		if (a->node < 0 || (size_t)a->node >= c->n_nodes) {
-			a->node = grow_node(c, a->pool);
+			/* allocs naming the same virtual node of a pack share one grown node */
+			for (k = 0; a->node >= (int)base && k < nv && vfrom[k] != a->node; k++)
+				;
+			if (a->node >= (int)base && k < nv) {
+				a->node = vto[k];
+			} else {
+				int v = a->node;
+
+				a->node = grow_node(c, a->pool);
+				if (v >= (int)base && nv < 64) {
+					vfrom[nv] = v;
+					vto[nv++] = a->node;
+				}
+			}
 			a->grown = true;
 		}
 		nd = &c->nodes[a->node];

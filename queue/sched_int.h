@@ -25,6 +25,8 @@ struct sched_model {
 	struct sched_map	  cluster_ids, queue_ids, job_ids;
 	int			  flavor_name[SCHED_MAX_FLAVORS];
 	int			  n_flavors;
+	int			  cpu_flavor;	/* "cpu" (heads, cpu-only workers): on-demand pools
+						 * only, whatever the job's spot and price; -1 none */
 	struct sched_cluster	**clusters;
 	size_t			  n_clusters, cap_clusters;
 	struct sched_queue	**queues;

@@ -16,6 +16,7 @@ static const char *const reason_codes[SCHED_NREASONS] = {
 	[SCHED_R_REGION_NOT_ALLOWED] = "region_not_allowed",
 	[SCHED_R_PROVIDER_NOT_ALLOWED] = "provider_not_allowed",
 	[SCHED_R_SPOT_MISMATCH] = "spot_mismatch",
+	[SCHED_R_NO_HEAD_POOL] = "no_head_pool",
 	[SCHED_R_OVER_PRICE] = "over_price",
 	[SCHED_R_OVER_QUOTA] = "over_quota",
 	[SCHED_R_BORROWING_LIMIT] = "borrowing_limit",
@@ -141,6 +142,7 @@ sched_model_new(const struct sched_config *cfg, int64_t now)
 		sched_config_default(&m->cfg);
 	m->now = now;
 	m->arena = arena_new();
+	m->cpu_flavor = -1;
 	return m;
 }
 
@@ -231,6 +233,8 @@ sched_model_flavor(struct sched_model *m, const char *flavor, int *out, struct e
 		return err_set(e, 500, "queue.too_many_flavors", "more than %d flavors",
 		    SCHED_MAX_FLAVORS);
 	m->flavor_name[m->n_flavors] = id;
+	if (strcmp(flavor, "cpu") == 0)
+		m->cpu_flavor = m->n_flavors;
 	*out = m->n_flavors++;
 	return true;
 }
@@ -401,6 +405,7 @@ sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flav
 	g->min = min;
 	g->max = max;
 	g->count = 0;
+	g->hosts = 1;
 	g->pod = pod;
 	j->flavor_mask |= 1ULL << f;
 	sched_job_request(j, j->state != SCHED_PENDING, j->req, &j->n_req);

@@ -39,6 +39,26 @@ index_of(const int *arr, int n, int v)
 	return -1;
 }
 
+/* An on-demand cpu pool whose node (an existing one, or one it may grow) holds pod. */
+static bool
+head_pool(const struct sched_cluster *c, int cpu, const struct sched_vec *pod)
+{
+	size_t p, i;
+
+	for (p = 0; p < c->n_pools; p++) {
+		const struct sched_pool *pp = &c->pools[p];
+
+		if (pp->flavor != cpu || pp->spot)
+			continue;
+		if (pp->grow_nodes > 0 && sched_vec_fits(&pp->node_alloc, pod))
+			return true;
+		for (i = 0; i < c->n_nodes; i++)
+			if (c->nodes[i].pool == (int)p && sched_vec_fits(&c->nodes[i].alloc, pod))
+				return true;
+	}
+	return false;
+}
+
 /* Cluster-level checks, in a fixed order: health, flavor, constraints. */
 enum sched_reason
 sched_cluster_filter(const struct sched_model *m, const struct sched_job *j,
@@ -55,8 +75,12 @@ sched_cluster_filter(const struct sched_model *m, const struct sched_job *j,
 		return SCHED_R_STALE;
 	if (c->cordoned)
 		return SCHED_R_CORDONED;
-	if ((j->flavor_mask & ~c->flavor_mask) != 0)
-		return SCHED_R_WRONG_FLAVOR;
+	if ((j->flavor_mask & ~c->flavor_mask) != 0) {
+		uint64_t cpu = m->cpu_flavor >= 0 ? 1ULL << m->cpu_flavor : 0;
+
+		return (j->flavor_mask & ~c->flavor_mask) == cpu ? SCHED_R_NO_HEAD_POOL :
+		    SCHED_R_WRONG_FLAVOR;
+	}
 	if (j->n_regions > 0 && index_of(j->regions, j->n_regions, c->region) < 0)
 		return SCHED_R_REGION_NOT_ALLOWED;
 	if (j->n_providers > 0 && index_of(j->providers, j->n_providers, c->provider) < 0)
@@ -64,6 +88,11 @@ sched_cluster_filter(const struct sched_model *m, const struct sched_job *j,
 	for (g = 0; g < j->n_groups; g++) {
 		bool spot_ok = false, price_ok = false;
 
+		if (j->groups[g].flavor == m->cpu_flavor) {
+			if (j->groups[g].head && !head_pool(c, m->cpu_flavor, &j->groups[g].pod))
+				return SCHED_R_NO_HEAD_POOL;
+			continue;
+		}
 		for (p = 0; p < c->n_pools; p++) {
 			const struct sched_pool *pp = &c->pools[p];
 
@@ -217,11 +246,13 @@ smallest_list(const struct sched_model *m, const struct sched_job *j)
 {
 	int f, best = -1;
 
+	/* the cpu flavor last: a cluster without a cpu pool is then seen (no_head_pool) */
 	for (f = 0; f < m->n_flavors; f++)
-		if ((j->flavor_mask & (1ULL << f)) &&
+		if ((j->flavor_mask & (1ULL << f)) && f != m->cpu_flavor &&
 		    (best < 0 || m->n_by_flavor[f] < m->n_by_flavor[best]))
 			best = f;
-	return best;
+	return best >= 0 || m->cpu_flavor < 0 || !(j->flavor_mask & (1ULL << m->cpu_flavor)) ?
+	    best : m->cpu_flavor;
 }
 
 /* Filters and scores every cluster that has the job's rarest flavor. */

@@ -56,11 +56,14 @@ pool_nodes(const struct kube_capacity *kube, const char *pool, int *count, long 
 			snprintf(tpu_topology, tn, "%s", k->tpu_topology);
 		if (itype != NULL && itype[0] == '\0')
 			snprintf(itype, in, "%s", k->instance_type);
-		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b}",
+		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:b, s:I,"
+		    " s:I, s:I}",
 		    "name", k->name, "rack", k->rack, "slice", k->slice, "free_accel",
 		    (json_int_t)(k->ready ? kube_free_accel(k) : 0), "free_cpu_m",
 		    (json_int_t)(k->ready ? kube_free_cpu(k) : 0), "free_mem",
-		    (json_int_t)(k->ready ? kube_free_mem(k) : 0), "ready", k->ready));
+		    (json_int_t)(k->ready ? kube_free_mem(k) : 0), "ready", k->ready,
+		    "alloc_accel", (json_int_t)k->alloc_accel, "alloc_cpu_m",
+		    (json_int_t)k->alloc_cpu_m, "alloc_mem", (json_int_t)k->alloc_mem));
 	}
 	return nodes;
 }

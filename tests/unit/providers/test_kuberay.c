@@ -36,10 +36,15 @@ case_spec_json(const struct corpus_case *c)
 	const char *topo = c->topo == 0 ? "none" : c->topo == 1 ? "rack" : slice ? "slice" : "host";
 	json_t *j, *acc, *groups;
 
+	bool host = c->topo == 2 && !slice;
+
+	/* host: the gang at max_replicas (4 x 2 GPUs) fits one 8-GPU node */
 	acc = json_pack("{s:s, s:s, s:s}", "name", slice ? "tpu" : "gpu",
-	    "cpu", slice ? "200" : "48", "memory", slice ? "400Gi" : "800Gi");
+	    "cpu", slice ? "200" : host ? "22" : "48",
+	    "memory", slice ? "400Gi" : host ? "400Gi" : "800Gi");
 	json_object_set_new(acc, "accelerator", json_pack("{s:s, s:i}", "flavor", slice ? "tpu-v5p" :
-	    c->prov == 1 ? "nvidia-a100-80gb" : "nvidia-h100-80gb", "count", slice ? 4 : 8));
+	    c->prov == 1 ? "nvidia-a100-80gb" : "nvidia-h100-80gb", "count", slice ? 4 :
+	    host ? 2 : 8));
 	if (c->elastic) {
 		json_object_set_new(acc, "min_replicas", json_integer(1));
 		json_object_set_new(acc, "max_replicas", json_integer(4));
@@ -275,7 +280,29 @@ check_worker_vocab(const struct corpus_case *c, json_t *wg, const char *res)
 	    c->prov == 1 ? "kubernetes.azure.com/agentpool" :
 	    "sagemaker.amazonaws.com/instance-group-name");
 
-	assert_string_equal(pool, main_pool ? c->in.placement.pool : c->in.placement.cpu_pool);
+	if (tpu && json_integer_value(json_object_get(wg, "maxReplicas")) > 1)
+		assert_null(pool);	/* multi-slice: one GKE node pool per slice, none pinned */
+	else
+		assert_string_equal(pool, main_pool ? c->in.placement.pool :
+		    c->in.placement.cpu_pool);
+	/* issue 13: the image matches the accelerator (CUDA build for NVIDIA groups) */
+	{
+		const char *img = str_at(json_array_get(json_object_get(pod, "containers"), 0),
+		    "image");
+		size_t n = strlen(img);
+
+		if (res != NULL && strcmp(res, "nvidia.com/gpu") == 0)
+			assert_string_equal(img + (n > 4 ? n - 4 : 0), "-gpu");
+		else
+			assert_null(strstr(img, "-gpu"));
+	}
+	/* issue 13: topology binds the accelerator groups only */
+	if (res == NULL) {
+		assert_null(json_object_get(sel, "kubernetes.io/hostname"));
+		assert_null(json_object_get(json_object_get(pod, "affinity"), "podAffinity"));
+	}
+	if (c->topo == 2 && c->prov != 0 && res != NULL)
+		assert_true(json_integer_value(json_object_get(wg, "maxReplicas")) * c->spec.groups[0].accel_count <= 8);
 	if (!main_pool) {
 		/* a cpu group on its own pool: no spot, no accelerator, no topology */
 		assert_null(json_object_get(sel, "cloud.google.com/gke-spot"));
@@ -285,7 +312,7 @@ check_worker_vocab(const struct corpus_case *c, json_t *wg, const char *res)
 	}
 
 	if (c->prov == 0) {
-		assert_non_null(str_at(sel, "cloud.google.com/gke-nodepool"));
+		assert_true(pool != NULL || tpu);
 		if (c->spot) {
 			assert_string_equal(str_at(sel, "cloud.google.com/gke-spot"), "true");
 			assert_true(has_toleration(pod, "cloud.google.com/gke-spot"));
@@ -315,7 +342,7 @@ check_worker_vocab(const struct corpus_case *c, json_t *wg, const char *res)
 		assert_true(has_toleration(pod, res));
 	if (res != NULL && c->prov == 1)
 		assert_true(has_toleration(pod, "sku"));
-	if (c->topo == 1) {
+	if (c->topo == 1 && res != NULL) {
 		json_t *x = json_array_get(json_object_get(json_array_get(json_object_get(
 		    json_object_get(json_object_get(json_object_get(pod, "affinity"), "nodeAffinity"),
 		    "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms"), 0),
@@ -325,9 +352,9 @@ check_worker_vocab(const struct corpus_case *c, json_t *wg, const char *res)
 		assert_string_equal(json_string_value(json_array_get(json_object_get(x, "values"), 0)),
 		    "rack-07");
 	}
-	if (c->topo == 2 && c->prov != 0 && c->in.placement.host != NULL)
+	if (c->topo == 2 && c->prov != 0 && c->in.placement.host != NULL && res != NULL)
 		assert_string_equal(str_at(sel, "kubernetes.io/hostname"), c->in.placement.host);
-	if (c->topo == 2 && c->prov != 0 && c->in.placement.host == NULL) {
+	if (c->topo == 2 && c->prov != 0 && c->in.placement.host == NULL && res != NULL) {
 		/* co-located with the other gang workers, never with the cpu-pool group */
 		json_t *term = json_array_get(json_object_get(json_object_get(json_object_get(pod,
 		    "affinity"), "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"), 0);

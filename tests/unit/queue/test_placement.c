@@ -221,20 +221,42 @@ test_topology(void **state)
 	struct sched_job *j;
 	struct sched_alloc *al;
 	struct arena *a = arena_new();
-	size_t n, i, k;
+	size_t n, i;
 
 	(void)state;
-	/* host: one accelerator pod per node */
+	/* host: every accelerator pod of the gang on one node (issue 13) */
 	m = topo_model(2, 0, SCHED_TOPO_HOST, 4, 2, &j);
+	assert_int_equal(sched_pack(m, j, sched_model_cluster(m, 0), a, &al, &n), SCHED_R_CHOSEN);
+	assert_int_equal(n, 1);
+	assert_int_equal(al[0].pods, 4);
+	sched_model_free(m);
+	/* 5 x 2 GPUs never fit one 8-GPU node, though the cluster holds them */
+	m = topo_model(4, 0, SCHED_TOPO_HOST, 5, 2, &j);
 	assert_int_equal(sched_pack(m, j, sched_model_cluster(m, 0), a, &al, &n),
 	    SCHED_R_TOPOLOGY_SPLIT);
 	sched_model_free(m);
-	m = topo_model(4, 0, SCHED_TOPO_HOST, 4, 2, &j);
+	/* best fit: the node that is already partly used takes the gang */
+	m = topo_model(4, 0, SCHED_TOPO_HOST, 2, 2, &j);
+	sched_model_cluster(m, 0)->nodes[2].free.v[SCHED_ACCEL] = 4;
+	sched_cluster_refresh(sched_model_cluster(m, 0));
 	assert_int_equal(sched_pack(m, j, sched_model_cluster(m, 0), a, &al, &n), SCHED_R_CHOSEN);
-	assert_int_equal(n, 4);
-	for (i = 0; i < n; i++)
-		for (k = i + 1; k < n; k++)
-			assert_int_not_equal(al[i].node, al[k].node);
+	assert_int_equal(n, 1);
+	assert_int_equal(al[0].node, 2);
+	sched_model_free(m);
+	/* elastic: the node must hold the gang at its maximum, so growth stays on it */
+	m = fx_model();
+	fx_cluster(m, "c1", "r1", "gpu", 10.0, 2, 8, 0);
+	fx_queue(m, "q", NULL, 1, "gpu", 1000, U, U);
+	{
+		struct err e = { 0 };
+
+		j = sched_model_add_job(m, "j", "q", 0, FX_NOW, SCHED_PENDING, &e);
+		assert_true(sched_job_add_group(m, j, "gpu", 1, 4, fx_vec(4, 1000, 1024), &e));
+	}
+	j->topo = SCHED_TOPO_HOST;
+	fx_finalize(m);
+	assert_int_equal(sched_pack(m, j, sched_model_cluster(m, 0), a, &al, &n),
+	    SCHED_R_TOPOLOGY_SPLIT);
 	sched_model_free(m);
 	/* the same gang without topology packs densely */
 	m = topo_model(4, 0, SCHED_TOPO_NONE, 4, 2, &j);
@@ -293,6 +315,7 @@ test_slice(void **state)
 	}
 	fx_queue(m, "q", NULL, 1, "tpu-v5p", 1000, U, U);
 	j = fx_job(m, "j", "q", 0, FX_NOW, "tpu-v5p", 4, 4);
+	j->groups[0].hosts = 4;		/* one replica of a 4-host slice */
 	j->topo = SCHED_TOPO_SLICE;
 	j->shape = sched_model_intern(m, "2x2x4");
 	fx_finalize(m);
@@ -304,6 +327,34 @@ test_slice(void **state)
 	c->nodes[7].free.v[SCHED_ACCEL] = 0;
 	sched_cluster_refresh(c);
 	assert_int_equal(sched_pack(m, j, c, a, &al, &n), SCHED_R_TOPOLOGY_SPLIT);
+	/* multi-slice: 2 replicas of a 4-host slice take two whole slices, one pod per host
+	 * (issue 13: they were packed into one slice and never admitted) */
+	c->nodes[7].free.v[SCHED_ACCEL] = 4;
+	c->nodes[0].free.v[SCHED_ACCEL] = 4;
+	sched_cluster_refresh(c);
+	{
+		struct sched_job *j2 = fx_job(m, "j2", "q", 0, FX_NOW, "tpu-v5p", 8, 4);
+		int s1 = 0, s2 = 0;
+
+		j2->groups[0].hosts = 4;
+		j2->topo = SCHED_TOPO_SLICE;
+		j2->shape = sched_model_intern(m, "2x2x4");
+		assert_int_equal(sched_pack(m, j2, c, a, &al, &n), SCHED_R_CHOSEN);
+		assert_int_equal(n, 8);
+		for (i = 0; i < n; i++) {
+			const char *sl = sched_model_name(m, c->nodes[al[i].node].slice);
+
+			assert_int_equal(al[i].pods, 1);
+			s1 += strcmp(sl, "s1") == 0;
+			s2 += strcmp(sl, "s2") == 0;
+		}
+		assert_int_equal(s1, 4);
+		assert_int_equal(s2, 4);
+		/* one of the two slices busy: no room for the second replica */
+		c->nodes[0].free.v[SCHED_ACCEL] = 0;
+		sched_cluster_refresh(c);
+		assert_int_not_equal(sched_pack(m, j2, c, a, &al, &n), SCHED_R_CHOSEN);
+	}
 	arena_free(a);
 	sched_model_free(m);
 }
@@ -423,6 +474,73 @@ test_no_double_count(void **state)
 	sched_model_free(m);
 }
 
+/* Head pool choice (issue 13), one row per cluster shape: the head goes to an on-demand
+ * cpu pool whose node holds it, whatever the job's spot constraint; a cluster without one
+ * is refused as no_head_pool. */
+static void
+test_head_pool(void **state)
+{
+	static const struct {
+		const char	*name;
+		bool		 cpu_pool, cpu_spot;
+		int64_t		 cpu_node_m;	/* allocatable cpu of the cpu pool's node */
+		int64_t		 head_m;
+		enum sched_reason want;
+	} rows[] = {
+		{ "dedicated on-demand pool", true, false, 16000, 4000, SCHED_R_CHOSEN },
+		{ "only a spot cpu pool", true, true, 16000, 4000, SCHED_R_NO_HEAD_POOL },
+		{ "no cpu pool at all", false, false, 0, 4000, SCHED_R_NO_HEAD_POOL },
+		{ "system pool too small", true, false, 8000, 12000, SCHED_R_NO_HEAD_POOL },
+		{ "system pool big enough", true, false, 8000, 4000, SCHED_R_CHOSEN },
+	};
+	struct arena *a = arena_new();
+
+	(void)state;
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct sched_model *m = fx_model();
+		struct sched_cluster *c = fx_cluster(m, "c1", "r1", "gpu", 10.0, 2, 8, 0);
+		struct err e = { 0 };
+		struct sched_job *j;
+		struct sched_placement pl;
+
+		if (rows[r].cpu_pool) {
+			struct sched_pool *p = sched_cluster_add_pool(m, c, "cpu", rows[r].cpu_spot,
+			    0.4, &e);
+
+			assert_true(sched_pool_add_node(m, c, p, "cpu-0", NULL, NULL, NULL,
+			    fx_vec(0, rows[r].cpu_node_m, 65536), fx_vec(0, rows[r].cpu_node_m, 65536),
+			    &e));
+		}
+		fx_queue(m, "q", NULL, 1, "gpu", 1000, U, U);
+		j = sched_model_add_job(m, "j", "q", 0, FX_NOW, SCHED_PENDING, &e);
+		assert_true(sched_job_add_group(m, j, "cpu", 1, 1, fx_vec(0, rows[r].head_m, 8192),
+		    &e));
+		j->groups[0].head = true;
+		assert_true(sched_job_add_group(m, j, "gpu", 2, 2, fx_vec(8, 1000, 1024), &e));
+		j->spot = SCHED_SPOT_ANY;
+		fx_finalize(m);
+		assert_true(sched_place(m, j, SCHED_R_CHOSEN, a, &pl) == (rows[r].want ==
+		    SCHED_R_CHOSEN));
+		if (rows[r].want != SCHED_R_CHOSEN) {
+			if (pl.reason != rows[r].want)
+				fail_msg("%s: reason %s", rows[r].name, sched_reason_code(pl.reason));
+		} else {
+			/* the head's cpu is taken on the cpu pool's node */
+			bool head = false;
+
+			for (size_t i = 0; i < pl.n_allocs; i++)
+				if (pl.allocs[i].group == 0) {
+					assert_int_equal(c->pools[pl.allocs[i].pool].flavor,
+					    c->pools[1].flavor);
+					head = true;
+				}
+			assert_true(head);
+		}
+		sched_model_free(m);
+	}
+	arena_free(a);
+}
+
 int
 main(void)
 {
@@ -431,6 +549,7 @@ main(void)
 		cmocka_unit_test(test_scoring),
 		cmocka_unit_test(test_topology),
 		cmocka_unit_test(test_slice),
+		cmocka_unit_test(test_head_pool),
 		cmocka_unit_test(test_growth_and_inflight),
 		cmocka_unit_test(test_elastic_and_groups),
 		cmocka_unit_test(test_no_double_count),
