@@ -77,6 +77,10 @@ struct cs_pod {
 	bool		 head;
 	bool		 scale_req;		/* autoscaler already asked for a node */
 	char		 waiting[32];		/* container waiting reason, e.g. ImagePullBackOff */
+	int		 restarts;		/* container restarts (CrashLoopBackOff) */
+	int		 replica;		/* replica of a multi-host group (numOfHosts > 1) */
+	int		 hosts;			/* numOfHosts of its group (1 = single host) */
+	double		 next_restart;		/* sim time of the next crash-loop restart */
 	json_t		*obj;			/* owned full pod (metadata, spec) */
 	char		 uid[40];
 	char		 rv[24];

@@ -75,6 +75,22 @@ cs_pod_json(const struct cs_pod *p)
 		st = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "phase", "Running",
 		    "startTime", ts2, "podIP", "10.8.0.10", "conditions", "type", "PodScheduled",
 		    "status", "True", "type", "Ready", "status", "True");
+	} else if (p->node[0] && p->restarts > 0) {
+		/* the kubelet's view of a crash-looping container */
+		st = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s, s:s}], s:[{s:s, s:b, s:i, s:s,"
+		    " s:{s:{s:s, s:s}}, s:{s:{s:i, s:s, s:s}}}]}",
+		    "phase", "Running", "conditions", "type", "PodScheduled", "status", "True",
+		    "type", "Ready", "status", "False", "reason", "ContainersNotReady",
+		    "containerStatuses", "name", "ray", "ready", 0, "restartCount", p->restarts,
+		    "image", json_string_value(json_object_get(json_array_get(json_object_get(
+		    json_object_get(p->obj, "spec"), "containers"), 0), "image")) ?
+		    json_string_value(json_object_get(json_array_get(json_object_get(
+		    json_object_get(p->obj, "spec"), "containers"), 0), "image")) : "",
+		    "state", "waiting", "reason", "CrashLoopBackOff", "message",
+		    "back-off restarting failed container ray",
+		    "lastState", "terminated", "exitCode", 1, "reason", "Error", "message",
+		    "RuntimeError: Found no NVIDIA driver on your system (CUDA libraries are "
+		    "missing from this image)");
 	} else if (p->node[0]) {
 		st = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:b, s:{s:{s:s}}}]}",
 		    "phase", "Pending", "conditions", "type", "PodScheduled", "status", "True",

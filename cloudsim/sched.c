@@ -175,8 +175,21 @@ reconcile(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 		if (name == NULL)
 			continue;
 		have = owned(cl, o->uid, name, false);
-		while (have++ < want)
-			pod_new(cs, cl, o, name, json_object_get(g, "template"), false);
+		for (; have < want; have++) {
+			json_t *h = json_object_get(g, "numOfHosts");
+			int hosts = json_is_integer(h) && json_integer_value(h) > 1 ?
+			    (int)json_integer_value(h) : 1;
+			struct cs_pod *p = pod_new(cs, cl, o, name, json_object_get(g, "template"),
+			    false);
+
+			/* KubeRay creates a multi-host replica's pods together, labelled with it */
+			p->hosts = hosts;
+			p->replica = have / hosts;
+			if (hosts > 1)
+				json_object_set_new(json_object_get(json_object_get(p->obj, "metadata"),
+				    "labels"), "ray.io/worker-group-replica-index",
+				    json_sprintf("%d", p->replica));
+		}
 		trim_group(cl, o->uid, name, false, want);
 	}
 }
@@ -302,7 +315,7 @@ selects(json_t *spec, json_t *labels)
 }
 
 struct why {
-	int	 selector, taint, cpu, mem, gpu, tpu, notready;
+	int	 selector, taint, cpu, mem, gpu, tpu, notready, affinity, slice;
 	char	 taint_text[160];
 };
 
@@ -325,8 +338,103 @@ used_on(struct cs_cluster *cl, const char *node, long long u[4])
 }
 
 /* Whether pod p fits node n given used u; records the reason when not. */
+/* Labels of pod q match a podAffinity term's labelSelector (same namespace). */
 static bool
-fits(const struct cs_pod *p, const struct cs_node *n, const long long u[4], struct why *w)
+term_selects(json_t *term, const struct cs_pod *p, const struct cs_pod *q)
+{
+	json_t *sel = json_object_get(term, "labelSelector"), *ex, *v;
+	json_t *labels = json_object_get(json_object_get(q->obj, "metadata"), "labels");
+	const char *k;
+	size_t i;
+
+	if (strcmp(p->ns, q->ns) != 0 || !json_is_object(sel))
+		return false;
+	json_object_foreach(json_object_get(sel, "matchLabels"), k, v)
+		if (!json_is_string(v) || json_string_value(json_object_get(labels, k)) == NULL ||
+		    strcmp(json_string_value(json_object_get(labels, k)), json_string_value(v)) != 0)
+			return false;
+	json_array_foreach(json_object_get(sel, "matchExpressions"), i, ex)
+		if (!expr_match(ex, labels))
+			return false;
+	return true;
+}
+
+static struct cs_node *
+node_named(struct cs_cluster *cl, const char *name)
+{
+	for (size_t i = 0; i < cl->nodes.n; i++)
+		if (strcmp(((struct cs_node *)cl->nodes.v[i])->name, name) == 0)
+			return cl->nodes.v[i];
+	return NULL;
+}
+
+/* Required podAffinity: n shares the term's topology key value with a node running a
+ * matching pod; when no matching pod runs yet, a pod matching its own term may go first
+ * (the scheduler's rule for the first pod of a co-located group). */
+static bool
+pod_affinity_ok(struct cs_cluster *cl, const struct cs_pod *p, const struct cs_node *n)
+{
+	json_t *terms = json_object_get(json_object_get(json_object_get(json_object_get(p->obj,
+	    "spec"), "affinity"), "podAffinity"), "requiredDuringSchedulingIgnoredDuringExecution");
+	json_t *term;
+	size_t i, k;
+
+	json_array_foreach(terms, i, term) {
+		const char *key = json_string_value(json_object_get(term, "topologyKey"));
+		const char *mine = key ? json_string_value(json_object_get(n->labels, key)) : NULL;
+		bool any = false, ok = false;
+
+		for (k = 0; k < cl->pods.n; k++) {
+			const struct cs_pod *q = cl->pods.v[k];
+			const struct cs_node *qn;
+			const char *theirs;
+
+			if (q == p || q->node[0] == '\0' || !term_selects(term, p, q))
+				continue;
+			any = true;
+			qn = node_named(cl, q->node);
+			theirs = qn && key ? json_string_value(json_object_get(qn->labels, key)) : NULL;
+			if (mine != NULL && theirs != NULL && strcmp(mine, theirs) == 0)
+				ok = true;
+		}
+		if (!ok && (any || !term_selects(term, p, p) || mine == NULL))
+			return false;
+	}
+	return true;
+}
+
+/* GKE multi-host TPU: each replica is one whole slice (one node pool): a node whose pool
+ * runs TPU pods of another replica, or not the pool of this replica's placed pods, is out. */
+static bool
+slice_ok(struct cs_cluster *cl, const struct cs_pod *p, const struct cs_node *n)
+{
+	size_t k;
+
+	if (p->tpu <= 0 || p->hosts <= 1)
+		return true;
+	for (k = 0; k < cl->pods.n; k++) {
+		const struct cs_pod *q = cl->pods.v[k];
+		const struct cs_node *qn;
+		bool same;
+
+		if (q == p || q->node[0] == '\0' || q->tpu <= 0)
+			continue;
+		qn = node_named(cl, q->node);
+		if (qn == NULL)
+			continue;
+		same = strcmp(q->owner_uid, p->owner_uid) == 0 && strcmp(q->group, p->group) == 0 &&
+		    q->replica == p->replica;
+		if (same && qn->pool != n->pool)
+			return false;	/* the replica's other hosts are on another slice */
+		if (!same && qn->pool == n->pool)
+			return false;	/* the slice belongs to another replica */
+	}
+	return true;
+}
+
+static bool
+fits(struct cs_cluster *cl, const struct cs_pod *p, const struct cs_node *n,
+     const long long u[4], struct why *w)
 {
 	json_t *spec = json_object_get(p->obj, "spec"), *t;
 	size_t i;
@@ -364,6 +472,14 @@ fits(const struct cs_pod *p, const struct cs_node *n, const long long u[4], stru
 		w->tpu++;
 		return false;
 	}
+	if (cl != NULL && !pod_affinity_ok(cl, p, n)) {
+		w->affinity++;
+		return false;
+	}
+	if (cl != NULL && !slice_ok(cl, p, n)) {
+		w->slice++;
+		return false;
+	}
 	return true;
 }
 
@@ -385,6 +501,9 @@ why_text(const struct why *w, size_t total, char *out, size_t n)
 	WHY(w->tpu, "Insufficient google.com/tpu");
 	WHY(w->gpu, "Insufficient nvidia.com/gpu");
 	WHY(w->selector, "node(s) didn't match Pod's node affinity/selector");
+	WHY(w->affinity, "node(s) didn't match pod affinity rules");
+	WHY(w->slice, "node(s) belong to a TPU slice of another replica, or not to this "
+	    "replica's slice");
 	WHY(w->taint, "node(s) had untolerated taint %s", w->taint_text);
 	WHY(w->notready, "node(s) were unschedulable");
 #undef WHY
@@ -413,7 +532,7 @@ autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		if (!pool->autoscale && pool->target >= pool->max)
 			continue;
 		probe = cs_node_build(pool, pool->next_index, now);
-		ok = fits(p, probe, zero, &w);
+		ok = fits(NULL, p, probe, zero, &w);
 		cs_node_free(probe);
 		if (!ok)
 			continue;
@@ -464,7 +583,7 @@ schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		long long left;
 
 		u = n->used;
-		if (!fits(p, n, u, &w))
+		if (!fits(cl, p, n, u, &w))
 			continue;
 		left = (n->gpu + n->tpu - u[2] - u[3]) * 1000000 + (n->cpu_m - u[0]);
 		if (best == NULL || left < best_left) {
@@ -624,6 +743,55 @@ image_pull_fails(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p)
 	return true;
 }
 
+/* A pod asking for NVIDIA GPUs whose image is a CPU build (rayproject/ray:<v> without a
+ * -gpu / -cuXX tag, no "cuda" or "gpu" in the name) starts, finds no CUDA and exits 1:
+ * CrashLoopBackOff with the kubelet's restart back-off (10 s doubling, 300 s cap). */
+static bool
+image_is_cpu_build(const char *img)
+{
+	const char *tag = img ? strrchr(img, ':') : NULL, *slash = img ? strrchr(img, '/') : NULL;
+
+	if (img == NULL)
+		return false;
+	if (tag == NULL || (slash != NULL && slash > tag))
+		tag = img;
+	return strstr(tag, "-gpu") == NULL && strstr(tag, "-cu") == NULL &&
+	    strstr(img, "cuda") == NULL && strstr(img, "gpu") == NULL;
+}
+
+static bool
+crash_loops(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
+{
+	const char *img = json_string_value(json_object_get(json_array_get(json_object_get(
+	    json_object_get(p->obj, "spec"), "containers"), 0), "image"));
+	char msg[512];
+	double backoff;
+
+	if (p->gpu <= 0 || !image_is_cpu_build(img))
+		return false;
+	if (p->restarts > 0 && now < p->next_restart)
+		return true;
+	if (p->restarts == 0) {
+		snprintf(msg, sizeof(msg), "Container image \"%s\" already present on machine", img);
+		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Pulled", msg);
+	}
+	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started",
+	    "Started container ray");
+	p->restarts++;
+	backoff = 10.0;
+	for (int i = 1; i < p->restarts && backoff < 300.0; i++)
+		backoff *= 2;
+	if (backoff > 300.0)
+		backoff = 300.0;
+	p->next_restart = now + backoff;
+	snprintf(p->waiting, sizeof(p->waiting), "CrashLoopBackOff");
+	snprintf(msg, sizeof(msg), "Back-off restarting failed container ray in pod %s_%s(%s)",
+	    p->name, p->ns, p->uid);
+	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "BackOff", msg);
+	snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+	return true;
+}
+
 void
 cs_tick(struct cs *cs)
 {
@@ -648,7 +816,7 @@ cs_tick(struct cs *cs)
 			if (p->node[0] == '\0')
 				schedule(cs, cl, p, now);
 			else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s &&
-			    !image_pull_fails(cs, cl, p)) {
+			    !image_pull_fails(cs, cl, p) && !crash_loops(cs, cl, p, now)) {
 				p->running_at = now;
 				snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
 				cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started",

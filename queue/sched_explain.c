@@ -2,6 +2,7 @@
  * candidate and why it lost, or, for a pending job, its queue position and the
  * one blocking reason per cluster. */
 #include <math.h>
+#include <string.h>
 
 #include "queue/sched_int.h"
 
@@ -30,15 +31,74 @@ allocs_json(const struct sched_model *m, const struct sched_job *j, int cluster,
 		    c->nodes[al[i].node].id : NULL;
 		int f = j->groups[al[i].group].flavor;
 
-		json_array_append_new(arr, json_pack("{s:o, s:b, s:i, s:i, s:s, s:I, s:I, s:I}",
+		const struct sched_node *nd = node != NULL ? &c->nodes[al[i].node] : NULL;
+		json_t *o = json_pack("{s:o, s:b, s:i, s:i, s:s, s:I, s:I, s:I, s:s, s:b}",
 		    "node", str_or_null(node), "grown", al[i].grown || node == NULL,
 		    "group", al[i].group, "pods", al[i].pods,
 		    "flavor", sched_model_name(m, m->flavor_name[f]),
 		    "accelerators", (json_int_t)al[i].res.v[SCHED_ACCEL],
 		    "cpu_millis", (json_int_t)al[i].res.v[SCHED_CPU],
-		    "memory_mib", (json_int_t)al[i].res.v[SCHED_MEM]));
+		    "memory_mib", (json_int_t)al[i].res.v[SCHED_MEM],
+		    "role", j->groups[al[i].group].head ? "head" : "worker",
+		    "spot", al[i].pool >= 0 && (size_t)al[i].pool < c->n_pools &&
+		    c->pools[al[i].pool].spot);
+
+		if (nd != NULL && nd->rack >= 0)
+			json_object_set_new(o, "rack", json_string(sched_model_name(m, nd->rack)));
+		if (nd != NULL && nd->slice >= 0)
+			json_object_set_new(o, "slice", json_string(sched_model_name(m, nd->slice)));
+		json_array_append_new(arr, o);
 	}
 	return arr;
+}
+
+/* What the job's topology means, and where the scheduler put the accelerator gang: the
+ * one node (host), the rack, or the slices (one per replica).  The renderer pins the same. */
+static json_t *
+topology_json(const struct sched_model *m, const struct sched_job *j, int cluster,
+	      const struct sched_alloc *al, size_t n)
+{
+	static const char *const names[] = { "none", "host", "rack", "slice" };
+	static const char *const defs[] = {
+		"no constraint: pods go wherever they fit",
+		"every accelerator pod of the job on one node, elastic growth included: the "
+		    "node's allocatable holds the accelerator groups at max_replicas",
+		"every accelerator pod in one rack (NVLink domain)",
+		"each replica of the accelerator group is one whole TPU slice of the shape: "
+		    "one pod per host of the slice",
+	};
+	const struct sched_cluster *c = cluster >= 0 ? m->clusters[cluster] : NULL;
+	json_t *o = json_pack("{s:s, s:s}", "type", names[j->topo], "definition", defs[j->topo]);
+	json_t *where = json_array();
+	size_t i, k;
+
+	for (i = 0; c != NULL && i < n; i++) {
+		const struct sched_node *nd;
+		const char *name = NULL;
+		json_t *v;
+		bool dup = false;
+
+		if (j->groups[al[i].group].pod.v[SCHED_ACCEL] <= 0 || al[i].node < 0 ||
+		    (size_t)al[i].node >= c->n_nodes)
+			continue;
+		nd = &c->nodes[al[i].node];
+		name = j->topo == SCHED_TOPO_HOST ? nd->id :
+		    j->topo == SCHED_TOPO_RACK ? sched_model_name(m, nd->rack) :
+		    j->topo == SCHED_TOPO_SLICE ? sched_model_name(m, nd->slice) : NULL;
+		if (name == NULL)
+			continue;
+		json_array_foreach(where, k, v)
+			dup |= strcmp(json_string_value(v), name) == 0;
+		if (!dup)
+			json_array_append_new(where, json_string(name));
+	}
+	if (j->topo == SCHED_TOPO_NONE || c == NULL) {
+		json_decref(where);
+		return o;
+	}
+	json_object_set_new(o, j->topo == SCHED_TOPO_HOST ? "nodes" : j->topo == SCHED_TOPO_RACK ?
+	    "racks" : "slices", where);
+	return o;
 }
 
 static json_t *
@@ -82,6 +142,8 @@ sched_decision_to_json(const struct sched_model *m, const struct sched_decision 
 		json_object_set_new(o, "cluster", json_string(m->clusters[d->place.cluster]->id));
 		json_object_set_new(o, "score", num_or_null(d->place.score));
 		json_object_set_new(o, "allocations", allocs_json(m, j, d->place.cluster,
+		    d->place.allocs, d->place.n_allocs));
+		json_object_set_new(o, "topology", topology_json(m, j, d->place.cluster,
 		    d->place.allocs, d->place.n_allocs));
 		json_object_set_new(o, "victims", vic);
 	} else {
@@ -142,10 +204,11 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 		static const char *const names[] = { "pending", "admitted", "running", "preempted",
 		    "finished" };
 
-		return json_pack("{s:s, s:s, s:s, s:o, s:o}", "job", j->id, "queue", q->id,
+		return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "job", j->id, "queue", q->id,
 		    "state", names[j->state],
 		    "cluster", j->cluster >= 0 ? json_string(m->clusters[j->cluster]->id) : json_null(),
-		    "allocations", allocs_json(m, j, j->cluster, j->allocs, j->n_allocs));
+		    "allocations", allocs_json(m, j, j->cluster, j->allocs, j->n_allocs),
+		    "topology", topology_json(m, j, j->cluster, j->allocs, j->n_allocs));
 	}
 	quota = sched_quota_check(m, j);
 	arr = json_array();
@@ -154,11 +217,25 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 
 		if (c->env != q->env)
 			continue;
-		json_array_append_new(arr, cluster_ref(m, (int)i, blocking(m, j, c, quota), NAN));
+		enum sched_reason why = blocking(m, j, c, quota);
+		json_t *ref = cluster_ref(m, (int)i, why, NAN);
+
+		if (why == SCHED_R_NO_HEAD_POOL)
+			json_object_set_new(ref, "detail", json_sprintf("no on-demand cpu node pool "
+			    "whose node holds the head (%lld millicores, %lld MiB): the head never "
+			    "runs on spot or accelerator nodes", (long long)j->groups[0].pod.v[SCHED_CPU],
+			    (long long)j->groups[0].pod.v[SCHED_MEM]));
+		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_HOST)
+			json_object_set_new(ref, "detail", json_string("the capacity exists but no "
+			    "single node holds the accelerator gang (at max_replicas) now"));
+		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_SLICE)
+			json_object_set_new(ref, "detail", json_string("fewer whole free slices of "
+			    "the shape than replicas"));
+		json_array_append_new(arr, ref);
 	}
-	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:o}", "job", j->id, "queue", q->id,
+	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:o, s:o}", "job", j->id, "queue", q->id,
 	    "state", "pending", "position", position(m, j), "quota", sched_reason_code(quota),
 	    "hold_cluster", j->hold_cluster >= 0 ? json_string(m->clusters[j->hold_cluster]->id) :
-	    json_null(), "clusters", arr);
+	    json_null(), "clusters", arr, "topology", topology_json(m, j, -1, NULL, 0));
 	return o;
 }
