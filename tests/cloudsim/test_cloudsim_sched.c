@@ -44,7 +44,7 @@ ray_body(const char *kind, const char *name, int workers, int gpus, const char *
 	    "\"resources\":{\"requests\":{\"cpu\":\"1\",\"memory\":\"2Gi\"}}}]}}},"
 	    "\"workerGroupSpecs\":[{\"groupName\":\"gpu\",\"replicas\":%d,\"minReplicas\":%d,"
 	    "\"maxReplicas\":%d,\"rayStartParams\":{},\"template\":{\"spec\":{%s%s\"containers\":[{"
-	    "\"name\":\"w\",\"image\":\"rayproject/ray:2.9.0\",\"resources\":{\"requests\":{"
+	    "\"name\":\"w\",\"image\":\"rayproject/ray:2.9.0-gpu\",\"resources\":{\"requests\":{"
 	    "\"cpu\":\"8\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"%d\"},\"limits\":{"
 	    "\"nvidia.com/gpu\":\"%d\"}}}]}}}]}", workers, workers, workers, extra,
 	    *extra ? "," : "", gpus, gpus);
@@ -404,6 +404,44 @@ test_rayjob_progression_and_suspend(void **state)
 		    "ImagePullBackOff");
 		json_decref(p);
 		assert_true(has_event(HP, "nopull-head", "BackOff"));
+	}
+	/* issue 13: GPU workers on the CPU image find no CUDA and crash-loop like under the
+	 * kubelet: CrashLoopBackOff, a restart count, BackOff events; the head runs */
+	{
+		char *s = ray_body("RayCluster", "cpuimg", 1, 8, g6, "");
+		json_t *pod, *cst, *b = json_loads(s, 0, NULL);
+		size_t i;
+		int loops = 0;
+
+		free(s);
+		json_string_set(json_object_get(json_array_get(json_object_get(json_object_get(
+		    json_object_get(json_array_get(json_object_get(json_object_get(b, "spec"),
+		    "workerGroupSpecs"), 0), "template"), "spec"), "containers"), 0), "image"),
+		    "rayproject/ray:2.9.0");
+		s = json_dumps(b, JSON_COMPACT);
+		json_decref(b);
+		assert_int_equal(apply(HP, "rayclusters", "cpuimg", s), 201);
+		usleep(1500000);
+		p = pods(HP, "cpuimg");
+		json_array_foreach(p, i, pod) {
+			cst = json_array_get(json_object_get(json_object_get(pod, "status"),
+			    "containerStatuses"), 0);
+			if (strstr(json_string_value(json_object_get(json_object_get(pod, "metadata"),
+			    "name")), "worker") == NULL)
+				continue;
+			assert_string_equal(json_string_value(json_object_get(json_object_get(
+			    json_object_get(cst, "state"), "waiting"), "reason")), "CrashLoopBackOff");
+			assert_true(json_integer_value(json_object_get(cst, "restartCount")) >= 1);
+			assert_int_equal(json_integer_value(json_object_get(json_object_get(
+			    json_object_get(cst, "lastState"), "terminated"), "exitCode")), 1);
+			loops++;
+		}
+		json_decref(p);
+		assert_int_equal(loops, 1);
+		assert_true(has_event(HP, "cpuimg-gpu-worker", "BackOff"));
+		r = csh_kube(&H, HP, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/"
+		    "cpuimg", NULL, NULL);
+		csh_resp_free(&r);
 	}
 	/* deletion frees the GPUs the workers held */
 	r = csh_kube(&H, HP, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/susp",
