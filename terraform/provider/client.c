@@ -38,14 +38,29 @@ tf_api_problem(json_t *problem, int status, const char *what, struct tf_diags *d
 	    title ? title : "", detail ? ". " : "", detail ? detail : "");
 }
 
+static bool
+idem_key(char *out, size_t n)
+{
+	unsigned char b[16];
+	FILE *f = fopen("/dev/urandom", "rb");
+	bool ok = f && fread(b, 1, sizeof b, f) == sizeof b;
+
+	if (f)
+		fclose(f);
+	for (size_t i = 0; ok && i < sizeof b && 2 * i + 2 < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	return ok;
+}
+
 bool
 tf_api(const char *method, const char *path, json_t *body, int ok1, int ok2, bool accept_404,
     json_t **out, int *status, struct tf_diags *d)
 {
 	struct http_req rq = {0};
 	struct http_resp rs = {0};
-	struct http_header hdr[2] = {{"Accept", "application/json"},
-	    {"Content-Type", "application/json"}};
+	char idem[40];
+	struct http_header hdr[3] = {{"Accept", "application/json"},
+	    {"Content-Type", "application/json"}, {"Idempotency-Key", idem}};
 	struct err e = {0};
 	char *url = NULL, *text = NULL, what[200];
 	bool ok = false;
@@ -66,6 +81,10 @@ tf_api(const char *method, const char *path, json_t *body, int ok1, int ok2, boo
 	rq.url = url;
 	rq.headers = hdr;
 	rq.nheaders = text ? 2 : 1;
+	/* One key per logical call, the same on every retry: a create that fleetd
+	 * committed before the connection broke is answered again, not made twice. */
+	if (strcmp(method, "POST") == 0 && idem_key(idem, sizeof idem))
+		rq.nheaders = 3;
 	rq.body = text;
 	rq.body_len = text ? strlen(text) : 0;
 	rq.timeout_ms = tf_conf.timeout_ms;
@@ -74,9 +93,6 @@ tf_api(const char *method, const char *path, json_t *body, int ok1, int ok2, boo
 	rq.retry.max_attempts = 1 + tf_conf.retries;
 	rq.retry.base_delay_ms = 200;
 	rq.retry.max_delay_ms = 10000;
-	/* A POST that creates is retried only on 429/503-style answers the server gave
-	 * before acting; core/http retries 5xx too, which fleetd's create endpoints
-	 * answer only before committing. */
 	if (!http_do(&rq, &rs, &e)) {
 		tf_diag(d, true, NULL, what, "%s (%s)", e.msg, rs.error);
 		goto cleanup;

@@ -44,7 +44,7 @@ expect_fail no-iam-required '/^                required: {type: object, addition
 	'response field "iam.required" is not in the response schema'
 
 mkdir -p "$tmp/tf"
-cp "$root/terraform/modules/fleet-queue/"*.tf "$tmp/tf/"
+cp "$root/terraform/modules/restapi/fleet-queue/"*.tf "$tmp/tf/"
 printf 'resource "restapi_object" "x" {\n  path = \n}\n' >"$tmp/tf/broken.tf"
 if "$here/hcl_check.sh" "$spec" "$tmp/tf" >"$tmp/broken.out" 2>&1 ||
    ! grep -q 'HCL parse error' "$tmp/broken.out"; then

@@ -6,13 +6,17 @@ registration phases, one per provider type, a member cluster, queue, priority cl
 import then plan clean -> plan-time validation errors naming the attribute -> a phase 2
 that fails with each failed check -> state scan -> destroy leaves nothing in fleetd.
 Usage: provider_cycle.py BUILD_DIR"""
+import http.server
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -79,6 +83,7 @@ provider "fleet" {{
 variable "gke_token" {{
   type      = string
   sensitive = true
+  ephemeral = true
 }}
 
 locals {{
@@ -206,16 +211,31 @@ resource "fleet_cloud_iam" "hp" {{
   cluster_role       = terraform_data.hp_iam.output.cl
 }}
 
-# ---- a member cluster; its token is write-only
-resource "fleet_cluster" "gke_a" {{
+# ---- a member cluster through the fleet-cluster module; its token is ephemeral and write-only
+module "gke_a" {{
+  source              = "{TOP}/terraform/modules/fleet-cluster"
   cloud_id            = fleet_cloud_iam.gke.cloud_id
   name                = "{gke['name']}"
   api_server          = "{gke['api_server']}"
   ca_cert             = file("{gke['ca_file']}")
-  token_wo            = var.gke_token
+  token               = var.gke_token
   provider_cluster_id = "{gke['provider_cluster_id']}"
   batch_scheduler     = "{gke.get('batch_scheduler', 'none')}"
   labels              = {{ team = "{v.get('label', 'ml')}" }}
+}}
+
+# ---- more queues and a priority class through the fleet-queue module
+module "team" {{
+  source           = "{TOP}/terraform/modules/fleet-queue"
+  environment      = fleet_environment.e.name
+  priority_classes = {{ tf-batch = {{ value = 10 }} }}
+  queues = {{
+    tf-team = {{
+      cohort                 = "ml"
+      nominal_quota          = {{ "nvidia-l4" = 4 }}
+      default_priority_class = "tf-batch"
+    }}
+  }}
 }}
 
 data "fleet_regions" "gke" {{
@@ -228,7 +248,7 @@ data "fleet_cloud" "hp" {{
 
 data "fleet_capacity" "prod" {{
   environment = fleet_environment.e.name
-  depends_on  = [fleet_cluster.gke_a]
+  depends_on  = [module.gke_a]
 }}
 
 output "hp_state" {{ value = data.fleet_cloud.hp.state }}
@@ -298,6 +318,62 @@ resource "fleet_cloud_iam" "hp2" {{
 '''
 
 
+class Flaky:
+    """A loopback proxy to fleetd that answers the first request 503 and the second 429, each
+    with Retry-After: 1, and forwards everything else; records when each arrived."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.seen = []          # (time, method, path, status answered)
+        flaky = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _any(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                if len(flaky.seen) < 2:
+                    st = 503 if not flaky.seen else 429
+                    flaky.seen.append((time.time(), self.command, self.path, st))
+                    self.send_response(st)
+                    self.send_header("Retry-After", "1")
+                    self.send_header("Content-Type", "application/problem+json")
+                    data = json.dumps({"status": st, "code": "test.flaky", "title": "try later"}).encode()
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                req = urllib.request.Request(flaky.upstream + self.path, data=body, method=self.command)
+                for k in ("Authorization", "Content-Type", "Accept", "Idempotency-Key", "If-Match"):
+                    if self.headers.get(k):
+                        req.add_header(k, self.headers[k])
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        st, hdrs, data = r.status, r.headers, r.read()
+                except urllib.error.HTTPError as e:
+                    st, hdrs, data = e.code, e.headers, e.read()
+                flaky.seen.append((time.time(), self.command, self.path, st))
+                self.send_response(st)
+                for k in ("Content-Type", "ETag", "Location"):
+                    if hdrs.get(k):
+                        self.send_header(k, hdrs[k])
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = _any
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}"
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()
+
+
 def expect(cond, what):
     if not cond:
         raise CheckFailed(what)
@@ -336,8 +412,8 @@ def run(build, work):
         tf.run("validate")
         r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
         expect("fleet_cloud_iam.hp will be created" in r.stdout and
-               "(write-only attribute)" in r.stdout or "token_wo" in r.stdout,
-               "plan creates everything, token_wo shown as write-only")
+               "module.gke_a.fleet_cluster.this will be created" in r.stdout,
+               "plan creates everything, modules included")
         expect(gke["token"] not in r.stdout, "the cluster token is not in the plan output")
         tf.run("apply", "-input=false", "-auto-approve", timeout=180)
         clouds = {c["name"]: c for c in sim.api("GET", "/v1/clouds?limit=100")["items"]}
@@ -409,6 +485,19 @@ resource "fleet_queue" "imported" {
         tf.plan_clean("after import")
         tf.run("import", "-input=false", "fleet_environment.e2", ENV, ok=(1,))  # not in config
 
+        # 503 then 429, each with Retry-After: 1, are retried after the wait
+        flaky = Flaky(fleetd.url)
+        try:
+            tf.env = dict(env, FLEET_URL=flaky.url)
+            tf.plan_clean("through a proxy answering 503 and 429 first")
+        finally:
+            tf.env = env
+            flaky.close()
+        s0, s1, s2 = flaky.seen[0], flaky.seen[1], flaky.seen[2]
+        expect(s0[3] == 503 and s1[3] == 429 and s1[2] == s0[2] and s2[2] == s0[2] and
+               s1[0] - s0[0] >= 0.9 and s2[0] - s1[0] >= 0.9 and s2[3] == 200,
+               "503 and 429 retried after Retry-After (1 s each), then answered 200")
+
         # plan-time validation names each attribute
         bad = TF(os.path.join(work, "bad"), env)
         bad.write(BAD_TF)
@@ -433,8 +522,12 @@ resource "fleet_queue" "imported" {
         f2.run("init", "-input=false")
         r = f2.run("apply", "-input=false", "-auto-approve", ok=(1,), timeout=120)
         out = r.stdout + r.stderr
-        checks = re.findall(r"iam\.verification_failed: check (\S+)", out)
-        expect(len(checks) >= 1, f"failed phase 2 names each check ({', '.join(checks)})")
+        # one error per failed check (Terraform wraps long lines: match across whitespace)
+        checks = re.findall(r"iam\.verification_failed:\s+check\s+(\w+)", out)
+        errors = out.count("Error: fleetd could not verify the IAM pair")
+        expect(len(checks) >= 2 and errors == len(checks) and
+               "control_plane_role_cloud_tag" in checks and "cluster_role_cloud_tag" in checks,
+               f"failed phase 2 fails the apply with one error per failed check ({', '.join(checks)})")
         f2.run("destroy", "-input=false", "-auto-approve")
 
         # the state: no cluster credential, no provider key, the token secret marked sensitive

@@ -1,5 +1,12 @@
 # prod and dev, each in two regions: four clouds, each with its own scoped IAM pair, one
-# apply. Queues per environment, fleet-wide priority classes, and optional member clusters.
+# apply, with terraform-provider-fleet. The environments, queues per environment, fleet-wide
+# priority classes, and optional member clusters (tokens write-only: never in the state).
+
+resource "fleet_environment" "this" {
+  for_each    = var.projects
+  name        = each.key
+  description = "GCP project ${each.value}"
+}
 
 locals {
   clouds = {
@@ -13,14 +20,14 @@ module "cloud" {
   for_each = local.clouds
 
   name        = "${each.value.environment}-${each.value.region}"
-  environment = each.value.environment
+  environment = fleet_environment.this[each.value.environment].name
   region      = each.value.region
   project     = var.projects[each.value.environment]
 }
 
 module "priority_classes" {
   source      = "../../modules/fleet-queue"
-  environment = "prod"
+  environment = fleet_environment.this["prod"].name
   priority_classes = {
     production  = { value = 1000, preempt = true }
     batch       = { value = 100 }
@@ -30,7 +37,7 @@ module "priority_classes" {
 
 module "prod_queues" {
   source      = "../../modules/fleet-queue"
-  environment = "prod"
+  environment = fleet_environment.this["prod"].name
   queues = {
     training = {
       cohort                 = "gpu"
@@ -52,7 +59,7 @@ module "prod_queues" {
 
 module "dev_queues" {
   source      = "../../modules/fleet-queue"
-  environment = "dev"
+  environment = fleet_environment.this["dev"].name
   queues = {
     experiments = {
       nominal_quota          = { "nvidia-l4" = 8, "nvidia-a100-40gb" = 8 }

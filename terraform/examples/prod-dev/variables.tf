@@ -38,8 +38,9 @@ variable "clusters" {
 }
 
 variable "cluster_tokens" {
-  description = "Bearer token of fleetd's Kubernetes service account, per key of var.clusters."
+  description = "Bearer token of fleetd's Kubernetes service account, per key of var.clusters (ephemeral: never in plan or state)."
   type        = map(string)
   default     = {}
   sensitive   = true
+  ephemeral   = true
 }

@@ -1,10 +1,10 @@
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.11"
 
   required_providers {
-    restapi = {
-      source  = "Mastercard/restapi"
-      version = ">= 1.19.1, < 2.0"
+    fleet = {
+      source  = "fleetd/fleet"
+      version = ">= 0.1.0"
     }
     google = {
       source  = "hashicorp/google"
@@ -13,15 +13,9 @@ terraform {
   }
 }
 
-provider "restapi" {
-  uri                   = var.fleetd_url
-  id_attribute          = "id"
-  create_returns_object = true
-  write_returns_object  = true
-  headers = {
-    Authorization = "Bearer ${var.fleetd_token}"
-    Content-Type  = "application/json"
-  }
+provider "fleet" {
+  url   = var.fleetd_url
+  token = var.fleetd_token
 }
 
 provider "google" {}

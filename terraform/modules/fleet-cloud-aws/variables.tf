@@ -41,9 +41,3 @@ variable "tags" {
   type        = map(string)
   default     = {}
 }
-
-variable "iam_propagation_delay" {
-  description = "Wait between creating the roles and asking fleetd to assume them (IAM is eventually consistent)."
-  type        = string
-  default     = "15s"
-}

@@ -1,34 +1,28 @@
-# Registers one AKS cloud with fleetd in a single apply:
-#   phase 1: POST /v1/clouds -> pending_iam, with the exact IAM documents in iam.required;
+# Registers one AKS cloud with fleetd in a single apply, with terraform-provider-fleet:
+#   phase 1: fleet_cloud -> pending_iam, with the exact IAM documents in iam_required (typed);
 #   two user-assigned managed identities, the control-plane identity's federated credential
 #   (fleetd signs in as it with its own Entra token), the two role definitions and their
 #   assignments are created from those documents;
-#   phase 2: POST /v1/clouds/{id}/iam -> fleetd obtains a token as the control-plane
+#   phase 2: fleet_cloud_iam -> fleetd obtains a token as the control-plane
 #   identity and checks both identities' tags, then locks the pair: the cloud is active.
 #
 # Role definition [0] is scoped to the cloud's resource group; [1] holds only the compute
 # SKU and usage reads, which Azure serves at subscription level.
 
-resource "restapi_object" "cloud" {
-  path         = "/v1/clouds"
-  id_attribute = "id"
-  data = jsonencode({
-    name        = var.name
-    environment = var.environment
-    provider    = "aks"
-    region      = var.region
-    account = {
-      subscription_id = var.subscription_id
-      tenant_id       = var.tenant_id
-      resource_group  = var.resource_group
-    }
-  })
-  force_new = ["environment", "provider", "region", "account"]
+resource "fleet_cloud" "this" {
+  name          = var.name
+  environment   = var.environment
+  provider_type = "aks"
+  region        = var.region
+  account = {
+    subscription_id = var.subscription_id
+    tenant_id       = var.tenant_id
+    resource_group  = var.resource_group
+  }
 }
 
 locals {
-  cloud       = jsondecode(restapi_object.cloud.api_response)
-  required    = local.cloud.iam.required
+  required    = fleet_cloud.this.iam_required
   cp          = local.required.control_plane_identity
   node        = local.required.cluster_identity
   federation  = local.cp.federated_identity_credentials[0]
@@ -60,30 +54,30 @@ resource "azurerm_federated_identity_credential" "fleetd" {
 }
 
 resource "azurerm_role_definition" "control_plane" {
-  name              = local.definitions[0].Name
-  scope             = local.definitions[0].AssignableScopes[0]
-  description       = local.definitions[0].Description
-  assignable_scopes = local.definitions[0].AssignableScopes
+  name              = local.definitions[0].name
+  scope             = local.definitions[0].assignable_scopes[0]
+  description       = local.definitions[0].description
+  assignable_scopes = local.definitions[0].assignable_scopes
 
   permissions {
-    actions          = local.definitions[0].Actions
-    not_actions      = local.definitions[0].NotActions
-    data_actions     = local.definitions[0].DataActions
-    not_data_actions = local.definitions[0].NotDataActions
+    actions          = local.definitions[0].actions
+    not_actions      = local.definitions[0].not_actions
+    data_actions     = local.definitions[0].data_actions
+    not_data_actions = local.definitions[0].not_data_actions
   }
 }
 
 resource "azurerm_role_definition" "capacity_reader" {
-  name              = local.definitions[1].Name
-  scope             = local.definitions[1].AssignableScopes[0]
-  description       = local.definitions[1].Description
-  assignable_scopes = local.definitions[1].AssignableScopes
+  name              = local.definitions[1].name
+  scope             = local.definitions[1].assignable_scopes[0]
+  description       = local.definitions[1].description
+  assignable_scopes = local.definitions[1].assignable_scopes
 
   permissions {
-    actions          = local.definitions[1].Actions
-    not_actions      = local.definitions[1].NotActions
-    data_actions     = local.definitions[1].DataActions
-    not_data_actions = local.definitions[1].NotDataActions
+    actions          = local.definitions[1].actions
+    not_actions      = local.definitions[1].not_actions
+    data_actions     = local.definitions[1].data_actions
+    not_data_actions = local.definitions[1].not_data_actions
   }
 }
 
@@ -109,22 +103,11 @@ resource "azurerm_role_assignment" "fleetd_reader" {
   principal_type       = local.assignments[2].principal_type
 }
 
-# Phase 2 (see fleet-cloud-aws for the shape of this object).
-resource "restapi_object" "iam" {
-  path                      = "/v1/clouds/${restapi_object.cloud.id}/iam"
-  create_path               = "/v1/clouds/${restapi_object.cloud.id}/iam"
-  create_method             = "POST"
-  read_path                 = "/v1/clouds/{id}"
-  update_path               = "/v1/clouds/{id}/iam/rotate"
-  update_method             = "POST"
-  destroy_path              = "/v1/clouds/{id}"
-  destroy_method            = "GET"
-  id_attribute              = "id"
-  ignore_all_server_changes = true
-  data = jsonencode({
-    control_plane_role = azurerm_user_assigned_identity.control_plane.id
-    cluster_role       = azurerm_user_assigned_identity.cluster.id
-  })
+# Phase 2: verified and locked; retried while the role assignments propagate.
+resource "fleet_cloud_iam" "this" {
+  cloud_id           = fleet_cloud.this.id
+  control_plane_role = azurerm_user_assigned_identity.control_plane.id
+  cluster_role       = azurerm_user_assigned_identity.cluster.id
   depends_on = [
     azurerm_federated_identity_credential.fleetd,
     azurerm_role_assignment.control_plane,

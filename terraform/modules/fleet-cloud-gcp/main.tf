@@ -1,30 +1,24 @@
-# Registers one GKE cloud with fleetd in a single apply:
-#   phase 1: POST /v1/clouds -> pending_iam, with the exact IAM documents in iam.required;
+# Registers one GKE cloud with fleetd in a single apply, with terraform-provider-fleet:
+#   phase 1: fleet_cloud -> pending_iam, with the exact IAM documents in iam_required (typed);
 #   two service accounts, the custom role, its conditional binding (this cloud's clusters
-#   only: their names start with iam.required.cluster_name_prefix) and the impersonation
+#   only: their names start with iam_required.cluster_name_prefix) and the impersonation
 #   binding for fleetd's own service account are created from those documents;
-#   phase 2: POST /v1/clouds/{id}/iam -> fleetd impersonates the control-plane account and
-#   checks both accounts' cloud-id label, then locks the pair: the cloud is active.
+#   phase 2: fleet_cloud_iam -> fleetd impersonates the control-plane account and checks both
+#   accounts' cloud-id label, then locks the pair: the cloud is active.
 #
 # IAM service accounts have no labels field: fleetd's labels travel in the description
 # ("...; labels: fleet-io-cloud-id=<id>,fleet-io-environment=<env>"), which it checks.
 
-resource "restapi_object" "cloud" {
-  path         = "/v1/clouds"
-  id_attribute = "id"
-  data = jsonencode({
-    name        = var.name
-    environment = var.environment
-    provider    = "gke"
-    region      = var.region
-    account     = { project = var.project }
-  })
-  force_new = ["environment", "provider", "region", "account"]
+resource "fleet_cloud" "this" {
+  name          = var.name
+  environment   = var.environment
+  provider_type = "gke"
+  region        = var.region
+  account       = { project = var.project }
 }
 
 locals {
-  cloud    = jsondecode(restapi_object.cloud.api_response)
-  required = local.cloud.iam.required
+  required = fleet_cloud.this.iam_required
   cp_sa    = local.required.control_plane_service_account
   node_sa  = local.required.cluster_service_account
   role     = local.required.custom_role
@@ -52,10 +46,10 @@ resource "google_service_account" "cluster" {
 
 resource "google_project_iam_custom_role" "control_plane" {
   project     = var.project
-  role_id     = local.role.roleId
+  role_id     = local.role.role_id
   title       = local.role.role.title
   description = local.role.role.description
-  permissions = local.role.role.includedPermissions
+  permissions = local.role.role.included_permissions
   stage       = local.role.role.stage
 }
 
@@ -89,22 +83,11 @@ resource "google_service_account_iam_member" "control_plane_reads_node_sa" {
   member             = "serviceAccount:${google_service_account.control_plane.email}"
 }
 
-# Phase 2 (see fleet-cloud-aws for the shape of this object).
-resource "restapi_object" "iam" {
-  path                      = "/v1/clouds/${restapi_object.cloud.id}/iam"
-  create_path               = "/v1/clouds/${restapi_object.cloud.id}/iam"
-  create_method             = "POST"
-  read_path                 = "/v1/clouds/{id}"
-  update_path               = "/v1/clouds/{id}/iam/rotate"
-  update_method             = "POST"
-  destroy_path              = "/v1/clouds/{id}"
-  destroy_method            = "GET"
-  id_attribute              = "id"
-  ignore_all_server_changes = true
-  data = jsonencode({
-    control_plane_role = google_service_account.control_plane.email
-    cluster_role       = google_service_account.cluster.email
-  })
+# Phase 2: verified and locked; retried while IAM propagates (see fleet-cloud-aws).
+resource "fleet_cloud_iam" "this" {
+  cloud_id           = fleet_cloud.this.id
+  control_plane_role = google_service_account.control_plane.email
+  cluster_role       = google_service_account.cluster.email
   depends_on = [
     google_project_iam_member.control_plane,
     google_project_iam_member.cluster_nodes,

@@ -1,17 +1,16 @@
 output "cloud_id" {
   description = "fleetd cloud id, known once phase 2 has made the cloud active (use it for member clusters)."
-  # The phase-2 object's id is the cloud id; reading it from there orders dependents after it.
-  value = restapi_object.iam.id
+  value       = fleet_cloud_iam.this.cloud_id
 }
 
 output "external_id" {
   description = "External id fleetd generated for this cloud."
-  value       = local.cloud.external_id
+  value       = fleet_cloud.this.external_id
 }
 
 output "state" {
   description = "Cloud state after phase 2 (\"active\")."
-  value       = jsondecode(restapi_object.iam.api_response).state
+  value       = fleet_cloud_iam.this.state
 }
 
 output "cluster_name_prefix" {

@@ -1,10 +1,10 @@
 terraform {
-  required_version = ">= 1.5"
+  required_version = ">= 1.11"
 
   required_providers {
-    restapi = {
-      source  = "Mastercard/restapi"
-      version = ">= 1.19.1, < 2.0"
+    fleet = {
+      source  = "fleetd/fleet"
+      version = ">= 0.1.0"
     }
     google = {
       source  = "hashicorp/google"

@@ -1,4 +1,4 @@
 output "cluster_id" {
   description = "fleetd cluster id."
-  value       = restapi_object.cluster.id
+  value       = fleet_cluster.this.id
 }

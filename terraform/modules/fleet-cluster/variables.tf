@@ -24,9 +24,16 @@ variable "ca_cert" {
 }
 
 variable "token" {
-  description = "Bearer token fleetd uses on the cluster. Encrypted at rest by fleetd, never returned."
+  description = "Bearer token fleetd uses on the cluster. Ephemeral: never in plan or state; encrypted at rest by fleetd, never returned."
   type        = string
   sensitive   = true
+  ephemeral   = true
+}
+
+variable "token_version" {
+  description = "Raise to send token again (rotation): a write-only value is not compared between runs."
+  type        = number
+  default     = 1
 }
 
 variable "provider_cluster_id" {
@@ -38,4 +45,10 @@ variable "labels" {
   description = "Labels of the cluster in fleetd."
   type        = map(string)
   default     = {}
+}
+
+variable "batch_scheduler" {
+  description = "Batch scheduler on the cluster: none, volcano, yunikorn, kai or kueue."
+  type        = string
+  default     = "none"
 }

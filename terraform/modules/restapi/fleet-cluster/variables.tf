@@ -1,0 +1,41 @@
+variable "cloud_id" {
+  description = "fleetd cloud the cluster belongs to (an active cloud: output cloud_id of a fleet-cloud-* module)."
+  type        = string
+}
+
+variable "name" {
+  description = "Cluster name in fleetd."
+  type        = string
+}
+
+variable "api_server" {
+  description = "Kubernetes API URL; must be https."
+  type        = string
+
+  validation {
+    condition     = startswith(var.api_server, "https://")
+    error_message = "api_server must be an https URL."
+  }
+}
+
+variable "ca_cert" {
+  description = "PEM CA certificate of the Kubernetes API."
+  type        = string
+}
+
+variable "token" {
+  description = "Bearer token fleetd uses on the cluster. Encrypted at rest by fleetd, never returned."
+  type        = string
+  sensitive   = true
+}
+
+variable "provider_cluster_id" {
+  description = "The provider's id of the cluster: GKE cluster path, AKS resource id or HyperPod cluster ARN."
+  type        = string
+}
+
+variable "labels" {
+  description = "Labels of the cluster in fleetd."
+  type        = map(string)
+  default     = {}
+}
