@@ -246,31 +246,57 @@ run_handler(struct request *rq, struct err *e)
 	return false;
 }
 
+/* What the headers alone decide: the route, the token, the role, the scope of a global
+ * write and a declared body size.  Runs before any byte of the body is read, so that a
+ * request without a valid token never makes fleetd buffer its body. */
+static bool
+admit(struct request *rq, char *allow, size_t allowlen, struct err *e)
+{
+	const char *cl = rq_header(rq, "Content-Length");
+
+	rq->route = router_match(rq, allow, allowlen, e);
+	if (rq->route == NULL)
+		return false;
+	if (!(rq->route->flags & R_PUBLIC)) {
+		if (!authenticate(rq, e))
+			return false;
+		if (rq->role < rq->route->min_role)
+			return err_set(e, 403, "auth.forbidden", "this token's role may not do this");
+		if ((rq->route->flags & R_GLOBAL) && !rq_env_visible(rq, "*"))
+			return err_set(e, 403, "auth.global_object", "only a token for every "
+			    "environment may change objects shared by all environments");
+	}
+	if (cl != NULL && strtoll(cl, NULL, 10) > cfg.body_limit)
+		return err_set(e, 413, "api.body_too_large", "request body is larger than %ld bytes",
+		    cfg.body_limit);
+	return true;
+}
+
+static void
+fail_answer(struct request *rq, struct err *e, const char *allow)
+{
+	if (e->status == 0)
+		err_set(e, 500, "api.internal", "internal error");
+	problem(rq, e);
+	if (e->status == 405 && allow[0] != '\0')
+		rq->allow = arena_strdup(rq->arena, allow);
+	rq->retry_after = e->retry_after;
+}
+
 static void
 dispatch(struct request *rq)
 {
 	struct err e = { 0 };
 	char allow[128] = "";
 
-	rq->route = router_match(rq, allow, sizeof(allow), &e);
-	if (rq->route == NULL)
-		goto fail;
-	if (!(rq->route->flags & R_PUBLIC)) {
-		if (!authenticate(rq, &e))
-			goto fail;
-		if (rq->role < rq->route->min_role) {
-			err_set(&e, 403, "auth.forbidden", "this token's role may not do this");
-			goto fail;
-		}
-		if ((rq->route->flags & R_GLOBAL) && !rq_env_visible(rq, "*")) {
-			err_set(&e, 403, "auth.global_object", "only a token for every environment "
-			    "may change objects shared by all environments");
-			goto fail;
-		}
-	}
 	if (rq->body_too_large) {
 		err_set(&e, 413, "api.body_too_large", "request body is larger than %ld bytes",
 		    cfg.body_limit);
+		goto fail;
+	}
+	if (rq->body_over_budget) {
+		err_set(&e, 503, "api.busy", "too many request bodies in flight; retry");
+		e.retry_after = 1;
 		goto fail;
 	}
 	if (rq->route->flags & R_BODY) {
@@ -287,12 +313,7 @@ dispatch(struct request *rq)
 		goto fail;
 	return;
 fail:
-	if (e.status == 0)
-		err_set(&e, 500, "api.internal", "internal error");
-	problem(rq, &e);
-	if (e.status == 405 && allow[0] != '\0')
-		rq->allow = arena_strdup(rq->arena, allow);
-	rq->retry_after = e.retry_after;
+	fail_answer(rq, &e, allow);
 }
 
 static void
@@ -347,6 +368,53 @@ answer(struct request *rq, struct MHD_Connection *conn)
 	MHD_destroy_response(resp);
 }
 
+/* Bytes all in-flight request bodies hold (capacity), bounded by FLEETD_BODY_MEMORY_LIMIT. */
+static atomic_long body_bytes;
+
+/* Appends one chunk of the body; false when it cannot be held (too large, over the
+ * memory budget): the rest is then discarded and the answer says why. */
+static void
+body_append(struct request *rq, const char *upload, size_t n)
+{
+	if (!rq->body_too_large && rq->body_len + n > (size_t)cfg.body_limit)
+		rq->body_too_large = true;
+	if (rq->body_too_large || rq->body_over_budget)
+		return;
+	if (rq->body_len + n + 1 > rq->body_cap) {
+		size_t cap = rq->body_cap ? rq->body_cap * 2 : 4096;
+		char *p;
+
+		while (cap < rq->body_len + n + 1)
+			cap *= 2;
+		if (atomic_fetch_add(&body_bytes, (long)(cap - rq->body_cap)) +
+		    (long)(cap - rq->body_cap) > cfg.body_memory_limit) {
+			atomic_fetch_sub(&body_bytes, (long)(cap - rq->body_cap));
+			rq->body_over_budget = true;
+			return;
+		}
+		p = realloc(rq->body, cap);
+		if (p == NULL) {
+			atomic_fetch_sub(&body_bytes, (long)(cap - rq->body_cap));
+			rq->body_over_budget = true;
+			return;
+		}
+		rq->body = p;
+		rq->body_cap = cap;
+	}
+	memcpy(rq->body + rq->body_len, upload, n);
+	rq->body_len += n;
+	rq->body[rq->body_len] = '\0';
+}
+
+static void
+body_release(struct request *rq)
+{
+	atomic_fetch_sub(&body_bytes, (long)rq->body_cap);
+	free(rq->body);
+	rq->body = NULL;
+	rq->body_cap = rq->body_len = 0;
+}
+
 static enum MHD_Result
 on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 	  const char *version, const char *upload, size_t *upload_size, void **req_cls)
@@ -358,6 +426,8 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
 	if (rq == NULL) {
 		struct arena *a = arena_new();
 		const char *rid;
+		struct err e = { 0 };
+		char allow[128] = "";
 
 		rq = arena_alloc(a, sizeof(*rq));
 		rq->arena = a;
@@ -377,43 +447,37 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
 		snprintf(rq->actor.request_id, sizeof(rq->actor.request_id), "%s", rq->id);
 		*req_cls = rq;
 		atomic_fetch_add(&inflight, 1);
+		/* headers only: refuse now, before the body is read (MHD then closes) */
+		if (!admit(rq, allow, sizeof(allow), &e)) {
+			fail_answer(rq, &e, allow);
+			answer(rq, conn);
+			rq->answered = true;
+		}
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
-		size_t n = *upload_size;
+		struct timespec now;
 
-		if (!rq->body_too_large && rq->body_len + n > (size_t)cfg.body_limit) {
-			rq->body_too_large = true;
-			free(rq->body);
-			rq->body = NULL;
-			rq->body_len = 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (!rq->answered && cfg.upload_timeout > 0 &&
+		    now.tv_sec - rq->start.tv_sec > cfg.upload_timeout) {
+			log_info(rq->id, "api", "upload deadline passed", "{s:i}", "seconds",
+			    cfg.upload_timeout);
+			rq->status = 408;
+			return MHD_NO;	/* closes the connection */
 		}
-		if (!rq->body_too_large) {
-			if (rq->body_len + n + 1 > rq->body_cap) {
-				size_t cap = rq->body_cap ? rq->body_cap * 2 : 4096;
-				char *p;
-
-				while (cap < rq->body_len + n + 1)
-					cap *= 2;
-				p = realloc(rq->body, cap);
-				if (p == NULL) {
-					rq->body_too_large = true;
-				} else {
-					rq->body = p;
-					rq->body_cap = cap;
-				}
-			}
-			if (!rq->body_too_large) {
-				memcpy(rq->body + rq->body_len, upload, n);
-				rq->body_len += n;
-				rq->body[rq->body_len] = '\0';
-			}
-		}
+		if (!rq->answered)
+			body_append(rq, upload, *upload_size);
+		if (rq->body_too_large || rq->body_over_budget)
+			body_release(rq);
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (rq->answered)
+		return MHD_YES;
 	dispatch(rq);
 	answer(rq, conn);
+	rq->answered = true;
 	return MHD_YES;
 }
 
@@ -440,7 +504,7 @@ on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	    "seconds", secs);
 	json_decref(rq->json);
 	json_decref(rq->reply);
-	free(rq->body);
+	body_release(rq);
 	arena_free(rq->arena);
 	*req_cls = NULL;
 	atomic_fetch_sub(&inflight, 1);
@@ -526,7 +590,7 @@ server_start(struct err *e)
 	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,	/* restart on the same port at once */
 	    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)cfg.threads,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg.conn_limit,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg.conn_limit,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg.conn_per_ip,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg.conn_timeout,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,

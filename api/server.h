@@ -51,6 +51,8 @@ struct request {
 	size_t		 body_len;
 	size_t		 body_cap;
 	bool		 body_too_large;
+	bool		 body_over_budget;	/* FLEETD_BODY_MEMORY_LIMIT reached: 503 */
+	bool		 answered;	/* a response is queued (maybe before the body) */
 	json_t		*json;		/* parsed body when the route takes one */
 	struct db	*db;		/* open transaction unless the route is R_NOTX */
 	struct actor	 actor;		/* who called (token id, name) */

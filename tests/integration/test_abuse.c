@@ -132,7 +132,7 @@ read_answer(int s, char *buf, size_t len, int timeout_ms)
 static int
 setup(void **state)
 {
-	static const char *const env[] = { "FLEETD_CONN_LIMIT=1024",
+	static const char *const env[] = { "FLEETD_CONN_LIMIT=1024", "FLEETD_CONN_PER_IP=1024",
 	    "FLEETD_CONN_TIMEOUT=" STR(CONN_TIMEOUT), "FLEETD_LOG_LEVEL=warn", NULL };
 	struct rlimit rl;
 
