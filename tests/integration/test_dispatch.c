@@ -17,111 +17,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
-
 #include "providers/jobspec.h"
 #include "providers/kuberay.h"
 #include "regions/catalog.h"
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
-#define ENV		"disp"
+#define ENV		"test"	/* the test fleet's environment */
 #define H100		"nvidia-h100-80gb"
 #define TIME_SCALE	"2"	/* RayJobs run 10 s, pods start in 1 s */
-#define MASTER_KEY	"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 static struct fleetd_proc fd;
-static char dburl[512], csdir[256], envfile[320], cloudsim_url[128];
+static struct harness_cs cs;
+static char dburl[512];
 static char *admin;
-static json_t *csclusters;	/* clusters.json "clusters" */
-static pid_t cs_pid;
-static PGconn *pg;
-static char *fd_env[64];
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void
-sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-sql(const char *fmt, ...)
-{
-	char q[8192];
-	va_list ap;
-	PGresult *r;
-
-	va_start(ap, fmt);
-	vsnprintf(q, sizeof(q), fmt, ap);
-	va_end(ap);
-	r = PQexec(pg, q);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", q, PQresultErrorMessage(r));
-	PQclear(r);
-}
-
-/* First column of the one row of q, malloc'd ("" for NULL). */
-static char *
-sql_str(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-sql_str(const char *fmt, ...)
-{
-	char q[4096], *v;
-	va_list ap;
-	PGresult *r;
-
-	va_start(ap, fmt);
-	vsnprintf(q, sizeof(q), fmt, ap);
-	va_end(ap);
-	r = PQexec(pg, q);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-		fail_msg("%s: %s", q, PQresultErrorMessage(r));
-	v = strdup(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return v;
-}
-
-static long
-sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static long
-sql_long(const char *fmt, ...)
-{
-	char q[4096];
-	va_list ap;
-	char *s;
-	long v;
-
-	va_start(ap, fmt);
-	vsnprintf(q, sizeof(q), fmt, ap);
-	va_end(ap);
-	s = sql_str("%s", q);
-	v = atol(s);
-	free(s);
-	return v;
-}
 
 static char *
 job_events_text(const char *id)
 {
-	PGresult *r;
-	char q[256], *out = calloc(1, 16384);
-	size_t n = 0;
+	char *out = harness_sql_str("SELECT coalesce(string_agg(format('  %%s %%s->%%s a%%s %%s', "
+	    "type, coalesce(from_state, ''), coalesce(to_state, ''), attempt, message), E'\\n' "
+	    "ORDER BY id), '') FROM job_events WHERE job_id = '%s'", id);
 
-	snprintf(q, sizeof(q), "SELECT type, coalesce(from_state, ''), coalesce(to_state, ''),"
-	    " attempt, message FROM job_events WHERE job_id = '%s' ORDER BY id", id);
-	r = PQexec(pg, q);
-	for (int i = 0; i < PQntuples(r) && n < 16000; i++)
-		n += (size_t)snprintf(out + n, 16384 - n, "  %s %s->%s a%s %s\n",
-		    PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
-		    PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
-	PQclear(r);
 	return out;
 }
 
@@ -129,17 +45,17 @@ job_events_text(const char *id)
 static void
 wait_state(const char *id, const char *state, int attempt, double timeout)
 {
-	double end = now_s() + timeout;
+	double end = harness_now_s() + timeout;
 
-	while (now_s() < end) {
-		if (sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = '%s' AND"
+	while (harness_now_s() < end) {
+		if (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = '%s' AND"
 		    " (%d = 0 OR attempt = %d)", id, state, attempt, attempt) == 1)
 			return;
 		usleep(100 * 1000);
 	}
 	{
-		char *ev = job_events_text(id), *cur = sql_str("SELECT state || ' a' || attempt ||"
-		    " ' ' || coalesce(reason, '') FROM jobs WHERE id = '%s'", id);
+		char *ev = job_events_text(id), *cur = harness_sql_str("SELECT state || ' a' ||"
+		    " attempt || ' ' || coalesce(reason, '') FROM jobs WHERE id = '%s'", id);
 
 		fail_msg("job %s: want %s (attempt %d), have %s; events:\n%s\nfleetd log %s", id,
 		    state, attempt, cur, ev, fd.log);
@@ -147,34 +63,6 @@ wait_state(const char *id, const char *state, int attempt, double timeout)
 }
 
 /* ---- cloudsim */
-
-static json_t *
-sim_get(const char *path)
-{
-	struct http_result r;
-	char u[512];
-	json_t *j;
-
-	snprintf(u, sizeof(u), "%s%s", cloudsim_url, path);
-	harness_http(&r, "GET", u, NULL, NULL, NULL);
-	assert_int_equal(r.status, 200);
-	j = json_incref(r.json);
-	harness_http_free(&r);
-	return j;
-}
-
-static void
-sim_post(const char *path, const char *body)
-{
-	struct http_result r;
-	char u[512];
-
-	snprintf(u, sizeof(u), "%s%s", cloudsim_url, path);
-	harness_http(&r, "POST", u, NULL, body, NULL);
-	if (r.status != 200 && r.status != 201)
-		fail_msg("cloudsim %s: %ld %s", path, r.status, r.body);
-	harness_http_free(&r);
-}
 
 /* The stored object (as applied) of name on cluster, or NULL. */
 static json_t *
@@ -184,7 +72,7 @@ sim_object(const char *cluster, const char *name, int *applies)
 	json_t *all, *o = NULL;
 
 	snprintf(path, sizeof(path), "/_sim/objects?cluster=%s&name=%s", cluster, name);
-	all = sim_get(path);
+	all = harness_sim_get(&cs, path);
 	if (json_array_size(json_object_get(all, "objects")) == 1) {
 		json_t *it = json_array_get(json_object_get(all, "objects"), 0);
 
@@ -201,7 +89,7 @@ static int
 sim_applies(const char *cluster, const char *ns, const char *plural, const char *name)
 {
 	char key[400];
-	json_t *st = sim_get("/_sim/state");
+	json_t *st = harness_sim_get(&cs, "/_sim/state");
 	int n;
 
 	snprintf(key, sizeof(key), "%s/%s/%s/%s", cluster, ns, plural, name);
@@ -210,95 +98,8 @@ sim_applies(const char *cluster, const char *ns, const char *plural, const char 
 	return n;
 }
 
-static json_t *
-cs_cluster(const char *name)
-{
-	json_t *c;
-	size_t i;
-
-	json_array_foreach(csclusters, i, c)
-		if (strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
-			return c;
-	fail_msg("cloudsim has no cluster %s", name);
-	return NULL;
-}
-
-static void
-start_cloudsim(void)
-{
-	char port[320], *text, *line, *save = NULL;
-	json_t *cl;
-
-	snprintf(csdir, sizeof(csdir), "/tmp/fleetd-disp-cs-%d", (int)getpid());
-	harness_sh("rm -rf %s && mkdir -p %s", csdir, csdir);
-	cs_pid = fork();
-	assert_true(cs_pid >= 0);
-	if (cs_pid == 0) {
-		char log[300];
-
-		snprintf(log, sizeof(log), "%s/cloudsim.log", csdir);
-		freopen(log, "w", stdout);
-		freopen(log, "a", stderr);
-		execl(FLEETD_BINARY_DIR "/cloudsim", "cloudsim", "--fleet",
-		    FLEETD_SOURCE_DIR "/cloudsim/fleets/test.json", "--listen", "127.0.0.1:0",
-		    "--state-dir", csdir, "--time-scale", TIME_SCALE, (char *)NULL);
-		_exit(127);
-	}
-	snprintf(envfile, sizeof(envfile), "%s/fleetd.env", csdir);
-	for (int i = 0; i < 200 && access(envfile, R_OK) != 0; i++)
-		usleep(50 * 1000);
-	usleep(100 * 1000);
-	text = harness_slurp(envfile);
-	assert_non_null(text);
-	int n = 0;
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (line[0] == '#' || strchr(line, '=') == NULL || n >= 50)
-			continue;
-		if (strncmp(line, "FLEETD_CLOUDSIM_URL=", 20) == 0)
-			snprintf(cloudsim_url, sizeof(cloudsim_url), "%s", line + 20);
-		fd_env[n++] = strdup(line);
-	}
-	free(text);
-	snprintf(port, sizeof(port), "%s/clusters.json", csdir);
-	text = harness_slurp(port);
-	cl = json_loads(text, 0, NULL);
-	free(text);
-	csclusters = json_incref(json_object_get(cl, "clusters"));
-	json_decref(cl);
-	fd_env[n++] = strdup("FLEETD_MASTER_KEY=" MASTER_KEY);
-	fd_env[n++] = strdup("FLEETD_SNAPSHOT_MAX_AGE=1000000");
-	fd_env[n++] = strdup("FLEETD_WORKERS=scheduler,dispatch,status");
-	fd_env[n++] = strdup("FLEETD_SCHEDULER_INTERVAL_MS=300");
-	fd_env[n] = NULL;
-	assert_true(cloudsim_url[0] != '\0');
-}
-
 /* ---- registration: clouds by SQL (phase 2 needs the drivers), clusters over the API,
  * capacity as the poller would write it from cloudsim's ground truth */
-
-static char *
-api(const char *path)
-{
-	static char buf[4][1024];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s%s", fd.url, path);
-	return buf[i];
-}
-
-static void
-post_ok(const char *path, const char *body, json_t **out)
-{
-	struct http_result r;
-
-	harness_http(&r, "POST", api(path), admin, body, NULL);
-	if (r.status != 201)
-		fail_msg("POST %s %s: %ld %s", path, body, r.status, r.body);
-	if (out != NULL)
-		*out = json_incref(r.json);
-	harness_http_free(&r);
-}
 
 /* One capacity row; free_per_node < 0: every node fully free. */
 static void
@@ -337,7 +138,7 @@ seed_pool(const char *cluster_id, const char *provider, json_t *pool, int max_no
 	topo = json_pack("{s:o}", "nodes", topo);
 	ts = json_dumps(topo, JSON_COMPACT);
 	json_decref(topo);
-	sql("INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour,"
+	harness_sql("INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour,"
 	    " accel_per_node, nodes, max_nodes, autoscaling, free_accel, free_cpu_m, free_mem,"
 	    " topology) VALUES ('%s', '%s', '%s', '%s', %s, %f, %d, %d, %d, %s, %d, %lld, %lld,"
 	    " '%s') ON CONFLICT (cluster_id, pool, flavor) DO UPDATE SET max_nodes ="
@@ -355,13 +156,14 @@ seed_pool(const char *cluster_id, const char *provider, json_t *pool, int max_no
 static json_t *
 sim_pool(const char *cluster, const char *pool)
 {
-	json_t *st = sim_get("/_sim/state"), *c, *p, *out = NULL;
+	json_t *st = harness_sim_get(&cs, "/_sim/state"), *c, *p, *out = NULL;
 	size_t i, k;
 
 	json_array_foreach(json_object_get(st, "clusters"), i, c)
 		if (strcmp(json_string_value(json_object_get(c, "name")), cluster) == 0)
 			json_array_foreach(json_object_get(c, "pools"), k, p)
-				if (strcmp(json_string_value(json_object_get(p, "name")), pool) == 0)
+				if (strcmp(json_string_value(json_object_get(p, "name")),
+				    pool) == 0)
 					out = json_incref(p);
 	json_decref(st);
 	assert_non_null(out);
@@ -370,47 +172,27 @@ sim_pool(const char *cluster, const char *pool)
 	return out;
 }
 
-/* Registers cloudsim cluster name; returns its fleetd id (malloc'd). */
+/* Registers cloudsim cluster name through the API and seeds its capacity as the poller
+ * would from cloudsim's ground truth; returns its fleetd id (malloc'd). */
 static char *
 register_cluster(const char *name)
 {
-	json_t *c = cs_cluster(name), *body, *out = NULL, *st, *cl, *p;
-	const char *prov = json_string_value(json_object_get(c, "provider"));
-	char *ca, *text, *cloud, *id, path[128];
+	const char *prov = harness_js(harness_cs_cluster(&cs, name), "provider");
+	json_t *st, *cl, *p;
+	char id[40];
 	size_t i, k;
 
-	cloud = sql_str("INSERT INTO clouds (id, name, environment, provider, region, account,"
-	    " external_id, state, required) VALUES (gen_random_uuid(), '%s', '" ENV "', '%s',"
-	    " '%s', '{}', 'ext-%s', 'active', '{}') RETURNING id", name, prov,
-	    json_string_value(json_object_get(c, "region")), name);
-	ca = harness_slurp(json_string_value(json_object_get(c, "ca_file")));
-	body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s, s:s}", "name", name, "api_server",
-	    json_string_value(json_object_get(c, "api_server")), "ca_cert", ca, "credentials",
-	    "token", json_string_value(json_object_get(c, "token")), "provider_cluster_id",
-	    json_string_value(json_object_get(c, "provider_cluster_id")), "batch_scheduler",
-	    json_string_value(json_object_get(c, "batch_scheduler")));
-	text = json_dumps(body, JSON_COMPACT);
-	snprintf(path, sizeof(path), "/v1/clouds/%s/clusters", cloud);
-	post_ok(path, text, &out);
-	id = strdup(json_string_value(json_object_get(out, "id")));
-	st = sim_get("/_sim/state");
+	harness_register(&cs, admin, name, NULL, id);
+	st = harness_sim_get(&cs, "/_sim/state");
 	json_array_foreach(json_object_get(st, "clusters"), i, cl) {
-		if (strcmp(json_string_value(json_object_get(cl, "name")), name) != 0)
+		if (strcmp(harness_js(cl, "name"), name) != 0)
 			continue;
-		json_array_foreach(json_object_get(cl, "pools"), k, p) {
-			json_object_set_new(p, "accelerators_per_node", json_integer(
-			    json_integer_value(json_object_get(p, "accelerators_per_node"))));
-			seed_pool(id, prov, p, (int)json_integer_value(json_object_get(p, "max")),
-			    (int)json_integer_value(json_object_get(p, "free_accelerators")));
-		}
+		json_array_foreach(json_object_get(cl, "pools"), k, p)
+			seed_pool(id, prov, p, (int)harness_ji(p, "max"),
+			    (int)harness_ji(p, "free_accelerators"));
 	}
 	json_decref(st);
-	json_decref(out);
-	json_decref(body);
-	free(text);
-	free(ca);
-	free(cloud);
-	return id;
+	return strdup(id);
 }
 
 static char *hp_id, *aks_id, *gke_id;
@@ -419,26 +201,27 @@ static int
 setup(void **state)
 {
 	(void)state;
-	start_cloudsim();
+	harness_cs_start(&cs, NULL, TIME_SCALE);
+	harness_cs_env_add(&cs, "FLEETD_SNAPSHOT_MAX_AGE=1000000");
+	harness_cs_env_add(&cs, "FLEETD_WORKERS=scheduler,dispatch,status");
+	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
 	harness_db_create("disp", dburl, sizeof(dburl));
-	harness_fleetd_start(&fd, dburl, (const char *const *)fd_env);
-	pg = PQconnectdb(dburl);
-	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_token(dburl, "admin", "*");
-	post_ok("/v1/environments", "{\"name\":\"" ENV "\"}", NULL);
-	post_ok("/v1/priority-classes", "{\"name\":\"low\",\"value\":10}", NULL);
-	post_ok("/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,\"preempt\":true}",
-	    NULL);
-	post_ok("/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
-	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":200}}", NULL);
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,"
+	    "\"preempt\":true}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
+	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":200}}");
 	hp_id = register_cluster("test-hp-usw2");
 	aks_id = register_cluster("test-aks-eus");
 	gke_id = register_cluster("test-gke-usc1");
 	/* GKE's h100 looks full until the stockout test frees it (as a poller would see) */
-	sql("UPDATE capacity SET max_nodes = nodes, free_accel = 0, topology = jsonb_build_object("
+	harness_sql("UPDATE capacity SET max_nodes = nodes, free_accel = 0, topology = jsonb_build_object("
 	    "'nodes', (SELECT jsonb_agg(n || '{\"free_accel\": 0}') FROM jsonb_array_elements("
 	    "topology->'nodes') n)) WHERE cluster_id = '%s' AND pool = 'h100'", gke_id);
-	sql("UPDATE clusters SET stockout_timeout_s = 2");
+	harness_sql("UPDATE clusters SET stockout_timeout_s = 2");
 	return 0;
 }
 
@@ -448,16 +231,9 @@ teardown(void **state)
 	(void)state;
 	if (fd.pid > 0)
 		harness_fleetd_stop(&fd);
-	PQfinish(pg);
 	harness_db_drop(dburl);
-	if (cs_pid > 0) {
-		kill(cs_pid, SIGTERM);
-		waitpid(cs_pid, NULL, 0);
-	}
-	harness_sh("rm -rf %s", csdir);
-	for (int i = 0; fd_env[i] != NULL; i++)
-		free(fd_env[i]);
-	json_decref(csclusters);
+	harness_cs_stop(&cs);
+	harness_done();
 	free(admin);
 	free(hp_id);
 	free(aks_id);
@@ -472,8 +248,6 @@ static char *
 submit(const char *kind, const char *name, int replicas, const char *extra)
 {
 	char body[2048];
-	struct http_result r;
-	char *id;
 
 	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"%s\",\"queue\":"
 	    "\"ml\",\"name\":\"%s\",\"ray_version\":\"2.52.0\",%s"
@@ -482,18 +256,13 @@ submit(const char *kind, const char *name, int replicas, const char *extra)
 	    H100 "\",\"count\":8}}]%s%s}", kind, name, strcmp(kind, "RayJob") == 0 ?
 	    "\"entrypoint\":\"python train.py\"," : "", replicas, extra ? "," : "",
 	    extra ? extra : "");
-	harness_http(&r, "POST", api("/v1/jobs"), admin, body, NULL);
-	if (r.status != 201)
-		fail_msg("submit %s: %ld %s", body, r.status, r.body);
-	id = strdup(json_string_value(json_object_get(r.json, "id")));
-	harness_http_free(&r);
-	return id;
+	return strdup(harness_js(harness_post_created(admin, "/v1/jobs", body), "id"));
 }
 
 static bool
 has_event(const char *id, const char *type, const char *from, const char *to)
 {
-	return sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type = '%s'"
+	return harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type = '%s'"
 	    " AND coalesce(from_state, '') = '%s' AND coalesce(to_state, '') = '%s'", id, type,
 	    from, to) > 0;
 }
@@ -509,29 +278,17 @@ object_name(enum jobspec_kind k, const char *sname, const char *id, int attempt,
 static char *
 get_manifest(const char *id)
 {
-	struct http_result r;
-	char path[128], *text;
-
-	snprintf(path, sizeof(path), "/v1/jobs/%s/manifest", id);
-	harness_http(&r, "GET", api(path), admin, NULL, NULL);
-	if (r.status != 200)
-		fail_msg("GET %s: %ld %s", path, r.status, r.body);
-	text = strdup(r.body);
-	harness_http_free(&r);
-	return text;
+	harness_get_ok(admin, "/v1/jobs/%s/manifest", id);
+	return strdup(harness_r.body);
 }
 
 static void
 cancel(const char *id)
 {
-	struct http_result r;
-	char path[128];
+	long st = harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", id);
 
-	snprintf(path, sizeof(path), "/v1/jobs/%s/cancel", id);
-	harness_http(&r, "POST", api(path), admin, "{}", NULL);
-	if (r.status != 200 && r.status != 202)
-		fail_msg("POST %s: %ld %s", path, r.status, r.body);
-	harness_http_free(&r);
+	if (st != 200 && st != 202)
+		fail_msg("cancel %s: %ld %s", id, st, harness_r.body);
 }
 
 /* pending -> admitted -> dispatched -> running -> succeeded, every event, the manifest
@@ -553,7 +310,7 @@ test_lifecycle(void **state)
 	mj = json_loads(m, 0, NULL);
 	if (!json_equal(mj, applied))
 		fail_msg("GET manifest differs from what cloudsim stored:\n%s", m);
-	snprintf(file, sizeof(file), "%s/lifecycle.json", csdir);
+	snprintf(file, sizeof(file), "%s/lifecycle.json", cs.dir);
 	assert_int_equal(json_dump_file(applied, file, JSON_INDENT(2)), 0);
 	assert_int_equal(harness_sh(FLEETD_SOURCE_DIR "/../shared/tools/validate-manifest "
 	    "--quiet %s", file), 0);
@@ -563,7 +320,7 @@ test_lifecycle(void **state)
 	assert_true(has_event(id, "state", "admitted", "dispatched"));
 	assert_true(has_event(id, "state", "dispatched", "running"));
 	assert_true(has_event(id, "state", "running", "succeeded"));
-	assert_true(sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
+	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
 	    " 'cluster_status' AND message LIKE 'RayJob Complete/SUCCEEDED%%'", id) == 1);
 	/* TTL: the object goes 2 s after the end */
 	for (int i = 0; i < 100; i++) {
@@ -576,7 +333,7 @@ test_lifecycle(void **state)
 	}
 	json_t *gone = sim_object("test-hp-usw2", name, NULL);
 	assert_null(gone);
-	assert_true(sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
+	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
 	    " 'cleaned_up'", id) == 1);
 	assert_int_equal(sim_applies("test-hp-usw2", json_string_value(json_object_get(
 	    json_object_get(mj, "metadata"), "namespace")), "rayjobs", name), 1);
@@ -615,26 +372,22 @@ test_cancel(void **state)
 static void
 test_exactly_once(void **state)
 {
-	char *id, name[64], ns[64], q[256];
-	struct http_result r;
-	PGresult *res;
+	char *id, *was, name[64], ns[64];
 	int st;
 
 	(void)state;
-	sim_post("/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"test-hp-usw2\","
+	harness_sim_post(&cs, "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"test-hp-usw2\","
 	    "\"latency_ms\":700}");
 	id = submit("RayCluster", "once", 1, "\"constraints\":{\"providers\":[\"hyperpod\"]}");
 	object_name(JOBSPEC_RAYCLUSTER, "once", id, 1, name, sizeof(name));
 	assert_true(kuberay_namespace(ENV, "ml", ns, sizeof(ns)));
-	for (int i = 0; i < 400 && sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	for (int i = 0; i < 400 && harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
 	    " claimed_by IS NOT NULL", id) == 0; i++)
 		usleep(10 * 1000);
-	sql("BEGIN");
-	snprintf(q, sizeof(q), "SELECT state FROM jobs WHERE id = '%s' FOR UPDATE", id);
-	res = PQexec(pg, q);
-	assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
-	assert_string_equal(PQgetvalue(res, 0, 0), "admitted");
-	PQclear(res);
+	harness_sql("BEGIN");
+	was = harness_sql_str("SELECT state FROM jobs WHERE id = '%s' FOR UPDATE", id);
+	assert_string_equal(was, "admitted");
+	free(was);
 	for (int i = 0; i < 100 && sim_applies("test-hp-usw2", ns, "rayclusters", name) == 0; i++)
 		usleep(100 * 1000);
 	assert_int_equal(sim_applies("test-hp-usw2", ns, "rayclusters", name), 1);
@@ -642,44 +395,31 @@ test_exactly_once(void **state)
 	kill(fd.pid, SIGKILL);
 	waitpid(fd.pid, &st, 0);
 	fd.pid = 0;
-	sql("ROLLBACK");
-	assert_true(sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = 'admitted'"
+	harness_sql("ROLLBACK");
+	assert_true(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = 'admitted'"
 	    " AND claimed_by IS NOT NULL", id) == 1);
-	{
-		char u[256];
-
-		snprintf(u, sizeof(u), "%s/_sim/faults", cloudsim_url);
-		harness_http(&r, "DELETE", u, NULL, NULL, NULL);
-		harness_http_free(&r);
-	}
-	harness_fleetd_start(&fd, dburl, (const char *const *)fd_env);
-	wait_state(id, "running", 1, 60);	/* takeover waits out a dead apply (DISPATCH_INFLIGHT_S) */
+	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	wait_state(id, "running", 1,
+	    60);	/* takeover waits out a dead apply (DISPATCH_INFLIGHT_S) */
 	assert_int_equal(sim_applies("test-hp-usw2", ns, "rayclusters", name), 1);
-	assert_true(sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
+	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
 	    " to_state = 'dispatched' AND data->>'reused' = 'true'", id) == 1);
 	cancel(id);
 	wait_state(id, "cancelled", 1, 20);
 	free(id);
 }
 
-/* Kubernetes call to a cloudsim member with curl (the test's own workload). */
+/* Kubernetes call to a cloudsim member (the test's own workload), which must succeed. */
 static void
 kube_call(const char *cluster, const char *method, const char *path, const char *body)
 {
-	json_t *c = cs_cluster(cluster);
-	char file[300];
-	FILE *f;
+	struct http_result r;
 
-	snprintf(file, sizeof(file), "%s/body.json", csdir);
-	f = fopen(file, "w");
-	assert_non_null(f);
-	fputs(body, f);
-	fclose(f);
-	assert_int_equal(harness_sh("curl -sf -o /dev/null --cacert %s -H 'Authorization: Bearer"
-	    " %s' -H 'Content-Type: application/json' -X %s --data-binary @%s '%s%s'",
-	    json_string_value(json_object_get(c, "ca_file")),
-	    json_string_value(json_object_get(c, "token")), method, file,
-	    json_string_value(json_object_get(c, "api_server")), path), 0);
+	harness_kube(&cs, &r, cluster, method, path, NULL, body);
+	if (r.status < 200 || r.status > 299)
+		fail_msg("%s %s on %s: %ld %s", method, path, cluster, r.status, r.body);
+	harness_http_free(&r);
 }
 
 /* The chosen pool cannot grow (stockout) and its nodes are taken: the job is withdrawn
@@ -719,9 +459,9 @@ test_stockout(void **state)
 	json_decref(pool);
 	id = submit("RayJob", "stock", 1, "\"constraints\":{\"regions\":[\"eastus\","
 	    "\"us-central1\"],\"spot\":false}");
-	enq = sql_str("SELECT enqueued_at::text FROM jobs WHERE id = '%s'", id);
+	enq = harness_sql_str("SELECT enqueued_at::text FROM jobs WHERE id = '%s'", id);
 	wait_state(id, "dispatched", 1, 20);
-	assert_true(sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND cluster_id = '%s'",
+	assert_true(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND cluster_id = '%s'",
 	    id, aks_id) == 1);
 	/* the poller now sees GKE's h100 as it is */
 	pool = sim_pool("test-gke-usc1", "h100");
@@ -729,14 +469,14 @@ test_stockout(void **state)
 	    (int)json_integer_value(json_object_get(pool, "free_accelerators")));
 	json_decref(pool);
 	wait_state(id, "running", 2, 60);
-	assert_true(sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND cluster_id = '%s'"
+	assert_true(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND cluster_id = '%s'"
 	    " AND enqueued_at::text = '%s'", id, gke_id, enq) == 1);
-	assert_true(sql_long("SELECT count(*) FROM stockouts WHERE cluster_id = '%s' AND"
+	assert_true(harness_sql_long("SELECT count(*) FROM stockouts WHERE cluster_id = '%s' AND"
 	    " flavor = '" H100 "'", aks_id) == 1);
-	assert_true(sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
+	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
 	    " from_state = 'dispatched' AND to_state = 'pending' AND message LIKE 'stockout%%'",
 	    id) == 1);
-	assert_true(sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
+	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
 	    " 'cluster_event' AND data->>'reason' = 'FailedScheduling' AND attempt = 1", id) >= 1);
 	object_name(JOBSPEC_RAYJOB, "stock", id, 1, name, sizeof(name));
 	o = sim_object("test-aks-eus", name, NULL);
@@ -783,7 +523,7 @@ test_preemption(void **state)
 	assert_true(json_is_true(json_object_get(json_object_get(o, "spec"), "suspend")));
 	json_decref(o);
 	assert_true(has_event(victim, "checkpoint_requested", "", ""));
-	gap = (double)sql_long("SELECT (extract(epoch from max(at) FILTER (WHERE to_state ="
+	gap = (double)harness_sql_long("SELECT (extract(epoch from max(at) FILTER (WHERE to_state ="
 	    " 'pending' AND from_state = 'preempted') - min(at) FILTER (WHERE to_state ="
 	    " 'preempted')) * 1000)::bigint FROM job_events WHERE job_id = '%s'", victim);
 	if (gap < 1900)
