@@ -16,9 +16,8 @@
 
 #define js	harness_js
 
-/* The account object of phase 1 for cloudsim cluster c. */
-static json_t *
-account_of(json_t *c)
+json_t *
+harness_account_of(json_t *c)
 {
 	const char *p = js(c, "provider");
 
@@ -31,10 +30,8 @@ account_of(json_t *c)
 	return json_pack("{s:s}", "account_id", js(c, "account"));
 }
 
-/* What Terraform does between the phases, from iam.required: tags both identities with the
- * cloud id and lets fleetd in as the control plane.  Sets the pair's names in *cp, *cl. */
-static void
-prepare_identities(const struct harness_cs *cs, json_t *c, json_t *cloud, const char **cp,
+void
+harness_identities(const struct harness_cs *cs, json_t *c, json_t *cloud, const char **cp,
 		   const char **cl)
 {
 	const char *p = js(c, "provider"), *id = js(cloud, "id");
@@ -51,6 +48,9 @@ prepare_identities(const struct harness_cs *cs, json_t *c, json_t *cloud, const 
 		b2 = json_pack("{s:s, s:s, s:s}", "provider", "gcp", "service_account", *cl,
 		    "description", desc);
 	} else if (strcmp(p, "aks") == 0) {
+		if (json_array_size(harness_jp(cloud, "iam.required.control_plane_identity."
+		    "federated_identity_credentials")) == 0)
+			fail_msg("phase 1 of %s names no federated credential", id);
 		*cp = js(c, "iam.control_plane.resource_id");
 		*cl = js(c, "iam.cluster_role.resource_id");
 		b1 = json_pack("{s:s, s:s, s:O, s:O*}", "provider", "azure", "resource_id", *cp,
@@ -88,14 +88,14 @@ harness_register(const struct harness_cs *cs, const char *admin, const char *nam
 	    js(c, "region"));
 	body = json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", cname, "environment",
 	    js(c, "environment"), "provider", js(c, "provider"), "region", js(c, "region"),
-	    "account", account_of(c));
+	    "account", harness_account_of(c));
 	if (harness_call_json("POST", admin, body, "/v1/clouds") != 201)
 		fail_msg("phase 1 %s: %ld %s", cname, harness_r.status, harness_r.body);
 	json_decref(body);
 	cloud = json_incref(harness_r.json);
 	if (strcmp(js(cloud, "state"), "pending_iam") != 0)
 		fail_msg("phase 1 %s: state %s", cname, js(cloud, "state"));
-	prepare_identities(cs, c, cloud, &cp, &cl);
+	harness_identities(cs, c, cloud, &cp, &cl);
 	body = json_pack("{s:s, s:s}", "control_plane_role", cp, "cluster_role", cl);
 	if (harness_call_json("POST", admin, body, "/v1/clouds/%s/iam", js(cloud, "id")) != 200 ||
 	    strcmp(js(harness_r.json, "state"), "active") != 0)

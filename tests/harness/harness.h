@@ -187,6 +187,13 @@ void	harness_kube(const struct harness_cs *cs, struct http_result *r, const char
  * exist.  Fills cloud_id and cluster_id (40 bytes each, may be NULL). */
 void	harness_register(const struct harness_cs *cs, const char *admin, const char *name,
 	    char *cloud_id, char *cluster_id);
+/* The steps of harness_register, for tests of registration itself: phase 1's "account" of
+ * cloudsim cluster c (new reference); what Terraform does between the phases from the
+ * phase-1 answer cloud (tags both identities with the cloud id, lets fleetd in as the
+ * control plane), setting the pair's names (borrowed from c) in *cp and *cl. */
+json_t	*harness_account_of(json_t *c);
+void	harness_identities(const struct harness_cs *cs, json_t *c, json_t *cloud,
+	    const char **cp, const char **cl);
 /* Waits until /metrics shows a capacity snapshot of each named cluster (NULL-terminated). */
 void	harness_wait_capacity(const char *const *names, double timeout_s);
 

@@ -6,14 +6,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 /*
  * What the provider sends (restapi/api_object.go, write_returns_object = true):
@@ -28,12 +26,9 @@
  */
 
 static struct fleetd_proc fd;
-static char dburl[512], csdir[256], csurl[128];
-static pid_t cs_pid;
-static char *fd_env[64];
-static json_t *csclusters;
-static char *admin, *ca_pem, *fleetd_gsa;
-static struct http_result R;		/* the last answer */
+static struct harness_cs cs;
+static char dburl[512];
+static char *admin;
 
 /* One restapi_object: its paths, its data and what the contract expects of it. */
 struct tf_res {
@@ -60,55 +55,22 @@ jstr(json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-static long
-call(const char *method, const char *path, const char *body)
-{
-	char url[1024];
-
-	harness_http_free(&R);
-	snprintf(url, sizeof(url), "%s%s", fd.url, path);
-	harness_http(&R, method, url, admin, body, NULL);
-	return R.status;
-}
-
 /* A read as the provider sends it: GET with the empty read_data as its body. */
 static long
 tf_get(const char *path)
 {
-	return call("GET", path, "{}");
+	return harness_call("GET", admin, "{}", "%s", path);
 }
 
-static long
-call_json(const char *method, const char *path, json_t *body)
-{
-	char *s = json_dumps(body, JSON_COMPACT);
-	long st = call(method, path, s);
-
-	free(s);
-	return st;
-}
-
+/* status, and a JSON object in every answer with a body */
 static void
 expect_status(const char *what, long status)
 {
-	if (R.status != status)
-		fail_msg("%s: want %ld, got %ld: %s", what, status, R.status, R.body);
-	if (status != 204 && !json_is_object(R.json))
-		fail_msg("%s: the answer is not a JSON object: %s", what, R.body);
-}
-
-static void
-expect_problem(const char *what, long status, const char *code, const char *pointer)
-{
-	const char *ptr;
-
-	expect_status(what, status);
-	if (jstr(R.json, "code") == NULL || strcmp(jstr(R.json, "code"), code) != 0)
-		fail_msg("%s: want code %s: %s", what, code, R.body);
-	ptr = json_string_value(json_object_get(json_array_get(json_object_get(R.json,
-	    "errors"), 0), "pointer"));
-	if (pointer != NULL && (ptr == NULL || strcmp(ptr, pointer) != 0))
-		fail_msg("%s: want pointer %s: %s", what, pointer, R.body);
+	if (harness_r.status != status)
+		fail_msg("%s: want %ld, got %ld: %s", what, status, harness_r.status,
+		    harness_r.body);
+	if (status != 204 && !json_is_object(harness_r.json))
+		fail_msg("%s: the answer is not a JSON object: %s", what, harness_r.body);
 }
 
 static bool
@@ -191,7 +153,7 @@ expect_same(const char *what, json_t *a, json_t *b, const char *const *vol)
 	}
 	json_object_foreach(b, k, v)
 		if (!listed(vol, k) && json_object_get(a, k) == NULL)
-			fail_msg("%s: %s appeared: %s", what, k, R.body);
+			fail_msg("%s: %s appeared: %s", what, k, harness_r.body);
 }
 
 static long
@@ -204,7 +166,7 @@ static void
 keep(struct tf_res *r)
 {
 	json_decref(r->last);
-	r->last = json_deep_copy(R.json);
+	r->last = json_deep_copy(harness_r.json);
 }
 
 /* ---- the replay, one step per function */
@@ -216,18 +178,20 @@ tf_create(struct tf_res *r)
 	char *loc;
 	const char *id;
 
-	call_json("POST", r->path, r->data);
+	harness_call_json("POST", admin, r->data, "%s", r->path);
 	expect_status(r->what, 201);
-	if ((id = jstr(R.json, r->id_attr)) == NULL)
-		fail_msg("%s: the create answer has no %s: %s", r->what, r->id_attr, R.body);
+	if ((id = jstr(harness_r.json, r->id_attr)) == NULL)
+		fail_msg("%s: the create answer has no %s: %s", r->what, r->id_attr,
+		    harness_r.body);
 	snprintf(r->id, sizeof(r->id), "%s", id);
 	if (r->item[0] == '\0')
 		snprintf(r->item, sizeof(r->item), "%s/%s", r->path, r->id);
-	expect_fields(r->what, r->data, R.json, r->ignore);
+	expect_fields(r->what, r->data, harness_r.json, r->ignore);
 	for (int i = 0; computed[i] != NULL; i++)
-		if (json_object_get(R.json, computed[i]) == NULL)
-			fail_msg("%s: the create answer lacks %s: %s", r->what, computed[i], R.body);
-	loc = harness_header(&R, "Location");
+		if (json_object_get(harness_r.json, computed[i]) == NULL)
+			fail_msg("%s: the create answer lacks %s: %s", r->what, computed[i],
+			    harness_r.body);
+	loc = harness_header(&harness_r, "Location");
 	if (loc == NULL || strlen(loc) < strlen(r->id) ||
 	    strcmp(loc + strlen(loc) - strlen(r->id), r->id) != 0)
 		fail_msg("%s: Location %s does not name %s", r->what, loc ? loc : "(none)", r->id);
@@ -241,8 +205,8 @@ tf_read(struct tf_res *r, json_t *sent, const char *const *skip)
 {
 	tf_get(r->item);
 	expect_status(r->what, 200);
-	expect_fields(r->what, sent, R.json, r->ignore);
-	expect_same(r->what, r->last, R.json, skip != NULL ? skip : r->vol);
+	expect_fields(r->what, sent, harness_r.json, r->ignore);
+	expect_same(r->what, r->last, harness_r.json, skip != NULL ? skip : r->vol);
 	keep(r);
 }
 
@@ -252,23 +216,25 @@ tf_update(struct tf_res *r)
 	long v = version_of(r->last);
 	json_t *before = json_deep_copy(r->last);
 
-	call_json("PUT", r->item, r->update);
+	harness_call_json("PUT", admin, r->update, "%s", r->item);
 	expect_status(r->what, 200);
-	if (version_of(R.json) != v + 1)
-		fail_msg("%s: a change makes version %ld, not %ld", r->what, version_of(R.json), v + 1);
-	expect_fields(r->what, r->update, R.json, r->ignore);
-	assert_string_equal(jstr(R.json, "id"), jstr(before, "id"));
-	assert_string_equal(jstr(R.json, "created_at"), jstr(before, "created_at"));
+	if (version_of(harness_r.json) != v + 1)
+		fail_msg("%s: a change makes version %ld, not %ld", r->what,
+		    version_of(harness_r.json), v + 1);
+	expect_fields(r->what, r->update, harness_r.json, r->ignore);
+	assert_string_equal(jstr(harness_r.json, "id"), jstr(before, "id"));
+	assert_string_equal(jstr(harness_r.json, "created_at"), jstr(before, "created_at"));
 	json_decref(before);
 	keep(r);
 	/* read for drift: nothing differs from what was sent */
 	tf_read(r, r->update, NULL);
 	/* the same PUT again changes nothing, not even updated_at */
-	call_json("PUT", r->item, r->update);
+	harness_call_json("PUT", admin, r->update, "%s", r->item);
 	expect_status(r->what, 200);
-	if (version_of(R.json) != v + 1)
-		fail_msg("%s: an identical PUT moved version to %ld", r->what, version_of(R.json));
-	expect_same(r->what, r->last, R.json, r->vol);
+	if (version_of(harness_r.json) != v + 1)
+		fail_msg("%s: an identical PUT moved version to %ld", r->what,
+		    version_of(harness_r.json));
+	expect_same(r->what, r->last, harness_r.json, r->vol);
 }
 
 /* A force_new field changed in place: 409 naming it, and nothing written. */
@@ -280,15 +246,17 @@ tf_immutable(struct tf_res *r, const char *field, json_t *value, const char *cod
 
 	json_object_set(body, field, value);
 	snprintf(ptr, sizeof(ptr), "/%s", field);
-	call_json("PUT", r->item, body);
+	harness_call_json("PUT", admin, body, "%s", r->item);
 	json_decref(body);
-	expect_problem(r->what, 409, code, ptr);
-	if (strstr(jstr(R.json, "detail") ? jstr(R.json, "detail") : "", field) == NULL &&
-	    strstr(jstr(R.json, "title") ? jstr(R.json, "title") : "", field) == NULL)
-		fail_msg("%s: the 409 does not name %s: %s", r->what, field, R.body);
+	harness_expect_problem(NULL, 409, code, ptr);
+	if (strstr(jstr(harness_r.json, "detail") ? jstr(harness_r.json, "detail") : "",
+	    field) == NULL &&
+	    strstr(jstr(harness_r.json, "title") ? jstr(harness_r.json, "title") : "",
+	    field) == NULL)
+		fail_msg("%s: the 409 does not name %s: %s", r->what, field, harness_r.body);
 	tf_get(r->item);
 	expect_status(r->what, 200);
-	expect_same(r->what, r->last, R.json, r->vol);
+	expect_same(r->what, r->last, harness_r.json, r->vol);
 }
 
 /* terraform import x <collection>/<id>: path and id split at the last '/', then a read. */
@@ -305,20 +273,20 @@ tf_import(struct tf_res *r)
 	snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - imp), imp, slash + 1);
 	tf_get(path);
 	expect_status(r->what, 200);
-	expect_fields(r->what, r->update ? r->update : r->data, R.json, r->ignore);
-	expect_same(r->what, r->last, R.json, r->vol);
+	expect_fields(r->what, r->update ? r->update : r->data, harness_r.json, r->ignore);
+	expect_same(r->what, r->last, harness_r.json, r->vol);
 }
 
 static void
 tf_destroy(struct tf_res *r, const char *code)
 {
-	call("DELETE", r->item, NULL);
+	harness_call("DELETE", admin, NULL, "%s", r->item);
 	expect_status(r->what, 204);
-	assert_int_equal(R.len, 0);
-	call("DELETE", r->item, NULL);
-	expect_problem(r->what, 404, code, NULL);
+	assert_int_equal(harness_r.len, 0);
+	harness_call("DELETE", admin, NULL, "%s", r->item);
+	harness_expect_problem(NULL, 404, code, NULL);
 	tf_get(r->item);
-	expect_problem(r->what, 404, code, NULL);
+	harness_expect_problem(NULL, 404, code, NULL);
 }
 
 static void
@@ -346,92 +314,6 @@ tf_replay(struct tf_res *r)
 	    "v%ld -> 409 /%s -> import", r->what, v0, v0 + 1, version_of(r->last), r->imm_field);
 }
 
-/* ---- cloudsim */
-
-static void
-start_cloudsim(void)
-{
-	char path[400], *text, *line, *save = NULL;
-	json_t *cj, *key;
-	int n = 0;
-
-	snprintf(csdir, sizeof(csdir), "/tmp/fleetd-tfc-cs-%d", (int)getpid());
-	harness_sh("rm -rf %s && mkdir -p %s", csdir, csdir);
-	cs_pid = fork();
-	assert_true(cs_pid >= 0);
-	if (cs_pid == 0) {
-		snprintf(path, sizeof(path), "%s/cloudsim.log", csdir);
-		if (freopen(path, "w", stdout) == NULL || freopen(path, "a", stderr) == NULL)
-			_exit(126);
-		execl(FLEETD_BINARY_DIR "/cloudsim", "cloudsim", "--fleet",
-		    "cloudsim/fleets/test.json", "--listen", "127.0.0.1:0", "--state-dir", csdir,
-		    (char *)NULL);
-		_exit(127);
-	}
-	snprintf(path, sizeof(path), "%s/port", csdir);
-	for (int i = 0; i < 300 && access(path, R_OK) != 0; i++)
-		usleep(50 * 1000);
-	if (access(path, R_OK) != 0)
-		fail_msg("cloudsim did not start; see %s/cloudsim.log", csdir);
-	snprintf(path, sizeof(path), "%s/fleetd.env", csdir);
-	text = harness_slurp(path);
-	assert_non_null(text);
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "FLEETD_", 7) != 0 || strchr(line, '=') == NULL || n >= 60)
-			continue;
-		if (strncmp(line, "FLEETD_CLOUDSIM_URL=", 20) == 0)
-			snprintf(csurl, sizeof(csurl), "%s", line + 20);
-		fd_env[n++] = strdup(line);
-	}
-	free(text);
-	assert_true(csurl[0] != '\0');
-	fd_env[n++] = strdup("FLEETD_MASTER_KEY=dGVycmFmb3JtLWNvbnRyYWN0LXRlc3Qta2V5LTMyYnk=");
-	fd_env[n] = NULL;
-	snprintf(path, sizeof(path), "%s/clusters.json", csdir);
-	text = harness_slurp(path);
-	cj = json_loads(text ? text : "", 0, NULL);
-	free(text);
-	csclusters = json_incref(json_object_get(cj, "clusters"));
-	json_decref(cj);
-	assert_non_null(csclusters);
-	snprintf(path, sizeof(path), "%s/ca.pem", csdir);
-	ca_pem = harness_slurp(path);
-	assert_non_null(ca_pem);
-	snprintf(path, sizeof(path), "%s/gcp-fleetd-key.json", csdir);
-	key = json_load_file(path, 0, NULL);
-	assert_non_null(jstr(key, "client_email"));
-	fleetd_gsa = strdup(jstr(key, "client_email"));
-	json_decref(key);
-}
-
-static json_t *
-cs_cluster(const char *name)
-{
-	json_t *c;
-	size_t i;
-
-	json_array_foreach(csclusters, i, c)
-		if (strcmp(jstr(c, "name"), name) == 0)
-			return c;
-	fail_msg("cloudsim has no cluster %s", name);
-	return NULL;
-}
-
-static void
-sim_iam(json_t *body)
-{
-	char url[256], *s = json_dumps(body, JSON_COMPACT);
-	struct http_result r;
-
-	snprintf(url, sizeof(url), "%s/_sim/iam", csurl);
-	harness_http(&r, "POST", url, NULL, s, NULL);
-	if (r.status != 200)
-		fail_msg("_sim/iam %s: %ld %s", s, r.status, r.body);
-	harness_http_free(&r);
-	free(s);
-	json_decref(body);
-}
-
 /* ---- setup */
 
 static int
@@ -439,44 +321,32 @@ setup(void **state)
 {
 	(void)state;
 	harness_db_create("tfcontract", dburl, sizeof(dburl));
-	start_cloudsim();
-	harness_fleetd_start(&fd, dburl, (const char *const *)fd_env);
+	harness_cs_start(&cs, NULL, NULL);
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_token(dburl, "admin", "*");
 	for (int i = 0; i < 2; i++) {
 		char body[64];
 
 		snprintf(body, sizeof(body), "{\"name\":\"%s\"}", i == 0 ? "tfprod" : "tfdev");
-		if (call("POST", "/v1/environments", body) != 201)
-			fail_msg("environment: %ld %s", R.status, R.body);
+		if (harness_call("POST", admin, body, "/v1/environments") != 201)
+			fail_msg("environment: %ld %s", harness_r.status, harness_r.body);
 	}
-	if (call("POST", "/v1/priority-classes", "{\"name\":\"tf-default\",\"value\":100}") != 201)
-		fail_msg("priority class: %ld %s", R.status, R.body);
+	if (harness_call("POST", admin, "{\"name\":\"tf-default\",\"value\":100}",
+	    "/v1/priority-classes") != 201)
+		fail_msg("priority class: %ld %s", harness_r.status, harness_r.body);
 	return 0;
 }
 
 static int
 teardown(void **state)
 {
-	int st;
-
 	(void)state;
-	harness_http_free(&R);
 	if (fd.pid > 0)
 		harness_fleetd_stop(&fd);
-	if (cs_pid > 0) {
-		kill(cs_pid, SIGTERM);
-		waitpid(cs_pid, &st, 0);
-	}
-	if (csdir[0] != '\0')
-		harness_sh("rm -rf %s", csdir);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
-	for (int i = 0; fd_env[i] != NULL; i++)
-		free(fd_env[i]);
-	json_decref(csclusters);
+	harness_cs_stop(&cs);
+	harness_db_drop(dburl);
+	harness_done();
 	free(admin);
-	free(ca_pem);
-	free(fleetd_gsa);
 	harness_validate_responses();
 	return 0;
 }
@@ -512,15 +382,16 @@ test_token(void **state)
 	r.data = json_pack("{s:s, s:s, s:[s]}", "name", "tf-ci", "role", "operator",
 	    "environments", "tfprod");
 	tf_create(&r);
-	if (jstr(R.json, "secret") == NULL || strncmp(jstr(R.json, "secret"), "fleet_", 6) != 0)
-		fail_msg("token: the create answer carries no secret: %s", R.body);
+	if (jstr(harness_r.json, "secret") == NULL ||
+	    strncmp(jstr(harness_r.json, "secret"), "fleet_", 6) != 0)
+		fail_msg("token: the create answer carries no secret: %s", harness_r.body);
 	tf_read(&r, r.data, secret);
-	if (json_object_get(R.json, "secret") != NULL)
-		fail_msg("token: the secret is read back: %s", R.body);
+	if (json_object_get(harness_r.json, "secret") != NULL)
+		fail_msg("token: the secret is read back: %s", harness_r.body);
 	/* no update: every field is force_new, and a PUT is refused with the methods there are */
-	call_json("PUT", r.item, r.data);
-	expect_problem("token", 405, "api.method_not_allowed", NULL);
-	allow = harness_header(&R, "Allow");
+	harness_call_json("PUT", admin, r.data, "%s", r.item);
+	harness_expect_problem(NULL, 405, "api.method_not_allowed", NULL);
+	allow = harness_header(&harness_r, "Allow");
 	if (allow == NULL || strstr(allow, "GET") == NULL || strstr(allow, "DELETE") == NULL ||
 	    strstr(allow, "PUT") != NULL)
 		fail_msg("token: Allow is %s", allow ? allow : "(none)");
@@ -582,65 +453,6 @@ struct prov {
 	const char	*provider, *cluster, *other_region;
 };
 
-static json_t *
-account_of(json_t *c, const char *provider)
-{
-	if (strcmp(provider, "gke") == 0)
-		return json_pack("{s:s}", "project", jstr(c, "project"));
-	if (strcmp(provider, "aks") == 0)
-		return json_pack("{s:s, s:s, s:s}", "subscription_id", jstr(c, "subscription"),
-		    "tenant_id", jstr(json_object_get(json_object_get(c, "iam"), "control_plane"),
-		    "tenant_id"), "resource_group", jstr(c, "resource_group"));
-	return json_pack("{s:s}", "account_id", jstr(c, "account"));
-}
-
-/* The identities of cloudsim's cluster c, as the module's provider resources name them. */
-static void
-identities(json_t *c, const char *provider, const char **cp, const char **cl)
-{
-	const char *key = strcmp(provider, "gke") == 0 ? "service_account" :
-	    strcmp(provider, "aks") == 0 ? "resource_id" : "role_arn";
-	json_t *iam = json_object_get(c, "iam");
-
-	*cp = jstr(json_object_get(iam, "control_plane"), key);
-	*cl = jstr(json_object_get(iam, "cluster_role"), key);
-	assert_non_null(*cp);
-	assert_non_null(*cl);
-}
-
-/* What the module's google_/azurerm_/aws_ resources do with iam.required, through cloudsim. */
-static void
-make_identities(json_t *cloud, const char *provider, const char *cp, const char *cl)
-{
-	const char *id = jstr(cloud, "id"), *env = jstr(cloud, "environment");
-	json_t *required = json_object_get(json_object_get(cloud, "iam"), "required");
-	char desc[128];
-
-	snprintf(desc, sizeof(desc), "managed by terraform; fleet.io/cloud-id=%s", id);
-	if (strcmp(provider, "gke") == 0) {
-		sim_iam(json_pack("{s:s, s:s, s:s, s:[s]}", "provider", "gcp", "service_account", cp,
-		    "description", desc, "token_creators", fleetd_gsa));
-		sim_iam(json_pack("{s:s, s:s, s:s}", "provider", "gcp", "service_account", cl,
-		    "description", desc));
-	} else if (strcmp(provider, "aks") == 0) {
-		json_t *fic = json_object_get(json_object_get(required, "control_plane_identity"),
-		    "federated_identity_credentials");
-
-		assert_true(json_array_size(fic) > 0);
-		sim_iam(json_pack("{s:s, s:s, s:{s:s, s:s}, s:O}", "provider", "azure",
-		    "resource_id", cp, "tags", "fleet.io/cloud-id", id, "fleet.io/environment", env,
-		    "federated_identity_credentials", fic));
-		sim_iam(json_pack("{s:s, s:s, s:{s:s, s:s}}", "provider", "azure", "resource_id", cl,
-		    "tags", "fleet.io/cloud-id", id, "fleet.io/environment", env));
-	} else {
-		sim_iam(json_pack("{s:s, s:s, s:s, s:{s:s, s:s}}", "provider", "aws", "role_arn", cp,
-		    "external_id", jstr(cloud, "external_id"), "tags", "fleet.io/cloud-id", id,
-		    "fleet.io/environment", env));
-		sim_iam(json_pack("{s:s, s:s, s:{s:s, s:s}}", "provider", "aws", "role_arn", cl,
-		    "tags", "fleet.io/cloud-id", id, "fleet.io/environment", env));
-	}
-}
-
 /* restapi_object "iam": create POST .../iam, read GET /v1/clouds/{id}, update POST
  * .../iam/rotate, destroy GET /v1/clouds/{id}; ignore_all_server_changes. */
 static void
@@ -653,30 +465,30 @@ iam_replay(struct tf_res *cloud, const char *cp, const char *cl)
 
 	snprintf(path, sizeof(path), "/v1/clouds/%s/iam", cloud->id);
 	snprintf(rotate, sizeof(rotate), "/v1/clouds/%s/iam/rotate", cloud->id);
-	call_json("POST", path, data);
+	harness_call_json("POST", admin, data, "%s", path);
 	expect_status("cloud iam", 200);
 	/* id_attribute "id": the answer is the cloud, so the object's id is the cloud's */
-	assert_string_equal(jstr(R.json, "id"), cloud->id);
-	assert_string_equal(jstr(R.json, "state"), "active");
-	iam = json_object_get(R.json, "iam");
+	assert_string_equal(jstr(harness_r.json, "id"), cloud->id);
+	assert_string_equal(jstr(harness_r.json, "state"), "active");
+	iam = json_object_get(harness_r.json, "iam");
 	assert_string_equal(jstr(iam, "control_plane_role"), cp);
 	assert_string_equal(jstr(iam, "cluster_role"), cl);
 	assert_true(json_is_true(json_object_get(iam, "locked")));
-	assert_int_equal(version_of(R.json), v + 1);
+	assert_int_equal(version_of(harness_r.json), v + 1);
 	keep(cloud);
 	tf_get(cloud->item);	/* read_path */
 	expect_status("cloud iam", 200);
-	expect_same("cloud iam", cloud->last, R.json, NULL);
+	expect_same("cloud iam", cloud->last, harness_r.json, NULL);
 	/* update with unchanged data (rotation to the same pair): nothing changes */
-	call_json("POST", rotate, data);
+	harness_call_json("POST", admin, data, "%s", rotate);
 	expect_status("cloud iam rotate", 200);
-	expect_same("cloud iam rotate", cloud->last, R.json, NULL);
+	expect_same("cloud iam rotate", cloud->last, harness_r.json, NULL);
 	tf_get(cloud->item);	/* destroy_method GET: the pair ends with the cloud */
 	expect_status("cloud iam", 200);
-	expect_same("cloud iam", cloud->last, R.json, NULL);
+	expect_same("cloud iam", cloud->last, harness_r.json, NULL);
 	/* created again (lost state): refused, the pair is locked — import it instead */
-	call_json("POST", path, data);
-	expect_problem("cloud iam", 409, "iam.locked", NULL);
+	harness_call_json("POST", admin, data, "%s", path);
+	harness_expect_problem(NULL, 409, "iam.locked", NULL);
 	json_decref(data);
 }
 
@@ -692,13 +504,14 @@ cluster_replay(const struct tf_res *cloud, json_t *c)
 	char other[512];
 
 	/* a well-formed id of another cluster: the last segment changed */
-	snprintf(other, sizeof(other), "%.*sb0c0ffee0000", (int)(strrchr(own, '/') + 1 - own), own);
+	snprintf(other, sizeof(other), "%.*sb0c0ffee0000", (int)(strrchr(own, '/') + 1 - own),
+	    own);
 	pcid = json_string(other);
 
 	snprintf(r.path, sizeof(r.path), "/v1/clouds/%s/clusters", cloud->id);
 	/* fleet-cluster sends exactly these */
 	r.data = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s, s:{s:s}}", "name", jstr(c, "name"),
-	    "api_server", jstr(c, "api_server"), "ca_cert", ca_pem, "credentials", "token",
+	    "api_server", jstr(c, "api_server"), "ca_cert", cs.ca_pem, "credentials", "token",
 	    jstr(c, "token"), "provider_cluster_id", jstr(c, "provider_cluster_id"), "labels",
 	    "team", "ml");
 	r.update = json_deep_copy(r.data);
@@ -718,7 +531,7 @@ cluster_replay(const struct tf_res *cloud, json_t *c)
 static void
 cloud_replay(const struct prov *p)
 {
-	json_t *c = cs_cluster(p->cluster), *v;
+	json_t *c = harness_cs_cluster(&cs, p->cluster), *v;
 	struct tf_res r = { .what = "cloud", .path = "/v1/clouds", .id_attr = "id",
 	    .imm_field = "region", .imm_code = "cloud.immutable" };
 	const char *cp, *cl;
@@ -728,21 +541,21 @@ cloud_replay(const struct prov *p)
 	snprintf(name, sizeof(name), "tf-%s", p->provider);
 	r.data = json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", name, "environment", "tfprod",
 	    "provider", p->provider, "region", jstr(c, "region"), "account",
-	    account_of(c, p->provider));
+	    harness_account_of(c));
 	r.update = json_deep_copy(r.data);
 	strcat(name, "-renamed");
 	json_object_set_new(r.update, "name", json_string(name));
 	r.imm_value = json_string(p->other_region);
 	/* phase 1 */
 	tf_create(&r);
-	assert_string_equal(jstr(R.json, "state"), "pending_iam");
-	if (!json_is_object(json_object_get(json_object_get(R.json, "iam"), "required")) ||
-	    jstr(R.json, "external_id") == NULL)
-		fail_msg("%s: phase 1 lacks iam.required or external_id: %s", r.what, R.body);
+	assert_string_equal(jstr(harness_r.json, "state"), "pending_iam");
+	if (!json_is_object(json_object_get(json_object_get(harness_r.json, "iam"), "required")) ||
+	    jstr(harness_r.json, "external_id") == NULL)
+		fail_msg("%s: phase 1 lacks iam.required or external_id: %s", r.what,
+		    harness_r.body);
 	tf_read(&r, r.data, NULL);
 	/* the provider's own resources, then phase 2 */
-	identities(c, p->provider, &cp, &cl);
-	make_identities(r.last, p->provider, cp, cl);
+	harness_identities(&cs, c, r.last, &cp, &cl);
 	iam_replay(&r, cp, cl);
 	print_message("%-16s phase 1 201 pending_iam -> read -> iam POST 200 active -> read -> "
 	    "same rotate v%ld -> destroy GET -> POST again 409\n", "cloud iam",
@@ -762,7 +575,7 @@ cloud_replay(const struct prov *p)
 	tf_immutable(&r, "account", v, "cloud.immutable");
 	json_decref(v);
 	tf_import(&r);
-	assert_string_equal(jstr(R.json, "state"), "active");
+	assert_string_equal(jstr(harness_r.json, "state"), "active");
 	print_message("%-16s update -> drift none -> same PUT v%ld -> 409 /region /environment "
 	    "/provider /account -> import\n", r.what, version_of(r.last));
 	cluster_replay(&r, c);
