@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 JOBS  ?= $(shell nproc)
 
-.PHONY: all deps build asan run test bench fuzz chaos clean provider
+.PHONY: all deps build asan run test bench fuzz chaos clean provider provider-docs
 
 all: build
 
@@ -35,6 +35,10 @@ chaos: build
 # terraform-provider-fleet into a local filesystem mirror (build/tf-mirror), with a CLI config
 provider: build
 	@bash terraform/provider/install.sh build/rel build/tf-mirror
+
+# docs/ (registry layout) from the provider's schema and the examples in gendocs.py
+provider-docs: build
+	@python3 terraform/provider/gendocs.py build/rel docs
 
 clean:
 	rm -rf build

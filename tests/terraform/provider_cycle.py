@@ -498,6 +498,25 @@ resource "fleet_queue" "imported" {
                s1[0] - s0[0] >= 0.9 and s2[0] - s1[0] >= 0.9 and s2[3] == 200,
                "503 and 429 retried after Retry-After (1 s each), then answered 200")
 
+        # docs/ is what gendocs makes of this provider's schema, and every example validates
+        gen = os.path.join(work, "docs")
+        subprocess.run([sys.executable, os.path.join(TOP, "terraform/provider/gendocs.py"), build,
+                        gen], check=True, capture_output=True, env=env, timeout=120)
+        d = subprocess.run(["diff", "-r", os.path.join(TOP, "docs"), gen], capture_output=True,
+                           text=True)
+        expect(d.returncode == 0, "docs/ matches the provider's schema (make provider-docs)"
+               + ("" if d.returncode == 0 else ":\n" + d.stdout[-3000:]))
+        sys.path.insert(0, os.path.join(TOP, "terraform", "provider"))
+        import gendocs  # noqa: PLC0415
+        ex = TF(os.path.join(work, "examples"), env)
+        ex.write('terraform {\n  required_providers {\n    fleet = { source = "fleetd/fleet" }\n'
+                 '  }\n}\n\n' + "\n\n".join(gendocs.EXAMPLES.values()) + "\n")
+        open(os.path.join(ex.dir, "ray-a-ca.pem"), "w").write(sim.ca)
+        shutil.copy(os.path.join(tf.dir, ".terraform.lock.hcl"), ex.dir)
+        ex.run("init", "-input=false")
+        ex.run("validate")
+        expect(True, f"the {len(gendocs.EXAMPLES)} documentation examples validate together")
+
         # plan-time validation names each attribute
         bad = TF(os.path.join(work, "bad"), env)
         bad.write(BAD_TF)
