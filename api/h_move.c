@@ -56,12 +56,35 @@ cleanup:
 	return ok;
 }
 
+/* The optional body of a drain: {"source": "unreachable"}; adds it to scope. */
+static bool
+drain_body(struct request *rq, json_t *scope, struct err *e)
+{
+	static const char *const allowed[] = { "source", NULL };
+	const char *source = NULL;
+
+	if (rq->json == NULL && rq->body_len > 0 && strspn(rq->body, " \t\r\n") < rq->body_len &&
+	    (rq->json = jsonx_parse_object(rq->body, rq->body_len, e)) == NULL)
+		return false;	/* freed with the request */
+	if (rq->json == NULL)
+		return true;
+	if (!jsonx_only(rq->json, allowed, "", e) ||
+	    !jsonx_str(rq->json, "source", "", false, &source, e))
+		return false;
+	if (source != NULL && strcmp(source, "unreachable") != 0)
+		return err_field(e, 400, "move.bad_source", "/source",
+		    "source may only be \"unreachable\"");
+	if (source != NULL)
+		json_object_set_new(scope, "source", json_string(source));
+	return true;
+}
+
 static bool
 drain(struct request *rq, json_t *scope, const char *env, const char *rid, struct err *e)
 {
 	json_t *op = NULL;
 
-	if (!move_drain(rq->db, &rq->actor, scope, &op, e))
+	if (!drain_body(rq, scope, e) || !move_drain(rq->db, &rq->actor, scope, &op, e))
 		return false;
 	if (!audit_write(rq->db, &rq->actor, "drain", "operation",
 	    json_string_value(json_object_get(op, "id")), env, scope, op, e)) {

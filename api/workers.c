@@ -12,6 +12,7 @@
 #include "queue/mover.h"
 #include "queue/scheduler.h"
 #include "queue/status.h"
+#include "queue/sweep.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
 
@@ -29,6 +30,7 @@ static const struct worker table[] = {
 	{ "mover",	mover_start,		mover_stop,		NULL },
 	{ "status",	status_start,		status_stop,		status_metrics },
 	{ "janitor",	janitor_start,		janitor_stop,		NULL },
+	{ "sweep",	sweep_start,		sweep_stop,		sweep_metrics },
 };
 
 #define NWORKERS	(sizeof(table) / sizeof(table[0]))

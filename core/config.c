@@ -97,8 +97,8 @@ static const struct ckey keys[] = {
 	{ "gcp-principal", C_STR, S(gcp_principal),
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
-	{ "workers", C_STR, S(workers), "scheduler,dispatch,status,poller,mover,janitor,iam-verify",
-	  "FLEETD_WORKERS",
+	{ "workers", C_STR, S(workers),
+	  "scheduler,dispatch,status,poller,mover,janitor,iam-verify,sweep", "FLEETD_WORKERS",
 	  false, "background loops this replica runs (comma list; empty = API only)" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "16",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
@@ -118,6 +118,14 @@ static const struct ckey keys[] = {
 	  "concurrent HTTP connections from one address" },
 	{ "upload-timeout", C_INT, S(upload_timeout), "30", "FLEETD_UPLOAD_TIMEOUT", false,
 	  "seconds a request (headers and body) may take to arrive" },
+	{ "evacuate-after", C_INT, S(evacuate_after_s), "120", "FLEETD_EVACUATE_AFTER",
+	  false, "seconds of failed health checks before a source may be evacuated" },
+	{ "orphan-sweep", C_STR, S(orphan_sweep), "delete", "FLEETD_ORPHAN_SWEEP", false,
+	  "what the orphan sweep does with an orphaned object: delete or report" },
+	{ "sweep-interval-ms", C_INT, S(sweep_interval_ms), "30000", "FLEETD_SWEEP_INTERVAL_MS",
+	  false, "milliseconds between orphan sweeps" },
+	{ "orphan-min-age", C_INT, S(orphan_min_age_s), "60", "FLEETD_ORPHAN_MIN_AGE", false,
+	  "seconds a job's state must be settled before its stray objects count as orphans" },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -53,6 +53,10 @@ struct config {
 	long	 body_memory_limit;	/* bytes all in-flight request bodies may hold */
 	int	 conn_per_ip;		/* concurrent connections from one address */
 	int	 upload_timeout;	/* seconds a request may take to arrive in full */
+	int	 evacuate_after_s;	/* failed health checks before "source": "unreachable" */
+	char	*orphan_sweep;		/* delete | report */
+	int	 sweep_interval_ms;
+	int	 orphan_min_age_s;	/* a job's last change this old before its strays count */
 };
 
 extern struct config cfg;

@@ -20,7 +20,8 @@
 	" 'object_name', j.object_name, 'spec', j.spec, 'enqueued_at', j.enqueued_at," \
 	" 'dispatched_at', j.dispatched_at, 'started_at', j.started_at," \
 	" 'finished_at', j.finished_at, 'version', j.version, 'created_at', j.created_at," \
-	" 'updated_at', j.updated_at)::text"
+	" 'updated_at', j.updated_at, 'checkpoint', j.checkpoint || jsonb_build_object(" \
+	" 'age_seconds', extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int))::text"
 #define JOB_FROM " FROM jobs j JOIN queues q ON q.id = j.queue_id" \
 	" LEFT JOIN clusters k ON k.id = j.cluster_id LEFT JOIN clouds c ON c.id = k.cloud_id"
 

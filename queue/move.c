@@ -20,13 +20,24 @@ struct target {
 	const char	*cloud_id;
 	const char	*cluster_id;
 	bool		 anywhere;	/* drains: any other cluster of the environment */
+	bool		 evacuate;	/* "source": "unreachable": fence the source */
+};
+
+/* How the source cluster of a job answers its health checks. */
+struct source_health {
+	bool	failing;	/* refreshes fail (failing_since set) */
+	bool	unreachable;	/* failed enough in a row to be marked unreachable */
+	int	failing_s;	/* seconds since the first failure of the run */
+	char	since[40];	/* RFC 3339 */
+	char	name[64];
 };
 
 static bool
 parse_body(json_t *body, struct target *t, const char **reason, bool *dry, struct err *e)
 {
-	static const char *const allowed[] = { "target", "reason", "dry_run", NULL };
+	static const char *const allowed[] = { "target", "reason", "dry_run", "source", NULL };
 	static const char *const tallowed[] = { "region", "cloud_id", "cluster_id", NULL };
+	const char *source = NULL;
 	json_t *tj;
 	int n = 0;
 
@@ -34,8 +45,14 @@ parse_body(json_t *body, struct target *t, const char **reason, bool *dry, struc
 	*reason = "";
 	*dry = false;
 	if (!jsonx_only(body, allowed, "", e) || !jsonx_str(body, "reason", "", false, reason, e) ||
-	    !jsonx_bool(body, "dry_run", "", false, dry, e))
+	    !jsonx_bool(body, "dry_run", "", false, dry, e) ||
+	    !jsonx_str(body, "source", "", false, &source, e))
 		return false;
+	if (source != NULL && strcmp(source, "unreachable") != 0)
+		return err_field(e, 400, "move.bad_source", "/source",
+		    "source may only be \"unreachable\" (evacuate a source that fails its "
+		    "health checks)");
+	t->evacuate = source != NULL;
 	tj = json_object_get(body, "target");
 	if (!json_is_object(tj))
 		return err_field(e, 400, "api.missing_field", "/target",
@@ -219,10 +236,102 @@ check_state(json_t *job, struct err *e)
 	return true;
 }
 
+/* Health of the cluster the job is placed on (all false when it has none). */
+static bool
+source_health_get(struct db *c, json_t *job, struct source_health *h, struct err *e)
+{
+	static const char sql[] = "SELECT failing_since IS NOT NULL, state = 'unreachable',"
+	    " coalesce(extract(epoch from now() - failing_since)::int, 0),"
+	    " coalesce(to_char(failing_since AT TIME ZONE 'UTC',"
+	    "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''), name FROM clusters WHERE id = $1::uuid";
+	const char *p[1] = { json_string_value(json_object_get(job, "cluster_id")) };
+	PGresult *r = NULL;
+
+	memset(h, 0, sizeof(*h));
+	if (p[0] == NULL)
+		return true;
+	if (!db_exec(c, sql, 1, p, &r, e))
+		return false;
+	if (PQntuples(r) == 1) {
+		h->failing = PQgetvalue(r, 0, 0)[0] == 't';
+		h->unreachable = PQgetvalue(r, 0, 1)[0] == 't';
+		h->failing_s = atoi(PQgetvalue(r, 0, 2));
+		snprintf(h->since, sizeof(h->since), "%s", PQgetvalue(r, 0, 3));
+		snprintf(h->name, sizeof(h->name), "%s", PQgetvalue(r, 0, 4));
+	}
+	PQclear(r);
+	return true;
+}
+
+/* Whether this move fences its source: refuses a move from an unreachable source without
+ * the flag (saying since when, and offering it), and the flag on a healthy source. */
+static bool
+source_check(const struct target *t, const struct source_health *h, bool *fence,
+	     struct err *e)
+{
+	bool allowed = h->failing && h->failing_s >= cfg.evacuate_after_s;
+
+	*fence = false;
+	if (!t->evacuate) {
+		if (!h->unreachable)
+			return true;
+		err_set(e, 409, "move.source_unreachable", "the source cluster is unreachable");
+		err_detail(e, "Cluster %.64s has failed its health checks since %s (%d s). Retry "
+		    "with \"source\": \"unreachable\" (fleetctl --source-unreachable) to evacuate: "
+		    "the attempt there is abandoned, the job restarts at the target from its last "
+		    "acknowledged checkpoint, and the object left there is deleted when the "
+		    "cluster returns%s.", h->name, h->since, h->failing_s, allowed ? "" :
+		    " (allowed once it has failed for FLEETD_EVACUATE_AFTER seconds)");
+		return false;
+	}
+	if (allowed) {
+		*fence = true;
+		return true;
+	}
+	if (t->anywhere)
+		return true;	/* a drain with the flag moves reachable sources normally */
+	if (!h->failing)
+		return err_field(e, 409, "move.source_reachable", "/source",
+		    "the source cluster %.64s answers its health checks; move it normally",
+		    h->name);
+	err_field(e, 409, "move.evacuate_too_soon", "/source",
+	    "the source cluster has failed its health checks for %d s only", h->failing_s);
+	err_detail(e, "Cluster %.64s fails since %s; evacuation is allowed after %d s of failed "
+	    "health checks (FLEETD_EVACUATE_AFTER).", h->name, h->since, cfg.evacuate_after_s);
+	return false;
+}
+
+/* Fences the source attempt of a job about to be evacuated: its object is recorded as an
+ * orphan (deleted by the sweep when the cluster returns) and the history says so. */
+static bool
+fence_source(struct db *c, json_t *job, const struct source_health *h, struct err *e)
+{
+	static const char sql[] = "INSERT INTO orphans (cluster_id, job_id, attempt, kind,"
+	    " namespace, name, reason) SELECT cluster_id, id, attempt, kind,"
+	    " coalesce(manifest->'metadata'->>'namespace', ''), object_name, 'abandoned'"
+	    " FROM jobs WHERE id = $1::uuid AND object_name IS NOT NULL AND cluster_id IS NOT NULL"
+	    " ON CONFLICT (cluster_id, kind, namespace, name) DO UPDATE SET state = 'pending',"
+	    " reason = 'abandoned', resolved_at = NULL";
+	const char *id = json_string_value(json_object_get(job, "id"));
+	const char *p[1] = { id };
+	json_t *data = json_pack("{s:O, s:O, s:s, s:s}", "cluster_id",
+	    json_object_get(job, "cluster_id"), "attempt", json_object_get(job, "attempt"),
+	    "cluster", h->name, "unreachable_since", h->since);
+	char msg[256];
+	bool ok;
+
+	snprintf(msg, sizeof(msg), "attempt %lld at %s abandoned: the cluster is unreachable "
+	    "since %s", (long long)json_integer_value(json_object_get(job, "attempt")), h->name,
+	    h->since);
+	ok = db_exec(c, sql, 1, p, NULL, e) && job_event(c, id, "fenced", msg, data, e);
+	json_decref(data);
+	return ok;
+}
+
 /* Commits the reservation: the mover carries out the rest. */
 static bool
 reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char *operation,
-	const struct actor *who, struct err *e)
+	const struct actor *who, const struct source_health *fence, struct err *e)
 {
 	static const char sql_admitted[] = "UPDATE jobs SET cluster_id = ($2::jsonb->>'cluster')::uuid,"
 	    " placement = $2::jsonb, version = version + 1, updated_at = now(), next_try_at = now()"
@@ -230,16 +339,18 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 	static const char sql_move[] = "UPDATE jobs SET move = jsonb_build_object('operation', $3::text,"
 	    " 'reason', $4::text, 'requested_by', $5::text, 'started_at', now(), 'phase', 'reserved',"
 	    " 'from', jsonb_build_object('cluster_id', cluster_id, 'object_name', object_name,"
-	    " 'attempt', attempt, 'placement', placement), 'to', $2::jsonb), next_try_at = now()"
+	    " 'attempt', attempt, 'placement', placement, 'fenced', $6::boolean), 'to', $2::jsonb,"
+	    " 'resume_from', CASE WHEN $6::boolean THEN coalesce(checkpoint->>'uri',"
+	    " spec->'checkpoint'->>'uri') END), next_try_at = now()"
 	    " WHERE id = $1::uuid";
 	const char *id = json_string_value(json_object_get(job, "id"));
 	const char *state = json_string_value(json_object_get(job, "state"));
 	char *to = json_dumps(json_object_get(planj, "to"), JSON_COMPACT);
-	const char *p[5] = { id, to, operation, reason, who->name };
+	const char *p[6] = { id, to, operation, reason, who->name, fence ? "true" : "false" };
 	PGresult *r = NULL;
 	bool ok = false;
 
-	if (strcmp(state, "admitted") == 0) {
+	if (strcmp(state, "admitted") == 0 && fence == NULL) {
 		if (!db_exec(c, sql_admitted, 2, p, &r, e))
 			goto cleanup;
 		if (PQntuples(r) == 1) {
@@ -248,7 +359,9 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 		}
 		/* a dispatcher holds it: move it like a dispatched one */
 	}
-	ok = db_exec(c, sql_move, 5, p, NULL, e) &&
+	if (fence != NULL && !fence_source(c, job, fence, e))
+		goto cleanup;
+	ok = db_exec(c, sql_move, 6, p, NULL, e) &&
 	    job_transition(c, id, "admitted,dispatched,running", "moving",
 	    reason && *reason ? reason : "move requested", planj, e);
 cleanup:
@@ -282,13 +395,20 @@ request_target(struct db *c, const struct actor *who, json_t *job, const struct 
 {
 	const char *env = json_string_value(json_object_get(job, "environment"));
 	json_t *ids = NULL, *planj = NULL;
-	bool ok = false;
+	struct source_health h;
+	bool fence, ok = false;
 
 	if (!check_state(job, e)) {
 		if (strcmp(e->code, "job.moving") == 0)
 			moving_detail(c, json_string_value(json_object_get(job, "id")), e);
 		return false;
 	}
+	/* an admitted job not yet applied is simply placed again (reserve) */
+	fence = false;
+	memset(&h, 0, sizeof(h));
+	if (strcmp(json_string_value(json_object_get(job, "state")), "admitted") != 0 &&
+	    (!source_health_get(c, job, &h, e) || !source_check(t, &h, &fence, e)))
+		return false;
 	if (!t->anywhere && !target_clusters(c, env, t, &ids, e))
 		return false;
 	if (!t->anywhere && json_array_size(ids) == 0) {
@@ -299,12 +419,16 @@ request_target(struct db *c, const struct actor *who, json_t *job, const struct 
 	}
 	if (!plan(c, job, t, ids, &planj, reasons, e))
 		goto cleanup;
+	if (fence)
+		json_object_set_new(planj, "source", json_pack("{s:s, s:s, s:s, s:i}", "state",
+		    "unreachable", "cluster", h.name, "unreachable_since", h.since,
+		    "abandoned_attempt", (int)json_integer_value(json_object_get(job, "attempt"))));
 	if (dry) {
 		*out = json_incref(planj);
 		ok = true;
 		goto cleanup;
 	}
-	if (!reserve(c, job, planj, reason, operation, who, e))
+	if (!reserve(c, job, planj, reason, operation, who, fence ? &h : NULL, e))
 		goto cleanup;
 	*out = json_pack("{s:O}", "plan", planj);
 	ok = true;
@@ -345,6 +469,15 @@ static const char sql_op_json[] =
     " 'failed', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'failed'),"
     " 'failures', coalesce((SELECT json_agg(json_build_object('job_id', x.job_id, 'reason', x.reason))"
     "  FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'failed'), '[]'::json),"
+    " 'jobs', coalesce((SELECT json_agg(json_build_object('job_id', x.job_id, 'name', j.name,"
+    "  'state', x.state, 'job_state', j.state, 'phase', j.move->>'phase', 'to_cluster',"
+    "  j.move->'to'->>'cluster_name', 'waiting_for', CASE WHEN x.state = 'waiting' THEN"
+    "  coalesce(x.reason_code, 'unknown') WHEN x.state = 'moving' THEN CASE j.move->>'phase'"
+    "  WHEN 'reserved' THEN 'checkpoint_pending' WHEN 'checkpointing' THEN 'checkpoint_pending'"
+    "  WHEN 'applied' THEN 'target_ready' ELSE 'target_apply' END END, 'reason', x.reason,"
+    "  'updated_at', x.updated_at) ORDER BY j.priority DESC, j.enqueued_at)"
+    "  FROM operation_jobs x JOIN jobs j ON j.id = x.job_id WHERE x.operation_id = o.id),"
+    "  '[]'::json),"
     " 'created_by', o.created_by, 'created_at', o.created_at, 'updated_at', o.updated_at)::text"
     " FROM operations o WHERE o.id = $1::uuid";
 
@@ -388,18 +521,41 @@ move_operation_cancel(struct db *c, const char *id, json_t **out, struct err *e)
 	    move_operation_get(c, id, out, e);
 }
 
+/* Why a job of a drain waits, in a word: no_capacity, quota, cordoned_target,
+ * source_unreachable, or the error code. */
+static const char *
+wait_code(const struct err *me, json_t *reasons)
+{
+	size_t i, quota = 0;
+	json_t *r;
+
+	if (strcmp(me->code, "move.no_capacity") == 0) {
+		json_array_foreach(reasons, i, r)
+			quota += strstr(json_string_value(json_object_get(r, "reason")) ?
+			    json_string_value(json_object_get(r, "reason")) : "", "quota") != NULL;
+		return quota > 0 && quota == json_array_size(reasons) ? "quota" : "no_capacity";
+	}
+	if (strcmp(me->code, "cluster.cordoned") == 0)
+		return "cordoned_target";
+	if (strncmp(me->code, "move.source_", 12) == 0 || strcmp(me->code,
+	    "move.evacuate_too_soon") == 0)
+		return "source_unreachable";
+	return me->code[0] ? me->code : "unknown";
+}
+
 /* Tries to move one job of a drain anywhere else; records how it went in operation_jobs
  * (insert the first time, update on retries).  A job that cannot be planned leaves no
  * trace but its reason (savepoint). */
 static bool
 drain_one(struct db *c, const struct actor *who, const char *op, const char *jid, bool first,
-	  struct err *e)
+	  bool evacuate, struct err *e)
 {
-	static const char sql_ins[] = "INSERT INTO operation_jobs (operation_id, job_id, state, reason)"
-	    " VALUES ($1::uuid, $2::uuid, $3, $4)";
+	static const char sql_ins[] = "INSERT INTO operation_jobs (operation_id, job_id, state,"
+	    " reason, reason_code) VALUES ($1::uuid, $2::uuid, $3, $4, $5)";
 	static const char sql_upd[] = "UPDATE operation_jobs SET state = $3, reason = $4,"
-	    " updated_at = now() WHERE operation_id = $1::uuid AND job_id = $2::uuid";
-	struct target t = { .anywhere = true };
+	    " reason_code = $5, updated_at = now() WHERE operation_id = $1::uuid"
+	    " AND job_id = $2::uuid";
+	struct target t = { .anywhere = true, .evacuate = evacuate };
 	json_t *job = NULL, *res = NULL, *reasons = NULL, *now = NULL;
 	struct err me = { 0 };
 	bool moved, done = false, ok = false;
@@ -420,10 +576,11 @@ drain_one(struct db *c, const struct actor *who, const char *op, const char *jid
 		done = strcmp(json_string_value(json_object_get(now, "state")), "admitted") == 0;
 	}
 	{
-		const char *p[4] = { op, jid, done ? "moved" : moved ? "moving" : "waiting",
-		    moved ? NULL : me.msg };
+		const char *p[5] = { op, jid, done ? "moved" : moved ? "moving" : "waiting",
+		    moved ? NULL : me.detail[0] ? me.detail : me.msg,
+		    moved ? NULL : wait_code(&me, reasons) };
 
-		if (!db_exec(c, first ? sql_ins : sql_upd, 4, p, NULL, e))
+		if (!db_exec(c, first ? sql_ins : sql_upd, 5, p, NULL, e))
 			goto cleanup;
 	}
 	ok = true;
@@ -438,7 +595,8 @@ cleanup:
 bool
 move_retry_waiting(struct db *c, const struct actor *who, int *tried, struct err *e)
 {
-	static const char sql[] = "SELECT x.operation_id::text, x.job_id::text FROM operation_jobs x"
+	static const char sql[] = "SELECT x.operation_id::text, x.job_id::text,"
+	    " coalesce(o.target->>'source', '') = 'unreachable' FROM operation_jobs x"
 	    " JOIN operations o ON o.id = x.operation_id JOIN jobs j ON j.id = x.job_id"
 	    " WHERE x.state = 'waiting' AND o.state = 'running' AND NOT o.cancel_requested"
 	    " AND x.updated_at < now() - interval '5 seconds' ORDER BY x.updated_at LIMIT 16"
@@ -454,7 +612,8 @@ move_retry_waiting(struct db *c, const struct actor *who, int *tried, struct err
 	if (!db_exec(c, sql_gone, 0, NULL, NULL, e) || !db_exec(c, sql, 0, NULL, &r, e))
 		goto cleanup;
 	for (int i = 0; i < PQntuples(r); i++) {
-		if (!drain_one(c, who, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false, e))
+		if (!drain_one(c, who, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), false,
+		    PQgetvalue(r, i, 2)[0] == 't', e))
 			goto cleanup;
 		(*tried)++;
 	}
@@ -513,7 +672,8 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 			goto cleanup;
 	}
 	for (int i = 0; i < PQntuples(jr); i++)
-		if (!drain_one(c, who, id, PQgetvalue(jr, i, 0), true, e))
+		if (!drain_one(c, who, id, PQgetvalue(jr, i, 0), true, json_is_string(
+		    json_object_get(scope, "source")), e))
 			goto cleanup;
 	ok = move_operation_get(c, id, out, e);
 cleanup:

@@ -24,6 +24,7 @@ struct mjob {
 	char	 id[40];
 	char	 kind[24];
 	int	 attempt;
+	char	 attempt_s[16];
 	int	 tries;
 	json_t	*spec;
 	json_t	*move;		/* jobs.move */
@@ -138,6 +139,96 @@ rfc3339_in(int secs, char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* Whether s is exactly YYYY-MM-DDTHH:MM:SSZ (what fleetd stores as the ack time). */
+static bool
+rfc3339_ok(const char *s)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return end != NULL && *end == '\0' && strlen(s) == 20;
+}
+
+/* An evacuated job restarts from its last acknowledged checkpoint. */
+static void
+resume_annotate(json_t *obj, const char *uri)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	json_t *ann = json_object_get(meta, "annotations");
+
+	if (ann == NULL) {
+		ann = json_object();
+		json_object_set_new(meta, "annotations", ann);
+	}
+	json_object_set_new(ann, "fleet.io/resume-from", json_string(uri));
+}
+
+/* Name of the checkpoint-signal ConfigMap of an attempt (CONTRACTS.md). */
+static void
+signal_name(const char *job_id, int attempt, char *out, size_t n)
+{
+	snprintf(out, n, "fleet-signal-%.8s-%d", job_id, attempt);
+}
+
+/* Writes fleetd's keys of the checkpoint signal (server-side apply, field manager fleetd:
+ * the job's ack keys, owned by another manager, stay).  Best effort: the annotation on
+ * the Ray object carries the same request. */
+static void
+signal_request(struct mjob *m, const struct dispatch_target *src, const char *requested_at,
+	       const char *deadline, int grace)
+{
+	const char *ns = mstr(m->manifest, "metadata", "namespace");
+	const char *uri = mstr(m->spec, "checkpoint", "uri");
+	char name[64], gs[16];
+	struct kube_ref ref;
+	struct err e = { 0 };
+	json_t *cm;
+
+	signal_name(m->id, m->attempt, name, sizeof(name));
+	snprintf(gs, sizeof(gs), "%d", grace);
+	cm = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s, s:s, s:s}}, s:{s:s, s:s, s:s, s:s, s:s}}",
+	    "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name", name, "namespace",
+	    ns ? ns : "default", "labels", "fleet.io/job-id", m->id, "fleet.io/attempt",
+	    m->attempt_s, "app.kubernetes.io/managed-by", "fleetd", "data",
+	    "checkpoint_requested_at", requested_at, "checkpoint_deadline", deadline,
+	    "grace_seconds", gs, "reason", "move", "checkpoint_uri", uri ? uri : "");
+	if (cm != NULL && !kube_apply(&src->pc, cm, &ref, NULL, &e))
+		log_debug(NULL, "mover", "signal not written", "{s:s, s:s}", "job", m->id,
+		    "error", e.msg);
+	json_decref(cm);
+}
+
+/* The job's acknowledgement of the request made at requested_at, if any: fills
+ * m->patch's "ack" and returns true. */
+static bool
+signal_acked(struct mjob *m, const struct dispatch_target *src, const char *requested_at)
+{
+	const char *ns = mstr(m->manifest, "metadata", "namespace");
+	const char *echo, *uri, *at;
+	struct err e = { 0 };
+	json_t *cm = NULL;
+	char name[64];
+	bool acked;
+
+	signal_name(m->id, m->attempt, name, sizeof(name));
+	if (!kube_get_object(&src->pc, "v1", "ConfigMap", ns, name, &cm, &e))
+		return false;
+	echo = mstr(cm, "data", "ack_requested_at");
+	uri = mstr(cm, "data", "ack_uri");
+	at = mstr(cm, "data", "ack_at");
+	acked = echo != NULL && strcmp(echo, requested_at) == 0 && uri != NULL && *uri != '\0';
+	if (at != NULL && !rfc3339_ok(at))
+		at = NULL;	/* written by the job: never trusted to parse */
+	if (acked)
+		json_object_set_new(m->patch, "ack", json_pack("{s:s, s:s, s:s, s:i}", "uri", uri,
+		    "at", at ? at : requested_at, "requested_at", requested_at, "attempt",
+		    m->attempt));
+	json_decref(cm);
+	return acked;
+}
+
 /* Renders and applies the next attempt at the target; fills the patch with the object. */
 static bool
 target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
@@ -158,6 +249,8 @@ target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 	obj = dispatch_render(&dj, dst, e);
 	if (obj == NULL)
 		return false;
+	if (mstr(m->move, "resume_from", NULL) != NULL)	/* evacuated: last acknowledged */
+		resume_annotate(obj, mstr(m->move, "resume_from", NULL));
 	ok = kube_ensure_namespace(&dst->pc, mstr(obj, "metadata", "namespace"), e) &&
 	    kube_apply(&dst->pc, obj, &ref, NULL, e);
 	if (ok)
@@ -242,7 +335,7 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 	json_t *ck = json_object_get(m->spec, "checkpoint");
 	json_t *gj = json_object_get(ck, "grace_seconds");
 	int grace = json_is_integer(gj) ? (int)json_integer_value(gj) : 30;	/* 0: none */
-	char deadline[32];
+	char deadline[32], now[32];
 
 	if (x->src == NULL || x->service)
 		return go(m, PH_SUSPENDED, NULL);	/* nothing to stop first */
@@ -251,8 +344,11 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 		return go(m, PH_CHECKPOINTING, NULL);
 	}
 	rfc3339_in(grace, deadline, sizeof(deadline));
+	rfc3339_in(0, now, sizeof(now));
 	if (!source_reapply(m, x->src, deadline, false, e))
 		return OUT_RETRY;
+	signal_request(m, x->src, now, deadline, grace);
+	json_object_set_new(m->patch, "requested_at", json_string(now));
 	json_object_set_new(m->patch, "deadline", json_string(deadline));
 	json_object_set_new(m->patch, "deadline_epoch",
 	    json_integer((json_int_t)time(NULL) + grace));
@@ -263,14 +359,21 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 static enum outcome
 ph_checkpointing(struct mjob *m, struct ends *x, struct err *e)
 {
-	/* <=: the deadline is in whole seconds; the source gets at least its grace */
-	if (time(NULL) <= json_integer_value(json_object_get(m->move, "deadline_epoch")))
-		return OUT_WAIT;
+	const char *requested = mstr(m->move, "requested_at", NULL);
+	const char *why = "stopped at the source";
+
+	/* <=: the deadline is in whole seconds; the source gets at least its grace, unless
+	 * the job acknowledged that its checkpoint is written */
+	if (time(NULL) <= json_integer_value(json_object_get(m->move, "deadline_epoch"))) {
+		if (requested == NULL || !signal_acked(m, x->src, requested))
+			return OUT_WAIT;
+		why = "checkpoint acknowledged; stopped at the source";
+	}
 	if (strcmp(m->kind, "RayJob") == 0 && !source_reapply(m, x->src, NULL, true, e))
 		return OUT_RETRY;
 	if (!source_delete(m, x->src, e))
 		return OUT_RETRY;
-	return go(m, PH_SUSPENDED, "stopped at the source");
+	return go(m, PH_SUSPENDED, why);
 }
 
 /* suspended: apply the next attempt at the target; a refused manifest abandons. */
@@ -327,6 +430,7 @@ step(struct mjob *m)
 	if (ph == PH_COUNT || phase_fns[ph] == NULL)
 		return;		/* unknown or finished phase: nothing to do */
 	if (m->manifest != NULL && !json_is_null(m->manifest) && src_id != NULL &&
+	    !json_is_true(json_object_get(json_object_get(m->move, "from"), "fenced")) &&
 	    !end_target(src_id, &x.src, &e))
 		goto out;
 	if (!end_target(mstr(m->move, "to", "cluster"), &x.dst, &e))
@@ -404,6 +508,8 @@ record_tx(struct db *c, void *arg, struct err *e)
 	    " next_try_at = now() + make_interval(secs => $4::int), updated_at = now(),"
 	    " tries = CASE WHEN $5::boolean THEN tries ELSE 0 END"	/* failures in a row */
 	    " WHERE id = $1::uuid AND state = 'moving' RETURNING 1";
+	static const char sql_ack[] = "UPDATE jobs SET checkpoint = move->'ack'"
+	    " WHERE id = $1::uuid";
 	struct mjob *m = arg;
 	const char *op = mstr(m->move, "operation", NULL);
 	char delay[16], *patch = json_dumps(m->patch ? m->patch : json_object(), JSON_COMPACT);
@@ -423,7 +529,10 @@ record_tx(struct db *c, void *arg, struct err *e)
 		ok = true;	/* cancelled meanwhile: the status worker cleans up */
 		goto cleanup;
 	}
-	if (m->advance && m->why != NULL && !job_event(c, m->id, "move", m->why, NULL, e))
+	if (m->advance && m->why != NULL && !job_event(c, m->id, "move", m->why,
+	    json_object_get(m->patch, "ack"), e))
+		goto cleanup;
+	if (json_object_get(m->patch, "ack") != NULL && !db_exec(c, sql_ack, 1, p, NULL, e))
 		goto cleanup;
 	ok = !m->finish || record_finish(c, m, op, e);
 cleanup:
@@ -462,6 +571,7 @@ mover_round(const char *who, struct mover_stats *st, struct err *e)
 		snprintf(m->id, sizeof(m->id), "%s", PQgetvalue(r, i, 0));
 		snprintf(m->kind, sizeof(m->kind), "%s", PQgetvalue(r, i, 1));
 		m->attempt = atoi(PQgetvalue(r, i, 2));
+		snprintf(m->attempt_s, sizeof(m->attempt_s), "%d", m->attempt);
 		m->tries = atoi(PQgetvalue(r, i, 3));
 		m->spec = json_loads(PQgetvalue(r, i, 4), 0, NULL);
 		m->move = json_loads(PQgetvalue(r, i, 5), 0, NULL);

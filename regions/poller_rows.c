@@ -166,6 +166,7 @@ write_ok(struct db *c, void *varg, struct err *e)
 	    " del AS (DELETE FROM capacity k WHERE k.cluster_id = $1::uuid AND NOT EXISTS"
 	    "  (SELECT 1 FROM r WHERE r.x->>'pool' = k.pool AND r.x->>'flavor' = k.flavor))"
 	    " UPDATE clusters SET failures = 0, state = 'ready', last_refresh_at = now(),"
+	    " failing_since = NULL,"
 	    " last_error = NULL WHERE id = $1::uuid RETURNING (SELECT count(*) FROM ins)";
 	struct write_arg *a = varg;
 	char *rows = json_dumps(a->rows, JSON_COMPACT);
@@ -185,6 +186,7 @@ static bool
 write_fail(struct db *c, void *varg, struct err *e)
 {
 	static const char sql[] = "UPDATE clusters SET failures = failures + 1, last_error = $2,"
+	    " failing_since = coalesce(failing_since, now()),"
 	    " state = CASE WHEN failures + 1 >= $3::int THEN 'unreachable' ELSE state END"
 	    " WHERE id = $1::uuid RETURNING state";
 	struct write_arg *a = varg;
