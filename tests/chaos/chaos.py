@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """chaos.py SUITE [options] — one chaos suite against a private Postgres, cloudsim and fleetd
-replicas on loopback: crash | replicas | dbrestart | faults.  Prints PASS/FAIL per check,
+replicas on loopback: crash | replicas | dbrestart | faults | regionloss.  Prints PASS/FAIL per check,
 writes WORKDIR/../result-SUITE.json (figures and failures) and exits 1 on any failure.
 Everything it starts it stops, also on failure or SIGTERM."""
 import argparse
@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
 from lib import CheckFailed, Checks, Sim, log  # noqa: E402
 
-SUITES = ("crash", "replicas", "dbrestart", "faults")
+SUITES = ("crash", "replicas", "dbrestart", "faults", "regionloss")
 
 
 def parse():
@@ -56,10 +56,12 @@ def main():
     t0 = time.time()
     log(f"suite {a.suite}: {a.jobs} jobs, seed {a.seed}, build {a.build}, workdir {a.workdir}")
     try:
+        mod = __import__(a.suite)
+        if hasattr(mod, "edit_fleet"):
+            sim.edit_fleet = lambda f: mod.edit_fleet(f, a)
         sim.start_pg()
         sim.start_cloudsim()
         sim.migrate_and_tokens()
-        mod = __import__(a.suite)
         mod.run(sim, a, ck, fig)
     except CheckFailed as ex:
         ck.ok("suite ran to its end", False, str(ex))

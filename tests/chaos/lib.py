@@ -153,6 +153,8 @@ class Sim:
         body = [l for l in pem if l and not l.startswith("-----")]
         if body:
             self.secrets["gcp private key"] = max(body, key=len)[:40]
+        if getattr(self, "edit_fleet", None) is not None:
+            self.edit_fleet(fleet)   # a suite's own fleet (regionloss)
         path = os.path.join(self.dir, "fleet.json")
         json.dump(fleet, open(path, "w"), indent=1)
         return path

@@ -53,10 +53,15 @@ else
 		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 900"
 		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 900"
 		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 900"
+		[regionloss]="--jobs ${DRILL_JOBS:-200} --time-scale 10 --settle 300"
 	)
 	limit=3600
 fi
-suites=${CHAOS_SUITES:-crash,replicas,dbrestart,faults}
+# the region-loss drill (issue 18) runs in full here; its short version is
+# tests/scripts/region_drill.sh
+default_suites=crash,replicas,dbrestart,faults
+[ "$short" = 1 ] || default_suites=$default_suites,regionloss
+suites=${CHAOS_SUITES:-$default_suites}
 rc=0
 for s in ${suites//,/ }; do
 	[ -n "${args[$s]:-}" ] || { echo "chaos: unknown suite $s" >&2; rc=2; continue; }
