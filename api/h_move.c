@@ -63,10 +63,7 @@ drain_body(struct request *rq, json_t *scope, struct err *e)
 	static const char *const allowed[] = { "source", NULL };
 	const char *source = NULL;
 
-	if (rq->json == NULL && rq->body_len > 0 && strspn(rq->body, " \t\r\n") < rq->body_len &&
-	    (rq->json = jsonx_parse_object(rq->body, rq->body_len, e)) == NULL)
-		return false;	/* freed with the request */
-	if (rq->json == NULL)
+	if (rq->json == NULL)	/* no body (R_BODY_OPT) */
 		return true;
 	if (!jsonx_only(rq->json, allowed, "", e) ||
 	    !jsonx_str(rq->json, "source", "", false, &source, e))

@@ -67,8 +67,8 @@ const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/manifest", h_job_manifest, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/jobs/{id}/placement", h_job_placement, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/jobs/{id}/move", h_job_move, ROLE_OPERATOR, R_BODY },
-	{ "POST", "/v1/clusters/{id}/drain", h_cluster_drain, ROLE_OPERATOR, 0 },
-	{ "POST", "/v1/regions/{environment}/{region}/drain", h_region_drain, ROLE_OPERATOR, 0 },
+	{ "POST", "/v1/clusters/{id}/drain", h_cluster_drain, ROLE_OPERATOR, R_BODY_OPT },
+	{ "POST", "/v1/regions/{environment}/{region}/drain", h_region_drain, ROLE_OPERATOR, R_BODY_OPT },
 	{ "GET", "/v1/operations/{id}", h_operation_get, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/operations/{id}/cancel", h_operation_cancel, ROLE_OPERATOR, 0 },
 };

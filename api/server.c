@@ -299,7 +299,7 @@ dispatch(struct request *rq)
 		e.retry_after = 1;
 		goto fail;
 	}
-	if (rq->route->flags & R_BODY) {
+	if ((rq->route->flags & R_BODY) || ((rq->route->flags & R_BODY_OPT) && rq->body_len > 0)) {
 		if (!content_type_json(rq)) {
 			err_set(&e, 415, "api.unsupported_media_type",
 			    "content-type must be application/json");

@@ -25,6 +25,7 @@ enum route_flags {
 	R_BODY		= 1 << 2,	/* takes a JSON object body */
 	R_RAW		= 1 << 3,	/* answers rq->raw, not JSON */
 	R_GLOBAL	= 1 << 4,	/* writes an object of no environment: '*' tokens only */
+	R_BODY_OPT	= 1 << 5,	/* takes a JSON object body when one is sent */
 };
 
 struct route {

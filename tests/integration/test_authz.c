@@ -325,6 +325,11 @@ body_for(const struct route_row *r, int k)
 		snprintf(b, sizeof(b), "{\"name\":\"pc-%d\",\"value\":%d}", cells, cells);
 	else if (strchr(r->pattern, '{') == NULL)
 		snprintf(b, sizeof(b), "{\"environment\":\"%s\"}", ENV[k]);
+	else if (strstr(r->pattern, "/drain") != NULL)	/* issue 18: evacuation */
+		snprintf(b, sizeof(b), "{\"source\":\"unreachable\"}");
+	else if (strstr(r->pattern, "/move") != NULL)
+		snprintf(b, sizeof(b), "{\"target\":{\"region\":\"us-central1\"},"
+		    "\"source\":\"unreachable\"}");
 	else
 		snprintf(b, sizeof(b), "{}");
 	return strdup(b);

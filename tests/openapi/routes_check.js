@@ -76,7 +76,7 @@ function main() {
     if (op['x-fleetd-role'] !== role) {
       errors.push(`${key}: x-fleetd-role is ${op['x-fleetd-role'] || 'absent'}, the router requires ${role || 'none'}`);
     }
-    const takesBody = r.flags.includes('R_BODY');
+    const takesBody = r.flags.includes('R_BODY') || r.flags.includes('R_BODY_OPT');
     const hasBody = Boolean(op.requestBody && (op.requestBody.content || {})['application/json']);
     if (takesBody !== hasBody) {
       errors.push(`${key}: ${takesBody ? 'takes a JSON body (R_BODY) but the spec has no requestBody' : 'the spec has a requestBody but the route takes none (no R_BODY)'}`);
