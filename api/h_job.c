@@ -3,8 +3,10 @@
 #include <string.h>
 
 #include "api/handlers.h"
+#include "core/crypto.h"
 #include "queue/explain.h"
 #include "queue/job.h"
+#include "queue/job_text.h"
 
 static bool
 visible_job(struct request *rq, const char *id, bool lock, json_t **out, struct err *e)
@@ -45,23 +47,40 @@ HANDLER(h_job_list)
 		.environment = rq_query(rq, "environment"), .region = rq_query(rq, "region"),
 		.cluster = rq_query(rq, "cluster"), .envs = rq->envs, .nenvs = rq->nenvs,
 	};
-	const char *after;
+	const char *after, *next = "null";
+	struct job_page pg;
 	int limit;
-	json_t *items = NULL;
 
-	if (!rq_page(rq, &limit, &after, e) || !job_list(rq->db, limit + 1, after, &f, &items, e))
+	if (!rq_page(rq, &limit, &after, e) || !job_list_text(rq->db, limit, after, &f, rq->arena,
+	    &pg, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+	/* as page_reply: a full page carries the cursor of its last item */
+	if (pg.count == limit && pg.last_id != NULL) {
+		char *cur = crypto_b64url_encode(pg.last_id, strlen(pg.last_id));
+
+		if (cur != NULL)
+			next = arena_printf(rq->arena, "\"%s?limit=%d&after=%s\"",
+			    rq->route->pattern, limit, cur);
+		free(cur);
+	}
+	{
+		char *text = arena_printf(rq->arena, "{\"items\":%s,\"next\":%s}", pg.items, next);
+
+		rq_reply_text(rq, 200, text, strlen(text));
+	}
 	return true;
 }
 
 HANDLER(h_job_get)
 {
-	json_t *obj = NULL;
+	struct job_text t;
 
-	if (!visible_job(rq, rq_param(rq, "id"), false, &obj, e))
+	if (!job_get_text(rq->db, rq_param(rq, "id"), rq->arena, &t, e))
 		return false;
-	rq_reply_object(rq, 200, obj, "/v1/jobs");
+	if (!rq_env_visible(rq, t.environment))
+		return err_set(e, 404, "queue.job_not_found", "job not found");
+	rq->etag = rq_etag(rq, t.version);
+	rq_reply_text(rq, 200, t.json, t.len);
 	return true;
 }
 

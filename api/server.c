@@ -70,6 +70,15 @@ rq_reply(struct request *rq, int status, json_t *reply)
 }
 
 void
+rq_reply_text(struct request *rq, int status, const char *json, size_t len)
+{
+	rq_reply(rq, status, NULL);
+	rq->raw = json;
+	rq->raw_len = len;
+	rq->content_type = "application/json";
+}
+
+void
 rq_reply_object(struct request *rq, int status, json_t *obj, const char *collection)
 {
 	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
@@ -332,7 +341,8 @@ answer(struct request *rq, struct MHD_Connection *conn)
 	bool problem_json = rq->content_type &&
 	    strcmp(rq->content_type, "application/problem+json") == 0;
 
-	if (rq->route != NULL && (rq->route->flags & R_RAW) && !problem_json) {
+	if ((rq->route != NULL && (rq->route->flags & R_RAW) && !problem_json) ||
+	    (rq->raw != NULL && rq->reply == NULL && !problem_json)) {
 		resp = MHD_create_response_from_buffer(rq->raw_len, (void *)rq->raw,
 		    MHD_RESPMEM_MUST_COPY);
 	} else if (rq->reply != NULL) {

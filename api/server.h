@@ -84,6 +84,8 @@ const char	*rq_header(struct request *rq, const char *name);
 bool		 rq_env_visible(struct request *rq, const char *env);
 /* Sets a 2xx JSON answer (steals reply). */
 void		 rq_reply(struct request *rq, int status, json_t *reply);
+/* Sets a 2xx answer that is JSON text already (in the arena or static), sent as it is. */
+void		 rq_reply_text(struct request *rq, int status, const char *json, size_t len);
 /* Answers a problem+json with a list of per-field errors (steals errors); for checks that
  * fail several ways at once (422 of phase 2).  The handler then returns true. */
 void		 rq_problem(struct request *rq, int status, const char *code, const char *title,

@@ -59,7 +59,7 @@ SELECT gen_random_uuid(), 'cloud-' || r, 'bench',
        '{}', 'ext', 'active', '{}'
   FROM generate_series(0, 49) r;
 INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed, provider_cluster_id)
-SELECT gen_random_uuid(), c.id, c.name || '-k' || k, 'https://127.0.0.1:1', 'ca', 'sealed', 'pc'
+SELECT gen_random_uuid(), c.id, c.name || '-k' || k, 'https://127.0.0.1:1', 'ca', 'sealed', 'pc-' || c.name || '-k' || k
   FROM clouds c, generate_series(0, (:nclusters + 49) / 50 - 1) k;
 WITH k AS (SELECT id, name, row_number() OVER (ORDER BY name) AS n FROM clusters)
 INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour, accel_per_node,
