@@ -1,0 +1,327 @@
+/* test_api_reads: GET /v1/jobs/{id} and GET /v1/jobs, written as text from the columns and
+ * kept in memory between lists (issue 17), answer exactly what JOB_JSON builds in SQL —
+ * every member, timestamp form and escaped string — page through every job once, filter,
+ * scope by token, and never show a job, queue, cluster or cloud as it was before a change. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "queue/job.h"
+#include "tests/integration/harness.h"
+
+static const char *const env_api[] = { "FLEETD_WORKERS=none", NULL };
+
+static struct fleetd_proc api;
+static char dburl[512];
+static char *admin, *viewer_b;
+static PGconn *pg;
+
+#define NJOBS 45
+
+static PGresult *
+sqlr(const char *q, int n, const char *const *p)
+{
+	PGresult *r = PQexecParams(pg, q, n, NULL, p, NULL, NULL, 0);
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", q, PQresultErrorMessage(r));
+	return r;
+}
+
+static void
+sql(const char *q)
+{
+	PQclear(sqlr(q, 0, NULL));
+}
+
+static char *
+url(const char *fmt, ...)
+{
+	static char buf[4][1024];
+	static int i;
+	va_list ap;
+	int n;
+
+	i = (i + 1) % 4;
+	n = snprintf(buf[i], sizeof(buf[i]), "%s", api.url);
+	va_start(ap, fmt);
+	vsnprintf(buf[i] + n, sizeof(buf[i]) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return buf[i];
+}
+
+/* What JOB_JSON says of the job, parsed. */
+static json_t *
+reference(const char *id)
+{
+	static const char q[] = "SELECT " JOB_JSON JOB_FROM " WHERE j.id = $1::uuid";
+	PGresult *r = sqlr(q, 1, &id);
+	json_t *j;
+
+	assert_int_equal(PQntuples(r), 1);
+	j = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	assert_non_null(j);
+	PQclear(r);
+	return j;
+}
+
+static void
+same_as_reference(json_t *got)
+{
+	const char *id = json_string_value(json_object_get(got, "id"));
+	json_t *want;
+
+	assert_non_null(id);
+	want = reference(id);
+	if (!json_equal(want, got)) {
+		char *a = json_dumps(want, JSON_SORT_KEYS), *b = json_dumps(got, JSON_SORT_KEYS);
+
+		fail_msg("job %s\nwant %s\ngot  %s", id, a, b);
+	}
+	json_decref(want);
+}
+
+/* Every page of path (a query without limit) with limit n; returns all items (new ref). */
+static json_t *
+all_pages(const char *token, const char *query, int n)
+{
+	json_t *all = json_array();
+	char next[1024];
+
+	snprintf(next, sizeof(next), "/v1/jobs?limit=%d%s%s", n, *query ? "&" : "", query);
+	for (int guard = 0; guard < 100; guard++) {
+		struct http_result r;
+		json_t *items, *nx;
+		size_t i;
+		json_t *it;
+
+		harness_http(&r, "GET", url("%s", next), token, NULL, NULL);
+		if (r.status != 200)
+			fail_msg("GET %s: %ld %s", next, r.status, r.body);
+		items = json_object_get(r.json, "items");
+		assert_true(json_array_size(items) <= (size_t)n);
+		json_array_foreach(items, i, it)
+			json_array_append(all, it);
+		nx = json_object_get(r.json, "next");
+		if (!json_is_string(nx)) {
+			harness_http_free(&r);
+			return all;
+		}
+		/* the cursor keeps the filters out: put them back */
+		snprintf(next, sizeof(next), "%s%s%s", json_string_value(nx), *query ? "&" : "", query);
+		harness_http_free(&r);
+	}
+	fail_msg("more than 100 pages");
+	return NULL;
+}
+
+static int
+count(const char *q)
+{
+	PGresult *r = sqlr(q, 0, NULL);
+	int n = atoi(PQgetvalue(r, 0, 0));
+
+	PQclear(r);
+	return n;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	harness_db_create("apireads", dburl, sizeof(dburl));
+	harness_fleetd_start(&api, dburl, env_api);
+	admin = harness_token(dburl, "admin", "*");
+	viewer_b = harness_token(dburl, "viewer", "rb");
+	pg = PQconnectdb(dburl);
+	assert_int_equal(PQstatus(pg), CONNECTION_OK);
+	sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'ra'),"
+	    " (gen_random_uuid(), 'rb')");
+	sql("INSERT INTO clouds (id, name, environment, provider, region, account, external_id,"
+	    " state, required) VALUES (gen_random_uuid(), 'ca', 'ra', 'gke', 'us-central1', '{}',"
+	    " 'x', 'active', '{}')");
+	sql("INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed,"
+	    " provider_cluster_id) SELECT gen_random_uuid(), id, 'ka', 'https://127.0.0.1:1',"
+	    " 'ca', 'sealed', 'pc-reads-ka' FROM clouds WHERE name = 'ca'");
+	sql("INSERT INTO queues (id, name, environment, cohort, weight, nominal_quota) VALUES"
+	    " (gen_random_uuid(), 'qa', 'ra', 'c', 1, '{}'), (gen_random_uuid(), 'qb', 'rb', 'c', 1,"
+	    " '{}')");
+	sql("INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'default',"
+	    " 0) ON CONFLICT DO NOTHING");
+	/* Jobs in both environments; a third running on ka with a placement; one name with
+	 * quotes, a backslash, control characters and non-ASCII text. */
+	sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
+	    " spec, state, reason, attempt, cluster_id, placement, started_at, enqueued_at)"
+	    " SELECT gen_random_uuid(), CASE WHEN i = 7 THEN E'we\"ird\\\\ \\n\\t\\x01 n\u00e4me'"
+	    " ELSE 'job-' || i END, q.environment, q.id, 'RayJob', 'default', i % 3,"
+	    " jsonb_build_object('kind', 'RayJob', 'queue', q.name, 'name', 'job-' || i,"
+	    " 'ray_version', '2.52.0', 'entrypoint', E'python -c \"print(\\t1.5)\"',"
+	    " 'head', jsonb_build_object('cpu', '1', 'memory', '2Gi'), 'worker_groups',"
+	    " jsonb_build_array(jsonb_build_object('name', 'w', 'replicas', 1, 'cpu', '8',"
+	    " 'memory', '64Gi'))),"
+	    " CASE WHEN i % 3 = 0 THEN 'running' ELSE 'pending' END,"
+	    " CASE WHEN i % 5 = 0 THEN 'no_capacity' END, i % 3,"
+	    " CASE WHEN i % 3 = 0 AND q.name = 'qa' THEN k.id END,"
+	    " CASE WHEN i % 3 = 0 THEN jsonb_build_object('cluster', k.id, 'region', 'us-central1',"
+	    " 'provider', 'gke', 'pool', 'gpu', 'spot', false, 'price_hour', 9.6, 'accel', 8,"
+	    " 'allocs', '[]'::jsonb) END,"
+	    " CASE WHEN i % 3 = 0 THEN now() - interval '1 hour' END,"
+	    " timestamptz '2026-01-02 03:04:05' + i * interval '1.25 seconds'"
+	    " FROM generate_series(1, 45) i"
+	    " JOIN queues q ON q.name = CASE WHEN i % 2 = 0 THEN 'qa' ELSE 'qb' END,"
+	    " (SELECT id FROM clusters WHERE name = 'ka') k");
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	PQfinish(pg);
+	harness_fleetd_stop(&api);
+	harness_db_drop(dburl);
+	free(admin);
+	free(viewer_b);
+	harness_validate_responses();
+	return 0;
+}
+
+/* Every job's GET and every listed item is what JOB_JSON says; pages cover all jobs once. */
+static void
+test_same_as_sql(void **state)
+{
+	json_t *all, *it;
+	size_t i;
+
+	(void)state;
+	all = all_pages(admin, "", 7);
+	assert_int_equal(json_array_size(all), NJOBS);
+	json_array_foreach(all, i, it) {
+		struct http_result r;
+		char *etag, want[32];
+
+		same_as_reference(it);
+		if (i > 0)
+			assert_true(strcmp(json_string_value(json_object_get(json_array_get(all,
+			    i - 1), "id")), json_string_value(json_object_get(it, "id"))) < 0);
+		harness_http(&r, "GET", url("/v1/jobs/%s", json_string_value(json_object_get(it,
+		    "id"))), admin, NULL, NULL);
+		assert_int_equal(r.status, 200);
+		assert_true(json_equal(r.json, it));
+		etag = harness_header(&r, "ETag");
+		snprintf(want, sizeof(want), "\"%lld\"",
+		    json_integer_value(json_object_get(it, "version")));
+		assert_non_null(etag);
+		assert_string_equal(etag, want);
+		free(etag);
+		harness_http_free(&r);
+	}
+	json_decref(all);
+	/* a second round is served from memory: still the same */
+	all = all_pages(admin, "", 500);
+	assert_int_equal(json_array_size(all), NJOBS);
+	json_array_foreach(all, i, it)
+		same_as_reference(it);
+	json_decref(all);
+}
+
+static void
+test_filters_and_scope(void **state)
+{
+	json_t *all, *it;
+	struct http_result r;
+	size_t i;
+	char *ra_job;
+
+	(void)state;
+	all = all_pages(admin, "state=running", 4);
+	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs WHERE state ="
+	    " 'running'"));
+	json_array_foreach(all, i, it)
+		assert_string_equal(json_string_value(json_object_get(it, "state")), "running");
+	json_decref(all);
+	all = all_pages(admin, "queue=qa", 5);
+	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs j JOIN queues q"
+	    " ON q.id = j.queue_id WHERE q.name = 'qa'"));
+	json_decref(all);
+	all = all_pages(admin, "region=us-central1&state=running", 3);
+	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs WHERE cluster_id"
+	    " IS NOT NULL AND state = 'running'"));
+	json_decref(all);
+	/* a viewer of rb sees rb's jobs only; a job of ra is not found */
+	all = all_pages(viewer_b, "", 6);
+	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs WHERE"
+	    " environment = 'rb'"));
+	json_array_foreach(all, i, it)
+		assert_string_equal(json_string_value(json_object_get(it, "environment")), "rb");
+	json_decref(all);
+	{
+		PGresult *q = sqlr("SELECT id FROM jobs WHERE environment = 'ra' LIMIT 1", 0, NULL);
+
+		ra_job = strdup(PQgetvalue(q, 0, 0));
+		PQclear(q);
+	}
+	harness_http(&r, "GET", url("/v1/jobs/%s", ra_job), viewer_b, NULL, NULL);
+	assert_int_equal(r.status, 404);
+	harness_http_free(&r);
+	harness_http(&r, "GET", url("/v1/jobs/%s", "not-a-uuid"), admin, NULL, NULL);
+	assert_int_equal(r.status, 404);
+	harness_http_free(&r);
+	harness_http(&r, "GET", url("/v1/jobs?after=%s", "bm90LWEtdXVpZA"), admin, NULL, NULL);
+	assert_int_equal(r.status, 400);
+	harness_http_free(&r);
+	free(ra_job);
+}
+
+/* A change to a job, its queue, its cluster or its cloud shows in the next list. */
+static void
+test_changes_show(void **state)
+{
+	static const char *const changes[] = {
+		"UPDATE jobs SET state = 'cancelled', reason = 'changed', version = version + 1"
+		" WHERE name = 'job-6'",
+		"UPDATE jobs SET spec = jsonb_set(spec, '{entrypoint}', '\"python changed.py\"') WHERE name = 'job-12'",
+		"UPDATE queues SET name = 'qa-renamed' WHERE name = 'qa'",
+		"UPDATE clusters SET name = 'ka-renamed' WHERE name = 'ka'",
+		"UPDATE clouds SET region = 'europe-west4' WHERE name = 'ca'",
+	};
+	json_t *all, *it;
+	size_t i;
+
+	(void)state;
+	all = all_pages(admin, "", 500);	/* everything in memory first */
+	json_decref(all);
+	for (size_t c = 0; c < sizeof(changes) / sizeof(changes[0]); c++) {
+		sql(changes[c]);
+		all = all_pages(admin, "", 500);
+		assert_int_equal(json_array_size(all), NJOBS);
+		json_array_foreach(all, i, it)
+			same_as_reference(it);
+		json_decref(all);
+	}
+	all = all_pages(admin, "queue=qa-renamed", 500);
+	assert_true(json_array_size(all) > 0);
+	json_array_foreach(all, i, it)
+		assert_string_equal(json_string_value(json_object_get(it, "queue")), "qa-renamed");
+	json_decref(all);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_same_as_sql),
+		cmocka_unit_test(test_filters_and_scope),
+		cmocka_unit_test(test_changes_show),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
