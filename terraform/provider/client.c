@@ -56,9 +56,16 @@ bool
 tf_api(const char *method, const char *path, json_t *body, int ok1, int ok2, bool accept_404,
     json_t **out, int *status, struct tf_diags *d)
 {
+	return tf_api_ex(method, path, body, NULL, ok1, ok2, accept_404, out, status, d);
+}
+
+bool
+tf_api_ex(const char *method, const char *path, json_t *body, json_t *version, int ok1, int ok2,
+    bool accept_404, json_t **out, int *status, struct tf_diags *d)
+{
 	struct http_req rq = {0};
 	struct http_resp rs = {0};
-	char idem[40];
+	char idem[40], etag[40];
 	struct http_header hdr[3] = {{"Accept", "application/json"},
 	    {"Content-Type", "application/json"}, {"Idempotency-Key", idem}};
 	struct err e = {0};
@@ -85,6 +92,17 @@ tf_api(const char *method, const char *path, json_t *body, int ok1, int ok2, boo
 	 * committed before the connection broke is answered again, not made twice. */
 	if (strcmp(method, "POST") == 0 && idem_key(idem, sizeof idem))
 		rq.nheaders = 3;
+	/* The version the plan was made from: a write over a change made since answers 412. */
+	if (json_is_number(version) && strcmp(method, "POST") != 0) {
+		snprintf(etag, sizeof etag, "\"%lld\"", (long long)json_number_value(version));
+		hdr[2].name = "If-Match";
+		hdr[2].value = etag;
+		rq.nheaders = 3;
+		if (!text) {	/* DELETE: no Content-Type */
+			hdr[1] = hdr[2];
+			rq.nheaders = 2;
+		}
+	}
 	rq.body = text;
 	rq.body_len = text ? strlen(text) : 0;
 	rq.timeout_ms = tf_conf.timeout_ms;

@@ -83,7 +83,8 @@ tf_res_update(const struct tf_res *r, json_t *prior, json_t *planned, json_t *co
 		return r->ops->update(r, prior, planned, config, api, d);
 	path = item_path(r, prior);
 	body = tf_body(r->attrs, planned);
-	ok = path && tf_api("PUT", path, body, 200, 0, false, api, &st, d);
+	ok = path && tf_api_ex("PUT", path, body, tf_get(prior, "version"), 200, 0, false, api,
+	    &st, d);
 	json_decref(body);
 	free(path);
 	return ok;
@@ -100,7 +101,8 @@ tf_res_remove(const struct tf_res *r, json_t *state, struct tf_diags *d)
 	if (r->ops && r->ops->remove)
 		return r->ops->remove(r, state, d);
 	path = item_path(r, state);
-	ok = !path || tf_api("DELETE", path, NULL, 204, 200, true, &out, &st, d);
+	ok = !path || tf_api_ex("DELETE", path, NULL, tf_get(state, "version"), 204, 200, true,
+	    &out, &st, d);
 	json_decref(out);
 	free(path);
 	return ok;
@@ -266,7 +268,8 @@ cluster_update(const struct tf_res *r, json_t *prior, json_t *planned, json_t *c
 	char *path = cluster_path(prior, true);
 	json_t *body = cluster_body(r, planned, config, rotate);
 	int st;
-	bool ok = path && tf_api("PUT", path, body, 200, 0, false, api, &st, d);
+	bool ok = path && tf_api_ex("PUT", path, body, tf_get(prior, "version"), 200, 0, false,
+	    api, &st, d);
 
 	json_decref(body);
 	free(path);
@@ -282,7 +285,8 @@ cluster_remove(const struct tf_res *r, json_t *state, struct tf_diags *d)
 	bool ok;
 
 	(void)r;
-	ok = path && tf_api("DELETE", path, NULL, 204, 200, true, &out, &st, d);
+	ok = path && tf_api_ex("DELETE", path, NULL, tf_get(state, "version"), 204, 200, true,
+	    &out, &st, d);
 	json_decref(out);
 	free(path);
 	return ok;

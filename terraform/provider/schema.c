@@ -244,7 +244,7 @@ static const struct tf_attr environment_attrs[] = {
 
 static const struct tf_attr queue_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Queue id (uuid); the import id."},
-	{"name", NULL, TY_STR, 0, NULL, F_REQ, chk_name, "Name, unique in the environment."},
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Name, unique in the environment; immutable."},
 	{"environment", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Environment, immutable."},
 	{"cohort", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_name, "Cohort that lends and borrows quota."},
 	{"weight", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP, chk_weight, "Fair-share weight (0, 1000], default 1."},
@@ -258,7 +258,7 @@ static const struct tf_attr queue_attrs[] = {
 
 static const struct tf_attr priority_class_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Priority class id (uuid); the import id."},
-	{"name", NULL, TY_STR, 0, NULL, F_REQ, chk_name, "Name."},
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Name, immutable."},
 	{"value", NULL, TY_NUM, 0, NULL, F_REQ, chk_prio, "Priority; higher runs first."},
 	{"preempt", NULL, TY_BOOL, 0, NULL, F_OPT | F_COMP, NULL, "May evict lower priorities (default false)."},
 	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_desc, "Free text."},

@@ -127,6 +127,9 @@ extern struct tf_conf tf_conf;
  * ok1/ok2 (0 = none); a 404 with accept_404 is success with *status 404. */
 bool	tf_api(const char *method, const char *path, json_t *body, int ok1, int ok2,
 	    bool accept_404, json_t **out, int *status, struct tf_diags *d);
+/* The same with If-Match from version (a state's version number; NULL or null: none). */
+bool	tf_api_ex(const char *method, const char *path, json_t *body, json_t *version, int ok1,
+	    int ok2, bool accept_404, json_t **out, int *status, struct tf_diags *d);
 /* Adds the problem+json answer as diagnostics (one per error entry). */
 void	tf_api_problem(json_t *problem, int status, const char *what, struct tf_diags *d);
 const char *tf_str(json_t *obj, const char *name);	/* string member or NULL */

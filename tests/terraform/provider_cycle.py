@@ -467,6 +467,21 @@ def run(build, work):
         tf.run("apply", "-input=false", "-auto-approve")
         tf.plan_clean("after correcting the drift")
 
+        # a write over a change made after the plan is refused (If-Match: 412), not lost
+        v.update(weight=4)
+        tf.write(main_tf(sim, v))
+        tf.run("plan", "-input=false", "-out=stale.plan")
+        sim.api("PUT", f"/v1/queues/{q['id']}", {
+            "name": "tf-q", "environment": ENV, "weight": 9, "nominal_quota": {H100: 8},
+            "default_priority_class": "tf-normal"})
+        r = tf.run("apply", "-input=false", "stale.plan", ok=(1,))
+        expect("412" in r.stderr + r.stdout and "api.precondition_failed" in r.stderr + r.stdout,
+               "applying a plan over a change made since answers 412 (If-Match), nothing lost")
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect(re.search(r"~ weight\s+= 9 -> 4", r.stdout), "the next plan shows 9 -> 4")
+        tf.run("apply", "-input=false", "-auto-approve")
+        tf.plan_clean("after the stale write")
+
         # import of an object made through the API
         q2 = sim.api("POST", "/v1/queues", {"name": "tf-imported", "environment": ENV,
                                             "weight": 3, "cohort": "ml",
