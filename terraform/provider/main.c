@@ -1,6 +1,9 @@
 /* terraform-provider-fleet: the go-plugin handshake (magic cookie, automatic mutual TLS,
- * the "1|6|tcp|addr|grpc|cert" line) and a one-call-at-a-time gRPC server on the C core
- * API that hands tfplugin6 calls to rpc.c and answers go-plugin's own services. */
+ * the "1|6|tcp|addr|grpc|cert" line) and a gRPC server on the C core API: NWORKERS threads,
+ * each with its own completion queue, serve one call at a time each (Terraform calls in
+ * parallel: a phase 2 waiting for verification does not hold up the rest), handing
+ * tfplugin6 calls to rpc.c and answering go-plugin's own services. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +18,15 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <unistd.h>
 
 #include "tf.h"
 
 #define MAGIC_KEY	"TF_PLUGIN_MAGIC_COOKIE"
 #define MAGIC_VALUE	"d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
+#define NWORKERS	4
+
+static int stop_pipe[2];	/* a worker that served Shutdown writes one byte */
 
 struct cert {
 	char	*cert_pem;
@@ -125,8 +132,8 @@ cleanup:
 	return ok;
 }
 
-/* Waits for the completion of tag on cq (calls are served one at a time, so nothing
- * else completes meanwhile). */
+/* Waits for the completion of tag on cq (each worker has its own queue and serves one
+ * call at a time, so nothing else completes on it meanwhile). */
 static bool
 wait_tag(grpc_completion_queue *cq, void *tag)
 {
@@ -230,9 +237,19 @@ cleanup:
 	return keep;
 }
 
-static void
-serve(grpc_server *server, grpc_completion_queue *cq)
+struct worker {
+	grpc_server		*server;
+	grpc_completion_queue	*cq;
+	pthread_t		 thread;
+};
+
+static void *
+serve(void *arg)
 {
+	struct worker *w = arg;
+	grpc_server *server = w->server;
+	grpc_completion_queue *cq = w->cq;
+
 	for (bool keep = true; keep;) {
 		grpc_call *call = NULL;
 		grpc_call_details det;
@@ -245,7 +262,8 @@ serve(grpc_server *server, grpc_completion_queue *cq)
 			keep = false;
 		else {
 			char *method = grpc_slice_to_c_string(det.method);
-			keep = serve_call(cq, call, method);
+			if (!serve_call(cq, call, method) && write(stop_pipe[1], "x", 1) < 0)
+				perror("terraform-provider-fleet: stop");
 			gpr_free(method);
 		}
 		if (call)
@@ -253,6 +271,17 @@ serve(grpc_server *server, grpc_completion_queue *cq)
 		grpc_call_details_destroy(&det);
 		grpc_metadata_array_destroy(&md);
 	}
+	return NULL;
+}
+
+static void
+drain(grpc_completion_queue *cq)
+{
+	grpc_completion_queue_shutdown(cq);
+	while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+	    GRPC_QUEUE_SHUTDOWN)
+		;
+	grpc_completion_queue_destroy(cq);
 }
 
 int
@@ -263,6 +292,8 @@ main(void)
 	grpc_server_credentials *creds;
 	grpc_server *server;
 	grpc_completion_queue *cq;
+	struct worker w[NWORKERS];
+	char byte;
 	int port, rc = 1;
 
 	if (!cookie || strcmp(cookie, MAGIC_VALUE) != 0) {
@@ -272,6 +303,9 @@ main(void)
 		return 1;
 	}
 	signal(SIGINT, SIG_IGN);	/* Terraform stops plugins itself, as go-plugin does */
+	if (pipe(stop_pipe) != 0)
+		return 1;
+	tf_unknown();			/* the sentinel exists before any thread reads it */
 	grpc_init();
 	if (client_pem && *client_pem) {
 		grpc_ssl_pem_key_cert_pair pair;
@@ -287,8 +321,13 @@ main(void)
 	} else
 		creds = grpc_insecure_server_credentials_create();
 	server = grpc_server_create(NULL, NULL);
-	cq = grpc_completion_queue_create_for_next(NULL);
+	cq = grpc_completion_queue_create_for_next(NULL);	/* shutdown notification */
 	grpc_server_register_completion_queue(server, cq, NULL);
+	for (int i = 0; i < NWORKERS; i++) {
+		w[i].server = server;
+		w[i].cq = grpc_completion_queue_create_for_next(NULL);
+		grpc_server_register_completion_queue(server, w[i].cq, NULL);
+	}
 	port = grpc_server_add_http2_port(server, "127.0.0.1:0", creds);
 	grpc_server_credentials_release(creds);
 	if (port <= 0) {
@@ -298,16 +337,20 @@ main(void)
 	grpc_server_start(server);
 	printf("1|6|tcp|127.0.0.1:%d|grpc|%s\n", port, c.der_b64 ? c.der_b64 : "");
 	fflush(stdout);
-	serve(server, cq);
+	for (int i = 0; i < NWORKERS; i++)
+		pthread_create(&w[i].thread, NULL, serve, &w[i]);
+	while (read(stop_pipe[0], &byte, 1) < 0)
+		;
+	/* pending request_calls complete unsuccessfully: each worker leaves its loop */
 	grpc_server_shutdown_and_notify(server, cq, (void *)4);
 	grpc_server_cancel_all_calls(server);
 	wait_tag(cq, (void *)4);
+	for (int i = 0; i < NWORKERS; i++)
+		pthread_join(w[i].thread, NULL);
 	grpc_server_destroy(server);
-	grpc_completion_queue_shutdown(cq);
-	while (grpc_completion_queue_next(cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
-	    GRPC_QUEUE_SHUTDOWN)
-		;
-	grpc_completion_queue_destroy(cq);
+	drain(cq);
+	for (int i = 0; i < NWORKERS; i++)
+		drain(w[i].cq);
 	rc = 0;
 cleanup:
 	grpc_shutdown();

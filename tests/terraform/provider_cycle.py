@@ -319,12 +319,15 @@ resource "fleet_cloud_iam" "hp2" {{
 
 
 class Flaky:
-    """A loopback proxy to fleetd that answers the first request 503 and the second 429, each
-    with Retry-After: 1, and forwards everything else; records when each arrived."""
+    """A loopback proxy to fleetd that answers the first request 503 and the retry of that same
+    request 429, each with Retry-After: 1, and forwards everything else; records when each
+    request of that path arrived."""
 
     def __init__(self, upstream):
         self.upstream = upstream
-        self.seen = []          # (time, method, path, status answered)
+        self.seen = []          # (time, method, path, status answered), of the victim path
+        self.victim = f"/v1/environments/{ENV}"   # read by one resource only
+        self.lock = threading.Lock()
         flaky = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -334,9 +337,13 @@ class Flaky:
             def _any(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(n) if n else None
-                if len(flaky.seen) < 2:
-                    st = 503 if not flaky.seen else 429
-                    flaky.seen.append((time.time(), self.command, self.path, st))
+                with flaky.lock:
+                    mine = self.path == flaky.victim
+                    reject = mine and len(flaky.seen) < 2
+                    if reject:
+                        st = 503 if not flaky.seen else 429
+                        flaky.seen.append((time.time(), self.command, self.path, st))
+                if reject:
                     self.send_response(st)
                     self.send_header("Retry-After", "1")
                     self.send_header("Content-Type", "application/problem+json")
@@ -354,7 +361,9 @@ class Flaky:
                         st, hdrs, data = r.status, r.headers, r.read()
                 except urllib.error.HTTPError as e:
                     st, hdrs, data = e.code, e.headers, e.read()
-                flaky.seen.append((time.time(), self.command, self.path, st))
+                if mine:
+                    with flaky.lock:
+                        flaky.seen.append((time.time(), self.command, self.path, st))
                 self.send_response(st)
                 for k in ("Content-Type", "ETag", "Location"):
                     if hdrs.get(k):
