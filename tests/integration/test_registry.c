@@ -6,16 +6,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
 
 #include <libpq-fe.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 #define TAG		"fleet.io/cloud-id"
 #define FLEETD_AWS	"arn:aws:iam::111111111111:user/fleetd"
@@ -24,17 +23,15 @@
 #define MAX_SECRETS	16
 
 static struct fleetd_proc fd;
-static char dburl[512], csdir[256], csurl[128];
-static pid_t cs_pid;
-static char *fd_env[64];
-static json_t *csclusters;
+static struct harness_cs cs;
+static char dburl[512];
 static char *admin, *oper, *viewer, *staging_admin;
-static struct http_result R;		/* the last answer */
 
 /* What the audit log must hold for clouds and clusters, in order. */
 static char exp_action[MAX_AUDIT][32], exp_id[MAX_AUDIT][40];
 static int nexp;
-/* Strings that must never appear in an answer or a log line. */
+/* Strings that must never appear in an answer or a log line (also planted in the harness,
+ * which checks every answer). */
 static char *secrets[MAX_SECRETS];
 static int nsecrets;
 
@@ -52,22 +49,12 @@ static struct prov P[3];
 
 /* ---- small helpers */
 
-static const char *
-jpath(json_t *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k != NULL && o != NULL; k = strtok_r(NULL, ".", &save))
-		o = json_is_array(o) ? json_array_get(o, (size_t)atoi(k)) : json_object_get(o, k);
-	return json_string_value(o);
-}
-
 static void
 add_secret(const char *s)
 {
 	assert_true(nsecrets < MAX_SECRETS);
 	secrets[nsecrets++] = strdup(s);
+	harness_secret(s);
 }
 
 static void
@@ -79,44 +66,6 @@ expect_audit(const char *action, const char *id)
 	nexp++;
 }
 
-/* One call to fleetd; the answer stays in R until the next call.  Fails the test when a
- * planted secret shows up in the answer. */
-static long
-call(const char *method, const char *path, const char *tok, const char *body,
-     const char *const *hdrs)
-{
-	char url[1024];
-
-	harness_http_free(&R);
-	snprintf(url, sizeof(url), "%s%s", fd.url, path);
-	harness_http(&R, method, url, tok, body, hdrs);
-	for (int i = 0; i < nsecrets; i++) {
-		if ((R.body != NULL && strstr(R.body, secrets[i]) != NULL) ||
-		    (R.headers != NULL && strstr(R.headers, secrets[i]) != NULL))
-			fail_msg("%s %s leaked a credential: %s", method, path, R.body);
-	}
-	return R.status;
-}
-
-/* Checks R is a problem with status, code and (when given) the first error's pointer. */
-static void
-expect_problem(long status, const char *code, const char *pointer)
-{
-	if (R.status != status || R.json == NULL ||
-	    strcmp(jpath(R.json, "code") ? jpath(R.json, "code") : "", code) != 0)
-		fail_msg("want %ld %s, got %ld: %s", status, code, R.status, R.body);
-	if (pointer != NULL && (jpath(R.json, "errors.0.pointer") == NULL ||
-	    strcmp(jpath(R.json, "errors.0.pointer"), pointer) != 0))
-		fail_msg("want pointer %s: %s", pointer, R.body);
-}
-
-static void
-expect_status(long status)
-{
-	if (R.status != status)
-		fail_msg("want %ld, got %ld: %s", status, R.status, R.body);
-}
-
 /* The failed checks of a 422 verification answer, as "a,b,c" in answer order. */
 static void
 failed_checks(char *out, size_t n)
@@ -125,36 +74,18 @@ failed_checks(char *out, size_t n)
 	size_t i;
 
 	out[0] = '\0';
-	expect_problem(422, "iam.verification_failed", NULL);
-	json_array_foreach(json_object_get(R.json, "errors"), i, err) {
-		assert_non_null(jpath(err, "detail"));
+	harness_expect_problem(NULL, 422, "iam.verification_failed", NULL);
+	json_array_foreach(json_object_get(harness_r.json, "errors"), i, err) {
+		assert_string_not_equal(harness_js(err, "detail"), "");
 		snprintf(out + strlen(out), n - strlen(out), "%s%s", out[0] ? "," : "",
-		    jpath(err, "check"));
+		    harness_js(err, "check"));
 	}
-}
-
-static char *
-sql1(const char *q, int n, const char *const *params)
-{
-	PGconn *c = PQconnectdb(dburl);
-	PGresult *r;
-	char *v = NULL;
-
-	assert_int_equal(PQstatus(c), CONNECTION_OK);
-	r = PQexecParams(c, q, n, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
-		fail_msg("sql %s: %s", q, PQerrorMessage(c));
-	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 && !PQgetisnull(r, 0, 0))
-		v = strdup(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	PQfinish(c);
-	return v;
 }
 
 static long
 sql_count(const char *q, const char *p1)
 {
-	char *v = sql1(q, p1 ? 1 : 0, (const char *const[]){ p1 });
+	char *v = harness_sql_params(q, p1 ? 1 : 0, (const char *const[]){ p1 });
 	long n = v ? atol(v) : -1;
 
 	free(v);
@@ -164,58 +95,23 @@ sql_count(const char *q, const char *p1)
 static long
 sim(const char *body)
 {
-	char url[256];
-	struct http_result r;
-	long st;
+	long st = harness_sim(&cs, "POST", "/_sim/iam", body, NULL);
 
-	snprintf(url, sizeof(url), "%s/_sim/iam", csurl);
-	harness_http(&r, "POST", url, NULL, body, NULL);
-	st = r.status;
 	if (st != 200)
-		fprintf(stderr, "_sim/iam %s: %ld %s\n", body, st, r.body);
-	harness_http_free(&r);
+		fprintf(stderr, "_sim/iam %s: %ld\n", body, st);
 	return st;
-}
-
-static json_t *
-cs_cluster(const char *name)
-{
-	json_t *c;
-	size_t i;
-
-	json_array_foreach(csclusters, i, c)
-		if (strcmp(jpath(c, "name"), name) == 0)
-			return c;
-	fail_msg("cloudsim has no cluster %s", name);
-	return NULL;
 }
 
 /* ---- cloudsim: the test fleet plus the identities Terraform would have created */
 
-static void
-abs_file(json_t *o, const char *key)
+static json_t *
+fleet(void)
 {
-	const char *v = json_string_value(json_object_get(o, key));
-	char path[1024];
-
-	if (v != NULL && v[0] != '/') {
-		snprintf(path, sizeof(path), FLEETD_SOURCE_DIR "/cloudsim/fleets/%s", v);
-		json_object_set_new(o, key, json_string(path));
-	}
-}
-
-static void
-write_fleet(const char *path)
-{
-	json_t *f = json_load_file(FLEETD_SOURCE_DIR "/cloudsim/fleets/test.json", 0, NULL);
-	json_t *sas, *roles, *clusters, *aks = NULL, *c, *v;
+	json_t *f = harness_fleet_json();
+	json_t *sas, *roles, *clusters, *aks = NULL, *c;
 	size_t i;
 
-	assert_non_null(f);
-	abs_file(json_object_get(json_object_get(f, "fleetd"), "gcp"), "private_key_file");
 	sas = json_object_get(json_object_get(f, "gcp"), "service_accounts");
-	json_array_foreach(sas, i, v)
-		abs_file(v, "public_key_file");
 	/* GKE: the control-plane SA of pair A starts without fleetd as token creator */
 	json_array_append_new(sas, json_pack("{s:s, s:s}", "email",
 	    "fleet-cp-a@fleet-test.iam.gserviceaccount.com", "project", "fleet-test"));
@@ -252,57 +148,7 @@ write_fleet(const char *path)
 		    json_array_get(json_object_get(aks, "pools"), 0)));
 		json_array_append_new(clusters, c);
 	}
-	assert_int_equal(json_dump_file(f, path, JSON_INDENT(1)), 0);
-	json_decref(f);
-}
-
-static void
-start_cloudsim(void)
-{
-	char path[400], fleet[400], *text, *line, *save = NULL;
-	json_t *cj;
-	int n = 0;
-
-	snprintf(csdir, sizeof(csdir), "/tmp/fleetd-reg-cs-%d", (int)getpid());
-	harness_sh("rm -rf %s && mkdir -p %s", csdir, csdir);
-	snprintf(fleet, sizeof(fleet), "%s/fleet.json", csdir);
-	write_fleet(fleet);
-	cs_pid = fork();
-	assert_true(cs_pid >= 0);
-	if (cs_pid == 0) {
-		snprintf(path, sizeof(path), "%s/cloudsim.log", csdir);
-		if (freopen(path, "w", stdout) == NULL || freopen(path, "a", stderr) == NULL)
-			_exit(126);
-		execl(FLEETD_BINARY_DIR "/cloudsim", "cloudsim", "--fleet", fleet, "--listen",
-		    "127.0.0.1:0", "--state-dir", csdir, (char *)NULL);
-		_exit(127);
-	}
-	snprintf(path, sizeof(path), "%s/port", csdir);
-	for (int i = 0; i < 300 && access(path, R_OK) != 0; i++)
-		usleep(50 * 1000);
-	if (access(path, R_OK) != 0)
-		fail_msg("cloudsim did not start; see %s/cloudsim.log", csdir);
-	snprintf(path, sizeof(path), "%s/fleetd.env", csdir);
-	text = harness_slurp(path);
-	assert_non_null(text);
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		if (strncmp(line, "FLEETD_", 7) != 0 || strchr(line, '=') == NULL || n >= 56)
-			continue;
-		if (strncmp(line, "FLEETD_CLOUDSIM_URL=", 20) == 0)
-			snprintf(csurl, sizeof(csurl), "%s", line + 20);
-		fd_env[n++] = strdup(line);
-	}
-	free(text);
-	assert_true(csurl[0] != '\0');
-	fd_env[n++] = strdup("FLEETD_MASTER_KEY=c2VjcmV0LXJlZ2lzdHJ5LXRlc3Qta2V5LTMyYnl0ZXM=");
-	fd_env[n] = NULL;
-	snprintf(path, sizeof(path), "%s/clusters.json", csdir);
-	text = harness_slurp(path);
-	cj = json_loads(text, 0, NULL);
-	free(text);
-	csclusters = json_incref(json_object_get(cj, "clusters"));
-	json_decref(cj);
-	assert_non_null(csclusters);
+	return f;
 }
 
 static const char *
@@ -311,18 +157,16 @@ mi(const char *cluster, const char *which)
 	char path[64];
 
 	snprintf(path, sizeof(path), "iam.%s.resource_id", which);
-	return jpath(cs_cluster(cluster), path);
+	return harness_js(harness_cs_cluster(&cs, cluster), path);
 }
 
 static void
 init_providers(void)
 {
-	json_t *aks = cs_cluster("test-aks-eus");
-	char *tenant = NULL;
+	json_t *aks = harness_cs_cluster(&cs, "test-aks-eus");
+	const char *tenant;
 
-	for (int i = 0; fd_env[i] != NULL; i++)
-		if (strncmp(fd_env[i], "FLEETD_AZURE_TENANT_ID=", 23) == 0)
-			tenant = fd_env[i] + 23;
+	tenant = harness_cs_env(&cs, "FLEETD_AZURE_TENANT_ID");
 	assert_non_null(tenant);
 	P[0] = (struct prov){ .name = "gke", .region = "us-central1", .region_b = "us-central1",
 	    .cluster = "test-gke-usc1" };
@@ -334,8 +178,8 @@ init_providers(void)
 	P[1] = (struct prov){ .name = "aks", .region = "eastus", .region_b = "eastus",
 	    .cluster = "test-aks-eus" };
 	snprintf(P[1].account, sizeof(P[1].account), "{\"subscription_id\":\"%s\",\"tenant_id\":"
-	    "\"%s\",\"resource_group\":\"%s\"}", jpath(aks, "subscription"), tenant,
-	    jpath(aks, "resource_group"));
+	    "\"%s\",\"resource_group\":\"%s\"}", harness_js(aks, "subscription"), tenant,
+	    harness_js(aks, "resource_group"));
 	snprintf(P[1].cp_a, 300, "%s", mi("test-aks-eus", "control_plane"));
 	snprintf(P[1].cl_a, 300, "%s", mi("test-aks-eus", "cluster_role"));
 	snprintf(P[1].cp_b, 300, "%s", mi("aks-id-b", "control_plane"));
@@ -390,7 +234,7 @@ trust(const struct prov *p, const char *cp, const char *external_id, const char 
 static void
 required_fic(char *out, size_t n)
 {
-	json_t *f = json_object_get(json_object_get(json_object_get(json_object_get(R.json,
+	json_t *f = json_object_get(json_object_get(json_object_get(json_object_get(harness_r.json,
 	    "iam"), "required"), "control_plane_identity"), "federated_identity_credentials");
 	char *s = f ? json_dumps(f, JSON_COMPACT) : NULL;
 
@@ -404,10 +248,13 @@ static int
 setup(void **state)
 {
 	(void)state;
+	json_t *f = fleet();
+
 	harness_db_create("registry", dburl, sizeof(dburl));
-	start_cloudsim();
+	harness_cs_start_json(&cs, f, NULL);
+	json_decref(f);
 	init_providers();
-	harness_fleetd_start(&fd, dburl, (const char *const *)fd_env);
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_token(dburl, "admin", "*");
 	oper = harness_token(dburl, "operator", "*");
 	viewer = harness_token(dburl, "viewer", "*");
@@ -417,8 +264,8 @@ setup(void **state)
 
 		snprintf(body, sizeof(body), "{\"name\":\"%s\"}",
 		    (const char *[]){ "prod", "staging", "test", "dev" }[i]);
-		if (call("POST", "/v1/environments", admin, body, NULL) != 201)
-			fail_msg("environment: %ld %s", R.status, R.body);
+		if (harness_call("POST", admin, body, "/v1/environments") != 201)
+			fail_msg("environment: %ld %s", harness_r.status, harness_r.body);
 	}
 	return 0;
 }
@@ -426,25 +273,14 @@ setup(void **state)
 static int
 teardown(void **state)
 {
-	int st;
-
 	(void)state;
-	harness_http_free(&R);
 	if (fd.pid > 0)
 		harness_fleetd_stop(&fd);
-	if (cs_pid > 0) {
-		kill(cs_pid, SIGTERM);
-		waitpid(cs_pid, &st, 0);
-	}
-	if (csdir[0] != '\0')
-		harness_sh("rm -rf %s", csdir);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
-	for (int i = 0; fd_env[i] != NULL; i++)
-		free(fd_env[i]);
+	harness_cs_stop(&cs);
+	harness_db_drop(dburl);
+	harness_done();
 	for (int i = 0; i < nsecrets; i++)
 		free(secrets[i]);
-	json_decref(csclusters);
 	free(admin);
 	free(oper);
 	free(viewer);
@@ -463,7 +299,7 @@ create_cloud(const char *tok, const char *name, const char *env, const char *pro
 
 	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"environment\":\"%s\",\"provider\":"
 	    "\"%s\",\"region\":\"%s\",\"account\":%s}", name, env, provider, region, account);
-	return call("POST", "/v1/clouds", tok, body, NULL);
+	return harness_call("POST", tok, body, "/v1/clouds");
 }
 
 struct bad_cloud {
@@ -502,23 +338,25 @@ test_phase1_bad_input(void **state)
 		const struct bad_cloud *b = &bad_clouds[i];
 
 		create_cloud(admin, "bad-cloud", "prod", b->provider, b->region, b->account);
-		print_message("phase 1, %s: %ld\n", b->what, R.status);
-		expect_problem(b->status, b->code, b->pointer);
-		if (b->mention != NULL && strstr(jpath(R.json, "detail"), b->mention) == NULL)
-			fail_msg("%s: detail does not name %s: %s", b->what, b->mention, R.body);
+		print_message("phase 1, %s: %ld\n", b->what, harness_r.status);
+		harness_expect_problem(NULL, b->status, b->code, b->pointer);
+		if (b->mention != NULL && strstr(harness_js(harness_r.json, "detail"),
+		    b->mention) == NULL)
+			fail_msg("%s: detail does not name %s: %s", b->what, b->mention,
+			    harness_r.body);
 	}
 	create_cloud(admin, "Bad Name", "prod", "gke", "us-central1", P[0].account);
-	expect_problem(400, "cloud.bad_name", "/name");
+	harness_expect_problem(NULL, 400, "cloud.bad_name", "/name");
 	create_cloud(admin, "no-env", "nowhere", "gke", "us-central1", P[0].account);
-	expect_problem(404, "env.not_found", "/environment");
-	call("POST", "/v1/clouds", admin, "{\"name\":\"x1\",\"environment\":\"prod\",\"provider\":"
+	harness_expect_problem(NULL, 404, "env.not_found", "/environment");
+	harness_call("POST", admin, "{\"name\":\"x1\",\"environment\":\"prod\",\"provider\":"
 	    "\"gke\",\"region\":\"us-central1\",\"account\":{\"project\":\"p\"},\"colour\":1}",
-	    NULL);
-	expect_problem(400, "api.unknown_field", "/colour");
+	    "/v1/clouds");
+	harness_expect_problem(NULL, 400, "api.unknown_field", "/colour");
 	create_cloud(oper, "op-cloud", "prod", "gke", "us-central1", P[0].account);
-	expect_problem(403, "auth.forbidden", NULL);
+	harness_expect_problem(NULL, 403, "auth.forbidden", NULL);
 	create_cloud(staging_admin, "other-env", "prod", "gke", "us-central1", P[0].account);
-	expect_status(404);
+	harness_expect_status(NULL, 404);
 	assert_int_equal(sql_count("SELECT count(*) FROM clouds", NULL), 0);
 	assert_int_equal(sql_count("SELECT count(*) FROM audit_log", NULL), audits);
 }
@@ -535,38 +373,39 @@ test_phase1(void **state)
 		snprintf(loc, sizeof(loc), "test-%s", p->name);
 		assert_int_equal(create_cloud(admin, loc, "test", p->name, p->region, p->account),
 		    201);
-		assert_string_equal(jpath(R.json, "state"), "pending_iam");
-		assert_non_null(jpath(R.json, "external_id"));
-		snprintf(ext, sizeof(ext), "%s", jpath(R.json, "external_id"));
+		assert_string_equal(harness_js(harness_r.json, "state"), "pending_iam");
+		assert_string_not_equal(harness_js(harness_r.json, "external_id"), "");
+		snprintf(ext, sizeof(ext), "%s", harness_js(harness_r.json, "external_id"));
 		assert_true(strlen(ext) >= 32);		/* >= 128 bits in hex */
-		assert_non_null(json_object_get(json_object_get(R.json, "iam"), "required"));
-		assert_false(json_is_true(json_object_get(json_object_get(R.json, "iam"),
+		assert_non_null(json_object_get(json_object_get(harness_r.json, "iam"),
+		    "required"));
+		assert_false(json_is_true(json_object_get(json_object_get(harness_r.json, "iam"),
 		    "locked")));
-		snprintf(p->cloud_a, sizeof(p->cloud_a), "%s", jpath(R.json, "id"));
+		snprintf(p->cloud_a, sizeof(p->cloud_a), "%s", harness_js(harness_r.json, "id"));
 		snprintf(loc, sizeof(loc), "/v1/clouds/%s", p->cloud_a);
-		h = harness_header(&R, "Location");
+		h = harness_header(&harness_r, "Location");
 		assert_non_null(h);
 		assert_string_equal(h, loc);
 		free(h);
-		h = harness_header(&R, "ETag");
+		h = harness_header(&harness_r, "ETag");
 		assert_non_null(h);
 		free(h);
 		expect_audit("cloud.create", p->cloud_a);
 		/* the required documents name this cloud's id */
-		assert_non_null(strstr(R.body, p->cloud_a));
+		assert_non_null(strstr(harness_r.body, p->cloud_a));
 		/* one cloud per (environment, provider, region) */
 		create_cloud(admin, "again", "test", p->name, p->region, p->account);
-		expect_problem(409, "cloud.exists", NULL);
+		harness_expect_problem(NULL, 409, "cloud.exists", NULL);
 		snprintf(loc, sizeof(loc), "staging-%s", p->name);
 		assert_int_equal(create_cloud(admin, loc, "staging", p->name, p->region_b,
 		    p->account), 201);
-		snprintf(p->cloud_b, sizeof(p->cloud_b), "%s", jpath(R.json, "id"));
-		assert_string_not_equal(jpath(R.json, "external_id"), ext);
+		snprintf(p->cloud_b, sizeof(p->cloud_b), "%s", harness_js(harness_r.json, "id"));
+		assert_string_not_equal(harness_js(harness_r.json, "external_id"), ext);
 		expect_audit("cloud.create", p->cloud_b);
 		/* GET after the write reflects it */
 		snprintf(loc, sizeof(loc), "/v1/clouds/%s", p->cloud_b);
-		assert_int_equal(call("GET", loc, viewer, NULL, NULL), 200);
-		assert_string_equal(jpath(R.json, "state"), "pending_iam");
+		assert_int_equal(harness_call("GET", viewer, NULL, "%s", loc), 200);
+		assert_string_equal(harness_js(harness_r.json, "state"), "pending_iam");
 	}
 }
 
@@ -581,21 +420,21 @@ test_idempotent_create(void **state)
 	char id[40], path[128];
 
 	(void)state;
-	assert_int_equal(call("POST", "/v1/clouds", admin, body, key), 201);
-	snprintf(id, sizeof(id), "%s", jpath(R.json, "id"));
+	assert_int_equal(harness_call_h("POST", admin, body, key, "/v1/clouds"), 201);
+	snprintf(id, sizeof(id), "%s", harness_js(harness_r.json, "id"));
 	expect_audit("cloud.create", id);
-	assert_int_equal(call("POST", "/v1/clouds", admin, body, key), 201);
-	assert_string_equal(jpath(R.json, "id"), id);
-	call("POST", "/v1/clouds", admin, "{\"name\":\"dev-use2\",\"environment\":\"dev\","
+	assert_int_equal(harness_call_h("POST", admin, body, key, "/v1/clouds"), 201);
+	assert_string_equal(harness_js(harness_r.json, "id"), id);
+	harness_call_h("POST", admin, "{\"name\":\"dev-use2\",\"environment\":\"dev\","
 	    "\"provider\":\"hyperpod\",\"region\":\"us-east-1\",\"account\":{\"account_id\":"
-	    "\"222222222222\"}}", key);
-	assert_int_equal(R.status, 422);
+	    "\"222222222222\"}}", key, "/v1/clouds");
+	assert_int_equal(harness_r.status, 422);
 	assert_int_equal(sql_count("SELECT count(*) FROM clouds WHERE environment = 'dev'", NULL),
 	    1);
 	snprintf(path, sizeof(path), "/v1/clouds/%s", id);
-	assert_int_equal(call("DELETE", path, admin, NULL, NULL), 204);
+	assert_int_equal(harness_call("DELETE", admin, NULL, "%s", path), 204);
 	expect_audit("cloud.delete", id);
-	assert_int_equal(call("DELETE", path, admin, NULL, NULL), 404);
+	assert_int_equal(harness_call("DELETE", admin, NULL, "%s", path), 404);
 }
 
 static long
@@ -606,7 +445,7 @@ phase2(const char *tok, const char *cloud, const char *cp, const char *cl, bool 
 	snprintf(path, sizeof(path), "/v1/clouds/%s/iam%s", cloud, rotate ? "/rotate" : "");
 	snprintf(body, sizeof(body), "{\"control_plane_role\":\"%s\",\"cluster_role\":\"%s\"}",
 	    cp, cl);
-	return call("POST", path, tok, body, NULL);
+	return harness_call("POST", tok, body, "%s", path);
 }
 
 /* Nothing half-written: no pair, no identity binding, still pending. */
@@ -620,8 +459,8 @@ assert_unlocked(const char *cloud)
 	assert_int_equal(sql_count("SELECT count(*) FROM iam_identities WHERE cloud_id = $1",
 	    cloud), 0);
 	snprintf(path, sizeof(path), "/v1/clouds/%s", cloud);
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
-	assert_string_equal(jpath(R.json, "state"), "pending_iam");
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 200);
+	assert_string_equal(harness_js(harness_r.json, "state"), "pending_iam");
 }
 
 static void
@@ -631,28 +470,28 @@ test_phase2_grammar(void **state)
 
 	(void)state;
 	phase2(admin, P[2].cloud_a, "fleet-cp-a", P[2].cl_a, false);
-	expect_problem(400, "iam.bad_identity", "/control_plane_role");
+	harness_expect_problem(NULL, 400, "iam.bad_identity", "/control_plane_role");
 	phase2(admin, P[2].cloud_a, P[2].cp_a, "arn:aws:iam::22222222222:role/x", false);
-	expect_problem(400, "iam.bad_identity", "/cluster_role");
+	harness_expect_problem(NULL, 400, "iam.bad_identity", "/cluster_role");
 	phase2(admin, P[2].cloud_a, "arn:aws:iam::333333333333:role/fleet-cp-a", P[2].cl_a,
 	    false);
-	expect_problem(422, "iam.identity_wrong_account", "/control_plane_role");
+	harness_expect_problem(NULL, 422, "iam.identity_wrong_account", "/control_plane_role");
 	snprintf(sa, sizeof(sa), "fleet-nodes-a@other-project.iam.gserviceaccount.com");
 	phase2(admin, P[0].cloud_a, P[0].cp_a, sa, false);
-	expect_problem(422, "iam.identity_wrong_account", "/cluster_role");
+	harness_expect_problem(NULL, 422, "iam.identity_wrong_account", "/cluster_role");
 	phase2(admin, P[0].cloud_a, "not-an-email", P[0].cl_a, false);
-	expect_problem(400, "iam.bad_identity", "/control_plane_role");
+	harness_expect_problem(NULL, 400, "iam.bad_identity", "/control_plane_role");
 	phase2(admin, P[1].cloud_a, P[1].cp_a, "/subscriptions/3f1b2c4d-0000-4000-8000-"
 	    "00000000a001/resourceGroups/rg-elsewhere/providers/Microsoft.ManagedIdentity/"
 	    "userAssignedIdentities/x-id", false);
-	expect_problem(422, "iam.identity_wrong_account", "/cluster_role");
+	harness_expect_problem(NULL, 422, "iam.identity_wrong_account", "/cluster_role");
 	phase2(admin, P[0].cloud_a, P[0].cp_a, P[0].cp_a, false);
-	expect_problem(422, "iam.identity_reused", "/cluster_role");
-	call("POST", "/v1/clouds/00000000-0000-4000-8000-000000000000/iam", admin,
-	    "{\"control_plane_role\":\"a\",\"cluster_role\":\"b\"}", NULL);
-	expect_status(404);
+	harness_expect_problem(NULL, 422, "iam.identity_reused", "/cluster_role");
+	harness_call("POST", admin, "{\"control_plane_role\":\"a\",\"cluster_role\":\"b\"}",
+	    "/v1/clouds/00000000-0000-4000-8000-000000000000/iam");
+	harness_expect_status(NULL, 404);
 	phase2(oper, P[0].cloud_a, P[0].cp_a, P[0].cl_a, false);
-	expect_status(403);
+	harness_expect_status(NULL, 403);
 	for (int i = 0; i < 3; i++)
 		assert_unlocked(P[i].cloud_a);
 }
@@ -666,12 +505,12 @@ flow(struct prov *p)
 	bool aks = strcmp(p->name, "aks") == 0;
 
 	snprintf(path, sizeof(path), "/v1/clouds/%s", p->cloud_a);
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
-	snprintf(ext_a, sizeof(ext_a), "%s", jpath(R.json, "external_id"));
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 200);
+	snprintf(ext_a, sizeof(ext_a), "%s", harness_js(harness_r.json, "external_id"));
 	required_fic(fic_a, sizeof(fic_a));
 	snprintf(path, sizeof(path), "/v1/clouds/%s", p->cloud_b);
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
-	snprintf(ext_b, sizeof(ext_b), "%s", jpath(R.json, "external_id"));
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 200);
+	snprintf(ext_b, sizeof(ext_b), "%s", harness_js(harness_r.json, "external_id"));
 	required_fic(fic_b, sizeof(fic_b));
 	if (aks)
 		assert_string_not_equal(fic_a, "[]");
@@ -692,11 +531,12 @@ flow(struct prov *p)
 	phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false);
 	failed_checks(checks, sizeof(checks));
 	print_message("%s wrong secret: %s (%s)\n", p->name, checks,
-	    jpath(R.json, "errors.0.detail"));
-	assert_string_equal(jpath(R.json, "errors.0.check"), strcmp(p->name, "hyperpod") == 0 ?
+	    harness_js(harness_r.json, "errors.0.detail"));
+	assert_string_equal(harness_js(harness_r.json, "errors.0.check"), strcmp(p->name,
+	    "hyperpod") == 0 ?
 	    "control_plane_assume" : "control_plane_token");
-	assert_string_equal(jpath(R.json, "errors.0.pointer"), "/control_plane_role");
-	assert_non_null(strstr(jpath(R.json, "errors.0.detail"), aks ? "federated" :
+	assert_string_equal(harness_js(harness_r.json, "errors.0.pointer"), "/control_plane_role");
+	assert_non_null(strstr(harness_js(harness_r.json, "errors.0.detail"), aks ? "federated" :
 	    strcmp(p->name, "gke") == 0 ? "TokenCreator" : ext_a));
 	assert_unlocked(p->cloud_a);
 	if (aks) {	/* and a tag naming another cloud is refused as such */
@@ -705,7 +545,7 @@ flow(struct prov *p)
 		phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false);
 		failed_checks(checks, sizeof(checks));
 		assert_string_equal(checks, "control_plane_role_cloud_tag,cluster_role_cloud_tag");
-		assert_non_null(strstr(jpath(R.json, "errors.0.detail"), p->cloud_b));
+		assert_non_null(strstr(harness_js(harness_r.json, "errors.0.detail"), p->cloud_b));
 		assert_unlocked(p->cloud_a);
 	}
 
@@ -717,55 +557,57 @@ flow(struct prov *p)
 	print_message("%s missing tag: %s\n", p->name, checks);
 	assert_string_equal(checks, strcmp(p->name, "gke") == 0 ? "cluster_role_cloud_label" :
 	    "cluster_role_cloud_tag");
-	assert_string_equal(jpath(R.json, "errors.0.pointer"), "/cluster_role");
+	assert_string_equal(harness_js(harness_r.json, "errors.0.pointer"), "/cluster_role");
 	assert_unlocked(p->cloud_a);
 	tag(p, p->cl_a, p->cloud_a);
 
 	/* 4. fixed: active and locked */
 	if (phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false) != 200)
-		fail_msg("%s retry after the fix: %ld %s", p->name, R.status, R.body);
-	assert_string_equal(jpath(R.json, "state"), "active");
-	assert_true(json_is_true(json_object_get(json_object_get(R.json, "iam"), "locked")));
-	assert_string_equal(jpath(R.json, "iam.control_plane_role"), p->cp_a);
-	assert_string_equal(jpath(R.json, "iam.cluster_role"), p->cl_a);
+		fail_msg("%s retry after the fix: %ld %s", p->name, harness_r.status,
+		    harness_r.body);
+	assert_string_equal(harness_js(harness_r.json, "state"), "active");
+	assert_true(json_is_true(json_object_get(json_object_get(harness_r.json, "iam"),
+	    "locked")));
+	assert_string_equal(harness_js(harness_r.json, "iam.control_plane_role"), p->cp_a);
+	assert_string_equal(harness_js(harness_r.json, "iam.cluster_role"), p->cl_a);
 	expect_audit("cloud.iam.lock", p->cloud_a);
 	snprintf(path, sizeof(path), "/v1/clouds/%s", p->cloud_a);
-	assert_int_equal(call("GET", path, viewer, NULL, NULL), 200);
-	assert_string_equal(jpath(R.json, "state"), "active");
+	assert_int_equal(harness_call("GET", viewer, NULL, "%s", path), 200);
+	assert_string_equal(harness_js(harness_r.json, "state"), "active");
 
 	/* 5. locked means locked */
 	phase2(admin, p->cloud_a, p->cp_b, p->cl_b, false);
-	expect_problem(409, "iam.locked", NULL);
+	harness_expect_problem(NULL, 409, "iam.locked", NULL);
 	phase2(admin, p->cloud_a, p->cp_a, p->cl_a, false);
-	expect_problem(409, "iam.locked", NULL);
+	harness_expect_problem(NULL, 409, "iam.locked", NULL);
 
 	/* 6. no identity serves two clouds */
 	phase2(admin, p->cloud_b, p->cp_a, p->cl_b, false);
-	expect_problem(409, "iam.identity_in_use", "/control_plane_role");
+	harness_expect_problem(NULL, 409, "iam.identity_in_use", "/control_plane_role");
 	phase2(admin, p->cloud_b, p->cp_b, p->cl_a, false);
-	expect_problem(409, "iam.identity_in_use", "/cluster_role");
+	harness_expect_problem(NULL, 409, "iam.identity_in_use", "/cluster_role");
 	assert_unlocked(p->cloud_b);
 
 	/* 7. rotation: admin only, verified first, then swapped; the audit keeps the old */
 	phase2(oper, p->cloud_a, p->cp_b, p->cl_b, true);
-	expect_status(403);
+	harness_expect_status(NULL, 403);
 	phase2(admin, p->cloud_b, p->cp_b, p->cl_b, true);
-	expect_problem(409, "iam.not_locked", NULL);
+	harness_expect_problem(NULL, 409, "iam.not_locked", NULL);
 	phase2(admin, p->cloud_a, p->cp_b, p->cl_b, true);
 	failed_checks(checks, sizeof(checks));
 	snprintf(path, sizeof(path), "/v1/clouds/%s", p->cloud_a);
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
-	assert_string_equal(jpath(R.json, "iam.control_plane_role"), p->cp_a);
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 200);
+	assert_string_equal(harness_js(harness_r.json, "iam.control_plane_role"), p->cp_a);
 	tag(p, p->cp_b, p->cloud_a);
 	tag(p, p->cl_b, p->cloud_a);
 	trust(p, p->cp_b, ext_a, fic_a);
 	if (phase2(admin, p->cloud_a, p->cp_b, p->cl_b, true) != 200)
-		fail_msg("%s rotate: %ld %s", p->name, R.status, R.body);
-	assert_string_equal(jpath(R.json, "iam.control_plane_role"), p->cp_b);
-	assert_string_equal(jpath(R.json, "state"), "active");
+		fail_msg("%s rotate: %ld %s", p->name, harness_r.status, harness_r.body);
+	assert_string_equal(harness_js(harness_r.json, "iam.control_plane_role"), p->cp_b);
+	assert_string_equal(harness_js(harness_r.json, "state"), "active");
 	expect_audit("cloud.iam.rotate", p->cloud_a);
 	{
-		char *old = sql1("SELECT before->>'control_plane_role' || ' ' ||"
+		char *old = harness_sql_params("SELECT before->>'control_plane_role' || ' ' ||"
 		    " (after->>'control_plane_role') FROM audit_log WHERE action ="
 		    " 'cloud.iam.rotate' AND resource_id = $1", 1,
 		    (const char *const[]){ p->cloud_a });
@@ -784,7 +626,7 @@ flow(struct prov *p)
 	tag(p, p->cl_a, p->cloud_b);
 	trust(p, p->cp_a, ext_b, fic_b);
 	if (phase2(admin, p->cloud_b, p->cp_a, p->cl_a, false) != 200)
-		fail_msg("%s cloud b: %ld %s", p->name, R.status, R.body);
+		fail_msg("%s cloud b: %ld %s", p->name, harness_r.status, harness_r.body);
 	expect_audit("cloud.iam.lock", p->cloud_b);
 	assert_int_equal(sql_count("SELECT count(*) FROM iam_identities", NULL),
 	    sql_count("SELECT 2 * count(*) FROM iam_pairs", NULL));
@@ -819,17 +661,17 @@ static char hp_b_cluster[40];
 
 /* A cluster body for cloudsim's member cluster cs; NULL overrides keep its own values. */
 static char *
-cluster_body(const char *cs, const char *name, const char *api, const char *ca,
+cluster_body(const char *member, const char *name, const char *api, const char *ca,
 	     const char *token, json_t *labels)
 {
-	json_t *c = cs_cluster(cs), *b;
-	char *text, *pem = harness_slurp(jpath(c, "ca_file"));
+	json_t *c = harness_cs_cluster(&cs, member), *b;
+	char *text, *pem = harness_slurp(harness_js(c, "ca_file"));
 
 	assert_non_null(pem);
-	b = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s, s:s}", "name", name ? name : cs,
-	    "api_server", api ? api : jpath(c, "api_server"), "ca_cert", ca ? ca : pem,
-	    "credentials", "token", token ? token : jpath(c, "token"), "provider_cluster_id",
-	    jpath(c, "provider_cluster_id"), "batch_scheduler", "kueue");
+	b = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s, s:s}", "name", name ? name : member,
+	    "api_server", api ? api : harness_js(c, "api_server"), "ca_cert", ca ? ca : pem,
+	    "credentials", "token", token ? token : harness_js(c, "token"), "provider_cluster_id",
+	    harness_js(c, "provider_cluster_id"), "batch_scheduler", "kueue");
 	if (labels != NULL)
 		json_object_set(b, "labels", labels);
 	text = json_dumps(b, JSON_COMPACT);
@@ -844,9 +686,9 @@ attach(const char *tok, const char *cloud, char *body)
 	char path[128];
 
 	snprintf(path, sizeof(path), "/v1/clouds/%s/clusters", cloud);
-	call("POST", path, tok, body, NULL);
+	harness_call("POST", tok, body, "%s", path);
 	free(body);
-	return R.status;
+	return harness_r.status;
 }
 
 /* The issue's walk-through: a prod GKE cloud in us-central1 in two calls, active, a member
@@ -857,90 +699,90 @@ test_prod_walkthrough(void **state)
 	const char *cp = "fleet-cp-prod@fleet-test.iam.gserviceaccount.com";
 	const char *cl = "fleet-nodes-prod@fleet-test.iam.gserviceaccount.com";
 	char path[200], dev_cloud[40], body[600];
-	json_t *gke = cs_cluster("test-gke-usc1");
+	json_t *gke = harness_cs_cluster(&cs, "test-gke-usc1");
 
 	(void)state;
 	/* call 1 */
 	assert_int_equal(create_cloud(admin, "prod-usc1", "prod", "gke", "us-central1",
 	    P[0].account), 201);
-	snprintf(prod_cloud, sizeof(prod_cloud), "%s", jpath(R.json, "id"));
+	snprintf(prod_cloud, sizeof(prod_cloud), "%s", harness_js(harness_r.json, "id"));
 	expect_audit("cloud.create", prod_cloud);
 	/* what Terraform does from iam.required */
 	tag(&P[0], cp, prod_cloud);
 	tag(&P[0], cl, prod_cloud);
 	/* call 2 */
 	if (phase2(admin, prod_cloud, cp, cl, false) != 200)
-		fail_msg("phase 2: %ld %s", R.status, R.body);
+		fail_msg("phase 2: %ld %s", harness_r.status, harness_r.body);
 	expect_audit("cloud.iam.lock", prod_cloud);
 	snprintf(path, sizeof(path), "/v1/clouds/%s", prod_cloud);
-	assert_int_equal(call("GET", path, viewer, NULL, NULL), 200);
-	assert_string_equal(jpath(R.json, "state"), "active");
-	assert_string_equal(jpath(R.json, "environment"), "prod");
-	assert_string_equal(jpath(R.json, "region"), "us-central1");
+	assert_int_equal(harness_call("GET", viewer, NULL, "%s", path), 200);
+	assert_string_equal(harness_js(harness_r.json, "state"), "active");
+	assert_string_equal(harness_js(harness_r.json, "environment"), "prod");
+	assert_string_equal(harness_js(harness_r.json, "region"), "us-central1");
 	/* a member cluster */
-	add_secret(jpath(gke, "token"));
+	add_secret(harness_js(gke, "token"));
 	assert_int_equal(attach(viewer, prod_cloud, cluster_body("test-gke-usc1", "prod-a",
 	    NULL, NULL, NULL, NULL)), 403);
 	if (attach(admin, prod_cloud, cluster_body("test-gke-usc1", "prod-a", NULL, NULL, NULL,
 	    NULL)) != 201)
-		fail_msg("attach: %ld %s", R.status, R.body);
-	snprintf(prod_cluster, sizeof(prod_cluster), "%s", jpath(R.json, "id"));
+		fail_msg("attach: %ld %s", harness_r.status, harness_r.body);
+	snprintf(prod_cluster, sizeof(prod_cluster), "%s", harness_js(harness_r.json, "id"));
 	expect_audit("cluster.create", prod_cluster);
-	assert_null(json_object_get(R.json, "credentials"));
-	assert_string_equal(jpath(R.json, "environment"), "prod");
-	assert_string_equal(jpath(R.json, "state"), "ready");
+	assert_null(json_object_get(harness_r.json, "credentials"));
+	assert_string_equal(harness_js(harness_r.json, "environment"), "prod");
+	assert_string_equal(harness_js(harness_r.json, "state"), "ready");
 
 	/* the prod identities serve no other cloud */
 	assert_int_equal(create_cloud(admin, "dev-usc1", "dev", "gke", "us-central1",
 	    P[0].account), 201);
-	snprintf(dev_cloud, sizeof(dev_cloud), "%s", jpath(R.json, "id"));
+	snprintf(dev_cloud, sizeof(dev_cloud), "%s", harness_js(harness_r.json, "id"));
 	expect_audit("cloud.create", dev_cloud);
 	phase2(admin, dev_cloud, cp, "fleet-nodes-dev@fleet-test.iam.gserviceaccount.com", false);
-	expect_problem(409, "iam.identity_in_use", "/control_plane_role");
+	harness_expect_problem(NULL, 409, "iam.identity_in_use", "/control_plane_role");
 	phase2(admin, dev_cloud, "fleet-cp-dev@fleet-test.iam.gserviceaccount.com", cl, false);
-	expect_problem(409, "iam.identity_in_use", "/cluster_role");
+	harness_expect_problem(NULL, 409, "iam.identity_in_use", "/cluster_role");
 	/* its pair changes only by an admin's verified rotation */
 	phase2(admin, prod_cloud, cp, cl, false);
-	expect_problem(409, "iam.locked", NULL);
+	harness_expect_problem(NULL, 409, "iam.locked", NULL);
 	phase2(oper, prod_cloud, cp, cl, true);
-	expect_status(403);
+	harness_expect_status(NULL, 403);
 	/* nothing moves it to another environment, region or account */
 	snprintf(body, sizeof(body), "{\"name\":\"prod-usc1\",\"environment\":\"dev\","
 	    "\"provider\":\"gke\",\"region\":\"us-central1\",\"account\":%s}", P[0].account);
-	call("PUT", path, admin, body, NULL);
-	expect_problem(409, "cloud.immutable", "/environment");
+	harness_call("PUT", admin, body, "%s", path);
+	harness_expect_problem(NULL, 409, "cloud.immutable", "/environment");
 	snprintf(body, sizeof(body), "{\"name\":\"prod-usc1\",\"environment\":\"prod\","
 	    "\"provider\":\"gke\",\"region\":\"us-east4\",\"account\":%s}", P[0].account);
-	call("PUT", path, admin, body, NULL);
-	expect_problem(409, "cloud.immutable", "/region");
+	harness_call("PUT", admin, body, "%s", path);
+	harness_expect_problem(NULL, 409, "cloud.immutable", "/region");
 	snprintf(body, sizeof(body), "{\"name\":\"prod-usc1\",\"environment\":\"prod\","
 	    "\"provider\":\"gke\",\"region\":\"us-central1\",\"account\":{\"project\":"
 	    "\"fleet-other\"}}");
-	call("PUT", path, admin, body, NULL);
-	expect_problem(409, "cloud.immutable", "/account");
+	harness_call("PUT", admin, body, "%s", path);
+	harness_expect_problem(NULL, 409, "cloud.immutable", "/account");
 	/* a token of another environment does not even see it */
-	assert_int_equal(call("GET", path, staging_admin, NULL, NULL), 404);
-	assert_int_equal(call("DELETE", path, staging_admin, NULL, NULL), 404);
+	assert_int_equal(harness_call("GET", staging_admin, NULL, "%s", path), 404);
+	assert_int_equal(harness_call("DELETE", staging_admin, NULL, "%s", path), 404);
 	assert_int_equal(phase2(staging_admin, prod_cloud, cp, cl, true), 404);
 	assert_int_equal(attach(staging_admin, prod_cloud, cluster_body("test-gke-usc1",
 	    "sneaky", NULL, NULL, NULL, NULL)), 404);
 	snprintf(path, sizeof(path), "/v1/clusters/%s", prod_cluster);
-	assert_int_equal(call("GET", path, staging_admin, NULL, NULL), 404);
-	assert_int_equal(call("GET", "/v1/clusters?environment=prod", staging_admin, NULL, NULL),
+	assert_int_equal(harness_call("GET", staging_admin, NULL, "%s", path), 404);
+	assert_int_equal(harness_call("GET", staging_admin, NULL, "/v1/clusters?environment=prod"),
 	    200);
-	assert_int_equal(json_array_size(json_object_get(R.json, "items")), 0);
-	assert_int_equal(call("GET", "/v1/clouds", staging_admin, NULL, NULL), 200);
-	assert_null(strstr(R.body, prod_cloud));
+	assert_int_equal(json_array_size(json_object_get(harness_r.json, "items")), 0);
+	assert_int_equal(harness_call("GET", staging_admin, NULL, "/v1/clouds"), 200);
+	assert_null(strstr(harness_r.body, prod_cloud));
 	/* the cluster is reachable only under its own cloud */
 	snprintf(path, sizeof(path), "/v1/clouds/%s/clusters/%s", dev_cloud, prod_cluster);
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 404);
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 404);
 	/* and a cloud with clusters is not deleted */
 	snprintf(path, sizeof(path), "/v1/clouds/%s", prod_cloud);
-	call("DELETE", path, admin, NULL, NULL);
-	expect_problem(409, "cloud.in_use", NULL);
+	harness_call("DELETE", admin, NULL, "%s", path);
+	harness_expect_problem(NULL, 409, "cloud.in_use", NULL);
 	/* a pending cloud takes no clusters */
 	attach(admin, dev_cloud, cluster_body("test-gke-usc1", "dev-a", NULL, NULL, NULL, NULL));
-	expect_problem(409, "cloud.not_active", NULL);
+	harness_expect_problem(NULL, 409, "cloud.not_active", NULL);
 }
 
 static void
@@ -952,35 +794,36 @@ test_cluster_bad_input(void **state)
 	(void)state;
 	attach(admin, aks, cluster_body("test-aks-eus", NULL, "http://127.0.0.1:1/k8s/x", NULL,
 	    NULL, NULL));
-	expect_problem(400, "cluster.bad_api_server", "/api_server");
+	harness_expect_problem(NULL, 400, "cluster.bad_api_server", "/api_server");
 	attach(admin, aks, cluster_body("test-aks-eus", NULL, NULL, "not a certificate", NULL,
 	    NULL));
-	expect_problem(400, "cluster.bad_ca", "/ca_cert");
+	harness_expect_problem(NULL, 400, "cluster.bad_ca", "/ca_cert");
 	attach(admin, aks, cluster_body("test-aks-eus", NULL, NULL, "-----BEGIN CERTIFICATE-----"
 	    "\n!!!!\n-----END CERTIFICATE-----\n", NULL, NULL));
-	expect_problem(400, "cluster.bad_ca", "/ca_cert");
+	harness_expect_problem(NULL, 400, "cluster.bad_ca", "/ca_cert");
 	attach(admin, aks, cluster_body("test-aks-eus", "Bad_Name", NULL, NULL, NULL, NULL));
-	expect_problem(400, "cluster.bad_name", "/name");
-	call("POST", "/v1/clouds/00000000-0000-4000-8000-000000000000/clusters", admin,
-	    "{}", NULL);
-	expect_status(404);
+	harness_expect_problem(NULL, 400, "cluster.bad_name", "/name");
+	harness_call("POST", admin, "{}",
+	    "/v1/clouds/00000000-0000-4000-8000-000000000000/clusters");
+	harness_expect_status(NULL, 404);
 	/* a gke cluster id under an aks cloud */
 	{
 		char path[128], *b = cluster_body("test-gke-usc1", "wrong-kind", NULL, NULL, NULL,
 		    NULL);
 
 		snprintf(path, sizeof(path), "/v1/clouds/%s/clusters", aks);
-		call("POST", path, admin, b, NULL);
+		harness_call("POST", admin, b, "%s", path);
 		free(b);
-		expect_problem(400, "cluster.bad_provider_id", "/provider_cluster_id");
+		harness_expect_problem(NULL, 400, "cluster.bad_provider_id",
+		    "/provider_cluster_id");
 	}
 	/* reachability: wrong token, wrong CA */
 	snprintf(planted, sizeof(planted), "planted-wrong-token-%d-7f3a", (int)getpid());
 	add_secret(planted);
 	attach(admin, aks, cluster_body("test-aks-eus", NULL, NULL, NULL, planted, NULL));
-	expect_problem(422, "cluster.unauthorized", "/credentials/token");
+	harness_expect_problem(NULL, 422, "cluster.unauthorized", "/credentials/token");
 	attach(admin, aks, cluster_body("test-aks-eus", NULL, NULL, wrong_ca, NULL, NULL));
-	expect_problem(422, "cluster.unreachable", "/api_server");
+	harness_expect_problem(NULL, 422, "cluster.unreachable", "/api_server");
 	assert_int_equal(sql_count("SELECT count(*) FROM clusters WHERE cloud_id = $1", aks), 0);
 }
 
@@ -992,22 +835,22 @@ test_cluster_attach_and_filters(void **state)
 
 	(void)state;
 	for (int i = 1; i < 3; i++) {
-		add_secret(jpath(cs_cluster(names[i]), "token"));
+		add_secret(harness_js(harness_cs_cluster(&cs, names[i]), "token"));
 		if (attach(admin, P[i].cloud_a, cluster_body(names[i], NULL, NULL, NULL, NULL,
 		    labels)) != 201)
-			fail_msg("attach %s: %ld %s", names[i], R.status, R.body);
-		snprintf(clusters[i], sizeof(clusters[i]), "%s", jpath(R.json, "id"));
+			fail_msg("attach %s: %ld %s", names[i], harness_r.status, harness_r.body);
+		snprintf(clusters[i], sizeof(clusters[i]), "%s", harness_js(harness_r.json, "id"));
 		expect_audit("cluster.create", clusters[i]);
 		/* the same name twice under one cloud */
 		attach(admin, P[i].cloud_a, cluster_body(names[i], NULL, NULL, NULL, NULL, NULL));
-		expect_problem(409, "cluster.exists", "/name");
+		harness_expect_problem(NULL, 409, "cluster.exists", "/name");
 	}
 	snprintf(clusters[0], sizeof(clusters[0]), "%s", prod_cluster);
-	add_secret(jpath(cs_cluster("test-hp-use1"), "token"));
+	add_secret(harness_js(harness_cs_cluster(&cs, "test-hp-use1"), "token"));
 	if (attach(admin, P[2].cloud_b, cluster_body("test-hp-use1", NULL, NULL, NULL, NULL,
 	    NULL)) != 201)
-		fail_msg("attach test-hp-use1: %ld %s", R.status, R.body);
-	snprintf(hp_b_cluster, sizeof(hp_b_cluster), "%s", jpath(R.json, "id"));
+		fail_msg("attach test-hp-use1: %ld %s", harness_r.status, harness_r.body);
+	snprintf(hp_b_cluster, sizeof(hp_b_cluster), "%s", harness_js(harness_r.json, "id"));
 	expect_audit("cluster.create", hp_b_cluster);
 	json_decref(labels);
 
@@ -1034,29 +877,30 @@ test_cluster_attach_and_filters(void **state)
 			int n = 0;
 
 			snprintf(path, sizeof(path), "/v1/clusters%s", f[i].query);
-			assert_int_equal(call("GET", path, viewer, NULL, NULL), 200);
+			assert_int_equal(harness_call("GET", viewer, NULL, "%s", path), 200);
 			for (int k = 0; k < 4; k++) {
 				n += f[i].want[k];
-				if ((strstr(R.body, ids[k]) != NULL) != f[i].want[k])
-					fail_msg("%s: cluster %d: %s", path, k, R.body);
+				if ((strstr(harness_r.body, ids[k]) != NULL) != f[i].want[k])
+					fail_msg("%s: cluster %d: %s", path, k, harness_r.body);
 			}
-			assert_int_equal(json_array_size(json_object_get(R.json, "items")), n);
+			assert_int_equal(json_array_size(json_object_get(harness_r.json, "items")),
+			    n);
 		}
 		/* the staging token sees only its own */
-		assert_int_equal(call("GET", "/v1/clusters", staging_admin, NULL, NULL), 200);
-		assert_int_equal(json_array_size(json_object_get(R.json, "items")), 1);
-		assert_non_null(strstr(R.body, hp_b_cluster));
+		assert_int_equal(harness_call("GET", staging_admin, NULL, "/v1/clusters"), 200);
+		assert_int_equal(json_array_size(json_object_get(harness_r.json, "items")), 1);
+		assert_non_null(strstr(harness_r.body, hp_b_cluster));
 		/* paging */
-		assert_int_equal(call("GET", "/v1/clusters?limit=3", viewer, NULL, NULL), 200);
-		assert_int_equal(json_array_size(json_object_get(R.json, "items")), 3);
+		assert_int_equal(harness_call("GET", viewer, NULL, "/v1/clusters?limit=3"), 200);
+		assert_int_equal(json_array_size(json_object_get(harness_r.json, "items")), 3);
 	}
 }
 
 static char *
 etag_of(const char *path)
 {
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
-	return harness_header(&R, "ETag");
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 200);
+	return harness_header(&harness_r, "ETag");
 }
 
 static void
@@ -1070,45 +914,48 @@ test_cloud_put_delete(void **state)
 	snprintf(path, sizeof(path), "/v1/clouds/%s", p->cloud_a);
 	etag = etag_of(path);
 	assert_non_null(etag);
-	version = (long)json_integer_value(json_object_get(R.json, "version"));
+	version = (long)json_integer_value(json_object_get(harness_r.json, "version"));
 	/* identical PUT: same version, no audit */
 	snprintf(body, sizeof(body), "{\"name\":\"test-aks\",\"environment\":\"test\","
 	    "\"provider\":\"aks\",\"region\":\"eastus\",\"account\":%s}", p->account);
 	snprintf(im, sizeof(im), "If-Match: %s", etag);
-	assert_int_equal(call("PUT", path, admin, body, (const char *const[]){ im, NULL }), 200);
-	assert_int_equal(json_integer_value(json_object_get(R.json, "version")), version);
-	etag2 = harness_header(&R, "ETag");
+	assert_int_equal(harness_call_h("PUT", admin, body, (const char *const[]){ im, NULL },
+	    "%s", path), 200);
+	assert_int_equal(json_integer_value(json_object_get(harness_r.json, "version")), version);
+	etag2 = harness_header(&harness_r, "ETag");
 	assert_string_equal(etag, etag2);
 	free(etag2);
 	/* stale If-Match */
 	snprintf(stale, sizeof(stale), "If-Match: \"%ld\"", version + 7);
 	snprintf(body, sizeof(body), "{\"name\":\"aks-renamed\",\"environment\":\"test\","
 	    "\"provider\":\"aks\",\"region\":\"eastus\",\"account\":%s}", p->account);
-	call("PUT", path, admin, body, (const char *const[]){ stale, NULL });
-	expect_problem(412, "api.precondition_failed", NULL);
+	harness_call_h("PUT", admin, body, (const char *const[]){ stale, NULL }, "%s", path);
+	harness_expect_problem(NULL, 412, "api.precondition_failed", NULL);
 	/* a real change */
-	assert_int_equal(call("PUT", path, admin, body, (const char *const[]){ im, NULL }), 200);
-	assert_int_equal(json_integer_value(json_object_get(R.json, "version")), version + 1);
-	assert_string_equal(jpath(R.json, "name"), "aks-renamed");
-	assert_string_equal(jpath(R.json, "state"), "active");
+	assert_int_equal(harness_call_h("PUT", admin, body, (const char *const[]){ im, NULL },
+	    "%s", path), 200);
+	assert_int_equal(json_integer_value(json_object_get(harness_r.json, "version")),
+	    version + 1);
+	assert_string_equal(harness_js(harness_r.json, "name"), "aks-renamed");
+	assert_string_equal(harness_js(harness_r.json, "state"), "active");
 	expect_audit("cloud.update", p->cloud_a);
-	assert_int_equal(call("GET", path, viewer, NULL, NULL), 200);
-	assert_string_equal(jpath(R.json, "name"), "aks-renamed");
+	assert_int_equal(harness_call("GET", viewer, NULL, "%s", path), 200);
+	assert_string_equal(harness_js(harness_r.json, "name"), "aks-renamed");
 	/* immutable fields */
 	snprintf(body, sizeof(body), "{\"name\":\"aks-renamed\",\"environment\":\"test\","
 	    "\"provider\":\"aks\",\"region\":\"westeurope\",\"account\":%s}", p->account);
-	call("PUT", path, admin, body, NULL);
-	expect_problem(409, "cloud.immutable", "/region");
+	harness_call("PUT", admin, body, "%s", path);
+	harness_expect_problem(NULL, 409, "cloud.immutable", "/region");
 	snprintf(body, sizeof(body), "{\"name\":\"aks-renamed\",\"environment\":\"test\","
 	    "\"provider\":\"hyperpod\",\"region\":\"us-west-2\",\"account\":%s}", p->account);
-	call("PUT", path, admin, body, NULL);
-	assert_true(R.status == 409 || R.status == 400);
-	assert_non_null(jpath(R.json, "errors.0.pointer"));
-	assert_true(strcmp(jpath(R.json, "errors.0.pointer"), "/provider") == 0 ||
-	    strncmp(jpath(R.json, "errors.0.pointer"), "/account", 8) == 0);
+	harness_call("PUT", admin, body, "%s", path);
+	assert_true(harness_r.status == 409 || harness_r.status == 400);
+	assert_string_not_equal(harness_js(harness_r.json, "errors.0.pointer"), "");
+	assert_true(strcmp(harness_js(harness_r.json, "errors.0.pointer"), "/provider") == 0 ||
+	    strncmp(harness_js(harness_r.json, "errors.0.pointer"), "/account", 8) == 0);
 	/* a cloud with a member cluster stays */
-	call("DELETE", path, admin, NULL, NULL);
-	expect_problem(409, "cloud.in_use", NULL);
+	harness_call("DELETE", admin, NULL, "%s", path);
+	harness_expect_problem(NULL, 409, "cloud.in_use", NULL);
 	free(etag);
 
 	/* cluster PUT */
@@ -1118,7 +965,7 @@ test_cloud_put_delete(void **state)
 
 		snprintf(cpath, sizeof(cpath), "/v1/clusters/%s", clusters[1]);
 		etag = etag_of(cpath);
-		version = (long)json_integer_value(json_object_get(R.json, "version"));
+		version = (long)json_integer_value(json_object_get(harness_r.json, "version"));
 		b = cluster_body("test-aks-eus", NULL, NULL, NULL, NULL, lab);
 		{	/* identical without credentials (write-only) keeps the version */
 			json_t *o = json_loads(b, 0, NULL);
@@ -1129,45 +976,49 @@ test_cloud_put_delete(void **state)
 			json_decref(o);
 		}
 		snprintf(im, sizeof(im), "If-Match: %s", etag);
-		assert_int_equal(call("PUT", cpath, admin, b, (const char *const[]){ im, NULL }),
+		assert_int_equal(harness_call_h("PUT", admin, b, (const char *const[]){ im, NULL },
+		    "%s", cpath),
 		    200);
-		assert_int_equal(json_integer_value(json_object_get(R.json, "version")), version);
+		assert_int_equal(json_integer_value(json_object_get(harness_r.json, "version")),
+		    version);
 		free(b);
 		json_object_set_new(lab, "team", json_string("infra"));
 		b = cluster_body("test-aks-eus", NULL, NULL, NULL, NULL, lab);
-		call("PUT", cpath, admin, b, (const char *const[]){ stale, NULL });
-		expect_problem(412, "api.precondition_failed", NULL);
-		assert_int_equal(call("PUT", cpath, admin, b, (const char *const[]){ im, NULL }),
+		harness_call_h("PUT", admin, b, (const char *const[]){ stale, NULL }, "%s", cpath);
+		harness_expect_problem(NULL, 412, "api.precondition_failed", NULL);
+		assert_int_equal(harness_call_h("PUT", admin, b, (const char *const[]){ im, NULL },
+		    "%s", cpath),
 		    200);
-		assert_int_equal(json_integer_value(json_object_get(R.json, "version")),
+		assert_int_equal(json_integer_value(json_object_get(harness_r.json, "version")),
 		    version + 1);
-		assert_string_equal(jpath(R.json, "labels.team"), "infra");
+		assert_string_equal(harness_js(harness_r.json, "labels.team"), "infra");
 		expect_audit("cluster.update", clusters[1]);
 		/* the same body again, the same token included: nothing changes */
-		assert_int_equal(call("PUT", cpath, admin, b, NULL), 200);
-		assert_int_equal(json_integer_value(json_object_get(R.json, "version")),
+		assert_int_equal(harness_call("PUT", admin, b, "%s", cpath), 200);
+		assert_int_equal(json_integer_value(json_object_get(harness_r.json, "version")),
 		    version + 1);
 		free(b);
 		b = cluster_body("test-aks-eus", "renamed", NULL, NULL, NULL, lab);
-		call("PUT", cpath, admin, b, NULL);
-		expect_problem(409, "cluster.immutable", "/name");
+		harness_call("PUT", admin, b, "%s", cpath);
+		harness_expect_problem(NULL, 409, "cluster.immutable", "/name");
 		free(b);
 		json_decref(lab);
 		free(etag);
 		/* DELETE: stale If-Match, 204, then 404 */
-		call("DELETE", cpath, admin, NULL, (const char *const[]){ stale, NULL });
-		expect_problem(412, "api.precondition_failed", NULL);
-		assert_int_equal(call("DELETE", cpath, oper, NULL, NULL), 403);
-		assert_int_equal(call("DELETE", cpath, admin, NULL, NULL), 204);
+		harness_call_h("DELETE", admin, NULL, (const char *const[]){ stale, NULL }, "%s",
+		    cpath);
+		harness_expect_problem(NULL, 412, "api.precondition_failed", NULL);
+		assert_int_equal(harness_call("DELETE", oper, NULL, "%s", cpath), 403);
+		assert_int_equal(harness_call("DELETE", admin, NULL, "%s", cpath), 204);
 		expect_audit("cluster.delete", clusters[1]);
-		assert_int_equal(call("DELETE", cpath, admin, NULL, NULL), 404);
-		assert_int_equal(call("GET", cpath, admin, NULL, NULL), 404);
+		assert_int_equal(harness_call("DELETE", admin, NULL, "%s", cpath), 404);
+		assert_int_equal(harness_call("GET", admin, NULL, "%s", cpath), 404);
 	}
 	/* now the cloud goes, and with it its identities */
-	assert_int_equal(call("DELETE", path, admin, NULL, NULL), 204);
+	assert_int_equal(harness_call("DELETE", admin, NULL, "%s", path), 204);
 	expect_audit("cloud.delete", p->cloud_a);
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 404);
-	assert_int_equal(call("DELETE", path, admin, NULL, NULL), 404);
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 404);
+	assert_int_equal(harness_call("DELETE", admin, NULL, "%s", path), 404);
 	assert_int_equal(sql_count("SELECT count(*) FROM iam_identities WHERE cloud_id = $1",
 	    p->cloud_a), 0);
 }
@@ -1209,9 +1060,9 @@ test_audit(void **state)
 
 		snprintf(path, sizeof(path), "/v1/audit?resource_type=cloud&resource_id=%s",
 		    P[0].cloud_a);
-		assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
-		assert_non_null(strstr(R.body, "cloud.iam.rotate"));
-		assert_int_equal(call("GET", "/v1/audit", oper, NULL, NULL), 403);
+		assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 200);
+		assert_non_null(strstr(harness_r.body, "cloud.iam.rotate"));
+		assert_int_equal(harness_call("GET", oper, NULL, "/v1/audit"), 403);
 	}
 }
 
@@ -1226,12 +1077,12 @@ test_secrets(void **state)
 	add_secret(planted);
 	snprintf(path, sizeof(path), "/v1/clusters/%s", hp_b_cluster);
 	b = cluster_body("test-hp-use1", NULL, NULL, NULL, planted, NULL);
-	assert_int_equal(call("PUT", path, admin, b, NULL), 200);
+	assert_int_equal(harness_call("PUT", admin, b, "%s", path), 200);
 	free(b);
 	expect_audit("cluster.update", hp_b_cluster);
-	assert_int_equal(call("GET", path, admin, NULL, NULL), 200);
-	assert_int_equal(call("GET", "/v1/clusters", admin, NULL, NULL), 200);
-	assert_int_equal(call("GET", "/v1/audit?limit=200", admin, NULL, NULL), 200);
+	assert_int_equal(harness_call("GET", admin, NULL, "%s", path), 200);
+	assert_int_equal(harness_call("GET", admin, NULL, "/v1/clusters"), 200);
+	assert_int_equal(harness_call("GET", admin, NULL, "/v1/audit?limit=200"), 200);
 	usleep(300 * 1000);	/* let the poller try the planted token once */
 	log = harness_slurp(fd.log);
 	assert_non_null(log);
