@@ -287,6 +287,39 @@ harness_sql_params(const char *q, int n, const char *const *params)
 	return v;
 }
 
+PGresult *
+harness_sql_result(const char *fmt, ...)
+{
+	char q[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	return run(q, true);
+}
+
+char *
+harness_sql_rows(const char *fmt, ...)
+{
+	char q[8192], *out;
+	size_t cap = 4096, n = 0;
+	va_list ap;
+	PGresult *r;
+
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	r = run(q, true);
+	out = calloc(1, cap);
+	for (int i = 0; out != NULL && i < PQntuples(r); i++)
+		for (int k = 0; k < PQnfields(r); k++)
+			n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s",
+			    PQgetvalue(r, i, k), k + 1 < PQnfields(r) ? "|" : ", ");
+	PQclear(r);
+	return out;
+}
+
 /* ---- time */
 
 double

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "tests/harness/harness.h"
 
 #define FLEETS		FLEETD_SOURCE_DIR "/cloudsim/fleets"
@@ -276,4 +278,32 @@ harness_kube(const struct harness_cs *cs, struct http_result *r, const char *clu
 	    harness_js(harness_cs_cluster(cs, cluster), "token"));
 	snprintf(ct, sizeof(ct), "Content-Type: %s", ctype ? ctype : "application/json");
 	harness_https(r, method, url, cs->ca, body, hd);
+}
+
+void
+harness_cs_config(const struct harness_cs *cs)
+{
+	static const struct { const char *from, *to; } alias[] = {
+		{ "FLEETD_GCP_KEY_FILE", "gcp-sa-key-file" },
+		{ "FLEETD_AZURE_TENANT_ID", "azure-tenant" },
+	};
+
+	for (int k = 0; k < cs->nenv; k++) {
+		const char *line = cs->env[k], *eq = strchr(line, '=');
+		char name[128];
+		struct err e = { 0 };
+		size_t i, n;
+
+		if (eq == NULL || strncmp(line, "FLEETD_", 7) != 0 ||
+		    strncmp(line, "FLEETD_MASTER_KEY=", 18) == 0)	/* the test's own */
+			continue;
+		n = (size_t)(eq - line);
+		snprintf(name, sizeof(name), "%.*s", (int)(n - 7), line + 7);
+		for (i = 0; name[i]; i++)
+			name[i] = name[i] == '_' ? '-' : (char)tolower((unsigned char)name[i]);
+		for (i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
+			if (strlen(alias[i].from) == n && strncmp(line, alias[i].from, n) == 0)
+				snprintf(name, sizeof(name), "%s", alias[i].to);
+		config_set(name, eq + 1, &e);	/* names fleetd has no setting for are ignored */
+	}
 }

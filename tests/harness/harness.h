@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <jansson.h>
+#include <libpq-fe.h>
 
 #define HARNESS_FMT(a, b)	__attribute__((format(printf, a, b)))
 
@@ -133,6 +134,10 @@ char	*harness_sql_str(const char *fmt, ...) HARNESS_FMT(1, 2);
 long	harness_sql_long(const char *fmt, ...) HARNESS_FMT(1, 2);
 /* Parameterized: first column of the first row, malloc'd, or NULL (no row, NULL value). */
 char	*harness_sql_params(const char *q, int n, const char *const *params);
+/* The whole result of a query that must return rows (the caller PQclears it). */
+PGresult *harness_sql_result(const char *fmt, ...) HARNESS_FMT(1, 2);
+/* Rows of q as "a|b, c|d" (malloc'd), for failure messages. */
+char	*harness_sql_rows(const char *fmt, ...) HARNESS_FMT(1, 2);
 
 /* ---- time */
 
@@ -164,6 +169,9 @@ void	harness_cs_start_json(struct harness_cs *cs, json_t *fleet, const char *tim
 void	harness_cs_env_add(struct harness_cs *cs, const char *fmt, ...) HARNESS_FMT(2, 3);
 /* The value of NAME in cs->env, or NULL. */
 const char *harness_cs_env(const struct harness_cs *cs, const char *name);
+/* Sets cs->env but FLEETD_MASTER_KEY into this process's fleetd config (config_set), for
+ * tests that call the drivers or the poller in-process instead of running fleetd. */
+void	harness_cs_config(const struct harness_cs *cs);
 /* SIGTERM, wait, remove the state dir, free; safe on a cloudsim never started. */
 void	harness_cs_stop(struct harness_cs *cs);
 /* clusters.json's entry name (borrowed); fails the test when there is none. */

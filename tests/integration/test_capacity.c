@@ -10,30 +10,23 @@
 
 #include <cmocka.h>
 
-#include "../unit/providers/cs_launch.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "core/config.h"
 #include "core/crypto.h"
 #include "core/db.h"
 #include "core/migrate.h"
-#include "harness.h"
 #include "providers/provider.h"
 #include "regions/capacity.h"
 #include "regions/poller.h"
+#include "tests/harness/harness.h"
 
-static struct cs_launch L;
+static struct harness_cs L;
 static char dburl[512];
 static char ids[8][40];		/* cluster ids by clusters.json order */
-
-static const char *
-jget(json_t *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k != NULL && o != NULL; k = strtok_r(NULL, ".", &save))
-		o = json_object_get(o, k);
-	return json_string_value(o);
-}
 
 static void
 exec_sql(const char *sql, int n, const char *const *p)
@@ -69,7 +62,7 @@ query1(const char *sql, int n, const char *const *p)
 static void
 register_cluster(size_t i, json_t *cj, const uint8_t key[32])
 {
-	const char *prov = jget(cj, "provider");
+	const char *prov = harness_js(cj, "provider");
 	char cloud[48], acct[300], ext[64], name[80], *sealed, cred[256], body[512];
 	const char *cp, *cr;
 	struct err e = { 0 };
@@ -79,36 +72,37 @@ register_cluster(size_t i, json_t *cj, const uint8_t key[32])
 	snprintf(ext, sizeof(ext), "ext-%zu-0123456789abcdef", i);
 	snprintf(name, sizeof(name), "cloud-%zu", i);
 	if (strcmp(prov, "gke") == 0) {
-		snprintf(acct, sizeof(acct), "{\"project\":\"%s\"}", jget(cj, "project"));
-		cp = jget(cj, "iam.control_plane.service_account");
-		cr = jget(cj, "iam.cluster_role.service_account");
+		snprintf(acct, sizeof(acct), "{\"project\":\"%s\"}", harness_js(cj, "project"));
+		cp = harness_js(cj, "iam.control_plane.service_account");
+		cr = harness_js(cj, "iam.cluster_role.service_account");
 	} else if (strcmp(prov, "aks") == 0) {
 		snprintf(acct, sizeof(acct), "{\"subscription_id\":\"%s\",\"tenant_id\":\"%s\","
-		    "\"resource_group\":\"%s\"}", jget(cj, "subscription"), cfg.azure_tenant,
-		    jget(cj, "resource_group"));
-		cp = jget(cj, "iam.control_plane.client_id");
-		cr = jget(cj, "iam.cluster_role.resource_id");
+		    "\"resource_group\":\"%s\"}", harness_js(cj, "subscription"), cfg.azure_tenant,
+		    harness_js(cj, "resource_group"));
+		cp = harness_js(cj, "iam.control_plane.client_id");
+		cr = harness_js(cj, "iam.cluster_role.resource_id");
 	} else {
-		snprintf(acct, sizeof(acct), "{\"account_id\":\"%s\"}", jget(cj, "account"));
-		cp = jget(cj, "iam.control_plane.role_arn");
-		cr = jget(cj, "iam.cluster_role.role_arn");
+		snprintf(acct, sizeof(acct), "{\"account_id\":\"%s\"}", harness_js(cj, "account"));
+		cp = harness_js(cj, "iam.control_plane.role_arn");
+		cr = harness_js(cj, "iam.cluster_role.role_arn");
 		snprintf(body, sizeof(body), "{\"provider\":\"aws\",\"role_arn\":\"%s\","
 		    "\"external_id\":\"%s\"}", cp, ext);
-		assert_int_equal(csl_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
+		assert_int_equal(harness_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
 	}
 	exec_sql("INSERT INTO clouds (id, name, environment, provider, region, account,"
 	    " external_id, state, required) VALUES ($1, $2, 'test', $3, $4, $5::jsonb, $6,"
 	    " 'active', '{}')", 6, (const char *const[]){ cloud, name, prov,
-	    jget(cj, "region"), acct, ext });
+	    harness_js(cj, "region"), acct, ext });
 	exec_sql("INSERT INTO iam_pairs (cloud_id, control_plane_role, cluster_role)"
 	    " VALUES ($1, $2, $3)", 3, (const char *const[]){ cloud, cp, cr });
-	snprintf(cred, sizeof(cred), "{\"token\":\"%s\"}", jget(cj, "token"));
+	snprintf(cred, sizeof(cred), "{\"token\":\"%s\"}", harness_js(cj, "token"));
 	sealed = crypto_seal(key, cred, ids[i], &e);
 	assert_non_null(sealed);
 	exec_sql("INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
 	    " credentials_sealed, provider_cluster_id) VALUES ($1, $2, $3, $4, $5, $6, $7)", 7,
-	    (const char *const[]){ ids[i], cloud, jget(cj, "name"), jget(cj, "api_server"),
-	    L.ca_pem, sealed, jget(cj, "provider_cluster_id") });
+	    (const char *const[]){ ids[i], cloud, harness_js(cj, "name"), harness_js(cj,
+	    "api_server"),
+	    L.ca_pem, sealed, harness_js(cj, "provider_cluster_id") });
 	free(sealed);
 }
 
@@ -140,8 +134,8 @@ setup(void **state)
 		return -1;
 	}
 	db_release(c);
-	if (!csl_start(&L, FLEETD_SOURCE_DIR "/cloudsim/fleets/test.json"))
-		return -1;
+	harness_cs_start(&L, NULL, NULL);
+	harness_cs_config(&L);
 	exec_sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'test')", 0,
 	    NULL);
 	json_array_foreach(L.clusters, i, cj)
@@ -154,20 +148,11 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	csl_stop(&L);
+	harness_cs_stop(&L);
 	db_pool_close();
 	harness_db_drop(dburl);
 	prov_creds_cache_clear();
 	return 0;
-}
-
-static double
-now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /* Each test starts from a clean slate even when an earlier one failed midway. */
@@ -175,7 +160,7 @@ static int
 clean(void **state)
 {
 	(void)state;
-	csl_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
 	poller_set_limits(0, 0);
 	return 0;
 }
@@ -222,13 +207,13 @@ test_ground_truth(void **state)
 			fail_msg("cluster %zu: %s", i, err);
 	assert_int_equal(st.ok, (int)json_array_size(L.clusters));
 	assert_int_equal(st.failed, 0);
-	assert_int_equal(csl_sim(&L, "GET", "/_sim/state", NULL, &sim), 200);
+	assert_int_equal(harness_sim(&L, "GET", "/_sim/state", NULL, &sim), 200);
 	json_array_foreach(json_object_get(sim, "clusters"), i, c) {
 		size_t idx;
 		json_t *cj;
 
 		json_array_foreach(L.clusters, idx, cj)
-			if (strcmp(jget(cj, "name"), jget(c, "name")) == 0)
+			if (strcmp(harness_js(cj, "name"), harness_js(c, "name")) == 0)
 				break;
 		json_array_foreach(json_object_get(c, "pools"), k, p) {
 			char want[160], *got;
@@ -241,9 +226,11 @@ test_ground_truth(void **state)
 			    json_integer_value(json_object_get(p, "accelerators_per_node")));
 			got = query1("SELECT nodes || ':' || max_nodes || ':' || free_accel || ':' ||"
 			    " CASE WHEN spot THEN 't' ELSE 'f' END || ':' || accel_per_node FROM capacity WHERE cluster_id = $1 AND"
-			    " pool = $2", 2, (const char *const[]){ ids[idx], jget(p, "name") });
+			    " pool = $2", 2, (const char *const[]){ ids[idx], harness_js(p,
+			    "name") });
 			if (got == NULL || strcmp(got, want) != 0)
-				fail_msg("%s/%s: rows %s, cloudsim %s", jget(c, "name"), jget(p, "name"),
+				fail_msg("%s/%s: rows %s, cloudsim %s", harness_js(c, "name"),
+				    harness_js(p, "name"),
 				    got ? got : "(none)", want);
 			free(got);
 		}
@@ -251,7 +238,8 @@ test_ground_truth(void **state)
 	json_decref(sim);
 	{	/* GKE quota (64 - 24 in use) and reservations ((2-1) + 1 nodes x 8) */
 		char *q = query1("SELECT quota_left || ':' || reserved || ':' || flavor FROM capacity"
-		    " WHERE cluster_id = $1 AND pool = 'h100'", 1, (const char *const[]){ ids[0] });
+		    " WHERE cluster_id = $1 AND pool = 'h100'", 1,
+		    (const char *const[]){ ids[0] });
 
 		assert_string_equal(q, "40:16:nvidia-h100-80gb");
 		free(q);
@@ -266,7 +254,7 @@ test_expired_tokens(void **state)
 
 	(void)state;
 	refresh();	/* credentials cached */
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/expire-tokens", "{}", NULL), 200);
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/expire-tokens", "{}", NULL), 200);
 	st = refresh();
 	assert_int_equal(st.failed, 0);
 	assert_int_equal(st.ok, (int)json_array_size(L.clusters));
@@ -279,13 +267,13 @@ test_throttled(void **state)
 	double t0;
 
 	(void)state;
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/faults", "{\"service\":\"sagemaker\","
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/faults", "{\"service\":\"sagemaker\","
 	    "\"error_rate\":1,\"error_status\":429,\"retry_after\":1,\"count\":2}", NULL), 201);
-	t0 = now_s();
+	t0 = harness_now_s();
 	st = refresh();
-	assert_true(now_s() - t0 >= 0.9);
+	assert_true(harness_now_s() - t0 >= 0.9);
 	assert_int_equal(st.failed, 0);
-	csl_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
 }
 
 static void
@@ -297,12 +285,14 @@ test_hang_and_unreachable(void **state)
 
 	(void)state;
 	poller_set_limits(1500, 1);
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":"
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/faults",
+	    "{\"service\":\"k8s\",\"cluster\":"
 	    "\"test-aks-eus\",\"hang\":true,\"hang_s\":30}", NULL), 201);
 	for (int round = 1; round <= POLLER_UNREACHABLE_AFTER; round++) {
-		t0 = now_s();
+		t0 = harness_now_s();
 		st = refresh();
-		assert_true(now_s() - t0 < 5);		/* the hang costs one timeout, no more */
+		assert_true(harness_now_s() - t0 < 5);		/* the hang costs one timeout,
+		    no more */
 		assert_int_equal(st.failed, 1);
 		assert_int_equal(st.ok, (int)json_array_size(L.clusters) - 1);
 		assert_string_equal(state_of(1, err, sizeof(err)),
@@ -314,7 +304,7 @@ test_hang_and_unreachable(void **state)
 	    (const char *const[]){ ids[1] });
 	assert_true(atoi(age) > 0);
 	free(age);
-	csl_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
 	poller_set_limits(0, 0);
 	st = refresh();
 	assert_int_equal(st.failed, 0);
@@ -325,7 +315,7 @@ test_hang_and_unreachable(void **state)
 static void
 test_wrong_ca(void **state)
 {
-	char *other = csl_slurp("/etc/ssl/certs/ca-certificates.crt"), err[400];
+	char *other = harness_slurp("/etc/ssl/certs/ca-certificates.crt"), err[400];
 	struct poller_stats st;
 
 	(void)state;
@@ -351,11 +341,13 @@ sim_free(const char *accel)
 	size_t i, k;
 	int n = 0;
 
-	assert_int_equal(csl_sim(&L, "GET", "/_sim/state", NULL, &sim), 200);
+	assert_int_equal(harness_sim(&L, "GET", "/_sim/state", NULL, &sim), 200);
 	json_array_foreach(json_object_get(sim, "clusters"), i, c)
 		json_array_foreach(json_object_get(c, "pools"), k, p)
-			if (jget(p, "accelerator") && strcmp(jget(p, "accelerator"), accel) == 0)
-				n += (int)json_integer_value(json_object_get(p, "free_accelerators"));
+			if (harness_js(p, "accelerator") &&
+			    strcmp(harness_js(p, "accelerator"), accel) == 0)
+				n += (int)json_integer_value(json_object_get(p,
+				    "free_accelerators"));
 	json_decref(sim);
 	return n;
 }
@@ -377,8 +369,8 @@ test_summary_and_search(void **state)
 	assert_non_null(c);
 	assert_true(capacity_summary(c, &f, &out, &e));
 	json_array_foreach(json_object_get(out, "items"), i, it) {
-		assert_string_equal(jget(it, "flavor"), "nvidia-h100-80gb");
-		spot += strcmp(jget(it, "capacity_type"), "spot") == 0;
+		assert_string_equal(harness_js(it, "flavor"), "nvidia-h100-80gb");
+		spot += strcmp(harness_js(it, "capacity_type"), "spot") == 0;
 		free_now += (int)json_integer_value(json_object_get(it, "free_now"));
 		assert_int_equal(json_integer_value(json_object_get(it, "stale_clusters")), 0);
 	}
@@ -394,7 +386,7 @@ test_summary_and_search(void **state)
 	assert_int_equal(json_array_size(json_object_get(out, "candidates")) +
 	    json_array_size(json_object_get(out, "rejected")), json_array_size(L.clusters));
 	it = json_array_get(json_object_get(out, "candidates"), 0);
-	if (it == NULL || strcmp(jget(it, "cluster"), "test-aks-eus") != 0)
+	if (it == NULL || strcmp(harness_js(it, "cluster"), "test-aks-eus") != 0)
 		fail_msg("search: %s", text);
 	json_decref(out);
 	json_decref(req);

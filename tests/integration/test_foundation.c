@@ -15,7 +15,7 @@
 
 #include <libpq-fe.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 static struct fleetd_proc fd;
 static char dburl[512];
@@ -57,25 +57,6 @@ teardown(void **state)
 	free(scoped);
 	harness_validate_responses();	/* every answer above against api/openapi.yaml */
 	return 0;
-}
-
-static void
-expect_problem(struct http_result *r, long status, const char *code, const char *pointer)
-{
-	char *ct = harness_header(r, "Content-Type");
-
-	if (r->status != status)
-		fail_msg("want %ld, got %ld: %s", status, r->status, r->body);
-	assert_non_null(ct);
-	assert_string_equal(ct, "application/problem+json");
-	free(ct);
-	assert_non_null(r->json);
-	assert_string_equal(json_string_value(json_object_get(r->json, "code")), code);
-	assert_int_equal(json_integer_value(json_object_get(r->json, "status")), status);
-	assert_non_null(json_string_value(json_object_get(r->json, "request_id")));
-	if (pointer != NULL)
-		assert_string_equal(json_string_value(json_object_get(json_array_get(
-		    json_object_get(r->json, "errors"), 0), "pointer")), pointer);
 }
 
 struct bad_case {
@@ -136,7 +117,7 @@ test_bad_input(void **state)
 			hdr[0] = cth;
 		}
 		harness_http(&r, c->method, url(c->path), admin, body, hdr);
-		expect_problem(&r, c->status, c->code, c->pointer);
+		harness_expect_problem(&r, c->status, c->code, c->pointer);
 		if (c->status == 405) {
 			char *allow = harness_header(&r, "Allow");
 
@@ -161,11 +142,11 @@ test_long_name(void **state)
 	name[10000] = '\0';
 	snprintf(body, 10100, "{\"name\":\"%s\"}", name);
 	harness_http(&r, "POST", url("/v1/environments"), admin, body, NULL);
-	expect_problem(&r, 400, "env.bad_name", "/name");
+	harness_expect_problem(&r, 400, "env.bad_name", "/name");
 	harness_http_free(&r);
 	harness_http(&r, "GET", url("/v1/environments/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
 	    admin, NULL, NULL);
-	expect_problem(&r, 404, "env.not_found", NULL);
+	harness_expect_problem(&r, 404, "env.not_found", NULL);
 	harness_http_free(&r);
 	free(body);
 	free(name);
@@ -197,7 +178,7 @@ test_env_lifecycle(void **state)
 		harness_http_free(&r);
 	}
 	harness_http(&r, "POST", url("/v1/environments"), admin, "{\"name\":\"prod\"}", NULL);
-	expect_problem(&r, 409, "env.exists", "/name");
+	harness_expect_problem(&r, 409, "env.exists", "/name");
 	harness_http_free(&r);
 
 	/* paging: 4 names in order dev, prod, qa, staging; two pages of two */
@@ -236,11 +217,11 @@ test_env_lifecycle(void **state)
 		harness_http_free(&r);
 		harness_http(&r, "PUT", url("/v1/environments/qa"), admin,
 		    "{\"name\":\"qa\",\"description\":\"x\"}", stale);
-		expect_problem(&r, 412, "api.precondition_failed", NULL);
+		harness_expect_problem(&r, 412, "api.precondition_failed", NULL);
 		harness_http_free(&r);
 		harness_http(&r, "PUT", url("/v1/environments/qa"), admin,
 		    "{\"name\":\"qa2\",\"description\":\"x\"}", NULL);
-		expect_problem(&r, 409, "env.immutable", "/name");
+		harness_expect_problem(&r, 409, "env.immutable", "/name");
 		harness_http_free(&r);
 	}
 	free(etag);
@@ -253,7 +234,7 @@ test_env_lifecycle(void **state)
 	assert_int_equal(r.status, 204);
 	harness_http_free(&r);
 	harness_http(&r, "DELETE", url("/v1/environments/qa"), admin, NULL, NULL);
-	expect_problem(&r, 404, "env.not_found", NULL);
+	harness_expect_problem(&r, 404, "env.not_found", NULL);
 	harness_http_free(&r);
 	harness_http(&r, "GET", url("/v1/environments/qa"), admin, NULL, NULL);
 	assert_int_equal(r.status, 404);
@@ -275,21 +256,21 @@ test_auth(void **state)
 
 	(void)state;
 	harness_http(&r, "GET", url("/v1/environments"), NULL, NULL, NULL);
-	expect_problem(&r, 401, "auth.missing_token", NULL);
+	harness_expect_problem(&r, 401, "auth.missing_token", NULL);
 	www = harness_header(&r, "WWW-Authenticate");
 	assert_non_null(www);
 	assert_true(strncmp(www, "Bearer", 6) == 0);
 	free(www);
 	harness_http_free(&r);
 	harness_http(&r, "GET", url("/v1/environments"), "fleet_nope", NULL, NULL);
-	expect_problem(&r, 401, "auth.bad_token", NULL);
+	harness_expect_problem(&r, 401, "auth.bad_token", NULL);
 	harness_http_free(&r);
 	harness_http(&r, "POST", url("/v1/environments"), viewer, "{\"name\":\"zz\"}", NULL);
-	expect_problem(&r, 403, "auth.forbidden", NULL);
+	harness_expect_problem(&r, 403, "auth.forbidden", NULL);
 	harness_http_free(&r);
 	/* a token scoped to dev sees dev and nothing else: prod is 404, not 403 */
 	harness_http(&r, "GET", url("/v1/environments/prod"), scoped, NULL, NULL);
-	expect_problem(&r, 404, "env.not_found", NULL);
+	harness_expect_problem(&r, 404, "env.not_found", NULL);
 	harness_http_free(&r);
 	harness_http(&r, "GET", url("/v1/environments/dev"), scoped, NULL, NULL);
 	assert_int_equal(r.status, 200);
@@ -336,7 +317,7 @@ test_idempotency(void **state)
 	assert_int_equal(r2.status, 201);
 	assert_string_equal(r1.body, r2.body);
 	harness_http(&r3, "POST", url("/v1/environments"), admin, "{\"name\":\"other\"}", h);
-	expect_problem(&r3, 422, "api.idempotency_key_reused", NULL);
+	harness_expect_problem(&r3, 422, "api.idempotency_key_reused", NULL);
 	harness_http_free(&r1);
 	harness_http_free(&r2);
 	harness_http_free(&r3);

@@ -16,7 +16,7 @@
 
 #include <libpq-fe.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 #define H100	"nvidia-h100-80gb"
 #define A100	"nvidia-a100-80gb"
@@ -30,18 +30,8 @@ static struct fleetd_proc api;		/* HTTP only: submissions never race a scheduler
 static struct fleetd_proc sched;	/* one scheduler replica for the functional tests */
 static char dburl[512];
 static char *admin, *scoped;
-static PGconn *pg;
 
 /* ---- helpers */
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static char *
 url(const struct fleetd_proc *p, const char *path)
@@ -54,72 +44,14 @@ url(const struct fleetd_proc *p, const char *path)
 	return buf[i];
 }
 
-static void
-sql(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void
-sql(const char *fmt, ...)
-{
-	char q[8192];
-	va_list ap;
-	PGresult *r;
-
-	va_start(ap, fmt);
-	vsnprintf(q, sizeof(q), fmt, ap);
-	va_end(ap);
-	r = PQexec(pg, q);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", q, PQresultErrorMessage(r));
-	PQclear(r);
-}
-
-/* First column of the first row as a long (the query must return one row). */
-static long
-sql_long(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static long
-sql_long(const char *fmt, ...)
-{
-	char q[4096];
-	va_list ap;
-	PGresult *r;
-	long v;
-
-	va_start(ap, fmt);
-	vsnprintf(q, sizeof(q), fmt, ap);
-	va_end(ap);
-	r = PQexec(pg, q);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-		fail_msg("%s: %s", q, PQresultErrorMessage(r));
-	v = atol(PQgetvalue(r, 0, 0));
-	PQclear(r);
-	return v;
-}
-
-/* Rows of q as "a|b, c|d" (malloc'd), for failure messages. */
-static char *
-sql_rows(const char *q)
-{
-	PGresult *r = PQexec(pg, q);
-	size_t cap = 4096, n = 0;
-	char *out = calloc(1, cap);
-
-	for (int i = 0; out != NULL && i < PQntuples(r); i++)
-		for (int k = 0; k < PQnfields(r); k++)
-			n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s",
-			    PQgetvalue(r, i, k), k + 1 < PQnfields(r) ? "|" : ", ");
-	PQclear(r);
-	return out;
-}
-
 /* Polls a count query until it equals want; returns the last value. */
 static long
 wait_long(double timeout, long want, const char *q)
 {
-	double end = now_s() + timeout;
+	double end = harness_now_s() + timeout;
 	long v;
 
-	while ((v = sql_long("%s", q)) != want && now_s() < end)
+	while ((v = harness_sql_long("%s", q)) != want && harness_now_s() < end)
 		usleep(50 * 1000);
 	return v;
 }
@@ -131,7 +63,7 @@ seed_cluster(const char *env, const char *provider, const char *region, const ch
 	     const char *name, const char *flavor, int gpu_nodes, int per, int cpu_nodes,
 	     bool cordoned)
 {
-	sql("WITH c AS (INSERT INTO clouds (id, name, environment, provider, region, account,"
+	harness_sql("WITH c AS (INSERT INTO clouds (id, name, environment, provider, region, account,"
 	    " external_id, state, required) VALUES (gen_random_uuid(), '%s-cloud', '%s', '%s', '%s',"
 	    " '{}', 'ext', '%s', '{}') RETURNING id),"
 	    " k AS (INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
@@ -162,16 +94,13 @@ static void
 post_ok(const char *path, const char *fmt, ...)
 {
 	char body[2048];
-	struct http_result r;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(body, sizeof(body), fmt, ap);
 	va_end(ap);
-	harness_http(&r, "POST", url(&api, path), admin, body, NULL);
-	if (r.status != 201)
-		fail_msg("POST %s %s: %ld %s", path, body, r.status, r.body);
-	harness_http_free(&r);
+	harness_call_to(&api);
+	harness_post_created(admin, path, body);
 }
 
 /* RFC 7386 merge patch of b onto a (a is modified). */
@@ -245,21 +174,6 @@ submit(const char *env, const char *queue, const char *flavor, int count, const 
 }
 
 static void
-expect_problem(struct http_result *r, long status, const char *code, const char *pointer)
-{
-	const char *ptr;
-
-	if (r->status != status)
-		fail_msg("want %ld %s, got %ld: %s", status, code, r->status, r->body);
-	assert_non_null(r->json);
-	assert_string_equal(json_string_value(json_object_get(r->json, "code")), code);
-	ptr = json_string_value(json_object_get(json_array_get(json_object_get(r->json, "errors"),
-	    0), "pointer"));
-	if (pointer != NULL && (ptr == NULL || strcmp(ptr, pointer) != 0))
-		fail_msg("%s: want pointer %s, got %s", code, pointer, ptr ? ptr : "(none)");
-}
-
-static void
 kill_hard(struct fleetd_proc *p)
 {
 	int st;
@@ -294,8 +208,6 @@ setup(void **state)
 	(void)state;
 	harness_db_create("sched", dburl, sizeof(dburl));
 	harness_fleetd_start(&api, dburl, api_env);
-	pg = PQconnectdb(dburl);
-	assert_int_equal(PQstatus(pg), CONNECTION_OK);
 	admin = harness_token(dburl, "admin", "*");
 	scoped = harness_token(dburl, "operator", "bad");
 	for (size_t i = 0; i < 6; i++) {
@@ -321,7 +233,8 @@ setup(void **state)
 	    "\"weight\":2,\"nominal_quota\":{\"" H100 "\":0}}");
 	post_ok("/v1/queues", "{\"name\":\"qb\",\"environment\":\"fair\",\"cohort\":\"research\","
 	    "\"weight\":1,\"nominal_quota\":{\"" H100 "\":0}}");
-	post_ok("/v1/queues", "{\"name\":\"lender\",\"environment\":\"fair\",\"cohort\":\"research\","
+	post_ok("/v1/queues",
+	    "{\"name\":\"lender\",\"environment\":\"fair\",\"cohort\":\"research\","
 	    "\"nominal_quota\":{\"" H100 "\":24}}");
 	/* floor: C has a floor of 6; D weighs 10 but owns nothing; 8 accelerators exist */
 	post_ok("/v1/queues", "{\"name\":\"qc\",\"environment\":\"floor\",\"cohort\":\"lab\","
@@ -330,7 +243,8 @@ setup(void **state)
 	    "\"weight\":10,\"nominal_quota\":{\"" A100 "\":0}}");
 	post_ok("/v1/queues", "{\"name\":\"lender\",\"environment\":\"floor\",\"cohort\":\"lab\","
 	    "\"nominal_quota\":{\"" A100 "\":10}}");
-	post_ok("/v1/queues", "{\"name\":\"qp\",\"environment\":\"pre\",\"default_priority_class\":"
+	post_ok("/v1/queues",
+	    "{\"name\":\"qp\",\"environment\":\"pre\",\"default_priority_class\":"
 	    "\"low\",\"nominal_quota\":{\"" H100 "\":8}}");
 	post_ok("/v1/queues", "{\"name\":\"qx\",\"environment\":\"bad\"}");
 	post_ok("/v1/queues", "{\"name\":\"qh\",\"environment\":\"ha\"}");
@@ -346,7 +260,7 @@ teardown(void **state)
 		harness_fleetd_stop(&sched);
 	if (api.pid > 0)
 		assert_int_equal(harness_fleetd_stop(&api), 0);
-	PQfinish(pg);
+	harness_done();
 	if (dburl[0] != '\0')
 		harness_db_drop(dburl);
 	free(admin);
@@ -383,7 +297,8 @@ static const struct bad_job bad_jobs[] = {
 	{ "negative memory", "bad", NULL, "{\"worker_groups\":[{\"name\":\"w\",\"replicas\":1,"
 	  "\"cpu\":\"1\",\"memory\":\"-5Mi\"}]}", 400, "jobspec.invalid_quantity",
 	  "/worker_groups/0/memory", NULL },
-	{ "schedule not cron", "bad", NULL, "{\"kind\":\"RayCronJob\",\"schedule\":\"every hour\"}",
+	{ "schedule not cron", "bad", NULL,
+	    "{\"kind\":\"RayCronJob\",\"schedule\":\"every hour\"}",
 	  400, "jobspec.invalid_schedule", "/schedule", NULL },
 	{ "RayJob without entrypoint", "bad", NULL, "{\"entrypoint\":null}", 400,
 	  "api.missing_field", "/entrypoint", NULL },
@@ -397,7 +312,8 @@ static const struct bad_job bad_jobs[] = {
 	  "\"replicas\":7,\"cpu\":\"1\",\"memory\":\"1Gi\",\"accelerator\":{\"flavor\":\"" H100 "\","
 	  "\"count\":8}}]}", 422, "queue.unplaceable", "/worker_groups/0/accelerator/flavor",
 	  "largest cluster" },
-	{ "rack gang larger than any rack", "bad", NULL, "{\"topology\":\"rack\",\"worker_groups\":"
+	{ "rack gang larger than any rack", "bad", NULL,
+	    "{\"topology\":\"rack\",\"worker_groups\":"
 	  "[{\"name\":\"w\",\"replicas\":5,\"cpu\":\"1\",\"memory\":\"1Gi\",\"accelerator\":"
 	  "{\"flavor\":\"" H100 "\",\"count\":8}}]}", 422, "queue.unplaceable", "/topology",
 	  "largest rack" },
@@ -413,8 +329,9 @@ test_bad_input(void **state)
 		struct http_result r;
 
 		print_message("bad job: %s\n", c->what);
-		harness_http(&r, "POST", url(&api, "/v1/jobs"), c->token ? scoped : admin, body, NULL);
-		expect_problem(&r, c->status, c->code, c->pointer);
+		harness_http(&r, "POST", url(&api, "/v1/jobs"), c->token ? scoped : admin, body,
+		    NULL);
+		harness_expect_problem(&r, c->status, c->code, c->pointer);
 		if (c->msg_has != NULL) {
 			const char *d = json_string_value(json_object_get(r.json, "detail"));
 			const char *t = json_string_value(json_object_get(r.json, "title"));
@@ -425,7 +342,7 @@ test_bad_input(void **state)
 		harness_http_free(&r);
 		free(body);
 	}
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs"), 0);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs"), 0);
 }
 
 static void
@@ -444,8 +361,9 @@ test_idempotency(void **state)
 	assert_string_equal(json_string_value(json_object_get(r1.json, "id")),
 	    json_string_value(json_object_get(r2.json, "id")));
 	harness_http(&r3, "POST", url(&api, "/v1/jobs"), admin, b2, key);
-	expect_problem(&r3, 422, "api.idempotency_key_reused", NULL);
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'bad'"), 1);
+	harness_expect_problem(&r3, 422, "api.idempotency_key_reused", NULL);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'bad'"),
+	    1);
 	harness_http_free(&r1);
 	harness_http_free(&r2);
 	harness_http_free(&r3);
@@ -458,7 +376,7 @@ test_idempotency(void **state)
 static long
 admitted_in(const char *env, const char *queue)
 {
-	return sql_long("SELECT count(*) FROM jobs j JOIN queues q ON q.id = j.queue_id"
+	return harness_sql_long("SELECT count(*) FROM jobs j JOIN queues q ON q.id = j.queue_id"
 	    " WHERE j.environment = '%s' AND q.name = '%s' AND j.state = 'admitted'", env, queue);
 }
 
@@ -482,17 +400,19 @@ test_fair_share_and_floors(void **state)
 	/* qc's floor of 6 comes before qd's heavier weight; qd borrows what is left (2) */
 	assert_int_equal(admitted_in("floor", "qc"), 6);
 	assert_int_equal(admitted_in("floor", "qd"), 2);
-	if (sql_long("SELECT count(*) FROM jobs WHERE environment = 'fair' AND state = 'pending'"
-	    " AND reason = 'over_quota'") != 16 || sql_long("SELECT count(*) FROM jobs WHERE"
+	if (harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'fair' AND state = 'pending'"
+	    " AND reason = 'over_quota'") != 16 ||
+	    harness_sql_long("SELECT count(*) FROM jobs WHERE"
 	    " environment = 'floor' AND state = 'pending' AND reason = 'insufficient_capacity'") != 8)
-		fail_msg("pending reasons: %s", sql_rows("SELECT environment, reason, count(*) FROM"
+		fail_msg("pending reasons: %s",
+		    harness_sql_rows("SELECT environment, reason, count(*) FROM"
 		    " jobs WHERE state = 'pending' GROUP BY 1, 2 ORDER BY 1, 2"));
 	/* never over capacity: accelerators per node */
-	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT a->>'node', sum((a->>'pods')::int)"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT a->>'node', sum((a->>'pods')::int)"
 	    " FROM jobs j, jsonb_array_elements(j.placement->'allocs') a WHERE j.state = 'admitted'"
 	    " AND (a->>'group')::int = 1 GROUP BY 1 HAVING sum((a->>'pods')::int) > 8) x"), 0);
 	/* each admission: one placements row and one admitted event */
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs j WHERE j.state = 'admitted' AND"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs j WHERE j.state = 'admitted' AND"
 	    " (SELECT count(*) FROM placements p WHERE p.job_id = j.id) <> 1"), 0);
 }
 
@@ -505,7 +425,7 @@ test_explain_pending(void **state)
 	int seen = 0;
 
 	(void)state;
-	r = PQexec(pg, "SELECT j.id FROM jobs j JOIN queues q ON q.id = j.queue_id WHERE"
+	r = harness_sql_result("SELECT j.id FROM jobs j JOIN queues q ON q.id = j.queue_id WHERE"
 	    " q.name = 'qd' AND j.state = 'pending'");
 	assert_int_equal(PQntuples(r), 6);
 	for (int i = 0; i < PQntuples(r); i++) {
@@ -519,7 +439,8 @@ test_explain_pending(void **state)
 		harness_http(&h, "GET", url(&api, path), admin, NULL, NULL);
 		if (h.status != 200)
 			fail_msg("placement: %ld %s", h.status, h.body);
-		assert_string_equal(json_string_value(json_object_get(h.json, "state")), "pending");
+		assert_string_equal(json_string_value(json_object_get(h.json, "state")),
+		    "pending");
 		pos = (int)json_integer_value(json_object_get(h.json, "position"));
 		assert_true(pos >= 1 && pos <= 6);
 		assert_true((seen & (1 << pos)) == 0);
@@ -554,7 +475,7 @@ test_explain_admitted(void **state)
 	json_t *dec, *cands, *first;
 
 	(void)state;
-	r = PQexec(pg, "SELECT j.id, j.cluster_id FROM jobs j JOIN queues q ON q.id = j.queue_id"
+	r = harness_sql_result("SELECT j.id, j.cluster_id FROM jobs j JOIN queues q ON q.id = j.queue_id"
 	    " WHERE q.name = 'qa' AND j.state = 'admitted' LIMIT 1");
 	assert_int_equal(PQntuples(r), 1);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/placement", PQgetvalue(r, 0, 0));
@@ -565,13 +486,15 @@ test_explain_admitted(void **state)
 	assert_int_equal(json_integer_value(json_object_get(h.json, "attempt")), 1);
 	dec = json_object_get(h.json, "decision");
 	assert_string_equal(json_string_value(json_object_get(dec, "outcome")), "admitted");
-	assert_string_equal(json_string_value(json_object_get(dec, "cluster")), PQgetvalue(r, 0, 1));
+	assert_string_equal(json_string_value(json_object_get(dec, "cluster")), PQgetvalue(r, 0,
+	    1));
 	assert_true(json_is_true(json_object_get(dec, "borrowing")));
 	assert_true(json_array_size(json_object_get(dec, "allocations")) >= 2);
 	cands = json_object_get(h.json, "candidates");
 	assert_true(json_array_size(cands) >= 1);
 	first = json_array_get(cands, 0);
-	assert_string_equal(json_string_value(json_object_get(first, "cluster")), PQgetvalue(r, 0, 1));
+	assert_string_equal(json_string_value(json_object_get(first, "cluster")), PQgetvalue(r, 0,
+	    1));
 	assert_string_equal(json_string_value(json_object_get(first, "reason")), "chosen");
 	harness_http_free(&h);
 	PQclear(r);
@@ -584,7 +507,7 @@ test_large_cycle(void **state)
 {
 	(void)state;
 	/* 2 clusters x 16 nodes x 64 cores hold exactly 1,024 jobs of 1 + 1 cores */
-	sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
+	harness_sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
 	    " spec, enqueued_at) SELECT gen_random_uuid(), 'job-' || i, 'big', q.id, 'RayJob',"
 	    " 'default', i %% 2, jsonb_build_object('kind', 'RayJob', 'queue', 'qbig', 'name',"
 	    " 'job-' || i, 'ray_version', '2.52.0', 'entrypoint', 'python x.py', 'head',"
@@ -594,20 +517,20 @@ test_large_cycle(void **state)
 	    " WHERE q.name = 'qbig'; SELECT pg_notify('fleet_sched', 'big')");
 	assert_int_equal(wait_long(30, 0, "SELECT count(*) FROM jobs WHERE environment = 'big'"
 	    " AND state = 'pending' AND reason IS NULL"), 0);
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
 	    " state = 'admitted' AND attempt = 1"), 1024);
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
 	    " state = 'pending' AND reason = 'insufficient_capacity'"), 176);
 	/* the higher priority (1) goes first: all 600 of them are in */
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
 	    " state = 'admitted' AND priority = 1"), 600);
-	assert_int_equal(sql_long("SELECT count(*) FROM placements p JOIN jobs j ON j.id ="
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM placements p JOIN jobs j ON j.id ="
 	    " p.job_id WHERE j.environment = 'big'"), 1024);
-	assert_int_equal(sql_long("SELECT count(DISTINCT e.job_id) FROM job_events e JOIN jobs j"
+	assert_int_equal(harness_sql_long("SELECT count(DISTINCT e.job_id) FROM job_events e JOIN jobs j"
 	    " ON j.id = e.job_id WHERE j.environment = 'big' AND e.to_state = 'admitted'"), 1024);
-	assert_int_equal(sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id ="
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id ="
 	    " e.job_id WHERE j.environment = 'big' AND e.to_state = 'admitted'"), 1024);
-	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT a->>'node' FROM jobs j,"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT a->>'node' FROM jobs j,"
 	    " jsonb_array_elements(j.placement->'allocs') a WHERE j.environment = 'big'"
 	    " GROUP BY 1 HAVING sum((a->>'pods')::int) > 64) x"), 0);
 }
@@ -640,15 +563,16 @@ test_preemption(void **state)
 	    high);
 	assert_int_equal(wait_long(10, 1, q), 1);
 	/* the smallest set: the two most recently admitted 2-accelerator jobs */
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'pre' AND"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'pre' AND"
 	    " state = 'preempted' AND priority_class = 'low' AND reason = 'preempted by %s'"
 	    " AND id IN ('%s', '%s')", high, low[2], low[3]), 2);
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'pre' AND"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'pre' AND"
 	    " state = 'admitted' AND priority_class = 'low'"), 2);
 	/* the victims carry their checkpoint grace and an event from the state they left */
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE state = 'preempted' AND"
-	    " checkpoint_deadline BETWEEN now() + interval '50 s' AND now() + interval '61 s'"), 2);
-	assert_int_equal(sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id = e.job_id"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE state = 'preempted' AND"
+	    " checkpoint_deadline BETWEEN now() + interval '50 s' AND now() + interval '61 s'"),
+	    2);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id = e.job_id"
 	    " WHERE j.state = 'preempted' AND e.to_state = 'preempted' AND e.from_state = 'admitted'"
 	    " AND e.data->>'by' = '%s'", high), 2);
 	/* the preemptor's decision names them */
@@ -657,7 +581,7 @@ test_preemption(void **state)
 	assert_int_equal(h.status, 200);
 	victims = json_object_get(json_object_get(h.json, "decision"), "victims");
 	assert_int_equal(json_array_size(victims), 2);
-	r = PQexec(pg, "SELECT id FROM jobs WHERE state = 'preempted'");
+	r = harness_sql_result("SELECT id FROM jobs WHERE state = 'preempted'");
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *v = PQgetvalue(r, i, 0);
 
@@ -690,15 +614,15 @@ total_leading(struct fleetd_proc *ps, int n)
 static double
 wait_leaders(struct fleetd_proc *ps, int n, int envs, double timeout)
 {
-	double t0 = now_s();
+	double t0 = harness_now_s();
 
 	while (total_leading(ps, n) != envs) {
-		if (now_s() - t0 > timeout)
+		if (harness_now_s() - t0 > timeout)
 			fail_msg("the replicas do not lead all %d environments after %.0f s", envs,
 			    timeout);
 		usleep(100 * 1000);
 	}
-	return now_s() - t0;
+	return harness_now_s() - t0;
 }
 
 /* Submits n jobs, SIGKILLs the leader after half of them, and checks the takeover. */
@@ -733,7 +657,7 @@ static void
 test_replicas(void **state)
 {
 	struct fleetd_proc ps[4];
-	int envs = (int)sql_long("SELECT count(*) FROM environments");
+	int envs = (int)harness_sql_long("SELECT count(*) FROM environments");
 	double t0;
 
 	(void)state;
@@ -749,27 +673,29 @@ test_replicas(void **state)
 	harness_fleetd_start(&ps[2], dburl, sched_env);
 	harness_fleetd_start(&ps[3], dburl, sched_env);
 	phase(ps, 4, 150, envs);
-	t0 = now_s();
+	t0 = harness_now_s();
 	assert_int_equal(wait_long(20, 300, "SELECT count(*) FROM jobs WHERE environment = 'ha'"
 	    " AND state = 'admitted'"), 300);
-	print_message("replicas: last admissions %.2f s after the last submit\n", now_s() - t0);
+	print_message("replicas: last admissions %.2f s after the last submit\n",
+	    harness_now_s() - t0);
 	usleep(1500 * 1000);
 	/* nothing lost, nothing repeated */
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha'"), 300);
-	assert_int_equal(sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha' AND"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha'"),
+	    300);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha' AND"
 	    " (state <> 'admitted' OR attempt <> 1)"), 0);
-	assert_int_equal(sql_long("SELECT count(*) FROM placements p JOIN jobs j ON j.id ="
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM placements p JOIN jobs j ON j.id ="
 	    " p.job_id WHERE j.environment = 'ha'"), 300);
-	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT p.job_id FROM placements p JOIN"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT p.job_id FROM placements p JOIN"
 	    " jobs j ON j.id = p.job_id WHERE j.environment = 'ha' AND p.attempt = 1"
 	    " GROUP BY 1 HAVING count(*) = 1) x"), 300);
-	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT e.job_id FROM job_events e JOIN"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT e.job_id FROM job_events e JOIN"
 	    " jobs j ON j.id = e.job_id WHERE j.environment = 'ha' AND e.to_state = 'admitted'"
 	    " GROUP BY 1 HAVING count(*) = 1) x"), 300);
-	assert_int_equal(sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id ="
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id ="
 	    " e.job_id WHERE j.environment = 'ha' AND e.to_state = 'admitted'"), 300);
 	/* never over a node's cpu (64 cores, 1 core per pod) */
-	assert_int_equal(sql_long("SELECT count(*) FROM (SELECT a->>'node' FROM jobs j,"
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT a->>'node' FROM jobs j,"
 	    " jsonb_array_elements(j.placement->'allocs') a WHERE j.environment = 'ha'"
 	    " GROUP BY 1 HAVING sum((a->>'pods')::int) > 64) x"), 0);
 	for (int i = 0; i < 4; i++)

@@ -10,11 +10,15 @@
 
 #include <cmocka.h>
 
-#include "cs_launch.h"
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
 #include "providers/kube.h"
 #include "providers/provider.h"
+#include "tests/harness/harness.h"
 
-static struct cs_launch L;
+static struct harness_cs L;
 
 struct member {
 	struct prov_cloud	 cloud;
@@ -22,44 +26,35 @@ struct member {
 	json_t			*cj;	/* borrowed from L.clusters */
 };
 
-static const char *
-jget(json_t *o, const char *path)
-{
-	char buf[128], *save = NULL, *k;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (k = strtok_r(buf, ".", &save); k != NULL && o != NULL; k = strtok_r(NULL, ".", &save))
-		o = json_object_get(o, k);
-	return json_string_value(o);
-}
-
 /* A cloud and cluster for cloudsim's cluster name, with its identities. */
 static void
 member(const char *name, const char *cloud_id, struct member *m)
 {
-	json_t *c = csl_cluster(&L, name);
-	const char *prov = jget(c, "provider");
+	json_t *c = harness_cs_cluster(&L, name);
+	const char *prov = harness_js(c, "provider");
 	char acct[256];
 	struct err e = { 0 };
 
 	assert_non_null(c);
 	m->cj = c;
 	if (strcmp(prov, "gke") == 0)
-		snprintf(acct, sizeof(acct), "{\"project\":\"%s\"}", jget(c, "project"));
+		snprintf(acct, sizeof(acct), "{\"project\":\"%s\"}", harness_js(c, "project"));
 	else if (strcmp(prov, "aks") == 0)
 		snprintf(acct, sizeof(acct), "{\"subscription_id\":\"%s\",\"tenant_id\":\"%s\","
-		    "\"resource_group\":\"%s\"}", jget(c, "subscription"), cfg.azure_tenant,
-		    jget(c, "resource_group"));
+		    "\"resource_group\":\"%s\"}", harness_js(c, "subscription"), cfg.azure_tenant,
+		    harness_js(c, "resource_group"));
 	else
-		snprintf(acct, sizeof(acct), "{\"account_id\":\"%s\"}", jget(c, "account"));
-	assert_true(prov_cloud_fill(&m->cloud, cloud_id, prov, jget(c, "region"), acct,
+		snprintf(acct, sizeof(acct), "{\"account_id\":\"%s\"}", harness_js(c, "account"));
+	assert_true(prov_cloud_fill(&m->cloud, cloud_id, prov, harness_js(c, "region"), acct,
 	    "ext-0123456789abcdef0123", strcmp(prov, "gke") == 0 ?
-	    jget(c, "iam.control_plane.service_account") : strcmp(prov, "aks") == 0 ?
-	    jget(c, "iam.control_plane.resource_id") : jget(c, "iam.control_plane.role_arn"), strcmp(prov, "gke") == 0 ?
-	    jget(c, "iam.cluster_role.service_account") : strcmp(prov, "aks") == 0 ?
-	    jget(c, "iam.cluster_role.resource_id") : jget(c, "iam.cluster_role.role_arn"), &e));
-	m->k = (struct prov_cluster){ cloud_id, name, jget(c, "api_server"), L.ca_pem,
-	    jget(c, "token"), jget(c, "provider_cluster_id") };
+	    harness_js(c, "iam.control_plane.service_account") : strcmp(prov, "aks") == 0 ?
+	    harness_js(c, "iam.control_plane.resource_id") : harness_js(c,
+	    "iam.control_plane.role_arn"), strcmp(prov, "gke") == 0 ?
+	    harness_js(c, "iam.cluster_role.service_account") : strcmp(prov, "aks") == 0 ?
+	    harness_js(c, "iam.cluster_role.resource_id") : harness_js(c,
+	    "iam.cluster_role.role_arn"), &e));
+	m->k = (struct prov_cluster){ cloud_id, name, harness_js(c, "api_server"), L.ca_pem,
+	    harness_js(c, "token"), harness_js(c, "provider_cluster_id") };
 }
 
 static const char *const NAMES[] = { "test-gke-usc1", "test-aks-eus", "test-hp-usw2",
@@ -74,16 +69,16 @@ setup(void **state)
 	char body[512];
 
 	(void)state;
-	if (!csl_start(&L, FLEETD_SOURCE_DIR "/cloudsim/fleets/test.json"))
-		return -1;
+	harness_cs_start(&L, NULL, NULL);
+	harness_cs_config(&L);
 	/* identities the way phase 2 expects them: the AWS external ids and cloud-id tags */
 	for (int i = 2; i < 4; i++) {
-		json_t *c = csl_cluster(&L, NAMES[i]);
+		json_t *c = harness_cs_cluster(&L, NAMES[i]);
 
 		snprintf(body, sizeof(body), "{\"provider\":\"aws\",\"role_arn\":\"%s\","
 		    "\"external_id\":\"ext-0123456789abcdef0123\",\"tags\":{\"fleet.io/cloud-id\":"
-		    "\"%s\"}}", jget(c, "iam.control_plane.role_arn"), IDS[i]);
-		if (csl_sim(&L, "POST", "/_sim/iam", body, NULL) != 200)
+		    "\"%s\"}}", harness_js(c, "iam.control_plane.role_arn"), IDS[i]);
+		if (harness_sim(&L, "POST", "/_sim/iam", body, NULL) != 200)
 			return -1;
 	}
 	return 0;
@@ -93,7 +88,7 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	csl_stop(&L);
+	harness_cs_stop(&L);
 	prov_creds_cache_clear();
 	return 0;
 }
@@ -105,10 +100,10 @@ state_pool(json_t *st, const char *cluster, const char *pool)
 	size_t i, j;
 
 	json_array_foreach(json_object_get(st, "clusters"), i, c) {
-		if (strcmp(jget(c, "name"), cluster) != 0)
+		if (strcmp(harness_js(c, "name"), cluster) != 0)
 			continue;
 		json_array_foreach(json_object_get(c, "pools"), j, p)
-			if (strcmp(jget(p, "name"), pool) == 0)
+			if (strcmp(harness_js(p, "name"), pool) == 0)
 				return p;
 	}
 	return NULL;
@@ -121,7 +116,7 @@ test_ground_truth(void **state)
 	json_t *st = NULL;
 
 	(void)state;
-	assert_int_equal(csl_sim(&L, "GET", "/_sim/state", NULL, &st), 200);
+	assert_int_equal(harness_sim(&L, "GET", "/_sim/state", NULL, &st), 200);
 	for (int x = 0; x < 4; x++) {
 		int i = (x + 1) % 4;	/* gke last */
 		struct member m;
@@ -145,7 +140,8 @@ test_ground_truth(void **state)
 			const char *rname;
 
 			assert_non_null(sp);
-			assert_int_equal(p.v[k].nodes, json_integer_value(json_object_get(sp, "nodes")));
+			assert_int_equal(p.v[k].nodes, json_integer_value(json_object_get(sp,
+			    "nodes")));
 			assert_int_equal(p.v[k].max_nodes, json_integer_value(json_object_get(sp,
 			    "max")));
 			assert_int_equal(p.v[k].spot, json_is_true(json_object_get(sp, "spot")));
@@ -197,7 +193,7 @@ test_expired_token(void **state)
 	prov_pools_init(&p);
 	assert_true(prov_list_pools(&m.cloud, &m.k, &p, &e));	/* token cached */
 	prov_pools_cleanup(&p);
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/expire-tokens", "{\"provider\":\"gcp\"}",
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/expire-tokens", "{\"provider\":\"gcp\"}",
 	    NULL), 200);
 	prov_pools_init(&p);
 	if (!prov_list_pools(&m.cloud, &m.k, &p, &e))	/* 401, fresh token, once */
@@ -225,7 +221,7 @@ test_throttled(void **state)
 
 	(void)state;
 	member(NAMES[2], IDS[2], &m);
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/faults", "{\"service\":\"sagemaker\","
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/faults", "{\"service\":\"sagemaker\","
 	    "\"error_rate\":1,\"error_status\":429,\"retry_after\":1,\"count\":1}", NULL), 201);
 	prov_pools_init(&p);
 	t0 = now_s();
@@ -234,7 +230,7 @@ test_throttled(void **state)
 	assert_true(now_s() - t0 >= 0.9);	/* waited for Retry-After */
 	assert_int_equal(p.n, 3);
 	prov_pools_cleanup(&p);
-	csl_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
 }
 
 struct side {
@@ -260,7 +256,8 @@ test_hang(void **state)
 	double t0;
 
 	(void)state;
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":"
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/faults",
+	    "{\"service\":\"k8s\",\"cluster\":"
 	    "\"test-aks-eus\",\"hang\":true,\"hang_s\":20}", NULL), 201);
 	t0 = now_s();
 	for (int i = 0; i < 4; i++) {
@@ -281,7 +278,8 @@ test_hang(void **state)
 			assert_string_equal(s[i].f.err.code, "http.timeout");
 		} else {
 			if (s[i].f.failed)
-				fail_msg("%s failed: %s %s", NAMES[i], s[i].f.err.code, s[i].f.err.msg);
+				fail_msg("%s failed: %s %s", NAMES[i], s[i].f.err.code,
+				    s[i].f.err.msg);
 			assert_true(s[i].t_done - t0 < 1.0);	/* not held up by the hang */
 			assert_true(s[i].kc.n > 0);
 		}
@@ -289,7 +287,7 @@ test_hang(void **state)
 	}
 	assert_true(now_s() - t0 < 5);
 	http_batch_free(b);
-	csl_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
 }
 
 static void
@@ -297,7 +295,7 @@ test_wrong_ca(void **state)
 {
 	struct member m;
 	struct err e = { 0 };
-	char *other = csl_slurp("/etc/ssl/certs/ca-certificates.crt");
+	char *other = harness_slurp("/etc/ssl/certs/ca-certificates.crt");
 
 	(void)state;
 	member(NAMES[0], IDS[0], &m);
@@ -319,7 +317,7 @@ check_ok(json_t *checks, const char *name)
 	size_t i;
 
 	json_array_foreach(checks, i, c)
-		if (strcmp(jget(c, "check"), name) == 0)
+		if (strcmp(harness_js(c, "check"), name) == 0)
 			return json_is_true(json_object_get(c, "ok"));
 	fail_msg("check %s missing", name);
 	return false;
@@ -346,7 +344,7 @@ test_verify_hyperpod(void **state)
 	json_decref(checks);
 	snprintf(body, sizeof(body), "{\"provider\":\"aws\",\"role_arn\":\"%s\",\"tags\":"
 	    "{\"fleet.io/cloud-id\":\"%s\"}}", m.cloud.cluster_role, IDS[2]);
-	assert_int_equal(csl_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
 	checks = json_array();
 	memset(&e, 0, sizeof(e));
 	if (!prov_hyperpod_ops.verify_pair(&m.cloud, m.cloud.control_plane_role,
@@ -385,7 +383,7 @@ test_verify_gke(void **state)
 		snprintf(body, sizeof(body), "{\"provider\":\"gcp\",\"service_account\":\"%s\","
 		    "\"description\":\"fleetd; labels: fleet-io-cloud-id=%s\"}", k ?
 		    m.cloud.cluster_role : m.cloud.control_plane_role, IDS[0]);
-		assert_int_equal(csl_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
+		assert_int_equal(harness_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
 	}
 	checks = json_array();
 	memset(&e, 0, sizeof(e));
@@ -409,7 +407,7 @@ sim_azure(const char *rid, const char *fields)
 
 	snprintf(body, sizeof(body), "{\"provider\":\"azure\",\"resource_id\":\"%s\",%s}", rid,
 	    fields);
-	return csl_sim(&L, "POST", "/_sim/iam", body, NULL);
+	return harness_sim(&L, "POST", "/_sim/iam", body, NULL);
 }
 
 static bool
@@ -465,10 +463,11 @@ test_verify_aks(void **state)
 	assert_true(check_ok(checks, "control_plane_role_cloud_tag"));	/* read by fleetd */
 	assert_true(check_ok(checks, "cluster_role_cloud_tag"));
 	json_array_foreach(checks, i, c)
-		if (strcmp(jget(c, "check"), "control_plane_token") == 0) {
-			assert_non_null(strstr(jget(c, "message"), "AADSTS70021"));
-			assert_non_null(strstr(jget(c, "message"), "api://AzureADTokenExchange"));
-			assert_string_equal(jget(c, "pointer"), "/control_plane_role");
+		if (strcmp(harness_js(c, "check"), "control_plane_token") == 0) {
+			assert_non_null(strstr(harness_js(c, "message"), "AADSTS70021"));
+			assert_non_null(strstr(harness_js(c, "message"),
+			    "api://AzureADTokenExchange"));
+			assert_string_equal(harness_js(c, "pointer"), "/control_plane_role");
 		}
 	/* the poller's credentials fail the same way, then work once the credential is back */
 	{
@@ -500,8 +499,8 @@ test_verify_aks(void **state)
 	assert_false(check_ok(checks, "control_plane_token"));
 	assert_false(check_ok(checks, "control_plane_role_exists"));
 	json_array_foreach(checks, i, c)
-		if (strcmp(jget(c, "check"), "control_plane_role_exists") == 0)
-			assert_non_null(strstr(jget(c, "message"), "wrong issuer"));
+		if (strcmp(harness_js(c, "check"), "control_plane_role_exists") == 0)
+			assert_non_null(strstr(harness_js(c, "message"), "wrong issuer"));
 	snprintf(m.cloud.tenant, sizeof(m.cloud.tenant), "00000000-1111-4222-8333-444444444444");
 	assert_false(verify_aks(&m, cp, cl, &checks, &e));
 	assert_int_equal(e.status, 422);
@@ -559,7 +558,7 @@ test_kube_objects(void **state)
 	assert_true(kube_ensure_namespace(&m.k, "fleet-jobs", &e));
 	assert_true(kube_ensure_namespace(&m.k, "fleet-jobs", &e));
 	assert_true(kube_get_object(&m.k, "v1", "Namespace", NULL, "fleet-jobs", &o, &e));
-	assert_string_equal(jget(o, "metadata.name"), "fleet-jobs");
+	assert_string_equal(harness_js(o, "metadata.name"), "fleet-jobs");
 	json_decref(o);
 	assert_false(kube_get_object(&m.k, "ray.io/v1", "RayJob", "fleet-jobs", "nope", &o, &e));
 	assert_string_equal(e.code, "kube.not_found");
