@@ -109,5 +109,7 @@ int	cli_wait_operation(struct cli_ctx *c, const json_t *op);
 int	cli_wait_job(struct cli_ctx *c, const char *id);
 /* Prints a started operation (id, state, counts), then waits when wait is true. */
 int	cli_report_operation(struct cli_ctx *c, const json_t *op, bool wait);
+/* The jobs of an operation not moved yet and what each waits for, as a table. */
+void	cli_print_waiting(struct cli_ctx *c, const json_t *op);
 
 #endif

@@ -86,14 +86,17 @@ clusters_uncordon(struct cli_ctx *c, const struct cli_args *a)
 static int
 start_drain(struct cli_ctx *c, const struct cli_args *a, const char *path)
 {
-	json_t *op = NULL;
+	json_t *op = NULL, *body = NULL;
 	int rc;
 
 	if ((rc = cli_need_token(c)) != CLI_OK)
 		return rc;
-	if ((rc = cli_call(c, "POST", path, NULL, NULL, &op)) == CLI_OK)
+	if (cli_switch(a, "source-unreachable"))	/* evacuate jobs of unreachable clusters */
+		body = json_pack("{s:s}", "source", "unreachable");
+	if ((rc = cli_call(c, "POST", path, body, NULL, &op)) == CLI_OK)
 		rc = cli_report_operation(c, op, cli_switch(a, "wait"));
 	json_decref(op);
+	json_decref(body);
 	return rc;
 }
 
@@ -125,12 +128,17 @@ operations_get(struct cli_ctx *c, const struct cli_args *a)
 	json_t *op = NULL;
 	int rc;
 
-	if (!cli_switch(a, "wait"))
-		return get_one(c, a, "/v1/operations/");
 	if ((rc = cli_need_token(c)) != CLI_OK)
 		return rc;
 	if (!cli_path(path, sizeof(path), "/v1/operations/", a->pos[0], NULL))
 		return CLI_USAGE;
+	if (!cli_switch(a, "wait")) {	/* the object, then why each job not moved waits */
+		if ((rc = cli_call(c, "GET", path, NULL, NULL, &op)) == CLI_OK &&
+		    (rc = cli_print_object(c, op)) == CLI_OK && !c->json)
+			cli_print_waiting(c, op);
+		json_decref(op);
+		return rc;
+	}
 	if ((rc = cli_call(c, "GET", path, NULL, NULL, &op)) == CLI_OK)
 		rc = cli_wait_operation(c, op);
 	json_decref(op);
@@ -205,6 +213,13 @@ static const struct cli_flag wait_flags[] = {
 	END_FLAGS,
 };
 
+static const struct cli_flag drain_flags[] = {
+	{ "wait", 0, NULL, "follow the operation to its end with a progress bar" },
+	{ "source-unreachable", 0, NULL, "evacuate jobs whose cluster fails its health checks "
+	    "(their attempt there is abandoned; the orphan sweep deletes it when it returns)" },
+	END_FLAGS,
+};
+
 const struct cli_cmd cli_fleet_cmds[] = {
 	{ "clusters", "ls", NULL, 0, "list member clusters", clusters_flags, clusters_ls },
 	{ "clusters", "get", "ID", 1, "show one cluster", NULL, clusters_get },
@@ -213,9 +228,9 @@ const struct cli_cmd cli_fleet_cmds[] = {
 	{ "clusters", "uncordon", "ID", 1, "allow placements on a cluster again", NULL,
 	    clusters_uncordon },
 	{ "clusters", "drain", "ID", 1, "cordon a cluster and move every job away",
-	    wait_flags, clusters_drain },
+	    drain_flags, clusters_drain },
 	{ "regions", "drain", "ENV REGION", 2, "drain every cluster of a region",
-	    wait_flags, regions_drain },
+	    drain_flags, regions_drain },
 	{ "operations", "get", "ID", 1, "show an operation (--wait: follow it)", wait_flags,
 	    operations_get },
 	{ NULL, "capacity", NULL, 0, "free and growable capacity per region and flavor",

@@ -187,6 +187,8 @@ move_body(const struct cli_args *a, json_t **out)
 	*out = json_pack("{s:o, s:b}", "target", target, "dry_run", cli_switch(a, "dry-run"));
 	if (*out != NULL && cli_arg(a, "reason") != NULL)
 		json_object_set_new(*out, "reason", json_string(cli_arg(a, "reason")));
+	if (*out != NULL && cli_switch(a, "source-unreachable"))
+		json_object_set_new(*out, "source", json_string("unreachable"));
 	return *out != NULL ? CLI_OK : cli_fail(CLI_ERROR, "out of memory");
 }
 
@@ -277,6 +279,8 @@ static const struct cli_flag move_flags[] = {
 	{ "dry-run", 0, NULL, "only show the plan: target, price difference, preemptions" },
 	{ "reason", 0, "TEXT", "why (kept in the audit log and the job's events)" },
 	{ "wait", 0, NULL, "follow the job until it runs again (or ends)" },
+	{ "source-unreachable", 0, NULL, "evacuate: the job's cluster fails its health checks; "
+	    "abandon the attempt there and restart from the last acknowledged checkpoint" },
 	{ NULL, 0, NULL, NULL },
 };
 

@@ -103,6 +103,30 @@ print_failures(struct cli_ctx *c, const json_t *op)
 	free(t);
 }
 
+/* The jobs of op still waiting or moving, with what each waits for (stdout). */
+void
+cli_print_waiting(struct cli_ctx *c, const json_t *op)
+{
+	struct cli_table_opts o = opts(c);
+	const json_t *jobs = json_object_get(op, "jobs"), *j;
+	json_t *open = json_array();
+	size_t i;
+	char *t;
+
+	json_array_foreach(jobs, i, j) {
+		const char *st = json_string_value(json_object_get(j, "state"));
+
+		if (st != NULL && (strcmp(st, "waiting") == 0 || strcmp(st, "moving") == 0))
+			json_array_append(open, (json_t *)j);
+	}
+	if (json_array_size(open) > 0 && (t = cli_view_render(&cli_view_op_jobs, open, &o)) !=
+	    NULL) {
+		printf("\nnot moved yet:\n%s", t);
+		free(t);
+	}
+	json_decref(open);
+}
+
 static void
 draw(struct cli_ctx *c, const json_t *op, char **last)
 {
@@ -194,6 +218,8 @@ cli_wait_operation(struct cli_ctx *c, const json_t *started)
 
 		if (c->json)
 			cli_print_json(op);
+		else
+			cli_print_waiting(c, op);
 		print_failures(c, op);
 		if (failed > 0 || (st != NULL && (strcmp(st, "failed") == 0 ||
 		    strcmp(st, "cancelled") == 0)))
@@ -225,6 +251,7 @@ cli_report_operation(struct cli_ctx *c, const json_t *op, bool wait)
 	printf("operation %s %s: %lld jobs to move\n", str_or(op, "id", "-"),
 	    str_or(op, "state", "started"),
 	    (long long)json_integer_value(json_object_get(op, "total")));
+	cli_print_waiting(c, op);
 	if (!cli_operation_done(op))
 		printf("follow it with: fleetctl operations get %s --wait\n",
 		    str_or(op, "id", "ID"));

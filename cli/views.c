@@ -123,6 +123,16 @@ static const struct cli_col failures_cols[] = {
 };
 VIEW(cli_view_failures, failures_cols);
 
+/* An operation's jobs that are not moved yet, and why each waits. */
+static const struct cli_col op_jobs_cols[] = {
+	{ "JOB", "name", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "STATE", "state", CLI_CELL_STATE, CLI_COL_KEEP },
+	{ "PHASE", "phase", CLI_CELL_TEXT, 0 },
+	{ "WAITING FOR", "waiting_for", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "REASON", "reason", CLI_CELL_TEXT, 0 },
+};
+VIEW(cli_view_op_jobs, op_jobs_cols);
+
 char *
 cli_view_render(const struct cli_view *v, const json_t *items, const struct cli_table_opts *o)
 {

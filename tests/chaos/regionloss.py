@@ -6,8 +6,11 @@ and since when), then with "source": "unreachable".  Figures: time until every m
 runs elsewhere (simulated time = wall time x cloudsim's time scale; target <= 5 min), jobs
 lost (0), jobs running twice once the region heals (before and after the orphan sweep: 0
 after), orphans left (0), and the sweep's deletions (audit rows, metric)."""
+import json
 import math
+import os
 import random
+import subprocess
 import time
 
 import checks
@@ -105,6 +108,16 @@ def live_copies(sim):
     return where
 
 
+def fleetctl(sim, *args):
+    """Runs the build's fleetctl against replica r0 as the admin; (rc, stdout, stderr)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLEET")}
+    env.update({"FLEET_URL": sim.procs["r0"].url, "FLEET_TOKEN": sim.admin, "HOME": sim.dir,
+                "NO_COLOR": "1", "COLUMNS": "200"})
+    r = subprocess.run([os.path.join(sim.build, "fleetctl"), *args], env=env,
+                       capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout, r.stderr
+
+
 def refusals(sim, ck, region, victim):
     """Before evacuation is allowed: a plain move and a plain drain explain themselves."""
     st, _, text = sim.http("POST", sim.any_replica().url + f"/v1/jobs/{victim}/move",
@@ -119,6 +132,10 @@ def refusals(sim, ck, region, victim):
           f"{st} {text[:300]}")
     op = sim.api("POST", f"/v1/regions/{ENV}/{region}/drain", {}, ok=(200, 202))
     waits = [j for j in op.get("jobs", []) if j["state"] == "waiting"]
+    rc, out, err = fleetctl(sim, "operations", "get", op["id"])
+    ck.ok("fleetctl operations get shows each waiting job with what it waits for",
+          rc == 0 and "WAITING FOR" in out and "source_unreachable" in out,
+          f"rc {rc}\n{out[-800:]}\n{err[-300:]}")
     ck.ok("a plain drain of the region leaves its jobs waiting for source_unreachable, with"
           " the reason", waits and all(j["waiting_for"] == "source_unreachable" and
                                       "since" in (j["reason"] or "") for j in waits),
@@ -160,8 +177,14 @@ def run(sim, a, ck, fig):
         time.sleep(0.2)
 
     t0 = time.time()
-    op = sim.api("POST", f"/v1/regions/{ENV}/{region}/drain", {"source": "unreachable"},
-                 ok=(202,))
+    rc, out, err = fleetctl(sim, "regions", "drain", ENV, region, "--source-unreachable",
+                            "-o", "json")
+    op = json.loads(out) if rc == 0 and out.strip() else {}
+    ck.ok("fleetctl regions drain --source-unreachable starts the evacuation",
+          rc == 0 and op.get("target", {}).get("source") == "unreachable",
+          f"rc {rc}\n{out[-500:]}\n{err[-500:]}")
+    if not op:
+        raise CheckFailed("the evacuating drain did not start")
     ck.ok("the evacuating drain covers every job of the region", op["total"] >= len(on_lost),
           f"total {op['total']}, jobs there {len(on_lost)}")
     movable_s, waiting = None, []
