@@ -330,7 +330,7 @@ bool
 job_list_text(struct db *c, int limit, const char *after, const struct job_filter *f,
 	      struct arena *a, struct job_page *out, struct err *e)
 {
-	/* migrations/0006_job_page.sql: plans made once per connection */
+	/* migrations/0007_job_page.sql: plans made once per connection */
 	static const char sql[] = "SELECT job_id, job_key FROM job_page_keys("
 	    "nullif($1, '')::uuid, $2::int, $3, $4, $5, $6, $7, $8::text[])";
 	char lim[16], lit[2400] = "{", key[64];

@@ -1,4 +1,4 @@
--- 0006: one page of GET /v1/jobs as ids and row-version keys (issue 17).
+-- 0007: one page of GET /v1/jobs as ids and row-version keys (issue 17).
 -- The API keeps the text of listed jobs in memory keyed by the xmin of the job row and of
 -- its queue, cluster and cloud rows; it asks here only for the ids and keys of a page, then
 -- for the rows whose key it does not hold.  A function, so that the common shapes (no
