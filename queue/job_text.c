@@ -20,7 +20,9 @@
 	"j.id, j.name, j.environment, q.name, j.queue_id, j.kind, j.state, j.reason," \
 	" j.priority_class, j.priority, j.attempt, j.cluster_id, k.name, c.region, c.provider," \
 	" j.placement, j.object_name, j.spec, j.enqueued_at, j.dispatched_at, j.started_at," \
-	" j.finished_at, j.version, j.created_at, j.updated_at"
+	" j.finished_at, j.version, j.created_at, j.updated_at, j.checkpoint ||" \
+	" jsonb_build_object('age_seconds'," \
+	"  extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int)"
 
 /* Member names and how each column is written: s string, n number, j JSON, t timestamp. */
 static const struct {
@@ -33,13 +35,14 @@ static const struct {
 	{ "cluster_id", 's' }, { "cluster", 's' }, { "region", 's' }, { "provider", 's' },
 	{ "placement", 'j' }, { "object_name", 's' }, { "spec", 'j' }, { "enqueued_at", 't' },
 	{ "dispatched_at", 't' }, { "started_at", 't' }, { "finished_at", 't' },
-	{ "version", 'n' }, { "created_at", 't' }, { "updated_at", 't' },
+	{ "version", 'n' }, { "created_at", 't' }, { "updated_at", 't' }, { "checkpoint", 'j' },
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 #define COL_ID		0
 #define COL_ENV		2
 #define COL_VERSION	22
-#define COL_KEYS	25	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
+#define COL_CHECKPOINT	25	/* its age changes with time: such a job is never kept */
+#define COL_KEYS	26	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
 #define KEYS " j.xmin, q.xmin, k.xmin, c.xmin"
 
 struct buf {
@@ -304,8 +307,15 @@ cleanup:
 
 /* Fills the rows of ids (a uuid[] literal) as text into the cache; the keys come from the
  * same rows, so what is stored is what these versions say. */
+struct local {		/* rows of this page that are not kept (a checkpoint's age) */
+	const char	*id;
+	char		*json;
+	size_t		 len;
+};
+
 static bool
-fetch_missing(struct db *c, const char *ids, struct err *e)
+fetch_missing(struct db *c, const char *ids, struct arena *a, struct local *loc, int *nloc,
+	      int max, struct err *e)
 {
 	static const char sql[] = "SELECT " COLS "," KEYS JOB_TEXT_FROM
 	    " WHERE j.id = ANY($1::uuid[])";
@@ -318,6 +328,15 @@ fetch_missing(struct db *c, const char *ids, struct err *e)
 	for (int i = 0; i < PQntuples(r); i++) {
 		b.len = 0;
 		put_row(&b, r, i);
+		if (!PQgetisnull(r, i, COL_CHECKPOINT)) {
+			if (*nloc < max) {
+				loc[*nloc].id = arena_strdup(a, PQgetvalue(r, i, COL_ID));
+				loc[*nloc].json = arena_strndup(a, b.p, b.len);
+				loc[*nloc].len = b.len;
+				(*nloc)++;
+			}
+			continue;
+		}
 		row_key(r, i, COL_KEYS, key, sizeof(key));
 		cache_store(PQgetvalue(r, i, COL_ID), key, b.p, b.len);
 	}
@@ -337,9 +356,10 @@ job_list_text(struct db *c, int limit, const char *after, const struct job_filte
 	size_t n = 1;
 	bool all = f->envs == NULL, ok = false;
 	struct buf b = { 0 }, miss = { 0 };
+	struct local *loc = arena_alloc(a, sizeof(*loc) * (size_t)(limit + 1));
 	PGresult *r = NULL;
 	uuid_t u;
-	int rows;
+	int rows, nloc = 0;
 
 	if (after != NULL && uuid_parse(after, u) != 0)
 		return err_field(e, 400, "api.bad_cursor", "/query/after",
@@ -388,6 +408,18 @@ job_list_text(struct db *c, int limit, const char *after, const struct job_filte
 				missed = true;
 				continue;
 			}
+			{
+				int l = 0;
+
+				while (l < nloc && strcmp(loc[l].id, id) != 0)
+					l++;
+				if (l < nloc) {
+					if (written++ > 0)
+						put(&b, ",", 1);
+					put(&b, loc[l].json, loc[l].len);
+					continue;
+				}
+			}
 			/* changed again since the first query: read it alone (gone: left out) */
 			if (!job_get_text(c, id, a, &t, e)) {
 				if (e->status != 404)
@@ -403,7 +435,7 @@ job_list_text(struct db *c, int limit, const char *after, const struct job_filte
 		if (!missed)
 			break;
 		put(&miss, "}", 1);
-		if (!fetch_missing(c, miss.p, e))
+		if (!fetch_missing(c, miss.p, a, loc, &nloc, limit + 1, e))
 			goto cleanup;
 		miss.len = 0;
 	}
