@@ -1,31 +1,33 @@
-/* cs_harness: starts a private cloudsim (CLOUDSIM_BIN) on free ports in a mkdtemp state
- * dir, stops it by pid, and talks HTTP(S) to it with libcurl. Header-only for the tests. */
+/* cs_harness: cloudsim's own tests' names for tests/harness (the one launcher and HTTP
+ * client): a cloudsim started by harness_cs_start, answers with lowercased headers and the
+ * curl result code.  Header-only; every function is a thin wrapper. */
 #ifndef CS_HARNESS_H
 #define CS_HARNESS_H
 
-#include <signal.h>
-#include <stdarg.h>
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "tests/harness/harness.h"
+
 struct csh {
-	pid_t	 pid;
-	char	 dir[256];
-	char	 base[96];		/* http://127.0.0.1:P */
-	char	 kube[96];		/* https://127.0.0.1:K */
-	char	 ca[300];
-	json_t	*clusters;		/* clusters.json "clusters" */
+	struct harness_cs cs;
+	const char	*base;		/* http://127.0.0.1:P (cs.url) */
+	const char	*kube;		/* https://127.0.0.1:K */
+	const char	*ca;		/* ca.pem path */
+	const char	*dir;
+	json_t		*clusters;	/* clusters.json "clusters" (borrowed from cs) */
 };
 
-static long csh_timeout_s = 20;	/* per request */
+#define csh_timeout_s	harness_http_timeout_s	/* per request */
 
 struct csh_resp {
 	long	 status;
@@ -39,184 +41,86 @@ struct csh_resp {
 static inline char *
 csh_slurp(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	char *b;
-	long n;
+	char *b = harness_slurp(path);
 
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
-	if (b == NULL || fread(b, 1, (size_t)n, f) != (size_t)n) {
-		free(b);
-		fclose(f);
-		return NULL;
-	}
-	b[n] = '\0';
-	fclose(f);
-	if (len != NULL)
-		*len = (size_t)n;
+	if (b != NULL && len != NULL)
+		*len = strlen(b);
 	return b;
 }
 
-/* Starts cloudsim with the fleet file; false when it does not come up in 15 s. */
+/* Starts cloudsim with the fleet file; fails the test when it does not come up. */
 static inline bool
 csh_start(struct csh *h, const char *fleet, const char *scale)
 {
-	const char *bin = getenv("CLOUDSIM_BIN");
-	char path[400], *port, *kport;
-	json_error_t je;
-	json_t *doc;
-	int i;
-
-	memset(h, 0, sizeof(*h));
-	if (bin == NULL)
-		return false;
-	snprintf(h->dir, sizeof(h->dir), "/tmp/cloudsim-test-XXXXXX");
-	if (mkdtemp(h->dir) == NULL)
-		return false;
-	h->pid = fork();
-	if (h->pid == 0) {
-		execl(bin, bin, "--fleet", fleet, "--listen", "127.0.0.1:0", "--state-dir", h->dir,
-		    "--time-scale", scale, (char *)NULL);
-		_exit(127);
-	}
-	snprintf(path, sizeof(path), "%s/port", h->dir);
-	for (i = 0; i < 300 && access(path, R_OK) != 0; i++)
-		usleep(50000);
-	port = csh_slurp(path, NULL);
-	snprintf(path, sizeof(path), "%s/kube_port", h->dir);
-	kport = csh_slurp(path, NULL);
-	if (port == NULL || kport == NULL) {
-		free(port);
-		free(kport);
-		return false;
-	}
-	snprintf(h->base, sizeof(h->base), "http://127.0.0.1:%d", atoi(port));
-	snprintf(h->kube, sizeof(h->kube), "https://127.0.0.1:%d", atoi(kport));
-	snprintf(h->ca, sizeof(h->ca), "%s/ca.pem", h->dir);
-	free(port);
-	free(kport);
-	snprintf(path, sizeof(path), "%s/clusters.json", h->dir);
-	doc = json_load_file(path, 0, &je);
-	h->clusters = json_incref(json_object_get(doc, "clusters"));
-	json_decref(doc);
-	return h->clusters != NULL;
+	harness_cs_start(&h->cs, fleet, scale);
+	h->base = h->cs.url;
+	h->kube = h->cs.kube;
+	h->ca = h->cs.ca;
+	h->dir = h->cs.dir;
+	h->clusters = h->cs.clusters;
+	return true;
 }
 
 static inline void
 csh_stop(struct csh *h)
 {
-	char cmd[300];
-	int st;
-
-	if (h->pid > 0) {
-		kill(h->pid, SIGTERM);
-		waitpid(h->pid, &st, 0);
-	}
-	json_decref(h->clusters);
-	if (strncmp(h->dir, "/tmp/cloudsim-test-", 19) == 0) {
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", h->dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "cannot remove %s\n", h->dir);
-	}
+	harness_cs_stop(&h->cs);
 }
 
-/* The cluster entry of clusters.json named name. */
 static inline json_t *
 csh_cluster(struct csh *h, const char *name)
 {
-	size_t i;
-	json_t *c;
-
-	json_array_foreach(h->clusters, i, c)
-		if (strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
-			return c;
-	return NULL;
+	return harness_cs_cluster(&h->cs, name);
 }
 
-/* A value of fleetd.env. */
+/* A value of fleetd.env (malloc'd), or NULL. */
 static inline char *
 csh_env(struct csh *h, const char *key)
 {
-	char path[300], *text, *p, *out = NULL;
-	size_t kl = strlen(key);
+	const char *v = harness_cs_env(&h->cs, key);
 
-	snprintf(path, sizeof(path), "%s/fleetd.env", h->dir);
-	text = csh_slurp(path, NULL);
-	for (p = text; p != NULL && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-		if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
-			out = strndup(p + kl + 1, strcspn(p + kl + 1, "\n"));
-			break;
-		}
-	free(text);
-	return out;
+	return v != NULL ? strdup(v) : NULL;
 }
 
-static inline size_t
-csh_write_cb(char *p, size_t sz, size_t n, void *u)
+/* h as a csh_resp (takes its body and JSON). */
+static inline struct csh_resp
+csh_from(struct http_result *h)
 {
-	struct csh_resp *r = u;
-	size_t add = sz * n;
-	char *nb = realloc(r->body, r->len + add + 1);
+	struct csh_resp r;
+	size_t i;
 
-	if (nb == NULL)
-		return 0;
-	r->body = nb;
-	memcpy(r->body + r->len, p, add);
-	r->len += add;
-	r->body[r->len] = '\0';
-	return add;
+	memset(&r, 0, sizeof(r));
+	r.status = h->status;
+	r.curl_rc = h->curl_rc;
+	r.len = h->len;
+	r.body = h->body;
+	r.json = h->json;
+	for (i = 0; h->headers[i] != '\0' && i + 1 < sizeof(r.hdr); i++)
+		r.hdr[i] = (char)tolower((unsigned char)h->headers[i]);
+	free(h->headers);
+	return r;
 }
 
-static inline size_t
-csh_hdr_cb(char *p, size_t sz, size_t n, void *u)
-{
-	struct csh_resp *r = u;
-	size_t add = sz * n, have = strlen(r->hdr), i;
-
-	for (i = 0; i < add && have + 1 < sizeof(r->hdr); i++)
-		r->hdr[have++] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]);
-	r->hdr[have] = '\0';
-	return add;
-}
-
-/* One request. headers: NULL-terminated "Name: value" list. cafile NULL = system CAs. */
+/* One request. headers: NULL-terminated "Name: value" list. cafile NULL = system CAs.  A
+ * body without a Content-Type goes as curl sends it by default (form-encoded). */
 static inline struct csh_resp
 csh_req(const char *method, const char *url, const char *const *headers, const char *body,
     const char *cafile)
 {
-	struct csh_resp r;
-	struct curl_slist *sl = NULL;
-	CURL *c = curl_easy_init();
+	const char *hd[32];
+	struct http_result h;
+	size_t n = 0;
+	bool ct = false;
 
-	memset(&r, 0, sizeof(r));
-	for (; headers != NULL && *headers != NULL; headers++)
-		sl = curl_slist_append(sl, *headers);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, sl);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, csh_write_cb);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, csh_hdr_cb);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, csh_timeout_s);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	if (cafile != NULL)
-		curl_easy_setopt(c, CURLOPT_CAINFO, cafile);
-	if (body != NULL) {
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	for (; headers != NULL && headers[n] != NULL && n < 30; n++) {
+		hd[n] = headers[n];
+		ct |= strncasecmp(headers[n], "Content-Type:", 13) == 0;
 	}
-	r.curl_rc = (int)curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-	if (r.body != NULL)
-		r.json = json_loadb(r.body, r.len, 0, NULL);
-	curl_slist_free_all(sl);
-	curl_easy_cleanup(c);
-	return r;
+	if (body != NULL && !ct)
+		hd[n++] = "Content-Type: application/x-www-form-urlencoded";
+	hd[n] = NULL;
+	harness_https(&h, method, url, cafile, body, hd);
+	return csh_from(&h);
 }
 
 static inline void
@@ -243,29 +147,22 @@ static inline struct csh_resp
 csh_kube(struct csh *h, const char *cluster, const char *method, const char *path,
     const char *ctype, const char *body)
 {
-	char url[1400], auth[200], ct[120];
-	json_t *c = csh_cluster(h, cluster);
-	const char *hd[] = { auth, ct, NULL };
+	struct http_result r;
 
-	snprintf(url, sizeof(url), "%s/k8s/%s%s", h->kube, cluster, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
-	    json_string_value(json_object_get(c, "token")));
-	snprintf(ct, sizeof(ct), "Content-Type: %s", ctype ? ctype : "application/json");
-	return csh_req(method, url, hd, body, h->ca);
+	harness_kube(&h->cs, &r, cluster, method, path, ctype, body);
+	return csh_from(&r);
 }
 
 /* Polls until pred(h, arg) or timeout_s; returns pred's last answer. */
 static inline bool
 csh_wait(struct csh *h, bool (*pred)(struct csh *, void *), void *arg, double timeout_s)
 {
-	struct timespec t0, t;
+	double end = harness_now_s() + timeout_s;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		if (pred(h, arg))
 			return true;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec + (t.tv_nsec - t0.tv_nsec) / 1e9 > timeout_s)
+		if (harness_now_s() > end)
 			return false;
 		usleep(100000);
 	}

@@ -367,6 +367,8 @@ on_data(char *ptr, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
+long harness_http_timeout_s = 30;
+
 /* One call; token or cafile may be NULL. */
 static void
 http_do(struct http_result *r, const char *method, const char *url, const char *token,
@@ -380,7 +382,7 @@ http_do(struct http_result *r, const char *method, const char *url, const char *
 	memset(r, 0, sizeof(*r));
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, harness_http_timeout_s);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
@@ -410,7 +412,8 @@ http_do(struct http_result *r, const char *method, const char *url, const char *
 		h = curl_slist_append(h, headers[i]);
 	h = curl_slist_append(h, "Expect:");
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	if (curl_easy_perform(c) == CURLE_OK)
+	r->curl_rc = (int)curl_easy_perform(c);
+	if (r->curl_rc == CURLE_OK)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
 	r->body = bb.p ? bb.p : strdup("");
 	r->len = bb.n;

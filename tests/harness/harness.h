@@ -29,7 +29,11 @@ struct http_result {
 	size_t	 len;
 	char	*headers;	/* malloc'd raw header block */
 	json_t	*json;		/* parsed body or NULL */
+	int	 curl_rc;	/* CURLcode of the transfer (0: an answer came) */
 };
+
+/* Seconds one harness_http/https call may take (30 unless a test changes it). */
+extern long harness_http_timeout_s;
 
 /* A cloudsim started by harness_cs_start, and what fleetd needs to talk to it. */
 struct harness_cs {
