@@ -214,7 +214,20 @@ iam_remove(const struct tf_res *r, json_t *state, struct tf_diags *d)
 	return true;	/* a locked pair ends with its cloud */
 }
 
-const struct tf_ops tf_ops_cloud_iam = {iam_create, iam_read, iam_update, iam_remove, NULL};
+static void
+iam_validate(const struct tf_res *r, json_t *config, struct tf_diags *d)
+{
+	json_t *cp = tf_get(config, "control_plane_role"), *cl = tf_get(config, "cluster_role");
+
+	(void)r;
+	if (json_is_string(cp) && json_is_string(cl) && json_equal(cp, cl))
+		tf_diag(d, true, "cluster_role", "Invalid attribute value",
+		    "Attribute \"cluster_role\" must differ from control_plane_role: one identity "
+		    "may not be both.");
+}
+
+const struct tf_ops tf_ops_cloud_iam = {iam_create, iam_read, iam_update, iam_remove,
+	iam_validate};
 
 /* ------------------------------------------------------------------ fleet_cluster */
 

@@ -196,6 +196,25 @@ chk_token_envs(json_t *v, char *msg, size_t n)
 }
 
 static bool
+chk_labels(json_t *v, char *msg, size_t n)
+{
+	const char *k;
+	json_t *x;
+
+	if (json_object_size(v) > 64) {
+		snprintf(msg, n, "must have at most 64 labels");
+		return false;
+	}
+	json_object_foreach(v, k, x) {
+		if (json_is_string(x) && strlen(json_string_value(x)) > 63) {
+			snprintf(msg, n, "value of label \"%s\" must be at most 63 characters", k);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
 chk_positive(json_t *v, char *msg, size_t n)
 {
 	if (json_number_value(v) > 0)
@@ -416,7 +435,7 @@ static const struct tf_attr cluster_attrs[] = {
 	{"token_wo", NULL, TY_STR, 0, NULL, F_REQ | F_WO | F_SENS, NULL, "Bearer token; write-only: sent to fleetd, never stored in plan or state."},
 	{"token_wo_version", NULL, TY_NUM, 0, NULL, F_OPT | F_LOCAL, NULL, "Change it to send token_wo again (rotation)."},
 	{"provider_cluster_id", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_len512, "GKE cluster path, AKS resource id or HyperPod ARN; immutable."},
-	{"labels", NULL, TY_MAP, TY_STR, NULL, F_OPT | F_COMP, NULL, "Labels (at most 64)."},
+	{"labels", NULL, TY_MAP, TY_STR, NULL, F_OPT | F_COMP, chk_labels, "Labels (at most 64, values at most 63 characters)."},
 	{"batch_scheduler", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_batch, "none (default), volcano, yunikorn, kai or kueue."},
 	{"environment", NULL, TY_STR, 0, NULL, F_COMP, NULL, "The cloud's environment."},
 	{"provider_type", "provider", TY_STR, 0, NULL, F_COMP, NULL, "The cloud's provider."},

@@ -288,6 +288,20 @@ resource "fleet_api_token" "bad" {
   role         = "root"
   environments = ["tfprod"]
 }
+resource "fleet_cloud_iam" "bad" {
+  cloud_id           = "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"
+  control_plane_role = "same@p.iam.gserviceaccount.com"
+  cluster_role       = "same@p.iam.gserviceaccount.com"
+}
+resource "fleet_cluster" "bad" {
+  cloud_id            = "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"
+  name                = "c1"
+  api_server          = "http://10.0.0.1"
+  ca_cert             = "x"
+  token_wo            = "t"
+  provider_cluster_id = "p"
+  batch_scheduler     = "slurm"
+}
 '''
 
 
@@ -554,9 +568,12 @@ resource "fleet_queue" "imported" {
                              ("region", 'Attribute "region": mars-north1 is not a gke region'),
                              ("account.project", 'Attribute "account.project" is required'),
                              ("account.account_id", 'Attribute "account.account_id" belongs'),
-                             ("role", 'Attribute "role" must be one of')):
+                             ("role", 'Attribute "role" must be one of'),
+                             ("cluster_role", 'Attribute "cluster_role" must differ'),
+                             ("api_server", 'Attribute "api_server" must be an https://'),
+                             ("batch_scheduler", 'Attribute "batch_scheduler" must be one of')):
             expect(needle in out, f"validation names {attr}")
-        expect(out.count("Error:") >= 7, "each invalid attribute is its own error")
+        expect(out.count("Error:") >= 10, "each invalid attribute is its own error")
 
         # a failed phase 2 fails the apply with each failed check
         f2 = TF(os.path.join(work, "fail"), env)
