@@ -168,6 +168,10 @@ def attr_lines(attrs, prefix=""):
         else:
             kind = type_str(a.get("type", "string"))
         flags = []
+        if prefix and a.get("required"):
+            flags.append("required")
+        elif prefix and a.get("optional"):
+            flags.append("optional")
         if a.get("sensitive"):
             flags.append("sensitive")
         if a.get("write_only"):
