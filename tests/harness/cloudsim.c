@@ -119,7 +119,7 @@ launch(struct harness_cs *cs, const char *fleet, const char *time_scale)
 		_exit(127);
 	}
 	snprintf(path, sizeof(path), "%s/port", cs->dir);
-	for (int i = 0; i < 300 && access(path, R_OK) != 0; i++) {
+	for (int i = 0; i < 600 && access(path, R_OK) != 0; i++) {
 		if (waitpid(cs->pid, NULL, WNOHANG) == cs->pid) {
 			cs->pid = 0;
 			fail_msg("cloudsim exited at start; see %s/cloudsim.log", cs->dir);
@@ -127,7 +127,7 @@ launch(struct harness_cs *cs, const char *fleet, const char *time_scale)
 		usleep(50 * 1000);
 	}
 	if (access(path, R_OK) != 0)
-		fail_msg("cloudsim did not start in 15 s; see %s/cloudsim.log", cs->dir);
+		fail_msg("cloudsim did not start in 30 s; see %s/cloudsim.log", cs->dir);
 	read_outputs(cs);
 }
 

@@ -283,7 +283,7 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 		_exit(127);
 	}
 	snprintf(health, sizeof(health), "%s/healthz", p->url);
-	for (int i = 0; i < 300; i++) {
+	for (int i = 0; i < 600; i++) {	/* 30 s: the machine may be loaded */
 		int st;
 
 		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
