@@ -362,8 +362,8 @@ void	 cs_reply_header(struct cs_req *rq, const char *name, const char *value);
 /* Error in the family's own shape; code is the family's code/reason. */
 void	 cs_reply_error(struct cs_req *rq, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-bool	 cs_http_start(struct cs *cs, const char *host, int port, const char *key_pem,
-	    const char *cert_pem, struct err *e);
+bool	 cs_http_start(struct cs *cs, const char *host, int port, int kube_port,
+	    const char *key_pem, const char *cert_pem, struct err *e);
 void	 cs_http_stop(void);
 
 /* ---- handlers (called with cs->lock held) */
@@ -406,6 +406,12 @@ void	 cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const
 void	 cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *kind,
 	    const char *api, json_t *items);			/* consumes items */
 const char *cs_jpath(json_t *o, const char *dotted);	/* string at a.b.c or NULL */
+
+/* ---- persist.c: what survives a restart (state.json in the state dir) */
+bool	 cs_persist_load(struct cs *cs, struct err *e);	/* after the fleet is loaded */
+void	 cs_persist_save(struct cs *cs);			/* atomic; logs a failure */
+void	 cs_persist_tick(struct cs *cs);			/* saves when something moved */
+int	 cs_persist_port(struct cs *cs, const char *file);	/* earlier run's port or 0 */
 
 /* ---- yaml.c: one document (all = false) or an array of every document; NULL and err */
 json_t	*cs_yaml_load(const char *text, size_t len, bool all, char *err, size_t errlen);

@@ -659,15 +659,20 @@ bound_port(struct MHD_Daemon *d)
 }
 
 bool
-cs_http_start(struct cs *cs, const char *host, int port, const char *key_pem,
+cs_http_start(struct cs *cs, const char *host, int port, int kube_port, const char *key_pem,
     const char *cert_pem, struct err *e)
 {
 	plain_d = start(host, port, NULL, NULL, NULL);
 	if (plain_d == NULL)
 		return err_set(e, 500, "cloudsim.listen", "cannot listen on %s:%d", host, port);
-	tls_d = start(host, 0, key_pem, cert_pem, &tls_marker);
-	if (tls_d == NULL)
+	tls_d = start(host, kube_port, key_pem, cert_pem, &tls_marker);
+	if (tls_d == NULL && kube_port != 0)	/* the earlier run's port is taken */
+		tls_d = start(host, 0, key_pem, cert_pem, &tls_marker);
+	if (tls_d == NULL) {
+		MHD_stop_daemon(plain_d);
+		plain_d = NULL;
 		return err_set(e, 500, "cloudsim.listen", "cannot start the tls listener");
+	}
 	snprintf(cs->base_url, sizeof(cs->base_url), "http://%s:%d", host, bound_port(plain_d));
 	snprintf(cs->kube_url, sizeof(cs->kube_url), "https://%s:%d", host, bound_port(tls_d));
 	return true;

@@ -148,8 +148,16 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if ((o.crd_dir != NULL && !cs_crds_load(&cs, o.crd_dir, &e)) ||
-	    !cs_fleet_load(&cs, o.fleet, &e) || !cs_pki_init(cs.state_dir, &key, &cert, &e) ||
-	    !cs_http_start(&cs, o.host, o.port, key, cert, &e)) {
+	    !cs_fleet_load(&cs, o.fleet, &e) || !cs_persist_load(&cs, &e) ||
+	    !cs_pki_init(cs.state_dir, &key, &cert, &e)) {
+		fprintf(stderr, "cloudsim: %s\n", e.msg);
+		goto cleanup;
+	}
+	/* port 0: the earlier run's ports when free, so stored API server URLs stay valid */
+	if (!(o.port == 0 && cs_persist_port(&cs, "port") > 0 &&
+	    cs_http_start(&cs, o.host, cs_persist_port(&cs, "port"), cs_persist_port(&cs,
+	    "kube_port"), key, cert, &e)) &&
+	    !cs_http_start(&cs, o.host, o.port, 0, key, cert, &e)) {
 		fprintf(stderr, "cloudsim: %s\n", e.msg);
 		goto cleanup;
 	}
@@ -166,8 +174,12 @@ main(int argc, char **argv)
 		pthread_mutex_lock(&cs.lock);
 		cs_tick(&cs);
 		cs_watch_sync_all(&cs);
+		cs_persist_tick(&cs);
 		pthread_mutex_unlock(&cs.lock);
 	}
+	pthread_mutex_lock(&cs.lock);
+	cs_persist_save(&cs);
+	pthread_mutex_unlock(&cs.lock);
 	rc = 0;
 cleanup:
 	cs_http_stop();

@@ -114,16 +114,32 @@ key_pem(EVP_PKEY *k)
 	return s;
 }
 
-/* Generates the CA and the server certificate; writes DIR/ca.pem.  On success the
- * server key and certificate PEM are malloc'd into *key_out / *cert_out. */
+/* Generates the CA and the server certificate (or reuses those of an earlier run in DIR);
+ * writes DIR/ca.pem.  On success the server key and certificate PEM are malloc'd into
+ * *key_out / *cert_out. */
 bool
 cs_pki_init(const char *state_dir, char **key_out, char **cert_out, struct err *e)
 {
 	EVP_PKEY *cak = NULL, *srvk = NULL;
 	X509 *ca = NULL, *srv = NULL;
-	char *ca_text = NULL;
+	char *ca_text = NULL, path[1024];
 	bool ok = false;
 
+	/* a restart keeps the CA and the server certificate, so what callers stored stays
+	 * valid (the state dir is 0700) */
+	snprintf(path, sizeof(path), "%s/ca.pem", state_dir);
+	ca_text = cs_read_file(path, NULL);
+	snprintf(path, sizeof(path), "%s/tls-server-key.pem", state_dir);
+	*key_out = ca_text ? cs_read_file(path, NULL) : NULL;
+	snprintf(path, sizeof(path), "%s/tls-server.pem", state_dir);
+	*cert_out = *key_out ? cs_read_file(path, NULL) : NULL;
+	if (*cert_out != NULL) {
+		free(ca_text);
+		return true;
+	}
+	free(ca_text);
+	free(*key_out);
+	ca_text = *key_out = NULL;
 	cak = ec_key();
 	srvk = ec_key();
 	if (cak == NULL || srvk == NULL) {
@@ -141,6 +157,9 @@ cs_pki_init(const char *state_dir, char **key_out, char **cert_out, struct err *
 		goto cleanup;
 	*key_out = key_pem(srvk);
 	*cert_out = cert_pem(srv);
+	if (!cs_write_file(state_dir, "tls-server-key.pem", *key_out, e) ||
+	    !cs_write_file(state_dir, "tls-server.pem", *cert_out, e))
+		goto cleanup;
 	ok = true;
 cleanup:
 	free(ca_text);

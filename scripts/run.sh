@@ -32,9 +32,13 @@ export FLEETD_MASTER_KEY=$(cat "$state/master.key")
 export FLEETD_LISTEN=${FLEETD_LISTEN:-127.0.0.1:8080}
 
 if [ -x "$bin/cloudsim" ]; then
-	rm -rf "$state/cloudsim"; mkdir -p "$state/cloudsim"
+	# the state dir is kept: cloudsim reloads its IAM settings (trust external ids, tags,
+	# federated credentials), tokens, ports, CA and Ray objects, so a second `make run`
+	# weakens no trust policy fleetd verified (cloudsim/README.md, "Restarts")
+	mkdir -p "$state/cloudsim"; rm -f "$state/cloudsim/port"
+	crds=(); [ -d "$top/../shared/kuberay/crds" ] && crds=(--crd-dir "$top/../shared/kuberay/crds")
 	"$bin/cloudsim" --fleet "$top/cloudsim/fleets/demo.json" --listen 127.0.0.1:0 \
-		--state-dir "$state/cloudsim" >"$state/cloudsim.log" 2>&1 &
+		--state-dir "$state/cloudsim" "${crds[@]}" >>"$state/cloudsim.log" 2>&1 &
 	pids+=($!)
 	for _ in $(seq 200); do [ -s "$state/cloudsim/port" ] && break; sleep 0.1; done
 	if [ -s "$state/cloudsim/fleetd.env" ]; then

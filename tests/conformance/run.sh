@@ -238,6 +238,28 @@ unset AWS_SESSION_TOKEN
 export AWS_ACCESS_KEY_ID=$FLEETD_AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=wrong
 fail "aws: a wrong secret is SignatureDoesNotMatch" 'SignatureDoesNotMatch' aws sts get-caller-identity $STS
 
+# ---- a restart with the same state dir keeps trust policies, tokens, ports and objects
+unset AWS_SESSION_TOKEN
+export AWS_ACCESS_KEY_ID=$FLEETD_AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$FLEETD_AWS_SECRET_ACCESS_KEY
+run "kubectl: apply a RayJob before the restart" kubectl apply --server-side -f "$work/rj.yaml"
+kill "$cs_pid"; wait "$cs_pid"; rc=$?
+[ "$rc" -eq 0 ] || bad "cloudsim exited $rc at the restart"
+port_before=$(cat "$S/port"); rm -f "$S/port"
+ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$build/cloudsim" --fleet "$work/fleet.json" \
+	--listen 127.0.0.1:0 --state-dir "$S" --crd-dir "$shared/kuberay/crds" --time-scale 1 \
+	>>"$work/cloudsim.log" 2>&1 &
+cs_pid=$!
+for _ in $(seq 300); do [ -s "$S/port" ] && break; sleep 0.1; done
+[ "$(cat "$S/port" 2>/dev/null)" = "$port_before" ] && ok "restart: same port" || bad "restart: port moved"
+fail "restart: AssumeRole without the external id is still AccessDenied" 'AccessDenied' \
+	aws sts assume-role --role-arn "$role" --role-session-name conf $STS
+run "restart: AssumeRole with the external id" aws sts assume-role --role-arn "$role" \
+	--role-session-name conf --external-id ext-conformance $STS
+run "restart: kubectl with the same token and CA sees the RayJob" kubectl get rayjob "$rjname"
+run "restart: gcloud impersonation still allowed" gcloud auth print-access-token --impersonate-service-account="$cp"
+fail "restart: impersonation still denied without the binding" 'PERMISSION_DENIED|getAccessToken|403' \
+	gcloud auth print-access-token --impersonate-service-account="$nodes_sa"
+
 # ---- Azure SDK for JavaScript and @kubernetes/client-node
 if NODE_EXTRA_CA_CERTS=$S/ca.pem node "$here/sdk.js" "$S" >"$work/sdk.txt" 2>&1; then :; fi
 cat "$work/sdk.txt"
