@@ -197,7 +197,9 @@ class Sim:
         env.update(self.fleetd_env)
         env.update({"DATABASE_URL": self.pg_url, "FLEETD_MASTER_KEY": self.master_key,
                     "FLEETD_SCHEDULER_INTERVAL_MS": "250", "FLEETD_POLL_INTERVAL_MS": "1000",
-                    "FLEETD_LOG_LEVEL": "info"})
+                    "FLEETD_LOG_LEVEL": "info",
+                    # the orphan sweep (issue 18) cleans up within the orphan check's grace
+                    "FLEETD_SWEEP_INTERVAL_MS": "2000", "FLEETD_ORPHAN_MIN_AGE": "5"})
         env.update(extra or {})
         return env
 

@@ -104,7 +104,7 @@ def wait_capacity(sim, timeout=60):
                       f" in {timeout}s; see {sim.dir}/fleetd-*.log")
 
 
-def setup_fleet(sim, replicas, workers="scheduler,dispatch,status,poller"):
+def setup_fleet(sim, replicas, workers="scheduler,dispatch,status,poller,sweep"):
     """Starts the replicas, registers the fleet, waits for the first capacity snapshot."""
     for i in range(replicas):
         sim.start_fleetd(f"r{i}", workers)

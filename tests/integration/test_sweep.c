@@ -1,0 +1,290 @@
+/* test_sweep: the orphan sweep and evacuation refusals against cloudsim (issue 18) — an
+ * apply that lands after its job was cancelled (the cancel/in-flight-apply race) is
+ * deleted with its audit row, event and metric while live and foreign objects stay; report
+ * mode only records; moves with "source": "unreachable" are refused on a healthy source,
+ * explained on an unreachable one, and held back until the configured time has passed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/harness.h"
+
+#define ENV		"test"
+#define H100		"nvidia-h100-80gb"
+#define CLUSTER		"test-hp-usw2"
+
+static struct fleetd_proc fd;
+static struct harness_cs cs;
+static char dburl[512], cluster_id[40];
+static char *admin, *oper;
+static char *live_id, *gone_id;	/* a running job; a cancelled one */
+static json_t *live_manifest;	/* the running job's object */
+
+static const char *const workers_env = "FLEETD_WORKERS=poller,scheduler,dispatch,status,sweep";
+
+static void
+start_fleetd(const char *mode)
+{
+	harness_cs_env_add(&cs, "FLEETD_ORPHAN_SWEEP=%s", mode);
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+}
+
+static int
+setup(void **state)
+{
+	const char *const names[] = { CLUSTER, NULL };
+	json_t *fleet;
+
+	(void)state;
+	fleet = harness_fleet_json();	/* RayJobs run for good: the live one stays live */
+	json_object_set_new(json_object_get(fleet, "sim"), "job_run_s", json_integer(1000000));
+	harness_cs_start_json(&cs, fleet, "4");
+	json_decref(fleet);
+	harness_cs_env_add(&cs, "%s", workers_env);
+	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=1000");
+	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
+	harness_cs_env_add(&cs, "FLEETD_SWEEP_INTERVAL_MS=500");
+	harness_cs_env_add(&cs, "FLEETD_ORPHAN_MIN_AGE=1");
+	harness_db_create("sweep", dburl, sizeof(dburl));
+	start_fleetd("delete");
+	admin = harness_token(dburl, "admin", "*");
+	oper = harness_token(dburl, "operator", ENV);
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
+	harness_register(&cs, admin, CLUSTER, NULL, cluster_id);
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"default\",\"value\":100}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV
+	    "\",\"nominal_quota\":{\"" H100 "\":64},\"default_priority_class\":\"default\"}");
+	harness_wait_capacity(names, 60);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (fd.pid > 0)
+		harness_fleetd_stop(&fd);
+	harness_db_drop(dburl);
+	harness_cs_stop(&cs);
+	harness_done();
+	free(admin);
+	free(oper);
+	free(live_id);
+	free(gone_id);
+	json_decref(live_manifest);
+	harness_validate_responses();
+	return 0;
+}
+
+static char *
+submit(const char *name)
+{
+	char body[768];
+
+	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\",\"queue\":"
+	    "\"ml\",\"name\":\"%s\",\"ray_version\":\"2.52.0\",\"entrypoint\":\"python t.py\","
+	    "\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
+	    "\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\""
+	    H100 "\",\"count\":1}}]}", name);
+	return strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+}
+
+struct want_state {
+	const char	*id, *state;
+};
+
+static bool
+in_state(void *arg)
+{
+	struct want_state *w = arg;
+
+	return strcmp(harness_js(harness_get_ok(admin, "/v1/jobs/%s", w->id), "state"),
+	    w->state) == 0;
+}
+
+/* Objects named name on the cluster (cloudsim's own view). */
+static size_t
+objects_named(const char *name)
+{
+	json_t *o = harness_sim_get(&cs, "/_sim/objects?cluster=" CLUSTER);
+	json_t *it;
+	size_t i, n = 0;
+
+	json_array_foreach(json_object_get(o, "objects"), i, it)
+		n += strcmp(harness_js(it, "name"), name) == 0;
+	json_decref(o);
+	return n;
+}
+
+static bool
+object_gone(void *arg)
+{
+	return objects_named(arg) == 0;
+}
+
+/* A copy of the running job's object as name, labelled as job's attempt in env, created
+ * on the cluster behind fleetd's back (what a dead replica's late apply leaves). */
+static void
+plant(const char *name, const char *job, const char *attempt, const char *env)
+{
+	json_t *o = json_deep_copy(live_manifest), *md = json_object_get(o, "metadata");
+	json_t *lb = json_object_get(md, "labels");
+	struct http_result r;
+	char path[256], *body;
+
+	json_object_set_new(md, "name", json_string(name));
+	json_object_set_new(lb, "fleet.io/job-id", json_string(job));
+	json_object_set_new(lb, "fleet.io/attempt", json_string(attempt));
+	json_object_set_new(lb, "fleet.io/environment", json_string(env));
+	json_object_del(md, "resourceVersion");
+	json_object_del(md, "uid");
+	json_object_del(md, "creationTimestamp");
+	json_object_del(o, "status");
+	snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/rayjobs",
+	    harness_js(md, "namespace"));
+	body = json_dumps(o, JSON_COMPACT);
+	harness_kube(&cs, &r, CLUSTER, "POST", path, "application/json", body);
+	if (r.status != 201)
+		fail_msg("planting %s: %ld %s", name, r.status, r.body);
+	harness_http_free(&r);
+	free(body);
+	json_decref(o);
+}
+
+/* The value of the sample line starting with name (with its labels and a space). */
+static double
+metric(const char *name)
+{
+	char key[160];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s", name);
+	harness_call("GET", NULL, NULL, "/metrics");
+	p = harness_r.body ? strstr(harness_r.body, key) : NULL;
+	return p ? atof(p + strlen(key)) : -1;
+}
+
+/* The race: a cancelled job's object that lands afterwards is deleted, audited and told
+ * in the job's events; the running job's object and a foreign one stay. */
+static void
+test_late_apply_deleted(void **state)
+{
+	struct want_state running, cancelled;
+	char *attempt, *foreign = "3f6b1c9e-0000-4000-8000-000000000001";
+
+	(void)state;
+	live_id = submit("live");
+	running = (struct want_state){ live_id, "running" };
+	assert_true(harness_wait(in_state, &running, 60));
+	live_manifest = json_incref(harness_get_ok(admin, "/v1/jobs/%s/manifest", live_id));
+	gone_id = submit("gone");
+	harness_call("POST", oper, "{}", "/v1/jobs/%s/cancel", gone_id);
+	cancelled = (struct want_state){ gone_id, "cancelled" };
+	assert_true(harness_wait(in_state, &cancelled, 30));
+	attempt = harness_sql_str("SELECT greatest(attempt, 1)::text FROM jobs WHERE id = '%s'",
+	    gone_id);
+	plant("late-apply", gone_id, attempt, ENV);
+	plant("not-ours", foreign, "1", "someone-else");
+	assert_true(harness_wait(object_gone, "late-apply", 20));
+	sleep(2);	/* more rounds: nothing else goes */
+	assert_int_equal(objects_named("not-ours"), 1);
+	assert_int_equal(objects_named(harness_js(live_manifest, "metadata.name")), 1);
+	assert_true(in_state(&running));
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM orphans WHERE name = 'late-apply'"
+	    " AND state = 'deleted' AND reason = 'cancelled' AND job_id = '%s'", gone_id), 1);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s'"
+	    " AND type = 'orphan_deleted'", gone_id), 1);
+	harness_get_ok(admin, "/v1/audit?resource_type=job&resource_id=%s", gone_id);
+	assert_non_null(strstr(harness_r.body, "orphan.delete"));
+	assert_non_null(strstr(harness_r.body, "late-apply"));
+	assert_true(metric("fleetd_orphans_deleted_total ") >= 1);
+	assert_true(metric("fleetd_orphans_found_total{reason=\"cancelled\"} ") >= 1);
+	free(attempt);
+}
+
+/* FLEETD_ORPHAN_SWEEP=report: the orphan is recorded and counted, not deleted. */
+static void
+test_report_mode(void **state)
+{
+	struct want_state running = { live_id, "running" };
+
+	(void)state;
+	harness_fleetd_stop(&fd);
+	start_fleetd("report");
+	plant("late-apply-2", gone_id, "1", ENV);
+	for (int i = 0; i < 100 && harness_sql_long("SELECT count(*) FROM orphans WHERE name ="
+	    " 'late-apply-2' AND state = 'reported'") == 0; i++)
+		usleep(100 * 1000);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM orphans WHERE name ="
+	    " 'late-apply-2' AND state = 'reported'"), 1);
+	assert_int_equal(objects_named("late-apply-2"), 1);
+	assert_true(metric("fleetd_orphans_reported_total ") >= 1);
+	assert_true(in_state(&running));
+	harness_fleetd_stop(&fd);
+	start_fleetd("delete");
+	assert_true(harness_wait(object_gone, "late-apply-2", 20));
+}
+
+static bool
+unreachable(void *arg)
+{
+	(void)arg;
+	return harness_sql_long("SELECT count(*) FROM clusters WHERE state = 'unreachable'") == 1;
+}
+
+/* Evacuation is refused on a healthy source, explained (since when, the flag) on an
+ * unreachable one, and held back before FLEETD_EVACUATE_AFTER (120 s by default). */
+static void
+test_evacuation_refusals(void **state)
+{
+	json_t *fault = NULL;
+
+	(void)state;
+	harness_call("POST", oper, "{\"target\":{\"region\":\"us-east-1\"},\"source\":\"elsewhere\"}",
+	    "/v1/jobs/%s/move", live_id);
+	harness_expect_problem(NULL, 400, "move.bad_source", "/source");
+	harness_call("POST", oper, "{\"target\":{\"region\":\"us-east-1\"},\"source\":"
+	    "\"unreachable\"}", "/v1/jobs/%s/move", live_id);
+	harness_expect_problem(NULL, 409, "move.source_reachable", "/source");
+	harness_call("POST", oper, "{\"source\":\"maybe\"}", "/v1/clusters/%s/drain", cluster_id);
+	harness_expect_problem(NULL, 400, "move.bad_source", "/source");
+	harness_call("POST", oper, "{\"sauce\":\"unreachable\"}", "/v1/clusters/%s/drain",
+	    cluster_id);
+	harness_expect_problem(NULL, 400, "api.unknown_field", NULL);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM clusters WHERE cordoned"), 0);
+
+	harness_sim(&cs, "POST", "/_sim/faults", "{\"cluster\":\"" CLUSTER "\",\"unreachable\":"
+	    "true}", &fault);
+	assert_non_null(fault);
+	assert_true(harness_wait(unreachable, NULL, 30));
+	harness_call("POST", oper, "{\"target\":{\"region\":\"us-east-1\"}}", "/v1/jobs/%s/move",
+	    live_id);
+	harness_expect_problem(NULL, 409, "move.source_unreachable", NULL);
+	assert_non_null(strstr(harness_js(harness_r.json, "detail"), "since"));
+	assert_non_null(strstr(harness_js(harness_r.json, "detail"), "--source-unreachable"));
+	harness_call("POST", oper, "{\"target\":{\"region\":\"us-east-1\"},\"source\":"
+	    "\"unreachable\",\"dry_run\":true}", "/v1/jobs/%s/move", live_id);
+	harness_expect_problem(NULL, 409, "move.evacuate_too_soon", "/source");
+	assert_true(in_state(&(struct want_state){ live_id, "running" }));
+	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
+	json_decref(fault);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_late_apply_deleted),
+		cmocka_unit_test(test_report_mode),
+		cmocka_unit_test(test_evacuation_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
