@@ -315,7 +315,7 @@ terraform {{
   }}
 }}
 provider "fleet" {{
-  iam_verification_timeout = 3
+  iam_verification_timeout = 1
 }}
 resource "fleet_cloud" "hp2" {{
   name          = "tf-hp-use1"
@@ -395,6 +395,57 @@ class Flaky:
     def close(self):
         self.srv.shutdown()
         self.srv.server_close()
+
+
+CA_TF = '''
+terraform {
+  required_providers {
+    fleet = { source = "fleetd/fleet" }
+  }
+}
+provider "fleet" {
+  ca_cert     = %s
+  max_retries = 0
+}
+data "fleet_capacity" "all" {}
+output "rows" { value = length(data.fleet_capacity.all.items) }
+'''
+
+
+def tls_fleetd(sim, work):
+    """A second fleetd replica serving HTTPS with a certificate of a fresh CA."""
+    d = os.path.join(work, "tls")
+    os.makedirs(d, exist_ok=True)
+    ca, leaf = os.path.join(d, "ca"), os.path.join(d, "leaf")
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True, cwd=d)  # noqa: E731
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+        "-nodes", "-keyout", ca + ".key", "-out", ca + ".pem", "-days", "2", "-subj", "/CN=tf test CA")
+    run("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+        "-keyout", leaf + ".key", "-out", leaf + ".csr", "-subj", "/CN=127.0.0.1")
+    with open(os.path.join(d, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run("openssl", "x509", "-req", "-in", leaf + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+        "-CAcreateserial", "-out", leaf + ".pem", "-days", "2", "-extfile", "ext.cnf")
+    from lib import Proc, free_port  # noqa: PLC0415
+    port = free_port()
+    lp = os.path.join(sim.dir, "fleetd-tls.log")
+    env = sim.fleetd_environ({"FLEETD_LISTEN": f"127.0.0.1:{port}", "FLEETD_WORKERS": "none",
+                              "FLEETD_INSTANCE_ID": "tf-tls", "FLEETD_TLS_CERT": leaf + ".pem",
+                              "FLEETD_TLS_KEY": leaf + ".key"})
+    p = subprocess.Popen([os.path.join(sim.build, "fleetd"), "serve"], env=env,
+                         stdout=open(lp, "a"), stderr=subprocess.STDOUT, start_new_session=True)
+    sim._record_pid(p.pid)
+    sim.procs["tls"] = Proc("tls", p, lp, f"https://127.0.0.1:{port}")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        r = subprocess.run(["curl", "-fsS", "--cacert", ca + ".pem", f"https://127.0.0.1:{port}/healthz"],
+                           capture_output=True)
+        if r.returncode == 0:
+            return f"https://127.0.0.1:{port}", ca + ".pem"
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise CheckFailed(f"fleetd with TLS did not start; see {lp}")
 
 
 def expect(cond, what):
@@ -535,6 +586,21 @@ resource "fleet_queue" "imported" {
         expect(s0[3] == 503 and s1[3] == 429 and s1[2] == s0[2] and s2[2] == s0[2] and
                s1[0] - s0[0] >= 0.9 and s2[0] - s1[0] >= 0.9 and s2[3] == 200,
                "503 and 429 retried after Retry-After (1 s each), then answered 200")
+
+        # ca_cert: fleetd over HTTPS with a private CA is trusted only with it
+        tls_url, ca_pem = tls_fleetd(sim, work)
+        ca = TF(os.path.join(work, "ca"), dict(env, FLEET_URL=tls_url))
+        shutil.copy(os.path.join(tf.dir, ".terraform.lock.hcl"), ca.dir)
+        ca.write(CA_TF % f'file("{ca_pem}")')
+        ca.run("init", "-input=false")
+        ca.run("plan", "-input=false")
+        ca.write(CA_TF % "null")
+        r = ca.run("plan", "-input=false", ok=(1,))
+        expect("fleetd GET /v1/capacity failed" in r.stdout + r.stderr,
+               "HTTPS to fleetd works with ca_cert and fails without it")
+        tls = sim.procs.pop("tls")
+        tls.popen.terminate()
+        tls.popen.wait(timeout=30)
 
         # docs/ is what gendocs makes of this provider's schema, and every example validates
         gen = os.path.join(work, "docs")
