@@ -3,6 +3,7 @@
 
 #include "api/handlers.h"
 #include "iam/registry.h"
+#include "iam/reverify.h"
 #include "regions/cloud.h"
 
 /* Reads a cloud visible to the caller; 404 otherwise (existence does not leak). */
@@ -154,12 +155,12 @@ pair_flow(struct request *rq, bool rotate, struct err *e)
 		goto cleanup;
 	cloud = rq->reply;
 	state = json_string_value(json_object_get(cloud, "state"));
-	if (!rotate && strcmp(state, "active") == 0) {
+	if (!rotate && strcmp(state, "pending_iam") != 0) {
 		err_set(e, 409, "iam.locked", "the cloud's iam pair is locked");
 		err_detail(e, "Use POST /v1/clouds/{id}/iam/rotate (admin) to replace a locked pair.");
 		goto cleanup;
 	}
-	if (rotate && strcmp(state, "active") != 0) {	/* nothing to rotate: ask no provider */
+	if (rotate && strcmp(state, "pending_iam") == 0) {	/* nothing to rotate yet */
 		err_set(e, 409, "iam.not_locked", "only a locked pair can be rotated; finish "
 		    "phase 2 first");
 		goto cleanup;
@@ -203,4 +204,39 @@ HANDLER(h_cloud_iam)
 HANDLER(h_cloud_iam_rotate)
 {
 	return pair_flow(rq, true, e);
+}
+
+static bool
+verify_visible(struct db *c, void *arg, struct err *e)
+{
+	struct request *rq = arg;
+	json_t *cloud = NULL;
+	bool ok = visible_cloud(rq, c, rq_param(rq, "id"), false, &cloud, e);
+
+	json_decref(cloud);
+	return ok;
+}
+
+/* POST /v1/clouds/{id}/iam/verify: the locked pair verified again now, with the negative
+ * checks; the answer is the verdict, the cloud after it and every check. */
+HANDLER(h_cloud_iam_verify)
+{
+	static const char *const results[] = { "passed", "failed", "unverified" };
+	enum iam_verify_result res;
+	json_t *cloud = NULL, *checks = NULL, *reply;
+	struct err ve = { 0 };
+
+	if (!db_tx(verify_visible, rq, e))
+		return false;
+	if (!iam_reverify(rq_param(rq, "id"), &rq->actor, &cloud, &checks, &res, &ve)) {
+		json_decref(checks);
+		*e = ve;
+		return false;
+	}
+	reply = json_pack("{s:s, s:o, s:o}", "result", results[res], "cloud", cloud, "checks",
+	    checks);
+	if (res == IAM_VERIFY_UNVERIFIED)
+		json_object_set_new(reply, "detail", json_string(ve.msg));
+	rq_reply(rq, 200, reply);
+	return true;
 }

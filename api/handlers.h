@@ -31,6 +31,7 @@ HANDLER(h_cloud_replace);
 HANDLER(h_cloud_delete);
 HANDLER(h_cloud_iam);
 HANDLER(h_cloud_iam_rotate);
+HANDLER(h_cloud_iam_verify);
 
 HANDLER(h_cluster_create);
 HANDLER(h_cluster_list);

@@ -35,6 +35,7 @@ const struct route routes[] = {
 	{ "DELETE", "/v1/clouds/{id}", h_cloud_delete, ROLE_ADMIN, 0 },
 	{ "POST", "/v1/clouds/{id}/iam", h_cloud_iam, ROLE_ADMIN, R_BODY | R_NOTX },
 	{ "POST", "/v1/clouds/{id}/iam/rotate", h_cloud_iam_rotate, ROLE_ADMIN, R_BODY | R_NOTX },
+	{ "POST", "/v1/clouds/{id}/iam/verify", h_cloud_iam_verify, ROLE_ADMIN, R_NOTX },
 	{ "GET", "/v1/clouds/{id}/clusters", h_cluster_list, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/clouds/{id}/clusters", h_cluster_create, ROLE_ADMIN, R_BODY | R_NOTX },
 	{ "GET", "/v1/clouds/{cloud_id}/clusters/{id}", h_cluster_get, ROLE_VIEWER, 0 },

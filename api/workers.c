@@ -8,6 +8,7 @@
 #include "api/metrics.h"
 #include "api/workers.h"
 #include "core/config.h"
+#include "iam/reverify.h"
 #include "queue/dispatch.h"
 #include "queue/mover.h"
 #include "queue/scheduler.h"
@@ -31,6 +32,7 @@ static const struct worker table[] = {
 	{ "status",	status_start,		status_stop,		status_metrics },
 	{ "janitor",	janitor_start,		janitor_stop,		NULL },
 	{ "sweep",	sweep_start,		sweep_stop,		sweep_metrics },
+	{ "iam-verify",	iam_verify_start,	iam_verify_stop,	iam_verify_metrics },
 };
 
 #define NWORKERS	(sizeof(table) / sizeof(table[0]))

@@ -272,7 +272,8 @@ registry_pair_lock(struct db *c, const struct actor *who, const char *cloud_id, 
 	static const char sql_ids[] = "INSERT INTO iam_identities (identity, cloud_id)"
 	    " VALUES ($2, $1::uuid), ($3, $1::uuid)";
 	static const char sql_state[] = "UPDATE clouds SET state = 'active', version = version + 1,"
-	    " updated_at = now() WHERE id = $1::uuid";
+	    " iam_checked_at = now(), iam_failed_checks = '[]', updated_at = now()"
+	    " WHERE id = $1::uuid";
 	const char *p[3] = { cloud_id, cp, cl };
 	json_t *before = NULL;
 	bool ok = false;
@@ -283,17 +284,21 @@ registry_pair_lock(struct db *c, const struct actor *who, const char *cloud_id, 
 		err_set(e, 409, "cloud.changed", "the cloud changed during verification; retry");
 		goto cleanup;
 	}
-	if (!rotate && strcmp(json_string_value(json_object_get(before, "state")), "active") == 0) {
+	if (!rotate && strcmp(json_string_value(json_object_get(before, "state")),
+	    "pending_iam") != 0) {
 		err_set(e, 409, "iam.locked", "the cloud's iam pair is locked");
 		err_detail(e, "Use POST /v1/clouds/{id}/iam/rotate (admin) to replace a locked pair.");
 		goto cleanup;
 	}
-	if (rotate && strcmp(json_string_value(json_object_get(before, "state")), "active") != 0) {
+	if (rotate && strcmp(json_string_value(json_object_get(before, "state")),
+	    "pending_iam") == 0) {
 		err_set(e, 409, "iam.not_locked", "only a locked pair can be rotated; finish "
 		    "phase 2 first");
 		goto cleanup;
 	}
-	if (rotate && same_pair(json_object_get(before, "iam"), cp, cl)) {
+	/* rotation to the pair already locked changes nothing, unless it had drifted */
+	if (rotate && same_pair(json_object_get(before, "iam"), cp, cl) &&
+	    strcmp(json_string_value(json_object_get(before, "state")), "active") == 0) {
 		*out = before;	/* rotation to the pair already locked: nothing changes */
 		before = NULL;
 		ok = true;

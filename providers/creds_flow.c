@@ -477,9 +477,10 @@ sts_assume(struct prov_fetch *f, struct chain *ch, struct err *e)
 
 	if (sig == NULL)
 		abort();
+	/* no external id: the negative check of verification (it must be denied) */
 	if (asprintf(&body, "Action=AssumeRole&Version=2011-06-15&RoleArn=%s&"
-	    "RoleSessionName=fleetd-%.8s&ExternalId=%s&DurationSeconds=3600", arn,
-	    ch->cloud.id[0] ? ch->cloud.id : "verify", ext) < 0)
+	    "RoleSessionName=fleetd-%.8s%s%s&DurationSeconds=3600", arn,
+	    ch->cloud.id[0] ? ch->cloud.id : "verify", ext[0] ? "&ExternalId=" : "", ext) < 0)
 		abort();
 	if (cfg.aws_sts_url == NULL) {
 		err_set(e, 500, "prov.no_sts_url", "aws sts endpoint not configured");

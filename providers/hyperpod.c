@@ -337,6 +337,38 @@ cleanup:
 	return ok;
 }
 
+/* The negative check: AssumeRole of cp without the external id must be denied (a trust
+ * policy that lost its sts:ExternalId condition lets any holder of fleetd's principal in,
+ * the confused deputy).  Fills e only when STS could not be asked. */
+static bool
+check_external_id_required(const struct prov_cloud *c, const char *cp, json_t *checks,
+    struct err *e)
+{
+	struct prov_cloud neg = *c;
+	struct prov_creds cr;
+	struct err ne = { 0 };
+	bool allowed;
+
+	neg.external_id[0] = '\0';
+	neg.id[0] = 'z';	/* its own cache key, never the cloud's */
+	memset(&cr, 0, sizeof(cr));
+	allowed = prov_creds_get(&neg, cp, &cr, &ne);
+	memset(&cr, 0, sizeof(cr));
+	prov_creds_invalidate(neg.id);
+	if (!allowed && ne.status != 401) {
+		*e = ne;
+		return false;
+	}
+	if (allowed)
+		prov_check_add(checks, "control_plane_external_id_required", false,
+		    "/control_plane_role", "fleetd assumed %s without the external id; the trust "
+		    "policy must require sts:ExternalId equal to the cloud's external id", cp);
+	else
+		prov_check_add(checks, "control_plane_external_id_required", true,
+		    "/control_plane_role", "AssumeRole of %s without the external id is denied", cp);
+	return !allowed;
+}
+
 static bool
 hyperpod_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
     json_t *checks, struct err *e)
@@ -358,6 +390,9 @@ hyperpod_verify_pair(const struct prov_cloud *c, const char *cp, const char *clu
 		    "allow fleetd's principal with sts:ExternalId equal to the cloud's external id",
 		    cp, c->external_id, ce.msg);
 	}
+	all = check_external_id_required(c, cp, checks, e) && all;
+	if (err_is_set(e))
+		return false;
 	all = check_role(c, cp, "control_plane_role", &cr, temp, checks, e) && all;
 	if (!err_is_set(e))
 		all = check_role(c, cluster, "cluster_role", &cr, temp, checks, e) && all;

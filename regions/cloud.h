@@ -16,7 +16,8 @@
 	" 'provider', c.provider, 'region', c.region, 'account', c.account, 'state', c.state," \
 	" 'external_id', c.external_id, 'iam', json_build_object('required', c.required," \
 	" 'control_plane_role', p.control_plane_role, 'cluster_role', p.cluster_role," \
-	" 'locked', coalesce(p.locked, false), 'verified_at', p.verified_at)," \
+	" 'locked', coalesce(p.locked, false), 'verified_at', p.verified_at," \
+	" 'checked_at', c.iam_checked_at, 'failed_checks', c.iam_failed_checks)," \
 	" 'version', c.version, 'created_at', c.created_at, 'updated_at', c.updated_at)::text"
 
 /* Reads a cloud; 404 "cloud.not_found" when absent.  for_update locks the row. */

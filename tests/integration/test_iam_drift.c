@@ -1,0 +1,200 @@
+/* test_iam_drift: continuous IAM verification against cloudsim — a HyperPod cloud whose
+ * trust policy loses its sts:ExternalId condition (/_sim/iam) is found drifted by
+ * POST /v1/clouds/{id}/iam/verify and by the iam-verify worker: degraded, with the failed
+ * check, an audit row and metrics; it returns to active once the policy is fixed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/harness/harness.h"
+
+#define js	harness_js
+
+static struct harness_cs cs;
+static struct fleetd_proc fd;
+static char dburl[512], cloud[40];
+static char *admin;
+static char cp[400], ext[200];
+
+static int
+setup(void **state)
+{
+	(void)state;
+	harness_db_create("iamdrift", dburl, sizeof(dburl));
+	harness_cs_start(&cs, NULL, NULL);
+	harness_cs_env_add(&cs, "FLEETD_WORKERS=iam-verify");
+	harness_cs_env_add(&cs, "FLEETD_IAM_VERIFY_INTERVAL=1");
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	admin = harness_token(dburl, "admin", "*");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"test\"}");
+	harness_register(&cs, admin, "test-hp-usw2", cloud, NULL);
+	harness_get_ok(admin, "/v1/clouds/%s", cloud);
+	snprintf(cp, sizeof(cp), "%s", js(harness_r.json, "iam.control_plane_role"));
+	snprintf(ext, sizeof(ext), "%s", js(harness_r.json, "external_id"));
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (fd.pid > 0)
+		harness_fleetd_stop(&fd);
+	harness_cs_stop(&cs);
+	if (dburl[0] != '\0')
+		harness_db_drop(dburl);
+	free(admin);
+	harness_validate_responses();
+	return 0;
+}
+
+/* The trust policy's external-id condition: removed (drift) or restored. */
+static void
+set_external_id(bool on)
+{
+	char body[800];
+
+	if (on)
+		snprintf(body, sizeof(body), "{\"provider\":\"aws\",\"role_arn\":\"%s\","
+		    "\"external_id\":\"%s\"}", cp, ext);
+	else
+		snprintf(body, sizeof(body), "{\"provider\":\"aws\",\"role_arn\":\"%s\","
+		    "\"external_id\":null}", cp);
+	harness_sim_post(&cs, "/_sim/iam", body);
+}
+
+static bool
+check_in(json_t *checks, const char *name, bool ok)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(checks, i, c)
+		if (strcmp(js(c, "check"), name) == 0 && json_is_true(json_object_get(c, "ok")) == ok)
+			return true;
+	return false;
+}
+
+static long
+metric(const char *name)
+{
+	const char *p;
+	long v = -1;
+
+	harness_call("GET", NULL, NULL, "/metrics");
+	p = harness_r.body ? strstr(harness_r.body, name) : NULL;
+	if (p != NULL)
+		v = atol(p + strlen(name));
+	return v;
+}
+
+static long
+audit_rows(const char *action)
+{
+	return harness_sql_long("SELECT count(*) FROM audit_log WHERE action = '%s' AND"
+	    " resource_id = '%s'", action, cloud);
+}
+
+/* On demand: passes, then the drift is found, then the fix is found. */
+static void
+test_verify_route(void **state)
+{
+	(void)state;
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", cloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "passed");
+	assert_string_equal(js(harness_r.json, "cloud.state"), "active");
+	assert_true(check_in(harness_jp(harness_r.json, "checks"),
+	    "control_plane_external_id_required", true));
+
+	set_external_id(false);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", cloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "failed");
+	assert_string_equal(js(harness_r.json, "cloud.state"), "degraded");
+	assert_true(check_in(harness_jp(harness_r.json, "cloud.iam.failed_checks"),
+	    "control_plane_external_id_required", false));
+	assert_int_equal(audit_rows("cloud.iam.degraded"), 1);
+	assert_true(metric("\nfleetd_iam_drift_total ") >= 1);
+	assert_int_equal(metric("\nfleetd_clouds_degraded "), 1);
+	/* no new member clusters while degraded; reading it still works */
+	harness_get_ok(admin, "/v1/clouds/%s", cloud);
+	assert_string_equal(js(harness_r.json, "state"), "degraded");
+
+	set_external_id(true);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", cloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "passed");
+	assert_string_equal(js(harness_r.json, "cloud.state"), "active");
+	assert_int_equal(json_array_size(harness_jp(harness_r.json, "cloud.iam.failed_checks")), 0);
+	assert_int_equal(audit_rows("cloud.iam.restored"), 1);
+	assert_int_equal(metric("\nfleetd_clouds_degraded "), 0);
+}
+
+static bool
+state_is(void *arg)
+{
+	char *s = harness_sql_str("SELECT state FROM clouds WHERE id = '%s'", cloud);
+	bool eq = strcmp(s, (const char *)arg) == 0;
+
+	free(s);
+	return eq;
+}
+
+/* On schedule: the worker (every second here) finds the drift and the fix by itself. */
+static void
+test_worker_schedule(void **state)
+{
+	double t0;
+
+	(void)state;
+	set_external_id(false);
+	t0 = harness_now_s();
+	if (!harness_wait(state_is, "degraded", 10))
+		fail_msg("the worker did not find the drift within 10 s");
+	print_message("iam-verify worker: drift found after %.1f s\n", harness_now_s() - t0);
+	assert_int_equal(audit_rows("cloud.iam.degraded"), 2);
+	set_external_id(true);
+	if (!harness_wait(state_is, "active", 10))
+		fail_msg("the worker did not find the fix within 10 s");
+	assert_int_equal(audit_rows("cloud.iam.restored"), 2);
+}
+
+/* The route before phase 2 and for a cloud of no one. */
+static void
+test_verify_refusals(void **state)
+{
+	(void)state;
+	harness_call("POST", admin, NULL,
+	    "/v1/clouds/00000000-0000-4000-8000-000000000000/iam/verify");
+	harness_expect_problem(NULL, 404, "cloud.not_found", NULL);
+	harness_call("POST", admin, "{\"name\":\"pending\",\"environment\":\"test\","
+	    "\"provider\":\"hyperpod\",\"region\":\"eu-west-1\",\"account\":{\"account_id\":"
+	    "\"123456789012\"}}", "/v1/clouds");
+	harness_expect_status(NULL, 201);
+	{
+		char id[40];
+
+		snprintf(id, sizeof(id), "%s", js(harness_r.json, "id"));
+		harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", id);
+		harness_expect_problem(NULL, 409, "iam.not_locked", NULL);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_verify_route),
+		cmocka_unit_test(test_worker_schedule),
+		cmocka_unit_test(test_verify_refusals),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
