@@ -131,6 +131,7 @@ struct cs_cluster {
 	struct cs_vec	 objects;		/* struct cs_object * */
 	json_t		*namespaces;		/* array of namespace objects */
 	json_t		*events;		/* array of event objects */
+	json_t		*plain;			/* kplain.c objects by "plural/ns/name", or NULL */
 	long long	 rv;
 	json_t		*iam;			/* identities for phase 2 (owned) */
 	double		 created;
@@ -397,6 +398,12 @@ void	 cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char 
 	    const char *name, const char *uid, const char *type, const char *reason,
 	    const char *msg);
 bool	 cs_ns_exists(struct cs_cluster *cl, const char *ns);
+/* kplain.c: ConfigMaps, ServiceAccounts, Roles, RoleBindings, Kueue objects; true when rq
+ * named one of them (answered). */
+bool	 cs_kplain_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq);
+/* The stored object (borrowed) or NULL; ns ignored for cluster-scoped kinds. */
+json_t	*cs_plain_get(struct cs_cluster *cl, const char *plural, const char *ns,
+	    const char *name);
 void	 cs_ns_create(struct cs *cs, struct cs_cluster *cl, const char *ns);
 json_t	*cs_node_json(const struct cs_node *n);
 json_t	*cs_pod_json(const struct cs_pod *p);

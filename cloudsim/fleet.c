@@ -521,6 +521,7 @@ cs_fleet_free(struct cs *cs)
 		free(cl->pools);
 		json_decref(cl->namespaces);
 		json_decref(cl->events);
+		json_decref(cl->plain);
 		json_decref(cl->iam);
 		cs_watch_free(cl);
 	}

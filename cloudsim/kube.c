@@ -582,6 +582,8 @@ cs_kube_handle(struct cs *cs, struct cs_req *rq)
 	cs_watch_sync(cs, cl);	/* lists and watches see the same history */
 	if (cs_kube_discovery(cs, rq))
 		return;
+	if (cs_kplain_handle(cs, cl, rq))	/* ConfigMaps, RBAC, Kueue objects (issue 13) */
+		return;
 	if (rq->nseg == 3 && strcmp(rq->seg[2], "version") == 0) {
 		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:s}", "major", "1", "minor",
 		    "30", "gitVersion", "v1.30.4", "platform", "linux/amd64"));

@@ -264,6 +264,7 @@ struct ctx {
 	char		 name[64];
 	char		 ns[64];
 	char		 attempt[16];
+	char		 signal[64];	/* signal ConfigMap and service account */
 	bool		 elastic;
 	enum jobspec_gcs_ft gcs;
 };
@@ -379,9 +380,14 @@ shm_volume(int64_t memory)
 static json_t *
 container_env(const struct ctx *c)
 {
-	json_t *env = json_pack("[{s:s, s:s}, {s:s, s:s}]",
+	json_t *env = json_pack("[{s:s, s:s}, {s:s, s:s}, {s:s, s:s}, {s:s, s:s}]",
 	    "name", "FLEET_JOB_ID", "value", c->in->job_id,
-	    "name", "FLEET_ATTEMPT", "value", c->attempt);
+	    "name", "FLEET_ATTEMPT", "value", c->attempt,
+	    "name", "FLEET_SIGNAL_DIR", "value", KUBERAY_SIGNAL_DIR,
+	    "name", "FLEET_SIGNAL_CONFIGMAP", "value", c->signal);
+
+	json_array_append_new(env, json_pack("{s:s, s:s}", "name", "FLEET_NAMESPACE", "value",
+	    c->ns));
 
 	if (c->s->checkpoint_uri != NULL) {
 		char grace[16];
@@ -579,11 +585,17 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 	    "resources", resources(cpu, mem, g ? kuberay_accel_resource(g->accel_flavor) : NULL,
 	    g ? g->accel_count : 0),
 	    "volumeMounts", "name", "dshm", "mountPath", "/dev/shm");
+	/* the checkpoint signal (CONTRACTS.md): a ConfigMap volume, refreshed by the kubelet
+	 * without a restart; the pod's service account may patch the ack into it */
+	json_array_append_new(json_object_get(ctr, "volumeMounts"), json_pack("{s:s, s:s, s:b}",
+	    "name", "fleet-signal", "mountPath", KUBERAY_SIGNAL_DIR, "readOnly", 1));
 	if (g == NULL)
 		json_object_set_new(ctr, "ports", json_pack("[{s:i, s:s}, {s:i, s:s}, {s:i, s:s}]",
 		    "containerPort", 6379, "name", "gcs-server", "containerPort", 8265,
 		    "name", "dashboard", "containerPort", 10001, "name", "client"));
-	spec = json_pack("{s:[o], s:[o]}", "containers", ctr, "volumes", shm_volume(mem));
+	spec = json_pack("{s:s, s:[o], s:[o, {s:s, s:{s:s}}]}", "serviceAccountName", c->signal,
+	    "containers", ctr, "volumes", shm_volume(mem), "name", "fleet-signal",
+	    "configMap", "name", c->signal);
 	if (g == NULL)
 		head_placement(c, spec);
 	else
@@ -825,6 +837,8 @@ kuberay_render(const struct kuberay_input *in, struct err *e)
 		return err_set(e, 422, "kuberay.bad_input", "cannot derive a namespace"), NULL;
 	}
 	snprintf(c.attempt, sizeof(c.attempt), "%d", in->attempt);
+	if (!kuberay_signal_name(in->job_id, in->attempt, c.signal, sizeof(c.signal)))
+		return err_set(e, 422, "kuberay.bad_input", "cannot derive the signal name"), NULL;
 	c.elastic = jobspec_is_elastic(c.s);
 	c.gcs = c.s->gcs.mode;
 	if (c.gcs == JOBSPEC_GCS_FT_DEFAULT)

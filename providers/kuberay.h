@@ -62,10 +62,42 @@ struct kuberay_input {
 	const char	*checkpoint_deadline;	/* RFC 3339; sets fleet.io/checkpoint-requested */
 };
 
+/* The checkpoint signal of an attempt (CONTRACTS.md): what fleetd writes in the ConfigMap
+ * fleet-signal-<first 8 hex of the job id>-<attempt>. NULL fields: empty values. */
+struct kuberay_signal {
+	const char	*requested_at;	/* RFC 3339 UTC */
+	const char	*deadline;	/* RFC 3339 UTC */
+	const char	*reason;	/* move | preempt | spot */
+};
+
+#define KUBERAY_SIGNAL_DIR	"/etc/fleet/signal"
+
 /* Renders the manifest. Deterministic: the same input gives the same bytes. On a
  * placement that cannot express the spec (slice off GKE, rack without a rack id, bad
  * ids) fills e with 422 "kuberay.*" and returns NULL. Caller owns the result. */
 json_t		*kuberay_render(const struct kuberay_input *in, struct err *e);
+
+/* "fleet-signal-<first 8 hex of job_id>-<attempt>"; false on a bad id or attempt < 1. */
+bool		 kuberay_signal_name(const char *job_id, int attempt, char *buf, size_t len);
+/* Grace a provider gives on spot loss: GKE 30 s, AKS 30 s, HyperPod (EC2) 120 s. */
+int		 kuberay_spot_grace_cap(enum kuberay_provider p);
+/* The grace written in the signal: the spec's checkpoint grace (30 s without one), capped
+ * at kuberay_spot_grace_cap for reason "spot". */
+int		 kuberay_signal_grace(const struct job_spec *s, enum kuberay_provider p,
+		    const char *reason);
+/* The signal ConfigMap alone (fleetd's keys only). NULL + e (422) on bad input. */
+json_t		*kuberay_signal_configmap(const struct kuberay_input *in,
+		    const struct kuberay_signal *sig, struct err *e);
+/* The same ConfigMap for the object of an attempt already applied (its labels name the
+ * job, attempt, queue and environment; its annotation the checkpoint uri); NULL when the
+ * manifest lacks them. */
+json_t		*kuberay_signal_for_manifest(const json_t *manifest,
+		    const struct kuberay_signal *sig, int grace_seconds);
+/* Everything applied (server-side, in order) before the attempt's Ray object:
+ * ServiceAccount, signal ConfigMap, Role (get, patch on that ConfigMap) and RoleBinding,
+ * all named kuberay_signal_name. NULL + e (422) on bad input. */
+json_t		*kuberay_signal_objects(const struct kuberay_input *in,
+		    const struct kuberay_signal *sig, struct err *e);
 
 /* "<name>-<hash of job id>-a<attempt>", a DNS-1035 label within the operator's limit
  * for kind (kuberay_name_max). False when job_id is empty, attempt < 1 or len too small. */

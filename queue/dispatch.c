@@ -341,6 +341,10 @@ apply_once(struct outcome *o, struct err *e)
 	snprintf(at, sizeof(at), "%d", o->j->attempt);
 	if (!ns_ensure(o->t, ns, e))
 		return false;
+	/* CONTRACTS.md: the signal ConfigMap, the pods' service account and its Role and
+	 * RoleBinding exist before the Ray object of the attempt (idempotent apply) */
+	if (!dispatch_signal_apply(o->j, o->t, NULL, false, e))
+		return false;
 	if (kube_get_object(&o->t->pc, "ray.io/v1", kind, ns, name, &live, e)) {
 		json_t *lmd = json_object_get(live, "metadata");
 		const char *la = json_string_value(json_object_get(json_object_get(lmd,

@@ -12,6 +12,7 @@
 #include "core/db.h"
 #include "core/err.h"
 #include "providers/provider.h"
+#include "providers/kuberay.h"
 
 #define DISPATCH_MAX_TRIES	8	/* transient failures before the job is placed again */
 #define DISPATCH_LEASE_S	600	/* a claim older than this is taken over regardless */
@@ -66,6 +67,13 @@ void	dispatch_job_free(struct dispatch_job *j);
  * 422 "kuberay.*" when the spec cannot be expressed there. */
 json_t	*dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t,
 	    struct err *e);
+/* The attempt's checkpoint-signal objects (kuberay_signal_objects), or its ConfigMap alone
+ * (a new JSON object) when configmap_only; NULL + e on an unrenderable job. */
+json_t	*dispatch_signal_render(const struct dispatch_job *j, const struct dispatch_target *t,
+	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);
+/* Renders and server-side applies them, in order (network call: no transaction held). */
+bool	 dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_target *t,
+	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);
 /* Every item of a (paged) list at path with query (may be NULL); *items is a new array.
  * 502 kube.bad_answer on garbage, kube_status_err mapping on non-200. */
 bool	dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *query,

@@ -119,53 +119,98 @@ cpu_pool_of(const struct job_spec *s, json_t *placement, const char *main)
 	return NULL;
 }
 
+/* The renderer's input for j on t; s (parsed here) and tpu back it.  On failure fills e;
+ * the caller releases s with jobspec_cleanup either way. */
+static bool
+fill_input(const struct dispatch_job *j, const struct dispatch_target *t, struct kuberay_input *in,
+    struct job_spec *s, char *tpu, size_t tn, struct err *e)
+{
+	struct kuberay_placement *p = &in->placement;
+	json_t *pl = j->placement;
+	const char *prov = pstr(pl, "provider") ? pstr(pl, "provider") : t->provider;
+
+	memset(in, 0, sizeof(*in));
+	memset(s, 0, sizeof(*s));
+	if (!jobspec_from_json(j->spec, s, e))
+		return false;
+	if (!kuberay_provider_from_name(prov, &p->provider))
+		return err_set(e, 422, "kuberay.bad_placement", "unknown provider %.16s", prov);
+	if (!kuberay_scheduler_from_name(t->batch_scheduler, &in->batch.kind))
+		in->batch.kind = KUBERAY_SCHED_NONE;
+	in->spec = s;
+	in->job_id = j->id;
+	in->attempt = j->attempt;
+	in->environment = j->environment;
+	in->queue = j->queue;
+	p->cluster = t->name;
+	p->pool = pstr(pl, "pool");
+	p->head_pool = pstr(pl, "head_pool");
+	p->cpu_pool = cpu_pool_of(s, pl, p->pool);
+	p->machine_type = pstr(pl, "machine_type");
+	p->spot = json_is_true(json_object_get(pl, "spot"));
+	if (s->topology == JOBSPEC_TOPO_RACK)
+		p->rack_id = pstr(pl, "rack");
+	if (s->topology == JOBSPEC_TOPO_HOST)
+		p->host = pstr(pl, "host");
+	if (s->topology == JOBSPEC_TOPO_SLICE && pstr(pl, "flavor") != NULL) {
+		const char *f = pstr(pl, "flavor");
+		size_t n = strlen(f);
+
+		snprintf(tpu, tn, "%s%s", f, n > 6 && strcmp(f + n - 6, "-slice") == 0 ?
+		    "" : "-slice");
+		p->tpu_accelerator = tpu;
+	}
+	return true;
+}
+
 json_t *
 dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t, struct err *e)
 {
 	struct kuberay_input in;
-	struct kuberay_placement *p = &in.placement;
 	struct job_spec s;
-	json_t *pl = j->placement, *out = NULL;
+	json_t *out = NULL;
 	char tpu[64];
-	const char *prov = pstr(pl, "provider") ? pstr(pl, "provider") : t->provider;
 
-	memset(&in, 0, sizeof(in));
-	memset(&s, 0, sizeof(s));
-	if (!jobspec_from_json(j->spec, &s, e))
-		return NULL;
-	if (!kuberay_provider_from_name(prov, &p->provider)) {
-		err_set(e, 422, "kuberay.bad_placement", "unknown provider %.16s", prov);
-		goto cleanup;
-	}
-	if (!kuberay_scheduler_from_name(t->batch_scheduler, &in.batch.kind))
-		in.batch.kind = KUBERAY_SCHED_NONE;
-	in.spec = &s;
-	in.job_id = j->id;
-	in.attempt = j->attempt;
-	in.environment = j->environment;
-	in.queue = j->queue;
-	p->cluster = t->name;
-	p->pool = pstr(pl, "pool");
-	p->head_pool = pstr(pl, "head_pool");
-	p->cpu_pool = cpu_pool_of(&s, pl, p->pool);
-	p->machine_type = pstr(pl, "machine_type");
-	p->spot = json_is_true(json_object_get(pl, "spot"));
-	if (s.topology == JOBSPEC_TOPO_RACK)
-		p->rack_id = pstr(pl, "rack");
-	if (s.topology == JOBSPEC_TOPO_HOST)
-		p->host = pstr(pl, "host");
-	if (s.topology == JOBSPEC_TOPO_SLICE && pstr(pl, "flavor") != NULL) {
-		const char *f = pstr(pl, "flavor");
-		size_t n = strlen(f);
-
-		snprintf(tpu, sizeof(tpu), "%s%s", f, n > 6 && strcmp(f + n - 6, "-slice") == 0 ?
-		    "" : "-slice");
-		p->tpu_accelerator = tpu;
-	}
-	out = kuberay_render(&in, e);
-cleanup:
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), e))
+		out = kuberay_render(&in, e);
 	jobspec_cleanup(&s);
 	return out;
+}
+
+json_t *
+dispatch_signal_render(const struct dispatch_job *j, const struct dispatch_target *t,
+    const struct kuberay_signal *sig, bool configmap_only, struct err *e)
+{
+	struct kuberay_input in;
+	struct job_spec s;
+	json_t *out = NULL;
+	char tpu[64];
+
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), e))
+		out = configmap_only ? kuberay_signal_configmap(&in, sig, e) :
+		    kuberay_signal_objects(&in, sig, e);
+	jobspec_cleanup(&s);
+	return out;
+}
+
+bool
+dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_target *t,
+    const struct kuberay_signal *sig, bool configmap_only, struct err *e)
+{
+	json_t *objs = dispatch_signal_render(j, t, sig, configmap_only, e), *o;
+	struct kube_ref ref;
+	size_t i;
+	bool ok = objs != NULL;
+
+	if (objs != NULL && json_is_object(objs))
+		objs = json_pack("[o]", objs);
+	json_array_foreach(objs, i, o) {
+		if (!ok)
+			break;
+		ok = kube_apply(&t->pc, o, &ref, NULL, e);
+	}
+	json_decref(objs);
+	return ok;
 }
 
 bool

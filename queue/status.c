@@ -32,7 +32,9 @@ static const char sql_jobs[] =
     " EXISTS (SELECT 1 FROM job_events v WHERE v.job_id = j.id AND v.attempt = j.attempt"
     "  AND v.type = 'cluster_event' AND v.data->>'reason' IN ('FailedScaleUp',"
     "  'NotTriggerScaleUp')),"
-    " k.stockout_timeout_s, coalesce(j.placement->>'flavor', 'cpu')"
+    " k.stockout_timeout_s, coalesce(j.placement->>'flavor', 'cpu'),"
+    " coalesce(j.reason LIKE 'spot%', false), coalesce(j.spec->'checkpoint'->>'grace_seconds',"
+    "  '30')"
     " FROM jobs j JOIN clusters k ON k.id = j.cluster_id"
     " WHERE j.state IN ('dispatched', 'running', 'preempted')"
     " OR (j.state IN ('succeeded', 'failed', 'cancelled') AND j.object_uid IS NOT NULL)"
@@ -89,6 +91,8 @@ job_row(PGresult *r, int i, struct status_job *j)
 	j->scale_failed = PQgetvalue(r, i, 11)[0] == 't';
 	j->stockout_timeout_s = atoi(PQgetvalue(r, i, 12));
 	snprintf(j->flavor, sizeof(j->flavor), "%s", PQgetvalue(r, i, 13));
+	j->spot_loss = PQgetvalue(r, i, 14)[0] == 't';
+	j->grace_s = atoi(PQgetvalue(r, i, 15));
 }
 
 /* Followed jobs grouped by cluster: *out is a new array of struct batch *. */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/log.h"
 #include "providers/kube.h"
@@ -32,7 +33,9 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	    " manifest = coalesce($4::jsonb, manifest), object_rv = coalesce($5, object_rv),"
 	    " object_uid = CASE WHEN $6::boolean THEN NULL ELSE object_uid END,"
 	    " checkpoint_deadline = CASE WHEN $7::boolean THEN now() + make_interval(secs =>"
-	    "  coalesce((spec->'checkpoint'->>'grace_seconds')::int, 30)) ELSE"
+	    "  least(coalesce((spec->'checkpoint'->>'grace_seconds')::int, 30), (SELECT CASE"
+	    "  c.provider WHEN 'hyperpod' THEN 120 ELSE 30 END FROM clusters k JOIN clouds c"
+	    "  ON c.id = k.cloud_id WHERE k.id = jobs.cluster_id))) ELSE"
 	    "  checkpoint_deadline END, updated_at = now()"
 	    " WHERE id = $1::uuid AND attempt = $2::int AND state = $3 RETURNING id";
 	static const char sql_stock[] = "INSERT INTO stockouts (cluster_id, flavor, at)"
@@ -153,6 +156,34 @@ reapply(const struct dispatch_target *t, const struct status_job *j, json_t *m,
 	return false;
 }
 
+/* The checkpoint signal the pods see (CONTRACTS.md): the ConfigMap of the attempt with
+ * the request, its deadline, the grace (capped for spot loss) and the reason. */
+static void
+signal_checkpoint(const struct dispatch_target *t, const struct status_job *j)
+{
+	enum kuberay_provider p = KUBERAY_HYPERPOD;
+	struct kuberay_signal sig;
+	struct kube_ref ref;
+	struct err e = { 0 };
+	char now[32];
+	time_t tn = time(NULL);
+	struct tm tm;
+	json_t *cm;
+
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&tn, &tm));
+	sig.requested_at = now;
+	sig.deadline = j->deadline;
+	sig.reason = j->spot_loss ? "spot" : "preempt";
+	if (!kuberay_provider_from_name(t->provider, &p))
+		p = KUBERAY_HYPERPOD;
+	cm = kuberay_signal_for_manifest(j->manifest, &sig, j->spot_loss &&
+	    j->grace_s > kuberay_spot_grace_cap(p) ? kuberay_spot_grace_cap(p) : j->grace_s);
+	if (cm != NULL && !kube_apply(&t->pc, cm, &ref, NULL, &e))
+		log_warn(NULL, "status", "cannot signal a checkpoint", "{s:s, s:s}", "job", j->id,
+		    "error", e.msg);
+	json_decref(cm);
+}
+
 static void
 act_preempted(const struct dispatch_target *t, struct status_job *j, struct status_stats *st)
 {
@@ -172,6 +203,7 @@ act_preempted(const struct dispatch_target *t, struct status_job *j, struct stat
 		m = json_deep_copy(j->manifest);
 		json_object_set_new(json_object_get(json_object_get(m, "metadata"), "annotations"),
 		    "fleet.io/checkpoint-requested", json_string(j->deadline));
+		signal_checkpoint(t, j);
 		if (reapply(t, j, m, &ref, &gone)) {
 			s.manifest = m;
 			s.rv = ref.resource_version;

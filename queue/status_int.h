@@ -25,6 +25,8 @@ struct status_job {
 	bool	ttl_due;
 	bool	scale_failed;		/* the autoscaler said it cannot grow */
 	double	pending_for;		/* seconds since the first FailedScheduling, -1 none */
+	bool	spot_loss;		/* preempted because spot capacity was reclaimed */
+	int	grace_s;		/* the spec's checkpoint grace (30 without one) */
 	json_t	*manifest;		/* as applied, NULL when never applied */
 };
 

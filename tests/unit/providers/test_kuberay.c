@@ -233,6 +233,25 @@ check_pod(const struct corpus_case *c, json_t *tmpl, const char *role)
 	if (c->spec.checkpoint_uri != NULL)
 		assert_int_equal(json_integer_value(json_object_get(pod,
 		    "terminationGracePeriodSeconds")), 120);
+	/* issue 13: the checkpoint signal ConfigMap is mounted in every Ray container, and the
+	 * pod runs as the account its Role lets patch the ack */
+	{
+		char sig[64];
+		json_t *v, *mnt;
+		size_t i;
+		bool vol = false, mounted = false;
+
+		assert_true(kuberay_signal_name(c->job_id, c->in.attempt, sig, sizeof(sig)));
+		assert_string_equal(str_at(pod, "serviceAccountName"), sig);
+		json_array_foreach(json_object_get(pod, "volumes"), i, v)
+			vol |= strcmp(str_at(v, "name"), "fleet-signal") == 0 &&
+			    strcmp(str_at(json_object_get(v, "configMap"), "name"), sig) == 0;
+		json_array_foreach(json_object_get(ctr, "volumeMounts"), i, mnt)
+			mounted |= strcmp(str_at(mnt, "mountPath"), "/etc/fleet/signal") == 0 &&
+			    json_is_true(json_object_get(mnt, "readOnly"));
+		assert_true(vol);
+		assert_true(mounted);
+	}
 }
 
 static void
@@ -719,12 +738,69 @@ test_gcs_and_job_fields(void **state)
 	jobspec_cleanup(&c.spec);
 }
 
+/* The checkpoint signal objects (CONTRACTS.md) and the per-provider spot grace caps. */
+static void
+test_signal_objects(void **state)
+{
+	static const struct { int prov; const char *reason; int grace, want; } caps[] = {
+		{ 0, "spot", 120, 30 }, { 1, "spot", 120, 30 }, { 2, "spot", 600, 120 },
+		{ 2, "spot", 60, 60 }, { 0, "move", 600, 600 }, { 1, "preempt", 90, 90 },
+	};
+	struct corpus_case c;
+	struct kuberay_signal sig = { "2026-09-01T12:00:00Z", "2026-09-01T12:00:30Z", "spot" };
+	struct err e = { 0 };
+	json_t *objs, *o, *cm;
+	size_t i;
+	char name[64];
+
+	(void)state;
+	case_init(&c, 0, 0, 1, 0, 0, 2);	/* idx 2: a spec with a checkpoint uri */
+	objs = kuberay_signal_objects(&c.in, &sig, &e);
+	assert_non_null(objs);
+	assert_int_equal(json_array_size(objs), 4);
+	assert_true(kuberay_signal_name(c.job_id, c.in.attempt, name, sizeof(name)));
+	assert_int_equal(strncmp(name, "fleet-signal-5f0c0002-", 22), 0);
+	json_array_foreach(objs, i, o) {
+		json_t *md = json_object_get(o, "metadata"), *l = json_object_get(md, "labels");
+
+		assert_string_equal(str_at(md, "name"), name);
+		assert_string_equal(str_at(l, "fleet.io/job-id"), c.job_id);
+		assert_string_equal(str_at(l, "app.kubernetes.io/managed-by"), "fleetd");
+		assert_non_null(str_at(l, "fleet.io/attempt"));
+		assert_non_null(str_at(l, "fleet.io/queue"));
+		assert_non_null(str_at(l, "fleet.io/environment"));
+	}
+	assert_string_equal(str_at(json_array_get(objs, 0), "kind"), "ServiceAccount");
+	cm = json_array_get(objs, 1);
+	assert_string_equal(str_at(cm, "kind"), "ConfigMap");
+	assert_string_equal(str_at(json_object_get(cm, "data"), "reason"), "spot");
+	assert_string_equal(str_at(json_object_get(cm, "data"), "grace_seconds"), "30");
+	assert_string_equal(str_at(json_object_get(cm, "data"), "checkpoint_uri"),
+	    "s3://fleet-ckpt/llm");
+	assert_null(json_object_get(json_object_get(cm, "data"), "ack_uri"));
+	o = json_array_get(json_object_get(json_array_get(objs, 2), "rules"), 0);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(o, "resourceNames"),
+	    0)), name);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(o, "verbs"), 1)),
+	    "patch");
+	assert_string_equal(str_at(json_array_get(json_object_get(json_array_get(objs, 3),
+	    "subjects"), 0), "name"), name);
+	json_decref(objs);
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		c.spec.checkpoint_grace_seconds = caps[i].grace;
+		assert_int_equal(kuberay_signal_grace(&c.spec, (enum kuberay_provider)caps[i].prov,
+		    caps[i].reason), caps[i].want);
+	}
+	jobspec_cleanup(&c.spec);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_signal_objects),
 		cmocka_unit_test(test_namespace),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_scheduler_labels),

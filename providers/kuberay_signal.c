@@ -1,0 +1,172 @@
+/* kuberay_signal: the per-attempt objects fleetd applies before a Ray object (see
+ * /work/notes/CONTRACTS.md "Checkpoint signal"): the signal ConfigMap every Ray container
+ * mounts at /etc/fleet/signal, the ServiceAccount its pods run as, and the Role and
+ * RoleBinding that let that account read and patch (the acknowledgement) that one ConfigMap.
+ * Pure: struct in, json_t out. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "providers/kuberay.h"
+
+int
+kuberay_spot_grace_cap(enum kuberay_provider p)
+{
+	switch (p) {
+	case KUBERAY_GKE:	return 30;	/* Compute Engine spot: 30 s preemption notice */
+	case KUBERAY_AKS:	return 30;	/* Azure spot eviction: 30 s Scheduled Event */
+	default:		return 120;	/* EC2 spot: two-minute interruption notice */
+	}
+}
+
+int
+kuberay_signal_grace(const struct job_spec *s, enum kuberay_provider p, const char *reason)
+{
+	int g = s->checkpoint_uri != NULL ? s->checkpoint_grace_seconds : 30;
+
+	if (reason != NULL && strcmp(reason, "spot") == 0 && g > kuberay_spot_grace_cap(p))
+		g = kuberay_spot_grace_cap(p);
+	return g;
+}
+
+bool
+kuberay_signal_name(const char *job_id, int attempt, char *buf, size_t len)
+{
+	char hex[9];
+	int n = 0;
+
+	for (const char *s = job_id; s != NULL && *s != '\0' && n < 8; s++)
+		if (isxdigit((unsigned char)*s))
+			hex[n++] = (char)tolower((unsigned char)*s);
+	hex[n] = '\0';
+	if (n < 8 || attempt < 1)
+		return false;
+	return snprintf(buf, len, "fleet-signal-%s-%d", hex, attempt) < (int)len;
+}
+
+/* Namespace and name of the attempt's objects; false (e filled) on bad input. */
+static bool
+where(const struct kuberay_input *in, char *ns, size_t nn, char *name, size_t n, struct err *e)
+{
+	const char *queue = in->queue ? in->queue : in->spec ? in->spec->queue : NULL;
+
+	if (!kuberay_signal_name(in->job_id, in->attempt, name, n))
+		return err_set(e, 422, "kuberay.bad_input", "signal objects need a uuid job id and "
+		    "attempt >= 1");
+	if (in->ns != NULL) {
+		if (!jobspec_dns_label(in->ns, 63))
+			return err_set(e, 422, "kuberay.bad_input", "namespace is not a dns label");
+		snprintf(ns, nn, "%s", in->ns);
+		return true;
+	}
+	if (in->environment == NULL || queue == NULL ||
+	    !kuberay_namespace(in->environment, queue, ns, nn))
+		return err_set(e, 422, "kuberay.bad_input", "cannot derive a namespace");
+	return true;
+}
+
+static json_t *
+meta(const struct kuberay_input *in, const char *ns, const char *name)
+{
+	const char *queue = in->queue ? in->queue : in->spec->queue;
+
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}", "name", name,
+	    "namespace", ns, "labels", "app.kubernetes.io/managed-by", "fleetd",
+	    "fleet.io/job-id", in->job_id, "fleet.io/queue", queue,
+	    "fleet.io/environment", in->environment, "fleet.io/signal", "checkpoint");
+}
+
+/* meta() with the attempt label as text (json_pack has no int-to-string). */
+static json_t *
+labelled(const struct kuberay_input *in, const char *ns, const char *name)
+{
+	json_t *m = meta(in, ns, name);
+	char at[16];
+
+	snprintf(at, sizeof(at), "%d", in->attempt);
+	json_object_set_new(json_object_get(m, "labels"), "fleet.io/attempt", json_string(at));
+	return m;
+}
+
+json_t *
+kuberay_signal_configmap(const struct kuberay_input *in, const struct kuberay_signal *sig,
+    struct err *e)
+{
+	char ns[64], name[64], grace[16];
+	const char *reason = sig && sig->reason ? sig->reason : "";
+
+	if (in->spec == NULL || in->environment == NULL)
+		return err_set(e, 422, "kuberay.bad_input", "signal objects need a spec"), NULL;
+	if (!where(in, ns, sizeof(ns), name, sizeof(name), e))
+		return NULL;
+	snprintf(grace, sizeof(grace), "%d", kuberay_signal_grace(in->spec,
+	    in->placement.provider, reason));
+	/* only fleetd's keys: the job's ack keys (ack_uri, ack_at, ack_requested_at) belong to
+	 * another field manager and survive every server-side apply of these */
+	return json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s}}", "apiVersion", "v1",
+	    "kind", "ConfigMap", "metadata", labelled(in, ns, name), "data",
+	    "checkpoint_requested_at", sig && sig->requested_at ? sig->requested_at : "",
+	    "checkpoint_deadline", sig && sig->deadline ? sig->deadline : "",
+	    "grace_seconds", grace, "reason", reason,
+	    "checkpoint_uri", in->spec->checkpoint_uri ? in->spec->checkpoint_uri : "");
+}
+
+json_t *
+kuberay_signal_objects(const struct kuberay_input *in, const struct kuberay_signal *sig,
+    struct err *e)
+{
+	json_t *cm = kuberay_signal_configmap(in, sig, e), *out;
+	char ns[64], name[64];
+
+	if (cm == NULL || !where(in, ns, sizeof(ns), name, sizeof(name), e)) {
+		json_decref(cm);
+		return NULL;
+	}
+	out = json_pack("[{s:s, s:s, s:o, s:b}, o]", "apiVersion", "v1", "kind",
+	    "ServiceAccount", "metadata", labelled(in, ns, name),
+	    "automountServiceAccountToken", 1, cm);
+	json_array_append_new(out, json_pack("{s:s, s:s, s:o, s:[{s:[s], s:[s], s:[s], s:[s, s]}]}",
+	    "apiVersion", "rbac.authorization.k8s.io/v1", "kind", "Role",
+	    "metadata", labelled(in, ns, name), "rules", "apiGroups", "", "resources",
+	    "configmaps", "resourceNames", name, "verbs", "get", "patch"));
+	json_array_append_new(out, json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s},"
+	    " s:[{s:s, s:s, s:s}]}", "apiVersion", "rbac.authorization.k8s.io/v1",
+	    "kind", "RoleBinding", "metadata", labelled(in, ns, name),
+	    "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind", "Role", "name", name,
+	    "subjects", "kind", "ServiceAccount", "name", name, "namespace", ns));
+	return out;
+}
+
+json_t *
+kuberay_signal_for_manifest(const json_t *manifest, const struct kuberay_signal *sig,
+    int grace_seconds)
+{
+	json_t *md = json_object_get(manifest, "metadata");
+	json_t *l = json_object_get(md, "labels"), *a = json_object_get(md, "annotations");
+	const char *id = json_string_value(json_object_get(l, "fleet.io/job-id"));
+	const char *at = json_string_value(json_object_get(l, "fleet.io/attempt"));
+	const char *ns = json_string_value(json_object_get(md, "namespace"));
+	const char *uri = json_string_value(json_object_get(a, "fleet.io/checkpoint-uri"));
+	char name[64], grace[16];
+	json_t *labels;
+
+	if (id == NULL || at == NULL || ns == NULL ||
+	    !kuberay_signal_name(id, atoi(at), name, sizeof(name)))
+		return NULL;
+	labels = json_object();
+	for (const char *const *k = (const char *const[]){ "app.kubernetes.io/managed-by",
+	    "fleet.io/job-id", "fleet.io/attempt", "fleet.io/queue", "fleet.io/environment",
+	    NULL }; *k != NULL; k++)
+		if (json_is_string(json_object_get(l, *k)))
+			json_object_set(labels, *k, json_object_get(l, *k));
+	json_object_set_new(labels, "fleet.io/signal", json_string("checkpoint"));
+	snprintf(grace, sizeof(grace), "%d", grace_seconds);
+	return json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:s, s:s, s:s, s:s, s:s}}",
+	    "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name", name, "namespace", ns,
+	    "labels", labels, "data",
+	    "checkpoint_requested_at", sig && sig->requested_at ? sig->requested_at : "",
+	    "checkpoint_deadline", sig && sig->deadline ? sig->deadline : "",
+	    "grace_seconds", grace, "reason", sig && sig->reason ? sig->reason : "",
+	    "checkpoint_uri", uri ? uri : "");
+}
