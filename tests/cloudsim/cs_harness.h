@@ -119,7 +119,7 @@ csh_req(const char *method, const char *url, const char *const *headers, const c
 	if (body != NULL && !ct)
 		hd[n++] = "Content-Type: application/x-www-form-urlencoded";
 	hd[n] = NULL;
-	harness_https(&h, method, url, cafile, body, hd);
+	harness_https(&h, method, url, NULL, cafile, body, hd);
 	return csh_from(&h);
 }
 

@@ -21,6 +21,7 @@
 struct http_result harness_r;
 
 static char target[64];			/* base URL of the fleetd harness_call talks to */
+static char target_ca[256];		/* its certificate when it serves HTTPS */
 static char *secrets[MAX_SECRETS];
 static int nsecrets;
 static char dbu[512];			/* database of harness_sql* */
@@ -30,6 +31,7 @@ void
 harness_call_to(const struct fleetd_proc *p)
 {
 	snprintf(target, sizeof(target), "%s", p->url);
+	snprintf(target_ca, sizeof(target_ca), "%s", p->ca);
 }
 
 static long
@@ -44,7 +46,8 @@ vcall(const char *method, const char *token, const char *body, const char *const
 	harness_http_free(&harness_r);
 	n = snprintf(url, sizeof(url), "%s", target);
 	vsnprintf(url + n, sizeof(url) - (size_t)n, fmt, ap);
-	harness_http(&harness_r, method, url, token, body, headers);
+	harness_https(&harness_r, method, url, token, target_ca[0] ? target_ca : NULL, body,
+	    headers);
 	for (int i = 0; i < nsecrets; i++)
 		if (strstr(harness_r.body, secrets[i]) != NULL ||
 		    strstr(harness_r.headers, secrets[i]) != NULL)

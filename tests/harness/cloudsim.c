@@ -277,7 +277,7 @@ harness_kube(const struct harness_cs *cs, struct http_result *r, const char *clu
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
 	    harness_js(harness_cs_cluster(cs, cluster), "token"));
 	snprintf(ct, sizeof(ct), "Content-Type: %s", ctype ? ctype : "application/json");
-	harness_https(r, method, url, cs->ca, body, hd);
+	harness_https(r, method, url, NULL, cs->ca, body, hd);
 }
 
 void

@@ -260,7 +260,11 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 
 	memset(p, 0, sizeof(*p));
 	p->port = harness_free_port();
-	snprintf(p->url, sizeof(p->url), "http://127.0.0.1:%d", p->port);
+	for (int i = 0; env != NULL && env[i] != NULL; i++)
+		if (strncmp(env[i], "FLEETD_TLS_CERT=", 16) == 0)
+			snprintf(p->ca, sizeof(p->ca), "%s", env[i] + 16);
+	snprintf(p->url, sizeof(p->url), "%s://127.0.0.1:%d", p->ca[0] ? "https" : "http",
+	    p->port);
 	snprintf(p->log, sizeof(p->log), "/tmp/fleetd-test-%d-%d.log", (int)getpid(), p->port);
 	snprintf(p->dburl, sizeof(p->dburl), "%s", dburl);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", p->port);
@@ -293,7 +297,7 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 			free(log);
 			fail();
 		}
-		harness_http(&r, "GET", health, NULL, NULL, NULL);
+		harness_https(&r, "GET", health, NULL, p->ca[0] ? p->ca : NULL, NULL, NULL);
 		if (r.status == 200) {
 			harness_http_free(&r);
 			harness_call_to(p);
@@ -437,10 +441,10 @@ harness_http(struct http_result *r, const char *method, const char *url, const c
 }
 
 void
-harness_https(struct http_result *r, const char *method, const char *url, const char *cafile,
-	      const char *body, const char *const *headers)
+harness_https(struct http_result *r, const char *method, const char *url, const char *token,
+	      const char *cafile, const char *body, const char *const *headers)
 {
-	http_do(r, method, url, NULL, cafile, body, headers);
+	http_do(r, method, url, token, cafile, body, headers);
 }
 
 void

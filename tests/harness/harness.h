@@ -21,6 +21,7 @@ struct fleetd_proc {
 	char	url[64];	/* http://127.0.0.1:PORT */
 	char	log[256];	/* its stdout+stderr */
 	char	dburl[512];
+	char	ca[256];	/* HTTPS: the certificate it serves (a self-signed CA); else "" */
 };
 
 struct http_result {
@@ -61,7 +62,9 @@ void	harness_db_drop(const char *url);
 
 int	harness_free_port(void);
 /* Starts `fleetd serve --migrate` with extra "NAME=value" env entries (NULL-terminated,
- * later ones win); it becomes the fleetd of harness_call. */
+ * later ones win); it becomes the fleetd of harness_call.  With FLEETD_TLS_CERT and
+ * FLEETD_TLS_KEY among them it serves HTTPS: p->url is https://, and p->ca names the
+ * certificate to trust. */
 void	harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env);
 /* SIGTERM and wait; returns the exit status. */
 int	harness_fleetd_stop(struct fleetd_proc *p);
@@ -80,9 +83,9 @@ char	*harness_slurp(const char *path);
  * (appended to), else /tmp/fleetd-responses-<pid>.jsonl (fresh per test process). */
 void	harness_http(struct http_result *r, const char *method, const char *url,
 	    const char *token, const char *body, const char *const *headers);
-/* The same over HTTPS trusting cafile (NULL: the system's CAs). */
+/* The same trusting cafile for HTTPS (NULL: the system's CAs). */
 void	harness_https(struct http_result *r, const char *method, const char *url,
-	    const char *cafile, const char *body, const char *const *headers);
+	    const char *token, const char *cafile, const char *body, const char *const *headers);
 void	harness_http_free(struct http_result *r);
 /* Header value from r->headers (case-insensitive), malloc'd, or NULL. */
 char	*harness_header(const struct http_result *r, const char *name);

@@ -6,45 +6,21 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 static struct fleetd_proc fd;
 static char dburl[512];
 static char dir[64];		/* scratch folder with the certificates */
 static char cert[128], key[128], other_cert[128];
-static char base[64];		/* https://127.0.0.1:PORT */
+static char env_cert[160], env_key[160];
 static char *admin;
-
-struct buf {
-	char	*p;
-	size_t	 n;
-};
-
-static size_t
-on_data(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-	struct buf *b = ud;
-	size_t n = size * nmemb;
-	char *q = realloc(b->p, b->n + n + 1);
-
-	if (q == NULL)
-		return 0;
-	b->p = q;
-	memcpy(b->p + b->n, ptr, n);
-	b->n += n;
-	b->p[b->n] = '\0';
-	return n;
-}
 
 /* One HTTPS call verified against ca (NULL: no CA given, libcurl's default store).
  * Returns the status (0 when no answer) and the parsed body in *json (may be NULL). */
@@ -52,91 +28,19 @@ static long
 https(const char *method, const char *path, const char *ca, const char *token,
       const char *body, json_t **json, CURLcode *rc_out)
 {
-	CURL *c = curl_easy_init();
-	struct curl_slist *h = NULL;
-	struct buf b = { 0 };
-	char u[256], auth[512];
-	long status = 0;
-	CURLcode rc;
+	struct http_result r;
+	char u[256];
+	long status;
 
-	snprintf(u, sizeof(u), "%s%s", base, path);
-	curl_easy_setopt(c, CURLOPT_URL, u);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
-	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (ca != NULL)
-		curl_easy_setopt(c, CURLOPT_CAINFO, ca);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-	if (token != NULL) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-		h = curl_slist_append(h, auth);
-	}
-	if (body != NULL) {
-		h = curl_slist_append(h, "Content-Type: application/json");
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	}
-	h = curl_slist_append(h, "Expect:");
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	rc = curl_easy_perform(c);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	snprintf(u, sizeof(u), "%s%s", fd.url, path);
+	harness_https(&r, method, u, token, ca, body, NULL);
+	status = r.status;
 	if (rc_out != NULL)
-		*rc_out = rc;
+		*rc_out = (CURLcode)r.curl_rc;
 	if (json != NULL)
-		*json = b.p ? json_loads(b.p, 0, NULL) : NULL;
-	free(b.p);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
+		*json = json_incref(r.json);
+	harness_http_free(&r);
 	return status;
-}
-
-/* The harness polls plain HTTP, so TLS fleetd is started here the same way. */
-static void
-start_tls_fleetd(void)
-{
-	char listen[64];
-
-	memset(&fd, 0, sizeof(fd));
-	fd.port = harness_free_port();
-	snprintf(fd.url, sizeof(fd.url), "http://127.0.0.1:%d", fd.port);
-	snprintf(base, sizeof(base), "https://127.0.0.1:%d", fd.port);
-	snprintf(fd.log, sizeof(fd.log), "%s/fleetd.log", dir);
-	snprintf(fd.dburl, sizeof(fd.dburl), "%s", dburl);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", fd.port);
-	fd.pid = fork();
-	assert_true(fd.pid >= 0);
-	if (fd.pid == 0) {
-		int lfd = open(fd.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		dup2(lfd, 1);
-		dup2(lfd, 2);
-		setenv("DATABASE_URL", dburl, 1);
-		setenv("FLEETD_LISTEN", listen, 1);
-		setenv("FLEETD_LOG_LEVEL", "info", 1);
-		setenv("FLEETD_MIGRATIONS_DIR", FLEETD_SOURCE_DIR "/migrations", 1);
-		setenv("FLEETD_OPENAPI", FLEETD_SOURCE_DIR "/api/openapi.yaml", 1);
-		execl(FLEETD_BINARY_DIR "/fleetd", "fleetd", "serve", "--migrate", "--tls-cert",
-		    cert, "--tls-key", key, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 300; i++) {
-		int st;
-
-		if (waitpid(fd.pid, &st, WNOHANG) == fd.pid) {
-			char *log = harness_slurp(fd.log);
-
-			fd.pid = 0;
-			fail_msg("fleetd with tls exited at start:\n%s", log ? log : "");
-		}
-		if (https("GET", "/healthz", cert, NULL, NULL, NULL, NULL) == 200)
-			return;
-		usleep(50 * 1000);
-	}
-	fail_msg("fleetd did not answer https://127.0.0.1:%d/healthz", fd.port);
 }
 
 static int
@@ -155,7 +59,10 @@ setup(void **state)
 	assert_int_equal(harness_sh("%s -keyout %s/other.key -out %s 2>/dev/null", req, dir,
 	    other_cert), 0);
 	harness_db_create("tls", dburl, sizeof(dburl));
-	start_tls_fleetd();
+	snprintf(env_cert, sizeof(env_cert), "FLEETD_TLS_CERT=%s", cert);
+	snprintf(env_key, sizeof(env_key), "FLEETD_TLS_KEY=%s", key);
+	harness_fleetd_start(&fd, dburl, (const char *const[]){ env_cert, env_key,
+	    "FLEETD_LOG_LEVEL=info", NULL });
 	admin = harness_token(dburl, "admin", "*");
 	return 0;
 }
@@ -171,6 +78,8 @@ teardown(void **state)
 	free(admin);
 	if (dir[0] != '\0')
 		harness_sh("rm -rf '%s'", dir);
+	harness_done();
+	harness_validate_responses();
 	return 0;
 }
 
@@ -191,6 +100,7 @@ static void
 test_certificate_checked(void **state)
 {
 	struct http_result r;
+	char plain[80];
 	CURLcode rc;
 
 	(void)state;
@@ -198,7 +108,8 @@ test_certificate_checked(void **state)
 	assert_true(rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT);
 	assert_int_equal(https("GET", "/healthz", NULL, NULL, NULL, NULL, &rc), 0);
 	assert_int_not_equal(rc, CURLE_OK);
-	harness_http(&r, "GET", fd.url, NULL, NULL, NULL);	/* http:// to the tls port */
+	snprintf(plain, sizeof(plain), "http://127.0.0.1:%d/healthz", fd.port);
+	harness_http(&r, "GET", plain, NULL, NULL, NULL);	/* http:// to the tls port */
 	assert_int_not_equal(r.status, 200);
 	harness_http_free(&r);
 }
