@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 #define SLOW_CLIENTS	100	/* slowloris connections */
 #define SLOW_SECONDS	8	/* one header byte per second for this long */
@@ -35,15 +35,6 @@ static struct fleetd_proc fd;
 static char dburl[512];
 static char *admin;
 static long rss_start_kb;
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
 
 static long
 fleetd_rss_kb(void)
@@ -91,11 +82,11 @@ ordinary_requests(void)
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		struct http_result r;
 		char u[256];
-		double t0 = now_ms(), dt;
+		double t0 = harness_now_s() * 1000, dt;
 
 		snprintf(u, sizeof(u), "%s%s", fd.url, paths[i]);
 		harness_http(&r, "GET", u, i == 2 ? admin : NULL, NULL, NULL);
-		dt = now_ms() - t0;
+		dt = harness_now_s() * 1000 - t0;
 		if (r.status != 200 || dt > QUICK_MS) {
 			harness_sh("tail -n 20 %s >&2", fd.log);
 			fail_msg("GET %s: status %ld after %.0f ms", paths[i], r.status, dt);
@@ -112,11 +103,11 @@ static ssize_t
 read_answer(int s, char *buf, size_t len, int timeout_ms)
 {
 	size_t got = 0;
-	double deadline = now_ms() + timeout_ms;
+	double deadline = harness_now_s() * 1000 + timeout_ms;
 
 	for (;;) {
 		struct pollfd p = { .fd = s, .events = POLLIN };
-		int left = (int)(deadline - now_ms());
+		int left = (int)(deadline - harness_now_s() * 1000);
 		ssize_t n;
 
 		if (left <= 0 || poll(&p, 1, left) <= 0)
@@ -181,7 +172,7 @@ test_slowloris(void **state)
 		    (ssize_t)(sizeof(head) - 1));
 	}
 	for (int sec = 0; sec < SLOW_SECONDS; sec++) {
-		double t0 = now_ms(), w;
+		double t0 = harness_now_s() * 1000, w;
 
 		for (int i = 0; i < SLOW_CLIENTS; i++)
 			if (s[i] >= 0 && send(s[i], "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
@@ -190,8 +181,8 @@ test_slowloris(void **state)
 			}
 		w = ordinary_requests();
 		worst = w > worst ? w : worst;
-		if (now_ms() - t0 < 1000)
-			usleep((useconds_t)((1000 - (now_ms() - t0)) * 1000));
+		if (harness_now_s() * 1000 - t0 < 1000)
+			usleep((useconds_t)((1000 - (harness_now_s() * 1000 - t0)) * 1000));
 	}
 	for (int i = 0; i < SLOW_CLIENTS; i++) {
 		if (s[i] >= 0) {
