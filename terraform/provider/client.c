@@ -8,6 +8,7 @@
 #include "tf.h"
 
 struct tf_conf tf_conf = {.timeout_ms = 30000, .retries = 5, .iam_timeout_s = 120};
+_Atomic int tf_stopping;
 
 const char *
 tf_str(json_t *obj, const char *name)

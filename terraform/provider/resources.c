@@ -152,7 +152,7 @@ iam_post(json_t *planned, const char *suffix, json_t **api, struct tf_diags *d)
 			ok = true;
 			break;
 		}
-		if (time(NULL) >= end) {
+		if (time(NULL) >= end || tf_stopping) {
 			tf_api_problem(*api, st, "fleetd could not verify the IAM pair", d);
 			json_decref(*api);
 			*api = NULL;
@@ -160,7 +160,8 @@ iam_post(json_t *planned, const char *suffix, json_t **api, struct tf_diags *d)
 		}
 		json_decref(*api);
 		*api = NULL;
-		sleep(2);
+		for (int i = 0; i < 20 && !tf_stopping; i++)
+			usleep(100 * 1000);
 	}
 	json_decref(body);
 	free(path);

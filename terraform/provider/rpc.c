@@ -547,6 +547,7 @@ h_stop(struct arena *a, const uint8_t *in, size_t inlen, uint8_t **out, size_t *
 	(void)a;
 	(void)in;
 	(void)inlen;
+	tf_stopping = 1;
 	PACK(tfplugin6__stop_provider__response, &resp);
 	return true;
 }

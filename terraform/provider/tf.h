@@ -122,6 +122,8 @@ struct tf_conf {
 	bool	 configured;
 };
 extern struct tf_conf tf_conf;
+/* Set by StopProvider (Ctrl-C in Terraform): waits in progress give up at their next turn. */
+extern _Atomic int tf_stopping;
 /* One API call.  *out is the parsed body (may be NULL); *status the HTTP status.
  * False (with a diagnostic) on transport failure or when the status is not in
  * ok1/ok2 (0 = none); a 404 with accept_404 is success with *status 404. */

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -315,7 +316,7 @@ terraform {{
   }}
 }}
 provider "fleet" {{
-  iam_verification_timeout = 1
+  iam_verification_timeout = 60
 }}
 resource "fleet_cloud" "hp2" {{
   name          = "tf-hp-use1"
@@ -646,8 +647,27 @@ resource "fleet_queue" "imported" {
         f2.write(fail_iam_tf(sim))
         shutil.copy(os.path.join(tf.dir, ".terraform.lock.hcl"), f2.dir)
         f2.run("init", "-input=false")
-        r = f2.run("apply", "-input=false", "-auto-approve", ok=(1,), timeout=120)
-        out = r.stdout + r.stderr
+        # verification keeps failing; Ctrl-C (StopProvider) ends the wait long before the
+        # 60 s iam_verification_timeout, and the apply fails with the checks of the last try
+        t0 = time.time()
+        p = subprocess.Popen(["terraform", "apply", "-input=false", "-auto-approve", "-no-color"],
+                             cwd=f2.dir, env=f2.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        while time.time() - t0 < 60 and not any(
+                c["name"] == "tf-hp-use1" for c in sim.api("GET", "/v1/clouds?limit=100")["items"]):
+            time.sleep(0.2)
+        time.sleep(1.5)
+        p.send_signal(signal.SIGINT)
+        try:
+            so, se = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            so, se = p.communicate()
+        took = time.time() - t0
+        log(f"terraform apply (interrupted) -> {p.returncode} ({took:.1f}s)")
+        out = so + se
+        expect(p.returncode == 1 and took < 30 and "Interrupt received" in out,
+               f"Ctrl-C stops a phase 2 waiting for verification ({took:.1f}s of a 60 s timeout)")
         # one error per failed check (Terraform wraps long lines: match across whitespace)
         checks = re.findall(r"iam\.verification_failed:\s+check\s+(\w+)", out)
         errors = out.count("Error: fleetd could not verify the IAM pair")
