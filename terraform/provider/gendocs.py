@@ -123,7 +123,9 @@ IMPORTS = {
                         "7c2d9a51-1e6b-4f4a-9b0e-3d5c8f1a2b34"),
     "fleet_cloud": ("the cloud id", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
     "fleet_cloud_iam": ("the cloud id (of an active cloud)", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
-    "fleet_cluster": ("the cluster id (the token is write-only: set token_wo in the configuration)",
+    "fleet_cluster": ("the cluster id. The token is write-only and fleetd never returns it: "
+                      "token_wo_version is not known after an import, so the first apply "
+                      "after it sends token_wo once more",
                       "9e8d7c6b-5a49-4382-b1a0-f9e8d7c6b5a4"),
 }
 

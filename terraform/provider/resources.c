@@ -235,8 +235,10 @@ const struct tf_ops tf_ops_cloud_iam = {iam_create, iam_read, iam_update, iam_re
 static char *
 cluster_path(json_t *state, bool with_id)
 {
-	char *cid = curl_easy_escape(NULL, json_string_value(tf_get(state, "cloud_id")) ?: "", 0);
-	char *id = curl_easy_escape(NULL, json_string_value(tf_get(state, "id")) ?: "", 0);
+	const char *c = json_string_value(tf_get(state, "cloud_id"));
+	const char *i = json_string_value(tf_get(state, "id"));
+	char *cid = curl_easy_escape(NULL, c ? c : "", 0);
+	char *id = curl_easy_escape(NULL, i ? i : "", 0);
 	char *p = NULL;
 
 	if (cid && id && asprintf(&p, "/v1/clouds/%s/clusters%s%s", cid, with_id ? "/" : "",

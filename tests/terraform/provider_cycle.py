@@ -574,6 +574,13 @@ resource "fleet_queue" "imported" {
         tf.run("import", "-input=false", "fleet_queue.imported", q2["id"])
         tf.plan_clean("after import")
         tf.run("import", "-input=false", "fleet_environment.e2", ENV, ok=(1,))  # not in config
+        # a cloud (typed nested account and iam_required) and its phase 2, imported by id
+        hp_id = next(c["id"] for c in sim.api("GET", "/v1/clouds?limit=100")["items"]
+                     if c["name"] == "tf-hp-usw2")
+        tf.run("state", "rm", "fleet_cloud.hp", "fleet_cloud_iam.hp")
+        tf.run("import", "-input=false", "fleet_cloud.hp", hp_id)
+        tf.run("import", "-input=false", "fleet_cloud_iam.hp", hp_id)
+        tf.plan_clean("after importing a cloud and its phase 2")
 
         # 503 then 429, each with Retry-After: 1, are retried after the wait
         flaky = Flaky(fleetd.url)
