@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/migrate.h"
 #include "iam/token.h"
+#include "queue/admit_cache.h"
 
 static void
 usage(FILE *f)
@@ -137,13 +138,16 @@ cmd_serve(char **rest, int n, struct err *e)
 	signal(SIGPIPE, SIG_IGN);
 	if (!token_listen_start(cfg.database_url, e))
 		return 1;
+	admit_cache_start(cfg.database_url);	/* submit checks kept until capacity changes */
 	if (!server_start(e)) {
+		admit_cache_stop();
 		token_listen_stop();
 		return 1;
 	}
 	if (!workers_start(e)) {
 		server_stop();
 		workers_stop();
+		admit_cache_stop();
 		token_listen_stop();
 		return 1;
 	}
@@ -153,6 +157,7 @@ cmd_serve(char **rest, int n, struct err *e)
 	log_info(NULL, "api", "shutting down", "{s:i}", "signal", sig);
 	server_stop();
 	workers_stop();
+	admit_cache_stop();
 	token_listen_stop();
 	log_info(NULL, "api", "stopped", NULL);
 	return 0;

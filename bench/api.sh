@@ -3,7 +3,7 @@
 # one durable Postgres (scripts/pg.sh: fsync, full_page_writes, synchronous_commit on) that
 # fleetd and pgbench share.  Seeds BENCH_CLUSTERS clusters with capacity (as
 # bench/scheduler.sh does), 30 queues and BENCH_JOBS jobs (default 100,000: 30% succeeded,
-# 10% failed, 10% running, 50% pending); then, for fleetd API-only (FLEETD_WORKERS empty)
+# 10% failed, 10% running, 50% pending); then, for fleetd API-only (FLEETD_WORKERS=none)
 # and fleetd with background workers (BENCH_WORKERS, default every loop but the poller:
 # the bench's clusters are not reachable), wrk with 32 connections on
 #   GET /v1/jobs/{id}, GET /v1/jobs?limit=20 (plain, ?state=running, ?queue=q-7),
@@ -23,7 +23,7 @@ dur=${BENCH_DURATION:-10s}
 njobs=${BENCH_JOBS:-100000}
 nclusters=${BENCH_CLUSTERS:-500}
 modes=${BENCH_MODES:-api workers}
-workers=${BENCH_WORKERS:-scheduler,dispatch,status,mover}
+workers=${BENCH_WORKERS:-scheduler,dispatch,status,mover,janitor,sweep}
 conns=32
 work=$(mktemp -d /tmp/fleetd-bench-api.XXXXXX)
 fpid=
@@ -211,7 +211,7 @@ for mode in $modes; do
 	echo "$mode: pgbench -S, -N..." >&2
 	echo "$(pgbench_tps -S)" >"$work/$mode-pgS"
 	echo "$(pgbench_tps -N)" >"$work/$mode-pgN"
-	if [ "$mode" = api ]; then start_fleetd ""; else start_fleetd "$workers"; sleep 2; fi
+	if [ "$mode" = api ]; then start_fleetd none; else start_fleetd "$workers"; sleep 2; fi
 	bench "$mode" get "/v1/jobs/x" "$work/get.lua" "$work/ids"
 	bench "$mode" list "/v1/jobs?limit=20"
 	bench "$mode" list_state "/v1/jobs?limit=20&state=running"
@@ -275,7 +275,7 @@ print("Command: `bash bench/api.sh` (BENCH_DURATION=%s, BENCH_JOBS=%s, BENCH_CLU
 for mode in modes.split():
     S, N = num("%s-pgS" % mode), num("%s-pgN" % mode)
     hwm = num("%s-hwm" % mode)
-    label = ("fleetd API-only (FLEETD_WORKERS empty)" if mode == "api"
+    label = ("fleetd API-only (FLEETD_WORKERS=none)" if mode == "api"
              else "fleetd with workers (FLEETD_WORKERS=%s)" % workers)
     print()
     print("%s: pgbench -S %.0f tps, pgbench -N %.0f tps; fleetd VmHWM %.1f MiB" % (label, S, N, hwm / 1024))

@@ -27,9 +27,9 @@ struct ckey {
 static const struct ckey keys[] = {
 	{ "listen", C_STR, S(listen), "127.0.0.1:8080", "FLEETD_LISTEN", false,
 	  "address:port to serve on" },
-	{ "threads", C_INT, S(threads), "4", "FLEETD_THREADS", false,
-	  "HTTP worker threads" },
-	{ "db-pool", C_INT, S(db_pool), "8", "FLEETD_DB_POOL", false,
+	{ "threads", C_INT, S(threads), "8", "FLEETD_THREADS", false,
+	  "HTTP worker threads (each waits on its own database round trips)" },
+	{ "db-pool", C_INT, S(db_pool), "16", "FLEETD_DB_POOL", false,
 	  "database connections in the pool" },
 	{ "log-level", C_STR, S(log_level), "info", "FLEETD_LOG_LEVEL", false,
 	  "debug | info | warn | error" },

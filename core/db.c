@@ -29,10 +29,14 @@ struct db {
 	bool	 busy;
 	bool	 in_tx;
 	char	 sqlstate[6];
+	char	**notes;	/* "channel\0payload" to NOTIFY after this transaction commits */
+	int	 nnotes;
 	struct stmt *stmts;	/* statement cache of this connection */
 	int	 nstmts;
 	int	 renamed;	/* statements prepared again under a new name */
 };
+
+static void notes_drop(struct db *c);
 
 static struct {
 	pthread_mutex_t	 mu;
@@ -162,6 +166,7 @@ db_release(struct db *c)
 	if (c->in_tx && c->conn != NULL)
 		db_rollback(c);
 	c->in_tx = false;
+	notes_drop(c);
 	pthread_mutex_lock(&pool.mu);
 	c->busy = false;
 	pool.in_use--;
@@ -330,6 +335,48 @@ db_exec(struct db *c, const char *sql, int n, const char *const *params, PGresul
 	return true;
 }
 
+static void
+notes_drop(struct db *c)
+{
+	for (int i = 0; i < c->nnotes; i++)
+		free(c->notes[i]);
+	free(c->notes);
+	c->notes = NULL;
+	c->nnotes = 0;
+}
+
+static bool
+notify_now(struct db *c, const char *channel, const char *payload, struct err *e)
+{
+	const char *p[2] = { channel, payload ? payload : "" };
+
+	return db_exec(c, "SELECT pg_notify($1, $2)", 2, p, NULL, e);
+}
+
+bool
+db_notify(struct db *c, const char *channel, const char *payload, struct err *e)
+{
+	size_t lc = strlen(channel), lp = payload ? strlen(payload) : 0;
+	char *note, **grown;
+
+	if (!c->in_tx)
+		return notify_now(c, channel, payload, e);
+	for (int i = 0; i < c->nnotes; i++)	/* Postgres folds repeats too */
+		if (strcmp(c->notes[i], channel) == 0 &&
+		    strcmp(c->notes[i] + lc + 1, payload ? payload : "") == 0)
+			return true;
+	if ((note = malloc(lc + lp + 2)) == NULL ||
+	    (grown = realloc(c->notes, sizeof(*grown) * (size_t)(c->nnotes + 1))) == NULL) {
+		free(note);
+		return err_set(e, 500, "db.oom", "out of memory");
+	}
+	memcpy(note, channel, lc + 1);
+	memcpy(note + lc + 1, payload ? payload : "", lp + 1);
+	c->notes = grown;
+	c->notes[c->nnotes++] = note;
+	return true;
+}
+
 bool
 db_begin(struct db *c, struct err *e)
 {
@@ -345,6 +392,14 @@ db_commit(struct db *c, struct err *e)
 	bool ok = db_exec(c, "COMMIT", 0, NULL, NULL, e);
 
 	c->in_tx = false;
+	/* The transaction is durable: a NOTIFY that cannot be sent now is only a wake-up
+	 * lost (listeners also wake on their timers), not a failure of the commit. */
+	for (int i = 0; ok && i < c->nnotes; i++) {
+		struct err ignored = { 0 };
+
+		notify_now(c, c->notes[i], c->notes[i] + strlen(c->notes[i]) + 1, &ignored);
+	}
+	notes_drop(c);
 	return ok;
 }
 
@@ -358,6 +413,7 @@ db_rollback(struct db *c)
 	r = PQexec(c->conn, "ROLLBACK");
 	PQclear(r);
 	c->in_tx = false;
+	notes_drop(c);
 }
 
 bool

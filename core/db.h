@@ -35,6 +35,12 @@ bool	 db_exec(struct db *c, const char *sql, int n, const char *const *params,
 typedef bool (*db_tx_fn)(struct db *c, void *arg, struct err *e);
 bool	 db_tx(db_tx_fn fn, void *arg, struct err *e);
 
+/* NOTIFY channel, payload: at once outside a transaction, after a successful COMMIT inside
+ * one (dropped on rollback).  A NOTIFY inside a transaction makes the commits of all
+ * notifying transactions wait for each other, WAL flush included (Postgres holds one lock
+ * from pre-commit to the end): with fsync on that caps them at one flush each. */
+bool	 db_notify(struct db *c, const char *channel, const char *payload, struct err *e);
+
 PGconn	*db_conn(struct db *c);	/* for LISTEN/NOTIFY and COPY only */
 const char *db_sqlstate(const struct err *e);	/* last SQLSTATE in e->detail or "" */
 

@@ -141,7 +141,7 @@ record_tx(struct db *c, void *arg, struct err *e)
 	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
 	    "reused", o->reused);
 	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e) &&
-	    db_exec(c, "SELECT pg_notify('fleet_status', '')", 0, NULL, NULL, e);
+	    db_notify(c, "fleet_status", "", e);
 	json_decref(data);
 cleanup:
 	PQclear(r);

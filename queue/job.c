@@ -6,6 +6,7 @@
 
 #include "core/jsonx.h"
 #include "providers/jobspec.h"
+#include "queue/admit_cache.h"
 #include "queue/job.h"
 #include "queue/store.h"
 #include "regions/catalog.h"
@@ -58,13 +59,21 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 	    " capacity cap WHERE cap.cluster_id = k.id)";
 	const char *pe[1] = { env };
 	PGresult *ru = NULL;
-	bool unseen;
+	long long kept[2];
+	unsigned long gen;
+	char key[160];
 
-	if (!db_exec(c, sql_unseen, 1, pe, &ru, e))
-		return false;
-	unseen = atoi(PQgetvalue(ru, 0, 0)) > 0;
-	PQclear(ru);
-	if (unseen)
+	/* both reads are kept in memory until capacity, clusters or clouds change */
+	snprintf(key, sizeof(key), "unseen\x1f%s", env);
+	if (!admit_cache_get(key, kept, &gen)) {
+		if (!db_exec(c, sql_unseen, 1, pe, &ru, e))
+			return false;
+		kept[0] = atoll(PQgetvalue(ru, 0, 0));
+		kept[1] = 0;
+		PQclear(ru);
+		admit_cache_put(key, kept, gen);
+	}
+	if (kept[0] > 0)
 		return true;
 	static const char sql[] =
 	    "SELECT coalesce(max(cap.max_nodes * cap.accel_per_node), -1),"
@@ -90,11 +99,18 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 		snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/accelerator/flavor", i);
 		if (!catalog_flavor_check(g->accel_flavor, ptr, e))
 			return false;
-		if (!db_exec(c, sql, 3, p, &r, e))
-			return false;
-		most = atoll(PQgetvalue(r, 0, 0));
-		rack = atoll(PQgetvalue(r, 0, 1));
-		PQclear(r);
+		snprintf(key, sizeof(key), "most\x1f%s\x1f%s\x1f%s", env, g->accel_flavor,
+		    spot ? spot : "any");
+		if (!admit_cache_get(key, kept, &gen)) {
+			if (!db_exec(c, sql, 3, p, &r, e))
+				return false;
+			kept[0] = atoll(PQgetvalue(r, 0, 0));
+			kept[1] = atoll(PQgetvalue(r, 0, 1));
+			PQclear(r);
+			admit_cache_put(key, kept, gen);
+		}
+		most = kept[0];
+		rack = kept[1];
 		need = (long long)g->min_replicas * g->accel_count;
 		if (most < 0)
 			return err_field(e, 422, "queue.unplaceable", ptr, "no cluster in %s has %s%s "
@@ -180,9 +196,14 @@ host_fits(struct db *c, const char *env, const struct job_spec *s, struct err *e
 bool
 job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 {
-	static const char sql[] = "INSERT INTO jobs (id, name, environment, queue_id, kind,"
-	    " priority_class, priority, spec) VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int,"
-	    " $8::jsonb)";
+	/* the job and its first event in one round trip (the scheduler is woken after the
+	 * commit: db_notify) */
+	static const char sql[] = "WITH j AS (INSERT INTO jobs (id, name, environment, queue_id,"
+	    " kind, priority_class, priority, spec) VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int,"
+	    " $8::jsonb) RETURNING id, attempt, environment),"
+	    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message)"
+	    " SELECT id, 'submitted', NULL, 'pending', attempt, 'job submitted' FROM j)"
+	    " SELECT 1 FROM j";
 	struct job_spec s;
 	json_t *spec_in = NULL, *queue = NULL, *pc = NULL, *canon = NULL;
 	const char *env = NULL, *pcname;
@@ -221,10 +242,8 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 		const char *p[8] = { id, s.name, env,
 		    json_string_value(json_object_get(queue, "id")), jobspec_kind_name(s.kind),
 		    pcname ? pcname : "default", prio, spec_s };
-		const char *ev[6] = { id, "submitted", NULL, "pending", "job submitted", NULL };
 
-		if (!db_exec(c, sql, 8, p, NULL, e) || !db_exec(c, sql_event, 6, ev, NULL, e) ||
-		    !db_exec(c, "SELECT pg_notify('fleet_sched', $1)", 1, &env, NULL, e))
+		if (!db_exec(c, sql, 8, p, NULL, e) || !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
 	ok = job_get(c, id, false, out, e);
@@ -331,7 +350,7 @@ job_transition(struct db *c, const char *id, const char *from, const char *to,
 		const char *ev[6] = { id, "state", old, to, reason ? reason : "", ds };
 
 		if (!db_exec(c, sql_event, 6, ev, NULL, e) ||
-		    !db_exec(c, "SELECT pg_notify('fleet_sched', $1)", 1, &env, NULL, e))
+		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
 	ok = true;

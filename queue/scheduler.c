@@ -221,8 +221,7 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 			*b[i].count += (size_t)atol(PQcmdTuples(r));
 		PQclear(r);
 	}
-	ok = ok && (!any || (db_exec(c, "SELECT pg_notify('fleet_dispatch', '')", 0, NULL, NULL,
-	    e) && db_commit(c, e)));
+	ok = ok && (!any || (db_notify(c, "fleet_dispatch", "", e) && db_commit(c, e)));
 	if (!ok)
 		db_rollback(c);
 	for (int i = 0; i < n; i++)

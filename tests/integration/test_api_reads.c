@@ -1,7 +1,8 @@
 /* test_api_reads: GET /v1/jobs/{id} and GET /v1/jobs, written as text from the columns and
  * kept in memory between lists (issue 17), answer exactly what JOB_JSON builds in SQL —
  * every member, timestamp form and escaped string — page through every job once, filter,
- * scope by token, and never show a job, queue, cluster or cloud as it was before a change. */
+ * scope by token, and never show a job, queue, cluster or cloud as it was before a change;
+ * the submit-time checks kept in memory follow capacity changes (NOTIFY fleet_capacity). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -333,6 +335,59 @@ test_changes_show(void **state)
 	json_decref(all);
 }
 
+/* POSTs a job needing n L4 accelerators in ra until it answers want (the notification
+ * that forgets kept checks arrives within milliseconds); fails after 5 s. */
+static void
+submit_until(int n, long want)
+{
+	char body[1024];
+	static int seq;
+
+	for (int i = 0; i < 100; i++) {
+		struct http_result r;
+		long got;
+
+		snprintf(body, sizeof(body), "{\"environment\": \"ra\", \"kind\": \"RayJob\","
+		    " \"queue\": \"qa-renamed\", \"name\": \"sub-%d\", \"ray_version\": \"2.52.0\","
+		    " \"entrypoint\": \"python x.py\", \"head\": {\"cpu\": \"1\", \"memory\": \"1Gi\"},"
+		    " \"worker_groups\": [{\"name\": \"w\", \"replicas\": 1, \"cpu\": \"1\","
+		    " \"memory\": \"1Gi\", \"accelerator\": {\"flavor\": \"nvidia-l4\", \"count\": %d}}]}",
+		    seq++, n);
+		harness_http(&r, "POST", url("/v1/jobs"), admin, body, NULL);
+		got = r.status;
+		harness_http_free(&r);
+		if (got == want)
+			return;
+		if (got != 201 && got != 422)
+			fail_msg("submit: %ld", got);
+		usleep(50 * 1000);
+	}
+	fail_msg("submit of %d L4 never answered %ld", n, want);
+}
+
+/* The largest gang per flavor is kept between submits and forgotten when capacity,
+ * clusters or clouds change. */
+static void
+test_submit_checks_follow_capacity(void **state)
+{
+	(void)state;
+	/* ka has never been observed: nothing is refused yet */
+	submit_until(16, 201);
+	sql("INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour,"
+	    " accel_per_node, nodes, max_nodes, free_accel, free_cpu_m, free_mem, topology)"
+	    " SELECT id, 'l4', 'nvidia-l4', 'g2-standard-96', false, 8, 8, 1, 1, 8, 90000,"
+	    " 300000000000, '{\"nodes\": [{\"name\": \"n1\", \"rack\": \"r1\"}]}'"
+	    " FROM clusters WHERE name = 'ka-renamed'");
+	submit_until(16, 422);	/* 8 at most now */
+	submit_until(8, 201);
+	sql("UPDATE capacity SET max_nodes = 2 WHERE pool = 'l4'");
+	submit_until(16, 201);
+	sql("UPDATE capacity SET free_accel = 0 WHERE pool = 'l4'");	/* no notification */
+	submit_until(16, 201);
+	sql("DELETE FROM capacity WHERE pool = 'l4'");
+	submit_until(16, 201);	/* unobserved again */
+}
+
 int
 main(void)
 {
@@ -340,6 +395,7 @@ main(void)
 		cmocka_unit_test(test_same_as_sql),
 		cmocka_unit_test(test_filters_and_scope),
 		cmocka_unit_test(test_changes_show),
+		cmocka_unit_test(test_submit_checks_follow_capacity),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

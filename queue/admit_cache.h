@@ -1,0 +1,20 @@
+/* admit_cache: what the submit-time admissibility checks read from capacity, clusters and
+ * clouds (per environment, flavor and spot choice), kept in memory until one of those
+ * tables changes: a trigger NOTIFYs fleet_capacity (migrations/0008) and a listener thread
+ * forgets everything.  While the listener is not connected nothing is kept. */
+#ifndef FLEET_QUEUE_ADMIT_CACHE_H
+#define FLEET_QUEUE_ADMIT_CACHE_H
+
+#include <stdbool.h>
+
+/* Starts the listener on url (a thread of its own); admit_cache_stop joins it. */
+bool	admit_cache_start(const char *url);
+void	admit_cache_stop(void);
+
+/* Copies the two numbers kept for key into v; false on a miss.  *gen receives the
+ * generation to hand to admit_cache_put for a value read from the database now. */
+bool	admit_cache_get(const char *key, long long v[2], unsigned long *gen);
+/* Keeps v for key unless the tables changed since gen was read. */
+void	admit_cache_put(const char *key, const long long v[2], unsigned long gen);
+
+#endif
