@@ -1,6 +1,6 @@
 /* admit_cache: what the submit-time admissibility checks read from capacity, clusters and
  * clouds (per environment, flavor and spot choice), kept in memory until one of those
- * tables changes: a trigger NOTIFYs fleet_capacity (migrations/0008) and a listener thread
+ * tables changes: a trigger NOTIFYs fleet_capacity (migrations/0009) and a listener thread
  * forgets everything.  While the listener is not connected nothing is kept. */
 #ifndef FLEET_QUEUE_ADMIT_CACHE_H
 #define FLEET_QUEUE_ADMIT_CACHE_H

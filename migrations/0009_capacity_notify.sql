@@ -1,4 +1,4 @@
--- 0008: NOTIFY fleet_capacity when what the submit-time admissibility checks read changes
+-- 0009: NOTIFY fleet_capacity when what the submit-time admissibility checks read changes
 -- (issue 17): a cluster or cloud added, removed or moved between environments, a capacity
 -- row added or removed, or one whose flavor, spot, size or racks changed.  fleetd keeps
 -- those checks' answers (the largest gang and rack per environment and flavor) in memory
