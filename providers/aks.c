@@ -438,6 +438,70 @@ check_token(const struct prov_cloud *c, const char *cp, struct prov_creds *cr,
 	return true;
 }
 
+/* The negative check: the control-plane identity trusts no federated subject but fleetd's
+ * own (issuer fleetd's tenant, subject its service principal).  Another subject would let
+ * a token of someone else sign in as this identity.  Fills e only when ARM could not be
+ * asked. */
+static bool
+check_federation(const struct prov_cloud *c, const char *cp, const char *bearer,
+    json_t *checks, struct err *e)
+{
+	const char *subject = cfg.azure_principal_id ? cfg.azure_principal_id :
+	    cfg.azure_client_id ? cfg.azure_client_id : "";
+	char url[1400], issuer[160], why[512];
+	struct http_req rq = { 0 };
+	struct http_resp r = { 0 };
+	json_t *list = NULL, *f;
+	size_t i;
+	bool ok = true;
+
+	(void)c;
+	snprintf(issuer, sizeof(issuer), "https://login.microsoftonline.com/%s/v2.0",
+	    cfg.azure_tenant ? cfg.azure_tenant : "");
+	snprintf(url, sizeof(url), "%s%s/federatedIdentityCredentials?api-version=" API_MSI,
+	    cfg.arm_url, cp);
+	rq.url = url;
+	rq.bearer = bearer;
+	rq.timeout_ms = PROV_TIMEOUT_MS;
+	rq.retry.max_attempts = 2;
+	if (!http_do(&rq, &r, e)) {
+		http_resp_cleanup(&r);
+		return false;
+	}
+	if (r.status != 200) {
+		creds_json_error(&r, why, sizeof(why));
+		prov_check_add(checks, "control_plane_federation_subject", false,
+		    "/control_plane_role", "the federated credentials of %s cannot be read (%s)",
+		    cp, why);
+		http_resp_cleanup(&r);
+		return false;
+	}
+	list = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+	json_array_foreach(json_object_get(list, "value"), i, f) {
+		json_t *pr = json_object_get(f, "properties");
+		const char *sub = json_string_value(json_object_get(pr, "subject"));
+		const char *iss = json_string_value(json_object_get(pr, "issuer"));
+
+		if (sub != NULL && iss != NULL && strcmp(sub, subject) == 0 &&
+		    strcmp(iss, issuer) == 0)
+			continue;
+		ok = false;
+		prov_check_add(checks, "control_plane_federation_subject", false,
+		    "/control_plane_role", "federated credential %s of %s trusts subject %s of "
+		    "issuer %s; only fleetd's (subject %s) may sign in as this identity",
+		    json_string_value(json_object_get(f, "name")) ?
+		    json_string_value(json_object_get(f, "name")) : "?", cp, sub ? sub : "?",
+		    iss ? iss : "?", subject);
+	}
+	if (ok)
+		prov_check_add(checks, "control_plane_federation_subject", true,
+		    "/control_plane_role", "a federated token of another subject is refused: only "
+		    "fleetd's subject is trusted");
+	json_decref(list);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
 static bool
 aks_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
     json_t *checks, struct err *e)
@@ -469,6 +533,13 @@ aks_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
 	    !check_identity(c, cluster, "cluster_role", cr.bearer, checks, p_cl, &ok2, e)) {
 		memset(&cr, 0, sizeof(cr));
 		return false;
+	}
+	if (have && !check_federation(c, cp, cr.bearer, checks, e)) {
+		all = false;
+		if (err_is_set(e)) {
+			memset(&cr, 0, sizeof(cr));
+			return false;
+		}
 	}
 	memset(&cr, 0, sizeof(cr));
 	all = all && ok1 && ok2;

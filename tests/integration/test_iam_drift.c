@@ -1,7 +1,9 @@
 /* test_iam_drift: continuous IAM verification against cloudsim — a HyperPod cloud whose
  * trust policy loses its sts:ExternalId condition (/_sim/iam) is found drifted by
  * POST /v1/clouds/{id}/iam/verify and by the iam-verify worker: degraded, with the failed
- * check, an audit row and metrics; it returns to active once the policy is fixed. */
+ * check, an audit row and metrics; it returns to active once the policy is fixed.  An AKS
+ * cloud whose control-plane identity trusts a federated subject other than fleetd's
+ * likewise. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +20,7 @@
 
 static struct harness_cs cs;
 static struct fleetd_proc fd;
-static char dburl[512], cloud[40];
+static char dburl[512], cloud[40], azcloud[40];
 static char *admin;
 static char cp[400], ext[200];
 
@@ -37,6 +39,7 @@ setup(void **state)
 	harness_get_ok(admin, "/v1/clouds/%s", cloud);
 	snprintf(cp, sizeof(cp), "%s", js(harness_r.json, "iam.control_plane_role"));
 	snprintf(ext, sizeof(ext), "%s", js(harness_r.json, "external_id"));
+	harness_register(&cs, admin, "test-aks-eus", azcloud, NULL);
 	return 0;
 }
 
@@ -166,6 +169,53 @@ test_worker_schedule(void **state)
 	assert_int_equal(audit_rows("cloud.iam.restored"), 2);
 }
 
+/* Azure: a federated credential for another subject on the control-plane identity. */
+static void
+test_azure_federation(void **state)
+{
+	json_t *cl, *fics, *drift, *b;
+	const char *mi;
+	char *text;
+
+	(void)state;
+	cl = json_incref(harness_get_ok(admin, "/v1/clouds/%s", azcloud));
+	mi = js(cl, "iam.control_plane_role");
+	fics = harness_jp(cl, "iam.required.control_plane_identity.federated_identity_credentials");
+	assert_non_null(fics);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", azcloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "passed");
+	assert_true(check_in(harness_jp(harness_r.json, "checks"),
+	    "control_plane_federation_subject", true));
+	drift = json_deep_copy(fics);
+	json_array_append_new(drift, json_pack("{s:s, s:s, s:s, s:[s]}", "name", "intruder",
+	    "issuer", "https://token.actions.githubusercontent.com", "subject",
+	    "repo:someone/else:ref:refs/heads/main", "audiences", "api://AzureADTokenExchange"));
+	b = json_pack("{s:s, s:s, s:o}", "provider", "azure", "resource_id", mi,
+	    "federated_identity_credentials", drift);
+	text = json_dumps(b, JSON_COMPACT);
+	harness_sim_post(&cs, "/_sim/iam", text);
+	free(text);
+	json_decref(b);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", azcloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "failed");
+	assert_string_equal(js(harness_r.json, "cloud.state"), "degraded");
+	assert_true(check_in(harness_jp(harness_r.json, "cloud.iam.failed_checks"),
+	    "control_plane_federation_subject", false));
+	b = json_pack("{s:s, s:s, s:O}", "provider", "azure", "resource_id", mi,
+	    "federated_identity_credentials", fics);
+	text = json_dumps(b, JSON_COMPACT);
+	harness_sim_post(&cs, "/_sim/iam", text);
+	free(text);
+	json_decref(b);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", azcloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "passed");
+	assert_string_equal(js(harness_r.json, "cloud.state"), "active");
+	json_decref(cl);
+}
+
 /* The route before phase 2 and for a cloud of no one. */
 static void
 test_verify_refusals(void **state)
@@ -193,6 +243,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_verify_route),
 		cmocka_unit_test(test_worker_schedule),
+		cmocka_unit_test(test_azure_federation),
 		cmocka_unit_test(test_verify_refusals),
 	};
 
