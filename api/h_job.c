@@ -110,8 +110,12 @@ HANDLER(h_job_events)
 	const char *id = rq_param(rq, "id"), *after;
 	json_t *job = NULL, *items = NULL;
 	int limit;
-	bool ok;
+	bool ok, streamed;
 
+	if (!h_job_events_follow(rq, &streamed, e))
+		return false;
+	if (streamed)
+		return true;
 	if (!rq_page(rq, &limit, &after, e) || !visible_job(rq, id, false, &job, e))
 		return false;
 	json_decref(job);

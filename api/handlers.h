@@ -66,6 +66,9 @@ HANDLER(h_operation_get);
 HANDLER(h_operation_cancel);
 HANDLER(h_capacity_summary);
 HANDLER(h_capacity_search);
+HANDLER(h_events);
+/* h_job_events with follow=true: the SSE stream of one job (*handled says it answered). */
+bool	h_job_events_follow(struct request *rq, bool *handled, struct err *e);
 
 /* Shared by list handlers: {"items": items, "next": link or null}.  key_of names the
  * member of the last item that is the cursor. */

@@ -71,6 +71,7 @@ const struct route routes[] = {
 	{ "POST", "/v1/clusters/{id}/drain", h_cluster_drain, ROLE_OPERATOR, R_BODY_OPT },
 	{ "POST", "/v1/regions/{environment}/{region}/drain", h_region_drain, ROLE_OPERATOR, R_BODY_OPT },
 	{ "GET", "/v1/operations/{id}", h_operation_get, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/events", h_events, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/operations/{id}/cancel", h_operation_cancel, ROLE_OPERATOR, 0 },
 };
 const size_t nroutes = sizeof(routes) / sizeof(routes[0]);

@@ -16,6 +16,7 @@
 
 #include "api/metrics.h"
 #include "api/server.h"
+#include "api/sse.h"
 #include "core/config.h"
 #include "core/crypto.h"
 #include "core/jsonx.h"
@@ -341,7 +342,10 @@ answer(struct request *rq, struct MHD_Connection *conn)
 	bool problem_json = rq->content_type &&
 	    strcmp(rq->content_type, "application/problem+json") == 0;
 
-	if ((rq->route != NULL && (rq->route->flags & R_RAW) && !problem_json) ||
+	if (rq->sse != NULL && rq->status == 200 && !problem_json) {
+		resp = sse_response(rq->sse);	/* owns the stream from here */
+		rq->sse = NULL;
+	} else if ((rq->route != NULL && (rq->route->flags & R_RAW) && !problem_json) ||
 	    (rq->raw != NULL && rq->reply == NULL && !problem_json)) {
 		resp = MHD_create_response_from_buffer(rq->raw_len, (void *)rq->raw,
 		    MHD_RESPMEM_MUST_COPY);
@@ -351,6 +355,10 @@ answer(struct request *rq, struct MHD_Connection *conn)
 		    MHD_RESPMEM_MUST_FREE);
 	} else {
 		resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	}
+	if (rq->sse != NULL) {		/* a stream that was opened but is not the answer */
+		sse_discard(rq->sse);
+		rq->sse = NULL;
 	}
 	if (resp == NULL)
 		return;
@@ -575,7 +583,8 @@ server_start(struct err *e)
 	char host[64] = "127.0.0.1";
 	const char *colon = strrchr(cfg.listen, ':');
 	struct sockaddr_in sa = { 0 };
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+	    MHD_ALLOW_SUSPEND_RESUME;	/* event streams wait suspended (api/sse.c) */
 	const union MHD_DaemonInfo *info;
 	int port;
 
@@ -612,7 +621,7 @@ server_start(struct err *e)
 		return err_set(e, 500, "server.start", "cannot listen on %s", cfg.listen);
 	info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
 	bound_port = info ? info->port : port;
-	return true;
+	return sse_start(e);
 }
 
 int
@@ -627,6 +636,7 @@ server_stop(void)
 	if (daemon_ == NULL)
 		return;
 	MHD_quiesce_daemon(daemon_);
+	sse_stop();	/* ends the event streams; MHD may not stop with suspended ones */
 	for (int i = 0; i < 300 && atomic_load(&inflight) > 0; i++)
 		usleep(100 * 1000);
 	MHD_stop_daemon(daemon_);

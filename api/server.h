@@ -17,6 +17,7 @@
 enum role { ROLE_NONE = 0, ROLE_VIEWER, ROLE_OPERATOR, ROLE_ADMIN };
 
 struct request;
+struct sse_stream;
 typedef bool (*handler_fn)(struct request *rq, struct err *e);
 
 enum route_flags {
@@ -73,6 +74,7 @@ struct request {
 	int		 retry_after;	/* Retry-After seconds of a 503 */
 	const char	*idem_key;	/* Idempotency-Key to record after success */
 	bool		 replayed;	/* the answer is a stored one (Idempotent-Replayed) */
+	struct sse_stream *sse;		/* a text/event-stream answer (api/sse.c) */
 	char		 body_sha[65];
 };
 

@@ -57,6 +57,9 @@ struct config {
 	char	*orphan_sweep;		/* delete | report */
 	int	 sweep_interval_ms;
 	int	 orphan_min_age_s;	/* a job's last change this old before its strays count */
+	int	 sse_heartbeat_s;	/* seconds between SSE heartbeats */
+	int	 sse_per_token;		/* event streams one token may hold open */
+	int	 sse_max_streams;	/* event streams of this replica */
 };
 
 extern struct config cfg;

@@ -49,3 +49,16 @@ listen_wait(PGconn *c, int ms)
 	}
 	return got;
 }
+
+bool
+listen_alive(PGconn *c)
+{
+	return c != NULL && PQstatus(c) == CONNECTION_OK;
+}
+
+void
+listen_close(PGconn *c)
+{
+	if (c != NULL)
+		PQfinish(c);
+}

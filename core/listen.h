@@ -11,5 +11,8 @@
 PGconn	*listen_open(const char *url, const char *channel);
 /* Waits up to ms for a notification (all pending ones are consumed); true when one came. */
 bool	 listen_wait(PGconn *c, int ms);
+/* Is the connection still up (a lost one is reopened by the caller)? */
+bool	 listen_alive(PGconn *c);
+void	 listen_close(PGconn *c);
 
 #endif

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # make run: a private Postgres (unless DATABASE_URL is set), cloudsim with the demo fleet,
 # migrations, an admin token, the demo registrations, and fleetd on 127.0.0.1:8080.
+# fleetd runs under a supervisor: after a crash it is started again (backoff 0.1 s doubling
+# to 5 s, at most FLEETD_MAX_RESTARTS a minute) while cloudsim and Postgres keep running.
 # Ctrl-C stops fleetd, cloudsim and the private Postgres.
+# FLEET_STATE_DIR (default .fleet) and FLEET_BIN (default build/rel) serve the tests.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-state=$top/.fleet
-bin=$top/build/rel
+state=${FLEET_STATE_DIR:-$top/.fleet}
+bin=${FLEET_BIN:-$top/build/rel}
+max_restarts=${FLEETD_MAX_RESTARTS:-5}
 mkdir -p "$state"
 cd "$top"
 
@@ -13,8 +17,9 @@ pids=()
 own_pg=0
 stop_all() {
 	trap - EXIT INT TERM
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	local i	# newest first: fleetd (its supervisor) before cloudsim
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[i]}" 2>/dev/null || true; done
+	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do wait "${pids[i]}" 2>/dev/null || true; done
 	[ "$own_pg" = 1 ] && bash "$top/scripts/pg.sh" stop "$state/pg"
 	echo "stopped."
 }
@@ -54,7 +59,39 @@ if [ ! -s "$state/admin.token" ] || ! grep -q fleet_ "$state/admin.token"; then
 fi
 token=$(cat "$state/admin.token")
 
-"$bin/fleetd" serve --migrate >>"$state/fleetd.log" 2>&1 &
+# supervise: runs fleetd until it exits on a signal of ours; restarts it after a crash.
+supervise() {
+	local child=0 stopping=0 rc backoff=0.1 now started
+	local -a recent=()
+	trap 'stopping=1; [ "$child" -gt 0 ] && kill -TERM "$child" 2>/dev/null' TERM INT
+	while :; do
+		started=$(date +%s)
+		"$bin/fleetd" serve --migrate >>"$state/fleetd.log" 2>&1 &
+		child=$!
+		echo "$child" >"$state/fleetd.pid"
+		rc=0; wait "$child" || rc=$?
+		while [ "$stopping" = 1 ] && kill -0 "$child" 2>/dev/null; do
+			wait "$child" || true
+		done
+		[ "$stopping" = 1 ] && break
+		now=$(date +%s)
+		local -a keep=()
+		for t in "${recent[@]}"; do [ $((now - t)) -lt 60 ] && keep+=("$t"); done
+		recent=("${keep[@]}" "$now")
+		if [ "${#recent[@]}" -gt "$max_restarts" ]; then
+			echo "supervisor: fleetd exited ($rc) ${#recent[@]} times within a minute; not restarting" \
+				| tee -a "$state/fleetd.log" >&2
+			return 1
+		fi
+		[ $((now - started)) -ge 30 ] && backoff=0.1	# it had been up a while
+		echo "supervisor: fleetd exited ($rc); restarting in ${backoff}s" | tee -a "$state/fleetd.log" >&2
+		sleep "$backoff" & wait $! || true
+		[ "$stopping" = 1 ] && break
+		backoff=$(awk -v b="$backoff" 'BEGIN { b *= 2; if (b > 5) b = 5; print b }')
+	done
+	rm -f "$state/fleetd.pid"
+}
+supervise &
 pids+=($!)
 for _ in $(seq 100); do curl -sf "http://$FLEETD_LISTEN/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 if [ -s "$state/cloudsim/clusters.json" ]; then
