@@ -262,9 +262,9 @@ rss_kib(pid_t pid)
 static int
 setup(void **state)
 {
-	const char *env[] = { "FLEETD_WORKERS=none", "FLEETD_SSE_PER_TOKEN=" "500",
-		"FLEETD_SSE_MAX_STREAMS=600", "FLEETD_CONN_LIMIT=1024", "FLEETD_SSE_HEARTBEAT=2",
-		"FLEETD_LOG_LEVEL=info",
+	const char *env[] = { "FLEETD_WORKERS=none", "FLEETD_SSE_PER_TOKEN=500",
+		"FLEETD_SSE_MAX_STREAMS=600", "FLEETD_CONN_LIMIT=1024", "FLEETD_CONN_PER_IP=1024",
+		"FLEETD_SSE_HEARTBEAT=2", "FLEETD_LOG_LEVEL=info",
 		"FLEETD_MASTER_KEY=ZXZlbnRzLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=", NULL };
 
 	(void)state;

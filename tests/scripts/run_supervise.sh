@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# run_supervise: `make run`'s supervisor (scripts/run.sh on a free port with its own state
+# folder) — kill -9 of fleetd: it is back and ready within 3 s, cloudsim and Postgres are the
+# same processes, and the job submitted before the kill is still there and runs.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${FLEETD_BUILD_DIR:-$top/build/asan}
+state=$(mktemp -d /tmp/fleetd-run-test.XXXXXX)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port
+runpid=
+cleanup() {
+	if [ -n "$runpid" ]; then kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true; fi
+	bash "$top/scripts/pg.sh" stop "$state/pg" >/dev/null 2>&1 || true
+	rm -rf "$state"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; tail -n 20 "$state/run.out" "$state/fleetd.log" >&2 || true; exit 1; }
+
+# DATABASE_URL unset: run.sh starts its own Postgres under the state folder, as make run does
+env -u DATABASE_URL FLEET_STATE_DIR="$state" FLEET_BIN="$build" FLEETD_LISTEN=127.0.0.1:$port \
+	FLEETD_MAX_RESTARTS=3 bash "$top/scripts/run.sh" >"$state/run.out" 2>&1 &
+runpid=$!
+for _ in $(seq 600); do grep -q "fleetd is serving" "$state/run.out" 2>/dev/null && break; sleep 0.2; done
+grep -q "fleetd is serving" "$state/run.out" || fail "run.sh did not come up"
+grep -q "demo fleet registered" "$state/demo.log" || fail "demo registration failed"
+tok=$(cat "$state/admin.token")
+api() { curl -sf -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' "$@"; }
+env=$(api "$url/v1/environments" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["name"])')
+job=$(api -X POST "$url/v1/jobs" -d '{"environment":"'"$env"'","kind":"RayJob","queue":"research",
+	"name":"survivor","ray_version":"2.52.0","entrypoint":"python train.py",
+	"head":{"cpu":"1","memory":"2Gi"},"worker_groups":[{"name":"gpu","replicas":1,"cpu":"4",
+	"memory":"16Gi","accelerator":{"flavor":"nvidia-l4","count":1}}]}' |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+[ -n "$job" ] || fail "job not submitted"
+
+fleetd=$(cat "$state/fleetd.pid")
+pg=$(head -n1 "$state/pg/data/postmaster.pid")
+cloudsim=$(pgrep -f -- "--state-dir $state/cloudsim" | head -n1)
+[ -n "$cloudsim" ] || fail "no cloudsim process"
+
+kill -9 "$fleetd"
+t0=$(date +%s%N)
+ready=0
+for _ in $(seq 100); do
+	if curl -sf "$url/readyz" >/dev/null 2>&1; then ready=1; break; fi
+	sleep 0.05
+done
+t1=$(date +%s%N)
+ms=$(( (t1 - t0) / 1000000 ))
+echo "run_supervise: fleetd killed with SIGKILL, ready again after ${ms} ms"
+[ "$ready" = 1 ] || fail "fleetd not ready after the kill"
+[ "$ms" -le 3000 ] || fail "fleetd took ${ms} ms to be ready (limit 3000)"
+new=$(cat "$state/fleetd.pid")
+[ "$new" != "$fleetd" ] || fail "fleetd.pid did not change"
+kill -0 "$pg" 2>/dev/null || fail "postgres was stopped"
+[ "$(head -n1 "$state/pg/data/postmaster.pid")" = "$pg" ] || fail "postgres was restarted"
+kill -0 "$cloudsim" 2>/dev/null || fail "cloudsim was stopped"
+grep -q "supervisor: fleetd exited" "$state/fleetd.log" || fail "no supervisor line in fleetd.log"
+
+# nothing lost: the job is there and goes on to run
+state_of() { api "$url/v1/jobs/$job" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+st=
+for _ in $(seq 150); do
+	st=$(state_of)
+	[ "$st" = running ] || [ "$st" = succeeded ] && break
+	sleep 0.2
+done
+echo "run_supervise: job $job is $st after the restart"
+[ "$st" = running ] || [ "$st" = succeeded ] || fail "job is $st, not running"
+
+# a crash loop stops after FLEETD_MAX_RESTARTS in a minute, without touching the others
+for i in 1 2 3 4; do
+	p=$(cat "$state/fleetd.pid" 2>/dev/null || true)
+	[ -n "$p" ] && kill -9 "$p" 2>/dev/null || true
+	for _ in $(seq 100); do
+		q=$(cat "$state/fleetd.pid" 2>/dev/null || true)
+		{ [ -n "$q" ] && [ "$q" != "$p" ]; } || grep -q "not restarting" "$state/fleetd.log" && break
+		sleep 0.05
+	done
+done
+grep -q "not restarting" "$state/fleetd.log" || fail "the supervisor did not give up on a crash loop"
+echo "run_supervise: ok"
