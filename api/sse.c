@@ -472,12 +472,9 @@ static void *
 hub_main(void *arg)
 {
 	PGconn *lc = NULL;
-	time_t last = 0;
 
 	(void)arg;
 	while (!stopping()) {
-		bool got = false;
-
 		if (!listen_alive(lc)) {
 			listen_close(lc);
 			if ((lc = listen_open(cfg.database_url, "fleet_events")) == NULL) {
@@ -485,13 +482,11 @@ hub_main(void *arg)
 				wake();
 				continue;
 			}
-			last = 0;	/* reconnected: NOTIFYs may have been missed */
 		}
-		got = listen_wait(lc, 500);
-		if (got || now_s() - last >= 2) {
-			catch_up();
-			last = now_s();
-		}
+		/* writers do not NOTIFY (their commits stay unserialized): poll for rows to
+		 * number; another replica's sequencer NOTIFYs fleet_events after numbering */
+		listen_wait(lc, 250);
+		catch_up();
 		wake();
 	}
 	listen_close(lc);

@@ -19,7 +19,8 @@ struct events_filter {
 
 /* Numbers the committed rows that have no seq yet (oldest first, at most 10,000) in one
  * transaction of its own, serialized with every other replica's sequencer by the row lock
- * of job_event_seq; NOTIFYs fleet_event_seq when it numbered any.  *head = last number. */
+ * of job_event_seq; NOTIFYs fleet_events after the commit when it numbered any.  Costs one
+ * read when there is nothing to number.  *head = last number given (when any). */
 bool	events_sequence(long long *head, int *numbered, struct err *e);
 /* The last number given so far. */
 bool	events_head(struct db *c, long long *head, struct err *e);
