@@ -158,6 +158,33 @@ in_set(json_t *ids, const char *id)
 	return false;
 }
 
+/* When nothing at the target is free: the scheduler's preemption rules (sched_preempt_plan:
+ * the smallest victim set on one cluster, lowest priority first), and only victims of
+ * strictly lower priority than j.  Fills pl with the target and *victims with their ids. */
+static bool
+preempt_plan(struct sched_model *m, struct sched_job *j, struct arena *a,
+	     struct sched_placement *pl, json_t **victims)
+{
+	struct sched_preemption pp;
+
+	if (!j->can_preempt)
+		return false;
+	sched_release(m, j);	/* what it holds at the source is not held against it */
+	if (!sched_preempt_plan(m, j, a, &pp))
+		return false;
+	for (size_t i = 0; i < pp.n_victims; i++)
+		if (sched_model_job(m, (size_t)pp.victims[i])->priority >= j->priority)
+			return false;	/* never a job of equal or higher priority */
+	*victims = json_array();
+	for (size_t i = 0; i < pp.n_victims; i++)
+		json_array_append_new(*victims, json_string(sched_model_job(m,
+		    (size_t)pp.victims[i])->id));
+	pl->cluster = pp.cluster;
+	pl->allocs = pp.allocs;
+	pl->n_allocs = pp.n_allocs;
+	return true;
+}
+
 /* Places j on the model restricted to ids (all but the source when anywhere). */
 static bool
 plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **planj,
@@ -170,6 +197,7 @@ plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **pl
 	struct sched_placement pl;
 	struct arena *a = arena_new();
 	json_t *pools = NULL, *to = NULL, *from = json_object_get(job, "placement");
+	json_t *victims = NULL;
 	struct sched_job *j;
 	bool ok = false;
 
@@ -191,7 +219,8 @@ plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **pl
 			k->cordoned = true;	/* outside the target: not a candidate */
 	}
 	*reasons = json_array();
-	if (!sched_place(m, j, SCHED_R_CHOSEN, a, &pl)) {
+	if (!sched_place(m, j, SCHED_R_CHOSEN, a, &pl) &&
+	    !preempt_plan(m, j, a, &pl, &victims)) {
 		for (size_t i = 0; i < pl.n_cands; i++) {
 			struct sched_cluster *k = sched_model_cluster(m, (size_t)pl.cands[i].cluster);
 
@@ -208,12 +237,15 @@ plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **pl
 		goto cleanup;
 	}
 	to = scheduler_placement_json(m, &pl, pools);
-	*planj = json_pack("{s:O, s:O, s:O, s:f, s:[]}", "job_id", json_object_get(job, "id"),
+	*planj = json_pack("{s:O, s:O, s:O, s:f, s:o}", "job_id", json_object_get(job, "id"),
 	    "from", from ? from : json_null(), "to", to, "price_difference_per_hour",
 	    json_real_value(json_object_get(to, "price_hour")) -
-	    (from ? json_number_value(json_object_get(from, "price_hour")) : 0.0), "would_preempt");
+	    (from ? json_number_value(json_object_get(from, "price_hour")) : 0.0), "would_preempt",
+	    victims ? victims : json_array());
+	victims = NULL;
 	ok = true;
 cleanup:
+	json_decref(victims);
 	json_decref(to);
 	json_decref(pools);
 	sched_model_free(m);
@@ -328,6 +360,48 @@ fence_source(struct db *c, json_t *job, const struct source_health *h, struct er
 	return ok;
 }
 
+/* Preempts exactly the plan's victims, as the scheduler does (checkpoint signal and grace
+ * through the status worker, then requeued); 409 when one of them is no longer running
+ * (the plan is stale: nothing changes). */
+static bool
+preempt_victims(struct db *c, const char *by, json_t *victims, struct err *e)
+{
+	static const char sql[] =
+	    "WITH o AS (SELECT j.id, j.state FROM jobs j WHERE j.id = ANY(SELECT"
+	    "  jsonb_array_elements_text($1::jsonb)::uuid) AND j.state IN ('admitted',"
+	    "  'dispatched', 'running') FOR UPDATE OF j),"
+	    " u AS (UPDATE jobs j SET state = 'preempted', version = j.version + 1,"
+	    "  updated_at = now(), reason = 'preempted by the move of ' || $2, next_try_at = now(),"
+	    "  checkpoint_deadline = now() + make_interval(secs => coalesce((j.spec->"
+	    "  'checkpoint'->>'grace_seconds')::int, 30)) FROM o WHERE j.id = o.id"
+	    "  RETURNING j.id, j.attempt, o.state AS old),"
+	    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message,"
+	    "  data) SELECT u.id, 'state', u.old, 'preempted', u.attempt,"
+	    "  'preempted to make room for a moved job', jsonb_build_object('by', $2) FROM u)"
+	    " SELECT count(*) FROM u";
+	char *ids = json_dumps(victims, JSON_COMPACT);
+	const char *p[2] = { ids, by };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (json_array_size(victims) == 0) {
+		free(ids);
+		return true;
+	}
+	if (!db_exec(c, sql, 2, p, &r, e))
+		goto cleanup;
+	if ((size_t)atol(PQgetvalue(r, 0, 0)) != json_array_size(victims)) {
+		err_set(e, 409, "move.plan_changed", "a job the move would preempt changed state;"
+		    " retry");
+		goto cleanup;
+	}
+	ok = true;	/* the status worker signals, waits the grace, deletes and requeues */
+cleanup:
+	free(ids);
+	PQclear(r);
+	return ok;
+}
+
 /* Commits the reservation: the mover carries out the rest. */
 static bool
 reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char *operation,
@@ -350,6 +424,8 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 	PGresult *r = NULL;
 	bool ok = false;
 
+	if (!preempt_victims(c, id, json_object_get(planj, "would_preempt"), e))
+		goto cleanup;
 	if (strcmp(state, "admitted") == 0 && fence == NULL) {
 		if (!db_exec(c, sql_admitted, 2, p, &r, e))
 			goto cleanup;

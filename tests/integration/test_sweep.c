@@ -1,8 +1,10 @@
-/* test_sweep: the orphan sweep and evacuation refusals against cloudsim (issue 18) — an
- * apply that lands after its job was cancelled (the cancel/in-flight-apply race) is
- * deleted with its audit row, event and metric while live and foreign objects stay; report
- * mode only records; moves with "source": "unreachable" are refused on a healthy source,
- * explained on an unreachable one, and held back until the configured time has passed. */
+/* test_sweep: the orphan sweep, evacuation refusals and preempting moves against cloudsim
+ * (issue 18) — an apply that lands after its job was cancelled (the cancel/in-flight-apply
+ * race) is deleted with its audit row, event and metric while live and foreign objects stay;
+ * report mode only records; moves with "source": "unreachable" are refused on a healthy
+ * source, explained on an unreachable one, and held back until the configured time has
+ * passed; a move into a full cluster preempts exactly the lower-priority job its dry run
+ * named, never one of equal priority. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,15 +21,16 @@
 #define ENV		"test"
 #define H100		"nvidia-h100-80gb"
 #define CLUSTER		"test-hp-usw2"
+#define TARGET		"test-hp-use1"	/* one p5 node: 8 GPUs */
 
 static struct fleetd_proc fd;
 static struct harness_cs cs;
-static char dburl[512], cluster_id[40];
+static char dburl[512], cluster_id[40], target_id[40];
 static char *admin, *oper;
 static char *live_id, *gone_id;	/* a running job; a cancelled one */
 static json_t *live_manifest;	/* the running job's object */
 
-static const char *const workers_env = "FLEETD_WORKERS=poller,scheduler,dispatch,status,sweep";
+static const char *const workers_env = "FLEETD_WORKERS=poller,scheduler,dispatch,status,mover,sweep";
 
 static void
 start_fleetd(const char *mode)
@@ -39,12 +42,26 @@ start_fleetd(const char *mode)
 static int
 setup(void **state)
 {
-	const char *const names[] = { CLUSTER, NULL };
-	json_t *fleet;
+	const char *const names[] = { CLUSTER, TARGET, NULL };
+	json_t *fleet, *c, *keep = json_array();
+	size_t i;
 
 	(void)state;
 	fleet = harness_fleet_json();	/* RayJobs run for good: the live one stays live */
 	json_object_set_new(json_object_get(fleet, "sim"), "job_run_s", json_integer(1000000));
+	json_array_foreach(json_object_get(fleet, "clusters"), i, c) {
+		if (strcmp(harness_js(c, "name"), CLUSTER) == 0) {
+			json_object_del(json_array_get(json_object_get(c, "pools"), 1), "busy");
+			json_array_append(keep, c);
+		} else if (strcmp(harness_js(c, "name"), TARGET) == 0) {
+			json_object_set_new(c, "pools", json_loads("[{\"name\":\"controller\","
+			    "\"machine_type\":\"ml.m5.4xlarge\",\"nodes\":1},{\"name\":\"p5\","
+			    "\"machine_type\":\"ml.p5.48xlarge\",\"nodes\":1,\"max\":1,"
+			    "\"price_per_hour\":98.32}]", 0, NULL));
+			json_array_append(keep, c);
+		}
+	}
+	json_object_set_new(fleet, "clusters", keep);
 	harness_cs_start_json(&cs, fleet, "4");
 	json_decref(fleet);
 	harness_cs_env_add(&cs, "%s", workers_env);
@@ -58,10 +75,16 @@ setup(void **state)
 	oper = harness_token(dburl, "operator", ENV);
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
 	harness_register(&cs, admin, CLUSTER, NULL, cluster_id);
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"default\",\"value\":100}");
+	harness_register(&cs, admin, TARGET, NULL, target_id);
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"default\",\"value\":100,"
+	    "\"preempt\":true}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV
 	    "\",\"nominal_quota\":{\"" H100 "\":64},\"default_priority_class\":\"default\"}");
 	harness_wait_capacity(names, 60);
+	/* the sweep cases run on CLUSTER alone; test_move_preempts opens TARGET */
+	harness_call("POST", admin, NULL, "/v1/clusters/%s/cordon", target_id);
+	harness_expect_status(NULL, 200);
 	return 0;
 }
 
@@ -83,17 +106,26 @@ teardown(void **state)
 	return 0;
 }
 
+/* A RayJob of gpus H100s in priority class pclass (grace 1 s when it checkpoints). */
+static char *
+submit_job(const char *name, const char *pclass, int gpus)
+{
+	char body[900];
+
+	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\",\"queue\":"
+	    "\"ml\",\"name\":\"%s\",\"priority_class\":\"%s\",\"ray_version\":\"2.52.0\","
+	    "\"entrypoint\":\"python t.py\",\"checkpoint\":{\"uri\":\"s3://b/%s\","
+	    "\"grace_seconds\":1},\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
+	    "\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"8\",\"memory\":"
+	    "\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":%d}}]}", name, pclass,
+	    name, gpus);
+	return strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+}
+
 static char *
 submit(const char *name)
 {
-	char body[768];
-
-	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\",\"queue\":"
-	    "\"ml\",\"name\":\"%s\",\"ray_version\":\"2.52.0\",\"entrypoint\":\"python t.py\","
-	    "\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
-	    "\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\""
-	    H100 "\",\"count\":1}}]}", name);
-	return strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+	return submit_job(name, "default", 1);
 }
 
 struct want_state {
@@ -258,7 +290,8 @@ test_evacuation_refusals(void **state)
 	harness_call("POST", oper, "{\"sauce\":\"unreachable\"}", "/v1/clusters/%s/drain",
 	    cluster_id);
 	harness_expect_problem(NULL, 400, "api.unknown_field", NULL);
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM clusters WHERE cordoned"), 0);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM clusters WHERE cordoned AND id ="
+	    " '%s'", cluster_id), 0);	/* a refused drain cordons nothing */
 
 	harness_sim(&cs, "POST", "/_sim/faults", "{\"cluster\":\"" CLUSTER "\",\"unreachable\":"
 	    "true}", &fault);
@@ -277,6 +310,101 @@ test_evacuation_refusals(void **state)
 	json_decref(fault);
 }
 
+static void
+cordon(const char *id, bool on)
+{
+	harness_call("POST", oper, NULL, "/v1/clusters/%s/%s", id, on ? "cordon" : "uncordon");
+	harness_expect_status(NULL, 200);
+}
+
+static char *
+running_job(const char *name, const char *pclass, int gpus, const char *cluster)
+{
+	char *id = submit_job(name, pclass, gpus);
+	struct want_state w = { id, "running" };
+
+	if (!harness_wait(in_state, &w, 60))
+		fail_msg("%s never ran", name);
+	assert_string_equal(harness_js(harness_get_ok(admin, "/v1/jobs/%s", id), "cluster_id"),
+	    cluster);
+	return id;
+}
+
+static bool
+all_ready(void *arg)
+{
+	(void)arg;
+	return harness_sql_long("SELECT count(*) FROM clusters WHERE state <> 'ready'") == 0;
+}
+
+static bool
+placed_at_target(void *arg)
+{
+	json_t *j = harness_get_ok(admin, "/v1/jobs/%s", (const char *)arg);
+
+	return strcmp(harness_js(j, "state"), "running") == 0 &&
+	    strcmp(harness_js(j, "cluster_id"), target_id) == 0;
+}
+
+/* A move into a full cluster: the dry run names exactly the lower-priority job; the move
+ * preempts it and no other; a move that would need an equal-priority victim is refused. */
+static void
+test_move_preempts(void **state)
+{
+	char *low, *eq, *mover, *big, body[200];
+	json_t *plan;
+
+	(void)state;
+	assert_true(harness_wait(all_ready, NULL, 30));	/* the partition above healed */
+	cordon(target_id, false);
+	cordon(cluster_id, true);
+	low = running_job("filler-low", "low", 4, target_id);
+	eq = running_job("filler-eq", "default", 4, target_id);
+	cordon(cluster_id, false);
+	cordon(target_id, true);
+	mover = running_job("mover", "default", 4, cluster_id);
+	big = running_job("big", "default", 8, cluster_id);
+	cordon(target_id, false);
+
+	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"},\"dry_run\":true}",
+	    target_id);
+	harness_call("POST", oper, body, "/v1/jobs/%s/move", big);
+	harness_expect_problem(NULL, 409, "move.no_capacity", NULL);	/* eq is not a victim */
+	harness_call("POST", oper, body, "/v1/jobs/%s/move", mover);
+	harness_expect_status(NULL, 200);
+	plan = harness_jp(harness_r.json, "would_preempt");
+	assert_int_equal(json_array_size(plan), 1);
+	assert_string_equal(json_string_value(json_array_get(plan, 0)), low);
+	assert_string_equal(harness_js(harness_get_ok(admin, "/v1/jobs/%s", low), "state"),
+	    "running");	/* a dry run changes nothing */
+
+	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"},\"reason\":\"make"
+	    " room\"}", target_id);
+	harness_call("POST", oper, body, "/v1/jobs/%s/move", mover);
+	harness_expect_status(NULL, 202);
+	plan = harness_jp(harness_r.json, "plan.would_preempt");
+	assert_int_equal(json_array_size(plan), 1);
+	assert_string_equal(json_string_value(json_array_get(plan, 0)), low);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s'"
+	    " AND to_state = 'preempted' AND data->>'by' = '%s'", low, mover), 1);
+	if (!harness_wait(placed_at_target, mover, 60)) {
+		char *ev = harness_sql_str("SELECT string_agg(j.name || ' ' || coalesce(e.from_state,"
+		    " '') || '>' || coalesce(e.to_state, '') || ' ' || e.message, E'\\n' ORDER BY"
+		    " e.id) FROM job_events e JOIN jobs j ON j.id = e.job_id WHERE j.name IN"
+		    " ('mover', 'filler-low')");
+
+		fail_msg("mover not running at the target:\n%s", ev);
+	}
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE to_state ="
+	    " 'preempted'"), 1);	/* no other job was preempted */
+	assert_true(placed_at_target(eq));
+	assert_false(placed_at_target(low));	/* requeued: it runs elsewhere or waits */
+	free(low);
+	free(eq);
+	free(mover);
+	free(big);
+}
+
 int
 main(void)
 {
@@ -284,6 +412,7 @@ main(void)
 		cmocka_unit_test(test_late_apply_deleted),
 		cmocka_unit_test(test_report_mode),
 		cmocka_unit_test(test_evacuation_refusals),
+		cmocka_unit_test(test_move_preempts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
