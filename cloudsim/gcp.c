@@ -252,6 +252,43 @@ cleanup:
 	free(email);
 }
 
+/* POST .../serviceAccounts/E:getIamPolicy — who may impersonate E: its token creators
+ * (roles/iam.serviceAccountTokenCreator), as the IAM API answers.  Readable from the
+ * account's own project, like GET. */
+static void
+iam_policy(struct cs *cs, struct cs_req *rq, struct cs_token *t)
+{
+	char *email = strndup(rq->seg[6], (size_t)(strstr(rq->seg[6], ":getIamPolicy") -
+	    rq->seg[6]));
+	struct cs_gsa *g = cs_gsa_find(cs, email);
+	json_t *members, *v, *pol;
+	size_t i;
+
+	free(email);
+	if (g == NULL || (strcmp(rq->seg[4], "-") && strcmp(rq->seg[4], g->project))) {
+		cs_reply_error(rq, 404, "NOT_FOUND", "Unknown service account");
+		return;
+	}
+	if (strcmp(t->tenant, g->project) != 0) {
+		cs_reply_error(rq, 403, "PERMISSION_DENIED", "Permission "
+		    "'iam.serviceAccounts.getIamPolicy' denied on resource (or it may not exist).");
+		return;
+	}
+	members = json_array();
+	json_array_foreach(g->token_creators, i, v)
+		if (json_is_string(v))
+			json_array_append_new(members, json_sprintf("%s:%s",
+			    strstr(json_string_value(v), "gserviceaccount.com") ? "serviceAccount" :
+			    "user", json_string_value(v)));
+	pol = json_pack("{s:i, s:s}", "version", 1, "etag", "BwYQ3xYzWb0=");
+	if (json_array_size(members) > 0)
+		json_object_set_new(pol, "bindings", json_pack("[{s:s, s:o}]", "role",
+		    "roles/iam.serviceAccountTokenCreator", "members", members));
+	else
+		json_decref(members);
+	cs_reply_json(rq, 200, pol);
+}
+
 static void
 service_account(struct cs *cs, struct cs_req *rq)
 {
@@ -260,7 +297,12 @@ service_account(struct cs *cs, struct cs_req *rq)
 
 	if (t == NULL)
 		return;
-	/* seg: gcp iam v1 projects P serviceAccounts E */
+	/* seg: gcp iam v1 projects P serviceAccounts E[:getIamPolicy] */
+	if (rq->nseg == 7 && strcmp(rq->method, "POST") == 0 &&
+	    strstr(rq->seg[6], ":getIamPolicy") != NULL) {
+		iam_policy(cs, rq, t);
+		return;
+	}
 	if (rq->nseg != 7 || strcmp(rq->seg[3], "projects") || strcmp(rq->seg[5],
 	    "serviceAccounts") || strcmp(rq->method, "GET")) {
 		cs_reply_error(rq, 404, "NOT_FOUND", "Requested entity was not found.");

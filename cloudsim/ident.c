@@ -656,6 +656,11 @@ cs_sim_iam(struct cs *cs, json_t *b, struct err *e)
 			free(g->description);
 			g->description = strdup(jstr(b, "description", NULL));
 		}
+		/* token_creators adds; token_creators_set replaces (a binding removed) */
+		if (json_is_array(json_object_get(b, "token_creators_set")))
+			json_array_clear(g->token_creators);
+		if (json_is_array(json_object_get(b, "token_creators_set")))
+			json_array_extend(g->token_creators, json_object_get(b, "token_creators_set"));
 		if (json_is_array(json_object_get(b, "token_creators")))
 			json_array_extend(g->token_creators, json_object_get(b, "token_creators"));
 		return true;

@@ -446,6 +446,93 @@ cleanup:
 	return ok;
 }
 
+/* fleetd's own service account: the key file's client_email. */
+static bool
+fleetd_email(char *out, size_t n)
+{
+	json_t *key = cfg.gcp_sa_key_file ? json_load_file(cfg.gcp_sa_key_file, 0, NULL) : NULL;
+	const char *email = json_string_value(json_object_get(key, "client_email"));
+
+	snprintf(out, n, "%s", email ? email : "");
+	json_decref(key);
+	return out[0] != '\0';
+}
+
+/* The negative check: no identity but fleetd's may impersonate the control-plane service
+ * account (getIamPolicy: members of the roles that grant it).  Fills e only when the IAM
+ * API could not be asked. */
+static bool
+check_impersonators(const struct prov_cloud *c, const char *cp, const char *bearer,
+    json_t *checks, struct err *e)
+{
+	static const char *const roles[] = { "roles/iam.serviceAccountTokenCreator",
+		"roles/iam.serviceAccountUser", "roles/iam.workloadIdentityUser", "roles/owner",
+		"roles/editor", NULL };
+	static const struct http_header ct[] = { { "Content-Type", "application/json" } };
+	char url[1024], me[320], why[400], bad[600] = "";
+	struct http_req rq = { 0 };
+	struct http_resp r = { 0 };
+	json_t *pol = NULL, *b, *m;
+	size_t i, j;
+	bool ok = true;
+
+	if (!fleetd_email(me, sizeof(me)))
+		return err_set(e, 500, "prov.gcp_key", "gcp service-account key file missing or "
+		    "invalid");
+	snprintf(url, sizeof(url), "%s/v1/projects/%s/serviceAccounts/%s:getIamPolicy",
+	    cfg.gcp_iam_url, c->project, cp);
+	rq.method = "POST";
+	rq.url = url;
+	rq.body = "{}";
+	rq.body_len = 2;
+	rq.headers = ct;
+	rq.nheaders = 1;
+	rq.bearer = bearer;
+	rq.timeout_ms = PROV_TIMEOUT_MS;
+	rq.retry.max_attempts = 2;
+	if (!http_do(&rq, &r, e)) {
+		http_resp_cleanup(&r);
+		return false;
+	}
+	if (r.status != 200) {
+		creds_json_error(&r, why, sizeof(why));
+		prov_check_add(checks, "control_plane_impersonators", false, "/control_plane_role",
+		    "the iam policy of %s cannot be read (%s)", cp, why);
+		http_resp_cleanup(&r);
+		return false;
+	}
+	pol = json_loadb(r.body ? r.body : "", r.body_len, 0, NULL);
+	json_array_foreach(json_object_get(pol, "bindings"), i, b) {
+		const char *role = json_string_value(json_object_get(b, "role"));
+		bool grants = false;
+
+		for (int k = 0; role != NULL && roles[k] != NULL; k++)
+			grants = grants || strcmp(role, roles[k]) == 0;
+		if (!grants)
+			continue;
+		json_array_foreach(json_object_get(b, "members"), j, m) {
+			const char *who = json_string_value(m);
+
+			if (who != NULL && strncmp(who, "serviceAccount:", 15) == 0 &&
+			    strcmp(who + 15, me) == 0)
+				continue;
+			ok = false;
+			if (strlen(bad) + strlen(who ? who : "?") + 4 < sizeof(bad))
+				snprintf(bad + strlen(bad), sizeof(bad) - strlen(bad), "%s%s (%s)",
+				    bad[0] ? ", " : "", who ? who : "?", role);
+		}
+	}
+	if (ok)
+		prov_check_add(checks, "control_plane_impersonators", true, "/control_plane_role",
+		    "only fleetd (%s) may impersonate %s", me, cp);
+	else
+		prov_check_add(checks, "control_plane_impersonators", false, "/control_plane_role",
+		    "identities other than fleetd may impersonate %s: %s", cp, bad);
+	json_decref(pol);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
 static bool
 gke_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
     json_t *checks, struct err *e)
@@ -477,6 +564,11 @@ gke_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
 	all = check_sa(c, cluster, "cluster_role", bearer, checks, e) && all;
 	if (err_is_set(e))
 		goto cleanup;
+	if (have) {
+		all = check_impersonators(c, cp, cr.bearer, checks, e) && all;
+		if (err_is_set(e))
+			goto cleanup;
+	}
 	if (!all)
 		err_set(e, 422, "iam.verification_failed", "the iam pair failed verification");
 cleanup:

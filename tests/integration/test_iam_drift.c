@@ -2,7 +2,8 @@
  * trust policy loses its sts:ExternalId condition (/_sim/iam) is found drifted by
  * POST /v1/clouds/{id}/iam/verify and by the iam-verify worker: degraded, with the failed
  * check, an audit row and metrics; it returns to active once the policy is fixed.  An AKS
- * cloud whose control-plane identity trusts a federated subject other than fleetd's
+ * cloud whose control-plane identity trusts a federated subject other than fleetd's, and a
+ * GKE cloud whose control-plane service account another identity may impersonate,
  * likewise. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +21,7 @@
 
 static struct harness_cs cs;
 static struct fleetd_proc fd;
-static char dburl[512], cloud[40], azcloud[40];
+static char dburl[512], cloud[40], azcloud[40], gcloud[40];
 static char *admin;
 static char cp[400], ext[200];
 
@@ -40,6 +41,7 @@ setup(void **state)
 	snprintf(cp, sizeof(cp), "%s", js(harness_r.json, "iam.control_plane_role"));
 	snprintf(ext, sizeof(ext), "%s", js(harness_r.json, "external_id"));
 	harness_register(&cs, admin, "test-aks-eus", azcloud, NULL);
+	harness_register(&cs, admin, "test-gke-usc1", gcloud, NULL);
 	return 0;
 }
 
@@ -216,6 +218,44 @@ test_azure_federation(void **state)
 	json_decref(cl);
 }
 
+static void
+gcp_creators(const char *sa, const char *key, const char *who)
+{
+	char body[800];
+
+	snprintf(body, sizeof(body), "{\"provider\":\"gcp\",\"service_account\":\"%s\","
+	    "\"%s\":[\"%s\"]}", sa, key, who);
+	harness_sim_post(&cs, "/_sim/iam", body);
+}
+
+/* GCP: another identity may impersonate the control-plane service account. */
+static void
+test_gcp_impersonation(void **state)
+{
+	char sa[320];
+
+	(void)state;
+	harness_get_ok(admin, "/v1/clouds/%s", gcloud);
+	snprintf(sa, sizeof(sa), "%s", js(harness_r.json, "iam.control_plane_role"));
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", gcloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "passed");
+	assert_true(check_in(harness_jp(harness_r.json, "checks"),
+	    "control_plane_impersonators", true));
+	gcp_creators(sa, "token_creators", "ci-runner@other-project.iam.gserviceaccount.com");
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", gcloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "failed");
+	assert_string_equal(js(harness_r.json, "cloud.state"), "degraded");
+	assert_true(check_in(harness_jp(harness_r.json, "cloud.iam.failed_checks"),
+	    "control_plane_impersonators", false));
+	gcp_creators(sa, "token_creators_set", cs.fleetd_sa);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", gcloud);
+	harness_expect_status(NULL, 200);
+	assert_string_equal(js(harness_r.json, "result"), "passed");
+	assert_string_equal(js(harness_r.json, "cloud.state"), "active");
+}
+
 /* The route before phase 2 and for a cloud of no one. */
 static void
 test_verify_refusals(void **state)
@@ -244,6 +284,7 @@ main(void)
 		cmocka_unit_test(test_verify_route),
 		cmocka_unit_test(test_worker_schedule),
 		cmocka_unit_test(test_azure_federation),
+		cmocka_unit_test(test_gcp_impersonation),
 		cmocka_unit_test(test_verify_refusals),
 	};
 
