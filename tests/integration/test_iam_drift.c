@@ -31,7 +31,7 @@ setup(void **state)
 	(void)state;
 	harness_db_create("iamdrift", dburl, sizeof(dburl));
 	harness_cs_start(&cs, NULL, NULL);
-	harness_cs_env_add(&cs, "FLEETD_WORKERS=iam-verify");
+	harness_cs_env_add(&cs, "FLEETD_WORKERS=iam-verify,poller,scheduler");
 	harness_cs_env_add(&cs, "FLEETD_IAM_VERIFY_INTERVAL=1");
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_token(dburl, "admin", "*");
@@ -256,6 +256,51 @@ test_gcp_impersonation(void **state)
 	assert_string_equal(js(harness_r.json, "cloud.state"), "active");
 }
 
+static bool
+job_left_pending(void *id)
+{
+	harness_get_ok(admin, "/v1/jobs/%s", (const char *)id);
+	return strcmp(js(harness_r.json, "state"), "pending") != 0;
+}
+
+/* No new placement on a degraded cloud: a job that only fits there (us-west-2) waits;
+ * once the pair verifies again it is admitted there. */
+static void
+test_degraded_no_placement(void **state)
+{
+	static const char *const names[] = { "test-hp-usw2", NULL };
+	char id[40];
+
+	(void)state;
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"default\","
+	    "\"value\":100}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":"
+	    "\"test\",\"nominal_quota\":{\"nvidia-h100-80gb\":64},"
+	    "\"default_priority_class\":\"default\"}");
+	harness_wait_capacity(names, 60);
+	set_external_id(false);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", cloud);
+	assert_string_equal(js(harness_r.json, "cloud.state"), "degraded");
+	harness_post_created(admin, "/v1/jobs", "{\"environment\":\"test\",\"kind\":"
+	    "\"RayJob\",\"queue\":\"ml\",\"name\":\"drifted\",\"ray_version\":"
+	    "\"2.52.0\",\"entrypoint\":\"python train.py\",\"head\":{\"cpu\":\"1\","
+	    "\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,"
+	    "\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":"
+	    "\"nvidia-h100-80gb\",\"count\":1}}],\"constraints\":{\"regions\":"
+	    "[\"us-west-2\"]}}");
+	snprintf(id, sizeof(id), "%s", js(harness_r.json, "id"));
+	if (harness_wait(job_left_pending, id, 4))
+		fail_msg("a job was placed on a degraded cloud: %s", harness_r.body);
+	set_external_id(true);
+	harness_call("POST", admin, NULL, "/v1/clouds/%s/iam/verify", cloud);
+	assert_string_equal(js(harness_r.json, "cloud.state"), "active");
+	if (!harness_wait(job_left_pending, id, 20))
+		fail_msg("the job was not placed once the cloud was active again: %s",
+		    harness_r.body);
+	print_message("degraded cloud: job pending 4 s, admitted as %s after the fix\n",
+	    js(harness_r.json, "state"));
+}
+
 /* The route before phase 2 and for a cloud of no one. */
 static void
 test_verify_refusals(void **state)
@@ -285,6 +330,7 @@ main(void)
 		cmocka_unit_test(test_worker_schedule),
 		cmocka_unit_test(test_azure_federation),
 		cmocka_unit_test(test_gcp_impersonation),
+		cmocka_unit_test(test_degraded_no_placement),
 		cmocka_unit_test(test_verify_refusals),
 	};
 
