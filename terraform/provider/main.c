@@ -353,7 +353,7 @@ main(void)
 		drain(w[i].cq);
 	rc = 0;
 cleanup:
-	grpc_shutdown();
+	grpc_shutdown_blocking();	/* cleanup done before exit (LSan) */
 	free(c.cert_pem);
 	free(c.key_pem);
 	free(c.der_b64);
