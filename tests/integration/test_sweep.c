@@ -106,26 +106,26 @@ teardown(void **state)
 	return 0;
 }
 
-/* A RayJob of gpus H100s in priority class pclass (grace 1 s when it checkpoints). */
+/* A RayJob of gpus H100s in priority class pclass, checkpointing with grace seconds. */
 static char *
-submit_job(const char *name, const char *pclass, int gpus)
+submit_job(const char *name, const char *pclass, int gpus, int grace)
 {
 	char body[900];
 
 	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\",\"queue\":"
 	    "\"ml\",\"name\":\"%s\",\"priority_class\":\"%s\",\"ray_version\":\"2.52.0\","
 	    "\"entrypoint\":\"python t.py\",\"checkpoint\":{\"uri\":\"s3://b/%s\","
-	    "\"grace_seconds\":1},\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
+	    "\"grace_seconds\":%d},\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
 	    "\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"8\",\"memory\":"
 	    "\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":%d}}]}", name, pclass,
-	    name, gpus);
+	    name, grace, gpus);
 	return strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
 }
 
 static char *
 submit(const char *name)
 {
-	return submit_job(name, "default", 1);
+	return submit_job(name, "default", 1, 1);
 }
 
 struct want_state {
@@ -320,7 +320,7 @@ cordon(const char *id, bool on)
 static char *
 running_job(const char *name, const char *pclass, int gpus, const char *cluster)
 {
-	char *id = submit_job(name, pclass, gpus);
+	char *id = submit_job(name, pclass, gpus, 1);
 	struct want_state w = { id, "running" };
 
 	if (!harness_wait(in_state, &w, 60))
@@ -344,6 +344,86 @@ placed_at_target(void *arg)
 
 	return strcmp(harness_js(j, "state"), "running") == 0 &&
 	    strcmp(harness_js(j, "cluster_id"), target_id) == 0;
+}
+
+static bool
+checkpointing(void *arg)
+{
+	return harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND move->>'phase' ="
+	    " 'checkpointing'", (const char *)arg) == 1;
+}
+
+/* Merges data into the job's signal ConfigMap as the job would (its own patch). */
+static void
+ack(const char *ns, const char *cm, const char *data)
+{
+	struct http_result r;
+	char path[256], body[512];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, cm);
+	snprintf(body, sizeof(body), "{\"data\":%s}", data);
+	harness_kube(&cs, &r, CLUSTER, "PATCH", path, "application/merge-patch+json", body);
+	if (r.status != 200)
+		fail_msg("ack %s: %ld %s", cm, r.status, r.body);
+	harness_http_free(&r);
+}
+
+/* The mover reads the job's acknowledgement from the signal ConfigMap: a stale one (of an
+ * earlier request) changes nothing; the answer to this request ends the 600 s grace at
+ * once, and the job reports its checkpoint and its age. */
+static void
+test_checkpoint_ack(void **state)
+{
+	struct want_state running;
+	char *id, *req, *ns, cm[64], body[300], data[300];
+	struct http_result r;
+	json_t *j;
+
+	(void)state;
+	assert_true(harness_wait(all_ready, NULL, 30));	/* the partition above healed */
+	id = submit_job("acker", "default", 1, 600);
+	running = (struct want_state){ id, "running" };
+	assert_true(harness_wait(in_state, &running, 60));
+	ns = strdup(harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest", id),
+	    "metadata.namespace"));
+	snprintf(cm, sizeof(cm), "fleet-signal-%.8s-%lld", id, harness_ji(harness_get_ok(admin,
+	    "/v1/jobs/%s", id), "attempt"));
+	cordon(target_id, false);
+	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"}}", target_id);
+	harness_call("POST", oper, body, "/v1/jobs/%s/move", id);
+	harness_expect_status(NULL, 202);
+	assert_true(harness_wait(checkpointing, id, 20));
+	req = harness_sql_str("SELECT move->>'requested_at' FROM jobs WHERE id = '%s'", id);
+	snprintf(body, sizeof(body), "/api/v1/namespaces/%s/configmaps/%s", ns, cm);
+	harness_kube(&cs, &r, CLUSTER, "GET", body, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(harness_js(r.json, "data.checkpoint_requested_at"), req);
+	assert_string_equal(harness_js(r.json, "data.reason"), "move");
+	harness_http_free(&r);
+
+	ack(ns, cm, "{\"ack_uri\":\"s3://b/acker/old\",\"ack_at\":\"2020-01-01T00:00:00Z\","
+	    "\"ack_requested_at\":\"2020-01-01T00:00:00Z\"}");
+	sleep(2);
+	assert_true(checkpointing(id));		/* a stale ack is not taken for this one */
+	snprintf(data, sizeof(data), "{\"ack_uri\":\"s3://b/acker/step-7\",\"ack_at\":\"%s\","
+	    "\"ack_requested_at\":\"%s\"}", req, req);
+	ack(ns, cm, data);
+	assert_true(harness_wait(placed_at_target, id, 30));	/* not after 600 s */
+	j = harness_get_ok(admin, "/v1/jobs/%s", id);
+	assert_string_equal(harness_js(j, "checkpoint.uri"), "s3://b/acker/step-7");
+	assert_string_equal(harness_js(j, "checkpoint.at"), req);
+	assert_true(json_is_integer(harness_jp(j, "checkpoint.age_seconds")));
+	assert_true(harness_ji(j, "checkpoint.age_seconds") >= 0);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s'"
+	    " AND message LIKE 'checkpoint acknowledged%%' AND data->>'uri' = 's3://b/acker/step-7'",
+	    id), 1);
+	harness_call("POST", oper, "{}", "/v1/jobs/%s/cancel", id);
+	running = (struct want_state){ id, "cancelled" };
+	assert_true(harness_wait(in_state, &running, 30));
+	cordon(target_id, true);
+	free(id);
+	free(req);
+	free(ns);
 }
 
 /* A move into a full cluster: the dry run names exactly the lower-priority job; the move
@@ -412,6 +492,7 @@ main(void)
 		cmocka_unit_test(test_late_apply_deleted),
 		cmocka_unit_test(test_report_mode),
 		cmocka_unit_test(test_evacuation_refusals),
+		cmocka_unit_test(test_checkpoint_ack),
 		cmocka_unit_test(test_move_preempts),
 	};
 
