@@ -127,6 +127,21 @@ plant_through_api(void)
 
 		harness_call_json("PUT", admin, b, "/v1/clusters/%s", cluster);
 		harness_expect_status(NULL, 200);
+		/* another CA text (the same certificate, one more newline) is an endpoint
+		 * change: without the credentials 400, with them the probe runs and passes */
+		{
+			char *ca2 = NULL;
+
+			assert_true(asprintf(&ca2, "%s\n", cs.ca_pem) > 0);
+			json_object_set_new(b, "ca_cert", json_string(ca2));
+			free(ca2);
+		}
+		json_object_del(b, "credentials");
+		harness_call_json("PUT", admin, b, "/v1/clusters/%s", cluster);
+		harness_expect_problem(NULL, 400, "cluster.credentials_required", "/credentials");
+		json_object_set_new(b, "credentials", json_pack("{s:s}", "token", js(c, "token")));
+		harness_call_json("PUT", admin, b, "/v1/clusters/%s", cluster);
+		harness_expect_status(NULL, 200);
 		json_decref(b);
 	}
 }
