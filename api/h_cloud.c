@@ -1,43 +1,32 @@
 /* h_cloud: /v1/clouds — phase 1, reads, replace, delete; phase 2 and rotation. */
 #include <string.h>
 
+#include "api/crud.h"
 #include "api/handlers.h"
 #include "iam/registry.h"
 #include "iam/reverify.h"
 #include "regions/cloud.h"
 
-/* Reads a cloud visible to the caller; 404 otherwise (existence does not leak). */
+/* registry_cloud_replace in crud's shape (the row before is already held). */
 static bool
-visible_cloud(struct request *rq, struct db *c, const char *id, bool lock, json_t **out,
-	      struct err *e)
+replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e)
 {
-	if (!cloud_get(c, id, lock, out, e))
-		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(*out, "environment")))) {
-		json_decref(*out);
-		*out = NULL;
-		return err_set(e, 404, "cloud.not_found", "cloud not found");
-	}
-	return true;
+	json_t *before = NULL;
+	bool ok = registry_cloud_replace(c, id, body, &before, out, e);
+
+	json_decref(before);
+	return ok;
 }
+
+static const struct crud clouds = {
+	.type = "cloud", .code = "cloud.not_found", .noun = "cloud", .collection = "/v1/clouds",
+	.scoped = true, .get = cloud_get, .create = registry_cloud_create, .replace = replace,
+	.del = cloud_delete,
+};
 
 HANDLER(h_cloud_create)
 {
-	json_t *obj = NULL;
-	const char *env = json_string_value(json_object_get(rq->json, "environment"));
-
-	if (env != NULL && !rq_env_visible(rq, env))
-		return err_field(e, 404, "env.not_found", "/environment",
-		    "environment %.64s not found", env);
-	if (!registry_cloud_create(rq->db, rq->json, &obj, e))
-		return false;
-	if (!audit_write(rq->db, &rq->actor, "cloud.create", "cloud",
-	    json_string_value(json_object_get(obj, "id")), env, NULL, obj, e)) {
-		json_decref(obj);
-		return false;
-	}
-	rq_reply_object(rq, 201, obj, "/v1/clouds");
-	return true;
+	return crud_create(rq, &clouds, NULL, e);
 }
 
 HANDLER(h_cloud_list)
@@ -56,56 +45,17 @@ HANDLER(h_cloud_list)
 
 HANDLER(h_cloud_get)
 {
-	json_t *obj = NULL;
-
-	if (!visible_cloud(rq, rq->db, rq_param(rq, "id"), false, &obj, e))
-		return false;
-	rq_reply_object(rq, 200, obj, "/v1/clouds");
-	return true;
+	return crud_read(rq, &clouds, e);
 }
 
 HANDLER(h_cloud_replace)
 {
-	const char *id = rq_param(rq, "id");
-	json_t *cur = NULL, *before = NULL, *obj = NULL;
-	bool ok = false;
-
-	if (!visible_cloud(rq, rq->db, id, true, &cur, e))
-		return false;
-	if (!rq_if_match(rq, json_integer_value(json_object_get(cur, "version")), e) ||
-	    !registry_cloud_replace(rq->db, id, rq->json, &before, &obj, e))
-		goto cleanup;
-	if (!json_equal(before, obj) && !audit_write(rq->db, &rq->actor, "cloud.update",
-	    "cloud", id, json_string_value(json_object_get(obj, "environment")), before, obj, e))
-		goto cleanup;
-	rq_reply_object(rq, 200, obj, "/v1/clouds");
-	obj = NULL;
-	ok = true;
-cleanup:
-	json_decref(cur);
-	json_decref(before);
-	json_decref(obj);
-	return ok;
+	return crud_replace(rq, &clouds, e);
 }
 
 HANDLER(h_cloud_delete)
 {
-	const char *id = rq_param(rq, "id");
-	json_t *before = NULL;
-	bool ok = false;
-
-	if (!visible_cloud(rq, rq->db, id, true, &before, e))
-		return false;
-	if (!rq_if_match(rq, json_integer_value(json_object_get(before, "version")), e) ||
-	    !cloud_delete(rq->db, id, e) ||
-	    !audit_write(rq->db, &rq->actor, "cloud.delete", "cloud", id,
-	    json_string_value(json_object_get(before, "environment")), before, NULL, e))
-		goto cleanup;
-	rq->status = 204;
-	ok = true;
-cleanup:
-	json_decref(before);
-	return ok;
+	return crud_delete(rq, &clouds, e);
 }
 
 /* Step 1 of phase 2 / rotation: read the cloud and check the body in a short transaction. */
@@ -116,7 +66,7 @@ pair_prepare(struct db *c, void *arg, struct err *e)
 	json_t *cloud = NULL;
 	const char *cp, *cl;
 
-	if (!visible_cloud(rq, c, rq_param(rq, "id"), false, &cloud, e))
+	if (!crud_get(rq, &clouds, c, rq_param(rq, "id"), false, &cloud, e))
 		return false;
 	rq_reply(rq, 0, cloud);	/* parked until the answer is built */
 	if (!registry_pair_parse(cloud, rq->json, &cp, &cl, e))
@@ -211,7 +161,7 @@ verify_visible(struct db *c, void *arg, struct err *e)
 {
 	struct request *rq = arg;
 	json_t *cloud = NULL;
-	bool ok = visible_cloud(rq, c, rq_param(rq, "id"), false, &cloud, e);
+	bool ok = crud_get(rq, &clouds, c, rq_param(rq, "id"), false, &cloud, e);
 
 	json_decref(cloud);
 	return ok;

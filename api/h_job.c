@@ -2,42 +2,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/crud.h"
 #include "api/handlers.h"
 #include "core/crypto.h"
 #include "queue/explain.h"
 #include "queue/job.h"
 #include "queue/job_text.h"
 
-static bool
-visible_job(struct request *rq, const char *id, bool lock, json_t **out, struct err *e)
-{
-	if (!job_get(rq->db, id, lock, out, e))
-		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(*out, "environment")))) {
-		json_decref(*out);
-		*out = NULL;
-		return err_set(e, 404, "queue.job_not_found", "job not found");
-	}
-	return true;
-}
+static const struct crud jobs = {
+	.type = "job", .code = "queue.job_not_found", .noun = "job", .collection = "/v1/jobs",
+	.scoped = true, .get = job_get, .create = job_submit,
+};
 
 HANDLER(h_job_submit)
 {
-	const char *env = json_string_value(json_object_get(rq->json, "environment"));
-	json_t *obj = NULL;
-
-	if (env != NULL && !rq_env_visible(rq, env))
-		return err_field(e, 404, "env.not_found", "/environment",
-		    "environment %.64s not found", env);
-	if (!job_submit(rq->db, rq->json, &obj, e))
-		return false;
-	if (!audit_write(rq->db, &rq->actor, "job.submit", "job",
-	    json_string_value(json_object_get(obj, "id")), env, NULL, obj, e)) {
-		json_decref(obj);
-		return false;
-	}
-	rq_reply_object(rq, 201, obj, "/v1/jobs");
-	return true;
+	return crud_create(rq, &jobs, "submit", e);
 }
 
 HANDLER(h_job_list)
@@ -90,7 +69,7 @@ HANDLER(h_job_cancel)
 	json_t *before = NULL, *obj = NULL;
 	bool ok = false;
 
-	if (!visible_job(rq, id, true, &before, e))
+	if (!crud_get(rq, &jobs, rq->db, id, true, &before, e))
 		return false;
 	if (!job_cancel(rq->db, id, NULL, &obj, e) ||
 	    !audit_write(rq->db, &rq->actor, "job.cancel", "job", id,
@@ -116,7 +95,7 @@ HANDLER(h_job_events)
 		return false;
 	if (streamed)
 		return true;
-	if (!rq_page(rq, &limit, &after, e) || !visible_job(rq, id, false, &job, e))
+	if (!rq_page(rq, &limit, &after, e) || !crud_get(rq, &jobs, rq->db, id, false, &job, e))
 		return false;
 	json_decref(job);
 	ok = job_events(rq->db, id, limit + 1, after, &items, e);
@@ -127,26 +106,16 @@ HANDLER(h_job_events)
 
 HANDLER(h_job_manifest)
 {
-	static const char sql[] = "SELECT manifest::text FROM jobs WHERE id = $1::uuid";
 	const char *id = rq_param(rq, "id");
-	const char *p[1] = { id };
-	json_t *job = NULL;
-	PGresult *r = NULL;
-	bool ok = false;
+	json_t *job = NULL, *m = NULL;
+	bool ok;
 
-	if (!visible_job(rq, id, false, &job, e))
+	if (!crud_get(rq, &jobs, rq->db, id, false, &job, e))
 		return false;
-	if (!db_exec(rq->db, sql, 1, p, &r, e))
-		goto cleanup;
-	if (PQgetisnull(r, 0, 0)) {
-		err_set(e, 404, "queue.no_manifest", "the job has not been applied to a cluster yet");
-		goto cleanup;
-	}
-	rq_reply(rq, 200, json_loads(PQgetvalue(r, 0, 0), 0, NULL));
-	ok = true;
-cleanup:
-	PQclear(r);
 	json_decref(job);
+	ok = job_manifest(rq->db, id, &m, e);
+	if (ok)
+		rq_reply(rq, 200, m);
 	return ok;
 }
 
@@ -156,7 +125,7 @@ HANDLER(h_job_placement)
 	json_t *job = NULL, *out = NULL;
 	bool ok = false;
 
-	if (!visible_job(rq, id, false, &job, e))
+	if (!crud_get(rq, &jobs, rq->db, id, false, &job, e))
 		return false;
 	if (!explain_job(rq->db, job, &out, e))
 		goto cleanup;

@@ -6,6 +6,7 @@
 #include "queue/job.h"
 #include "queue/move.h"
 #include "regions/cluster.h"
+#include "regions/env.h"
 
 HANDLER(h_job_move)
 {
@@ -123,18 +124,9 @@ HANDLER(h_region_drain)
 
 	if (!rq_env_visible(rq, env))
 		return err_set(e, 404, "env.not_found", "environment %.64s not found", env);
-	{
-		static const char sql[] = "SELECT 1 FROM environments WHERE name = $1";
-		const char *p[1] = { env };
-		PGresult *r = NULL;
-
-		if (!db_exec(rq->db, sql, 1, p, &r, e))
-			return false;
-		ok = PQntuples(r) == 1;
-		PQclear(r);
-		if (!ok)
-			return err_set(e, 404, "env.not_found", "environment %.64s not found", env);
-	}
+	if (!env_get(rq->db, env, &scope, e))	/* 404 env.not_found */
+		return false;
+	json_decref(scope);
 	scope = json_pack("{s:s, s:s}", "environment", env, "region", region);
 	ok = drain(rq, scope, env, region, e);
 	json_decref(scope);

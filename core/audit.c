@@ -1,6 +1,7 @@
 /* audit: append-only log of who changed what. */
-#include <string.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 #include "core/audit.h"
@@ -60,5 +61,40 @@ audit_write(struct db *c, const struct actor *who, const char *action, const cha
 	free(as);
 	json_decref(b);
 	json_decref(a);
+	return ok;
+}
+
+bool
+audit_list(struct db *c, int limit, const char *after, const struct audit_filter *f,
+	   json_t **out, struct err *e)
+{
+	static const char sql[] =
+	    "SELECT json_build_object('id', id::text, 'at', at, 'actor', json_build_object("
+	    "'id', actor_id, 'name', actor_name), 'action', action, 'resource_type',"
+	    " resource_type, 'resource_id', resource_id, 'environment', environment,"
+	    " 'before', before, 'after', after, 'request_id', request_id)::text"
+	    " FROM audit_log"
+	    " WHERE ($1 = '' OR id < $1::bigint)"
+	    " AND ($3::text IS NULL OR resource_type = $3)"
+	    " AND ($4::text IS NULL OR resource_id = $4)"
+	    " AND ($5::text IS NULL OR actor_id::text = $5 OR actor_name = $5)"
+	    " AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
+	    " AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
+	    " AND ($8::boolean OR environment = ANY($9::text[]))"
+	    " ORDER BY id DESC LIMIT $2";
+	char lim[16], *lit = db_scope_array(f->envs, f->nenvs);
+	bool all = lit == NULL && f->envs != NULL;	/* NULL from "*" */
+	const char *p[9] = { after ? after : "", lim, f->resource_type, f->resource_id,
+	    f->actor, f->since, f->until, all ? "true" : "false", lit ? lit : "{}" };
+	bool ok;
+
+	if (after != NULL && strspn(after, "0123456789") != strlen(after)) {
+		free(lit);
+		return err_field(e, 400, "api.bad_cursor", "/query/after",
+		    "after is not a cursor returned by this list");
+	}
+	snprintf(lim, sizeof(lim), "%d", limit);
+	ok = db_list_json(c, sql, 9, p, out, e);
+	free(lit);
 	return ok;
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <uuid/uuid.h>
+
 #include "core/db.h"
 #include "core/log.h"
 
@@ -481,4 +483,47 @@ db_scope_array(const char *const *names, int n)
 	}
 	strcat(s, "}");
 	return s;
+}
+
+bool
+db_get_json(struct db *c, const char *sql, int n, const char *const *params, const char *code,
+	    const char *what, json_t **out, struct err *e)
+{
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql, n, params, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 404, code, "%s not found", what);
+		goto cleanup;
+	}
+	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	ok = *out != NULL || err_set(e, 500, "db.bad_row", "cannot read the %s", what);
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+bool
+db_list_json(struct db *c, const char *sql, int n, const char *const *params, json_t **out,
+	     struct err *e)
+{
+	PGresult *r = NULL;
+
+	if (!db_exec(c, sql, n, params, &r, e))
+		return false;
+	*out = json_array();
+	for (int i = 0; i < PQntuples(r); i++)
+		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
+	PQclear(r);
+	return true;
+}
+
+bool
+db_uuid_ok(const char *s)
+{
+	uuid_t u;
+
+	return s != NULL && uuid_parse(s, u) == 0;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "core/err.h"
@@ -48,6 +49,17 @@ const char *db_sqlstate(const struct err *e);	/* last SQLSTATE in e->detail or "
  * (no quoting).  NULL when names is NULL or holds "*" (every name): callers pass NULL as
  * "no filter".  malloc'd. */
 char	*db_scope_array(const char *const *names, int n);
+
+/* The get-by-id of every module: runs sql (its first column one JSON text) and parses the
+ * first row into *out.  No row answers 404 with code and "<what> not found" (what names
+ * the object: "cloud", "environment prod"); unparsable JSON 500. */
+bool	 db_get_json(struct db *c, const char *sql, int n, const char *const *params,
+	    const char *code, const char *what, json_t **out, struct err *e);
+/* Every row's first column (JSON text) as a new array in *out. */
+bool	 db_list_json(struct db *c, const char *sql, int n, const char *const *params,
+	    json_t **out, struct err *e);
+/* Whether s is a UUID (ids in paths are checked before they reach SQL's ::uuid). */
+bool	 db_uuid_ok(const char *s);
 
 /* Rows helpers: value or NULL for SQL NULL. */
 const char *db_val(const PGresult *r, int row, int col);

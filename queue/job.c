@@ -15,14 +15,6 @@ static const char sql_event[] =
     "INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
     " SELECT $1::uuid, $2, $3, $4, attempt, $5, $6::jsonb FROM jobs WHERE id = $1::uuid";
 
-static bool
-uuid_ok(const char *s)
-{
-	uuid_t u;
-
-	return s != NULL && uuid_parse(s, u) == 0;
-}
-
 bool
 job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
 {
@@ -30,22 +22,25 @@ job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err 
 	static const char sql_lock[] = "SELECT " JOB_JSON JOB_FROM " WHERE j.id = $1::uuid"
 	    " FOR UPDATE OF j";
 	const char *p[1] = { id };
-	PGresult *r = NULL;
-	bool ok = false;
 
-	if (!uuid_ok(id))
+	if (!db_uuid_ok(id))
 		return err_set(e, 404, "queue.job_not_found", "job not found");
-	if (!db_exec(c, for_update ? sql_lock : sql, 1, p, &r, e))
-		goto cleanup;
-	if (PQntuples(r) == 0) {
-		err_set(e, 404, "queue.job_not_found", "job not found");
-		goto cleanup;
-	}
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
-	ok = true;
-cleanup:
-	PQclear(r);
-	return ok;
+	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "queue.job_not_found", "job",
+	    out, e);
+}
+
+bool
+job_manifest(struct db *c, const char *id, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT manifest::text FROM jobs WHERE id = $1::uuid"
+	    " AND manifest IS NOT NULL";
+	const char *p[1] = { id };
+
+	if (db_get_json(c, sql, 1, p, "queue.no_manifest", "manifest", out, e))
+		return true;
+	if (e->status == 404)
+		err_set(e, 404, "queue.no_manifest", "the job has not been applied to a cluster yet");
+	return false;
 }
 
 /* Refuses a job that no cluster of the environment could ever hold, with the reason.
@@ -223,7 +218,7 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	pcname = s.priority_class ? s.priority_class :
 	    json_string_value(json_object_get(queue, "default_priority_class"));
 	if (pcname != NULL) {
-		if (!pc_get(c, pcname, &pc, e)) {
+		if (!pc_get(c, pcname, false, &pc, e)) {
 			if (e->status == 404)
 				err_field(e, 404, "pc.not_found", "/priority_class",
 				    "priority class %.64s not found", pcname);
@@ -273,7 +268,7 @@ job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
 	bool all = f->envs == NULL;
 	PGresult *r = NULL;
 
-	if (after != NULL && !uuid_ok(after))
+	if (after != NULL && !db_uuid_ok(after))
 		return err_field(e, 400, "api.bad_cursor", "/query/after",
 		    "after is not a cursor returned by this list");
 	for (int i = 0; f->envs != NULL && i < f->nenvs && n + 40 < sizeof(lit); i++) {

@@ -32,6 +32,8 @@
  * and NOTIFYs the scheduler. */
 bool	job_submit(struct db *c, json_t *body, json_t **out, struct err *e);
 bool	job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e);
+/* The manifest last applied for job id; 404 "queue.no_manifest" before the first apply. */
+bool	job_manifest(struct db *c, const char *id, json_t **out, struct err *e);
 struct job_filter {
 	const char	*state, *queue, *environment, *region, *cluster;
 	const char	*const *envs;	/* caller's environments; NULL = all */

@@ -28,48 +28,6 @@ label_valid(const char *s)
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
 }
 
-static bool
-uuid_ok(const char *s)
-{
-	uuid_t u;
-
-	return s != NULL && uuid_parse(s, u) == 0;
-}
-
-static bool
-one(struct db *c, const char *sql, int n, const char *const *p, json_t **out,
-    const char *code, const char *what, struct err *e)
-{
-	PGresult *r = NULL;
-	bool ok = false;
-
-	if (!db_exec(c, sql, n, p, &r, e))
-		goto cleanup;
-	if (PQntuples(r) == 0) {
-		err_set(e, 404, code, "%s not found", what);
-		goto cleanup;
-	}
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
-	ok = true;
-cleanup:
-	PQclear(r);
-	return ok;
-}
-
-static bool
-many(struct db *c, const char *sql, int n, const char *const *p, json_t **out, struct err *e)
-{
-	PGresult *r = NULL;
-
-	if (!db_exec(c, sql, n, p, &r, e))
-		return false;
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-	PQclear(r);
-	return true;
-}
-
 /* ---- priority classes */
 
 static bool
@@ -117,7 +75,7 @@ pc_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	{
 		const char *p[5] = { id, name, v, preempt ? "true" : "false", desc ? desc : "" };
 
-		if (!one(c, sql, 5, p, out, "pc.not_found", "priority class", e))
+		if (!db_get_json(c, sql, 5, p, "pc.not_found", "priority class", out, e))
 			return e->status == 404 ? err_field(e, 409, "pc.exists", "/name",
 			    "priority class %s already exists", name) : false;
 	}
@@ -125,14 +83,18 @@ pc_create(struct db *c, json_t *body, json_t **out, struct err *e)
 }
 
 bool
-pc_get(struct db *c, const char *id, json_t **out, struct err *e)
+pc_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
 {
-	static const char sql_id[] = "SELECT " PC_JSON " FROM priority_classes WHERE id = $1::uuid";
-	static const char sql_name[] = "SELECT " PC_JSON " FROM priority_classes WHERE name = $1";
+	static const char *const sql[2][2] = {
+		{ "SELECT " PC_JSON " FROM priority_classes WHERE name = $1",
+		  "SELECT " PC_JSON " FROM priority_classes WHERE name = $1 FOR UPDATE" },
+		{ "SELECT " PC_JSON " FROM priority_classes WHERE id = $1::uuid",
+		  "SELECT " PC_JSON " FROM priority_classes WHERE id = $1::uuid FOR UPDATE" },
+	};
 	const char *p[1] = { id };
 
-	return one(c, uuid_ok(id) ? sql_id : sql_name, 1, p, out, "pc.not_found",
-	    "priority class", e);
+	return db_get_json(c, sql[db_uuid_ok(id)][for_update], 1, p, "pc.not_found",
+	    "priority class", out, e);
 }
 
 bool
@@ -144,7 +106,7 @@ pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e)
 	const char *p[2] = { after ? after : "", lim };
 
 	snprintf(lim, sizeof(lim), "%d", limit);
-	return many(c, sql, 2, p, out, e);
+	return db_list_json(c, sql, 2, p, out, e);
 }
 
 bool
@@ -160,7 +122,7 @@ pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err 
 	bool preempt, ok = false;
 	char v[24];
 
-	if (!pc_get(c, id, &cur, e))
+	if (!pc_get(c, id, false, &cur, e))
 		return false;
 	if (!pc_unpack(body, &name, &value, &preempt, &desc, e))
 		goto cleanup;
@@ -173,7 +135,7 @@ pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err 
 		const char *p[4] = { json_string_value(json_object_get(cur, "id")), v,
 		    preempt ? "true" : "false", desc ? desc : "" };
 
-		ok = db_exec(c, sql, 4, p, NULL, e) && pc_get(c, p[0], out, e);
+		ok = db_exec(c, sql, 4, p, NULL, e) && pc_get(c, p[0], false, out, e);
 	}
 cleanup:
 	json_decref(cur);
@@ -192,11 +154,12 @@ pc_delete(struct db *c, const char *id, struct err *e)
 	PGresult *r = NULL;
 	bool ok;
 
-	if (!uuid_ok(id))
+	if (!db_uuid_ok(id))
 		return err_set(e, 404, "pc.not_found", "priority class not found");
 	ok = db_exec(c, sql, 1, p, &r, e);
 	if (ok && PQntuples(r) == 0)
-		ok = err_set(e, 409, "pc.in_use", "queues or unfinished jobs use this priority class");
+		ok = err_set(e, 409, "pc.in_use",
+		    "queues or unfinished jobs use this priority class");
 	PQclear(r);
 	return ok;
 }
@@ -272,7 +235,8 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	if (!(f->weight > 0 && f->weight <= 1000))
 		return err_field(e, 400, "queue.bad_weight", "/weight",
 		    "weight must be greater than 0 and at most 1000");
-	if (strcmp(f->strategy, "best_effort_fifo") != 0 && strcmp(f->strategy, "strict_fifo") != 0)
+	if (strcmp(f->strategy, "best_effort_fifo") != 0 &&
+	    strcmp(f->strategy, "strict_fifo") != 0)
 		return err_field(e, 400, "queue.bad_strategy", "/queueing_strategy",
 		    "queueing_strategy must be best_effort_fifo or strict_fifo");
 	if (!quota_valid(nq, "/nominal_quota", e) || !quota_valid(bl, "/borrowing_limit", e) ||
@@ -281,7 +245,7 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	if (f->pc != NULL) {
 		json_t *pc = NULL;
 
-		if (!pc_get(c, f->pc, &pc, e)) {
+		if (!pc_get(c, f->pc, false, &pc, e)) {
 			if (e->status == 404)
 				err_field(e, 404, "pc.not_found", "/default_priority_class",
 				    "priority class %.64s not found", f->pc);
@@ -322,7 +286,7 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 		const char *p[10] = { id, f.name, f.env, f.cohort, w, f.nominal, f.borrow, f.lend,
 		    f.pc, f.strategy };
 
-		if (!one(c, sql, 10, p, out, "queue.not_found", "queue", e)) {
+		if (!db_get_json(c, sql, 10, p, "queue.not_found", "queue", out, e)) {
 			if (e->status == 404)
 				err_field(e, 409, "queue.exists", "/name",
 				    "environment %s already has a queue named %s", f.env, f.name);
@@ -337,14 +301,17 @@ cleanup:
 }
 
 bool
-queue_get(struct db *c, const char *id, json_t **out, struct err *e)
+queue_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
 {
 	static const char sql[] = "SELECT " QUEUE_JSON " FROM queues WHERE id = $1::uuid";
+	static const char sql_lock[] = "SELECT " QUEUE_JSON " FROM queues WHERE id = $1::uuid"
+	    " FOR UPDATE";
 	const char *p[1] = { id };
 
-	if (!uuid_ok(id))
+	if (!db_uuid_ok(id))
 		return err_set(e, 404, "queue.not_found", "queue not found");
-	return one(c, sql, 1, p, out, "queue.not_found", "queue", e);
+	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "queue.not_found", "queue", out,
+	    e);
 }
 
 bool
@@ -355,7 +322,7 @@ queue_get_by_name(struct db *c, const char *env, const char *name, json_t **out,
 	    " AND name = $2";
 	const char *p[2] = { env, name };
 
-	if (!one(c, sql, 2, p, out, "queue.not_found", "queue", e)) {
+	if (!db_get_json(c, sql, 2, p, "queue.not_found", "queue", out, e)) {
 		if (e->status == 404)
 			err_field(e, 404, "queue.not_found", "/queue", "queue %.64s not found in "
 			    "environment %.64s", name, env);
@@ -375,7 +342,7 @@ queue_list(struct db *c, int limit, const char *after, const char *environment,
 	size_t n = 1;
 	bool all = false;
 
-	if (after != NULL && !uuid_ok(after))
+	if (after != NULL && !db_uuid_ok(after))
 		return err_field(e, 400, "api.bad_cursor", "/query/after",
 		    "after is not a cursor returned by this list");
 	for (int i = 0; i < nenvs && n + 40 < sizeof(lit); i++) {
@@ -387,7 +354,7 @@ queue_list(struct db *c, int limit, const char *after, const char *environment,
 	{
 		const char *p[4] = { after ? after : "", lim, environment, all ? NULL : lit };
 
-		return many(c, sql, 4, p, out, e);
+		return db_list_json(c, sql, 4, p, out, e);
 	}
 }
 
@@ -406,7 +373,7 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 	bool ok = false;
 
 	memset(&f, 0, sizeof(f));
-	if (!queue_get(c, id, &cur, e) || !queue_unpack(c, body, &f, e))
+	if (!queue_get(c, id, false, &cur, e) || !queue_unpack(c, body, &f, e))
 		goto cleanup;
 	if (strcmp(f.name, json_string_value(json_object_get(cur, "name"))) != 0) {
 		err_field(e, 409, "queue.immutable", "/name", "name is immutable");
@@ -421,7 +388,7 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 		const char *p[8] = { id, f.cohort, w, f.nominal, f.borrow, f.lend, f.pc,
 		    f.strategy };
 
-		ok = db_exec(c, sql, 8, p, NULL, e) && queue_get(c, id, out, e);
+		ok = db_exec(c, sql, 8, p, NULL, e) && queue_get(c, id, false, out, e);
 	}
 cleanup:
 	json_decref(cur);
@@ -440,7 +407,7 @@ queue_delete(struct db *c, const char *id, struct err *e)
 	PGresult *r = NULL;
 	bool ok = false;
 
-	if (!uuid_ok(id))
+	if (!db_uuid_ok(id))
 		return err_set(e, 404, "queue.not_found", "queue not found");
 	if (!db_exec(c, sql_used, 1, p, &r, e))
 		goto cleanup;

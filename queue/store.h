@@ -10,15 +10,17 @@
 #include "core/err.h"
 
 bool	pc_create(struct db *c, json_t *body, json_t **out, struct err *e);
-bool	pc_get(struct db *c, const char *id_or_name, json_t **out, struct err *e);
+/* By id or name; FOR UPDATE when for_update. */
+bool	pc_get(struct db *c, const char *id_or_name, bool for_update, json_t **out,
+	    struct err *e);
 bool	pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e);
 bool	pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e);
 /* 409 "pc.in_use" while jobs or queues use it. */
 bool	pc_delete(struct db *c, const char *id, struct err *e);
 
 bool	queue_create(struct db *c, json_t *body, json_t **out, struct err *e);
-/* id, or "env/name" */
-bool	queue_get(struct db *c, const char *id, json_t **out, struct err *e);
+/* By id; FOR UPDATE when for_update. */
+bool	queue_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e);
 bool	queue_get_by_name(struct db *c, const char *env, const char *name, json_t **out,
 	    struct err *e);
 bool	queue_list(struct db *c, int limit, const char *after, const char *environment,

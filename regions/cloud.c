@@ -14,23 +14,11 @@ cloud_get(struct db *c, const char *id, bool for_update, json_t **out, struct er
 	static const char sql_lock[] = "SELECT " CLOUD_JSON " FROM clouds c"
 	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id WHERE c.id = $1::uuid FOR UPDATE OF c";
 	const char *p[1] = { id };
-	PGresult *r = NULL;
-	uuid_t u;
-	bool ok = false;
 
-	if (id == NULL || uuid_parse(id, u) != 0)
+	if (!db_uuid_ok(id))
 		return err_set(e, 404, "cloud.not_found", "cloud not found");
-	if (!db_exec(c, for_update ? sql_lock : sql, 1, p, &r, e))
-		goto cleanup;
-	if (PQntuples(r) == 0) {
-		err_set(e, 404, "cloud.not_found", "cloud not found");
-		goto cleanup;
-	}
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
-	ok = true;
-cleanup:
-	PQclear(r);
-	return ok;
+	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "cloud.not_found", "cloud", out,
+	    e);
 }
 
 bool

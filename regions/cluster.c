@@ -345,23 +345,11 @@ cluster_get(struct db *c, const char *id, bool for_update, json_t **out, struct 
 	static const char sql_lock[] = "SELECT " CLUSTER_JSON " FROM clusters k JOIN clouds c"
 	    " ON c.id = k.cloud_id WHERE k.id = $1::uuid FOR UPDATE OF k";
 	const char *p[1] = { id };
-	PGresult *r = NULL;
-	uuid_t u;
-	bool ok = false;
 
-	if (id == NULL || uuid_parse(id, u) != 0)
+	if (!db_uuid_ok(id))
 		return err_set(e, 404, "cluster.not_found", "cluster not found");
-	if (!db_exec(c, for_update ? sql_lock : sql, 1, p, &r, e))
-		goto cleanup;
-	if (PQntuples(r) == 0) {
-		err_set(e, 404, "cluster.not_found", "cluster not found");
-		goto cleanup;
-	}
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
-	ok = true;
-cleanup:
-	PQclear(r);
-	return ok;
+	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "cluster.not_found", "cluster",
+	    out, e);
 }
 
 bool

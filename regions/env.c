@@ -25,24 +25,15 @@ env_name_valid(const char *name)
 	return true;
 }
 
+/* The one row of sql about environment name (its 404 names it). */
 static bool
-one(struct db *c, const char *sql, int n, const char *const *p, json_t **out, struct err *e,
-    const char *name)
+one(struct db *c, const char *sql, int n, const char *const *p, const char *name, json_t **out,
+    struct err *e)
 {
-	PGresult *r = NULL;
-	bool ok = false;
+	char what[96];
 
-	if (!db_exec(c, sql, n, p, &r, e))
-		goto cleanup;
-	if (PQntuples(r) == 0) {
-		err_set(e, 404, "env.not_found", "environment %.64s not found", name);
-		goto cleanup;
-	}
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
-	ok = *out != NULL || err_set(e, 500, "env.bad_row", "cannot read the environment");
-cleanup:
-	PQclear(r);
-	return ok;
+	snprintf(what, sizeof(what), "environment %.64s", name);
+	return db_get_json(c, sql, n, p, "env.not_found", what, out, e);
 }
 
 static bool
@@ -78,7 +69,7 @@ env_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	{
 		const char *p[3] = { id, name, desc ? desc : "" };
 
-		if (!one(c, sql, 3, p, out, e, name)) {
+		if (!one(c, sql, 3, p, name, out, e)) {
 			if (e->status == 404)
 				err_field(e, 409, "env.exists", "/name",
 				    "environment %s already exists", name);
@@ -94,7 +85,7 @@ env_get(struct db *c, const char *name, json_t **out, struct err *e)
 	static const char sql[] = "SELECT " ENV_JSON " FROM environments WHERE name = $1";
 	const char *p[1] = { name };
 
-	return one(c, sql, 1, p, out, e, name);
+	return one(c, sql, 1, p, name, out, e);
 }
 
 bool
@@ -159,7 +150,7 @@ env_replace(struct db *c, const char *name, json_t *body, json_t **before, json_
 	{
 		const char *p[2] = { name, desc ? desc : "" };
 
-		return one(c, sql, 2, p, out, e, name);
+		return one(c, sql, 2, p, name, out, e);
 	}
 }
 
