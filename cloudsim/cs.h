@@ -276,7 +276,6 @@ char	*cs_form_decode(const char *s, size_t n);	/* '+' -> ' ' */
 long long cs_parse_quantity(const char *s, bool cpu);	/* cpu: millicores; -1 bad */
 long long cs_json_quantity(json_t *v, bool cpu);
 bool	 cs_dns1123_label(const char *s, size_t max);
-bool	 cs_dns1035_label(const char *s, size_t max);
 char	*cs_xml_escape(const char *s);
 
 /* ---- catalog.c */

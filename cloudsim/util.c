@@ -282,12 +282,6 @@ cs_dns1123_label(const char *s, size_t max)
 	return label_chars(s, max, false);
 }
 
-bool
-cs_dns1035_label(const char *s, size_t max)
-{
-	return label_chars(s, max, true);
-}
-
 char *
 cs_xml_escape(const char *s)
 {

@@ -447,12 +447,6 @@ db_conn(struct db *c)
 }
 
 const char *
-db_sqlstate(const struct err *e)
-{
-	return e ? e->detail : "";
-}
-
-const char *
 db_val(const PGresult *r, int row, int col)
 {
 	if (PQgetisnull(r, row, col))

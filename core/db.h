@@ -43,7 +43,6 @@ bool	 db_tx(db_tx_fn fn, void *arg, struct err *e);
 bool	 db_notify(struct db *c, const char *channel, const char *payload, struct err *e);
 
 PGconn	*db_conn(struct db *c);	/* for LISTEN/NOTIFY and COPY only */
-const char *db_sqlstate(const struct err *e);	/* last SQLSTATE in e->detail or "" */
 
 /* A text[] literal "{a,b}" of names for ANY($n::text[]) — names must already be validated
  * (no quoting).  NULL when names is NULL or holds "*" (every name): callers pass NULL as

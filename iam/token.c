@@ -48,12 +48,6 @@ token_role_parse(const char *s)
 	return TOKEN_NONE;
 }
 
-const char *
-token_role_name(int role)
-{
-	return (role >= 0 && role <= TOKEN_ADMIN) ? role_names[role] : "none";
-}
-
 static const char sql_cols[] =
     "id::text, name, role, array_to_json(environments)::text, revoked_at IS NOT NULL,"
     " to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), version";

@@ -22,7 +22,6 @@ struct token_principal {
 };
 
 int	 token_role_parse(const char *s);	/* TOKEN_NONE when unknown */
-const char *token_role_name(int role);
 /* Creates a token; *secret (malloc'd, caller frees) is the only copy of the secret.
  * envs: array of names or ["*"].  Returns the public object (new reference) in *out. */
 bool	 token_create(struct db *c, const char *name, const char *role, json_t *envs,

@@ -621,9 +621,3 @@ creds_azure_arm_token(const char *tenant, struct prov_creds *out, struct err *e)
 	return creds_cache_get(BASE_AZURE, c.tenant, out) ||
 	    err_set(e, 502, "prov.no_token", "azure token not obtained");
 }
-
-bool
-prov_azure_base_token(struct prov_creds *out, struct err *e)
-{
-	return creds_azure_arm_token(cfg.azure_tenant ? cfg.azure_tenant : "common", out, e);
-}

@@ -32,12 +32,6 @@ kuberay_provider_from_name(const char *name, enum kuberay_provider *out)
 	return false;
 }
 
-const char *
-kuberay_scheduler_name(enum kuberay_scheduler s)
-{
-	return (unsigned)s < 5 ? sched_names[s] : "?";
-}
-
 bool
 kuberay_scheduler_from_name(const char *name, enum kuberay_scheduler *out)
 {

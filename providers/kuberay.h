@@ -123,7 +123,6 @@ bool		 kuberay_image_warning(const struct job_spec *s, char *buf, size_t len);
 const char	*kuberay_rack_label(enum kuberay_provider p);
 const char	*kuberay_provider_name(enum kuberay_provider p);	/* gke | aks | hyperpod */
 bool		 kuberay_provider_from_name(const char *name, enum kuberay_provider *out);
-const char	*kuberay_scheduler_name(enum kuberay_scheduler s);
 bool		 kuberay_scheduler_from_name(const char *name, enum kuberay_scheduler *out);
 
 #endif

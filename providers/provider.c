@@ -189,25 +189,6 @@ prov_status_err(const struct http_resp *r, const char *what, struct err *e)
 	return err_set(e, 502, "prov.bad_status", "%s: unexpected status %ld", what, st);
 }
 
-json_t *
-prov_json_body(const struct http_resp *r, const char *what, struct err *e)
-{
-	json_error_t je;
-	json_t *j;
-
-	if (r == NULL || r->body == NULL) {
-		err_set(e, 502, "prov.bad_json", "%s: empty answer", what);
-		return NULL;
-	}
-	j = json_loadb(r->body, r->body_len, 0, &je);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
-		return NULL;
-	}
-	return j;
-}
-
 void
 prov_check_add(json_t *checks, const char *check, bool ok, const char *pointer,
     const char *fmt, ...)

@@ -132,8 +132,6 @@ void	 prov_fetch_fail(struct prov_fetch *f, const struct err *e);
  * 404 "prov.not_found", 429 -> 429 "prov.throttled", other -> 502 "prov.bad_status";
  * what names the call ("gke node pools").  Always returns false. */
 bool	 prov_status_err(const struct http_resp *r, const char *what, struct err *e);
-/* Parses r's body as a JSON object or fills e (502 "prov.bad_json"). */
-json_t	*prov_json_body(const struct http_resp *r, const char *what, struct err *e);
 /* Runs a fetch that owns its batch, synchronously (used by the *_sync helpers). */
 bool	 prov_fetch_run_sync(struct prov_fetch *f, struct err *e);
 
@@ -153,8 +151,6 @@ void	 prov_creds_invalidate(const char *cloud_id);
 void	 prov_creds_cache_clear(void);
 /* fleetd's own GCP access token (service-account key -> JWT -> OAuth), cached. */
 bool	 prov_gcp_base_token(struct prov_creds *out, struct err *e);
-/* fleetd's own Azure ARM token (client credentials), cached. */
-bool	 prov_azure_base_token(struct prov_creds *out, struct err *e);
 
 /* Signs an AWS request with SigV4 and fills headers (at most 8) whose strings live in
  * store (caller-provided, >= 8192 bytes).  service: "sagemaker", "iam", "sts". */

@@ -453,25 +453,6 @@ dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 	dispatch_target_free(t);
 }
 
-bool
-dispatch_round(const char *who, int limit, struct dispatch_stats *st, struct err *e)
-{
-	struct dispatch_job **jobs;
-	size_t n;
-
-	memset(st, 0, sizeof(*st));
-	if (!claim(who, limit, &jobs, &n, e))
-		return false;
-	st->claimed = n;
-	for (size_t i = 0; i < n; i++) {
-		dispatch_one(who, jobs[i], st);
-		dispatch_job_free(jobs[i]);
-	}
-	free(jobs);
-	count(st);
-	return true;
-}
-
 /* ---- the loop */
 
 static struct {

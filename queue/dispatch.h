@@ -85,9 +85,6 @@ bool	dispatch_query_escape(const char *s, char *out, size_t n);
 bool	dispatch_event_once(struct db *c, const char *job_id, int attempt, const char *type,
 	    const char *key, const char *message, json_t *data, struct err *e);
 
-/* One claim of up to limit jobs, each applied and recorded, on pooled connections and the
- * calling thread (tests, the benchmark).  who names the claimant. */
-bool	dispatch_round(const char *who, int limit, struct dispatch_stats *st, struct err *e);
 /* The claim -> apply -> record of one claimed job (fills st). */
 void	dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st);
 

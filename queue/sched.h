@@ -272,11 +272,8 @@ size_t			 sched_model_n_jobs(const struct sched_model *m);
 struct sched_cluster	*sched_model_cluster(const struct sched_model *m, size_t i);
 struct sched_queue	*sched_model_queue(const struct sched_model *m, size_t i);
 struct sched_job	*sched_model_job(const struct sched_model *m, size_t i);
-struct sched_cohort	*sched_model_cohort(const struct sched_model *m, int group);
 struct sched_job	*sched_model_find_job(const struct sched_model *m, const char *id);
 struct sched_cluster	*sched_model_find_cluster(const struct sched_model *m, const char *id);
-const struct sched_config *sched_model_config(const struct sched_model *m);
-int64_t			 sched_model_now(const struct sched_model *m);
 
 /* State changes the caller (or a simulation) makes between cycles. */
 void			 sched_model_finish_job(struct sched_model *m, struct sched_job *j);

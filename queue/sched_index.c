@@ -318,8 +318,6 @@ sched_model_finalize(struct sched_model *m, struct err *e)
 size_t sched_model_n_clusters(const struct sched_model *m) { return m->n_clusters; }
 size_t sched_model_n_queues(const struct sched_model *m) { return m->n_queues; }
 size_t sched_model_n_jobs(const struct sched_model *m) { return m->n_jobs; }
-const struct sched_config *sched_model_config(const struct sched_model *m) { return &m->cfg; }
-int64_t sched_model_now(const struct sched_model *m) { return m->now; }
 
 struct sched_cluster *
 sched_model_cluster(const struct sched_model *m, size_t i)
@@ -337,12 +335,6 @@ struct sched_job *
 sched_model_job(const struct sched_model *m, size_t i)
 {
 	return i < m->n_jobs ? m->jobs[i] : NULL;
-}
-
-struct sched_cohort *
-sched_model_cohort(const struct sched_model *m, int group)
-{
-	return group >= 0 && (size_t)group < m->n_cohorts ? &m->cohorts[group] : NULL;
 }
 
 struct sched_job *
