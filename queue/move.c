@@ -602,14 +602,20 @@ move_operation_cancel(struct db *c, const char *id, json_t **out, struct err *e)
 static const char *
 wait_code(const struct err *me, json_t *reasons)
 {
-	size_t i, quota = 0;
+	size_t i, quota = 0, cordoned = 0, n = json_array_size(reasons);
 	json_t *r;
 
 	if (strcmp(me->code, "move.no_capacity") == 0) {
-		json_array_foreach(reasons, i, r)
-			quota += strstr(json_string_value(json_object_get(r, "reason")) ?
-			    json_string_value(json_object_get(r, "reason")) : "", "quota") != NULL;
-		return quota > 0 && quota == json_array_size(reasons) ? "quota" : "no_capacity";
+		json_array_foreach(reasons, i, r) {
+			const char *why = json_string_value(json_object_get(r, "reason"));
+
+			why = why ? why : "";
+			quota += strcmp(why, "over_quota") == 0 || strcmp(why, "borrowing_limit") == 0;
+			cordoned += strcmp(why, "cordoned") == 0;
+		}
+		if (n > 0 && quota == n)
+			return "quota";
+		return n > 0 && cordoned == n ? "cordoned_target" : "no_capacity";
 	}
 	if (strcmp(me->code, "cluster.cordoned") == 0)
 		return "cordoned_target";

@@ -31,7 +31,8 @@ def edit_fleet(fleet, a):
     for a long (simulated) time, so that everything still runs when the region falls."""
     fleet["clusters"] = [c for c in fleet["clusters"] if c["name"] in DRILL_CLUSTERS]
     gpus = a.jobs * 1.5
-    nodes = max(3, math.ceil(gpus * 0.6 / 8) + 1)
+    share = float(os.environ.get("DRILL_REGION_SHARE", "0.6"))   # of the load's GPUs per region
+    nodes = max(2, math.ceil(gpus * share / 8) + 1)
     heads = max(2, math.ceil(a.jobs * 0.6 / 12) + 1)
     for c in fleet["clusters"]:
         pools = []
@@ -212,6 +213,16 @@ def run(sim, a, ck, fig):
     ck.ok("each evacuated attempt is recorded as fenced", fenced >= fig["evacuated"],
           f"{fenced} fenced events for {fig['evacuated']} evacuated")
 
+    bad_victims = sim.sql(
+        "SELECT v.name, v.priority, m.name, m.priority FROM job_events e JOIN jobs v ON v.id ="
+        " e.job_id JOIN jobs m ON m.id::text = e.data->>'by' WHERE e.to_state = 'preempted'"
+        " AND e.message LIKE 'preempted to make room for a moved job%' AND v.priority >="
+        " m.priority")
+    fig["preempted_by_moves"] = int(sim.sql1(
+        "SELECT count(*) FROM job_events WHERE to_state = 'preempted' AND message LIKE"
+        " 'preempted to make room for a moved job%'"))
+    ck.ok("no move preempted a job of equal or higher priority", not bad_victims,
+          f"{bad_victims[:5]}")
     states = dict(sim.sql("SELECT id, state FROM jobs"))
     lost = [x for x in ids if states.get(x) is None or states[x] in FINAL]
     fig["jobs_lost"] = len(lost)
