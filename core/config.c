@@ -100,7 +100,7 @@ static const struct ckey keys[] = {
 	{ "workers", C_STR, S(workers),
 	  "scheduler,dispatch,status,poller,mover,janitor,iam-verify,sweep", "FLEETD_WORKERS",
 	  false, "background loops this replica runs (comma list; empty = API only)" },
-	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "16",
+	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
 	{ "poll-concurrency", C_INT, S(poll_concurrency), "256", "FLEETD_POLL_CONCURRENCY", false,
 	  "provider and Kubernetes calls in flight during a capacity refresh" },

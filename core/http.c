@@ -616,12 +616,32 @@ do_done(struct http_batch *b, const struct http_req *req, struct http_resp *resp
 		*ctx->e = *e;
 }
 
+/* Each thread keeps one batch for http_do: its connections (and TLS sessions) to a host
+ * are reused by the thread's next calls instead of a new connection and handshake per
+ * call.  Freed when the thread ends. */
+static pthread_key_t do_key;
+static pthread_once_t do_once = PTHREAD_ONCE_INIT;
+
+static void
+do_batch_free(void *b)
+{
+	http_batch_free(b);
+}
+
+static void
+do_key_init(void)
+{
+	if (pthread_key_create(&do_key, do_batch_free) != 0)
+		abort();
+}
+
 bool
 http_do(const struct http_req *req, struct http_resp *resp, struct err *e)
 {
 	struct do_ctx ctx = { resp, e, false, false };
 	struct http_batch *b = NULL;
 	struct http_req r;
+	bool ran;
 
 	memset(resp, 0, sizeof(*resp));
 	resp->retry_after = -1;
@@ -630,11 +650,18 @@ http_do(const struct http_req *req, struct http_resp *resp, struct err *e)
 	r = *req;
 	r.done = do_done;
 	r.user = &ctx;
-	b = http_batch_new(1);
-	if (b == NULL)
-		return err_set(e, 500, "http.bad_request", "http client unavailable");
-	if (http_batch_add(b, &r, e) && http_batch_run(b, e) && !ctx.called)
+	pthread_once(&do_once, do_key_init);
+	if ((b = pthread_getspecific(do_key)) == NULL) {
+		if ((b = http_batch_new(1)) == NULL)
+			return err_set(e, 500, "http.bad_request", "http client unavailable");
+		pthread_setspecific(do_key, b);
+	}
+	ran = http_batch_add(b, &r, e) && http_batch_run(b, e);
+	if (!ran) {	/* a batch whose multi failed is not trusted again */
+		pthread_setspecific(do_key, NULL);
+		http_batch_free(b);
+	} else if (!ctx.called) {
 		err_set(e, 500, "http.transport", "request did not complete");
-	http_batch_free(b);
+	}
 	return ctx.called && ctx.ok;
 }
