@@ -16,6 +16,6 @@ HANDLER(h_audit_list)
 
 	if (!rq_page(rq, &limit, &after, e) || !audit_list(rq->db, limit + 1, after, &f, &items, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;
 }

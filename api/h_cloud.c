@@ -39,7 +39,7 @@ HANDLER(h_cloud_list)
 	    !cloud_list(rq->db, limit + 1, after, rq_query(rq, "environment"),
 	    rq_query(rq, "provider"), rq_query(rq, "region"), rq->envs, rq->nenvs, &items, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;
 }
 

@@ -111,7 +111,7 @@ HANDLER(h_cluster_list)
 	    rq_query(rq, "region"), rq_query(rq, "provider"), rq_param(rq, "id"),
 	    all ? NULL : rq->envs, rq->nenvs, &items, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;
 }
 

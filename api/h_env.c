@@ -14,7 +14,7 @@ HANDLER(h_env_list)
 	if (!env_list(rq->db, limit + 1, after, all ? NULL : rq->envs, all ? 0 : rq->nenvs,
 	    &items, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "name"));
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "name"));
 	return true;
 }
 

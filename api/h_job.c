@@ -33,7 +33,7 @@ HANDLER(h_job_list)
 	if (!rq_page(rq, &limit, &after, e) || !job_list_text(rq->db, limit, after, &f, rq->arena,
 	    &pg, e))
 		return false;
-	/* as page_reply: a full page carries the cursor of its last item */
+	/* as rq_page_reply: a full page carries the cursor of its last item */
 	if (pg.count == limit && pg.last_id != NULL) {
 		char *cur = crypto_b64url_encode(pg.last_id, strlen(pg.last_id));
 
@@ -100,7 +100,7 @@ HANDLER(h_job_events)
 	json_decref(job);
 	ok = job_events(rq->db, id, limit + 1, after, &items, e);
 	if (ok)
-		rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+		rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return ok;
 }
 

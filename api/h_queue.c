@@ -3,7 +3,7 @@
 
 #include "api/crud.h"
 #include "api/handlers.h"
-#include "queue/store.h"
+#include "queue/queue.h"
 
 static const struct crud queues = {
 	.type = "queue", .code = "queue.not_found", .noun = "queue",
@@ -13,8 +13,8 @@ static const struct crud queues = {
 
 static const struct crud pcs = {
 	.type = "priority_class", .code = "pc.not_found", .noun = "priority class",
-	.collection = "/v1/priority-classes", .get = pc_get, .create = pc_create,
-	.replace = pc_replace, .del = pc_delete,
+	.collection = "/v1/priority-classes", .get = queue_pc_get, .create = queue_pc_create,
+	.replace = queue_pc_replace, .del = queue_pc_delete,
 };
 
 HANDLER(h_queue_create)
@@ -32,7 +32,7 @@ HANDLER(h_queue_list)
 	    !queue_list(rq->db, limit + 1, after, rq_query(rq, "environment"), rq->envs,
 	    rq->nenvs, &items, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;
 }
 
@@ -62,9 +62,9 @@ HANDLER(h_pc_list)
 	int limit;
 	json_t *items = NULL;
 
-	if (!rq_page(rq, &limit, &after, e) || !pc_list(rq->db, limit + 1, after, &items, e))
+	if (!rq_page(rq, &limit, &after, e) || !queue_pc_list(rq->db, limit + 1, after, &items, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "name"));
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "name"));
 	return true;
 }
 

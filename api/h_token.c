@@ -15,7 +15,7 @@ HANDLER(h_token_list)
 	if (!rq_page(rq, &limit, &after, e) ||
 	    !token_list(rq->db, limit + 1, after, rq->envs, rq->nenvs, &items, e))
 		return false;
-	rq_reply(rq, 200, page_reply(rq, items, limit, "id"));
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;
 }
 

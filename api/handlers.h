@@ -70,8 +70,4 @@ HANDLER(h_events);
 /* h_job_events with follow=true: the SSE stream of one job (*handled says it answered). */
 bool	h_job_events_follow(struct request *rq, bool *handled, struct err *e);
 
-/* Shared by list handlers: {"items": items, "next": link or null}.  key_of names the
- * member of the last item that is the cursor. */
-json_t	*page_reply(struct request *rq, json_t *items, int limit, const char *key_of);
-
 #endif

@@ -89,6 +89,31 @@ rq_reply_object(struct request *rq, int status, json_t *obj, const char *collect
 	rq_reply(rq, status, obj);
 }
 
+json_t *
+rq_page_reply(struct request *rq, json_t *items, int limit, const char *key_of)
+{
+	json_t *next = json_null();
+	size_t n = json_array_size(items);
+
+	if ((int)n > limit) {
+		json_array_remove(items, n - 1);
+		n--;
+	}
+	if ((int)n == limit && n > 0) {
+		const char *key = json_string_value(json_object_get(json_array_get(items, n - 1),
+		    key_of));
+		char *cur = key ? crypto_b64url_encode(key, strlen(key)) : NULL;
+
+		if (cur != NULL) {
+			json_decref(next);
+			next = json_string(arena_printf(rq->arena, "%s?limit=%d&after=%s",
+			    rq->route->pattern, limit, cur));
+			free(cur);
+		}
+	}
+	return json_pack("{s:o, s:o}", "items", items, "next", next);
+}
+
 bool
 rq_page(struct request *rq, int *limit, const char **after, struct err *e)
 {

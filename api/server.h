@@ -98,6 +98,9 @@ void		 rq_reply_object(struct request *rq, int status, json_t *obj,
 		    const char *collection);
 /* Paging: parses limit (1..500, default 100) and the opaque after cursor. */
 bool		 rq_page(struct request *rq, int *limit, const char **after, struct err *e);
+/* A list's answer: {"items": items (stolen; the extra row fetched past limit dropped),
+ * "next": link or null}.  key_of names the member of the last item that is the cursor. */
+json_t		*rq_page_reply(struct request *rq, json_t *items, int limit, const char *key_of);
 /* If-Match against the object's version: 412 on mismatch, true when absent. */
 bool		 rq_if_match(struct request *rq, long version, struct err *e);
 /* ETag header value for a version, arena-allocated. */

@@ -1,6 +1,8 @@
-/* dispatch: claim admitted jobs (SKIP LOCKED; a claim of a replica that is gone — its
- * liveness advisory lock released — is taken over at once), apply each to its member
- * cluster outside any transaction, and record the result in a new transaction. */
+/* dispatch: claim admitted jobs (SKIP LOCKED; the claim of a replica that is gone — its
+ * liveness advisory lock released — is taken over once it is DISPATCH_INFLIGHT_S (20 s)
+ * old, beyond an apply's 15 s timeout, so the next claimant's GET sees an apply still in
+ * flight instead of repeating it), apply each to its member cluster outside any
+ * transaction, and record the result in a new transaction. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>

@@ -1,4 +1,6 @@
-/* explain: a fresh model for pending jobs; the recorded placement for the others. */
+/* explain: GET /v1/jobs/{id}/placement's entry point — loads a fresh model for a pending
+ * job (rendered by queue/sched_explain.c, the model side) or returns the recorded
+ * placement of the others. */
 #include <string.h>
 
 #include "core/config.h"

@@ -8,7 +8,7 @@
 #include "providers/jobspec.h"
 #include "queue/admit_cache.h"
 #include "queue/job.h"
-#include "queue/store.h"
+#include "queue/queue.h"
 #include "regions/catalog.h"
 
 static const char sql_event[] =
@@ -39,7 +39,8 @@ job_manifest(struct db *c, const char *id, json_t **out, struct err *e)
 	if (db_get_json(c, sql, 1, p, "queue.no_manifest", "manifest", out, e))
 		return true;
 	if (e->status == 404)
-		err_set(e, 404, "queue.no_manifest", "the job has not been applied to a cluster yet");
+		err_set(e, 404, "queue.no_manifest",
+		    "the job has not been applied to a cluster yet");
 	return false;
 }
 
@@ -108,15 +109,18 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 		rack = kept[1];
 		need = (long long)g->min_replicas * g->accel_count;
 		if (most < 0)
-			return err_field(e, 422, "queue.unplaceable", ptr, "no cluster in %s has %s%s "
+			return err_field(e, 422, "queue.unplaceable", ptr,
+			    "no cluster in %s has %s%s "
 			    "accelerators", env, g->accel_flavor, spot ? (spot[0] == 't' ?
 			    " spot" : " on-demand") : "");
 		if (need > most)
-			return err_field(e, 422, "queue.unplaceable", ptr, "the gang needs %lld %s "
+			return err_field(e, 422, "queue.unplaceable", ptr,
+			    "the gang needs %lld %s "
 			    "but the largest cluster in %s can hold %lld", need, g->accel_flavor,
 			    env, most);
 		if (s->topology == JOBSPEC_TOPO_RACK && rack > 0 && need > rack)
-			return err_field(e, 422, "queue.unplaceable", "/topology", "the gang needs "
+			return err_field(e, 422, "queue.unplaceable", "/topology",
+			    "the gang needs "
 			    "%lld %s in one rack but the largest rack in %s holds %lld", need,
 			    g->accel_flavor, env, rack);
 	}
@@ -218,7 +222,7 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	pcname = s.priority_class ? s.priority_class :
 	    json_string_value(json_object_get(queue, "default_priority_class"));
 	if (pcname != NULL) {
-		if (!pc_get(c, pcname, false, &pc, e)) {
+		if (!queue_pc_get(c, pcname, false, &pc, e)) {
 			if (e->status == 404)
 				err_field(e, 404, "pc.not_found", "/priority_class",
 				    "priority class %.64s not found", pcname);
@@ -232,7 +236,8 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
-	snprintf(prio, sizeof(prio), "%lld", pc ? json_integer_value(json_object_get(pc, "value")) : 0LL);
+	snprintf(prio, sizeof(prio), "%lld", pc ? json_integer_value(json_object_get(pc,
+	    "value")) : 0LL);
 	{
 		const char *p[8] = { id, s.name, env,
 		    json_string_value(json_object_get(queue, "id")), jobspec_kind_name(s.kind),
@@ -386,7 +391,8 @@ job_cancel(struct db *c, const char *id, const char *reason, json_t **out, struc
 	}
 	if (strcmp(state, "pending") == 0 || strcmp(state, "admitted") == 0 ||
 	    strcmp(state, "preempted") == 0) {
-		if (!job_transition(c, id, state, "cancelled", reason ? reason : "cancelled by user",
+		if (!job_transition(c, id, state, "cancelled",
+		    reason ? reason : "cancelled by user",
 		    NULL, e))
 			goto cleanup;
 	} else {

@@ -1,4 +1,6 @@
-/* loader: rows -> sched model.  Memory is counted in MiB, cpu in millicores. */
+/* loader: Postgres rows -> a sched model (queue/sched_model.c builds the model itself and
+ * knows no SQL; this file is the only reader of the tables for it).  Memory is counted in
+ * MiB, cpu in millicores. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -1,5 +1,6 @@
-/* move: validation, planning on a fresh model restricted to the target, the reservation
- * (state 'moving' with jobs.move), and drains as operations over many moves. */
+/* move: the request side of moves (POST .../move, drains) — validation, planning on a fresh
+ * model restricted to the target, the reservation (state 'moving' with jobs.move), and
+ * drains as operations over many moves.  The background side is queue/mover.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

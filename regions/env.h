@@ -1,4 +1,6 @@
-/* env: environments (prod, staging, dev, …), the unit of isolation every object belongs to. */
+/* env: environments (prod, staging, dev, …), the unit of isolation every object belongs to.
+ * regions/ is the fleet's inventory, not only regions: environments (env.c), clouds
+ * (cloud.c), member clusters (cluster.c), the catalog and the capacity snapshots. */
 #ifndef FLEET_REGIONS_ENV_H
 #define FLEET_REGIONS_ENV_H
 

@@ -1,11 +1,12 @@
-/* store: rows of priority classes and queues, validated field by field. */
+/* queue: rows of queues (queue_*) and of the priority classes they use (queue_pc_*),
+ * validated field by field. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <uuid/uuid.h>
 
 #include "core/jsonx.h"
-#include "queue/store.h"
+#include "queue/queue.h"
 #include "regions/catalog.h"
 #include "regions/env.h"
 
@@ -56,7 +57,7 @@ pc_unpack(json_t *body, const char **name, long long *value, bool *preempt,
 }
 
 bool
-pc_create(struct db *c, json_t *body, json_t **out, struct err *e)
+queue_pc_create(struct db *c, json_t *body, json_t **out, struct err *e)
 {
 	static const char sql[] = "INSERT INTO priority_classes (id, name, value, preempt,"
 	    " description) VALUES ($1, $2, $3::int, $4::boolean, $5)"
@@ -83,7 +84,7 @@ pc_create(struct db *c, json_t *body, json_t **out, struct err *e)
 }
 
 bool
-pc_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
+queue_pc_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e)
 {
 	static const char *const sql[2][2] = {
 		{ "SELECT " PC_JSON " FROM priority_classes WHERE name = $1",
@@ -98,7 +99,7 @@ pc_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *
 }
 
 bool
-pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e)
+queue_pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e)
 {
 	static const char sql[] = "SELECT " PC_JSON " FROM priority_classes WHERE name > $1"
 	    " ORDER BY name LIMIT $2";
@@ -110,7 +111,7 @@ pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e)
 }
 
 bool
-pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e)
+queue_pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e)
 {
 	static const char sql[] = "UPDATE priority_classes SET value = $2::int,"
 	    " preempt = $3::boolean, description = $4, version = version + 1, updated_at = now()"
@@ -122,7 +123,7 @@ pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err 
 	bool preempt, ok = false;
 	char v[24];
 
-	if (!pc_get(c, id, false, &cur, e))
+	if (!queue_pc_get(c, id, false, &cur, e))
 		return false;
 	if (!pc_unpack(body, &name, &value, &preempt, &desc, e))
 		goto cleanup;
@@ -135,7 +136,7 @@ pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err 
 		const char *p[4] = { json_string_value(json_object_get(cur, "id")), v,
 		    preempt ? "true" : "false", desc ? desc : "" };
 
-		ok = db_exec(c, sql, 4, p, NULL, e) && pc_get(c, p[0], false, out, e);
+		ok = db_exec(c, sql, 4, p, NULL, e) && queue_pc_get(c, p[0], false, out, e);
 	}
 cleanup:
 	json_decref(cur);
@@ -143,7 +144,7 @@ cleanup:
 }
 
 bool
-pc_delete(struct db *c, const char *id, struct err *e)
+queue_pc_delete(struct db *c, const char *id, struct err *e)
 {
 	static const char sql[] = "DELETE FROM priority_classes p WHERE p.id = $1::uuid"
 	    " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.priority_class = p.name AND j.state"
@@ -245,7 +246,7 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	if (f->pc != NULL) {
 		json_t *pc = NULL;
 
-		if (!pc_get(c, f->pc, false, &pc, e)) {
+		if (!queue_pc_get(c, f->pc, false, &pc, e)) {
 			if (e->status == 404)
 				err_field(e, 404, "pc.not_found", "/default_priority_class",
 				    "priority class %.64s not found", f->pc);

@@ -1,6 +1,6 @@
-/* store: queues and priority classes — the objects teams declare before they submit. */
-#ifndef FLEET_QUEUE_STORE_H
-#define FLEET_QUEUE_STORE_H
+/* queue: queues and priority classes — the objects teams declare before they submit. */
+#ifndef FLEET_QUEUE_QUEUE_H
+#define FLEET_QUEUE_QUEUE_H
 
 #include <stdbool.h>
 
@@ -9,14 +9,14 @@
 #include "core/db.h"
 #include "core/err.h"
 
-bool	pc_create(struct db *c, json_t *body, json_t **out, struct err *e);
+bool	queue_pc_create(struct db *c, json_t *body, json_t **out, struct err *e);
 /* By id or name; FOR UPDATE when for_update. */
-bool	pc_get(struct db *c, const char *id_or_name, bool for_update, json_t **out,
+bool	queue_pc_get(struct db *c, const char *id_or_name, bool for_update, json_t **out,
 	    struct err *e);
-bool	pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e);
-bool	pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e);
+bool	queue_pc_list(struct db *c, int limit, const char *after, json_t **out, struct err *e);
+bool	queue_pc_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e);
 /* 409 "pc.in_use" while jobs or queues use it. */
-bool	pc_delete(struct db *c, const char *id, struct err *e);
+bool	queue_pc_delete(struct db *c, const char *id, struct err *e);
 
 bool	queue_create(struct db *c, json_t *body, json_t **out, struct err *e);
 /* By id; FOR UPDATE when for_update. */
