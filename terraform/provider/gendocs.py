@@ -13,12 +13,12 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 EXAMPLES = {
     "provider": '''provider "fleet" {
-  url   = "https://fleetd.internal.example.com"  # or FLEET_URL
-  token = var.fleetd_token                     # or FLEET_TOKEN
+  url   = "https://fleetd.internal.example.com" # or FLEET_URL
+  token = var.fleetd_token                      # or FLEET_TOKEN
 
-  request_timeout          = 30   # seconds per HTTP attempt
-  max_retries              = 5    # transport errors, 429 and 5xx; Retry-After honoured
-  iam_verification_timeout = 120  # how long fleet_cloud_iam retries a failed verification
+  request_timeout          = 30  # seconds per HTTP attempt
+  max_retries              = 5   # transport errors, 429 and 5xx; Retry-After honoured
+  iam_verification_timeout = 120 # how long fleet_cloud_iam retries a failed verification
 }
 
 variable "fleetd_token" {
@@ -77,16 +77,16 @@ resource "fleet_cloud_iam" "gke_usc1" {
     "fleet_cluster": '''variable "ray_a_token" {
   type      = string
   sensitive = true
-  ephemeral = true  # never in plan or state
+  ephemeral = true # never in plan or state
 }
 
 resource "fleet_cluster" "ray_a" {
-  cloud_id            = fleet_cloud_iam.gke_usc1.cloud_id  # waits for the active cloud
+  cloud_id            = fleet_cloud_iam.gke_usc1.cloud_id # waits for the active cloud
   name                = "fleet-1a2b3c4d-ray-a"
   api_server          = "https://10.0.0.2"
   ca_cert             = file("ray-a-ca.pem")
   token_wo            = var.ray_a_token
-  token_wo_version    = 1  # raise to send a new token
+  token_wo_version    = 1 # raise to send a new token
   provider_cluster_id = "projects/acme-ml-prod/locations/us-central1/clusters/fleet-1a2b3c4d-ray-a"
   batch_scheduler     = "kueue"
   labels              = { team = "ml" }

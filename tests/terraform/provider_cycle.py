@@ -40,9 +40,14 @@ class TF:
 
     def run(self, *args, ok=(0,), timeout=120):
         t0 = time.time()
-        r = subprocess.run(["terraform", *args, "-no-color"] if args[0] not in ("version",)
-                           else ["terraform", *args], cwd=self.dir, env=self.env,
-                           capture_output=True, text=True, timeout=timeout)
+        if args[0] == "version":
+            cmd = ["terraform", *args]
+        elif args[0] == "fmt":      # flags before the path
+            cmd = ["terraform", "fmt", "-no-color", *args[1:]]
+        else:
+            cmd = ["terraform", *args, "-no-color"]
+        r = subprocess.run(cmd, cwd=self.dir, env=self.env, capture_output=True, text=True,
+                           timeout=timeout)
         log(f"terraform {' '.join(args)} -> {r.returncode} ({time.time() - t0:.1f}s)")
         if r.returncode not in ok:
             raise CheckFailed(f"terraform {' '.join(args)} exited {r.returncode}:\n"
@@ -627,6 +632,10 @@ resource "fleet_queue" "imported" {
         shutil.copy(os.path.join(tf.dir, ".terraform.lock.hcl"), ex.dir)
         ex.run("init", "-input=false")
         ex.run("validate")
+        ex.run("fmt", "-check", "-diff")
+        r = tf.run("fmt", "-check", "-recursive", "-diff", os.path.join(TOP, "terraform"), ok=(0, 3))
+        expect(r.returncode == 0, "terraform fmt -check: terraform/ and the doc examples"
+               + ("" if r.returncode == 0 else ":\n" + r.stdout[-2000:]))
         expect(True, f"the {len(gendocs.EXAMPLES)} documentation examples validate together")
 
         # plan-time validation names each attribute
