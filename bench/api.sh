@@ -113,8 +113,11 @@ SELECT gen_random_uuid(), 'job-' || i, 'bench', q.id, 'RayJob', 'default', (i % 
   JOIN k ON k.n = i % k.total
   CROSS JOIN LATERAL (SELECT CASE WHEN i % 10 < 3 THEN 'succeeded' WHEN i % 10 = 3 THEN 'failed'
                                   WHEN i % 10 = 4 THEN 'running' ELSE 'pending' END AS state) s;
-INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message)
-SELECT id, 'submitted', NULL, 'pending', 0, 'job submitted' FROM jobs;
+-- numbered already (migrations/0010): the event sequencer has nothing to catch up on
+INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, seq)
+SELECT id, 'submitted', NULL, 'pending', 0, 'job submitted', row_number() OVER (ORDER BY id)
+  FROM jobs;
+UPDATE job_event_seq SET last = (SELECT coalesce(max(seq), 0) FROM job_events);
 VACUUM ANALYZE;
 SQL
 psql "$DATABASE_URL" -c "SELECT id FROM jobs ORDER BY random() LIMIT 5000" >"$work/ids"
