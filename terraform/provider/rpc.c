@@ -401,16 +401,14 @@ h_plan(struct arena *a, const uint8_t *in, size_t inlen, uint8_t **out, size_t *
 		goto done;
 	}
 	plan = tf_copy(prop);
+	/* write-only values never enter a plan; on create, what fleetd decides is unknown */
 	for (const struct tf_attr *t = r->attrs; t->name; t++) {
-		json_t *pv = tf_get(plan, t->name);
 		if (t->flags & F_WO)
 			json_object_set_new(plan, t->name, json_null());
 		else if (json_is_null(prior) && (t->flags & F_COMP) && json_is_null(tf_get(cfg, t->name)))
 			json_object_set(plan, t->name, tf_unknown());
-		else if (json_is_null(pv) && (t->flags & F_COMP) && !json_is_null(prior) &&
-		    tf_is_unknown(tf_get(prop, t->name)))
-			json_object_set(plan, t->name, tf_unknown());
 	}
+	/* on update: an immutable change replaces; any change makes version and friends unknown */
 	if (!json_is_null(prior)) {
 		bool changed = false;
 
