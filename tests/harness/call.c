@@ -171,6 +171,20 @@ harness_done(void)
 	pg = NULL;
 }
 
+int
+harness_teardown(struct fleetd_proc *fd, const char *dburl, struct harness_cs *cs)
+{
+	int st = fd != NULL && fd->pid > 0 ? harness_fleetd_stop(fd) : 0;
+
+	if (dburl != NULL && dburl[0] != '\0')
+		harness_db_drop(dburl);
+	if (cs != NULL)
+		harness_cs_stop(cs);
+	harness_done();
+	harness_validate_responses();
+	return st;
+}
+
 /* ---- SQL */
 
 void

@@ -130,6 +130,10 @@ void	harness_expect_problem(const struct http_result *r, long status, const char
 void	harness_secret(const char *s);
 /* Frees harness_r, the planted secrets and the SQL connection (call it in teardown). */
 void	harness_done(void);
+/* The usual group teardown: stops fd when running, drops dburl (when created), stops cs
+ * (NULL: none), harness_done, then harness_validate_responses (last, as it must be).
+ * Returns fleetd's exit status (0 when it was not running); the test frees its tokens. */
+int	harness_teardown(struct fleetd_proc *fd, const char *dburl, struct harness_cs *cs);
 
 /* ---- SQL on the database last created (harness_sql_use picks another) */
 

@@ -229,16 +229,11 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_db_drop(dburl);
-	harness_cs_stop(&cs);
-	harness_done();
+	harness_teardown(&fd, dburl, &cs);
 	free(admin);
 	free(hp_id);
 	free(aks_id);
 	free(gke_id);
-	harness_validate_responses();
 	return 0;
 }
 
@@ -333,6 +328,10 @@ test_lifecycle(void **state)
 	}
 	json_t *gone = sim_object("test-hp-usw2", name, NULL);
 	assert_null(gone);
+	/* the status worker records the cleanup once it sees the object gone */
+	for (int i = 0; i < 100 && harness_sql_long("SELECT count(*) FROM job_events WHERE"
+	    " job_id = '%s' AND type = 'cleaned_up'", id) == 0; i++)
+		usleep(100 * 1000);
 	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
 	    " 'cleaned_up'", id) == 1);
 	assert_int_equal(sim_applies("test-hp-usw2", json_string_value(json_object_get(

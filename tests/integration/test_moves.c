@@ -136,11 +136,7 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_db_drop(dburl);
-	harness_cs_stop(&cs);
-	harness_done();
+	harness_teardown(&fd, dburl, &cs);
 	free(admin);
 	free(oper);
 	free(viewer);
@@ -148,7 +144,6 @@ teardown(void **state)
 	free(svc_id);
 	free(f0_id);
 	free(d0_id);
-	harness_validate_responses();
 	return 0;
 }
 

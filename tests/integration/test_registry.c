@@ -274,18 +274,13 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_cs_stop(&cs);
-	harness_db_drop(dburl);
-	harness_done();
+	harness_teardown(&fd, dburl, &cs);
 	for (int i = 0; i < nsecrets; i++)
 		free(secrets[i]);
 	free(admin);
 	free(oper);
 	free(viewer);
 	free(staging_admin);
-	harness_validate_responses();
 	return 0;
 }
 

@@ -71,15 +71,10 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		assert_int_equal(harness_fleetd_stop(&fd), 0);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
 	free(admin);
+	assert_int_equal(harness_teardown(&fd, dburl, NULL), 0);
 	if (dir[0] != '\0')
 		harness_sh("rm -rf '%s'", dir);
-	harness_done();
-	harness_validate_responses();
 	return 0;
 }
 
