@@ -1,4 +1,4 @@
-/* test_terraform_contract: replays, for every resource terraform/modules/ manages, the HTTP
+/* test_terraform_contract: replays, for every resource terraform/modules/restapi/ manages, the HTTP
  * sequence of the Mastercard/restapi provider against fleetd (clouds and clusters on cloudsim). */
 #include <setjmp.h>
 #include <stdarg.h>
