@@ -54,7 +54,7 @@ else
 		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 900"
 		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 900"
 		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 900"
-		[regionloss]="--jobs ${DRILL_JOBS:-200} --time-scale 10 --settle 300"
+		[regionloss]="--jobs ${DRILL_JOBS:-200} --time-scale 10 --settle 600"
 	)
 	limit=3600
 fi
