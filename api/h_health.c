@@ -8,6 +8,7 @@
 #include "api/metrics.h"
 #include "core/config.h"
 #include "core/crypto.h"
+#include "core/textbuf.h"
 #include "core/migrate.h"
 
 HANDLER(h_healthz)
@@ -69,20 +70,7 @@ static pthread_once_t openapi_once = PTHREAD_ONCE_INIT;
 static void
 openapi_load(void)
 {
-	FILE *f = fopen(cfg.openapi_path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n)) != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-		openapi_len = (size_t)n;
-		openapi_doc = buf;
-	} else {
-		free(buf);
-	}
-	fclose(f);
+	openapi_doc = textbuf_read_file(cfg.openapi_path, &openapi_len);
 }
 
 HANDLER(h_openapi)

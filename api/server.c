@@ -19,6 +19,7 @@
 #include "api/sse.h"
 #include "core/config.h"
 #include "core/crypto.h"
+#include "core/textbuf.h"
 #include "core/jsonx.h"
 #include "core/log.h"
 #include "iam/token.h"
@@ -578,28 +579,6 @@ unescape(void *cls, struct MHD_Connection *c, char *s)
 	return (size_t)(w - s);
 }
 
-static char *
-read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) != NULL) {
-		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else {
-			buf[n] = '\0';
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
 static char *tls_cert_pem, *tls_key_pem;
 
 bool
@@ -623,8 +602,8 @@ server_start(struct err *e)
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
 		return err_set(e, 400, "config.bad_listen", "listen address must be IPv4");
 	if (cfg.tls_cert != NULL && cfg.tls_key != NULL) {
-		tls_cert_pem = read_file(cfg.tls_cert);
-		tls_key_pem = read_file(cfg.tls_key);
+		tls_cert_pem = textbuf_read_file(cfg.tls_cert, NULL);
+		tls_key_pem = textbuf_read_file(cfg.tls_key, NULL);
 		if (tls_cert_pem == NULL || tls_key_pem == NULL)
 			return err_set(e, 400, "config.tls", "cannot read the tls certificate or key");
 		flags |= MHD_USE_TLS;

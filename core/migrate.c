@@ -7,6 +7,7 @@
 #include "core/crypto.h"
 #include "core/log.h"
 #include "core/migrate.h"
+#include "core/textbuf.h"
 
 #define MIGRATE_LOCK	"7314001"	/* pg_advisory_lock key shared by all migrators */
 #define MAX_FILES	512
@@ -22,28 +23,6 @@ static int
 by_version(const void *a, const void *b)
 {
 	return ((const struct mfile *)a)->version - ((const struct mfile *)b)->version;
-}
-
-static char *
-slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-		buf = malloc((size_t)n + 1);
-		if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		} else if (buf != NULL) {
-			buf[n] = '\0';
-		}
-	}
-	fclose(f);
-	return buf;
 }
 
 static void
@@ -77,7 +56,7 @@ files_read(const char *dir, struct mfile **out, int *nout, struct err *e)
 		f[n].version = atoi(de->d_name);
 		snprintf(f[n].name, sizeof(f[n].name), "%s", de->d_name);
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if ((f[n].sql = slurp(path)) == NULL) {
+		if ((f[n].sql = textbuf_read_file(path, NULL)) == NULL) {
 			closedir(d);
 			files_free(f, n);
 			return err_set(e, 500, "migrate.read", "cannot read migration %s",

@@ -40,3 +40,27 @@ textbuf_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 	textbuf_vappendf(buf, len, cap, fmt, ap);
 	va_end(ap);
 }
+
+char *
+textbuf_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f == NULL)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1)) != NULL) {
+		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[n] = '\0';
+			if (len != NULL)
+				*len = (size_t)n;
+		}
+	}
+	fclose(f);
+	return buf;
+}

@@ -25,6 +25,7 @@
 #include <curl/curl.h>
 #include <libpq-fe.h>
 
+#include "core/textbuf.h"
 #include "tests/harness/harness.h"
 
 static const char *
@@ -480,20 +481,7 @@ harness_header(const struct http_result *r, const char *name)
 char *
 harness_slurp(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) != NULL) {
-		size_t got = fread(buf, 1, (size_t)n, f);
-
-		buf[got] = '\0';
-	}
-	fclose(f);
-	return buf;
+	return textbuf_read_file(path, NULL);
 }
 
 int
