@@ -67,6 +67,10 @@ HANDLER(h_operation_cancel);
 HANDLER(h_capacity_summary);
 HANDLER(h_capacity_search);
 HANDLER(h_events);
+HANDLER(h_console_index);
+HANDLER(h_console_js);
+HANDLER(h_console_css);
+HANDLER(h_whoami);
 /* h_job_events with follow=true: the SSE stream of one job (*handled says it answered). */
 bool	h_job_events_follow(struct request *rq, bool *handled, struct err *e);
 

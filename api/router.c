@@ -11,6 +11,10 @@ const struct route routes[] = {
 	{ "GET", "/readyz", h_readyz, ROLE_NONE, R_PUBLIC | R_NOTX },
 	{ "GET", "/metrics", h_metrics, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
 	{ "GET", "/openapi.yaml", h_openapi, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
+	{ "GET", "/", h_console_index, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
+	{ "GET", "/console/app.js", h_console_js, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
+	{ "GET", "/console/app.css", h_console_css, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
+	{ "GET", "/v1/whoami", h_whoami, ROLE_VIEWER, R_NOTX },
 
 	{ "GET", "/v1/environments", h_env_list, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/environments", h_env_create, ROLE_ADMIN, R_BODY },

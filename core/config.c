@@ -104,6 +104,8 @@ static const struct ckey keys[] = {
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
 	{ "poll-concurrency", C_INT, S(poll_concurrency), "256", "FLEETD_POLL_CONCURRENCY", false,
 	  "provider and Kubernetes calls in flight during a capacity refresh" },
+	{ "console-dir", C_STR, S(console_dir), FLEETD_SOURCE_DIR "/console", "FLEETD_CONSOLE_DIR",
+	  false, "folder of the web console's files (index.html, app.js, app.css)" },
 	{ "sse-heartbeat", C_INT, S(sse_heartbeat_s), "15", "FLEETD_SSE_HEARTBEAT", false,
 	  "seconds between heartbeats of an idle event stream" },
 	{ "sse-per-token", C_INT, S(sse_per_token), "16", "FLEETD_SSE_PER_TOKEN", false,

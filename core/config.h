@@ -60,6 +60,7 @@ struct config {
 	int	 sse_heartbeat_s;	/* seconds between SSE heartbeats */
 	int	 sse_per_token;		/* event streams one token may hold open */
 	int	 sse_max_streams;	/* event streams of this replica */
+	char	*console_dir;		/* the web console's files */
 };
 
 extern struct config cfg;

@@ -1,0 +1,90 @@
+/* h_console: the web console at / — three static files read once from console_dir and
+ * served with a strict Content-Security-Policy (no inline script or style, nothing from
+ * another origin) — and GET /v1/whoami, which tells the console the token's role and
+ * environments (so a viewer sees no operator buttons). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/handlers.h"
+#include "core/config.h"
+
+static const struct {
+	const char	*file;
+	const char	*type;
+} assets[] = {
+	{ "index.html", "text/html; charset=utf-8" },
+	{ "app.js", "text/javascript; charset=utf-8" },
+	{ "app.css", "text/css; charset=utf-8" },
+};
+#define NASSETS (sizeof(assets) / sizeof(assets[0]))
+
+static char *body[NASSETS];
+static size_t blen[NASSETS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void
+load(void)
+{
+	for (size_t i = 0; i < NASSETS; i++) {
+		char path[1024];
+		FILE *f;
+		long n;
+
+		snprintf(path, sizeof(path), "%s/%s", cfg.console_dir, assets[i].file);
+		if ((f = fopen(path, "rb")) == NULL)
+			continue;
+		if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+		    (body[i] = malloc((size_t)n)) != NULL) {
+			if (fread(body[i], 1, (size_t)n, f) == (size_t)n) {
+				blen[i] = (size_t)n;
+			} else {
+				free(body[i]);
+				body[i] = NULL;
+			}
+		}
+		fclose(f);
+	}
+}
+
+static bool
+serve(struct request *rq, size_t i, struct err *e)
+{
+	pthread_once(&once, load);
+	if (body[i] == NULL)
+		return err_set(e, 404, "console.missing", "the console is not installed");
+	rq->raw = body[i];
+	rq->raw_len = blen[i];
+	rq->status = 200;
+	rq->content_type = assets[i].type;
+	return true;
+}
+
+HANDLER(h_console_index)
+{
+	return serve(rq, 0, e);
+}
+
+HANDLER(h_console_js)
+{
+	return serve(rq, 1, e);
+}
+
+HANDLER(h_console_css)
+{
+	return serve(rq, 2, e);
+}
+
+HANDLER(h_whoami)
+{
+	static const char *const roles[] = { "none", "viewer", "operator", "admin" };
+	json_t *envs = json_array();
+
+	(void)e;
+	for (int i = 0; i < rq->nenvs; i++)
+		json_array_append_new(envs, json_string(rq->envs[i]));
+	rq_reply(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "id", rq->actor.id, "name",
+	    rq->actor.name, "role", roles[rq->role], "environments", envs));
+	return true;
+}

@@ -1,0 +1,461 @@
+// fleetd console: plain JS, no framework, nothing from another origin.  The token lives in
+// sessionStorage and travels only as an Authorization header.  Views refresh from the SSE
+// stream /v1/events (read with fetch, since EventSource cannot send a header) and fall back
+// to polling when the stream is down.
+'use strict';
+
+const S = { token: null, me: null, clusters: new Map(), view: null, timer: null, es: null,
+  live: false, lastEvent: null, refresh: null };
+
+// ---- DOM helpers (text only: never innerHTML with data)
+function h(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  if (tag === 'pre') e.tabIndex = 0;	// scrollable: reachable by keyboard
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k === 'text') e.textContent = v;
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const k of kids.flat()) {
+    if (k === null || k === undefined || k === false) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+const $ = (id) => document.getElementById(id);
+const badge = (s) => h('span', { class: 'badge s-' + s, 'data-state': s }, s);
+const isOperator = () => S.me && (S.me.role === 'operator' || S.me.role === 'admin');
+const clusterName = (id) => (id && S.clusters.get(id)) ? S.clusters.get(id).name : (id || '—');
+
+// ---- API
+async function api(method, path, body) {
+  const opts = { method, headers: { Authorization: 'Bearer ' + S.token } };
+  if (body !== undefined) {
+    opts.headers['Content-Type'] = 'application/json';
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (_) { data = null; }
+  if (r.status === 401) { logout('The token was refused.'); throw new Error('unauthorized'); }
+  if (!r.ok) {
+    const err = new Error((data && (data.detail || data.title)) || ('HTTP ' + r.status));
+    err.status = r.status; err.problem = data;
+    throw err;
+  }
+  return data;
+}
+async function all(path, max) {
+  let items = [], next = path;
+  while (next && items.length < (max || 1000)) {
+    const page = await api('GET', next);
+    items = items.concat(page.items || []);
+    next = page.next;
+  }
+  return items;
+}
+async function loadClusters() {
+  const list = await all('/v1/clusters?limit=500');
+  S.clusters = new Map(list.map((c) => [c.id, c]));
+  return list;
+}
+
+// ---- modal confirmation; resolves true on Confirm
+function confirmBox(title, body, okText) {
+  return new Promise((resolve) => {
+    $('modal-title').textContent = title;
+    $('modal-body').replaceChildren(body);
+    $('modal-ok').textContent = okText || 'Confirm';
+    $('modal').hidden = false;
+    $('modal-ok').focus();
+    const done = (v) => { $('modal').hidden = true; $('modal-ok').onclick = null;
+      $('modal-cancel').onclick = null; resolve(v); };
+    $('modal-ok').onclick = () => done(true);
+    $('modal-cancel').onclick = () => done(false);
+  });
+}
+function flash(msg, isError) {
+  const p = h('p', { class: isError ? 'error' : 'hint', role: isError ? 'alert' : 'status' }, msg);
+  $('view').prepend(p);
+  setTimeout(() => p.remove(), 6000);
+}
+
+// ---- login
+function logout(msg) {
+  sessionStorage.removeItem('fleet.token');
+  S.token = null; S.me = null;
+  if (S.es) S.es.abort();
+  $('nav').hidden = true; $('logout').hidden = true; $('view').hidden = true;
+  $('login').hidden = false; $('who').textContent = '';
+  $('login-error').textContent = msg || '';
+}
+async function login(token) {
+  S.token = token;
+  try {
+    S.me = await api('GET', '/v1/whoami');
+  } catch (e) {
+    logout(e.message === 'unauthorized' ? 'The token was refused.' : e.message);
+    return;
+  }
+  sessionStorage.setItem('fleet.token', token);
+  $('login').hidden = true; $('nav').hidden = false; $('logout').hidden = false;
+  $('view').hidden = false;
+  $('who').textContent = `${S.me.name} · ${S.me.role} · ${S.me.environments.join(', ')}`;
+  $('who').setAttribute('data-role', S.me.role);
+  startStream();
+  if (!location.hash || location.hash === '#') location.hash = '#/fleet';
+  else route();
+}
+
+// ---- live updates: SSE over fetch, polling while it is down
+async function startStream() {
+  if (S.es) S.es.abort();
+  const ctl = new AbortController();
+  S.es = ctl;
+  let last = null;
+  for (;;) {
+    if (!S.token || ctl.signal.aborted) return;
+    try {
+      const headers = { Authorization: 'Bearer ' + S.token, Accept: 'text/event-stream' };
+      if (last) headers['Last-Event-ID'] = last;
+      const r = await fetch('/v1/events?follow=true', { headers, signal: ctl.signal });
+      if (!r.ok || !r.body) throw new Error('stream ' + r.status);
+      setLive(true);
+      const rd = r.body.getReader(), dec = new TextDecoder();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await rd.read();
+        if (done) break;
+        buf += dec.decode(value, { stream: true });
+        let i;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, i); buf = buf.slice(i + 2);
+          let id = null, data = null;
+          for (const line of block.split('\n')) {
+            if (line.startsWith('id: ')) id = line.slice(4);
+            else if (line.startsWith('data: ')) data = line.slice(6);
+          }
+          if (id) last = id;
+          if (data) onEvent(JSON.parse(data));
+        }
+      }
+    } catch (e) {
+      if (ctl.signal.aborted) return;
+    }
+    setLive(false);
+    await new Promise((res) => setTimeout(res, 3000));
+  }
+}
+function setLive(on) {
+  S.live = on;
+  $('live').textContent = on ? 'live' : 'polling';
+  $('live').className = 'live' + (on ? ' on' : '');
+  $('live').setAttribute('data-live', on ? 'on' : 'off');
+}
+let pending = null;
+function onEvent(ev) {
+  S.lastEvent = ev;
+  if (!S.refresh || !S.refresh.wants(ev)) return;
+  clearTimeout(pending);
+  pending = setTimeout(() => S.refresh && S.refresh.run(), 250);
+}
+function setRefresh(wants, run, pollMs) {
+  S.refresh = { wants, run };
+  clearInterval(S.timer);
+  // polling: always for operations in progress, else only while the stream is down
+  S.timer = setInterval(() => { if (!S.live || pollMs) run(); }, pollMs || 5000);
+}
+
+// ---- router
+const views = { fleet: viewFleet, queues: viewQueues, jobs: viewJobs, job: viewJob,
+  ops: viewOps, op: viewOp };
+async function route() {
+  if (!S.token) return;
+  const parts = location.hash.replace(/^#\/?/, '').split('/');
+  let name = parts[0] || 'fleet';
+  if (name === 'jobs' && parts[1]) name = 'job';
+  if (name === 'ops' && parts[1]) name = 'op';
+  for (const a of document.querySelectorAll('#nav a'))
+    a.classList.toggle('active', a.dataset.view === parts[0]);
+  S.refresh = null; clearInterval(S.timer);
+  const v = $('view');
+  v.replaceChildren(h('p', { class: 'hint' }, 'Loading…'));
+  try {
+    await (views[name] || viewFleet)(v, parts.slice(1).map(decodeURIComponent));
+  } catch (e) {
+    if (e.message !== 'unauthorized')
+      v.replaceChildren(h('p', { class: 'error', role: 'alert' }, e.message));
+  }
+}
+
+// ---- Fleet: regions x providers, clusters and capacity per flavor
+async function viewFleet(v) {
+  const render = async () => {
+    const [clusters, cap] = await Promise.all([loadClusters(), api('GET', '/v1/capacity')]);
+    const cells = new Map();
+    const key = (env, region, provider) => `${env} / ${provider} / ${region}`;
+    for (const c of clusters) {
+      const k = key(c.environment, c.region, c.provider);
+      if (!cells.has(k)) cells.set(k, { clusters: [], cap: [] });
+      cells.get(k).clusters.push(c);
+    }
+    for (const r of cap.items) {
+      const k = key(r.environment, r.region, r.provider);
+      if (!cells.has(k)) cells.set(k, { clusters: [], cap: [] });
+      cells.get(k).cap.push(r);
+    }
+    const grid = h('div', { class: 'grid', 'data-testid': 'fleet-grid' });
+    for (const k of [...cells.keys()].sort()) {
+      const cell = cells.get(k);
+      const stale = cell.cap.some((r) => r.stale_clusters > 0);
+      grid.append(h('div', { class: 'card cell', 'data-cell': k },
+        h('h2', {}, h('span', {}, k), stale ? badge('stale') : null),
+        cell.cap.length ? h('table', {},
+          h('thead', {}, h('tr', {}, h('th', {}, 'flavor'), h('th', {}, 'free'),
+            h('th', {}, 'total'), h('th', { class: 'opt' }, 'growable'))),
+          h('tbody', {}, cell.cap.map((r) => h('tr', {},
+            h('td', {}, `${r.flavor} (${r.capacity_type})`, r.stale_clusters ? [' ', badge('stale')] : null),
+            h('td', { 'data-free': r.flavor }, r.free_now), h('td', {}, r.total),
+            h('td', { class: 'opt' }, r.growable))))) : h('p', { class: 'hint' }, 'no capacity observed'),
+        cell.clusters.map((c) => h('div', { class: 'cluster row', 'data-cluster': c.name },
+          h('strong', {}, c.name), badge(c.state), c.cordoned ? badge('cordoned') : null,
+          isOperator() ? h('button', { type: 'button', class: 'secondary', 'data-action': 'drain',
+            onclick: () => drainCluster(c) }, 'Drain') : null))));
+    }
+    v.replaceChildren(h('h1', {}, 'Fleet'),
+      h('p', { class: 'hint' }, 'Accelerators free now / total / growable per environment, provider and region. Stale snapshots and cordoned or unreachable clusters are marked.'),
+      grid);
+  };
+  await render();
+  setRefresh(() => false, render, 15000);
+}
+async function drainCluster(c) {
+  const body = h('div', {}, h('p', {}, `Drain ${c.name} (${c.region}, ${c.provider})?`),
+    h('p', {}, 'It is cordoned and every job on it moves to another cluster of its environment.'));
+  if (!await confirmBox('Drain cluster', body, 'Drain')) return;
+  try {
+    const op = await api('POST', `/v1/clusters/${c.id}/drain`);
+    rememberOp(op, `drain ${c.name}`);
+    location.hash = '#/ops/' + op.id;
+  } catch (e) { flash(e.message, true); }
+}
+
+// ---- Queues
+async function viewQueues(v) {
+  const render = async () => {
+    const [queues, jobs] = await Promise.all([all('/v1/queues?limit=500'),
+      all('/v1/jobs?limit=500', 2000)]);
+    const counts = {};
+    for (const j of jobs) {
+      const k = j.queue_id; counts[k] = counts[k] || {};
+      counts[k][j.state] = (counts[k][j.state] || 0) + 1;
+    }
+    const fmtQ = (q) => q ? Object.entries(q).map(([f, n]) => `${f}: ${n}`).join(', ') : '—';
+    v.replaceChildren(h('h1', {}, 'Queues'), h('div', { class: 'card' }, h('table', {},
+      h('thead', {}, h('tr', {}, ['queue', 'environment', 'cohort', 'weight', 'nominal quota',
+        'borrowing limit', 'lending limit', 'pending', 'running'].map((t, i) =>
+        h('th', { class: i >= 4 && i <= 6 ? 'opt' : null }, t)))),
+      h('tbody', {}, queues.map((q) => h('tr', { 'data-queue': q.name },
+        h('td', {}, q.name), h('td', {}, q.environment), h('td', {}, q.cohort || '—'),
+        h('td', {}, q.weight), h('td', { class: 'opt' }, fmtQ(q.nominal_quota)),
+        h('td', { class: 'opt' }, fmtQ(q.borrowing_limit)), h('td', { class: 'opt' }, fmtQ(q.lending_limit)),
+        h('td', {}, (counts[q.id] || {}).pending || 0),
+        h('td', {}, (counts[q.id] || {}).running || 0)))))));
+  };
+  await render();
+  setRefresh(() => true, render);
+}
+
+// ---- Jobs: filterable, paged list and a submit form
+const SAMPLE = (env, queue) => JSON.stringify({ environment: env, queue: queue || 'research',
+  kind: 'RayJob', name: 'console-' + Date.now().toString(36), ray_version: '2.52.0', entrypoint: 'python train.py',
+  head: { cpu: '1', memory: '2Gi' }, worker_groups: [{ name: 'gpu', replicas: 1, cpu: '4',
+    memory: '16Gi', accelerator: { flavor: 'nvidia-l4', count: 1 } }] }, null, 2);
+async function viewJobs(v) {
+  const f = JSON.parse(sessionStorage.getItem('fleet.jobfilter') || '{}');
+  let cursor = null, pages = [];
+  const table = h('tbody', { 'data-testid': 'jobs' });
+  const more = h('button', { type: 'button', class: 'secondary', hidden: true }, 'Next page');
+  const fields = ['state', 'queue', 'environment', 'region', 'cluster'].map((k) =>
+    h('div', {}, h('label', { for: 'f-' + k }, k),
+      h('input', { id: 'f-' + k, name: k, value: f[k] || '', size: 12 })));
+  const load = async (after) => {
+    const q = new URLSearchParams({ limit: '25' });
+    for (const k of Object.keys(f)) if (f[k]) q.set(k, f[k]);
+    if (after) q.set('after', after);
+    const page = await api('GET', '/v1/jobs?' + q);
+    cursor = page.next ? new URL(page.next, location.href).searchParams.get('after') : null;
+    more.hidden = !cursor;
+    return page.items;
+  };
+  const row = (j) => h('tr', { 'data-job': j.id },
+    h('td', {}, h('a', { href: '#/jobs/' + j.id }, j.name)), h('td', {}, badge(j.state)),
+    h('td', {}, j.queue), h('td', { class: 'opt' }, j.environment),
+    h('td', { class: 'opt' }, j.region || '—'), h('td', {}, j.cluster || '—'),
+    h('td', { class: 'opt' }, new Date(j.created_at).toLocaleString()));
+  const render = async () => {
+    const items = await load(null);
+    pages = [items];
+    table.replaceChildren(...items.map(row));
+  };
+  more.onclick = async () => { const items = await load(cursor); pages.push(items);
+    table.append(...items.map(row)); };
+  const form = h('form', { class: 'filters', onsubmit: async (e) => {
+    e.preventDefault();
+    for (const el of fields) { const i = el.querySelector('input'); f[i.name] = i.value.trim(); }
+    sessionStorage.setItem('fleet.jobfilter', JSON.stringify(f));
+    await render();
+  } }, fields, h('button', { type: 'submit' }, 'Filter'));
+  const parts = [h('h1', {}, 'Jobs'), h('div', { class: 'card' }, form),
+    h('div', { class: 'card' }, h('table', {}, h('thead', {}, h('tr', {},
+      ['job', 'state', 'queue', 'environment', 'region', 'cluster', 'submitted'].map((t, i) =>
+        h('th', { class: [3, 4, 6].includes(i) ? 'opt' : null }, t)))), table), more)];
+  if (isOperator()) {
+    const envs = S.me.environments.includes('*') ? [] : S.me.environments;
+    const spec = h('textarea', { id: 'spec', name: 'spec', 'aria-label': 'job spec (JSON)' },
+      SAMPLE(envs[0] || (await firstEnv()), 'research'));
+    parts.push(h('div', { class: 'card' }, h('h2', {}, 'Submit a job'),
+      h('form', { onsubmit: async (e) => {
+        e.preventDefault();
+        try {
+          const job = await api('POST', '/v1/jobs', JSON.parse(spec.value));
+          location.hash = '#/jobs/' + job.id;
+        } catch (err) { flash(err.message, true); }
+      } }, h('label', { for: 'spec' }, 'Spec (JSON)'), spec,
+        h('button', { type: 'submit', 'data-action': 'submit' }, 'Submit'))));
+  }
+  v.replaceChildren(...parts);
+  await render();
+  setRefresh(() => true, render);
+}
+async function firstEnv() {
+  const envs = await api('GET', '/v1/environments');
+  return envs.items.length ? envs.items[0].name : 'dev';
+}
+
+// ---- one job: state, timeline, explain with names, placement, manifest, cancel / move
+async function viewJob(v, [id]) {
+  if (!S.clusters.size) await loadClusters();
+  const render = async () => {
+    const [job, events, explain] = await Promise.all([api('GET', '/v1/jobs/' + id),
+      all(`/v1/jobs/${id}/events?limit=500`), api('GET', `/v1/jobs/${id}/placement`)]);
+    let manifest = null;
+    try { manifest = await api('GET', `/v1/jobs/${id}/manifest`); } catch (_) { manifest = null; }
+    const done = ['succeeded', 'failed', 'cancelled'].includes(job.state);
+    const actions = isOperator() && !done ? h('div', { class: 'row' },
+      h('button', { type: 'button', class: 'danger', 'data-action': 'cancel',
+        onclick: () => cancelJob(job) }, 'Cancel'),
+      h('input', { id: 'move-target', 'aria-label': 'target region', placeholder: 'region', size: 14 }),
+      h('button', { type: 'button', class: 'secondary', 'data-action': 'move',
+        onclick: () => moveJob(job, $('move-target').value.trim()) }, 'Move…')) : null;
+    const verdicts = explain.clusters || explain.candidates ||
+      (explain.decision && explain.decision.candidates) || [];
+    v.replaceChildren(
+      h('h1', {}, job.name, ' ', badge(job.state)),
+      h('div', { class: 'card' }, h('table', {}, h('tbody', {},
+        [['id', job.id], ['environment', job.environment], ['queue', job.queue],
+          ['priority', `${job.priority_class} (${job.priority})`], ['attempt', job.attempt],
+          ['cluster', job.cluster ? `${job.cluster} (${job.cluster_id})` : '—'],
+          ['region', job.region || '—'], ['reason', job.reason || '—']].map(([k, val]) =>
+          h('tr', {}, h('th', {}, k), h('td', { 'data-field': k }, val))))), actions),
+      h('div', { class: 'card', 'data-testid': 'explain' }, h('h2', {}, 'Explain'),
+        h('p', {}, explain.state === 'pending'
+          ? `Pending at position ${explain.position ?? '—'}` + (explain.hold_cluster ? `, holding ${clusterName(explain.hold_cluster)}` : '')
+          : `Placed (${explain.state})` + (explain.decision && explain.decision.cluster ? ` on ${clusterName(explain.decision.cluster)}` : '')),
+        verdicts.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'cluster'),
+          h('th', {}, 'region'), h('th', {}, 'reason'), h('th', { class: 'opt' }, 'score'))),
+        h('tbody', {}, verdicts.map((c) => h('tr', { 'data-verdict': clusterName(c.cluster) },
+          h('td', {}, clusterName(c.cluster)), h('td', {}, c.region || '—'),
+          h('td', {}, badge(c.reason), c.detail ? ' ' + c.detail : ''),
+          h('td', { class: 'opt' }, c.score ?? '—'))))) : h('p', { class: 'hint' }, 'no candidates recorded')),
+      h('div', { class: 'card' }, h('h2', {}, 'Timeline'), h('ol', { class: 'timeline', 'data-testid': 'timeline' },
+        events.map((e) => h('li', {}, h('time', {}, new Date(e.at).toLocaleTimeString()), ' ',
+          e.to_state ? [badge(e.to_state), ' '] : null, e.type, e.message ? ': ' + e.message : '')))),
+      h('div', { class: 'card' }, h('h2', {}, 'Placement'),
+        h('pre', {}, job.placement ? JSON.stringify(job.placement, null, 2) : 'not placed yet')),
+      h('div', { class: 'card' }, h('h2', {}, 'Manifest as applied'),
+        h('pre', { 'data-testid': 'manifest' }, manifest ? JSON.stringify(manifest, null, 2) : 'not applied yet')));
+  };
+  await render();
+  setRefresh((ev) => ev.job_id === id, render);
+}
+async function cancelJob(job) {
+  if (!await confirmBox('Cancel job', h('p', {}, `Cancel ${job.name} (${job.state})? Its Ray object is deleted from the cluster.`), 'Cancel job')) return;
+  try { await api('POST', `/v1/jobs/${job.id}/cancel`); route(); } catch (e) { flash(e.message, true); }
+}
+async function moveJob(job, region) {
+  if (!region) { flash('Name a target region first.', true); return; }
+  let plan;
+  try {
+    plan = await api('POST', `/v1/jobs/${job.id}/move`, { target: { region }, dry_run: true });
+  } catch (e) { flash(e.message, true); return; }
+  const body = h('div', {}, h('p', {}, `Move ${job.name} to ${region}? The dry run plans:`),
+    h('pre', { 'data-testid': 'plan' }, JSON.stringify(plan, null, 2)));
+  if (!await confirmBox('Move job', body, 'Move')) return;
+  try {
+    const op = await api('POST', `/v1/jobs/${job.id}/move`, { target: { region } });
+    if (op && op.id && op.kind) { rememberOp(op, `move ${job.name}`); location.hash = '#/ops/' + op.id; } else route();
+  } catch (e) { flash(e.message, true); }
+}
+
+// ---- Operations: the ones started here (and any by id), live progress, cancel
+function rememberOp(op, label) {
+  const ops = JSON.parse(sessionStorage.getItem('fleet.ops') || '[]');
+  ops.unshift({ id: op.id, label });
+  sessionStorage.setItem('fleet.ops', JSON.stringify(ops.slice(0, 50)));
+}
+async function viewOps(v) {
+  const ops = JSON.parse(sessionStorage.getItem('fleet.ops') || '[]');
+  const input = h('input', { id: 'op-id', 'aria-label': 'operation id', size: 38 });
+  v.replaceChildren(h('h1', {}, 'Operations'),
+    h('div', { class: 'card' }, h('form', { class: 'row', onsubmit: (e) => { e.preventDefault();
+      location.hash = '#/ops/' + input.value.trim(); } }, input, h('button', { type: 'submit' }, 'Open'))),
+    h('div', { class: 'card' }, ops.length ? h('ul', {}, ops.map((o) =>
+      h('li', {}, h('a', { href: '#/ops/' + o.id }, o.label), ' ', h('code', {}, o.id))))
+      : h('p', { class: 'hint' }, 'No operation started from this tab yet.')));
+}
+async function viewOp(v, [id]) {
+  if (!S.clusters.size) await loadClusters();
+  const render = async () => {
+    const op = await api('GET', '/v1/operations/' + id);
+    const pct = op.total ? Math.round(100 * (op.moved + op.failed) / op.total) : (op.state === 'running' ? 0 : 100);
+    const target = op.target.cluster_id ? clusterName(op.target.cluster_id) : `${op.target.environment} / ${op.target.region}`;
+    v.replaceChildren(h('h1', {}, `${op.kind} ${target} `, badge(op.state)),
+      h('div', { class: 'card' },
+        h('div', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': 100,
+          'aria-valuenow': pct, 'aria-label': 'progress' }, h('span', { style: null, 'data-pct': pct })),
+        h('p', { 'data-testid': 'progress' }, `${pct} % — ${op.moved} moved, ${op.waiting} waiting, ${op.failed} failed of ${op.total}`),
+        isOperator() && op.state === 'running' ? h('button', { type: 'button', class: 'danger',
+          'data-action': 'cancel-op', onclick: () => cancelOp(op) }, 'Cancel operation') : null),
+      op.failures.length ? h('div', { class: 'card' }, h('h2', {}, 'Failures'),
+        h('pre', {}, JSON.stringify(op.failures, null, 2))) : null,
+      op.jobs ? h('div', { class: 'card' }, h('h2', {}, 'Jobs'), h('table', {}, h('tbody', {},
+        op.jobs.map((j) => h('tr', {}, h('td', {}, h('a', { href: '#/jobs/' + (j.id || j.job_id) }, j.name || j.id || j.job_id)),
+          h('td', {}, badge(j.state || '—')), h('td', {}, j.reason || j.waiting_for || '')))))) : null);
+    const bar = v.querySelector('.bar > span');
+    if (bar) bar.style.width = pct + '%';	// CSSOM, allowed by style-src 'self'
+    return op;
+  };
+  const op = await render();
+  setRefresh(() => true, render, op.state === 'running' ? 2000 : 0);
+}
+async function cancelOp(op) {
+  if (!await confirmBox('Cancel operation', h('p', {}, 'Jobs not moved yet stay where they are.'), 'Cancel operation')) return;
+  try { await api('POST', `/v1/operations/${op.id}/cancel`); route(); } catch (e) { flash(e.message, true); }
+}
+
+// ---- start
+window.addEventListener('hashchange', route);
+document.addEventListener('DOMContentLoaded', () => {
+  $('login-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const t = $('token').value.trim();
+    $('token').value = '';
+    login(t);
+  });
+  $('logout').addEventListener('click', () => logout(''));
+  const saved = sessionStorage.getItem('fleet.token');
+  if (saved) login(saved);
+});

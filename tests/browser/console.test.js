@@ -1,0 +1,188 @@
+// console.test.js: the fleetd console in Debian's chromium, driven by playwright-core.
+// Env: FLEET_URL, ADMIN_TOKEN, VIEWER_TOKEN, SCOPED_TOKEN, SCOPED_ENV, OUT (screenshots).
+// Checks: log in, the demo fleet, submit a job and see pending -> running live (no reload),
+// explain with cluster names, cancel; drain a cluster to 100 %; a viewer sees no operator
+// buttons; a scoped token sees only its environment; no CSP violation; axe: no serious or
+// critical violation on any page; screenshots of each page at 1280 px and 390 px.
+'use strict';
+
+const fs = require('fs');
+const path = require('path');
+const { chromium } = require('playwright-core');
+
+const URL0 = process.env.FLEET_URL;
+const OUT = process.env.OUT;
+const axeSource = fs.readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const failures = [];
+let step = 'start';
+
+function check(cond, msg) {
+  if (!cond) { failures.push(`${step}: ${msg}`); console.error(`FAIL ${step}: ${msg}`); }
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(OUT, name + '.png'), fullPage: true });
+}
+
+async function axe(page, name) {
+  await page.evaluate(axeSource);
+  const r = await page.evaluate(async () =>
+    (await window.axe.run(document, { resultTypes: ['violations'] })).violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
+  check(r.length === 0, `axe on ${name}: ${r.join('; ')}`);
+}
+
+async function newPage(browser, width) {
+  const ctx = await browser.newContext({ viewport: { width, height: width > 600 ? 900 : 844 } });
+  const page = await ctx.newPage();
+  page.csp = [];
+  page.loads = 0;
+  page.on('console', (m) => {
+    if (/Content Security Policy/i.test(m.text())) page.csp.push(m.text());
+  });
+  page.on('load', () => { page.loads++; });
+  page.on('pageerror', (e) => check(false, 'page error: ' + e.message));
+  return page;
+}
+
+async function login(page, token) {
+  await page.goto(URL0 + '/');
+  await page.fill('#token', token);
+  await page.click('#login-form button[type=submit]');
+  await page.waitForSelector('#nav:not([hidden])');
+}
+
+async function main() {
+  fs.mkdirSync(OUT, { recursive: true });
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  try {
+    // ---- operator flow as admin
+    step = 'login';
+    const page = await newPage(browser, 1280);
+    await page.goto(URL0 + '/');
+    await axe(page, 'login');
+    await shot(page, '01-login');
+    await login(page, process.env.ADMIN_TOKEN);
+    check(await page.evaluate(() => sessionStorage.getItem('fleet.token') !== null), 'token in sessionStorage');
+    check(!page.url().includes(process.env.ADMIN_TOKEN), 'token not in the URL');
+
+    step = 'fleet';
+    await page.waitForSelector('[data-testid=fleet-grid] [data-cluster]');
+    const clusters = await page.$$eval('[data-cluster]', (e) => e.map((x) => x.dataset.cluster));
+    check(clusters.length >= 2, `demo clusters shown (${clusters.length})`);
+    await page.waitForSelector('#live[data-live=on]', { timeout: 10000 });
+    await axe(page, 'fleet');
+    await shot(page, '02-fleet');
+
+    step = 'queues';
+    await page.click('#nav a[data-view=queues]');
+    await page.waitForSelector('[data-queue]');
+    await axe(page, 'queues');
+    await shot(page, '03-queues');
+
+    step = 'submit';
+    await page.click('#nav a[data-view=jobs]');
+    await page.waitForSelector('[data-action=submit]');
+    await axe(page, 'jobs');
+    await page.click('[data-action=submit]');
+    await page.waitForSelector('h1 .badge');
+    const loadsBefore = page.loads;
+    await page.evaluate(() => {
+      window.__states = [];
+      const note = () => { const b = document.querySelector('h1 .badge');
+        if (b && window.__states[window.__states.length - 1] !== b.dataset.state) window.__states.push(b.dataset.state); };
+      note();
+      new MutationObserver(note).observe(document.getElementById('view'), { childList: true, subtree: true });
+    });
+    await page.waitForSelector('h1 .badge[data-state=running]', { timeout: 60000 });
+    const states = await page.evaluate(() => window.__states);
+    console.log('job states seen live:', states.join(' -> '));
+    check(['pending', 'admitted'].includes(states[0]), `first state ${states[0]}`);
+    check(states.includes('running'), 'running seen');
+    check(page.loads === loadsBefore, 'no reload while following the job');
+
+    step = 'explain';
+    const verdicts = await page.$$eval('[data-verdict]', (e) => e.map((x) => x.dataset.verdict));
+    check(verdicts.length > 0, 'explain lists clusters');
+    check(verdicts.every((v) => clusters.includes(v)), `explain shows names: ${verdicts.join(', ')}`);
+    const cluster = await page.textContent('[data-field=cluster]');
+    await axe(page, 'job');
+    await shot(page, '04-job-running');
+
+    step = 'cancel';
+    await page.click('[data-action=cancel]');
+    await page.waitForSelector('#modal:not([hidden])');
+    await shot(page, '05-cancel-confirm');
+    await page.click('#modal-ok');
+    await page.waitForSelector('h1 .badge[data-state=cancelled]', { timeout: 60000 });
+    await shot(page, '06-job-cancelled');
+
+    step = 'drain';
+    // a second job, then drain the cluster it runs on
+    await page.click('#nav a[data-view=jobs]');
+    await page.waitForSelector('[data-action=submit]');
+    await page.click('[data-action=submit]');
+    await page.waitForSelector('h1 .badge[data-state=running]', { timeout: 60000 });
+    const where = (await page.textContent('[data-field=cluster]')).split(' ')[0];
+    console.log('second job runs on', where, '(first ran on', cluster + ')');
+    await page.click('#nav a[data-view=fleet]');
+    await page.waitForSelector(`[data-cluster="${where}"] [data-action=drain]`);
+    await page.click(`[data-cluster="${where}"] [data-action=drain]`);
+    await page.waitForSelector('#modal:not([hidden])');
+    await page.click('#modal-ok');
+    await page.waitForSelector('[data-testid=progress]');
+    await shot(page, '07-operation-running');
+    await page.waitForFunction(() => /^100 %/.test(document.querySelector('[data-testid=progress]')?.textContent || ''),
+      null, { timeout: 90000 });
+    await axe(page, 'operation');
+    await shot(page, '08-operation-done');
+    check(page.csp.length === 0, 'CSP violations: ' + page.csp.join('; '));
+
+    // ---- phone width
+    step = 'phone';
+    const phone = await newPage(browser, 390);
+    await login(phone, process.env.ADMIN_TOKEN);
+    await phone.waitForSelector('[data-cluster]');
+    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check(overflow <= 1, `no horizontal scroll at 390 px (${overflow} px)`);
+    await shot(phone, '09-phone-fleet');
+    await phone.click('#nav a[data-view=jobs]');
+    await phone.waitForSelector('[data-job]');
+    await shot(phone, '10-phone-jobs');
+
+    // ---- viewer: no operator buttons
+    step = 'viewer';
+    const viewer = await newPage(browser, 1280);
+    await login(viewer, process.env.VIEWER_TOKEN);
+    await viewer.waitForSelector('[data-cluster]');
+    check(await viewer.$$eval('[data-action]', (e) => e.length) === 0, 'no buttons on fleet');
+    await viewer.click('#nav a[data-view=jobs]');
+    await viewer.waitForSelector('[data-job]');
+    check(await viewer.$('[data-action=submit]') === null, 'no submit form');
+    await viewer.click('[data-job] a');
+    await viewer.waitForSelector('h1 .badge');
+    check(await viewer.$$eval('[data-action]', (e) => e.length) === 0, 'no cancel or move');
+    await shot(viewer, '11-viewer-job');
+
+    // ---- scoped token: only its environment
+    step = 'scoped';
+    const scoped = await newPage(browser, 1280);
+    await login(scoped, process.env.SCOPED_TOKEN);
+    await scoped.waitForSelector('[data-cell]');
+    const cells = await scoped.$$eval('[data-cell]', (e) => e.map((x) => x.dataset.cell));
+    check(cells.length > 0 && cells.every((c) => c.startsWith(process.env.SCOPED_ENV + ' /')),
+      `only ${process.env.SCOPED_ENV}: ${cells.join(', ')}`);
+    await shot(scoped, '12-scoped-fleet');
+  } finally {
+    await browser.close();
+  }
+  if (failures.length) {
+    console.error(`${failures.length} failures`);
+    process.exit(1);
+  }
+  console.log('browser: ok');
+}
+
+main().catch((e) => { console.error(`FAIL ${step}: ${e.stack || e}`); process.exit(1); });

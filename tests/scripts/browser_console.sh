@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# browser_console: the web console in real Chromium (Debian's chromium; playwright-core and
+# axe-core from tests/browser/package-lock.json, no browser download) against the `make run`
+# stack (scripts/run.sh on a free port with its own state folder). Screenshots are kept in
+# BUILD_DIR/browser-artifacts/.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "${FLEETD_BUILD_DIR:-$top/build/asan}" && pwd)
+out=$build/browser-artifacts
+command -v chromium >/dev/null || { echo "FAIL: chromium is missing (scripts/deps.sh)"; exit 1; }
+bash "$top/tests/browser/ensure_deps.sh"
+state=$(mktemp -d /tmp/fleetd-browser.XXXXXX)
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+url=http://127.0.0.1:$port
+runpid=
+cleanup() {
+	if [ -n "$runpid" ]; then kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true; fi
+	bash "$top/scripts/pg.sh" stop "$state/pg" >/dev/null 2>&1 || true
+	rm -rf "$state"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; tail -n 20 "$state/run.out" "$state/fleetd.log" >&2 || true; exit 1; }
+
+env -u DATABASE_URL FLEET_STATE_DIR="$state" FLEET_BIN="$build" FLEETD_LISTEN=127.0.0.1:$port \
+	bash "$top/scripts/run.sh" >"$state/run.out" 2>&1 &
+runpid=$!
+for _ in $(seq 600); do grep -q "fleetd is serving" "$state/run.out" 2>/dev/null && break; sleep 0.2; done
+grep -q "fleetd is serving" "$state/run.out" || fail "run.sh did not come up"
+grep -q "demo fleet registered" "$state/demo.log" || fail "demo registration failed"
+admin=$(cat "$state/admin.token")
+api() { curl -sf -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' "$@"; }
+scoped_env=$(api "$url/v1/environments" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][-1]["name"])')
+mk() { api -X POST "$url/v1/tokens" -d "{\"name\":\"$1\",\"role\":\"$2\",\"environments\":[\"$3\"]}" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])'; }
+viewer=$(mk console-viewer viewer '*')
+scoped=$(mk console-scoped operator "$scoped_env")
+rm -rf "$out"
+FLEET_URL=$url ADMIN_TOKEN=$admin VIEWER_TOKEN=$viewer SCOPED_TOKEN=$scoped SCOPED_ENV=$scoped_env \
+	OUT=$out NODE_PATH=$top/tests/browser/node_modules node "$top/tests/browser/console.test.js" ||
+	fail "console test failed (screenshots in $out)"
+echo "browser_console: screenshots in $out: $(ls "$out" | tr '\n' ' ')"
