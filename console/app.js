@@ -369,7 +369,7 @@ async function viewJob(v, [id]) {
         h('tbody', {}, verdicts.map((c) => h('tr', { 'data-verdict': clusterName(c.cluster) },
           h('td', {}, clusterName(c.cluster)), h('td', {}, c.region || '—'),
           h('td', {}, badge(c.reason), c.detail ? ' ' + c.detail : ''),
-          h('td', { class: 'opt' }, c.score ?? '—'))))) : h('p', { class: 'hint' }, 'no candidates recorded')),
+          h('td', { class: 'opt' }, typeof c.score === 'number' ? c.score.toFixed(3) : '—'))))) : h('p', { class: 'hint' }, 'no candidates recorded')),
       h('div', { class: 'card' }, h('h2', {}, 'Timeline'), h('ol', { class: 'timeline', 'data-testid': 'timeline' },
         events.map((e) => h('li', {}, h('time', {}, new Date(e.at).toLocaleTimeString()), ' ',
           e.to_state ? [badge(e.to_state), ' '] : null, e.type, e.message ? ': ' + e.message : '')))),
