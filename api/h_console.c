@@ -9,6 +9,7 @@
 
 #include "api/handlers.h"
 #include "core/config.h"
+#include "core/textbuf.h"
 
 static const struct {
 	const char	*file;
@@ -29,22 +30,9 @@ load(void)
 {
 	for (size_t i = 0; i < NASSETS; i++) {
 		char path[1024];
-		FILE *f;
-		long n;
 
 		snprintf(path, sizeof(path), "%s/%s", cfg.console_dir, assets[i].file);
-		if ((f = fopen(path, "rb")) == NULL)
-			continue;
-		if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
-		    (body[i] = malloc((size_t)n)) != NULL) {
-			if (fread(body[i], 1, (size_t)n, f) == (size_t)n) {
-				blen[i] = (size_t)n;
-			} else {
-				free(body[i]);
-				body[i] = NULL;
-			}
-		}
-		fclose(f);
+		body[i] = textbuf_read_file(path, &blen[i]);
 	}
 }
 
