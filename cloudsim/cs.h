@@ -221,6 +221,7 @@ struct cs_fault {
 	double	 hang_s;
 	bool	 unreachable;
 	bool	 stockout;
+	bool	 watch_only;		/* affects only ?watch=1 requests */
 	int	 remaining;		/* requests left to affect, <0 = unlimited */
 };
 
@@ -442,6 +443,9 @@ void	 cs_watch_free(struct cs_cluster *cl);
 long	 cs_stream_read(struct cs_stream *s, char *buf, size_t max);
 void	 cs_stream_free(struct cs_stream *s);
 bool	 cs_http_stopping(void);
+/* /_sim/watch-compact {"cluster"}: the watch history is dropped (open watches get 410);
+ * /_sim/watch-log?cluster=&kind=: wall-clock times of each Ray object's status changes. */
+void	 cs_watch_sim(struct cs *cs, struct cs_req *rq, const char *what, json_t *body);
 /* Whether the request is a watch (?watch=1|true). */
 bool	 cs_is_watch(struct cs_req *rq);
 

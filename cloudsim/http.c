@@ -380,6 +380,8 @@ fault_for(struct cs *cs, struct cs_req *rq, struct cs_fault *out)
 			continue;
 		if (f->region[0] && strcmp(f->region, rq->scope_region) != 0)
 			continue;
+		if (f->watch_only && !cs_is_watch(rq))
+			continue;
 		*out = *f;
 		if (f->remaining > 0 && --f->remaining == 0) {
 			free(f);

@@ -29,6 +29,8 @@ struct cs_wcache {
 	long long	 oldest;	/* a watch from below this is 410 Expired */
 	double		 synced_at;	/* wall */
 	json_t		*items;		/* "res\x1fns\x1fname" -> object (not events) */
+	json_t		*log;		/* "plural/ns/name" -> [[state, wall ms], ...] */
+	unsigned	 gen;		/* bumped by /_sim/watch-compact */
 	struct wev	*hist;
 	size_t		 n;
 };
@@ -44,6 +46,7 @@ struct cs_stream {
 	size_t		 len, off, cap;
 	double		 deadline, next_bookmark;
 	bool		 bookmarks, done;
+	unsigned	 gen;
 };
 
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
@@ -106,6 +109,47 @@ change(struct changes *c, const char *res, const char *type, json_t *obj, long l
 	c->n++;
 }
 
+static const char *
+ray_state(json_t *o)
+{
+	json_t *st = json_object_get(o, "status");
+	const char *v = json_string_value(json_object_get(st, "jobDeploymentStatus"));
+
+	if (v == NULL)
+		v = json_string_value(json_object_get(st, "serviceStatus"));
+	if (v == NULL)
+		v = json_string_value(json_object_get(st, "state"));
+	return v ? v : "";
+}
+
+/* Wall-clock time of each status change of a Ray object (for /_sim/watch-log). */
+static void
+log_state(struct cs_wcache *w, const char *res, json_t *old, json_t *obj)
+{
+	const char *now = ray_state(obj), *ns = cs_jpath(obj, "metadata.namespace"),
+	    *name = cs_jpath(obj, "metadata.name");
+	struct timespec ts;
+	char key[400];
+	json_t *a;
+
+	if (old != NULL && strcmp(ray_state(old), now) == 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(key, sizeof(key), "%s/%s/%s", res, ns ? ns : "", name ? name : "");
+	if ((a = json_object_get(w->log, key)) == NULL) {
+		if (json_object_size(w->log) >= 20000) {	/* bounded: the oldest goes */
+			void *it = json_object_iter(w->log);
+
+			json_object_del(w->log, json_object_iter_key(it));
+		}
+		a = json_array();
+		json_object_set_new(w->log, key, a);
+	}
+	if (json_array_size(a) < 32)
+		json_array_append_new(a, json_pack("[s, I]", now, (json_int_t)ts.tv_sec * 1000 +
+		    ts.tv_nsec / 1000000));
+}
+
 /* Compares a current object with the cache; obj is consumed. has_rv: the object's own
  * resourceVersion moves with every change (else a change gets a fresh one). */
 static void
@@ -144,6 +188,8 @@ observe(struct cs_cluster *cl, struct changes *c, json_t *seen, const char *res,
 	}
 	json_object_set(w->items, key, obj);
 	change(c, res, old ? "MODIFIED" : "ADDED", obj, rv_of(obj));
+	if (cs_kind_of(res) != NULL)
+		log_state(w, res, old, obj);
 }
 
 static int
@@ -195,6 +241,7 @@ cs_watch_sync(struct cs *cs, struct cs_cluster *cl)
 		    (w->hist = calloc(HIST_MAX, sizeof(*w->hist))) == NULL)
 			abort();
 		w->items = json_object();
+		w->log = json_object();
 		w->synced_rv = -1;
 	}
 	if (cl->rv == w->synced_rv && wall() - w->synced_at < FULL_SYNC_S)
@@ -274,6 +321,7 @@ cs_watch_free(struct cs_cluster *cl)
 		json_decref(w->hist[i].obj);
 	free(w->hist);
 	json_decref(w->items);
+	json_decref(w->log);
 	free(w);
 	cl->wc = NULL;
 }
@@ -342,7 +390,7 @@ pull(struct cs_stream *s, struct cs_cluster *cl)
 	struct cs_wcache *w = cl->wc;
 	size_t i;
 
-	if (s->last < w->oldest) {
+	if (s->last < w->oldest || s->gen != w->gen) {
 		expired(s, s->last, w->oldest);
 		return;
 	}
@@ -384,6 +432,7 @@ cs_watch_start(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const ch
 	s->deadline = wall() + (double)timeout;
 	s->next_bookmark = wall() + BOOKMARK_S;
 	cs_watch_sync(cs, cl);
+	s->gen = cl->wc->gen;
 	if (rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0) {
 		char *end;
 
@@ -478,4 +527,47 @@ cs_stream_free(struct cs_stream *s)
 	free(s->fs);
 	free(s->buf);
 	free(s);
+}
+
+/* ---- /_sim/watch-* */
+
+void
+cs_watch_sim(struct cs *cs, struct cs_req *rq, const char *what, json_t *body)
+{
+	const char *name = json_string_value(json_object_get(body, "cluster"));
+	struct cs_cluster *cl;
+	size_t i;
+
+	if (strcmp(what, "compact") == 0 && strcmp(rq->method, "POST") == 0) {
+		if ((cl = cs_cluster_find(cs, name ? name : "")) == NULL) {
+			cs_reply_error(rq, 404, "sim.no_cluster", "cluster not found");
+			return;
+		}
+		cs_watch_sync(cs, cl);
+		for (i = 0; i < cl->wc->n; i++)
+			json_decref(cl->wc->hist[i].obj);
+		cl->wc->n = 0;
+		cl->wc->oldest = cl->rv;
+		cl->wc->gen++;
+		pthread_cond_broadcast(&changed);
+		cs_reply_json(rq, 200, json_pack("{s:I}", "oldest", (json_int_t)cl->rv));
+	} else if (strcmp(what, "log") == 0 && strcmp(rq->method, "GET") == 0) {
+		json_t *out = json_object(), *v;
+		const char *k, *want = cs_query(rq, "cluster");
+
+		for (i = 0; i < cs->nclusters; i++) {
+			cl = &cs->clusters[i];
+			if ((want != NULL && strcmp(want, cl->name) != 0) || cl->wc == NULL)
+				continue;
+			json_object_foreach(cl->wc->log, k, v) {
+				char key[512];
+
+				snprintf(key, sizeof(key), "%s/%s", cl->name, k);
+				json_object_set(out, key, v);
+			}
+		}
+		cs_reply_json(rq, 200, json_pack("{s:o}", "transitions", out));
+	} else {
+		cs_reply_error(rq, 404, "not_found", "no such endpoint");
+	}
 }

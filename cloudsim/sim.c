@@ -128,12 +128,12 @@ cs_fault_add(struct cs *cs, json_t *j, int *id, struct err *e)
 {
 	static const char *const allowed[] = { "service", "cluster", "region", "pool",
 	    "latency_ms", "error_rate", "error_status", "retry_after", "hang", "hang_s",
-	    "unreachable", "stockout", "count", NULL };
+	    "unreachable", "stockout", "count", "watch", NULL };
 	struct cs_fault f = { 0 }, *p;
 	const char *svc = "", *cl = "", *rg = "", *pool = "";
 	long long lat = 0, st = 0, ra = 0, cnt = -1;
 	double rate = 0, hs = 0;
-	bool hang = false, un = false, so = false;
+	bool hang = false, un = false, so = false, wo = false;
 
 	if (!json_is_object(j))
 		return err_set(e, 400, "sim.bad_fault", "fault must be an object");
@@ -150,6 +150,7 @@ cs_fault_add(struct cs *cs, json_t *j, int *id, struct err *e)
 	    !jsonx_num(j, "hang_s", "", false, &hs, e) ||
 	    !jsonx_bool(j, "unreachable", "", false, &un, e) ||
 	    !jsonx_bool(j, "stockout", "", false, &so, e) ||
+	    !jsonx_bool(j, "watch", "", false, &wo, e) ||
 	    !jsonx_int(j, "count", "", false, &cnt, e))
 		return false;
 	if (lat < 0 || lat > 600000 || rate < 0 || rate > 1 || hs < 0 || hs > 3600 || ra < 0 ||
@@ -170,6 +171,7 @@ cs_fault_add(struct cs *cs, json_t *j, int *id, struct err *e)
 	f.hang_s = hs;
 	f.unreachable = un;
 	f.stockout = so;
+	f.watch_only = wo;
 	f.remaining = (int)cnt;
 	p = malloc(sizeof(*p));
 	if (p == NULL)
@@ -292,6 +294,8 @@ cs_sim_handle(struct cs *cs, struct cs_req *rq)
 		cs_reply_json(rq, 200, cs_state_json(cs));
 	} else if (strcmp(what, "objects") == 0) {
 		objects(cs, rq);
+	} else if (strncmp(what, "watch-", 6) == 0) {
+		cs_watch_sim(cs, rq, what + 6, body);
 	} else if (strcmp(what, "faults") == 0) {
 		faults(cs, rq, body);
 	} else if (strcmp(what, "preempt") == 0 && strcmp(rq->method, "POST") == 0) {

@@ -102,6 +102,8 @@ static const struct ckey keys[] = {
 	  false, "background loops this replica runs (comma list; empty = API only)" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
+	{ "status-watch", C_INT, S(status_watch), "1", "FLEETD_STATUS_WATCH", false,
+	  "status follows member clusters with watches (0: polling only)" },
 	{ "poll-concurrency", C_INT, S(poll_concurrency), "256", "FLEETD_POLL_CONCURRENCY", false,
 	  "provider and Kubernetes calls in flight during a capacity refresh" },
 	{ "console-dir", C_STR, S(console_dir), FLEETD_SOURCE_DIR "/console", "FLEETD_CONSOLE_DIR",

@@ -47,6 +47,7 @@ struct config {
 	char	*instance_id;		/* replica name in logs and claims */
 	char	*workers;		/* background loops to run, comma list */
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
+	int	 status_watch;		/* 1: status follows watches, 0: polls */
 	int	 poll_concurrency;	/* capacity refresh calls in flight */
 	int	 janitor_interval_ms;	/* expired idempotency rows are deleted this often */
 	int	 iam_verify_interval_s;	/* every active cloud's IAM pair is re-verified */

@@ -85,4 +85,23 @@ bool	http_batch_add(struct http_batch *b, const struct http_req *req, struct err
 bool	http_batch_run(struct http_batch *b, struct err *e);
 void	http_batch_free(struct http_batch *b);	/* accepts NULL; drops unrun requests */
 
+/* ---- streams: long-lived GETs whose body arrives in pieces (Kubernetes watches), all
+ * driven by one thread through http_streams_poll. */
+struct http_streams;
+
+/* A piece of the body of stream user; status is the HTTP status (known from the first
+ * piece on).  Return false to abort the stream (its end callback then gets e). */
+typedef bool (*http_chunk_fn)(void *user, long status, const char *data, size_t len);
+/* The stream ended: status 0 when no answer came; e NULL when the server ended it. */
+typedef void (*http_end_fn)(void *user, long status, const struct err *e);
+
+struct http_streams *http_streams_new(void);
+/* Starts a stream (req: url, headers, ca_pem, bearer, timeout_ms; no retries). */
+bool	http_streams_add(struct http_streams *s, const struct http_req *req,
+	    http_chunk_fn on_chunk, http_end_fn on_end, void *user, struct err *e);
+/* Moves every stream along for up to ms; returns the streams still open. */
+int	http_streams_poll(struct http_streams *s, int ms);
+/* Aborts every stream (their end callbacks are not called). */
+void	http_streams_free(struct http_streams *s);
+
 #endif

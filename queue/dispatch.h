@@ -78,6 +78,9 @@ bool	 dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_
  * 502 kube.bad_answer on garbage, kube_status_err mapping on non-200. */
 bool	dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *query,
 	    json_t **items, struct err *e);
+/* The same, and rv gets the list's metadata.resourceVersion (where a watch resumes). */
+bool	dispatch_kube_list_rv(const struct prov_cluster *k, const char *path, const char *query,
+	    json_t **items, char *rv, size_t rvn, struct err *e);
 /* Percent-encodes s for a query string into out; false when it does not fit. */
 bool	dispatch_query_escape(const char *s, char *out, size_t n);
 /* Appends a job event unless one with the same type and data.key exists for the job's

@@ -244,7 +244,7 @@ dispatch_query_escape(const char *s, char *out, size_t n)
 /* One page; *next gets metadata.continue (malloc'd) or NULL. */
 static bool
 list_page(const struct prov_cluster *k, const char *url, json_t *items, char **next,
-    struct err *e)
+    char *rv, size_t rvn, struct err *e)
 {
 	struct http_header h[1] = { { "Accept", "application/json" } };
 	struct http_req rq = { 0 };
@@ -277,6 +277,10 @@ list_page(const struct prov_cluster *k, const char *url, json_t *items, char **n
 	json_array_foreach(json_object_get(j, "items"), i, it)
 		if (json_is_object(it))
 			json_array_append(items, it);
+	if (rv != NULL)
+		snprintf(rv, rvn, "%s", json_string_value(json_object_get(json_object_get(j,
+		    "metadata"), "resourceVersion")) ? json_string_value(json_object_get(
+		    json_object_get(j, "metadata"), "resourceVersion")) : "");
 	cont = json_string_value(json_object_get(json_object_get(j, "metadata"), "continue"));
 	if (cont != NULL && cont[0] != '\0')
 		*next = xstrdup(cont);
@@ -290,6 +294,13 @@ cleanup:
 bool
 dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *query,
     json_t **items, struct err *e)
+{
+	return dispatch_kube_list_rv(k, path, query, items, NULL, 0, e);
+}
+
+bool
+dispatch_kube_list_rv(const struct prov_cluster *k, const char *path, const char *query,
+    json_t **items, char *rv, size_t rvn, struct err *e)
 {
 	size_t n = strlen(k->api_server);
 	char url[4096], esc[1024], *cont = NULL;
@@ -312,7 +323,7 @@ dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *q
 		    cont ? esc : "");
 		free(cont);
 		cont = NULL;
-		if (!list_page(k, url, all, &next, e)) {
+		if (!list_page(k, url, all, &next, rv, rvn, e)) {
 			json_decref(all);
 			return false;
 		}

@@ -17,7 +17,8 @@
 #include "queue/status_int.h"
 
 #define CYCLE_MS	1000
-#define SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"
+#define SEL_MANAGED	STATUS_SEL_MANAGED
+#define WATCH_CYCLE_MS	50	/* with watches: how soon a change is acted on */
 
 static const char sql_jobs[] =
     "SELECT j.id, j.state, j.kind, j.attempt, j.cluster_id, j.manifest::text,"
@@ -157,8 +158,12 @@ read_objects(const struct dispatch_target *t, const char *ns, const char *kind,
 	size_t i;
 
 	snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/%s", ns, plural(kind));
-	if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
-		return false;
+	status_watch_want(t->id, kind);
+	if ((items = status_watch_list(t->id, kind, ns)) == NULL) {
+		status_watch_count_list();
+		if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
+			return false;
+	}
 	json_array_foreach(items, i, it) {
 		const char *name = json_string_value(json_object_get(json_object_get(it,
 		    "metadata"), "name"));
@@ -180,8 +185,13 @@ read_pods(const struct dispatch_target *t, const char *ns, struct nsview *v, str
 	size_t i;
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
-	if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
-		return false;
+	status_watch_want(t->id, "Pod");
+	status_watch_want(t->id, "Event");
+	if ((items = status_watch_list(t->id, "Pod", ns)) == NULL) {
+		status_watch_count_list();
+		if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
+			return false;
+	}
 	json_array_foreach(items, i, it) {
 		json_t *md = json_object_get(it, "metadata"), *lb = json_object_get(md, "labels");
 		const char *name = json_string_value(json_object_get(md, "name")),
@@ -196,6 +206,9 @@ read_pods(const struct dispatch_target *t, const char *ns, struct nsview *v, str
 	}
 	json_decref(items);
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
+	if ((v->events = status_watch_list(t->id, "Event", ns)) != NULL)
+		return true;
+	status_watch_count_list();
 	return dispatch_kube_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e);
 }
 
@@ -363,16 +376,31 @@ static struct {
 	struct dispatch_pool	*pool;
 } S;
 
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* With watches the loop wakes every WATCH_CYCLE_MS but reads the database only when a
+ * watch saw a change (then syncs only those clusters, from the watch caches: no member
+ * call) or once a CYCLE_MS (every cluster: timers, and clusters polled because they
+ * refuse watches). Without watches: every CYCLE_MS, every cluster, by lists. */
 static void *
 loop(void *arg)
 {
 	PGconn *c = NULL;
+	double last_full = 0;
 
 	(void)arg;
 	while (atomic_load(&S.running)) {
 		struct batch **v = NULL;
 		struct err e = { 0 };
 		size_t n = 0;
+		bool full = true;
 
 		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
 			if (c != NULL)
@@ -384,17 +412,31 @@ loop(void *arg)
 				continue;
 			}
 		}
+		if (status_watch_on()) {
+			full = mono_s() - last_full >= CYCLE_MS / 1000.0;
+			if (!full && !status_watch_any_dirty()) {
+				listen_wait(c, WATCH_CYCLE_MS);
+				continue;
+			}
+			if (full)
+				last_full = mono_s();
+		}
 		if (!load(&v, &n, &e))
 			log_warn(NULL, "status", "cannot load followed jobs", "{s:s}", "error", e.msg);
 		for (size_t i = 0; i < n; i++) {
-			if (dispatch_pool_busy(S.pool, v[i]->cluster_id))
-				batch_free(v[i]);	/* still at it (a slow cluster) */
+			bool following, dirty = status_watch_take_dirty(v[i]->cluster_id,
+			    &following);
+
+			(void)following;	/* a polled cluster is never dirty: full cycles */
+
+			if ((!full && !dirty) || dispatch_pool_busy(S.pool, v[i]->cluster_id))
+				batch_free(v[i]);	/* nothing new, or still at it */
 			else
 				dispatch_pool_add(S.pool, v[i]->cluster_id, sync_task, batch_free, v[i]);
 		}
 		free(v);
 		atomic_fetch_add(&M.cycles, 1);
-		listen_wait(c, CYCLE_MS);
+		listen_wait(c, status_watch_on() ? WATCH_CYCLE_MS : CYCLE_MS);
 	}
 	if (c != NULL)
 		PQfinish(c);
@@ -405,8 +447,14 @@ bool
 status_start(struct err *e)
 {
 	S.pool = dispatch_pool_new(cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16);
+	if (!status_watch_start(e)) {
+		dispatch_pool_free(S.pool);
+		S.pool = NULL;
+		return false;
+	}
 	atomic_store(&S.running, true);
 	if (pthread_create(&S.thread, NULL, loop, NULL) != 0) {
+		status_watch_stop();
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
 		return err_set(e, 500, "status.start", "cannot start the status thread");
@@ -423,6 +471,7 @@ status_stop(void)
 	atomic_store(&S.running, false);
 	pthread_join(S.thread, NULL);
 	dispatch_pool_free(S.pool);
+	status_watch_stop();
 	S.pool = NULL;
 	S.started = false;
 }
@@ -443,4 +492,5 @@ status_metrics(char **buf, size_t *len, size_t *cap)
 	    "# TYPE fleetd_status_errors_total counter\nfleetd_status_errors_total %lu\n",
 	    atomic_load(&M.cycles), atomic_load(&M.transitions), atomic_load(&M.events),
 	    atomic_load(&M.deleted), atomic_load(&M.errors));
+	status_watch_metrics(buf, len, cap);
 }

@@ -38,6 +38,23 @@ struct status_seen {
 	json_t	*events;		/* array of Warning events about its pods */
 };
 
+#define STATUS_SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"
+
+/* ---- status_watch.c: the clusters' objects as watches keep them */
+bool	status_watch_start(struct err *e);	/* no-op when status-watch is 0 */
+void	status_watch_stop(void);
+bool	status_watch_on(void);
+/* The status cycle needs kind ("RayJob", "Pod", "Event", ...) of this cluster. */
+void	status_watch_want(const char *cluster_id, const char *kind);
+/* A new array of the kind's objects in ns when its watch is in sync, else NULL (list it). */
+json_t	*status_watch_list(const char *cluster_id, const char *kind, const char *ns);
+/* Whether something changed on the cluster since the last call (and clears it);
+ * *following: every kind the cycle needs is kept by a watch. */
+bool	status_watch_take_dirty(const char *cluster_id, bool *following);
+bool	status_watch_any_dirty(void);
+void	status_watch_count_list(void);		/* a list the cycle made itself */
+void	status_watch_metrics(char **buf, size_t *len, size_t *cap);
+
 /* Acts on one job: cancel, TTL, preemption, state mapping, stockout, spot loss. */
 void	status_act(const struct dispatch_target *t, struct status_job *j,
 	    const struct status_seen *seen, struct status_stats *st);

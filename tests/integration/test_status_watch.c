@@ -1,0 +1,182 @@
+/* test_status_watch: the status worker follows member clusters by watches — a RayJob's
+ * status change reaches the job within a second, an expired watch (410) is listed again
+ * and still followed, and a cluster that refuses watches is polled instead. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/harness.h"
+
+#define ENV		"test"
+#define H100		"nvidia-h100-80gb"
+
+static struct fleetd_proc fd;
+static struct harness_cs cs;
+static char dburl[512];
+static char *admin;
+
+static int
+setup(void **state)
+{
+	const char *const names[] = { "test-hp-usw2", "test-aks-eus", NULL };
+
+	(void)state;
+	harness_cs_start(&cs, NULL, "2");	/* RayJobs run 10 s, pods start in 1 s */
+	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,scheduler,dispatch,status");
+	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
+	harness_db_create("swatch", dburl, sizeof(dburl));
+	/* the AKS cluster refuses watches from the start (as an old or locked-down API
+	 * server would): fleetd must poll it */
+	harness_sim_post(&cs, "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"test-aks-eus\","
+	    "\"watch\":true,\"error_rate\":1,\"error_status\":405}");
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	admin = harness_token(dburl, "admin", "*");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
+	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":200}}");
+	harness_register(&cs, admin, "test-hp-usw2", NULL, NULL);
+	harness_register(&cs, admin, "test-aks-eus", NULL, NULL);
+	harness_wait_capacity(names, 60);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (fd.pid > 0)
+		harness_fleetd_stop(&fd);
+	harness_db_drop(dburl);
+	harness_cs_stop(&cs);
+	harness_done();
+	free(admin);
+	harness_validate_responses();
+	return 0;
+}
+
+static char *
+submit(const char *name, const char *provider)
+{
+	char body[1024];
+
+	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\",\"queue\":"
+	    "\"ml\",\"name\":\"%s\",\"ray_version\":\"2.52.0\",\"entrypoint\":\"python t.py\","
+	    "\"head\":{\"cpu\":\"2\",\"memory\":\"8Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
+	    "\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\""
+	    H100 "\",\"count\":8}}],\"constraints\":{\"providers\":[\"%s\"]}}", name, provider);
+	return strdup(harness_js(harness_post_created(admin, "/v1/jobs", body), "id"));
+}
+
+static void
+wait_state(const char *id, const char *st, double timeout)
+{
+	double end = harness_now_s() + timeout;
+
+	while (harness_now_s() < end) {
+		if (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = '%s'",
+		    id, st) == 1)
+			return;
+		usleep(50 * 1000);
+	}
+	fail_msg("job %s never became %s (is %s)", id, st, harness_sql_str("SELECT state FROM "
+	    "jobs WHERE id = '%s'", id));
+}
+
+/* A counter from fleetd's /metrics (line prefix up to the value). */
+static long
+metric(const char *prefix)
+{
+	char line[256];
+	const char *p;
+
+	snprintf(line, sizeof(line), "\n%s", prefix);	/* a sample, not its # HELP */
+	harness_call("GET", admin, NULL, "/metrics");
+	p = harness_r.body ? strstr(harness_r.body, line) : NULL;
+	return p ? atol(p + strlen(line)) : -1;
+}
+
+/* Milliseconds between the member's RayJob entering state on cluster and the job's
+ * transition to fleetd_state in fleetd. */
+static double
+lag_ms(const char *cluster, const char *id, const char *state, const char *fleetd_state)
+{
+	char path[256];
+	json_t *log, *tr, *a, *x;
+	const char *k;
+	double at = -1;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/_sim/watch-log?cluster=%s", cluster);
+	log = harness_sim_get(&cs, path);
+	tr = json_object_get(log, "transitions");
+	json_object_foreach(tr, k, a)
+		if (strstr(k, "/rayjobs/") != NULL)
+			json_array_foreach(a, i, x)
+				if (strcmp(json_string_value(json_array_get(x, 0)), state) == 0)
+					at = (double)json_integer_value(json_array_get(x, 1));
+	json_decref(log);
+	assert_true(at > 0);
+	return (double)harness_sql_long("SELECT (extract(epoch from at) * 1000)::bigint FROM "
+	    "job_events WHERE job_id = '%s' AND type = 'state' AND to_state = '%s' ORDER BY id "
+	    "LIMIT 1", id, fleetd_state) - at;
+}
+
+static void
+test_watch_follows_and_relists(void **state)
+{
+	char *id = submit("watched", "hyperpod");
+	long relists;
+	double lag;
+
+	(void)state;
+	wait_state(id, "running", 40);
+	lag = lag_ms("test-hp-usw2", id, "Running", "running");
+	print_message("status lag Running -> running: %.0f ms\n", lag);
+	assert_true(lag < 1500);	/* watch + 50 ms cycle; generous under ASan */
+	assert_true(metric("fleetd_status_member_calls_total{call=\"watch\"} ") >= 3);
+	assert_true(metric("fleetd_status_watch_events_total ") > 0);
+	/* the member drops its watch history: open watches get 410, fleetd lists again */
+	relists = metric("fleetd_status_watch_relists_total ");
+	harness_sim_post(&cs, "/_sim/watch-compact", "{\"cluster\":\"test-hp-usw2\"}");
+	for (int i = 0; i < 100 && metric("fleetd_status_watch_relists_total ") <= relists; i++)
+		usleep(100 * 1000);
+	assert_true(metric("fleetd_status_watch_relists_total ") > relists);
+	wait_state(id, "succeeded", 40);	/* still followed after the relist */
+	lag = lag_ms("test-hp-usw2", id, "Complete", "succeeded");
+	print_message("status lag Complete -> succeeded: %.0f ms\n", lag);
+	assert_true(lag < 1500);
+	free(id);
+}
+
+static void
+test_refused_watch_is_polled(void **state)
+{
+	char *id = submit("polled", "aks");
+	long lists = metric("fleetd_status_member_calls_total{call=\"list\"} ");
+
+	(void)state;
+	wait_state(id, "running", 40);
+	assert_true(metric("fleetd_status_watch_refusals_total ") >= 1);
+	assert_true(metric("fleetd_status_member_calls_total{call=\"list\"} ") > lists);
+	wait_state(id, "succeeded", 40);
+	free(id);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_watch_follows_and_relists),
+		cmocka_unit_test(test_refused_watch_is_polled),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
