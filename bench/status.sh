@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# bench/status.sh — how fast a status change on a member cluster reaches the job in fleetd,
+# and how many member API calls the status worker makes, with watches against polling:
+# 3,000 RayJobs running on 300 cloudsim HyperPod clusters (BENCH_JOBS, BENCH_CLUSTERS).
+# Latency = the job's state change in fleetd (job_events.at) minus the wall-clock moment
+# cloudsim's RayJob changed (/_sim/watch-log), for Initializing->Running (during the ramp)
+# and Running->Complete; calls per minute from fleetd_status_member_calls_total over a
+# steady window (BENCH_WINDOW_S) with watches, then with FLEETD_STATUS_WATCH=0.
+# Needs a release build (make build; BENCH_BUILD overrides the folder). Appends to
+# bench/RESULTS.md unless BENCH_NO_RECORD=1.
+set -euo pipefail
+unset PG_FSYNC
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=${BENCH_BUILD:-$top/build/rel}
+jobs=${BENCH_JOBS:-3000}
+nclusters=${BENCH_CLUSTERS:-300}
+run_s=${BENCH_RUN_S:-300}		# how long each RayJob runs (cloudsim time = wall here)
+window=${BENCH_WINDOW_S:-60}
+per=$(( (jobs + nclusters - 1) / nclusters ))
+work=$(mktemp -d /tmp/fleetd-bench-status.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	bash "$top/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+for b in fleetd cloudsim; do
+	[ -x "$bin/$b" ] || { echo "build first: make build ($bin/$b missing)" >&2; exit 1; }
+done
+
+# ---- fleet: nclusters HyperPod clusters, each with room for its share of the jobs
+python3 - "$top/cloudsim/fleets/test.json" "$nclusters" "$per" "$run_s" >"$work/fleet.json" <<'PY'
+import json, os, sys
+base = json.load(open(sys.argv[1]))
+n, per, run_s = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+base["sim"].update({"page_size": 500, "job_run_s": run_s, "pod_start_s": 2})
+base["clusters"] = [{"name": "w-%03d" % i, "provider": "hyperpod", "environment": "bench",
+    "region": "us-west-2", "account": "222222222222", "pools": [
+    {"name": "controller", "machine_type": "ml.m5.4xlarge", "nodes": (per + 7) // 8},
+    {"name": "p5", "machine_type": "ml.p5.48xlarge", "nodes": per, "price_per_hour": 98.32}]}
+    for i in range(n)]
+key = base["fleetd"]["gcp"]["private_key_file"]
+if not key.startswith("/"):
+    base["fleetd"]["gcp"]["private_key_file"] = os.path.normpath(
+        os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), key))
+json.dump(base, sys.stdout)
+PY
+
+bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
+export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
+mkdir -p "$work/cs"
+"$bin/cloudsim" --fleet "$work/fleet.json" --listen 127.0.0.1:0 --state-dir "$work/cs" \
+	>"$work/cloudsim.log" 2>&1 & pids+=($!)
+for _ in $(seq 300); do [ -s "$work/cs/port" ] && break; sleep 0.1; done
+set -a; . "$work/cs/fleetd.env"; set +a
+export FLEETD_LOG_LEVEL=warn FLEETD_MASTER_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
+export FLEETD_SNAPSHOT_MAX_AGE=1000000 FLEETD_DB_POOL=${FLEETD_DB_POOL:-24}
+"$bin/fleetd" migrate >/dev/null
+token=$("$bin/fleetd" token create --name bench --role admin --env '*' | grep '^fleet_')
+port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+fpid=
+start_fleetd() {	# start_fleetd WORKERS WATCH
+	FLEETD_LISTEN=127.0.0.1:$port FLEETD_WORKERS=$1 FLEETD_STATUS_WATCH=$2 "$bin/fleetd" serve \
+		>>"$work/fleetd.log" 2>&1 &
+	fpid=$!
+	pids+=($fpid)
+	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+}
+stop_fleetd() { kill "$fpid"; wait "$fpid" 2>/dev/null || true; }
+q() { psql -qAt "$DATABASE_URL" -c "$1"; }
+calls() {	# list + watch calls of the status worker so far
+	curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" |
+		awk '/^fleetd_status_member_calls_total/ { n += $2 } END { print n + 0 }'
+}
+
+# ---- registration (clouds by SQL, clusters over the API, capacity as a poller writes it)
+start_fleetd none 1
+python3 - "$work/cs/clusters.json" "http://127.0.0.1:$port" "$token" "$DATABASE_URL" "$per" <<'PY'
+import json, subprocess, sys, urllib.error, urllib.request
+cl = json.load(open(sys.argv[1]))["clusters"]
+api, token, db, per = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+def sql(s):
+    return subprocess.run(["psql", "-qAt", db, "-c", s], check=True, capture_output=True,
+        text=True).stdout.strip()
+def post(path, body):
+    rq = urllib.request.Request(api + path, data=json.dumps(body).encode(), method="POST",
+        headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    try:
+        return json.load(urllib.request.urlopen(rq))
+    except urllib.error.HTTPError as e:
+        sys.exit("POST %s: %s %s" % (path, e.code, e.read().decode()))
+post("/v1/environments", {"name": "bench"})
+post("/v1/queues", {"name": "qq", "environment": "bench",
+    "nominal_quota": {"nvidia-h100-80gb": 1000000}})
+cloud = sql("INSERT INTO clouds (id, name, environment, provider, region, account,"
+    " external_id, state, required) VALUES (gen_random_uuid(), 'bench-hp', 'bench', 'hyperpod',"
+    " 'us-west-2', '{\"account_id\": \"222222222222\"}', 'x', 'active', '{}') RETURNING id")
+for c in cl:
+    post("/v1/clouds/%s/clusters" % cloud, {"name": c["name"], "api_server": c["api_server"],
+        "ca_cert": open(c["ca_file"]).read(), "credentials": {"token": c["token"]},
+        "provider_cluster_id": c["provider_cluster_id"]})
+PY
+seed=$(curl -sf -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+	-X POST "http://127.0.0.1:$port/v1/jobs" -d '{"environment":"bench","kind":"RayJob",
+	"queue":"qq","name":"w","ray_version":"2.52.0","entrypoint":"python b.py",
+	"head":{"cpu":"1","memory":"4Gi"},"worker_groups":[{"name":"gpu","replicas":1,"cpu":"8",
+	"memory":"64Gi","accelerator":{"flavor":"nvidia-h100-80gb","count":8}}]}')
+stop_fleetd
+seed_id=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["id"])' "$seed")
+q "INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority, spec,
+	state, attempt, cluster_id, placement, next_try_at)
+	SELECT gen_random_uuid(), 'w', 'bench', s.queue_id, 'RayJob', 'default', 0, s.spec,
+	'admitted', 1, k.id, jsonb_build_object('cluster', k.id, 'cluster_name', k.name,
+	'region', 'us-west-2', 'provider', 'hyperpod', 'pool', 'p5', 'head_pool', 'controller',
+	'machine_type', 'ml.p5.48xlarge', 'flavor', 'nvidia-h100-80gb', 'spot', false,
+	'allocs', '[]'::jsonb), now()
+	FROM generate_series(0, $jobs - 1) i
+	JOIN (SELECT id, name, row_number() OVER (ORDER BY name) - 1 AS n FROM clusters) k
+	 ON k.n = i % $nclusters,
+	(SELECT queue_id, spec FROM jobs WHERE id = '$seed_id') s;
+	DELETE FROM jobs WHERE id = '$seed_id'"
+
+# ---- ramp with watches: every job dispatched and running
+start_fleetd dispatch,status 1
+t0=$(date +%s)
+for _ in $(seq 1200); do
+	n=$(q "SELECT count(*) FROM jobs WHERE state = 'running'")
+	[ "$n" -ge "$jobs" ] && break
+	[ $(( $(date +%s) - t0 )) -ge $(( run_s / 2 )) ] && break
+	sleep 0.5
+done
+ramp=$(( $(date +%s) - t0 ))
+running=$(q "SELECT count(*) FROM jobs WHERE state = 'running'")
+echo "ramp: $running/$jobs running after ${ramp}s"
+
+# ---- steady window with watches, then with polling
+c0=$(calls); sleep "$window"; c1=$(calls)
+watch_cpm=$(python3 -c "print(round(($c1 - $c0) * 60 / $window))")
+stop_fleetd
+start_fleetd dispatch,status 0
+sleep 2
+c0=$(calls); sleep "$window"; c1=$(calls)
+poll_cpm=$(python3 -c "print(round(($c1 - $c0) * 60 / $window))")
+stop_fleetd
+echo "member calls per minute: watch $watch_cpm, polling $poll_cpm (steady, $running running)"
+
+# ---- completions with watches
+start_fleetd dispatch,status 1
+for _ in $(seq $(( run_s * 4 ))); do
+	n=$(q "SELECT count(*) FROM jobs WHERE state = 'succeeded'")
+	[ "$n" -ge "$running" ] && break
+	sleep 0.5
+done
+stop_fleetd
+
+# ---- latencies: fleetd's job_events against cloudsim's wall-clock transitions
+curl -sf "$FLEETD_CLOUDSIM_URL/_sim/watch-log" >"$work/log.json"
+q "SELECT k.name || '/rayjobs/' || (j.manifest->'metadata'->>'namespace') || '/' ||
+	(j.manifest->'metadata'->>'name'), coalesce((SELECT (extract(epoch FROM min(at)) * 1000)::bigint
+	FROM job_events v WHERE v.job_id = j.id AND v.to_state = 'running'), -1),
+	coalesce((SELECT (extract(epoch FROM min(at)) * 1000)::bigint FROM job_events v
+	WHERE v.job_id = j.id AND v.to_state = 'succeeded'), -1)
+	FROM jobs j JOIN clusters k ON k.id = j.cluster_id" >"$work/jobs.txt"
+read -r rn rp50 rp99 cn cp50 cp99 <<<"$(python3 - "$work/log.json" "$work/jobs.txt" <<'PY'
+import json, sys
+tr = json.load(open(sys.argv[1]))["transitions"]
+run, done = [], []
+for line in open(sys.argv[2]):
+    key, r, s = line.strip().split("|")
+    t = tr.get(key, [])
+    at = {st: ms for st, ms in reversed(t)}	# first time in each state
+    if int(r) > 0 and "Running" in at:
+        run.append(int(r) - at["Running"])
+    if int(s) > 0 and "Complete" in at:
+        done.append(int(s) - at["Complete"])
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p * (len(v) - 1))))] / 1000 if v else float("nan")
+print(len(run), pct(run, .5), pct(run, .99), len(done), pct(done, .5), pct(done, .99))
+PY
+)"
+echo "Initializing->Running seen by fleetd: n=$rn p50 ${rp50}s p99 ${rp99}s"
+echo "Running->Complete seen by fleetd: n=$cn p50 ${cp50}s p99 ${cp99}s"
+[ "${BENCH_NO_RECORD:-0}" = 1 ] && exit 0
+{
+	echo
+	echo "## Status by watches ($(date -u +%Y-%m-%d), \`bash bench/status.sh\`, $jobs RayJobs on $nclusters cloudsim clusters)"
+	echo
+	echo "| measure | value |"
+	echo "|---|---|"
+	echo "| jobs running at once | $running of $jobs (ramp ${ramp} s) |"
+	echo "| member status change -> job state in fleetd (Running), p50 / p99 | ${rp50} s / ${rp99} s (n=$rn; target p99 ≤ 1 s) |"
+	echo "| member status change -> job state in fleetd (Complete), p50 / p99 | ${cp50} s / ${cp99} s (n=$cn) |"
+	echo "| status worker's member API calls per minute, watches | $watch_cpm |"
+	echo "| status worker's member API calls per minute, polling (FLEETD_STATUS_WATCH=0) | $poll_cpm |"
+} >>"$top/bench/RESULTS.md"
