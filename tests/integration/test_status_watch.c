@@ -140,19 +140,19 @@ test_watch_follows_and_relists(void **state)
 	wait_state(id, "running", 40);
 	lag = lag_ms("test-hp-usw2", id, "Running", "running");
 	print_message("status lag Running -> running: %.0f ms\n", lag);
-	assert_true(lag < 1500);	/* watch + 50 ms cycle; generous under ASan */
+	assert_true(lag < 2500);	/* watch + 50 ms cycle; generous under ASan and load */
 	assert_true(metric("fleetd_status_member_calls_total{call=\"watch\"} ") >= 3);
 	assert_true(metric("fleetd_status_watch_events_total ") > 0);
 	/* the member drops its watch history: open watches get 410, fleetd lists again */
 	relists = metric("fleetd_status_watch_relists_total ");
 	harness_sim_post(&cs, "/_sim/watch-compact", "{\"cluster\":\"test-hp-usw2\"}");
-	for (int i = 0; i < 100 && metric("fleetd_status_watch_relists_total ") <= relists; i++)
+	for (int i = 0; i < 200 && metric("fleetd_status_watch_relists_total ") <= relists; i++)
 		usleep(100 * 1000);
 	assert_true(metric("fleetd_status_watch_relists_total ") > relists);
 	wait_state(id, "succeeded", 40);	/* still followed after the relist */
 	lag = lag_ms("test-hp-usw2", id, "Complete", "succeeded");
 	print_message("status lag Complete -> succeeded: %.0f ms\n", lag);
-	assert_true(lag < 1500);
+	assert_true(lag < 2500);
 	free(id);
 }
 
