@@ -219,7 +219,8 @@ signal_acked(struct mjob *m, const struct dispatch_target *src, const char *requ
 	echo = mstr(cm, "data", "ack_requested_at");
 	uri = mstr(cm, "data", "ack_uri");
 	at = mstr(cm, "data", "ack_at");
-	acked = echo != NULL && strcmp(echo, requested_at) == 0 && uri != NULL && *uri != '\0';
+	acked = echo != NULL && strcmp(echo, requested_at) == 0 && uri != NULL && *uri != '\0' &&
+	    strlen(uri) <= 1024;	/* as the spec's checkpoint.uri */
 	if (at != NULL && !rfc3339_ok(at))
 		at = NULL;	/* written by the job: never trusted to parse */
 	if (acked)

@@ -170,6 +170,9 @@ judge_tx(struct db *c, void *varg, struct err *e)
 	PGresult *r = NULL;
 	bool ok = false;
 
+	free(a->v);	/* a retried transaction starts over */
+	a->v = NULL;
+	a->n = 0;
 	snprintf(age, sizeof(age), "%d", cfg.orphan_min_age_s);
 	{
 		const char *p[3] = { a->cluster_id, rows, age };
