@@ -388,3 +388,40 @@ harness_ji(json_t *o, const char *path)
 {
 	return json_integer_value(harness_jp(o, path));
 }
+
+/* ---- files */
+
+json_t *
+harness_json_file(const char *path)
+{
+	json_error_t je;
+	json_t *j = json_load_file(path, 0, &je);
+
+	if (j == NULL)
+		fail_msg("%s: %s", path, je.text);
+	return j;
+}
+
+void
+harness_golden(const char *path, const char *got)
+{
+	char *want;
+
+	assert_non_null(got);
+	if (getenv("FLEET_UPDATE_GOLDEN") != NULL) {
+		FILE *f = fopen(path, "w");
+
+		assert_non_null(f);
+		fputs(got, f);
+		fclose(f);
+	}
+	want = harness_slurp(path);
+	if (want == NULL)
+		fail_msg("missing golden %s (FLEET_UPDATE_GOLDEN=1 writes it)", path);
+	if (strcmp(want, got) != 0) {
+		fprintf(stderr, "--- want %s\n%s--- got\n%s---\n", path, want, got);
+		free(want);
+		fail_msg("%s differs", path);
+	}
+	free(want);
+}

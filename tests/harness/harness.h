@@ -165,6 +165,13 @@ json_t	*harness_jp(json_t *o, const char *path);
 const char *harness_js(json_t *o, const char *path);
 long long harness_ji(json_t *o, const char *path);
 
+/* ---- files */
+
+/* The JSON file at path (new reference); fails the test when it cannot be read. */
+json_t	*harness_json_file(const char *path);
+/* got must equal the golden file at path; FLEET_UPDATE_GOLDEN=1 rewrites the file instead. */
+void	harness_golden(const char *path, const char *got);
+
 /* ---- cloudsim */
 
 /* cloudsim/fleets/test.json with its key files made absolute: edit it and pass it to
