@@ -61,6 +61,7 @@ struct cli_args {
 extern const struct cli_cmd cli_jobs_cmds[];
 extern const struct cli_cmd cli_fleet_cmds[];
 extern const struct cli_cmd cli_login_cmds[];
+extern const struct cli_cmd cli_completion_cmds[];
 
 /* Value of --name, or NULL when absent ("" for a set switch). */
 const char *cli_arg(const struct cli_args *a, const char *name);
@@ -87,6 +88,10 @@ int	cli_call(struct cli_ctx *c, const char *method, const char *path, const json
  * {"items": [...], "next": cursor-or-null}. */
 int	cli_list(struct cli_ctx *c, const char *path, size_t limit, json_t **out);
 
+/* Follows an SSE stream (path with follow=true): fn gets each event (borrowed) and returns
+ * false to end it (CLI_OK).  A dropped stream is resumed with Last-Event-ID. */
+typedef bool (*cli_event_fn)(json_t *ev, void *arg);
+int	cli_stream(struct cli_ctx *c, const char *path, cli_event_fn fn, void *arg);
 /* URL building; each is false (with a message printed) when buf is too small.
  * prefix + percent-encoded id + suffix ("/v1/jobs/", id, "/events"). */
 bool	cli_path(char *buf, size_t len, const char *prefix, const char *id, const char *suffix);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/crypto.h"
@@ -288,5 +289,108 @@ cli_list(struct cli_ctx *c, const char *path, size_t limit, json_t **out)
 	json_decref(next);
 	if (rc == CLI_OK && *out == NULL)
 		rc = cli_fail(CLI_ERROR, "out of memory");
+	return rc;
+}
+
+/* ---- event streams (text/event-stream) */
+
+struct stream {
+	char		*buf;
+	size_t		 len, cap;
+	char		 last_id[32];
+	cli_event_fn	 fn;
+	void		*arg;
+	bool		 stop;		/* fn asked to end */
+	bool		 got_events;
+};
+
+/* Splits complete frames ("\n\n") off the buffer; a non-SSE body stays for the error. */
+static bool
+on_stream_data(const char *p, size_t n, void *ud)
+{
+	struct stream *s = ud;
+	char *end;
+
+	if (s->len + n + 1 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8192;
+		char *b;
+
+		while (cap < s->len + n + 1)
+			cap *= 2;
+		if ((b = realloc(s->buf, cap)) == NULL)
+			return false;
+		s->buf = b;
+		s->cap = cap;
+	}
+	memcpy(s->buf + s->len, p, n);
+	s->len += n;
+	s->buf[s->len] = '\0';
+	while (!s->stop && (end = strstr(s->buf, "\n\n")) != NULL) {
+		char *line, *save = NULL, *data = NULL;
+		size_t used = (size_t)(end - s->buf) + 2;
+
+		*end = '\0';
+		for (line = strtok_r(s->buf, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			if (strncmp(line, "id: ", 4) == 0)
+				snprintf(s->last_id, sizeof(s->last_id), "%s", line + 4);
+			else if (strncmp(line, "data: ", 6) == 0)
+				data = line + 6;
+		}
+		if (data != NULL) {
+			json_t *ev = json_loads(data, 0, NULL);
+
+			s->got_events = true;
+			if (ev != NULL && !s->fn(ev, s->arg))
+				s->stop = true;
+			json_decref(ev);
+		}
+		memmove(s->buf, s->buf + used, s->len - used + 1);
+		s->len -= used;
+	}
+	return !s->stop;
+}
+
+int
+cli_stream(struct cli_ctx *c, const char *path, cli_event_fn fn, void *arg)
+{
+	struct stream s = { .fn = fn, .arg = arg };
+	char url[URL_MAX], lei[64];
+	int rc = CLI_ERROR, drops = 0;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if ((size_t)snprintf(url, sizeof(url), "%s%s", c->url, path) >= sizeof(url))
+		return cli_fail(CLI_USAGE, "request URL is too long");
+	for (;;) {
+		struct http_header hdr[2] = { { "Accept", "text/event-stream" } };
+		struct http_req req = { .method = "GET", .url = url, .headers = hdr, .nheaders = 1,
+		    .timeout_ms = 7L * 24 * 3600 * 1000, .bearer = c->token,
+		    .retry = { .max_attempts = 1 }, .on_data = on_stream_data, .data_user = &s };
+		struct http_resp resp = { 0 };
+		struct err e = { 0 };
+		bool ok;
+
+		if (s.last_id[0] != '\0') {
+			snprintf(lei, sizeof(lei), "%s", s.last_id);
+			hdr[req.nheaders++] = (struct http_header){ "Last-Event-ID", lei };
+		}
+		s.len = 0;
+		ok = http_do(&req, &resp, &e);
+		if (s.stop) {
+			rc = CLI_OK;
+		} else if (ok && (resp.status < 200 || resp.status > 299)) {
+			rc = report_problem(resp.status, s.buf);
+		} else if (++drops <= 10) {	/* dropped: resume after the last event seen */
+			http_resp_cleanup(&resp);
+			sleep(2);
+			continue;
+		} else {
+			rc = cli_fail(CLI_ERROR, "the event stream of %s keeps dropping", c->url);
+		}
+		http_resp_cleanup(&resp);
+		break;
+	}
+	free(s.buf);
 	return rc;
 }

@@ -146,6 +146,23 @@ operations_get(struct cli_ctx *c, const struct cli_args *a)
 }
 
 static int
+operations_cancel(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN];
+	json_t *op = NULL;
+	int rc;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if (!cli_path(path, sizeof(path), "/v1/operations/", a->pos[0], "/cancel"))
+		return CLI_USAGE;
+	if ((rc = cli_call(c, "POST", path, NULL, NULL, &op)) == CLI_OK)
+		rc = cli_print_object(c, op);
+	json_decref(op);
+	return rc;
+}
+
+static int
 capacity(struct cli_ctx *c, const struct cli_args *a)
 {
 	char path[PATH_MAX_LEN] = "/v1/capacity";
@@ -233,6 +250,8 @@ const struct cli_cmd cli_fleet_cmds[] = {
 	    drain_flags, regions_drain },
 	{ "operations", "get", "ID", 1, "show an operation (--wait: follow it)", wait_flags,
 	    operations_get },
+	{ "operations", "cancel", "ID", 1, "cancel an operation (jobs not moved yet stay)", NULL,
+	    operations_cancel },
 	{ NULL, "capacity", NULL, 0, "free and growable capacity per region and flavor",
 	    capacity_flags, capacity },
 	{ "queues", "ls", NULL, 0, "list queues", list_flags, queues_ls },

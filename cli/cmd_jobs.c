@@ -8,18 +8,49 @@
 
 #define PATH_MAX_LEN	2048
 
+struct watch {
+	struct cli_ctx		*c;
+	const struct cli_args	*a;
+	const char		*path;
+	int			 rc;
+};
+
+/* jobs ls --watch: the list again after each job event (screen cleared on a terminal). */
+static bool
+relist(json_t *ev, void *arg)
+{
+	struct watch *w = arg;
+
+	(void)ev;
+	if (w->c->color)
+		fputs("\033[H\033[2J", stdout);
+	else if (!w->c->json)
+		putchar('\n');
+	w->rc = cli_run_list(w->c, w->a, w->path, &cli_view_jobs);
+	fflush(stdout);
+	return w->rc == CLI_OK;
+}
+
 static int
 jobs_ls(struct cli_ctx *c, const struct cli_args *a)
 {
-	char path[PATH_MAX_LEN] = "/v1/jobs";
+	char path[PATH_MAX_LEN] = "/v1/jobs", spath[PATH_MAX_LEN] = "/v1/events?follow=true";
+	struct watch w = { c, a, path, CLI_OK };
+	int rc;
 
 	if (!cli_query(path, sizeof(path), "state", cli_arg(a, "state")) ||
 	    !cli_query(path, sizeof(path), "queue", cli_arg(a, "queue")) ||
 	    !cli_query(path, sizeof(path), "environment", cli_arg(a, "env")) ||
 	    !cli_query(path, sizeof(path), "region", cli_arg(a, "region")) ||
-	    !cli_query(path, sizeof(path), "cluster", cli_arg(a, "cluster")))
+	    !cli_query(path, sizeof(path), "cluster", cli_arg(a, "cluster")) ||
+	    !cli_query(spath, sizeof(spath), "environment", cli_arg(a, "env")))
 		return CLI_USAGE;
-	return cli_run_list(c, a, path, &cli_view_jobs);
+	rc = cli_run_list(c, a, path, &cli_view_jobs);
+	if (rc != CLI_OK || !cli_switch(a, "watch"))
+		return rc;
+	fflush(stdout);
+	rc = cli_stream(c, spath, relist, &w);
+	return rc == CLI_OK ? w.rc : rc;
 }
 
 /* GET /v1/jobs/{id}{suffix} into *out. */
@@ -49,6 +80,33 @@ jobs_get(struct cli_ctx *c, const struct cli_args *a)
 	return rc;
 }
 
+/* jobs events --follow: one line (or JSON object) per event until the job ends. */
+static bool
+print_event(json_t *ev, void *arg)
+{
+	struct cli_ctx *c = arg;
+	const char *to = json_string_value(json_object_get(ev, "to_state"));
+	const char *from = json_string_value(json_object_get(ev, "from_state"));
+
+	if (c->json) {
+		char *s = json_dumps(ev, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		puts(s ? s : "{}");
+		free(s);
+	} else {
+		char tr[64] = "";
+
+		if (to != NULL)
+			snprintf(tr, sizeof(tr), "%s%s%s", from ? from : "", from ? " -> " : "", to);
+		printf("%s  %-14s  %-24s  %s\n", json_string_value(json_object_get(ev, "at")),
+		    json_string_value(json_object_get(ev, "type")), tr,
+		    json_string_value(json_object_get(ev, "message")));
+	}
+	fflush(stdout);
+	return to == NULL || (strcmp(to, "succeeded") != 0 && strcmp(to, "failed") != 0 &&
+	    strcmp(to, "cancelled") != 0);
+}
+
 static int
 jobs_events(struct cli_ctx *c, const struct cli_args *a)
 {
@@ -56,7 +114,11 @@ jobs_events(struct cli_ctx *c, const struct cli_args *a)
 
 	if (!cli_path(path, sizeof(path), "/v1/jobs/", a->pos[0], "/events"))
 		return CLI_USAGE;
-	return cli_run_list(c, a, path, &cli_view_events);
+	if (!cli_switch(a, "follow"))
+		return cli_run_list(c, a, path, &cli_view_events);
+	if (!cli_query(path, sizeof(path), "follow", "true"))
+		return CLI_USAGE;
+	return cli_stream(c, path, print_event, c);
 }
 
 static int
@@ -261,11 +323,16 @@ static const struct cli_flag ls_flags[] = {
 	{ "env", 0, "ENV", "only this environment" },
 	{ "region", 0, "REGION", "only this region" },
 	{ "cluster", 0, "CLUSTER", "only this cluster" },
+	{ "watch", 'w', NULL, "list again after every job event (live, until Ctrl-C)" },
 	LIST_FLAGS,
 	{ NULL, 0, NULL, NULL },
 };
 
-static const struct cli_flag events_flags[] = { LIST_FLAGS, { NULL, 0, NULL, NULL } };
+static const struct cli_flag events_flags[] = {
+	{ "follow", 'f', NULL, "stream new events as they happen, until the job ends" },
+	LIST_FLAGS,
+	{ NULL, 0, NULL, NULL },
+};
 
 static const struct cli_flag submit_flags[] = {
 	{ "file", 'f', "FILE", "job spec JSON, - for stdin" },

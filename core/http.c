@@ -97,6 +97,8 @@ on_body(char *p, size_t size, size_t n, void *ud)
 	struct call *c = ud;
 	size_t len = size * n, max = c->req.max_body;
 
+	if (c->req.on_data != NULL)
+		return c->req.on_data(p, len, c->req.data_user) ? len : 0;
 	if (len > max - c->resp.body_len) {
 		c->too_large = true;
 		return 0;	/* aborts the transfer with CURLE_WRITE_ERROR */

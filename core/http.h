@@ -53,6 +53,10 @@ struct http_req {
 	struct http_retry	  retry;
 	http_done_fn		  done;		/* batch only; may be NULL */
 	void			 *user;		/* for done */
+	/* streaming (an SSE answer): each piece of the body goes to on_data instead of
+	 * resp->body; false from it ends the transfer */
+	bool			(*on_data)(const char *p, size_t n, void *user);
+	void			 *data_user;
 };
 
 struct http_resp {

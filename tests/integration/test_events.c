@@ -528,6 +528,44 @@ test_idle_streams(void **state)
 	free(s);
 }
 
+/* fleetctl on the streams: `jobs events ID --follow` prints the history and the new events
+ * and exits once the job ends; another environment's job is "not found" (exit 3); the bash
+ * completion script completes groups, commands and flags. */
+static void
+test_fleetctl(void **state)
+{
+	const char *bin = getenv("FLEETD_BUILD_DIR");
+	char out[] = "/tmp/fleetctl-follow-XXXXXX", *text;
+	int fdo, rc;
+
+	(void)state;
+	assert_non_null(bin);
+	fdo = mkstemp(out);
+	assert_true(fdo >= 0);
+	close(fdo);
+	q("INSERT INTO job_events (job_id, type, from_state, to_state, message) VALUES"
+	  " ('d1000000-0000-4000-8000-00000000000b', 'state', 'pending', 'running', 'started'),"
+	  " ('d1000000-0000-4000-8000-00000000000b', 'state', 'running', 'succeeded', 'done')");
+	rc = harness_sh("FLEET_URL=%s FLEET_TOKEN=%s timeout 30 %s/fleetctl jobs events %s --follow"
+	    " -o json >%s", fd.url, admin_b, bin, "d1000000-0000-4000-8000-00000000000b", out);
+	assert_int_equal(rc, 0);
+	text = harness_slurp(out);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"to_state\":\"running\""));
+	assert_non_null(strstr(text, "\"to_state\":\"succeeded\""));
+	assert_non_null(strstr(text, "\"job_name\":\"job-b\""));
+	free(text);
+	rc = harness_sh("FLEET_URL=%s FLEET_TOKEN=%s timeout 30 %s/fleetctl jobs events %s --follow"
+	    " >/dev/null 2>&1", fd.url, viewer_a, bin, "d1000000-0000-4000-8000-00000000000b");
+	assert_int_equal(rc, 3);
+	rc = harness_sh("bash -c 'eval \"$(%s/fleetctl completion bash)\"; COMP_WORDS=(fleetctl jobs"
+	    " events x --fo); COMP_CWORD=4; _fleetctl; [ \"${COMPREPLY[*]}\" = --follow ] &&"
+	    " COMP_WORDS=(fleetctl operations ca); COMP_CWORD=2; _fleetctl;"
+	    " [ \"${COMPREPLY[*]}\" = cancel ]'", bin);
+	assert_int_equal(rc, 0);
+	unlink(out);
+}
+
 int
 main(void)
 {
@@ -535,6 +573,7 @@ main(void)
 		cmocka_unit_test(test_resume_10000),
 		cmocka_unit_test(test_scope),
 		cmocka_unit_test(test_roles_and_input),
+		cmocka_unit_test(test_fleetctl),
 		cmocka_unit_test(test_idle_streams),
 	};
 
