@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 #define UPLOADS		300
 #define BODY		(1024 * 1024)
@@ -32,15 +32,6 @@
 static struct fleetd_proc fd;
 static char dburl[512];
 static char *admin;
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
 
 static long
 rss_kb(void)
@@ -103,12 +94,12 @@ status_of(int s, int ms)
 {
 	char buf[512];
 	size_t got = 0;
-	double until = now_ms() + ms;
+	double until = harness_now_s() * 1000 + ms;
 	int st = 0;
 
 	for (;;) {
 		struct pollfd p = { .fd = s, .events = POLLIN };
-		int left = (int)(until - now_ms());
+		int left = (int)(until - harness_now_s() * 1000);
 		ssize_t n;
 
 		if (left <= 0 || poll(&p, 1, left) <= 0)
@@ -179,7 +170,7 @@ test_slow_uploads_without_token(void **state)
 	static char chunk[CHUNK];
 	long idle, peak = 0, kb;
 	int open_n, refused = 0, answered401 = 0, health_fail = 0, rounds = 0;
-	double t0 = now_ms();
+	double t0 = harness_now_s() * 1000;
 
 	(void)state;
 	memset(chunk, 'x', sizeof(chunk));
@@ -223,14 +214,14 @@ test_slow_uploads_without_token(void **state)
 		if (rounds++ % 10 == 0 && !healthz())
 			health_fail++;
 		usleep(ROUND_MS * 1000);
-	} while (open_n > 0 && now_ms() - t0 < 20000);
+	} while (open_n > 0 && harness_now_s() * 1000 - t0 < 20000);
 	for (int i = 0; i < UPLOADS; i++)
 		if (s[i] >= 0)
 			close(s[i]);
 	print_message("300 slow 1 MiB uploads without a token: idle RSS %ld kB, peak %ld kB "
 	    "(+%ld kB), %d refused at connect, %d still open at the end, %d answered 401 after "
 	    "the whole body, /healthz failed %d times, %.1f s\n", idle, peak, peak - idle,
-	    refused, open_n, answered401, health_fail, (now_ms() - t0) / 1000);
+	    refused, open_n, answered401, health_fail, (harness_now_s() * 1000 - t0) / 1000);
 	assert_int_equal(health_fail, 0);
 	assert_true(healthz());
 	/* and the answer to such a request is a 401, sent on the headers alone */
@@ -273,12 +264,12 @@ static void
 test_upload_deadline(void **state)
 {
 	int s = dial_from(10, false), st = -1;
-	double t0 = now_ms();
+	double t0 = harness_now_s() * 1000;
 
 	(void)state;
 	assert_true(s >= 0);
 	send_head(s, admin, BODY);
-	while (now_ms() - t0 < (DEADLINE_S + 5) * 1000.0) {
+	while (harness_now_s() * 1000 - t0 < (DEADLINE_S + 5) * 1000.0) {
 		struct pollfd p = { .fd = s, .events = POLLIN };
 
 		if (send(s, "xxxxxxxx", 8, MSG_NOSIGNAL) != 8 || poll(&p, 1, 500) > 0) {
@@ -288,9 +279,9 @@ test_upload_deadline(void **state)
 	}
 	close(s);
 	print_message("upload deadline: connection ended after %.1f s\n",
-	    (now_ms() - t0) / 1000);
+	    (harness_now_s() * 1000 - t0) / 1000);
 	assert_int_equal(st, 0);
-	assert_true(now_ms() - t0 < (DEADLINE_S + 3) * 1000.0);
+	assert_true(harness_now_s() * 1000 - t0 < (DEADLINE_S + 3) * 1000.0);
 }
 
 /* Authenticated bodies share FLEETD_BODY_MEMORY_LIMIT (3 MiB): of four 1 MiB bodies in

@@ -17,7 +17,7 @@
 #include <libpq-fe.h>
 
 #include "providers/kuberay.h"
-#include "tests/integration/harness.h"
+#include "tests/harness/harness.h"
 
 static struct fleetd_proc fd, fd2;	/* two replicas of one database */
 static char dburl[512];
@@ -33,39 +33,6 @@ static const char CA[] = "-----BEGIN CERTIFICATE-----\\n"
     "lgdJ4m3saIXxI2++BxuVhVOlkxhQKNFsmoNKifba0KxrsKlEK1zbDhbGM+qFpxqWW093DlNGiwzhrk78"
     "+ZQIw4LvGp0s73psaZ+62p/e6wuvrFFWBahifh5EW4LCBRWHSsrQhWaMZVwmU3hEOByODk+9JS+6amyi"
     "\\n-----END CERTIFICATE-----\\n";
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
-static void
-exec_sql(const char *q)
-{
-	PGresult *r = PQexec(pg, q);
-
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("sql %s: %s", q, PQerrorMessage(pg));
-	PQclear(r);
-}
-
-/* First column of the first row of q as a malloc'd string ("" when no row). */
-static char *
-sql_value(const char *q)
-{
-	PGresult *r = PQexec(pg, q);
-	char *v;
-
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("sql %s: %s", q, PQerrorMessage(pg));
-	v = strdup(PQntuples(r) > 0 ? PQgetvalue(r, 0, 0) : "");
-	PQclear(r);
-	return v;
-}
 
 static long
 call(struct fleetd_proc *p, const char *method, const char *path, const char *token,
@@ -106,16 +73,16 @@ setup(void **state)
 	devadmin = harness_token(dburl, "admin", "dev");
 	pg = PQconnectdb(dburl);
 	assert_int_equal(PQstatus(pg), CONNECTION_OK);
-	exec_sql("INSERT INTO clouds (id, name, environment, provider, region, account,"
+	harness_sql("INSERT INTO clouds (id, name, environment, provider, region, account,"
 	    " external_id, state, required) VALUES ('a1600000-0000-4000-8000-000000000001',"
 	    " 'sec', 'dev', 'gke', 'us-central1', '{\"project\": \"p-sec\"}', md5('x'), 'active',"
 	    " '{}')");
-	exec_sql("INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
+	harness_sql("INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
 	    " credentials_sealed, provider_cluster_id) VALUES"
 	    " ('b1600000-0000-4000-8000-000000000001', 'a1600000-0000-4000-8000-000000000001',"
 	    " 'k-sec', 'https://127.0.0.1:1', 'x', 'x',"
 	    " 'projects/p-sec/locations/us-central1/clusters/k-sec')");
-	exec_sql("INSERT INTO priority_classes (id, name, value) VALUES"
+	harness_sql("INSERT INTO priority_classes (id, name, value) VALUES"
 	    " ('91600000-0000-4000-8000-000000000001', 'sec-default', 100)");
 	return 0;
 }
@@ -153,7 +120,7 @@ test_idempotent_token_secret(void **state)
 	assert_int_equal(call(&fd, "POST", "/v1/tokens", root, body, hdr, &r), 201);
 	secret = json_string_value(json_object_get(r.json, "secret"));
 	assert_non_null(secret);
-	stored = sql_value("SELECT coalesce(response::text, '') FROM idempotency_keys"
+	stored = harness_sql_str("SELECT coalesce(response::text, '') FROM idempotency_keys"
 	    " WHERE key = 'sec-token-1'");
 	assert_true(stored[0] != '\0');
 	if (strstr(stored, secret) != NULL || strstr(stored, "fleet_") != NULL)
@@ -172,10 +139,10 @@ test_idempotent_token_secret(void **state)
 	harness_http_free(&r);
 	harness_http_free(&r2);
 	/* the janitor: a row older than its 24 h window goes away */
-	exec_sql("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'"
+	harness_sql("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'"
 	    " WHERE key = 'sec-token-1'");
 	for (int i = 0; i < 50; i++) {
-		n = sql_value("SELECT count(*) FROM idempotency_keys WHERE key = 'sec-token-1'");
+		n = harness_sql_str("SELECT count(*) FROM idempotency_keys WHERE key = 'sec-token-1'");
 		if (strcmp(n, "0") == 0) {
 			free(n);
 			return;
@@ -217,7 +184,7 @@ test_cluster_endpoint_change(void **state)
 	    "cluster.unreachable");
 	harness_http_free(&r);
 	{
-		char *api = sql_value("SELECT api_server FROM clusters WHERE name = 'k-sec'");
+		char *api = harness_sql_str("SELECT api_server FROM clusters WHERE name = 'k-sec'");
 
 		assert_string_equal(api, "https://127.0.0.1:1");
 		free(api);
@@ -399,18 +366,18 @@ test_revocation_replicas(void **state)
 	(void)state;
 	for (int k = 0; k < 2; k++)	/* cached on both */
 		assert_int_equal(call(rep[k], "GET", "/v1/environments", t, NULL, NULL, NULL), 200);
-	id = sql_value("SELECT id FROM api_tokens ORDER BY created_at DESC LIMIT 1");
+	id = harness_sql_str("SELECT id FROM api_tokens ORDER BY created_at DESC LIMIT 1");
 	snprintf(path, sizeof(path), "/v1/tokens/%s", id);
 	assert_int_equal(call(&fd, "DELETE", path, root, NULL, NULL, NULL), 204);
-	t0 = now_ms();
+	t0 = harness_now_s() * 1000;
 	for (int k = 0; k < 2; k++) {
 		long st;
 
 		while ((st = call(rep[k], "GET", "/v1/environments", t, NULL, NULL, NULL)) == 200 &&
-		    now_ms() - t0 < 3000)
+		    harness_now_s() * 1000 - t0 < 3000)
 			usleep(2000);
 		assert_int_equal(st, 401);
-		worst = now_ms() - t0 > worst ? now_ms() - t0 : worst;
+		worst = harness_now_s() * 1000 - t0 > worst ? harness_now_s() * 1000 - t0 : worst;
 	}
 	print_message("revocation: 401 on both replicas %.1f ms after the DELETE answered\n",
 	    worst);
