@@ -153,13 +153,14 @@ object_member(json_t *o, const char *key, const char *prefix, bool required, jso
 static bool
 parse_head(json_t *root, struct job_spec *s, struct err *e)
 {
-	static const char *const keys[] = { "cpu", "memory", NULL };
+	static const char *const keys[] = { "cpu", "memory", "ray_start_params", NULL };
 	json_t *h;
 
 	if (!object_member(root, "head", "", true, &h, e) || !jsonx_only(h, keys, "/head", e))
 		return false;
 	return cpu_member(h, "/head", &s->head_cpu_milli, e) &&
-	    memory_member(h, "memory", "/head", true, &s->head_memory_bytes, e);
+	    memory_member(h, "memory", "/head", true, &s->head_memory_bytes, e) &&
+	    jobspec_parse_ray_params(h, "/head", true, &s->head_ray_start_params, e);
 }
 
 static bool
@@ -228,7 +229,7 @@ static bool
 parse_group(json_t *g, size_t i, struct jobspec_group *out, struct err *e)
 {
 	static const char *const keys[] = { "name", "replicas", "min_replicas", "max_replicas",
-		"cpu", "memory", "accelerator", NULL };
+		"cpu", "memory", "accelerator", "ray_start_params", NULL };
 	char prefix[64];
 
 	snprintf(prefix, sizeof(prefix), "/worker_groups/%zu", i);
@@ -239,7 +240,8 @@ parse_group(json_t *g, size_t i, struct jobspec_group *out, struct err *e)
 	    parse_replicas(g, prefix, out, e) &&
 	    cpu_member(g, prefix, &out->cpu_milli, e) &&
 	    memory_member(g, "memory", prefix, true, &out->memory_bytes, e) &&
-	    parse_accel(g, prefix, out, e);
+	    parse_accel(g, prefix, out, e) &&
+	    jobspec_parse_ray_params(g, prefix, false, &out->ray_start_params, e);
 }
 
 static bool
@@ -714,7 +716,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 		"ray_version", "image", "entrypoint", "schedule", "time_zone", "serve_config",
 		"head", "worker_groups", "topology", "constraints", "runtime_env", "checkpoint",
 		"gcs_fault_tolerance", "ttl_seconds_after_finished", "active_deadline_seconds",
-		"backoff_limit", "submission_mode", "deletion_policy", NULL };
+		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", NULL };
 	struct job_spec s;
 
 	memset(&s, 0, sizeof(s));
@@ -728,6 +730,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 	    !parse_kind_fields(j, &s, e) || !parse_head(j, &s, e) || !parse_groups(j, &s, e) ||
 	    !parse_topology(j, &s, e) || !parse_constraints(j, &s, e) ||
 	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) ||
+	    !jobspec_parse_autoscaler(j, &s, e) ||
 	    (s.topology == JOBSPEC_TOPO_SLICE && !check_slice(&s, e)) ||
 	    (s.topology == JOBSPEC_TOPO_HOST && !check_host(&s, e))) {
 		jobspec_cleanup(&s);
@@ -754,7 +757,9 @@ jobspec_cleanup(struct job_spec *s)
 	for (size_t i = 0; i < s->ngroups; i++) {
 		free(s->groups[i].name);
 		free(s->groups[i].accel_flavor);
+		json_decref(s->groups[i].ray_start_params);
 	}
+	json_decref(s->head_ray_start_params);
 	free(s->slice_shape);
 	for (size_t i = 0; i < s->nregions; i++)
 		free(s->regions[i]);
@@ -790,6 +795,8 @@ group_to_json(const struct jobspec_group *g)
 	if (g->accel_flavor != NULL)
 		json_object_set_new(o, "accelerator", json_pack("{s:s, s:i}", "flavor",
 		    g->accel_flavor, "count", g->accel_count));
+	if (g->ray_start_params != NULL)
+		json_object_set(o, "ray_start_params", g->ray_start_params);
 	return o;
 }
 
@@ -902,6 +909,11 @@ jobspec_to_json(const struct job_spec *s)
 	if (s->checkpoint_uri != NULL)
 		json_object_set_new(o, "checkpoint", json_pack("{s:s, s:i}", "uri",
 		    s->checkpoint_uri, "grace_seconds", s->checkpoint_grace_seconds));
+	if (s->head_ray_start_params != NULL)
+		json_object_set(json_object_get(o, "head"), "ray_start_params",
+		    s->head_ray_start_params);
+	if (s->autoscaler_set)
+		json_object_set_new(o, "autoscaler", jobspec_autoscaler_to_json(s));
 	gcs = gcs_to_json(&s->gcs);
 	if (gcs != NULL)
 		json_object_set_new(o, "gcs_fault_tolerance", gcs);

@@ -57,6 +57,7 @@ struct jobspec_group {
 	int64_t	 memory_bytes;		/* per worker pod */
 	char	*accel_flavor;		/* NULL: no accelerator */
 	int	 accel_count;		/* per worker pod (per host for a slice) */
+	json_t	*ray_start_params;	/* validated object of strings, NULL: none */
 };
 
 struct jobspec_gcs {
@@ -83,6 +84,10 @@ struct job_spec {
 	json_t	*serve_config;		/* RayService: object, rendered as serveConfigV2 */
 	int64_t	 head_cpu_milli;
 	int64_t	 head_memory_bytes;
+	json_t	*head_ray_start_params;	/* validated object of strings, NULL: none */
+	bool	 autoscaler_set;	/* the spec named autoscaler options */
+	int	 idle_timeout_seconds;	/* autoscalerOptions, default 60 */
+	const char *upscaling_mode;	/* static: Default (default) | Aggressive | Conservative */
 	struct jobspec_group groups[JOBSPEC_MAX_GROUPS];
 	size_t	 ngroups;
 	enum jobspec_topology topology;
@@ -136,6 +141,16 @@ int64_t		 jobspec_slice_chips(const struct job_spec *s);	/* 0 unless slice */
 void		 jobspec_totals(const struct job_spec *s, struct jobspec_totals *out);
 int		 jobspec_gang_size(const struct job_spec *s);	/* pods at min replicas */
 int64_t		 jobspec_total_accelerators(const struct job_spec *s, bool at_max);
+
+/* jobspec_ray.c. The object o's "ray_start_params" (allow-listed keys, checked values,
+ * every value as a string) into *out (NULL when absent; caller owns); prefix is o's JSON
+ * pointer, head allows head-only keys. 400 jobspec.invalid_ray_start_param + pointer. */
+bool		 jobspec_parse_ray_params(json_t *o, const char *prefix, bool head, json_t **out,
+		    struct err *e);
+/* root's "autoscaler" {idle_timeout_seconds 0..86400, upscaling_mode} into s (defaults
+ * 60 and Default when absent). */
+bool		 jobspec_parse_autoscaler(json_t *root, struct job_spec *s, struct err *e);
+json_t		*jobspec_autoscaler_to_json(const struct job_spec *s);	/* NULL: not set */
 
 /* Kubernetes quantities. cpu: "4", "500m", "2.5", 2.5 -> millicores; memory: "16Gi",
  * "1G", 1073741824 -> bytes. Positive, exact (no sub-millicore, no fractional byte). */

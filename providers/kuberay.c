@@ -616,7 +616,8 @@ worker_group(const struct ctx *c, const struct jobspec_group *g)
 	    "maxReplicas", g->max_replicas);
 	if (hosts > 1)
 		json_object_set_new(o, "numOfHosts", json_integer(hosts));
-	json_object_set_new(o, "rayStartParams", json_object());
+	json_object_set_new(o, "rayStartParams", g->ray_start_params != NULL ?
+	    json_deep_copy(g->ray_start_params) : json_object());
 	json_object_set_new(o, "template", pod_template(c, g));
 	return o;
 }
@@ -654,7 +655,7 @@ gcs_options(const struct ctx *c)
 static json_t *
 cluster_spec(const struct ctx *c)
 {
-	json_t *o, *groups = json_array();
+	json_t *o, *groups = json_array(), *head_params;
 
 	for (size_t i = 0; i < c->s->ngroups; i++)
 		json_array_append_new(groups, worker_group(c, &c->s->groups[i]));
@@ -662,13 +663,19 @@ cluster_spec(const struct ctx *c)
 	if (c->elastic) {
 		json_object_set_new(o, "enableInTreeAutoscaling", json_true());
 		json_object_set_new(o, "autoscalerOptions", json_pack("{s:s, s:i}",
-		    "upscalingMode", "Default", "idleTimeoutSeconds", 60));
+		    "upscalingMode", c->s->upscaling_mode != NULL ? c->s->upscaling_mode :
+		    "Default", "idleTimeoutSeconds", c->s->upscaling_mode != NULL ?
+		    c->s->idle_timeout_seconds : 60));
 	}
 	if (c->gcs == JOBSPEC_GCS_FT_ROCKSDB || c->gcs == JOBSPEC_GCS_FT_REDIS)
 		json_object_set_new(o, "gcsFaultToleranceOptions", gcs_options(c));
-	json_object_set_new(o, "headGroupSpec", json_pack("{s:{s:s, s:s}, s:o}",
-	    "rayStartParams", "num-cpus", "0", "dashboard-host", "0.0.0.0",
-	    "template", pod_template(c, NULL)));
+	/* the head keeps its conservative defaults (no tasks, dashboard reachable) unless the
+	 * spec sets an allowed key; dashboard-host is not settable */
+	head_params = json_pack("{s:s, s:s}", "num-cpus", "0", "dashboard-host", "0.0.0.0");
+	if (c->s->head_ray_start_params != NULL)
+		json_object_update(head_params, c->s->head_ray_start_params);
+	json_object_set_new(o, "headGroupSpec", json_pack("{s:o, s:o}",
+	    "rayStartParams", head_params, "template", pod_template(c, NULL)));
 	json_object_set_new(o, "workerGroupSpecs", groups);
 	return o;
 }
