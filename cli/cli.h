@@ -62,6 +62,7 @@ extern const struct cli_cmd cli_jobs_cmds[];
 extern const struct cli_cmd cli_fleet_cmds[];
 extern const struct cli_cmd cli_login_cmds[];
 extern const struct cli_cmd cli_completion_cmds[];
+extern const struct cli_cmd cli_explain_cmds[];
 
 /* Value of --name, or NULL when absent ("" for a set switch). */
 const char *cli_arg(const struct cli_args *a, const char *name);

@@ -10,7 +10,7 @@ static const struct cli_cmd *const *
 all_tables(void)
 {
 	static const struct cli_cmd *const t[] = { cli_login_cmds, cli_jobs_cmds,
-	    cli_fleet_cmds, cli_completion_cmds, NULL };
+	    cli_fleet_cmds, cli_explain_cmds, cli_completion_cmds, NULL };
 
 	return t;
 }
@@ -62,22 +62,31 @@ completion_run(struct cli_ctx *ctx, const struct cli_args *a)
 	    " w2=${COMP_WORDS[2]} words=\n\tif [ \"$COMP_CWORD\" -eq 1 ]; then\n\t\twords=\"");
 	first_words();
 	printf("\"\n\telif [ \"$COMP_CWORD\" -eq 2 ]; then\n\t\tcase $w1 in\n");
-	/* position 2: the commands of a group, or the flags of a top-level command */
-	for (t = all_tables(); *t != NULL; t++)
-		for (c = *t; c->name != NULL; c++) {
-			if (c->group != NULL && (c == *t || c[-1].group == NULL ||
-			    strcmp(c[-1].group, c->group) != 0)) {
+	/* position 2: the commands of a group (from every table), or a top-level command's flags */
+	{
+		char done[1024] = " ", key[80];
+
+		for (t = all_tables(); *t != NULL; t++)
+			for (c = *t; c->name != NULL; c++) {
+				if (c->group == NULL) {
+					printf("\t\t%s) words=\"", c->name);
+					flags_of(c);
+					printf("\";;\n");
+					continue;
+				}
+				snprintf(key, sizeof(key), " %s ", c->group);
+				if (strstr(done, key) != NULL || strlen(done) + strlen(key) >= sizeof(done))
+					continue;
+				strcat(done, c->group);
+				strcat(done, " ");
 				printf("\t\t%s) words=\"", c->group);
-				for (const struct cli_cmd *d = c; d->name != NULL && d->group != NULL &&
-				    strcmp(d->group, c->group) == 0; d++)
-					printf(" %s", d->name);
-				printf("\";;\n");
-			} else if (c->group == NULL) {
-				printf("\t\t%s) words=\"", c->name);
-				flags_of(c);
+				for (const struct cli_cmd *const *u = all_tables(); *u != NULL; u++)
+					for (const struct cli_cmd *d = *u; d->name != NULL; d++)
+						if (d->group != NULL && strcmp(d->group, c->group) == 0)
+							printf(" %s", d->name);
 				printf("\";;\n");
 			}
-		}
+	}
 	printf("\t\tesac\n\telse\n\t\tcase \"$w1 $w2\" in\n");
 	for (t = all_tables(); *t != NULL; t++)
 		for (c = *t; c->name != NULL; c++) {

@@ -15,7 +15,7 @@ static const struct cli_flag global_flags[] = {
 };
 
 static const struct cli_cmd *const tables[] = { cli_login_cmds, cli_jobs_cmds,
-    cli_fleet_cmds, cli_completion_cmds, NULL };
+    cli_fleet_cmds, cli_explain_cmds, cli_completion_cmds, NULL };
 
 static const char *const groups[][2] = {
 	{ "jobs", "list, inspect, submit, cancel and move jobs" },

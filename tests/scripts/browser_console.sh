@@ -38,4 +38,12 @@ rm -rf "$out"
 FLEET_URL=$url ADMIN_TOKEN=$admin VIEWER_TOKEN=$viewer SCOPED_TOKEN=$scoped SCOPED_ENV=$scoped_env \
 	OUT=$out NODE_PATH=$top/tests/browser/node_modules node "$top/tests/browser/console.test.js" ||
 	fail "console test failed (screenshots in $out)"
+# fleetctl clusters explain on the same stack: the cluster the drain emptied is cordoned
+cid=$(api "$url/v1/clusters?limit=500" | python3 -c 'import json,sys
+print(next(c["id"] for c in json.load(sys.stdin)["items"] if c["cordoned"]))')
+FLEET_URL=$url FLEET_TOKEN=$admin "$build/fleetctl" clusters explain "$cid" >"$state/explain.txt" ||
+	fail "fleetctl clusters explain failed"
+cat "$state/explain.txt"
+grep -q "CORDONED" "$state/explain.txt" && grep -q "^pending jobs in" "$state/explain.txt" ||
+	fail "clusters explain does not say the cluster is cordoned"
 echo "browser_console: screenshots in $out: $(ls "$out" | tr '\n' ' ')"
