@@ -211,6 +211,12 @@ def run(sim, a, ck, fig):
           movable_s is not None and movable_s * scale <= TARGET_SIM_S,
           f"{movable_s} s wall x {scale}; operation {op['moved']}/{op['total']},"
           f" waiting {[(j['name'], j['waiting_for'], j['reason']) for j in waiting][:5]}")
+    ids_sql = ",".join(f"'{x}'" for x in on_lost)
+    no_resume = sim.sql(f"SELECT name FROM jobs WHERE id IN ({ids_sql}) AND kind = 'RayJob' AND"
+                        " state IN ('dispatched', 'running') AND manifest->'metadata'->'annotations'"
+                        "->>'fleet.io/resume-from' IS NULL")
+    ck.ok("each evacuated RayJob restarts from its checkpoint (fleet.io/resume-from)",
+          not no_resume, f"{no_resume[:5]}")
     fenced = int(sim.sql1("SELECT count(*) FROM job_events WHERE type = 'fenced'"))
     ck.ok("each evacuated attempt is recorded as fenced", fenced >= fig["evacuated"],
           f"{fenced} fenced events for {fig['evacuated']} evacuated")
