@@ -258,7 +258,7 @@ cs_watch_sync(struct cs *cs, struct cs_cluster *cl)
 
 		snprintf(key, sizeof(key), "pods\x1f%s\x1f%s", p->ns, p->name);
 		old = json_object_get(w->items, key);
-		if (old != NULL && rv_of(old) == atoll(p->rv) &&
+		if (old != NULL && rv_of(old) == atoll(p->rv) && cs_jpath(old, "metadata.uid") &&
 		    strcmp(cs_jpath(old, "metadata.uid"), p->uid) == 0) {
 			json_object_set_new(seen, key, json_true());
 			continue;
@@ -268,8 +268,20 @@ cs_watch_sync(struct cs *cs, struct cs_cluster *cl)
 	for (i = 0; i < cl->objects.n; i++) {
 		struct cs_object *o = cl->objects.v[i];
 
-		if (!o->deleted)
-			observe(cl, &c, seen, o->plural, json_deep_copy(o->live), true);
+		char key[400];
+		json_t *old;
+
+		if (o->deleted)
+			continue;
+		snprintf(key, sizeof(key), "%s\x1f%s\x1f%s", o->plural, o->ns, o->name);
+		old = json_object_get(w->items, key);
+		if (old != NULL && rv_of(old) == o->rv &&
+		    strcmp(cs_jpath(old, "metadata.uid") ? cs_jpath(old, "metadata.uid") : "",
+		    o->uid) == 0) {	/* unchanged: no copy */
+			json_object_set_new(seen, key, json_true());
+			continue;
+		}
+		observe(cl, &c, seen, o->plural, json_deep_copy(o->live), true);
 	}
 	json_object_foreach_safe(w->items, tmp, k, v)
 		if (json_object_get(seen, k) == NULL) {
