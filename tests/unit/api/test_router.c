@@ -33,7 +33,9 @@ static const struct route_case cases[] = {
 	{ "POST", "/v1/environments/prod", 405, "GET, PUT, DELETE", NULL },
 	{ "GET", "/v1/nothing", 404, NULL, NULL },
 	{ "GET", "/v1/environments/prod/extra", 404, NULL, NULL },
-	{ "GET", "/", 404, NULL, NULL },
+	{ "GET", "/", 0, "/", NULL },	/* the web console */
+	{ "GET", "/console/app.js", 0, "/console/app.js", NULL },
+	{ "GET", "/console/other.js", 404, NULL, NULL },
 	{ "GET", "/v1/environments/../tokens", 400, NULL, NULL },
 	{ "GET", "/v1/./environments", 400, NULL, NULL },
 	{ "GET", "/v1//environments", 400, NULL, NULL },
