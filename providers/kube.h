@@ -88,6 +88,9 @@ bool	 kube_object_path(const char *api_version, const char *kind, const char *ns
  * *live (optional) gets the object the server answered. */
 bool	 kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref,
 	    json_t **live, struct err *e);
+/* Server-side apply of every object of the array at once (independent objects: no order
+ * among them); true when all were applied, else e says the first refusal. */
+bool	 kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e);
 /* 404 "kube.not_found" when absent. */
 bool	 kube_get_object(const struct prov_cluster *k, const char *api_version,
 	    const char *kind, const char *ns, const char *name, json_t **out, struct err *e);

@@ -1,6 +1,7 @@
 /* kube_obj: single-object calls on a member cluster — server-side apply, get, delete,
  * events, namespaces and the reachability check the dispatcher and registry use. */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,148 @@ cleanup:
 	json_decref(j);
 	free(body);
 	http_resp_cleanup(&r);
+	return ok;
+}
+
+/* ---- several applies at once */
+
+struct apply_one {
+	long		 status;
+	char		*body;		/* answer, for the error of a refused apply */
+	size_t		 body_len;
+	struct err	 e;		/* transport failure */
+	bool		 done, failed;
+};
+
+static void
+apply_done(struct http_batch *b, const struct http_req *req, struct http_resp *resp,
+    const struct err *e)
+{
+	struct apply_one *a = req->user;
+
+	(void)b;
+	a->done = true;
+	if (e != NULL) {
+		a->failed = true;
+		a->e = *e;
+		return;
+	}
+	a->status = resp->status;
+	a->body = resp->body;		/* kept: moved out of resp */
+	a->body_len = resp->body_len;
+	resp->body = NULL;
+}
+
+/* Each thread keeps one batch for kube_apply_all (its connections are reused). */
+static pthread_key_t all_key;
+static pthread_once_t all_once = PTHREAD_ONCE_INIT;
+
+static void
+all_free(void *b)
+{
+	http_batch_free(b);
+}
+
+static void
+all_key_init(void)
+{
+	if (pthread_key_create(&all_key, all_free) != 0)
+		abort();
+}
+
+bool
+kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e)
+{
+	size_t n = json_array_size(objs), i;
+	struct apply_one *a = calloc(n ? n : 1, sizeof(*a));
+	char **bodies = calloc(n ? n : 1, sizeof(*bodies));
+	struct http_header h[2] = { { "Content-Type", "application/apply-patch+yaml" },
+	    { "Accept", "application/json" } };
+	struct http_batch *b = NULL;
+	json_t *obj;
+	bool ok = false, queued = false;
+
+	if (a == NULL || bodies == NULL) {
+		err_set(e, 500, "kube.oom", "out of memory");
+		goto cleanup;
+	}
+	pthread_once(&all_once, all_key_init);
+	if ((b = pthread_getspecific(all_key)) == NULL) {
+		if ((b = http_batch_new(8)) == NULL) {
+			err_set(e, 500, "kube.oom", "http client unavailable");
+			goto cleanup;
+		}
+		pthread_setspecific(all_key, b);
+	}
+	json_array_foreach(objs, i, obj) {
+		json_t *md = json_object_get(obj, "metadata");
+		const char *av = json_string_value(json_object_get(obj, "apiVersion")),
+		    *kind = json_string_value(json_object_get(obj, "kind")),
+		    *name = json_string_value(json_object_get(md, "name")),
+		    *ns = json_string_value(json_object_get(md, "namespace"));
+		char path[1024], url[2048];
+		struct http_req rq = { 0 };
+
+		if (name == NULL || !kube_object_path(av, kind, ns, name, path, sizeof(path))) {
+			err_set(e, 400, "kube.bad_object", "object needs apiVersion, kind and "
+			    "metadata.name");
+			goto cleanup;
+		}
+		url_of(k, path, "fieldManager=fleetd&force=true", url, sizeof(url));
+		if ((bodies[i] = json_dumps(obj, JSON_COMPACT)) == NULL) {
+			err_set(e, 500, "kube.oom", "cannot encode object");
+			goto cleanup;
+		}
+		rq.method = "PATCH";
+		rq.url = url;
+		rq.bearer = k->token;
+		rq.ca_pem = k->ca_pem;
+		rq.timeout_ms = CALL_TIMEOUT_MS;
+		rq.retry.max_attempts = 1;
+		rq.headers = h;
+		rq.nheaders = 2;
+		rq.body = bodies[i];
+		rq.body_len = strlen(bodies[i]);
+		rq.done = apply_done;
+		rq.user = &a[i];
+		if (!http_batch_add(b, &rq, e))
+			goto cleanup;
+		queued = true;
+	}
+	if (!http_batch_run(b, e))
+		goto cleanup;
+	queued = false;
+	for (i = 0; i < n; i++) {	/* the first failure, in the objects' order */
+		struct http_resp r = { 0 };
+
+		if (!a[i].done) {
+			err_set(e, 502, "http.transport", "request did not complete");
+			goto cleanup;
+		}
+		if (a[i].failed) {
+			*e = a[i].e;
+			goto cleanup;
+		}
+		if (a[i].status != 200 && a[i].status != 201) {
+			r.status = a[i].status;
+			r.body = a[i].body;
+			r.body_len = a[i].body_len;
+			kube_status_err(&r, "server-side apply", e);
+			goto cleanup;
+		}
+	}
+	ok = true;
+cleanup:
+	if (queued) {	/* requests left in the batch point at a: drop the batch */
+		pthread_setspecific(all_key, NULL);
+		http_batch_free(b);
+	}
+	for (i = 0; a != NULL && i < n; i++)
+		free(a[i].body);
+	for (i = 0; bodies != NULL && i < n; i++)
+		free(bodies[i]);
+	free(a);
+	free(bodies);
 	return ok;
 }
 
