@@ -121,6 +121,56 @@ jobs_events(struct cli_ctx *c, const struct cli_args *a)
 	return cli_stream(c, path, print_event, c);
 }
 
+/* "NAME (first 8 of the id)" for the cluster ids of an explain answer; JSON output gets a
+ * cluster_name member next to each id instead. */
+static void
+name_one(json_t *o, const char *key, const json_t *names, bool json)
+{
+	const char *id = json_string_value(json_object_get(o, key));
+	const char *name = id ? json_string_value(json_object_get(names, id)) : NULL;
+	char both[160];
+
+	if (name == NULL)
+		return;
+	if (json) {
+		char k[64];
+
+		snprintf(k, sizeof(k), "%s_name", key);
+		json_object_set_new(o, k, json_string(name));
+		return;
+	}
+	snprintf(both, sizeof(both), "%s (%.8s)", name, id);
+	json_object_set_new(o, key, json_string(both));
+}
+
+static void
+name_clusters(struct cli_ctx *c, json_t *x)
+{
+	json_t *list = NULL, *names = json_object(), *cl, *v;
+	json_t *dec = json_object_get(x, "decision");
+	json_t *arrays[3] = { json_object_get(x, "clusters"), json_object_get(x, "candidates"),
+		json_object_get(dec, "candidates") };
+	size_t i;
+
+	if (cli_list(c, "/v1/clusters?limit=500", 0, &list) != CLI_OK) {
+		json_decref(names);
+		return;		/* ids only, as the server sent them */
+	}
+	json_array_foreach(json_object_get(list, "items"), i, cl)
+		json_object_set(names, json_string_value(json_object_get(cl, "id")),
+		    json_object_get(cl, "name"));
+	for (int k = 0; k < 3; k++)
+		json_array_foreach(arrays[k], i, v)
+			name_one(v, "cluster", names, c->json);
+	name_one(x, "hold_cluster", names, c->json);
+	if (dec != NULL) {
+		name_one(dec, "cluster", names, c->json);
+		name_one(dec, "hold_cluster", names, c->json);
+	}
+	json_decref(names);
+	json_decref(list);
+}
+
 static int
 jobs_explain(struct cli_ctx *c, const struct cli_args *a)
 {
@@ -128,6 +178,9 @@ jobs_explain(struct cli_ctx *c, const struct cli_args *a)
 	json_t *x;
 	char *t;
 	int rc = job_get(c, a, "/placement", &x);
+
+	if (rc == CLI_OK)
+		name_clusters(c, x);
 
 	if (rc == CLI_OK && c->json) {
 		cli_print_json(x);

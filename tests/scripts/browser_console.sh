@@ -46,4 +46,10 @@ FLEET_URL=$url FLEET_TOKEN=$admin "$build/fleetctl" clusters explain "$cid" >"$s
 cat "$state/explain.txt"
 grep -q "CORDONED" "$state/explain.txt" && grep -q "^pending jobs in" "$state/explain.txt" ||
 	fail "clusters explain does not say the cluster is cordoned"
+# fleetctl jobs explain names the clusters next to their ids
+jid=$(api "$url/v1/jobs?limit=1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["id"])')
+FLEET_URL=$url FLEET_TOKEN=$admin "$build/fleetctl" jobs explain "$jid" >"$state/jexplain.txt" ||
+	fail "fleetctl jobs explain failed"
+cat "$state/jexplain.txt"
+grep -qE '[a-z][a-z0-9-]+ \([0-9a-f]{8}\)' "$state/jexplain.txt" || fail "jobs explain shows no cluster names"
 echo "browser_console: screenshots in $out: $(ls "$out" | tr '\n' ' ')"
