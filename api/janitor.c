@@ -7,6 +7,7 @@
 #include "api/janitor.h"
 #include "api/server.h"
 #include "core/config.h"
+#include "core/idem_store.h"
 #include "core/log.h"
 
 static pthread_t thread;
@@ -21,7 +22,7 @@ sweep(void)
 	struct db *c = db_acquire(1000, &e);
 	long n = 0;
 
-	if (c == NULL || !idem_expire(c, &n, &e))
+	if (c == NULL || !idem_store_expire(c, &n, &e))
 		log_warn(NULL, "janitor", "sweep failed", "{s:s}", "code", e.code);
 	else if (n > 0)
 		log_info(NULL, "janitor", "expired idempotency keys deleted", "{s:i}", "rows", (int)n);

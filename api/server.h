@@ -114,8 +114,6 @@ int	server_port(void);
  * inside the request's transaction. */
 bool	idem_before(struct request *rq, struct err *e);
 bool	idem_after(struct request *rq, struct err *e);
-/* Deletes the rows past their 24-hour window (the janitor); *deleted counts them. */
-bool	idem_expire(struct db *c, long *deleted, struct err *e);
 
 /* route table (router.c) */
 extern const struct route routes[];
