@@ -1,5 +1,6 @@
 /* crud: visibility, If-Match, audit and reply for the resource handlers, in one place. */
 #include <stdio.h>
+#include <string.h>
 
 #include "api/crud.h"
 #include "core/audit.h"
@@ -20,10 +21,14 @@ bool
 crud_get(struct request *rq, const struct crud *k, struct db *c, const char *id, bool lock,
 	 json_t **out, struct err *e)
 {
+	const char *parent = k->parent ? rq_param(rq, k->parent) : NULL;
+
 	*out = NULL;
 	if (!k->get(c, id, lock, out, e))
 		return false;
-	if (k->scoped && !rq_env_visible(rq, str(*out, "environment"))) {
+	if ((k->scoped && !rq_env_visible(rq, str(*out, "environment"))) ||
+	    (parent != NULL && (str(*out, k->parent) == NULL ||
+	    strcmp(parent, str(*out, k->parent)) != 0))) {
 		json_decref(*out);
 		*out = NULL;
 		return err_set(e, 404, k->code, "%s not found", k->noun);

@@ -17,6 +17,8 @@ struct crud {
 	const char	*noun;		/* in the 404 message: "queue" */
 	const char	*collection;	/* Location of a created row: collection/<id>, or NULL */
 	bool		 scoped;	/* rows carry "environment": the caller must see it */
+	const char	*parent;	/* when the route has this parameter, the row's member
+					 * of the same name must equal it (else 404), or NULL */
 	/* the module's operations; a row's id is its "id" member */
 	bool		(*get)(struct db *c, const char *id, bool lock, json_t **out,
 			    struct err *e);

@@ -3,28 +3,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/crud.h"
 #include "api/handlers.h"
 #include "regions/cloud.h"
 #include "regions/cluster.h"
 #include "regions/poll_loop.h"
 
-static bool
-visible_cluster(struct request *rq, struct db *c, const char *id, bool lock, json_t **out,
-		struct err *e)
-{
-	const char *cloud = rq_param(rq, "cloud_id");
-
-	if (!cluster_get(c, id, lock, out, e))
-		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(*out, "environment"))) ||
-	    (cloud != NULL && strcmp(cloud,
-	    json_string_value(json_object_get(*out, "cloud_id"))) != 0)) {
-		json_decref(*out);
-		*out = NULL;
-		return err_set(e, 404, "cluster.not_found", "cluster not found");
-	}
-	return true;
-}
+/* cloud_id: the routes under /v1/clouds/{cloud_id}/clusters/{id} */
+static const struct crud clusters = {
+	.type = "cluster", .code = "cluster.not_found", .noun = "cluster",
+	.collection = "/v1/clusters", .scoped = true, .parent = "cloud_id",
+	.get = cluster_get, .del = cluster_delete,
+};
 
 struct create_arg {
 	struct request		*rq;
@@ -117,12 +107,7 @@ HANDLER(h_cluster_list)
 
 HANDLER(h_cluster_get)
 {
-	json_t *obj = NULL;
-
-	if (!visible_cluster(rq, rq->db, rq_param(rq, "id"), false, &obj, e))
-		return false;
-	rq_reply_object(rq, 200, obj, "/v1/clusters");
-	return true;
+	return crud_read(rq, &clusters, e);
 }
 
 struct replace_arg {
@@ -145,7 +130,7 @@ replace_check(struct db *c, void *arg, struct err *e)
 
 	json_decref(a->before);
 	a->before = NULL;
-	if (!visible_cluster(rq, c, rq_param(rq, "id"), false, &a->before, e))
+	if (!crud_get(rq, &clusters, c, rq_param(rq, "id"), false, &a->before, e))
 		return false;
 	b = a->before;
 	a->version = (long)json_integer_value(json_object_get(b, "version"));
@@ -182,7 +167,7 @@ replace_write(struct db *c, void *arg, struct err *e)
 
 	json_decref(a->out);
 	a->out = NULL;
-	if (!visible_cluster(rq, c, id, true, &now, e))
+	if (!crud_get(rq, &clusters, c, id, true, &now, e))
 		return false;
 	/* the row the probe was for must still be the row we change */
 	ok = json_integer_value(json_object_get(now, "version")) == a->version ||
@@ -221,22 +206,7 @@ cleanup:
 
 HANDLER(h_cluster_delete)
 {
-	const char *id = rq_param(rq, "id");
-	json_t *before = NULL;
-	bool ok = false;
-
-	if (!visible_cluster(rq, rq->db, id, true, &before, e))
-		return false;
-	if (!rq_if_match(rq, json_integer_value(json_object_get(before, "version")), e) ||
-	    !cluster_delete(rq->db, id, e) ||
-	    !audit_write(rq->db, &rq->actor, "cluster.delete", "cluster", id,
-	    json_string_value(json_object_get(before, "environment")), before, NULL, e))
-		goto cleanup;
-	rq->status = 204;
-	ok = true;
-cleanup:
-	json_decref(before);
-	return ok;
+	return crud_delete(rq, &clusters, e);
 }
 
 static bool
@@ -246,7 +216,7 @@ cordon(struct request *rq, bool on, struct err *e)
 	json_t *before = NULL, *obj = NULL;
 	bool ok = false;
 
-	if (!visible_cluster(rq, rq->db, id, true, &before, e))
+	if (!crud_get(rq, &clusters, rq->db, id, true, &before, e))
 		return false;
 	if (!cluster_set_cordon(rq->db, id, on, &obj, e))
 		goto cleanup;
