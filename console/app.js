@@ -422,7 +422,7 @@ async function viewOp(v, [id]) {
     const op = await api('GET', '/v1/operations/' + id);
     const pct = op.total ? Math.round(100 * (op.moved + op.failed) / op.total) : (op.state === 'running' ? 0 : 100);
     const target = op.target.cluster_id ? clusterName(op.target.cluster_id) : `${op.target.environment} / ${op.target.region}`;
-    v.replaceChildren(h('h1', {}, `${op.kind} ${target} `, badge(op.state)),
+    v.replaceChildren(...[h('h1', {}, `${op.kind} ${target} `, badge(op.state)),
       h('div', { class: 'card' },
         h('div', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': 100,
           'aria-valuenow': pct, 'aria-label': 'progress' }, h('span', { style: null, 'data-pct': pct })),
@@ -433,7 +433,8 @@ async function viewOp(v, [id]) {
         h('pre', {}, JSON.stringify(op.failures, null, 2))) : null,
       op.jobs ? h('div', { class: 'card' }, h('h2', {}, 'Jobs'), h('table', {}, h('tbody', {},
         op.jobs.map((j) => h('tr', {}, h('td', {}, h('a', { href: '#/jobs/' + (j.id || j.job_id) }, j.name || j.id || j.job_id)),
-          h('td', {}, badge(j.state || '—')), h('td', {}, j.reason || j.waiting_for || '')))))) : null);
+          h('td', {}, badge(j.state || '—')), h('td', {}, j.reason || j.waiting_for || '')))))) : null]
+      .filter(Boolean));
     const bar = v.querySelector('.bar > span');
     if (bar) bar.style.width = pct + '%';	// CSSOM, allowed by style-src 'self'
     return op;

@@ -136,6 +136,7 @@ async function main() {
     await shot(page, '07-operation-running');
     await page.waitForFunction(() => /^100 %/.test(document.querySelector('[data-testid=progress]')?.textContent || ''),
       null, { timeout: 90000 });
+    check(!/\bnull\b|undefined/.test(await page.textContent('#view')), 'no null or undefined on the operation page');
     await axe(page, 'operation');
     await shot(page, '08-operation-done');
     check(page.csp.length === 0, 'CSP violations: ' + page.csp.join('; '));
