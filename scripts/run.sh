@@ -101,6 +101,7 @@ fi
 cat <<EOT
 
 fleetd is serving on http://$FLEETD_LISTEN   (Ctrl-C stops everything)
+console: http://$FLEETD_LISTEN/   (log in with the admin token; it stays in that browser tab)
 admin token: $token   (also in .fleet/admin.token)
 logs: .fleet/fleetd.log, .fleet/cloudsim.log
 
