@@ -61,6 +61,15 @@ build_queues(struct sched_model *m)
 	return total;
 }
 
+/* The flavors a hold covers: the job's accelerator flavors only.  Holding the cpu pool
+ * for its head would stop every other job's head on that cluster (the trace of
+ * bench/trace.sh: whole clusters idle behind one waiting gang). */
+static bool
+held_flavor(const struct sched_model *m, const struct sched_job *j, int f)
+{
+	return f != m->cpu_flavor || j->flavor_mask == (1ULL << f);
+}
+
 static void
 hold_pools(struct sched_model *m, struct sched_job *j, struct sched_cluster *c)
 {
@@ -69,7 +78,7 @@ hold_pools(struct sched_model *m, struct sched_job *j, struct sched_cluster *c)
 
 	for (p = 0; p < c->n_pools; p++)
 		for (g = 0; g < j->n_groups; g++)
-			if (c->pools[p].held_by < 0 &&
+			if (c->pools[p].held_by < 0 && held_flavor(m, j, j->groups[g].flavor) &&
 			    sched_pool_matches(m, j, &c->pools[p], j->groups[g].flavor))
 				c->pools[p].held_by = j->idx;
 	j->hold_cluster = c->idx;
@@ -143,7 +152,8 @@ choose_hold(struct sched_model *m, struct sched_job *j)
 
 				if (!sched_pool_matches(m, j, pp, j->req[k].flavor))
 					continue;
-				if (pp->held_by >= 0 && pp->held_by != j->idx)
+				if (pp->held_by >= 0 && pp->held_by != j->idx &&
+				    held_flavor(m, j, j->req[k].flavor))
 					ok = false;
 				for (n = 0; n < c->n_nodes; n++)
 					if (c->nodes[n].pool == (int)p)

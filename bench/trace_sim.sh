@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# bench/trace_sim.sh — issue 17, scheduling quality on a trace (no database): a synthetic multi-team trace
+# (6 teams with weights and quota floors in one cohort, bursty arrivals, gangs of 1-64
+# accelerators with host/rack topology, three priority classes, 10,000 jobs) replayed
+# through the scheduler's own model and cycle (queue/sched_*.c, jobs shaped by the loader
+# from their spec JSON) in simulated time: no database, no clock, nothing to start or stop.
+# Prints per team the share deviation from the weighted-DRF ideal, time below the quota
+# floor while a job that fits in it waits, the longest wait, preemptions, preempt-requeue
+# cycles and idle waits; then each target's verdict.  Deterministic for a seed.
+# TRACE_JOBS=N (default 10000), TRACE_SEED=S; BENCH_BUILD=DIR (default build/rel);
+# BENCH_RECORD=1 appends the block to bench/RESULTS.md (default: print only).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${BENCH_BUILD:-$top/build/rel}
+jobs=${TRACE_JOBS:-10000}
+seed=${TRACE_SEED:-0x5eed17b}
+
+cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j2 --target sched_trace >/dev/null
+out=$("$build/sched_trace" "$jobs" "$seed")
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+block=$(
+	echo "## Scheduling quality on a trace ($(date -u '+%Y-%m-%d %H:%M UTC'), \`TRACE_JOBS=$jobs TRACE_SEED=$seed bash bench/trace_sim.sh\`)"
+	echo
+	echo "Load average at the end: $load (a simulation: its figures do not depend on the load)."
+	echo "Deviation: |actual - ideal| accelerator share in % of the fleet, each cycle the team has"
+	echo "demand; ideal = weighted DRF with floors (min(demand, floor + weight x lambda), filled to"
+	echo "min(capacity, demand)).  Below floor: cycles ending with the team under its floor while a"
+	echo "job that fits in the floor waits.  Cycle: a job evicts another that later evicts it."
+	echo "Idle waits: job-cycles where a pending job's quota and a cluster's free capacity fit it."
+	echo
+	echo "$out"
+)
+echo "$block"
+if [ "${BENCH_RECORD:-0}" = 1 ]; then
+	printf '\n%s\n' "$block" >>"$top/bench/RESULTS.md"
+fi
