@@ -84,19 +84,24 @@ hold_pools(struct sched_model *m, struct sched_job *j, struct sched_cluster *c)
 	j->hold_cluster = c->idx;
 }
 
-static void
+/* Releases j's hold; true when a pool it held is open again. */
+static bool
 unhold(struct sched_model *m, struct sched_job *j)
 {
+	bool freed = false;
 	size_t p;
 
 	if (j->hold_cluster >= 0 && (size_t)j->hold_cluster < m->n_clusters) {
 		struct sched_cluster *c = m->clusters[j->hold_cluster];
 
 		for (p = 0; p < c->n_pools; p++)
-			if (c->pools[p].held_by == j->idx)
+			if (c->pools[p].held_by == j->idx) {
 				c->pools[p].held_by = -1;
+				freed = true;
+			}
 	}
 	j->hold_cluster = -1;
+	return freed;
 }
 
 /* Holds carried over from earlier cycles, oldest job first. */
@@ -218,23 +223,24 @@ next_queue(struct sched_model *m, double *share, bool *borrowing)
 static bool
 may_preempt(const struct sched_model *m, const struct sched_job *j, enum sched_reason why)
 {
-	if (!m->cfg.preempt || !j->can_preempt)
+	if (!m->cfg.preempt || (!j->can_preempt && !sched_reclaims(m, j)))
 		return false;
 	return why == SCHED_R_OVER_QUOTA || why == SCHED_R_BORROWING_LIMIT ||
 	    why == SCHED_R_INSUFFICIENT_CAPACITY || why == SCHED_R_TOPOLOGY_SPLIT ||
 	    why == SCHED_R_RESERVED;
 }
 
+/* *reopened: capacity or quota came back during the cycle (evictions, a released hold). */
 static void
 attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sched_decision *d,
-	size_t *holds, struct sched_cycle *out)
+	size_t *holds, bool *reopened, struct sched_cycle *out)
 {
 	struct sched_preemption pp;
 	enum sched_reason quota = sched_quota_check(m, j);
 	size_t i;
 
 	if (sched_place(m, j, quota, a, &d->place)) {
-		unhold(m, j);
+		*reopened |= unhold(m, j);
 		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
 		out->admitted++;
@@ -249,6 +255,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 			v->state = SCHED_PREEMPTED;
 		}
 		unhold(m, j);
+		*reopened = true;
 		sched_apply(m, j, pp.cluster, pp.allocs, pp.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
 		d->place.cluster = pp.cluster;
@@ -270,6 +277,38 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 			(*holds)++;
 	}
 	d->hold_cluster = j->hold_cluster;
+}
+
+/* Evictions free more than their preemptor takes (whole gangs), and an admitted job's
+ * hold opens its pools: jobs tried before that now fit are admitted in this cycle, in
+ * the order they were tried, without preempting (bench/trace.sh counted them as idle
+ * waits). */
+static bool
+second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
+{
+	bool reopened = false;
+	size_t i;
+
+	for (i = 0; i < out->n; i++) {
+		struct sched_decision *d = &out->d[i];
+		struct sched_job *j = m->jobs[d->job];
+		enum sched_reason quota;
+
+		if (d->outcome != SCHED_OUT_PENDING || j->state != SCHED_PENDING ||
+		    (d->reason != SCHED_R_INSUFFICIENT_CAPACITY && d->reason != SCHED_R_OVER_QUOTA &&
+		    d->reason != SCHED_R_TOPOLOGY_SPLIT && d->reason != SCHED_R_RESERVED))
+			continue;
+		if ((quota = sched_quota_check(m, j)) != SCHED_R_CHOSEN ||
+		    !sched_place(m, j, quota, a, &d->place))
+			continue;
+		reopened |= unhold(m, j);
+		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
+		d->outcome = SCHED_OUT_ADMIT;
+		d->reason = SCHED_R_CHOSEN;
+		d->hold_cluster = -1;
+		out->admitted++;
+	}
+	return reopened;	/* a hold it released may let an earlier job in */
 }
 
 static void
@@ -306,6 +345,7 @@ sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 {
 	struct sched_decision **by_job;
 	size_t total, holds;
+	bool reopened = false;
 	struct sched_queue *q;
 	double share;
 	bool borrowing;
@@ -327,10 +367,12 @@ sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		d->share = share;
 		d->borrowing = borrowing;
 		d->hold_cluster = -1;
-		attempt(m, j, a, d, &holds, out);
+		attempt(m, j, a, d, &holds, &reopened, out);
 		if (d->outcome == SCHED_OUT_PENDING && q->strategy == SCHED_STRICT_FIFO)
 			q->blocked = true;
 	}
+	while (reopened)
+		reopened = second_chance(m, a, out);
 	finish(m, out, by_job);
 	free(by_job);
 }

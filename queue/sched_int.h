@@ -69,6 +69,9 @@ int	 sched_group_pods(const struct sched_job *j, int g);
 int	 sched_pair_cmp(const void *a, const void *b);
 enum sched_reason sched_pack_scratch(struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c, size_t *n_allocs);
+bool	 sched_reclaims(const struct sched_model *m, const struct sched_job *j);
+bool	 sched_pool_open(const struct sched_model *m, const struct sched_job *j,
+	    const struct sched_pool *p);
 enum sched_reason sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c);
 

@@ -26,7 +26,7 @@ static bool
 pool_usable(const struct sched_model *m, const struct sched_job *j, const struct sched_pool *p,
 	    int flavor)
 {
-	return sched_pool_matches(m, j, p, flavor) && (p->held_by < 0 || p->held_by == j->idx);
+	return sched_pool_matches(m, j, p, flavor) && sched_pool_open(m, j, p);
 }
 
 static void

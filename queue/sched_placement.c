@@ -149,7 +149,7 @@ sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 			ok = sched_vec_fits(&pp->max_free, &gr->pod) ||
 			    (grow && pp->grow_nodes > 0 && sched_vec_fits(&pp->node_alloc, &gr->pod));
 			any |= ok;
-			if (pp->held_by < 0 || pp->held_by == j->idx)
+			if (sched_pool_open(m, j, pp))
 				mine |= ok;
 		}
 		open_ok &= mine;
@@ -161,7 +161,7 @@ sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 
 		for (p = 0; p < c->n_pools; p++) {
 			const struct sched_pool *pp = &c->pools[p];
-			bool held = pp->held_by >= 0 && pp->held_by != j->idx;
+			bool held = !sched_pool_open(m, j, pp);
 
 			if (!sched_pool_matches(m, j, pp, j->req[k].flavor))
 				continue;

@@ -1,6 +1,7 @@
 /* sched_preempt: the smallest set of victims on one cluster that lets a pending
  * job in: lower priority jobs of its own queue, and jobs of cohort queues that
- * borrow what it needs, under the no-loop fair-share rule. */
+ * borrow what it needs, under the no-loop fair-share rule.  A job whose priority class
+ * may not preempt still reclaims its queue's lent quota (sched_reclaims). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,37 @@ borrows_what_j_needs(const struct sched_queue *vq, const struct sched_job *v,
 	return false;
 }
 
+/* j fits within its queue's nominal quota: it reclaims what its queue lent, which the
+ * floor guarantees whatever j's priority class (which governs evictions in its own queue). */
+bool
+sched_reclaims(const struct sched_model *m, const struct sched_job *j)
+{
+	const struct sched_queue *q = m->queues[j->queue];
+	int k, r;
+
+	for (k = 0; k < j->n_req; k++) {
+		int f = j->req[k].flavor;
+
+		for (r = 0; r < SCHED_NRES; r++) {
+			int64_t nom = q->has_quota[f] ? q->quota[f].nominal.v[r] : 0;
+
+			if (nom == SCHED_UNSET || j->req[k].v.v[r] <= 0)
+				continue;
+			if (q->usage[f].v[r] + j->req[k].v.v[r] > nom)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* p is not held for another job; a job within its floor passes holds too (the floor is a
+ * guarantee, a hold only keeps backfill from starving an older gang). */
+bool
+sched_pool_open(const struct sched_model *m, const struct sched_job *j, const struct sched_pool *p)
+{
+	return p->held_by < 0 || p->held_by == j->idx || sched_reclaims(m, j);
+}
+
 static size_t
 collect(const struct sched_model *m, const struct sched_job *j, struct cand **out)
 {
@@ -68,7 +100,7 @@ collect(const struct sched_model *m, const struct sched_job *j, struct cand **ou
 		    v == j || vq->env != q->env || (v->flavor_mask & j->flavor_mask) == 0)
 			continue;
 		if (vq == q) {
-			if (v->priority >= j->priority)
+			if (!j->can_preempt || v->priority >= j->priority)
 				continue;
 			cross = false;
 		} else {

@@ -23,12 +23,14 @@ struct tjob {
 	int64_t		 size;		/* accelerators */
 	int64_t		 arrive, run_s, left_s, end, pend_since, waited;
 	int		 preempted;
+	enum sched_reason why;		/* the last cycle's reason while pending */
 	struct sched_job *j;
 };
 
 struct edge {
 	int		 from, to;	/* preemptor, victim (job indices) */
 	size_t		 seq;
+	int64_t		 at;
 };
 
 struct team_acc {
@@ -309,12 +311,13 @@ finish_due(struct sim *s, int64_t now)
 }
 
 static void
-add_edge(struct sim *s, int from, int to)
+add_edge(struct sim *s, int from, int to, int64_t at)
 {
 	s->edges = sched_grow(s->edges, &s->cap_edges, s->n_edges + 1, sizeof(*s->edges));
 	s->edges[s->n_edges].from = from;
 	s->edges[s->n_edges].to = to;
 	s->edges[s->n_edges].seq = s->n_edges;
+	s->edges[s->n_edges].at = at;
 	s->n_edges++;
 }
 
@@ -330,8 +333,10 @@ apply_cycle(struct sim *s, const struct sched_cycle *cy, int64_t now,
 		const struct sched_decision *d = &cy->d[i];
 		struct tjob *t = &s->jobs[d->job];
 
-		if (d->outcome != SCHED_OUT_ADMIT)
+		if (d->outcome != SCHED_OUT_ADMIT) {
+			t->why = d->reason;
 			continue;
+		}
 		out->teams[t->team].admissions++;
 		t->waited += now - t->pend_since;
 		t->end = now + t->left_s;
@@ -339,7 +344,7 @@ apply_cycle(struct sim *s, const struct sched_cycle *cy, int64_t now,
 		for (v = 0; v < d->n_victims; v++) {
 			struct tjob *w = &s->jobs[d->victims[v]];
 
-			add_edge(s, d->job, d->victims[v]);
+			add_edge(s, d->job, d->victims[v], now);
 			out->teams[t->team].preempting++;
 			out->teams[w->team].preempted++;
 			w->preempted++;
@@ -386,6 +391,13 @@ ideal(const struct sim *s, double *out)
 		    c->teams[i].weight * hi);
 }
 
+/* Evicted by this very cycle: in its grace period, requeued for the next cycle. */
+static bool
+evicted_now(const struct tjob *t, int64_t now)
+{
+	return t->preempted > 0 && t->pend_since == now;
+}
+
 /* A pending job fits now when its quota allows it and a cluster packs it: the cycle
  * should have admitted it.  Counted apart when only capacity held for an older,
  * starving job would take it (bounded backfill, by design). */
@@ -401,15 +413,16 @@ idle_check(struct sim *s, int64_t now, struct sched_trace_result *out, size_t *i
 	for (i = 0; i < s->n_live; i++) {
 		struct tjob *t = &s->jobs[s->live[i]];
 
-		if (t->j->state != SCHED_PENDING || sched_quota_check(s->m, t->j) != SCHED_R_CHOSEN)
+		if (t->j->state != SCHED_PENDING || evicted_now(t, now) ||
+		    sched_quota_check(s->m, t->j) != SCHED_R_CHOSEN)
 			continue;
 		if (sched_place(s->m, t->j, SCHED_R_CHOSEN, NULL, &pl)) {
 			idle[t->team]++;
 			if (out->first_idle[0] == '\0')
 				snprintf(out->first_idle, sizeof(out->first_idle), "t=%lld s: job %s "
-				    "(%s, %lld accelerators, priority %d) fits on %s",
+				    "(%s, %lld accelerators, priority %d, cycle said %s) fits on %s",
 				    (long long)now, t->j->id, s->cfg->teams[t->team].name,
-				    (long long)t->size, t->prio,
+				    (long long)t->size, t->prio, sched_reason_code(t->why),
 				    s->m->clusters[pl.cluster]->id);
 		} else if (pl.counts[SCHED_R_RESERVED] > 0) {
 			held[t->team]++;
@@ -434,14 +447,69 @@ run_cycle(struct sim *s, int64_t now, struct sched_trace_result *out, bool *quie
 	arena_free(a);
 }
 
+/* Lowest priority first, newest first: the order victims are taken in. */
+static int
+victim_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sim *s = arg;
+	const struct sched_job *x = s->jobs[*(const int *)a].j, *y = s->jobs[*(const int *)b].j;
+
+	if (x->priority != y->priority)
+		return x->priority < y->priority ? -1 : 1;
+	if (x->admitted_at != y->admitted_at)
+		return x->admitted_at > y->admitted_at ? -1 : 1;
+	return x->idx - y->idx;
+}
+
+/* The floor cannot hold j even when every borrowing queue gives back what it borrowed
+ * (its jobs evicted lowest priority and newest first while it is over its floor, on every
+ * cluster at once): the fleet is split by jobs within their floors (gang and topology
+ * fragmentation), which no eviction may touch.  Counted apart. */
+static bool
+floor_blocked(struct sim *s, const struct tjob *t, struct sched_trace_result *out, int team)
+{
+	struct sched_placement pl;
+	int *gone = calloc((size_t)s->n_live + 1, sizeof(*gone));
+	int i, k, n = 0;
+	bool fits;
+
+	if (gone == NULL)
+		abort();
+	for (i = 0; i < s->n_live; i++)
+		if (s->jobs[s->live[i]].j->state == SCHED_ADMITTED)
+			gone[n++] = s->live[i];
+	qsort_r(gone, (size_t)n, sizeof(*gone), victim_cmp, s);
+	for (i = k = 0; i < n; i++) {
+		struct sched_job *v = s->jobs[gone[i]].j;
+
+		if (s->m->queues[v->queue]->ratio <= 0.0)
+			continue;
+		sched_release(s->m, v);
+		gone[k++] = gone[i];
+	}
+	n = k;
+	fits = sched_place(s->m, t->j, SCHED_R_CHOSEN, NULL, &pl);
+	for (i = n; i-- > 0;) {
+		struct sched_job *v = s->jobs[gone[i]].j;
+
+		sched_capacity_take(s->m, s->m->clusters[v->cluster], v->allocs, v->n_allocs);
+		sched_usage_add(s->m, v, +1);
+	}
+	free(gone);
+	if (!fits)
+		out->teams[team].floor_blocked_s += s->cfg->cycle_s;
+	return !fits;
+}
+
 /* Per team after a cycle: share against the ideal, and whether it stays below its
  * floor while a job that fits in the floor waits (beyond the cycle that saw it). */
 static void
-measure(struct sim *s, struct sched_trace_result *out, bool contended)
+measure(struct sim *s, int64_t now, struct sched_trace_result *out, bool contended)
 {
 	const struct sched_trace_config *c = s->cfg;
 	double want[SCHED_TRACE_MAX_TEAMS];
 	int64_t small[SCHED_TRACE_MAX_TEAMS];
+	const struct tjob *smallest[SCHED_TRACE_MAX_TEAMS] = { NULL };
 	int i;
 
 	ideal(s, want);
@@ -450,8 +518,10 @@ measure(struct sim *s, struct sched_trace_result *out, bool contended)
 	for (i = 0; i < s->n_live; i++) {
 		const struct tjob *t = &s->jobs[s->live[i]];
 
-		if (t->j->state == SCHED_PENDING && t->size < small[t->team])
+		if (t->j->state == SCHED_PENDING && !evicted_now(t, now) && t->size < small[t->team]) {
 			small[t->team] = t->size;
+			smallest[t->team] = t;
+		}
 	}
 	out->contended_cycles += contended;
 	for (i = 0; i < c->n_teams; i++) {
@@ -459,10 +529,18 @@ measure(struct sim *s, struct sched_trace_result *out, bool contended)
 		struct sched_trace_team_result *r = &out->teams[i];
 		double d;
 
-		if (small[i] != INT64_MAX && a->alloc + small[i] <= c->teams[i].floor) {
+		if (small[i] != INT64_MAX && a->alloc + small[i] <= c->teams[i].floor &&
+		    !floor_blocked(s, smallest[i], out, i)) {
 			r->below_floor_s += c->cycle_s;
 			if (++a->run > r->below_floor_cycles_max)
 				r->below_floor_cycles_max = a->run;
+			if (a->run == 2 && out->first_floor[0] == '\0')
+				snprintf(out->first_floor, sizeof(out->first_floor), "t=%lld s: %s uses"
+				    " %lld of %lld; job %s (%lld accelerators, priority %d) waits: %s",
+				    (long long)now, c->teams[i].name, (long long)a->alloc,
+				    (long long)c->teams[i].floor, smallest[i]->j->id,
+				    (long long)smallest[i]->size, smallest[i]->prio,
+				    sched_reason_code(smallest[i]->why));
 		} else {
 			a->run = 0;
 		}
@@ -519,7 +597,7 @@ simulate(struct sim *s, struct sched_trace_result *out, struct err *e)
 			util += s->acc[i].alloc;
 			demand += s->acc[i].demand;
 		}
-		measure(s, out, demand > s->capacity);
+		measure(s, now, out, demand > s->capacity);
 		ticks++;
 		now += c->cycle_s;
 	}
@@ -565,7 +643,7 @@ count_cycles(struct sim *s, struct sched_trace_result *out)
 
 	qsort(s->edges, s->n_edges, sizeof(*s->edges), edge_cmp);
 	for (i = 0; i < s->n_edges; i++) {
-		struct edge key = { s->edges[i].to, s->edges[i].from, (size_t)-1 };
+		struct edge key = { s->edges[i].to, s->edges[i].from, (size_t)-1, 0 };
 
 		/* past the last (b, a) edge; it must be later than this (a, b) one */
 		for (lo = 0, hi = s->n_edges; lo < hi;) {
@@ -579,7 +657,17 @@ count_cycles(struct sim *s, struct sched_trace_result *out)
 		if (lo == 0 || s->edges[lo - 1].from != key.from || s->edges[lo - 1].to != key.to ||
 		    s->edges[lo - 1].seq < s->edges[i].seq)
 			continue;
+		if (out->first_cycle[0] == '\0') {
+			const struct tjob *x = &s->jobs[key.to], *y = &s->jobs[key.from];
+
+			snprintf(out->first_cycle, sizeof(out->first_cycle), "%s (%s, priority %d)"
+			    " evicts %s (%s, priority %d) at t=%lld s, which evicts it back at t=%lld s",
+			    x->j->id, s->cfg->teams[x->team].name, x->prio, y->j->id,
+			    s->cfg->teams[y->team].name, y->prio, (long long)s->edges[i].at,
+			    (long long)s->edges[lo - 1].at);
+		}
 		out->ping_pongs++;
+		out->ping_pongs_at_once += s->edges[lo - 1].at - s->edges[i].at <= s->cfg->cycle_s;
 		out->teams[s->jobs[key.from].team].cycles++;
 		if (s->jobs[key.to].team != s->jobs[key.from].team)
 			out->teams[s->jobs[key.to].team].cycles++;

@@ -52,6 +52,8 @@ struct sched_trace_team_result {
 	double		 ideal_mean;
 	int64_t		 below_floor_s;	/* beyond the first cycle */
 	int		 below_floor_cycles_max;	/* longest run of such cycles */
+	int64_t		 floor_blocked_s;	/* same, but no eviction of borrowers
+						 * could place the job (fragmentation) */
 	int64_t		 wait_max_s;	/* total time pending, worst job */
 	int64_t		 wait_p95_s;
 	size_t		 preempted;	/* its jobs evicted */
@@ -70,9 +72,12 @@ struct sched_trace_result {
 	size_t				 contended_cycles;	/* demand above capacity */
 	double				 utilization;	/* mean, % of capacity */
 	size_t				 preemptions, ping_pongs, max_preempted_per_job;
+	size_t				 ping_pongs_at_once;	/* evicted back by the next cycle */
 	size_t				 idle_waits, held_waits;
 	/* the first idle wait seen, for diagnosis */
-	char				 first_idle[160];
+	char				 first_idle[200];
+	char				 first_cycle[200];
+	char				 first_floor[200];	/* the first run past one cycle */
 };
 
 /* Runs the whole trace.  On failure fills e. */
