@@ -76,12 +76,14 @@ sched_reclaims(const struct sched_model *m, const struct sched_job *j)
 	return true;
 }
 
-/* p is not held for another job; a job within its floor passes holds too (the floor is a
- * guarantee, a hold only keeps backfill from starving an older gang). */
+/* p is not held for another job; a job within its floor also passes the hold of a job
+ * that would borrow (the floor is a guarantee, a hold only keeps backfill from starving
+ * an older gang). */
 bool
 sched_pool_open(const struct sched_model *m, const struct sched_job *j, const struct sched_pool *p)
 {
-	return p->held_by < 0 || p->held_by == j->idx || sched_reclaims(m, j);
+	return p->held_by < 0 || p->held_by == j->idx ||
+	    (sched_reclaims(m, j) && !sched_reclaims(m, m->jobs[p->held_by]));
 }
 
 static size_t
