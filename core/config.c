@@ -99,7 +99,7 @@ static const struct ckey keys[] = {
 	  "service account that impersonates control-plane accounts" },
 	{ "workers", C_STR, S(workers),
 	  "scheduler,dispatch,status,poller,mover,janitor,iam-verify,sweep", "FLEETD_WORKERS",
-	  false, "background loops this replica runs (comma list; empty = API only)" },
+	  false, "background loops this replica runs (comma list; none = API only)" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
 	{ "status-watch", C_INT, S(status_watch), "1", "FLEETD_STATUS_WATCH", false,
