@@ -430,6 +430,12 @@ bool	 cs_crds_load(struct cs *cs, const char *dir, struct err *e);
 int	 cs_crd_check(struct cs *cs, const char *plural, json_t *body, char *path, size_t n,
 	    char *what, size_t wn);
 
+/* ---- ktable.c: server-side printing (Accept: ...;as=Table) */
+bool	 cs_wants_table(struct cs_req *rq);
+json_t	*cs_table(struct cs *cs, const char *kind, json_t *items, json_t *list_meta);
+/* Answers obj (borrowed) as itself or as a one-row Table. */
+void	 cs_reply_object(struct cs *cs, struct cs_req *rq, const char *kind, json_t *obj);
+
 /* ---- kwatch.c: watch cache per cluster, ?watch=1 streams */
 /* Whether item passes a labelSelector and fieldSelector (either NULL). */
 bool	 cs_kube_filter(const char *ls, const char *fs, json_t *item);

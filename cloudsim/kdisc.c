@@ -265,8 +265,16 @@ load_crd(struct cs *cs, const char *path, struct err *e)
 		json_array_foreach(json_object_get(json_object_get(d, "spec"), "versions"), j, v)
 			if (strcmp(json_string_value(json_object_get(v, "name")) ?
 			    json_string_value(json_object_get(v, "name")) : "", "v1") == 0)
+			{
+				char ck[64];
+
 				json_object_set(cs->crds, plural, json_object_get(json_object_get(v,
 				    "schema"), "openAPIV3Schema"));
+				snprintf(ck, sizeof(ck), "%s/columns", plural);
+				if (json_is_array(json_object_get(v, "additionalPrinterColumns")))
+					json_object_set(cs->crds, ck, json_object_get(v,
+					    "additionalPrinterColumns"));
+			}
 	}
 	json_decref(docs);
 	return true;
@@ -291,8 +299,10 @@ cs_crds_load(struct cs *cs, const char *dir, struct err *e)
 		ok = load_crd(cs, path, e);
 	}
 	closedir(d);
-	if (ok && json_object_size(cs->crds) != 4)
-		return err_set(e, 400, "cloudsim.crd", "crd dir %s lacks a ray.io/v1 kind", dir);
+	for (size_t i = 0; ok && i < 4; i++)
+		if (json_object_get(cs->crds, ray_plurals[i]) == NULL)
+			return err_set(e, 400, "cloudsim.crd", "crd dir %s lacks %s", dir,
+			    ray_plurals[i]);
 	return ok;
 }
 

@@ -763,7 +763,7 @@ cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char 
 		if (o == NULL)
 			not_found(rq, plural, name);
 		else
-			cs_reply_json(rq, 200, json_incref(o->live));
+			cs_reply_object(cs, rq, o->kind, o->live);
 	} else if (strcmp(m, "DELETE") == 0 && name != NULL && sub == NULL) {
 		del(cs, cl, rq, plural, ns, name);
 	} else if (strcmp(m, "POST") == 0 && name == NULL) {

@@ -330,6 +330,15 @@ cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char
 		free(enc);
 	}
 	json_decref(items);
+	if (cs_wants_table(rq)) {
+		char k[32];
+
+		snprintf(k, sizeof(k), "%.*s", (int)strlen(kind) - 4, kind);	/* "PodList" */
+		cs_reply_json(rq, 200, cs_table(cs, k, out, md));
+		json_decref(out);
+		json_decref(md);
+		return;
+	}
 	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:o, s:o}", "kind", kind, "apiVersion", api,
 	    "metadata", md, "items", out));
 }
@@ -416,7 +425,7 @@ nodes(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 		if (json_array_size(items) == 0)
 			cs_reply_error(rq, 404, "NotFound", "nodes \"%s\" not found", rq->seg[5]);
 		else
-			cs_reply_json(rq, 200, json_incref(json_array_get(items, 0)));
+			cs_reply_object(cs, rq, "Node", json_array_get(items, 0));
 		json_decref(items);
 		return;
 	}
@@ -446,7 +455,7 @@ pods(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *ns,
 		if (json_array_size(items) == 0)
 			cs_reply_error(rq, 404, "NotFound", "pods \"%s\" not found", name);
 		else
-			cs_reply_json(rq, 200, json_incref(json_array_get(items, 0)));
+			cs_reply_object(cs, rq, "Pod", json_array_get(items, 0));
 		json_decref(items);
 		return;
 	}
@@ -516,7 +525,7 @@ namespaces(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 	}
 	json_array_foreach(cl->namespaces, i, v)
 		if (strcmp(cs_jpath(v, "metadata.name"), name) == 0) {
-			cs_reply_json(rq, 200, json_incref(v));
+			cs_reply_object(cs, rq, "Namespace", v);
 			return;
 		}
 	cs_reply_error(rq, 404, "NotFound", "namespaces \"%s\" not found", name);

@@ -127,6 +127,10 @@ fail "kubectl: create --validate=strict of an unknown field is refused" 'strict 
 	kubectl create --validate=strict -f "$work/rj3.yaml"
 run "kubectl: wait --for jsonpath (RayJob reaches Running)" kubectl wait --timeout=60s \
 	--for=jsonpath='{.status.jobDeploymentStatus}'=Running "rayjob/$rjname"
+run "kubectl: get rayjobs (server-side Table with the CRD's printer columns)" kubectl get rayjobs
+has "kubectl: rayjobs table shows the deployment status" "DEPLOYMENT STATUS.*$|Running"
+run "kubectl: get pods -o wide (server-side Table)" kubectl get pods -o wide
+has "kubectl: pods table has READY, STATUS and NODE" "READY +STATUS +RESTARTS +AGE +IP +NODE"
 run "kubectl: pods of the job (label selector)" kubectl get pods -l "ray.io/cluster" -o name
 has "kubectl: the job's pods exist" "^pod/"
 pod=$(echo "$out" | head -1)
