@@ -1,6 +1,7 @@
 /* fleet: registers cloudsim's member clusters through fleetd's API the way Terraform and
  * scripts/demo.py do (phase 1, the identities, phase 2, the cluster), and waits for their
- * first capacity snapshots. */
+ * first capacity snapshots; or seeds a fake cloud, cluster and capacity straight in SQL, and
+ * builds RayJob bodies, for tests of the scheduler without a member cluster. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,4 +139,81 @@ harness_wait_capacity(const char *const *names, double timeout_s)
 		usleep(200 * 1000);
 	}
 	fail_msg("no capacity snapshot of every cluster within %.0f s", timeout_s);
+}
+
+/* An active cloud (or pending_iam) with one cluster: an accelerator pool of gpu_nodes
+ * nodes x per accelerators (racks of 4) and a cpu pool of cpu_nodes nodes for heads. */
+void
+harness_seed_cluster(const char *env, const char *provider, const char *region, const char *state,
+		     const char *name, const char *flavor, int gpu_nodes, int per, int cpu_nodes,
+		     bool cordoned)
+{
+	harness_sql("WITH c AS (INSERT INTO clouds (id, name, environment, provider, region, account,"
+	    " external_id, state, required) VALUES (gen_random_uuid(), '%s-cloud', '%s', '%s', '%s',"
+	    " '{}', 'ext', '%s', '{}') RETURNING id),"
+	    " k AS (INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
+	    " credentials_sealed, provider_cluster_id, cordoned) SELECT gen_random_uuid(), c.id,"
+	    " '%s', 'https://127.0.0.1:1', 'ca', 'sealed', 'pc-' || gen_random_uuid(), %s FROM c"
+	    " RETURNING id)"
+	    " INSERT INTO capacity (cluster_id, pool, flavor, machine_type, accel_per_node, nodes,"
+	    " max_nodes, free_accel, free_cpu_m, free_mem, topology)"
+	    " SELECT k.id, 'gpu', '%s', 'a3-highgpu-8g', %d, %d, %d, %d, 0, 0,"
+	    "  (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name',"
+	    "  '%s-g' || i, 'rack', 'r' || (i / 4), 'free_accel', %d, 'free_cpu_m', 200000,"
+	    "  'free_mem', 2199023255552, 'ready', true))) FROM generate_series(0, %d - 1) i)"
+	    " FROM k WHERE %d > 0"
+	    " UNION ALL SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', 0, %d, %d, 0, %d * 64000,"
+	    "  %d * 274877906944,"
+	    "  (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name',"
+	    "  '%s-c' || i, 'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))"
+	    "  FROM generate_series(0, %d - 1) i) FROM k",
+	    name, env, provider, region, state, name, cordoned ? "true" : "false",
+	    flavor, per, gpu_nodes, gpu_nodes, gpu_nodes * per, name, per, gpu_nodes, gpu_nodes,
+	    cpu_nodes, cpu_nodes, cpu_nodes, cpu_nodes, name, cpu_nodes);
+}
+
+/* RFC 7386 merge patch of b onto a (a is modified). */
+void
+harness_merge_patch(json_t *a, json_t *b)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(b, k, v) {
+		json_t *cur = json_object_get(a, k);
+
+		if (json_is_null(v))
+			json_object_del(a, k);
+		else if (json_is_object(v) && json_is_object(cur))
+			harness_merge_patch(cur, v);
+		else
+			json_object_set(a, k, v);
+	}
+}
+
+/* A RayJob body: one worker group of one replica (count accelerators of flavor, or none),
+ * patched by patch (merge patch text, may be NULL).  Returns malloc'd JSON text. */
+char *
+harness_job_body(const char *env, const char *queue, const char *flavor, int count, const char *patch)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s},"
+	    " s:[{s:s, s:i, s:s, s:s}]}", "environment", env, "kind", "RayJob", "queue", queue,
+	    "name", "train", "ray_version", "2.52.0", "entrypoint", "python train.py",
+	    "head", "cpu", "1", "memory", "1Gi",
+	    "worker_groups", "name", "w", "replicas", 1, "cpu", "1", "memory", "1Gi");
+	char *out;
+
+	if (flavor != NULL)
+		json_object_set_new(json_array_get(json_object_get(j, "worker_groups"), 0),
+		    "accelerator", json_pack("{s:s, s:i}", "flavor", flavor, "count", count));
+	if (patch != NULL) {
+		json_t *p = json_loads(patch, 0, NULL);
+
+		assert_non_null(p);
+		harness_merge_patch(j, p);
+		json_decref(p);
+	}
+	out = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return out;
 }

@@ -223,4 +223,19 @@ void	harness_identities(const struct harness_cs *cs, json_t *c, json_t *cloud,
 /* Waits until /metrics shows a capacity snapshot of each named cluster (NULL-terminated). */
 void	harness_wait_capacity(const char *const *names, double timeout_s);
 
+/* ---- a fleet seeded in SQL (no member cluster; the scheduler's tests) */
+
+/* A cloud <name>-cloud in state (active, pending_iam) with one cluster name: a gpu pool of
+ * gpu_nodes nodes x per accelerators of flavor (racks of 4) and a cpu pool of cpu_nodes
+ * nodes for heads.  On the SQL helpers' database. */
+void	harness_seed_cluster(const char *env, const char *provider, const char *region,
+	    const char *state, const char *name, const char *flavor, int gpu_nodes, int per,
+	    int cpu_nodes, bool cordoned);
+/* RFC 7386 merge patch of b onto a (a is modified). */
+void	harness_merge_patch(json_t *a, json_t *b);
+/* A RayJob body: one worker group of one replica (count accelerators of flavor, or none),
+ * patched by patch (merge patch text, may be NULL).  Returns malloc'd JSON text. */
+char	*harness_job_body(const char *env, const char *queue, const char *flavor, int count,
+	    const char *patch);
+
 #endif

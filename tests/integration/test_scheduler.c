@@ -1,5 +1,5 @@
 /* test_scheduler: the scheduler against a real Postgres — fair share and floors, preemption,
- * explain, bad job input, submit-time refusal, and 2-3 replicas admitting each job once. */
+ * explain, bad job input, submit-time refusal (the replicas: test_scheduler_replicas.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,37 +56,6 @@ wait_long(double timeout, long want, const char *q)
 	return v;
 }
 
-/* An active cloud (or pending_iam) with one cluster: an accelerator pool of gpu_nodes
- * nodes x per accelerators (racks of 4) and a cpu pool of cpu_nodes nodes for heads. */
-static void
-seed_cluster(const char *env, const char *provider, const char *region, const char *state,
-	     const char *name, const char *flavor, int gpu_nodes, int per, int cpu_nodes,
-	     bool cordoned)
-{
-	harness_sql("WITH c AS (INSERT INTO clouds (id, name, environment, provider, region, account,"
-	    " external_id, state, required) VALUES (gen_random_uuid(), '%s-cloud', '%s', '%s', '%s',"
-	    " '{}', 'ext', '%s', '{}') RETURNING id),"
-	    " k AS (INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
-	    " credentials_sealed, provider_cluster_id, cordoned) SELECT gen_random_uuid(), c.id,"
-	    " '%s', 'https://127.0.0.1:1', 'ca', 'sealed', 'pc-' || gen_random_uuid(), %s FROM c"
-	    " RETURNING id)"
-	    " INSERT INTO capacity (cluster_id, pool, flavor, machine_type, accel_per_node, nodes,"
-	    " max_nodes, free_accel, free_cpu_m, free_mem, topology)"
-	    " SELECT k.id, 'gpu', '%s', 'a3-highgpu-8g', %d, %d, %d, %d, 0, 0,"
-	    "  (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name',"
-	    "  '%s-g' || i, 'rack', 'r' || (i / 4), 'free_accel', %d, 'free_cpu_m', 200000,"
-	    "  'free_mem', 2199023255552, 'ready', true))) FROM generate_series(0, %d - 1) i)"
-	    " FROM k WHERE %d > 0"
-	    " UNION ALL SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', 0, %d, %d, 0, %d * 64000,"
-	    "  %d * 274877906944,"
-	    "  (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name',"
-	    "  '%s-c' || i, 'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))"
-	    "  FROM generate_series(0, %d - 1) i) FROM k",
-	    name, env, provider, region, state, name, cordoned ? "true" : "false",
-	    flavor, per, gpu_nodes, gpu_nodes, gpu_nodes * per, name, per, gpu_nodes, gpu_nodes,
-	    cpu_nodes, cpu_nodes, cpu_nodes, cpu_nodes, name, cpu_nodes);
-}
-
 static void
 post_ok(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -103,58 +72,12 @@ post_ok(const char *path, const char *fmt, ...)
 	harness_post_created(admin, path, body);
 }
 
-/* RFC 7386 merge patch of b onto a (a is modified). */
-static void
-merge(json_t *a, json_t *b)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(b, k, v) {
-		json_t *cur = json_object_get(a, k);
-
-		if (json_is_null(v))
-			json_object_del(a, k);
-		else if (json_is_object(v) && json_is_object(cur))
-			merge(cur, v);
-		else
-			json_object_set(a, k, v);
-	}
-}
-
-/* A RayJob body: one worker group of one replica (count accelerators of flavor, or none),
- * patched by patch (merge patch text, may be NULL).  Returns malloc'd JSON text. */
-static char *
-job_body(const char *env, const char *queue, const char *flavor, int count, const char *patch)
-{
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s},"
-	    " s:[{s:s, s:i, s:s, s:s}]}", "environment", env, "kind", "RayJob", "queue", queue,
-	    "name", "train", "ray_version", "2.52.0", "entrypoint", "python train.py",
-	    "head", "cpu", "1", "memory", "1Gi",
-	    "worker_groups", "name", "w", "replicas", 1, "cpu", "1", "memory", "1Gi");
-	char *out;
-
-	if (flavor != NULL)
-		json_object_set_new(json_array_get(json_object_get(j, "worker_groups"), 0),
-		    "accelerator", json_pack("{s:s, s:i}", "flavor", flavor, "count", count));
-	if (patch != NULL) {
-		json_t *p = json_loads(patch, 0, NULL);
-
-		assert_non_null(p);
-		merge(j, p);
-		json_decref(p);
-	}
-	out = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return out;
-}
-
 /* Submits over the API through p; returns the job id (malloc'd). */
 static char *
 submit_via(const struct fleetd_proc *p, const char *env, const char *queue, const char *flavor,
 	   int count, const char *patch)
 {
-	char *body = job_body(env, queue, flavor, count, patch), *id;
+	char *body = harness_job_body(env, queue, flavor, count, patch), *id;
 	struct http_result r;
 
 	harness_http(&r, "POST", url(p, "/v1/jobs"), admin, body, NULL);
@@ -173,33 +96,6 @@ submit(const char *env, const char *queue, const char *flavor, int count, const 
 	return submit_via(&api, env, queue, flavor, count, patch);
 }
 
-static void
-kill_hard(struct fleetd_proc *p)
-{
-	int st;
-
-	kill(p->pid, SIGKILL);
-	waitpid(p->pid, &st, 0);
-	p->pid = 0;
-}
-
-/* fleetd_scheduler_leading of p, -1 when p does not answer. */
-static int
-leading(const struct fleetd_proc *p)
-{
-	struct http_result r;
-	const char *s;
-	int n = -1;
-
-	if (p->pid <= 0)
-		return -1;
-	harness_http(&r, "GET", url(p, "/metrics"), NULL, NULL, NULL);
-	if (r.status == 200 && (s = strstr(r.body, "\nfleetd_scheduler_leading ")) != NULL)
-		n = atoi(s + strlen("\nfleetd_scheduler_leading "));
-	harness_http_free(&r);
-	return n;
-}
-
 /* ---- setup: environments, clusters, priority classes, queues */
 
 static int
@@ -215,17 +111,17 @@ setup(void **state)
 
 		post_ok("/v1/environments", "{\"name\":\"%s\"}", envs[i]);
 	}
-	seed_cluster("fair", "gke", "us-central1", "active", "fair-1", H100, 4, 8, 2, false);
-	seed_cluster("floor", "aks", "eastus", "active", "floor-1", A100, 1, 8, 1, false);
-	seed_cluster("floor", "aks", "westus", "active", "floor-cordoned", A100, 1, 8, 1, true);
-	seed_cluster("floor", "gke", "europe-west4", "pending_iam", "floor-noiam", A100, 1, 8, 1,
+	harness_seed_cluster("fair", "gke", "us-central1", "active", "fair-1", H100, 4, 8, 2, false);
+	harness_seed_cluster("floor", "aks", "eastus", "active", "floor-1", A100, 1, 8, 1, false);
+	harness_seed_cluster("floor", "aks", "westus", "active", "floor-cordoned", A100, 1, 8, 1, true);
+	harness_seed_cluster("floor", "gke", "europe-west4", "pending_iam", "floor-noiam", A100, 1, 8, 1,
 	    false);
-	seed_cluster("pre", "hyperpod", "us-east-1", "active", "pre-1", H100, 1, 8, 1, false);
-	seed_cluster("bad", "gke", "us-east1", "active", "bad-1", H100, 6, 8, 1, false);
-	seed_cluster("ha", "gke", "us-west1", "active", "ha-1", H100, 0, 0, 6, false);
-	seed_cluster("ha", "aks", "westeurope", "active", "ha-2", H100, 0, 0, 6, false);
-	seed_cluster("big", "gke", "asia-east1", "active", "big-1", H100, 0, 0, 16, false);
-	seed_cluster("big", "aks", "japaneast", "active", "big-2", H100, 0, 0, 16, false);
+	harness_seed_cluster("pre", "hyperpod", "us-east-1", "active", "pre-1", H100, 1, 8, 1, false);
+	harness_seed_cluster("bad", "gke", "us-east1", "active", "bad-1", H100, 6, 8, 1, false);
+	harness_seed_cluster("ha", "gke", "us-west1", "active", "ha-1", H100, 0, 0, 6, false);
+	harness_seed_cluster("ha", "aks", "westeurope", "active", "ha-2", H100, 0, 0, 6, false);
+	harness_seed_cluster("big", "gke", "asia-east1", "active", "big-1", H100, 0, 0, 16, false);
+	harness_seed_cluster("big", "aks", "japaneast", "active", "big-2", H100, 0, 0, 16, false);
 	post_ok("/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	post_ok("/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,\"preempt\":true}");
 	/* fair: A (weight 2) and B (weight 1) borrow everything from a lender with 24 */
@@ -325,7 +221,7 @@ test_bad_input(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad_jobs) / sizeof(bad_jobs[0]); i++) {
 		const struct bad_job *c = &bad_jobs[i];
-		char *body = job_body(c->env, "qx", NULL, 0, c->patch);
+		char *body = harness_job_body(c->env, "qx", NULL, 0, c->patch);
 		struct http_result r;
 
 		print_message("bad job: %s\n", c->what);
@@ -349,8 +245,8 @@ static void
 test_idempotency(void **state)
 {
 	const char *key[] = { "Idempotency-Key: sched-key-1", NULL };
-	char *b1 = job_body("bad", "qx", NULL, 0, NULL);
-	char *b2 = job_body("bad", "qx", NULL, 0, "{\"name\":\"other\"}");
+	char *b1 = harness_job_body("bad", "qx", NULL, 0, NULL);
+	char *b2 = harness_job_body("bad", "qx", NULL, 0, "{\"name\":\"other\"}");
 	struct http_result r1, r2, r3;
 
 	(void)state;
@@ -595,114 +491,6 @@ test_preemption(void **state)
 	free(high);
 }
 
-/* ---- replicas: each job admitted exactly once across leader deaths */
-
-static int
-total_leading(struct fleetd_proc *ps, int n)
-{
-	int sum = 0;
-
-	for (int i = 0; i < n; i++) {
-		int l = leading(&ps[i]);
-
-		sum += l > 0 ? l : 0;
-	}
-	return sum;
-}
-
-/* Waits until the live replicas lead every environment; returns seconds waited. */
-static double
-wait_leaders(struct fleetd_proc *ps, int n, int envs, double timeout)
-{
-	double t0 = harness_now_s();
-
-	while (total_leading(ps, n) != envs) {
-		if (harness_now_s() - t0 > timeout)
-			fail_msg("the replicas do not lead all %d environments after %.0f s", envs,
-			    timeout);
-		usleep(100 * 1000);
-	}
-	return harness_now_s() - t0;
-}
-
-/* Submits n jobs, SIGKILLs the leader after half of them, and checks the takeover. */
-static void
-phase(struct fleetd_proc *ps, int nps, int n, int envs)
-{
-	for (int i = 0; i < n; i++) {
-		if (i == n / 2) {
-			int victim = -1, best = 0;
-			double took;
-
-			for (int k = 0; k < nps; k++) {
-				int l = leading(&ps[k]);
-
-				if (l > best) {
-					best = l;
-					victim = k;
-				}
-			}
-			assert_true(victim >= 0);
-			kill_hard(&ps[victim]);
-			took = wait_leaders(ps, nps, envs, 10);
-			print_message("replicas: leader %d killed, leadership moved in %.2f s\n",
-			    victim, took);
-			assert_true(took < 5.0);
-		}
-		free(submit("ha", "qh", NULL, 0, NULL));
-	}
-}
-
-static void
-test_replicas(void **state)
-{
-	struct fleetd_proc ps[4];
-	int envs = (int)harness_sql_long("SELECT count(*) FROM environments");
-	double t0;
-
-	(void)state;
-	memset(ps, 0, sizeof(ps));
-	assert_int_equal(harness_fleetd_stop(&sched), 0);
-	/* two replicas: the first leads everything, the second waits */
-	harness_fleetd_start(&ps[0], dburl, sched_env);
-	wait_leaders(ps, 1, envs, 10);
-	harness_fleetd_start(&ps[1], dburl, sched_env);
-	assert_int_equal(leading(&ps[1]), 0);
-	phase(ps, 2, 150, envs);
-	/* three replicas: the survivor and two new ones */
-	harness_fleetd_start(&ps[2], dburl, sched_env);
-	harness_fleetd_start(&ps[3], dburl, sched_env);
-	phase(ps, 4, 150, envs);
-	t0 = harness_now_s();
-	assert_int_equal(wait_long(20, 300, "SELECT count(*) FROM jobs WHERE environment = 'ha'"
-	    " AND state = 'admitted'"), 300);
-	print_message("replicas: last admissions %.2f s after the last submit\n",
-	    harness_now_s() - t0);
-	usleep(1500 * 1000);
-	/* nothing lost, nothing repeated */
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha'"),
-	    300);
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'ha' AND"
-	    " (state <> 'admitted' OR attempt <> 1)"), 0);
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM placements p JOIN jobs j ON j.id ="
-	    " p.job_id WHERE j.environment = 'ha'"), 300);
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT p.job_id FROM placements p JOIN"
-	    " jobs j ON j.id = p.job_id WHERE j.environment = 'ha' AND p.attempt = 1"
-	    " GROUP BY 1 HAVING count(*) = 1) x"), 300);
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT e.job_id FROM job_events e JOIN"
-	    " jobs j ON j.id = e.job_id WHERE j.environment = 'ha' AND e.to_state = 'admitted'"
-	    " GROUP BY 1 HAVING count(*) = 1) x"), 300);
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events e JOIN jobs j ON j.id ="
-	    " e.job_id WHERE j.environment = 'ha' AND e.to_state = 'admitted'"), 300);
-	/* never over a node's cpu (64 cores, 1 core per pod) */
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM (SELECT a->>'node' FROM jobs j,"
-	    " jsonb_array_elements(j.placement->'allocs') a WHERE j.environment = 'ha'"
-	    " GROUP BY 1 HAVING sum((a->>'pods')::int) > 64) x"), 0);
-	for (int i = 0; i < 4; i++)
-		if (ps[i].pid > 0)
-			assert_int_equal(harness_fleetd_stop(&ps[i]), 0);
-}
-
 int
 main(void)
 {
@@ -714,7 +502,6 @@ main(void)
 		cmocka_unit_test(test_explain_admitted),
 		cmocka_unit_test(test_large_cycle),
 		cmocka_unit_test(test_preemption),
-		cmocka_unit_test(test_replicas),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
