@@ -324,16 +324,10 @@ setup(void **state)
 	harness_cs_start(&cs, NULL, NULL);
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_token(dburl, "admin", "*");
-	for (int i = 0; i < 2; i++) {
-		char body[64];
-
-		snprintf(body, sizeof(body), "{\"name\":\"%s\"}", i == 0 ? "tfprod" : "tfdev");
-		if (harness_call("POST", admin, body, "/v1/environments") != 201)
-			fail_msg("environment: %ld %s", harness_r.status, harness_r.body);
-	}
-	if (harness_call("POST", admin, "{\"name\":\"tf-default\",\"value\":100}",
-	    "/v1/priority-classes") != 201)
-		fail_msg("priority class: %ld %s", harness_r.status, harness_r.body);
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"tfprod\"}");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"tfdev\"}");
+	harness_post_created(admin, "/v1/priority-classes",
+	    "{\"name\":\"tf-default\",\"value\":100}");
 	return 0;
 }
 
@@ -579,32 +573,16 @@ cloud_replay(const struct prov *p)
 	tf_res_cleanup(&r);
 }
 
+/* One case per provider: state is its struct prov. */
 static void
-test_cloud_gke(void **state)
+test_cloud(void **state)
 {
-	static const struct prov p = { "gke", "test-gke-usc1", "europe-west4" };
-
-	(void)state;
-	cloud_replay(&p);
+	cloud_replay(*state);
 }
 
-static void
-test_cloud_aks(void **state)
-{
-	static const struct prov p = { "aks", "test-aks-eus", "westeurope" };
-
-	(void)state;
-	cloud_replay(&p);
-}
-
-static void
-test_cloud_hyperpod(void **state)
-{
-	static const struct prov p = { "hyperpod", "test-hp-usw2", "us-east-1" };
-
-	(void)state;
-	cloud_replay(&p);
-}
+static const struct prov gke = { "gke", "test-gke-usc1", "europe-west4" };
+static const struct prov aks = { "aks", "test-aks-eus", "westeurope" };
+static const struct prov hyperpod = { "hyperpod", "test-hp-usw2", "us-east-1" };
 
 int
 main(void)
@@ -614,9 +592,9 @@ main(void)
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_priority_class),
 		cmocka_unit_test(test_queue),
-		cmocka_unit_test(test_cloud_gke),
-		cmocka_unit_test(test_cloud_aks),
-		cmocka_unit_test(test_cloud_hyperpod),
+		{ "test_cloud_gke", test_cloud, NULL, NULL, (void *)&gke },
+		{ "test_cloud_aks", test_cloud, NULL, NULL, (void *)&aks },
+		{ "test_cloud_hyperpod", test_cloud, NULL, NULL, (void *)&hyperpod },
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
