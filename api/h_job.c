@@ -7,6 +7,7 @@
 #include "core/crypto.h"
 #include "queue/explain.h"
 #include "queue/job.h"
+#include "queue/job_update.h"
 #include "queue/job_text.h"
 
 static const struct crud jobs = {
@@ -133,5 +134,36 @@ HANDLER(h_job_placement)
 	ok = true;
 cleanup:
 	json_decref(job);
+	return ok;
+}
+
+/* PUT /v1/jobs/{id}/spec (If-Match): a running job's new spec, applied by the updater. */
+HANDLER(h_job_update_spec)
+{
+	const char *id = rq_param(rq, "id");
+	json_t *before = NULL, *after = NULL;
+	bool ok = false, changed = false;
+
+	if (!crud_get(rq, &jobs, rq->db, id, true, &before, e))
+		return false;
+	if (rq_header(rq, "If-Match") == NULL) {
+		err_set(e, 428, "api.precondition_required", "a spec update needs If-Match with "
+		    "the job's version (its ETag)");
+		goto cleanup;
+	}
+	if (!rq_if_match(rq, json_integer_value(json_object_get(before, "version")), e) ||
+	    !job_update_spec(rq->db, before, rq->json, &changed, e))
+		goto cleanup;
+	if (!job_get(rq->db, id, false, &after, e) || (changed &&
+	    !audit_write(rq->db, &rq->actor, "job.update_spec", "job", id,
+	    json_string_value(json_object_get(before, "environment")), before, after, e)))
+		goto cleanup;
+	rq->etag = rq_etag(rq, json_integer_value(json_object_get(after, "version")));
+	rq_reply_object(rq, changed ? 202 : 200, after, "/v1/jobs");
+	after = NULL;
+	ok = true;
+cleanup:
+	json_decref(before);
+	json_decref(after);
 	return ok;
 }

@@ -56,6 +56,7 @@ HANDLER(h_job_submit);
 HANDLER(h_job_list);
 HANDLER(h_job_get);
 HANDLER(h_job_cancel);
+HANDLER(h_job_update_spec);
 HANDLER(h_job_events);
 HANDLER(h_job_manifest);
 HANDLER(h_job_placement);

@@ -68,6 +68,7 @@ const struct route routes[] = {
 	{ "POST", "/v1/jobs", h_job_submit, ROLE_OPERATOR, R_BODY },
 	{ "GET", "/v1/jobs/{id}", h_job_get, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/jobs/{id}/cancel", h_job_cancel, ROLE_OPERATOR, 0 },
+	{ "PUT", "/v1/jobs/{id}/spec", h_job_update_spec, ROLE_OPERATOR, R_BODY },
 	{ "GET", "/v1/jobs/{id}/events", h_job_events, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/jobs/{id}/manifest", h_job_manifest, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/jobs/{id}/placement", h_job_placement, ROLE_VIEWER, 0 },

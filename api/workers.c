@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "iam/reverify.h"
 #include "queue/dispatch.h"
+#include "queue/job_update.h"
 #include "queue/mover.h"
 #include "queue/scheduler.h"
 #include "queue/status.h"
@@ -29,6 +30,7 @@ static const struct worker table[] = {
 	{ "scheduler",	scheduler_start,	scheduler_stop,		scheduler_metrics },
 	{ "dispatch",	dispatch_start,		dispatch_stop,		dispatch_metrics },
 	{ "mover",	mover_start,		mover_stop,		NULL },
+	{ "updater",	updater_start,		updater_stop,		NULL },
 	{ "status",	status_start,		status_stop,		status_metrics },
 	{ "janitor",	janitor_start,		janitor_stop,		NULL },
 	{ "sweep",	sweep_start,		sweep_stop,		sweep_metrics },

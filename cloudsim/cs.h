@@ -102,6 +102,8 @@ struct cs_object {
 	/* lifecycle (sim seconds, 0 = not yet) */
 	double		 ready_at, job_start, job_end, cluster_gone;
 	char		 cluster_name[160];	/* RayCluster name behind a job/service */
+	char		 upgrade_cluster[160];	/* RayService: pending cluster of an upgrade */
+	double		 upgrade_at;		/* sim time the pending cluster takes over */
 	char		 job_id[160];
 	bool		 deleted;
 	int		 spawned;		/* RayCronJob: jobs spawned */
@@ -463,6 +465,12 @@ int	 cs_group_want(json_t *group);
 void	 cs_tick(struct cs *cs);
 void	 cs_object_deleted(struct cs *cs, struct cs_cluster *cl, struct cs_object *o);
 void	 cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *o);
+/* RayService zero-downtime upgrade (status.c): a change of rayClusterConfig (other than
+ * replicas) starts a pending cluster that takes over after CS_UPGRADE_S simulated seconds;
+ * cs_object_retemplate (sched.c) then gives the pods the new template's images. */
+#define CS_UPGRADE_S	10.0
+void	 cs_status_spec_change(struct cs *cs, struct cs_object *o, json_t *next_spec);
+void	 cs_object_retemplate(struct cs_cluster *cl, struct cs_object *o);
 bool	 cs_pool_stockout(struct cs *cs, const struct cs_pool *p);
 void	 cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notice_s);
 json_t	*cs_state_json(struct cs *cs);

@@ -523,8 +523,10 @@ apply(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec")) ||
 	    !meta_equal(body, o->live, "labels") || !meta_equal(body, o->live, "annotations") ||
 	    strcmp(o->manager, mgr) != 0) {
-		if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec")))
+		if (!json_equal(json_object_get(o->live, "spec"), json_object_get(body, "spec"))) {
 			o->generation++;
+			cs_status_spec_change(cs, o, json_object_get(body, "spec"));
+		}
 		snprintf(o->manager, sizeof(o->manager), "%s", mgr);
 		take_body(o, body);
 		o->rv = ++cl->rv;
@@ -579,8 +581,10 @@ patch(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 		json_decref(next);
 		return;
 	}
-	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(next, "spec")))
+	if (!json_equal(json_object_get(o->live, "spec"), json_object_get(next, "spec"))) {
 		o->generation++;
+		cs_status_spec_change(cs, o, json_object_get(next, "spec"));
+	}
 	take_body(o, next);
 	json_decref(o->applied);
 	o->applied = next;

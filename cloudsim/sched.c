@@ -194,6 +194,40 @@ reconcile(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 	}
 }
 
+/* After a RayService upgrade: the pods carry the new cluster's label and images (the
+ * simulator keeps them running instead of starting a second set). */
+void
+cs_object_retemplate(struct cs_cluster *cl, struct cs_object *o)
+{
+	json_t *spec = cs_object_cluster_spec(o), *g, *tmpl;
+	size_t i, k;
+
+	for (i = 0; i < cl->pods.n; i++) {
+		struct cs_pod *p = cl->pods.v[i];
+		json_t *cs_, *c;
+
+		if (strcmp(p->owner_uid, o->uid) != 0)
+			continue;
+		tmpl = NULL;
+		if (p->head) {
+			tmpl = json_object_get(json_object_get(spec, "headGroupSpec"), "template");
+		} else {
+			json_array_foreach(json_object_get(spec, "workerGroupSpecs"), k, g)
+				if (json_is_string(json_object_get(g, "groupName")) && strcmp(p->group,
+				    json_string_value(json_object_get(g, "groupName"))) == 0)
+					tmpl = json_object_get(g, "template");
+		}
+		cs_ = json_object_get(json_object_get(tmpl, "spec"), "containers");
+		json_array_foreach(json_object_get(json_object_get(p->obj, "spec"), "containers"), k,
+		    c)
+			if (json_object_get(json_array_get(cs_, k), "image") != NULL)
+				json_object_set(c, "image", json_object_get(json_array_get(cs_, k),
+				    "image"));
+		json_object_set_new(json_object_get(json_object_get(p->obj, "metadata"), "labels"),
+		    "ray.io/cluster", json_string(o->cluster_name));
+	}
+}
+
 void
 cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 {

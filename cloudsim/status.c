@@ -270,6 +270,34 @@ cron_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, json_t *s
 	}
 }
 
+/* KubeRay starts a zero-downtime upgrade when a RayService's rayClusterConfig changes
+ * other than in replicas: a pending cluster with a new name. */
+void
+cs_status_spec_change(struct cs *cs, struct cs_object *o, json_t *next_spec)
+{
+	json_t *a, *b;
+	char sfx[8];
+	size_t i;
+	json_t *g;
+
+	if (strcmp(o->kind, "RayService") != 0)
+		return;
+	a = json_deep_copy(json_object_get(json_object_get(o->live, "spec"), "rayClusterConfig"));
+	b = json_deep_copy(json_object_get(next_spec, "rayClusterConfig"));
+	json_array_foreach(json_object_get(a, "workerGroupSpecs"), i, g)
+		json_object_del(g, "replicas");
+	json_array_foreach(json_object_get(b, "workerGroupSpecs"), i, g)
+		json_object_del(g, "replicas");
+	if (!json_equal(a, b)) {
+		cs_rand_suffix(sfx, sizeof(sfx));
+		snprintf(o->upgrade_cluster, sizeof(o->upgrade_cluster), "%.100s-raycluster-%s",
+		    o->name, sfx);
+		o->upgrade_at = cs_now(cs) + CS_UPGRADE_S;
+	}
+	json_decref(a);
+	json_decref(b);
+}
+
 void
 cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 {
@@ -314,8 +342,14 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 		json_object_set_new(st, "observedGeneration", json_integer(o->generation));
 		job_status(cs, cl, o, st, now);
 	} else if (strcmp(o->kind, "RayService") == 0) {
-		json_t *cst = cluster_status(cs, cl, o, &ready);
+		json_t *cst;
 
+		if (o->upgrade_cluster[0] != '\0' && now >= o->upgrade_at) {
+			snprintf(o->cluster_name, sizeof(o->cluster_name), "%s", o->upgrade_cluster);
+			o->upgrade_cluster[0] = '\0';
+			cs_object_retemplate(cl, o);
+		}
+		cst = cluster_status(cs, cl, o, &ready);
 		json_object_set_new(st, "observedGeneration", json_integer(o->generation));
 		json_object_set_new(st, "serviceStatus", json_string(ready ? "Running" : ""));
 		json_object_set_new(st, "numServeEndpoints", json_integer(ready ?
@@ -326,6 +360,13 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 		json_object_set_new(st, "activeServiceStatus", json_pack("{s:s, s:o, s:{s:{s:s}}}",
 		    "rayClusterName", o->cluster_name, "rayClusterStatus", cst,
 		    "applicationStatuses", "app", "status", ready ? "RUNNING" : "DEPLOYING"));
+		json_array_append_new(json_object_get(st, "conditions"), json_pack("{s:s, s:s, s:s}",
+		    "type", "UpgradeInProgress", "status", o->upgrade_cluster[0] ? "True" : "False",
+		    "reason", o->upgrade_cluster[0] ? "BothActivePendingClustersExist" :
+		    "NoPendingCluster"));
+		if (o->upgrade_cluster[0] != '\0')
+			json_object_set_new(st, "pendingServiceStatus", json_pack("{s:s}",
+			    "rayClusterName", o->upgrade_cluster));
 	} else {
 		cron_status(cs, cl, o, st, now);
 	}

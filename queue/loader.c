@@ -29,7 +29,9 @@ static const char sql_queues[] =
     "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false)," \
     " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text," \
     " k.id::text, extract(epoch from coalesce(j.started_at, j.dispatched_at, j.updated_at))::bigint," \
-    " j.placement::text, j.move->'to'::text" \
+    " j.placement::text, j.move->'to'::text," \
+    " CASE WHEN j.spec_update->>'phase' IN ('pending','upgrading') AND" \
+    " j.spec_update->>'upgrade' = 'true' THEN j.spec_update->'old_spec' END::text" \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
     " LEFT JOIN clusters k ON k.id = j.cluster_id" \
     " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')" \
@@ -334,6 +336,32 @@ load_move_target(struct sched_model *m, PGresult *r, int i, struct err *e)
 	return ok;
 }
 
+/* A RayService upgrading with a new Ray cluster (queue/job_update.c) runs both clusters
+ * until KubeRay switches: the old spec is a second job in the model, admitted and in flight
+ * on the same cluster, so its footprint counts against quota and capacity meanwhile. */
+static bool
+load_upgrade_old(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	json_t *spec = json_loads(PQgetvalue(r, i, 11), 0, NULL);
+	struct sched_job *j;
+	char id[64];
+	bool ok;
+
+	snprintf(id, sizeof(id), "%s#upgrade", PQgetvalue(r, i, 0));
+	j = spec == NULL ? NULL : loader_add_job(m, id, PQgetvalue(r, i, 1),
+	    atoi(PQgetvalue(r, i, 2)), false, atoll(PQgetvalue(r, i, 4)), SCHED_ADMITTED, spec, e);
+	json_decref(spec);
+	if (j == NULL) {
+		log_warn(NULL, "scheduler", "upgrade footprint skipped", "{s:s}", "job",
+		    PQgetvalue(r, i, 0));
+		err_clear(e);
+		return true;
+	}
+	ok = load_placement(m, j, PQgetvalue(r, i, 7), true, (int64_t)time(NULL),
+	    PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e);
+	return ok;
+}
+
 /* One row of sql_jobs into m; false only on a failure that stops the load. */
 static bool
 load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
@@ -365,6 +393,8 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 	}
 	if (!pending && on != NULL && !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
 	    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))
+		return false;
+	if (!pending && on != NULL && !PQgetisnull(r, i, 11) && !load_upgrade_old(m, r, i, e))
 		return false;
 	return PQgetisnull(r, i, 10) || load_move_target(m, r, i, e);
 }

@@ -1,0 +1,292 @@
+/* test_spec_update: PUT /v1/jobs/{id}/spec on running jobs against cloudsim. A RayService's
+ * new image is a KubeRay zero-downtime upgrade (events spec_update_requested, spec_applied,
+ * upgrade_in_progress, upgrade_complete; the old spec's footprint is held meanwhile; the
+ * pods on the member run the new image); a RayCluster is resized in place; what a kind does
+ * not allow is refused naming the field, and the route refuses viewer, operator of another
+ * environment, a missing token and a missing or stale If-Match. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/harness.h"
+
+#define ENV	"test"
+#define H100	"nvidia-h100-80gb"
+#define CLUSTER	"test-hp-usw2"
+
+static struct fleetd_proc fd;
+static struct harness_cs cs;
+static char dburl[512];
+static char *admin, *oper, *viewer, *other;
+
+static int
+setup(void **state)
+{
+	const char *const names[] = { CLUSTER, NULL };
+
+	(void)state;
+	harness_cs_start(&cs, NULL, "4");
+	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,scheduler,dispatch,status,updater");
+	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=1000");
+	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
+	harness_db_create("specupd", dburl, sizeof(dburl));
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	admin = harness_token(dburl, "admin", "*");
+	oper = harness_token(dburl, "operator", ENV);
+	viewer = harness_token(dburl, "viewer", ENV);
+	other = harness_token(dburl, "admin", "other");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"other\"}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
+	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":64}}");
+	harness_register(&cs, admin, CLUSTER, NULL, NULL);
+	harness_wait_capacity(names, 60);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	harness_teardown(&fd, dburl, &cs);
+	free(admin);
+	free(oper);
+	free(viewer);
+	free(other);
+	return 0;
+}
+
+/* The spec body of kind with image (NULL: default) and replicas workers. */
+static char *
+spec_body(const char *kind, const char *name, const char *image, int replicas, int cpu)
+{
+	char *b = malloc(2048), img[160] = "";
+
+	if (image != NULL)
+		snprintf(img, sizeof(img), "\"image\":\"%s\",", image);
+	snprintf(b, 2048, "{\"environment\":\"" ENV "\",\"kind\":\"%s\",\"queue\":\"ml\","
+	    "\"name\":\"%s\",\"ray_version\":\"2.52.0\",%s%s"
+	    "\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
+	    "\"replicas\":%d,\"cpu\":\"%d\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\""
+	    H100 "\",\"count\":1}}]}", kind, name, img, strcmp(kind, "RayService") == 0 ?
+	    "\"serve_config\":{\"applications\":[{\"name\":\"app\",\"import_path\":"
+	    "\"serve:app\"}]}," : "", replicas, cpu);
+	return b;
+}
+
+static json_t *
+wait_state(const char *id, const char *state, double timeout)
+{
+	double end = harness_now_s() + timeout;
+
+	while (harness_now_s() < end) {
+		json_t *j = harness_get_ok(admin, "/v1/jobs/%s", id);
+
+		if (strcmp(harness_js(j, "state"), state) == 0)
+			return json_incref(j);
+		usleep(200 * 1000);
+	}
+	fail_msg("job %s not %s in %.0f s: %s; fleetd log %s", id, state, timeout,
+	    harness_r.body, fd.log);
+	return NULL;
+}
+
+static long
+events_of(const char *id, const char *type)
+{
+	return harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
+	    " '%s'", id, type);
+}
+
+static void
+wait_event(const char *id, const char *type, double timeout)
+{
+	double end = harness_now_s() + timeout;
+
+	while (harness_now_s() < end) {
+		if (events_of(id, type) > 0)
+			return;
+		usleep(200 * 1000);
+	}
+	fail_msg("job %s: no %s event in %.0f s; fleetd log %s", id, type, timeout, fd.log);
+}
+
+/* PUT the spec with If-Match of version; returns the status. */
+static long
+put_spec(const char *token, const char *id, long version, const char *body)
+{
+	char im[64];
+	const char *h[2] = { im, NULL };
+
+	snprintf(im, sizeof(im), "If-Match: \"%ld\"", version);
+	return harness_call_h("PUT", token, body, version > 0 ? h : NULL, "/v1/jobs/%s/spec",
+	    id);
+}
+
+/* Every pod of the job's object on the member runs image (head and workers). */
+static bool
+pods_run(const char *ns, const char *image, int *n)
+{
+	struct http_result r;
+	json_t *p;
+	size_t i;
+	bool all = true;
+	char path[256];
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
+	harness_kube(&cs, &r, CLUSTER, "GET", path, NULL, NULL);
+	*n = 0;
+	json_array_foreach(json_object_get(r.json, "items"), i, p) {
+		(*n)++;
+		all &= strcmp(harness_js(p, "spec.containers.0.image"), image) == 0;
+	}
+	harness_http_free(&r);
+	return all && *n > 0;
+}
+
+static void
+test_rayservice_upgrade(void **state)
+{
+	char *body = spec_body("RayService", "serve", NULL, 1, 4), *id, *upd, ns[128];
+	json_t *j;
+	long v;
+	int n = 0;
+	double end;
+
+	(void)state;
+	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+	j = wait_state(id, "running", 40);
+	v = harness_ji(j, "version");
+	json_decref(j);
+	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest",
+	    id), "metadata.namespace"));
+
+	/* refusals first: nothing changes */
+	upd = spec_body("RayService", "serve", "rayproject/ray:2.52.0-gpu-new", 1, 4);
+	assert_int_equal(put_spec(oper, id, 0, upd), 428);
+	harness_expect_problem(NULL, 428, "api.precondition_required", NULL);
+	assert_int_equal(put_spec(oper, id, v + 7, upd), 412);
+	assert_int_equal(put_spec(NULL, id, v, upd), 401);
+	assert_int_equal(put_spec(viewer, id, v, upd), 403);
+	assert_int_equal(put_spec(other, id, v, upd), 404);
+	{
+		char *bad = spec_body("RayService", "serve-renamed", NULL, 1, 4);
+
+		assert_int_equal(put_spec(oper, id, v, bad), 422);
+		harness_expect_problem(NULL, 422, "job.field_immutable", "/name");
+		free(bad);
+	}
+	assert_int_equal(events_of(id, "spec_update_requested"), 0);
+
+	/* the upgrade */
+	assert_int_equal(put_spec(oper, id, v, upd), 202);
+	assert_string_equal(harness_js(harness_r.json, "spec.image"),
+	    "rayproject/ray:2.52.0-gpu-new");
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM audit_log WHERE action ="
+	    " 'job.update_spec' AND resource_id = '%s'", id), 1);
+	/* a second update while this one runs */
+	v = harness_ji(harness_r.json, "version");
+	assert_int_equal(put_spec(oper, id, v, upd), 409);
+	wait_event(id, "spec_applied", 20);
+	wait_event(id, "upgrade_in_progress", 20);
+	/* the old cluster's footprint is held while both run */
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	    " spec_update->>'upgrade' = 'true' AND spec_update->'old_spec'->>'image' IS NULL", id),
+	    1);
+	wait_event(id, "upgrade_complete", 30);
+	j = wait_state(id, "running", 10);
+	json_decref(j);
+	end = harness_now_s() + 20;
+	while (!pods_run(ns, "rayproject/ray:2.52.0-gpu-new", &n) && harness_now_s() < end)
+		usleep(200 * 1000);
+	if (!pods_run(ns, "rayproject/ray:2.52.0-gpu-new", &n))
+		fail_msg("pods in %s do not all run the new image (%d pods)", ns, n);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	    " spec_update->>'phase' = 'done'", id), 1);
+	free(body);
+	free(upd);
+	free(id);
+}
+
+static void
+test_raycluster_resize(void **state)
+{
+	char *body = spec_body("RayCluster", "rc", NULL, 1, 4), *id, *upd;
+	json_t *j, *m;
+	long v;
+	double end;
+
+	(void)state;
+	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+	j = wait_state(id, "running", 40);
+	v = harness_ji(j, "version");
+	json_decref(j);
+	/* a RayCluster takes sizes only */
+	upd = spec_body("RayCluster", "rc", NULL, 2, 6);
+	assert_int_equal(put_spec(oper, id, v, upd), 422);
+	harness_expect_problem(NULL, 422, "job.field_immutable", "/worker_groups/0/cpu");
+	free(upd);
+	upd = spec_body("RayCluster", "rc", "rayproject/ray:2.52.0-gpu", 1, 4);
+	assert_int_equal(put_spec(oper, id, v, upd), 422);
+	harness_expect_problem(NULL, 422, "job.field_immutable", "/image");
+	free(upd);
+	/* unchanged: 200, nothing recorded */
+	assert_int_equal(put_spec(oper, id, v, body), 200);
+	assert_int_equal(events_of(id, "spec_update_requested"), 0);
+	upd = spec_body("RayCluster", "rc", NULL, 2, 4);
+	assert_int_equal(put_spec(oper, id, v, upd), 202);
+	wait_event(id, "spec_applied", 20);
+	end = harness_now_s() + 10;
+	for (;;) {
+		m = harness_get_ok(admin, "/v1/jobs/%s/manifest", id);
+		if (harness_ji(m, "spec.workerGroupSpecs.0.replicas") == 2)
+			break;
+		if (harness_now_s() > end)
+			fail_msg("manifest not resized: %s", harness_r.body);
+		usleep(200 * 1000);
+	}
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	    " spec_update->>'phase' = 'done' AND spec_update->>'upgrade' = 'false'", id), 1);
+	free(upd);
+	free(body);
+	free(id);
+}
+
+static void
+test_rayjob_refused(void **state)
+{
+	char body[1024], *id;
+	json_t *j;
+
+	(void)state;
+	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\","
+	    "\"queue\":\"ml\",\"name\":\"train\",\"ray_version\":\"2.52.0\",\"entrypoint\":"
+	    "\"python t.py\",\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},\"worker_groups\":"
+	    "[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"4\",\"memory\":\"64Gi\","
+	    "\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":1}}]}");
+	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+	j = harness_get_ok(admin, "/v1/jobs/%s", id);
+	assert_int_equal(put_spec(oper, id, harness_ji(j, "version"), body), 409);
+	harness_expect_problem(NULL, 409, "job.update_not_allowed", "/kind");
+	free(id);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rayservice_upgrade),
+		cmocka_unit_test(test_raycluster_resize),
+		cmocka_unit_test(test_rayjob_refused),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
