@@ -55,6 +55,14 @@ vcall(const char *method, const char *token, const char *body, const char *const
 	return harness_r.status;
 }
 
+void
+harness_secret_check(const char *what, const char *text)
+{
+	for (int i = 0; text != NULL && i < nsecrets; i++)
+		if (strstr(text, secrets[i]) != NULL)
+			fail_msg("%s printed a planted secret: %s", what, text);
+}
+
 long
 harness_call(const char *method, const char *token, const char *body, const char *fmt, ...)
 {

@@ -128,6 +128,8 @@ void	harness_expect_problem(const struct http_result *r, long status, const char
 	    const char *pointer);
 /* Plants a secret: any later answer (body or headers) holding it fails the test. */
 void	harness_secret(const char *s);
+/* Fails the test when text holds a planted secret (what: who printed it). */
+void	harness_secret_check(const char *what, const char *text);
 /* Frees harness_r, the planted secrets and the SQL connection (call it in teardown). */
 void	harness_done(void);
 /* The usual group teardown: stops fd when running, drops dburl (when created), stops cs
@@ -222,6 +224,32 @@ void	harness_identities(const struct harness_cs *cs, json_t *c, json_t *cloud,
 	    const char **cp, const char **cl);
 /* Waits until /metrics shows a capacity snapshot of each named cluster (NULL-terminated). */
 void	harness_wait_capacity(const char *const *names, double timeout_s);
+
+/* ---- the fleetctl binary (ctl.c) */
+
+#define HARNESS_FLEETCTL	FLEETD_BINARY_DIR "/fleetctl"
+
+struct harness_ctl {
+	int	 rc;
+	char	*out;	/* malloc'd: harness_ctl_free */
+	char	*err;
+};
+
+/* HOME of every fleetctl run: harness_ctl_home_make creates a fresh temporary directory
+ * (fails when the binary is missing), harness_ctl_home_drop removes it. */
+extern char harness_ctl_home[64];
+void	harness_ctl_home_make(void);
+void	harness_ctl_home_drop(void);
+/* Runs fleetctl with args (NULL-terminated, without argv[0]), stdin from the text in (or
+ * /dev/null), env added (putenv lines, may be NULL) to a clean one; fails the test when
+ * stdout or stderr holds a planted secret. */
+void	harness_ctl_run(struct harness_ctl *r, const char *in, const char *const *env,
+	    const char *const *args);
+void	harness_ctl_free(struct harness_ctl *r);
+/* Exit code rc and exactly one line on stderr starting with prefix (and ending with suffix
+ * unless NULL), nothing on stdout. */
+void	harness_ctl_one_line(const struct harness_ctl *r, int rc, const char *prefix,
+	    const char *suffix);
 
 /* ---- a fleet seeded in SQL (no member cluster; the scheduler's tests) */
 
