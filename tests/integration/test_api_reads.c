@@ -24,25 +24,8 @@ static const char *const env_api[] = { "FLEETD_WORKERS=none", NULL };
 static struct fleetd_proc api;
 static char dburl[512];
 static char *admin, *viewer_b;
-static PGconn *pg;
 
 #define NJOBS 45
-
-static PGresult *
-sqlr(const char *q, int n, const char *const *p)
-{
-	PGresult *r = PQexecParams(pg, q, n, NULL, p, NULL, NULL, 0);
-
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", q, PQresultErrorMessage(r));
-	return r;
-}
-
-static void
-sql(const char *q)
-{
-	PQclear(sqlr(q, 0, NULL));
-}
 
 static char *
 url(const char *fmt, ...)
@@ -65,13 +48,13 @@ static json_t *
 reference(const char *id)
 {
 	static const char q[] = "SELECT " JOB_JSON JOB_FROM " WHERE j.id = $1::uuid";
-	PGresult *r = sqlr(q, 1, &id);
+	char *text = harness_sql_params(q, 1, &id);
 	json_t *j;
 
-	assert_int_equal(PQntuples(r), 1);
-	j = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	assert_non_null(text);
+	j = json_loads(text, 0, NULL);
 	assert_non_null(j);
-	PQclear(r);
+	free(text);
 	return j;
 }
 
@@ -141,16 +124,6 @@ all_pages(const char *token, const char *query, int n)
 }
 
 static int
-count(const char *q)
-{
-	PGresult *r = sqlr(q, 0, NULL);
-	int n = atoi(PQgetvalue(r, 0, 0));
-
-	PQclear(r);
-	return n;
-}
-
-static int
 setup(void **state)
 {
 	(void)state;
@@ -158,42 +131,45 @@ setup(void **state)
 	harness_fleetd_start(&api, dburl, env_api);
 	admin = harness_token(dburl, "admin", "*");
 	viewer_b = harness_token(dburl, "viewer", "rb");
-	pg = PQconnectdb(dburl);
-	assert_int_equal(PQstatus(pg), CONNECTION_OK);
-	sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'ra'),"
+	harness_sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'ra'),"
 	    " (gen_random_uuid(), 'rb')");
-	sql("INSERT INTO clouds (id, name, environment, provider, region, account, external_id,"
+	harness_sql(
+	    "INSERT INTO clouds (id, name, environment, provider, region, account, external_id,"
 	    " state, required) VALUES (gen_random_uuid(), 'ca', 'ra', 'gke', 'us-central1', '{}',"
 	    " 'x', 'active', '{}')");
-	sql("INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed,"
+	harness_sql(
+	    "INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed,"
 	    " provider_cluster_id) SELECT gen_random_uuid(), id, 'ka', 'https://127.0.0.1:1',"
 	    " 'ca', 'sealed', 'pc-reads-ka' FROM clouds WHERE name = 'ca'");
-	sql("INSERT INTO queues (id, name, environment, cohort, weight, nominal_quota) VALUES"
+	harness_sql(
+	    "INSERT INTO queues (id, name, environment, cohort, weight, nominal_quota) VALUES"
 	    " (gen_random_uuid(), 'qa', 'ra', 'c', 1, '{}'), (gen_random_uuid(), 'qb', 'rb', 'c', 1,"
 	    " '{}')");
-	sql("INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'default',"
+	harness_sql(
+	    "INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'default',"
 	    " 0) ON CONFLICT DO NOTHING");
 	/* Jobs in both environments; a third running on ka with a placement; one name with
 	 * quotes, a backslash, control characters and non-ASCII text. */
-	sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
+	harness_sql(
+	    "INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
 	    " spec, state, reason, attempt, cluster_id, placement, started_at, enqueued_at)"
 	    " SELECT gen_random_uuid(), CASE WHEN i = 7 THEN E'we\"ird\\\\ \\n\\t\\x01 n\u00e4me'"
-	    " ELSE 'job-' || i END, q.environment, q.id, 'RayJob', 'default', i % 3,"
+	    " ELSE 'job-' || i END, q.environment, q.id, 'RayJob', 'default', i %% 3,"
 	    " jsonb_build_object('kind', 'RayJob', 'queue', q.name, 'name', 'job-' || i,"
 	    " 'ray_version', '2.52.0', 'entrypoint', E'python -c \"print(\\t1.5)\"',"
 	    " 'head', jsonb_build_object('cpu', '1', 'memory', '2Gi'), 'worker_groups',"
 	    " jsonb_build_array(jsonb_build_object('name', 'w', 'replicas', 1, 'cpu', '8',"
 	    " 'memory', '64Gi'))),"
-	    " CASE WHEN i % 3 = 0 THEN 'running' ELSE 'pending' END,"
-	    " CASE WHEN i % 5 = 0 THEN 'no_capacity' END, i % 3,"
-	    " CASE WHEN i % 3 = 0 AND q.name = 'qa' THEN k.id END,"
-	    " CASE WHEN i % 3 = 0 THEN jsonb_build_object('cluster', k.id, 'region', 'us-central1',"
+	    " CASE WHEN i %% 3 = 0 THEN 'running' ELSE 'pending' END,"
+	    " CASE WHEN i %% 5 = 0 THEN 'no_capacity' END, i %% 3,"
+	    " CASE WHEN i %% 3 = 0 AND q.name = 'qa' THEN k.id END,"
+	    " CASE WHEN i %% 3 = 0 THEN jsonb_build_object('cluster', k.id, 'region', 'us-central1',"
 	    " 'provider', 'gke', 'pool', 'gpu', 'spot', false, 'price_hour', 9.6, 'accel', 8,"
 	    " 'allocs', '[]'::jsonb) END,"
-	    " CASE WHEN i % 3 = 0 THEN now() - interval '1 hour' END,"
+	    " CASE WHEN i %% 3 = 0 THEN now() - interval '1 hour' END,"
 	    " timestamptz '2026-01-02 03:04:05' + i * interval '1.25 seconds'"
 	    " FROM generate_series(1, 45) i"
-	    " JOIN queues q ON q.name = CASE WHEN i % 2 = 0 THEN 'qa' ELSE 'qb' END,"
+	    " JOIN queues q ON q.name = CASE WHEN i %% 2 = 0 THEN 'qa' ELSE 'qb' END,"
 	    " (SELECT id FROM clusters WHERE name = 'ka') k");
 	return 0;
 }
@@ -202,12 +178,9 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	PQfinish(pg);
-	harness_fleetd_stop(&api);
-	harness_db_drop(dburl);
+	harness_teardown(&api, dburl, NULL);
 	free(admin);
 	free(viewer_b);
-	harness_validate_responses();
 	return 0;
 }
 
@@ -260,32 +233,31 @@ test_filters_and_scope(void **state)
 
 	(void)state;
 	all = all_pages(admin, "state=running", 4);
-	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs WHERE state ="
+	assert_int_equal(json_array_size(all),
+	    harness_sql_long("SELECT count(*) FROM jobs WHERE state ="
 	    " 'running'"));
 	json_array_foreach(all, i, it)
 		assert_string_equal(json_string_value(json_object_get(it, "state")), "running");
 	json_decref(all);
 	all = all_pages(admin, "queue=qa", 5);
-	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs j JOIN queues q"
+	assert_int_equal(json_array_size(all),
+	    harness_sql_long("SELECT count(*) FROM jobs j JOIN queues q"
 	    " ON q.id = j.queue_id WHERE q.name = 'qa'"));
 	json_decref(all);
 	all = all_pages(admin, "region=us-central1&state=running", 3);
-	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs WHERE cluster_id"
+	assert_int_equal(json_array_size(all),
+	    harness_sql_long("SELECT count(*) FROM jobs WHERE cluster_id"
 	    " IS NOT NULL AND state = 'running'"));
 	json_decref(all);
 	/* a viewer of rb sees rb's jobs only; a job of ra is not found */
 	all = all_pages(viewer_b, "", 6);
-	assert_int_equal(json_array_size(all), count("SELECT count(*) FROM jobs WHERE"
+	assert_int_equal(json_array_size(all),
+	    harness_sql_long("SELECT count(*) FROM jobs WHERE"
 	    " environment = 'rb'"));
 	json_array_foreach(all, i, it)
 		assert_string_equal(json_string_value(json_object_get(it, "environment")), "rb");
 	json_decref(all);
-	{
-		PGresult *q = sqlr("SELECT id FROM jobs WHERE environment = 'ra' LIMIT 1", 0, NULL);
-
-		ra_job = strdup(PQgetvalue(q, 0, 0));
-		PQclear(q);
-	}
+	ra_job = harness_sql_str("SELECT id FROM jobs WHERE environment = 'ra' LIMIT 1");
 	harness_http(&r, "GET", url("/v1/jobs/%s", ra_job), viewer_b, NULL, NULL);
 	assert_int_equal(r.status, 404);
 	harness_http_free(&r);
@@ -321,7 +293,7 @@ test_changes_show(void **state)
 	all = all_pages(admin, "", 500);	/* everything in memory first */
 	json_decref(all);
 	for (size_t c = 0; c < sizeof(changes) / sizeof(changes[0]); c++) {
-		sql(changes[c]);
+		harness_sql("%s", changes[c]);
 		all = all_pages(admin, "", 500);
 		assert_int_equal(json_array_size(all), NJOBS);
 		json_array_foreach(all, i, it)
@@ -373,18 +345,20 @@ test_submit_checks_follow_capacity(void **state)
 	(void)state;
 	/* ka has never been observed: nothing is refused yet */
 	submit_until(16, 201);
-	sql("INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour,"
+	harness_sql(
+	    "INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour,"
 	    " accel_per_node, nodes, max_nodes, free_accel, free_cpu_m, free_mem, topology)"
 	    " SELECT id, 'l4', 'nvidia-l4', 'g2-standard-96', false, 8, 8, 1, 1, 8, 90000,"
 	    " 300000000000, '{\"nodes\": [{\"name\": \"n1\", \"rack\": \"r1\"}]}'"
 	    " FROM clusters WHERE name = 'ka-renamed'");
 	submit_until(16, 422);	/* 8 at most now */
 	submit_until(8, 201);
-	sql("UPDATE capacity SET max_nodes = 2 WHERE pool = 'l4'");
+	harness_sql("UPDATE capacity SET max_nodes = 2 WHERE pool = 'l4'");
 	submit_until(16, 201);
-	sql("UPDATE capacity SET free_accel = 0 WHERE pool = 'l4'");	/* no notification */
+	harness_sql(
+	    "UPDATE capacity SET free_accel = 0 WHERE pool = 'l4'");	/* no notification */
 	submit_until(16, 201);
-	sql("DELETE FROM capacity WHERE pool = 'l4'");
+	harness_sql("DELETE FROM capacity WHERE pool = 'l4'");
 	submit_until(16, 201);	/* unobserved again */
 }
 
