@@ -118,6 +118,12 @@ follow(struct ujob *u, const struct dispatch_target *t)
 	if (!kube_get_object(&t->pc, "ray.io/v1", u->kind, ustr(u->update, "object",
 	    "namespace"), ustr(u->update, "object", "name"), &live, &e)) {
 		u->delay_s = 5;
+		if (e.status == 404) {	/* moved or gone: the next attempt has the new spec */
+			u->phase = "done";
+			u->event = "spec_update_superseded";
+			snprintf(u->message, sizeof(u->message), "the upgraded object is gone (the "
+			    "job moved or ended); any next attempt runs the updated spec");
+		}
 		return;
 	}
 	gen = json_integer_value(json_object_get(json_object_get(live, "metadata"),

@@ -214,6 +214,20 @@ test_rayservice_upgrade(void **state)
 		fail_msg("pods in %s do not all run the new image (%d pods)", ns, n);
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
 	    " spec_update->>'phase' = 'done'", id), 1);
+	/* the job's events, as a user reads them, tell the upgrade in order */
+	{
+		static const char *const want[] = { "spec_update_requested", "spec_applied",
+			"upgrade_in_progress", "upgrade_complete" };
+		json_t *items = json_object_get(harness_get_ok(viewer, "/v1/jobs/%s/events"
+		    "?limit=500", id), "items"), *x;
+		size_t i, w = 0;
+
+		json_array_foreach(items, i, x)
+			if (w < 4 && strcmp(harness_js(x, "type"), want[w]) == 0)
+				w++;
+		if (w != 4)
+			fail_msg("events lack %s in order: %s", want[w], harness_r.body);
+	}
 	free(body);
 	free(upd);
 	free(id);
