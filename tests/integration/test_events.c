@@ -30,7 +30,6 @@
 static struct fleetd_proc fd;
 static char dburl[512];
 static char *root, *viewer_a, *operator_a, *admin_b;
-static PGconn *pg;
 
 static const char *const JOB_A = "d1000000-0000-4000-8000-00000000000a";
 
@@ -220,28 +219,6 @@ sse_next(struct sse *s, int ms, long long *id, char **data)
 
 /* ---- seeding */
 
-static void
-q(const char *sql)
-{
-	PGresult *r = PQexec(pg, sql);
-
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", sql, PQerrorMessage(pg));
-	PQclear(r);
-}
-
-static void
-post(const char *path, const char *body)
-{
-	struct http_result h;
-	char url[256];
-
-	snprintf(url, sizeof(url), "%s%s", fd.url, path);
-	harness_http(&h, "POST", url, root, body, NULL);
-	assert_int_equal(h.status, 201);
-	harness_http_free(&h);
-}
-
 static long
 rss_kib(pid_t pid)
 {
@@ -271,21 +248,20 @@ setup(void **state)
 	harness_db_create("events", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
 	root = harness_token(dburl, "admin", "*");
-	post("/v1/environments", "{\"name\":\"enva\"}");
-	post("/v1/environments", "{\"name\":\"envb\"}");
+	harness_post_created(root, "/v1/environments", "{\"name\":\"enva\"}");
+	harness_post_created(root, "/v1/environments", "{\"name\":\"envb\"}");
 	viewer_a = harness_token(dburl, "viewer", "enva");
 	operator_a = harness_token(dburl, "operator", "enva");
 	admin_b = harness_token(dburl, "admin", "envb");
-	pg = PQconnectdb(dburl);
-	assert_int_equal(PQstatus(pg), CONNECTION_OK);
-	q("INSERT INTO queues (id, name, environment) VALUES"
-	  " ('c1000000-0000-4000-8000-00000000000a', 'qa', 'enva'),"
-	  " ('c1000000-0000-4000-8000-00000000000b', 'qb', 'envb')");
-	q("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority, spec)"
-	  " VALUES ('d1000000-0000-4000-8000-00000000000a', 'job-a', 'enva',"
-	  " 'c1000000-0000-4000-8000-00000000000a', 'RayJob', 'normal', 100, '{}'),"
-	  " ('d1000000-0000-4000-8000-00000000000b', 'job-b', 'envb',"
-	  " 'c1000000-0000-4000-8000-00000000000b', 'RayJob', 'normal', 100, '{}')");
+	harness_sql("INSERT INTO queues (id, name, environment) VALUES"
+	    " ('c1000000-0000-4000-8000-00000000000a', 'qa', 'enva'),"
+	    " ('c1000000-0000-4000-8000-00000000000b', 'qb', 'envb')");
+	harness_sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class,"
+	    " priority, spec)"
+	    " VALUES ('d1000000-0000-4000-8000-00000000000a', 'job-a', 'enva',"
+	    " 'c1000000-0000-4000-8000-00000000000a', 'RayJob', 'normal', 100, '{}'),"
+	    " ('d1000000-0000-4000-8000-00000000000b', 'job-b', 'envb',"
+	    " 'c1000000-0000-4000-8000-00000000000b', 'RayJob', 'normal', 100, '{}')");
 	return 0;
 }
 
@@ -293,12 +269,7 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	PQfinish(pg);
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_validate_responses();
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
+	harness_teardown(&fd, dburl, NULL);
 	free(root);
 	free(viewer_a);
 	free(operator_a);
@@ -330,12 +301,7 @@ test_resume_10000(void **state)
 	sse_open(&s, path, viewer_a, NULL);
 	assert_int_equal(s.status, 200);
 	assert_string_equal(s.ctype, "text/event-stream");
-	{
-		PGresult *r = PQexec(pg, "SELECT coalesce(max(id), 0) FROM job_events");
-
-		first_row = atoll(PQgetvalue(r, 0, 0));
-		PQclear(r);
-	}
+	first_row = harness_sql_long("SELECT coalesce(max(id), 0) FROM job_events");
 	while (got < NEVENTS && time(NULL) < deadline) {
 		/* two open transactions; the later id commits first */
 		if (inserted < NEVENTS) {
@@ -411,10 +377,10 @@ test_scope(void **state)
 	    viewer_a, NULL);
 	assert_int_equal(job.status, 404);
 	sse_close(&job);
-	q("INSERT INTO job_events (job_id, type, message) SELECT CASE WHEN g % 2 = 0 THEN"
-	  " 'd1000000-0000-4000-8000-00000000000a'::uuid ELSE"
-	  " 'd1000000-0000-4000-8000-00000000000b'::uuid END, 'scope', 'n' || g"
-	  " FROM generate_series(1, 40) g");
+	harness_sql("INSERT INTO job_events (job_id, type, message) SELECT CASE WHEN g %% 2 = 0 THEN"
+	    " 'd1000000-0000-4000-8000-00000000000a'::uuid ELSE"
+	    " 'd1000000-0000-4000-8000-00000000000b'::uuid END, 'scope', 'n' || g"
+	    " FROM generate_series(1, 40) g");
 	while (sse_next(&all, 1500, &id, &data)) {
 		json_t *ev = json_loads(data, 0, NULL);
 
@@ -515,8 +481,8 @@ test_idle_streams(void **state)
 	sse_open(&extra, "/v1/events?follow=true", root, NULL);
 	assert_int_equal(extra.status, 429);
 	sse_close(&extra);
-	q("INSERT INTO job_events (job_id, type, message) VALUES"
-	  " ('d1000000-0000-4000-8000-00000000000a', 'fanout', 'to all')");
+	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
+	    " ('d1000000-0000-4000-8000-00000000000a', 'fanout', 'to all')");
 	for (int i = 0; i < NIDLE; i++) {
 		if (sse_next(&s[i], 5000, &id, &data)) {
 			reached += strstr(data, "fanout") != NULL;
@@ -543,9 +509,9 @@ test_fleetctl(void **state)
 	fdo = mkstemp(out);
 	assert_true(fdo >= 0);
 	close(fdo);
-	q("INSERT INTO job_events (job_id, type, from_state, to_state, message) VALUES"
-	  " ('d1000000-0000-4000-8000-00000000000b', 'state', 'pending', 'running', 'started'),"
-	  " ('d1000000-0000-4000-8000-00000000000b', 'state', 'running', 'succeeded', 'done')");
+	harness_sql("INSERT INTO job_events (job_id, type, from_state, to_state, message) VALUES"
+	    " ('d1000000-0000-4000-8000-00000000000b', 'state', 'pending', 'running', 'started'),"
+	    " ('d1000000-0000-4000-8000-00000000000b', 'state', 'running', 'succeeded', 'done')");
 	rc = harness_sh("FLEET_URL=%s FLEET_TOKEN=%s timeout 30 %s/fleetctl jobs events %s --follow"
 	    " -o json >%s", fd.url, admin_b, bin, "d1000000-0000-4000-8000-00000000000b", out);
 	assert_int_equal(rc, 0);
