@@ -49,13 +49,8 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_cs_stop(&cs);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
+	harness_teardown(&fd, dburl, &cs);
 	free(admin);
-	harness_validate_responses();
 	return 0;
 }
 

@@ -53,15 +53,10 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_cs_stop(&cs);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
+	harness_teardown(&fd, dburl, &cs);
 	free(admin);
 	for (int i = 0; i < nsecrets; i++)
 		free(secrets[i]);
-	harness_done();
 	return 0;
 }
 
