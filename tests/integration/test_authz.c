@@ -153,8 +153,10 @@ check_openapi(void)
 
 /* ---- seeding */
 
+/* A seed statement with its nine parameters typed as text (harness_sql_params leaves
+ * them untyped, and $2 is both a uuid and md5's text here). */
 static void
-sql(PGconn *c, const char *q, const char *env, int k)
+seed(PGconn *c, const char *q, const char *env, int k)
 {
 	const char *p[9] = { env, CLOUD[k], CLUSTER[k], QUEUE[k], JOB[k], OPER[k], TOKOBJ[k],
 		PC, k == 0 ? "in" : "out" };
@@ -194,7 +196,6 @@ setup(void **state)
 	const char *env[] = { "FLEETD_WORKERS=none",
 		"FLEETD_MASTER_KEY=YXV0aHotdGVzdC1tYXN0ZXIta2V5LTMyLWJ5dGVzISE=", NULL };
 	PGconn *c;
-	PGresult *r;
 
 	(void)state;
 	parse_router();
@@ -202,28 +203,23 @@ setup(void **state)
 	harness_fleetd_start(&fd, dburl, env);
 	root = harness_token(dburl, "admin", "*");
 	for (int k = 0; k < 2; k++) {
-		char url[256], body[64];
-		struct http_result h;
+		char body[64];
 
-		snprintf(url, sizeof(url), "%s/v1/environments", fd.url);
 		snprintf(body, sizeof(body), "{\"name\":\"%s\"}", ENV[k]);
-		harness_http(&h, "POST", url, root, body, NULL);
-		assert_int_equal(h.status, 201);
-		harness_http_free(&h);
+		harness_post_created(root, "/v1/environments", body);
 	}
 	c = PQconnectdb(dburl);
 	assert_int_equal(PQstatus(c), CONNECTION_OK);
 	for (int k = 0; k < 2; k++)
 		for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
-			sql(c, seeds[i], ENV[k], k);
+			seed(c, seeds[i], ENV[k], k);
 	/* the revoked token is a revoked admin of every environment */
 	tok[1] = harness_token(dburl, "admin", "*");
-	r = PQexec(c, "UPDATE api_tokens SET revoked_at = now() WHERE id = (SELECT id FROM"
-	    " api_tokens WHERE name = 'test-admin' ORDER BY created_at DESC LIMIT 1)");
-	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
-	assert_string_equal(PQcmdTuples(r), "1");
-	PQclear(r);
 	PQfinish(c);
+	harness_sql("UPDATE api_tokens SET revoked_at = now() WHERE id = (SELECT id FROM"
+	    " api_tokens WHERE name = 'test-admin' ORDER BY created_at DESC LIMIT 1)");
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM api_tokens WHERE revoked_at IS NOT"
+	    " NULL AND name = 'test-admin'"), 1);
 	tok[2] = harness_token(dburl, "viewer", ENV[0]);
 	tok[3] = harness_token(dburl, "operator", ENV[0]);
 	tok[4] = harness_token(dburl, "admin", ENV[0]);
@@ -234,10 +230,7 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
+	harness_teardown(&fd, dburl, NULL);
 	free(root);
 	for (int i = 0; i < 5; i++)
 		free(tok[i]);
