@@ -1,19 +1,13 @@
 /* janitor: deletes idempotency keys past their 24-hour window every
  * FLEETD_JANITOR_INTERVAL_MS (PgBouncer's janitor timer, our housekeeping loop). */
-#include <pthread.h>
 #include <stdbool.h>
-#include <time.h>
 
 #include "api/janitor.h"
 #include "api/server.h"
 #include "core/config.h"
 #include "core/idem_store.h"
 #include "core/log.h"
-
-static pthread_t thread;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static bool running, started;
+#include "core/ticker.h"
 
 static void
 sweep(void)
@@ -29,53 +23,22 @@ sweep(void)
 	db_release(c);
 }
 
-static void *
-loop(void *arg)
+static long
+period_ms(void)
 {
-	(void)arg;
-	pthread_mutex_lock(&mu);
-	while (running) {
-		struct timespec until;
-		long ms = cfg.janitor_interval_ms > 0 ? cfg.janitor_interval_ms : 600000;
-
-		pthread_mutex_unlock(&mu);
-		sweep();
-		pthread_mutex_lock(&mu);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += ms / 1000;
-		until.tv_nsec += (ms % 1000) * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		while (running && pthread_cond_timedwait(&cv, &mu, &until) == 0)
-			;
-	}
-	pthread_mutex_unlock(&mu);
-	return NULL;
+	return cfg.janitor_interval_ms > 0 ? cfg.janitor_interval_ms : 600000;
 }
+
+static struct ticker ticker = TICKER_INIT(sweep, period_ms);
 
 bool
 janitor_start(struct err *e)
 {
-	running = true;
-	if (pthread_create(&thread, NULL, loop, NULL) != 0) {
-		running = false;
-		return err_set(e, 500, "janitor.start", "cannot start the janitor thread");
-	}
-	started = true;
-	return true;
+	return ticker_start(&ticker, "janitor.start", "cannot start the janitor thread", e);
 }
 
 void
 janitor_stop(void)
 {
-	if (!started)
-		return;
-	pthread_mutex_lock(&mu);
-	running = false;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-	pthread_join(thread, NULL);
-	started = false;
+	ticker_stop(&ticker);
 }

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/textbuf.h"
+#include "core/ticker.h"
 #include "iam/registry.h"
 #include "iam/reverify.h"
 #include "regions/cloud.h"
@@ -144,11 +145,6 @@ cleanup:
 
 /* ---- the iam-verify worker */
 
-static pthread_t thread;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static bool running, started;
-
 /* Claims one cloud whose last check is older than the interval (other replicas skip it);
  * false when none is due. */
 static bool
@@ -176,64 +172,45 @@ claim(char *id, size_t n)
 	return got;
 }
 
-static void *
-loop(void *arg)
+/* One round: up to 100 due clouds re-verified. */
+static void
+round_once(void)
 {
 	struct actor who = { .name = "fleetd iam-verify" };
+	char id[40];
 
-	(void)arg;
-	pthread_mutex_lock(&mu);
-	while (running) {
-		struct timespec until;
-		char id[40];
-		int tick = cfg.iam_verify_interval_s > 0 && cfg.iam_verify_interval_s < 5 ? 1 : 5;
+	for (int k = 0; k < 100 && claim(id, sizeof(id)); k++) {
+		json_t *cloud = NULL, *checks = NULL;
+		enum iam_verify_result res;
+		struct err e = { 0 };
 
-		pthread_mutex_unlock(&mu);
-		for (int k = 0; k < 100 && claim(id, sizeof(id)); k++) {
-			json_t *cloud = NULL, *checks = NULL;
-			enum iam_verify_result res;
-			struct err e = { 0 };
-
-			if (!iam_reverify(id, &who, &cloud, &checks, &res, &e) ||
-			    res == IAM_VERIFY_UNVERIFIED)
-				log_warn(NULL, "iam", "iam pair not verified", "{s:s, s:s}", "cloud",
-				    id, "code", e.code);
-			json_decref(cloud);
-			json_decref(checks);
-		}
-		pthread_mutex_lock(&mu);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += tick;
-		while (running && pthread_cond_timedwait(&cv, &mu, &until) == 0)
-			;
+		if (!iam_reverify(id, &who, &cloud, &checks, &res, &e) ||
+		    res == IAM_VERIFY_UNVERIFIED)
+			log_warn(NULL, "iam", "iam pair not verified", "{s:s, s:s}", "cloud",
+			    id, "code", e.code);
+		json_decref(cloud);
+		json_decref(checks);
 	}
-	pthread_mutex_unlock(&mu);
-	return NULL;
 }
+
+static long
+tick_ms(void)
+{
+	return cfg.iam_verify_interval_s > 0 && cfg.iam_verify_interval_s < 5 ? 1000 : 5000;
+}
+
+static struct ticker ticker = TICKER_INIT(round_once, tick_ms);
 
 bool
 iam_verify_start(struct err *e)
 {
-	running = true;
-	if (pthread_create(&thread, NULL, loop, NULL) != 0) {
-		running = false;
-		return err_set(e, 500, "iam.verify_start", "cannot start the iam-verify worker");
-	}
-	started = true;
-	return true;
+	return ticker_start(&ticker, "iam.verify_start", "cannot start the iam-verify worker", e);
 }
 
 void
 iam_verify_stop(void)
 {
-	if (!started)
-		return;
-	pthread_mutex_lock(&mu);
-	running = false;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-	pthread_join(thread, NULL);
-	started = false;
+	ticker_stop(&ticker);
 }
 
 void
