@@ -69,20 +69,41 @@ member(json_t *obj, const char *key, const char *prefix, bool required, json_t *
 	return true;
 }
 
+static bool is_string(const json_t *v) { return json_is_string(v); }
+static bool is_integer(const json_t *v) { return json_is_integer(v); }
+static bool is_boolean(const json_t *v) { return json_is_boolean(v); }
+
+static bool
+is_number(const json_t *v)
+{
+	return json_is_number(v) && isfinite(json_number_value(v));
+}
+
+/* The member key in *v (NULL when absent or null and not required) when is_kind accepts
+ * it; else 400 api.wrong_type "<key> must be <kind>". */
+static bool
+typed(json_t *obj, const char *key, const char *prefix, bool required,
+      bool (*is_kind)(const json_t *), const char *kind, json_t **v, struct err *e)
+{
+	char ptr[128];
+
+	if (!member(obj, key, prefix, required, v, ptr, sizeof(ptr), e))
+		return false;
+	if (*v != NULL && !is_kind(*v))
+		return err_field(e, 400, "api.wrong_type", ptr, "%s must be %s", key, kind);
+	return true;
+}
+
 bool
 jsonx_str(json_t *obj, const char *key, const char *prefix, bool required,
 	  const char **out, struct err *e)
 {
-	char ptr[128];
 	json_t *v;
 
-	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+	if (!typed(obj, key, prefix, required, is_string, "a string", &v, e))
 		return false;
-	if (v == NULL)
-		return true;
-	if (!json_is_string(v))
-		return err_field(e, 400, "api.wrong_type", ptr, "%s must be a string", key);
-	*out = json_string_value(v);
+	if (v != NULL)
+		*out = json_string_value(v);
 	return true;
 }
 
@@ -90,16 +111,12 @@ bool
 jsonx_int(json_t *obj, const char *key, const char *prefix, bool required,
 	  long long *out, struct err *e)
 {
-	char ptr[128];
 	json_t *v;
 
-	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+	if (!typed(obj, key, prefix, required, is_integer, "an integer", &v, e))
 		return false;
-	if (v == NULL)
-		return true;
-	if (!json_is_integer(v))
-		return err_field(e, 400, "api.wrong_type", ptr, "%s must be an integer", key);
-	*out = json_integer_value(v);
+	if (v != NULL)
+		*out = json_integer_value(v);
 	return true;
 }
 
@@ -107,16 +124,12 @@ bool
 jsonx_num(json_t *obj, const char *key, const char *prefix, bool required,
 	  double *out, struct err *e)
 {
-	char ptr[128];
 	json_t *v;
 
-	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+	if (!typed(obj, key, prefix, required, is_number, "a number", &v, e))
 		return false;
-	if (v == NULL)
-		return true;
-	if (!json_is_number(v) || !isfinite(json_number_value(v)))
-		return err_field(e, 400, "api.wrong_type", ptr, "%s must be a number", key);
-	*out = json_number_value(v);
+	if (v != NULL)
+		*out = json_number_value(v);
 	return true;
 }
 
@@ -124,16 +137,12 @@ bool
 jsonx_bool(json_t *obj, const char *key, const char *prefix, bool required,
 	   bool *out, struct err *e)
 {
-	char ptr[128];
 	json_t *v;
 
-	if (!member(obj, key, prefix, required, &v, ptr, sizeof(ptr), e))
+	if (!typed(obj, key, prefix, required, is_boolean, "a boolean", &v, e))
 		return false;
-	if (v == NULL)
-		return true;
-	if (!json_is_boolean(v))
-		return err_field(e, 400, "api.wrong_type", ptr, "%s must be a boolean", key);
-	*out = json_is_true(v);
+	if (v != NULL)
+		*out = json_is_true(v);
 	return true;
 }
 
