@@ -133,6 +133,19 @@ HANDLER(h_region_drain)
 	return ok;
 }
 
+HANDLER(h_operation_list)
+{
+	const char *after;
+	json_t *items;
+	int limit;
+
+	if (!rq_page(rq, &limit, &after, e) || !move_operation_list(rq->db, limit + 1, after,
+	    rq_query(rq, "state"), rq_query(rq, "environment"), rq->envs, rq->nenvs, &items, e))
+		return false;
+	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
+	return true;
+}
+
 HANDLER(h_operation_get)
 {
 	json_t *op = NULL;

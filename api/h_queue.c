@@ -3,6 +3,7 @@
 
 #include "api/crud.h"
 #include "api/handlers.h"
+#include "queue/explain.h"
 #include "queue/queue.h"
 
 static const struct crud queues = {
@@ -39,6 +40,20 @@ HANDLER(h_queue_list)
 HANDLER(h_queue_get)
 {
 	return crud_read(rq, &queues, e);
+}
+
+HANDLER(h_queue_status)
+{
+	json_t *st = NULL;
+
+	if (!explain_queue(rq->db, rq_param(rq, "id"), &st, e))
+		return false;
+	if (!rq_env_visible(rq, json_string_value(json_object_get(st, "environment")))) {
+		json_decref(st);
+		return err_set(e, 404, "queue.not_found", "queue not found");
+	}
+	rq_reply(rq, 200, st);
+	return true;
 }
 
 HANDLER(h_queue_replace)

@@ -122,6 +122,17 @@ regions_drain(struct cli_ctx *c, const struct cli_args *a)
 }
 
 static int
+operations_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN] = "/v1/operations";
+
+	if (!cli_query(path, sizeof(path), "environment", cli_arg(a, "env")) ||
+	    !cli_query(path, sizeof(path), "state", cli_arg(a, "state")))
+		return CLI_USAGE;
+	return cli_run_list(c, a, path, &cli_view_operations);
+}
+
+static int
 operations_get(struct cli_ctx *c, const struct cli_args *a)
 {
 	char path[PATH_MAX_LEN];
@@ -225,6 +236,13 @@ static const struct cli_flag capacity_flags[] = {
 	END_FLAGS,
 };
 
+static const struct cli_flag operations_flags[] = {
+	{ "env", 0, "ENV", "only this environment" },
+	{ "state", 0, "STATE", "running, succeeded, failed or cancelled" },
+	LIST_FLAGS,
+	END_FLAGS,
+};
+
 static const struct cli_flag wait_flags[] = {
 	{ "wait", 0, NULL, "follow the operation to its end with a progress bar" },
 	END_FLAGS,
@@ -248,6 +266,8 @@ const struct cli_cmd cli_fleet_cmds[] = {
 	    drain_flags, clusters_drain },
 	{ "regions", "drain", "ENV REGION", 2, "drain every cluster of a region",
 	    drain_flags, regions_drain },
+	{ "operations", "ls", NULL, 0, "list operations, newest first", operations_flags,
+	    operations_ls },
 	{ "operations", "get", "ID", 1, "show an operation (--wait: follow it)", wait_flags,
 	    operations_get },
 	{ "operations", "cancel", "ID", 1, "cancel an operation (jobs not moved yet stay)", NULL,

@@ -118,10 +118,27 @@ static const struct cli_col allocations_cols[] = {
 VIEW(cli_view_allocations, allocations_cols);
 
 static const struct cli_col failures_cols[] = {
-	{ "JOB", "job_id", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "JOB", "name", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "ID", "job_id", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
 	{ "REASON", "reason", CLI_CELL_TEXT, 0 },
 };
 VIEW(cli_view_failures, failures_cols);
+
+/* Operations (drains), newest first: what each drains, by name, and how far it got. */
+static const struct cli_col operations_cols[] = {
+	{ "ID", "id", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "ENV", "environment", CLI_CELL_TEXT, 0 },
+	{ "KIND", "kind", CLI_CELL_TEXT, 0 },
+	{ "CLUSTER", "cluster_name", CLI_CELL_TEXT, 0 },
+	{ "TARGET", "target", CLI_CELL_KV, CLI_COL_OPTIONAL },
+	{ "STATE", "state", CLI_CELL_STATE, CLI_COL_KEEP },
+	{ "MOVED", "moved", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "WAITING", "waiting", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "FAILED", "failed", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "TOTAL", "total", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "AGE", "created_at", CLI_CELL_AGE, CLI_COL_RIGHT },
+};
+VIEW(cli_view_operations, operations_cols);
 
 /* An operation's jobs that are not moved yet, and why each waits. */
 static const struct cli_col op_jobs_cols[] = {

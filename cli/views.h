@@ -21,6 +21,7 @@ extern const struct cli_view cli_view_candidates;
 extern const struct cli_view cli_view_blocking;
 extern const struct cli_view cli_view_allocations;
 extern const struct cli_view cli_view_failures;
+extern const struct cli_view cli_view_operations;
 extern const struct cli_view cli_view_op_jobs;	/* operation jobs still waiting or moving */
 
 /* cli_table_render with a view's columns. */

@@ -242,27 +242,41 @@ async function drainCluster(c) {
   } catch (e) { flash(e.message, true); }
 }
 
-// ---- Queues
+// ---- Queues: quota, live usage, borrowed and lent, fair-share position, pending by reason
+// (GET /v1/queues/{id}/status: the scheduler's model of the environment, computed now)
 async function viewQueues(v) {
   const render = async () => {
     const [queues, jobs] = await Promise.all([all('/v1/queues?limit=500'),
       all('/v1/jobs?limit=500', 2000)]);
+    const stats = await Promise.all(queues.map((q) => api('GET', `/v1/queues/${q.id}/status`).catch(() => null)));
     const counts = {};
     for (const j of jobs) {
       const k = j.queue_id; counts[k] = counts[k] || {};
       counts[k][j.state] = (counts[k][j.state] || 0) + 1;
     }
-    const fmtQ = (q) => q ? Object.entries(q).map(([f, n]) => `${f}: ${n}`).join(', ') : '—';
+    const fmtQ = (q) => q && Object.keys(q).length ? Object.entries(q).map(([f, n]) => `${f}: ${n}`).join(', ') : '—';
+    const usage = (st) => st && st.flavors.length ? h('ul', { class: 'plain' }, st.flavors.map((f) =>
+      h('li', { 'data-flavor': f.flavor }, `${f.flavor}: ${f.usage} / ${f.nominal}`,
+        f.borrowed ? h('span', { class: 'hint' }, ` +${f.borrowed} borrowed`) : null,
+        f.lent ? h('span', { class: 'hint' }, ` ${f.lent} lent`) : null))) : '—';
+    const share = (st) => !st ? '—' : `${st.fair_share.share === null ? '∞' : st.fair_share.share.toFixed(2)}`
+      + ` · #${st.fair_share.rank} of ${st.fair_share.cohort_queues}`;
+    const pending = (st, q) => {
+      const n = st ? st.pending.total : (counts[q.id] || {}).pending || 0;
+      const why = st ? Object.entries(st.pending.by_reason).map(([r, c]) => `${r}: ${c}`).join(', ') : '';
+      return h('td', { 'data-field': 'pending' }, String(n), why ? h('div', { class: 'hint' }, why) : null);
+    };
     v.replaceChildren(h('h1', {}, 'Queues'), h('div', { class: 'card' }, h('table', {},
-      h('thead', {}, h('tr', {}, ['queue', 'environment', 'cohort', 'weight', 'nominal quota',
-        'borrowing limit', 'lending limit', 'pending', 'running'].map((t, i) =>
-        h('th', { class: i >= 4 && i <= 6 ? 'opt' : null }, t)))),
-      h('tbody', {}, queues.map((q) => h('tr', { 'data-queue': q.name },
-        h('td', {}, q.name), h('td', {}, q.environment), h('td', {}, q.cohort || '—'),
-        h('td', {}, q.weight), h('td', { class: 'opt' }, fmtQ(q.nominal_quota)),
+      h('thead', {}, h('tr', {}, ['queue', 'environment', 'cohort', 'weight', 'usage / quota',
+        'fair share', 'borrowing limit', 'lending limit', 'pending', 'running'].map((t, i) =>
+        h('th', { scope: 'col', class: i === 2 || i === 3 || i === 6 || i === 7 ? 'opt' : null }, t)))),
+      h('tbody', {}, queues.map((q, i) => h('tr', { 'data-queue': q.name },
+        h('td', {}, q.name), h('td', {}, q.environment), h('td', { class: 'opt' }, q.cohort || '—'),
+        h('td', { class: 'opt' }, String(q.weight)), h('td', { 'data-field': 'usage' }, usage(stats[i])),
+        h('td', { 'data-field': 'share' }, share(stats[i])),
         h('td', { class: 'opt' }, fmtQ(q.borrowing_limit)), h('td', { class: 'opt' }, fmtQ(q.lending_limit)),
-        h('td', {}, (counts[q.id] || {}).pending || 0),
-        h('td', {}, (counts[q.id] || {}).running || 0)))))));
+        pending(stats[i], q),
+        h('td', {}, String((counts[q.id] || {}).running || 0))))))));
   };
   await render();
   setRefresh(() => true, render);
@@ -400,21 +414,39 @@ async function moveJob(job, region) {
   } catch (e) { flash(e.message, true); }
 }
 
-// ---- Operations: the ones started here (and any by id), live progress, cancel
+// ---- Operations: every operation of the token's environments (GET /v1/operations), live progress, cancel
 function rememberOp(op, label) {
   const ops = JSON.parse(sessionStorage.getItem('fleet.ops') || '[]');
   ops.unshift({ id: op.id, label });
   sessionStorage.setItem('fleet.ops', JSON.stringify(ops.slice(0, 50)));
 }
 async function viewOps(v) {
-  const ops = JSON.parse(sessionStorage.getItem('fleet.ops') || '[]');
   const input = h('input', { id: 'op-id', 'aria-label': 'operation id', size: 38 });
+  const state = h('select', { 'aria-label': 'state filter' },
+    ['', 'running', 'succeeded', 'failed', 'cancelled'].map((s) => h('option', { value: s }, s || 'any state')));
+  const list = h('div', { class: 'card' });
+  const render = async () => {
+    const ops = await all('/v1/operations?limit=100' + (state.value ? '&state=' + state.value : ''), 500);
+    const mine = new Map(JSON.parse(sessionStorage.getItem('fleet.ops') || '[]').map((o) => [o.id, o.label]));
+    list.replaceChildren(ops.length ? h('table', {},
+      h('thead', {}, h('tr', {}, ['Operation', 'Environment', 'Target', 'State', 'Moved', 'Waiting', 'Failed', 'Total', 'Started']
+        .map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, ops.map((o) => h('tr', { 'data-op': o.id },
+        h('td', {}, h('a', { href: '#/ops/' + o.id }, mine.get(o.id) || `${o.kind} ${o.id.slice(0, 8)}`)),
+        h('td', {}, o.environment),
+        h('td', {}, o.cluster_name || (o.target.region ? `region ${o.target.region}` : o.target.cluster_id || '')),
+        h('td', {}, badge(o.state)), h('td', {}, String(o.moved)), h('td', {}, String(o.waiting)),
+        h('td', {}, String(o.failed)), h('td', {}, String(o.total)),
+        h('td', { class: 'opt' }, new Date(o.created_at).toLocaleString())))))
+      : h('p', { class: 'hint' }, 'No operation' + (state.value ? ' in state ' + state.value : '') + '.'));
+  };
+  state.addEventListener('change', () => render().catch((e) => flash(e.message, true)));
   v.replaceChildren(h('h1', {}, 'Operations'),
     h('div', { class: 'card' }, h('form', { class: 'row', onsubmit: (e) => { e.preventDefault();
-      location.hash = '#/ops/' + input.value.trim(); } }, input, h('button', { type: 'submit' }, 'Open'))),
-    h('div', { class: 'card' }, ops.length ? h('ul', {}, ops.map((o) =>
-      h('li', {}, h('a', { href: '#/ops/' + o.id }, o.label), ' ', h('code', {}, o.id))))
-      : h('p', { class: 'hint' }, 'No operation started from this tab yet.')));
+      location.hash = '#/ops/' + input.value.trim(); } }, input, h('button', { type: 'submit' }, 'Open'), state)),
+    list);
+  await render();
+  setRefresh(() => true, render, 0);
 }
 async function viewOp(v, [id]) {
   if (!S.clusters.size) await loadClusters();

@@ -534,18 +534,28 @@ move_request(struct db *c, const struct actor *who, const char *job_id, json_t *
 
 /* ---- drains */
 
+/* An operation's state: a running one is succeeded or failed once no job waits or moves. */
+#define OP_STATE "CASE WHEN o.state = 'running' AND NOT EXISTS (SELECT 1" \
+    "  FROM operation_jobs x WHERE x.operation_id = o.id AND x.state IN ('waiting', 'moving'))" \
+    "  THEN CASE WHEN EXISTS (SELECT 1 FROM operation_jobs x WHERE x.operation_id = o.id AND" \
+    "  x.state = 'failed') THEN 'failed' ELSE 'succeeded' END ELSE o.state END"
+
+/* Every member of an operation but its jobs (names beside ids: the drained cluster's and
+ * each failed job's). */
+#define OP_HEAD "'id', o.id, 'kind', o.kind, 'environment', o.environment," \
+    " 'target', o.target, 'cluster_name', (SELECT k.name FROM clusters k WHERE" \
+    "  k.id::text = o.target->>'cluster_id'), 'state', " OP_STATE "," \
+    " 'total', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id)," \
+    " 'moved', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'moved')," \
+    " 'waiting', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state IN ('waiting', 'moving'))," \
+    " 'failed', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'failed')," \
+    " 'failures', coalesce((SELECT json_agg(json_build_object('job_id', x.job_id, 'name', j.name," \
+    "  'reason', x.reason)) FROM operation_jobs x JOIN jobs j ON j.id = x.job_id" \
+    "  WHERE x.operation_id = o.id AND x.state = 'failed'), '[]'::json)," \
+    " 'created_by', o.created_by, 'created_at', o.created_at, 'updated_at', o.updated_at"
+
 static const char sql_op_json[] =
-    "SELECT json_build_object('id', o.id, 'kind', o.kind, 'environment', o.environment,"
-    " 'target', o.target, 'state', CASE WHEN o.state = 'running' AND NOT EXISTS (SELECT 1"
-    "  FROM operation_jobs x WHERE x.operation_id = o.id AND x.state IN ('waiting', 'moving'))"
-    "  THEN CASE WHEN EXISTS (SELECT 1 FROM operation_jobs x WHERE x.operation_id = o.id AND"
-    "  x.state = 'failed') THEN 'failed' ELSE 'succeeded' END ELSE o.state END,"
-    " 'total', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id),"
-    " 'moved', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'moved'),"
-    " 'waiting', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state IN ('waiting', 'moving')),"
-    " 'failed', (SELECT count(*) FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'failed'),"
-    " 'failures', coalesce((SELECT json_agg(json_build_object('job_id', x.job_id, 'reason', x.reason))"
-    "  FROM operation_jobs x WHERE x.operation_id = o.id AND x.state = 'failed'), '[]'::json),"
+    "SELECT json_build_object(" OP_HEAD ","
     " 'jobs', coalesce((SELECT json_agg(json_build_object('job_id', x.job_id, 'name', j.name,"
     "  'state', x.state, 'job_state', j.state, 'phase', j.move->>'phase', 'to_cluster',"
     "  j.move->'to'->>'cluster_name', 'waiting_for', CASE WHEN x.state = 'waiting' THEN"
@@ -554,9 +564,45 @@ static const char sql_op_json[] =
     "  WHEN 'applied' THEN 'target_ready' ELSE 'target_apply' END END, 'reason', x.reason,"
     "  'updated_at', x.updated_at) ORDER BY j.priority DESC, j.enqueued_at)"
     "  FROM operation_jobs x JOIN jobs j ON j.id = x.job_id WHERE x.operation_id = o.id),"
-    "  '[]'::json),"
-    " 'created_by', o.created_by, 'created_at', o.created_at, 'updated_at', o.updated_at)::text"
+    "  '[]'::json))::text"
     " FROM operations o WHERE o.id = $1::uuid";
+
+bool
+move_operation_list(struct db *c, int limit, const char *after, const char *state,
+		    const char *environment, const char *const *envs, int nenvs, json_t **out,
+		    struct err *e)
+{
+	static const char sql[] =
+	    "SELECT json_build_object(" OP_HEAD ")::text FROM operations o"
+	    " WHERE ($1 = '' OR (o.created_at, o.id) < (SELECT p.created_at, p.id"
+	    "  FROM operations p WHERE p.id = $1::uuid))"
+	    " AND ($3::text IS NULL OR (" OP_STATE ") = $3)"
+	    " AND ($4::text IS NULL OR o.environment = $4)"
+	    " AND ($5::boolean OR o.environment = ANY($6::text[]))"
+	    " ORDER BY o.created_at DESC, o.id DESC LIMIT $2";
+	static const char *const states[] = { "running", "succeeded", "failed", "cancelled", NULL };
+	char lim[16], *lit = db_scope_array(envs, nenvs);
+	bool all = lit == NULL && envs != NULL, known = state == NULL, ok;
+	const char *p[6] = { after ? after : "", lim, state, environment,
+	    all ? "true" : "false", lit ? lit : "{}" };
+
+	for (int i = 0; !known && states[i] != NULL; i++)
+		known = strcmp(state, states[i]) == 0;
+	if (!known) {
+		free(lit);
+		return err_field(e, 400, "api.bad_query", "/query/state",
+		    "state must be running, succeeded, failed or cancelled");
+	}
+	if (after != NULL && !db_uuid_ok(after)) {
+		free(lit);
+		return err_field(e, 400, "api.bad_cursor", "/query/after",
+		    "after is not a cursor returned by this list");
+	}
+	snprintf(lim, sizeof(lim), "%d", limit);
+	ok = db_list_json(c, sql, 6, p, out, e);
+	free(lit);
+	return ok;
+}
 
 bool
 move_operation_get(struct db *c, const char *id, json_t **out, struct err *e)

@@ -25,6 +25,11 @@ bool	move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **o
 	    struct err *e);
 /* Retries drain jobs still waiting for room (a few per call); *tried counts them. */
 bool	move_retry_waiting(struct db *c, const struct actor *who, int *tried, struct err *e);
+/* A page of operations, newest first (after: the id of the last one seen; state: as
+ * reported; envs: the caller's scope, "*" for all). */
+bool	move_operation_list(struct db *c, int limit, const char *after, const char *state,
+			    const char *environment, const char *const *envs, int nenvs,
+			    json_t **out, struct err *e);
 bool	move_operation_get(struct db *c, const char *id, json_t **out, struct err *e);
 bool	move_operation_cancel(struct db *c, const char *id, json_t **out, struct err *e);
 

@@ -79,6 +79,9 @@ async function main() {
     step = 'queues';
     await page.click('#nav a[data-view=queues]');
     await page.waitForSelector('[data-queue]');
+    // usage against quota and the fair-share position come from GET /v1/queues/{id}/status
+    await page.waitForSelector('[data-queue] [data-field=share]');
+    check(/#\d+ of \d+/.test(await page.textContent('[data-queue] [data-field=share]')), 'a fair-share rank on the Queues page');
     await axe(page, 'queues');
     await shot(page, '03-queues');
 
@@ -139,6 +142,13 @@ async function main() {
     check(!/\bnull\b|undefined/.test(await page.textContent('#view')), 'no null or undefined on the operation page');
     await axe(page, 'operation');
     await shot(page, '08-operation-done');
+    // the Operations page lists it from GET /v1/operations, not from what this tab remembers
+    const opId = page.url().split('#/ops/')[1];
+    await page.evaluate(() => sessionStorage.removeItem('fleet.ops'));
+    await page.click('#nav a[data-view=ops]');
+    await page.waitForSelector(`[data-op="${opId}"]`);
+    check(/\d/.test(await page.textContent(`[data-op="${opId}"]`)), 'the operation row shows its counts');
+    await axe(page, 'operations');
     check(page.csp.length === 0, 'CSP violations: ' + page.csp.join('; '));
 
     // ---- phone width

@@ -185,7 +185,7 @@ static const char *const seeds[] = {
 	"INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
 	" spec) VALUES ($5::uuid, 'j-' || $9, $1, $4::uuid, 'RayJob', 'normal', 100, '{}')",
 	"INSERT INTO operations (id, kind, environment, target) VALUES ($6::uuid, 'drain', $1,"
-	" jsonb_build_object('cluster', $3))",
+	" jsonb_build_object('cluster_id', $3, 'environment', $1))",
 	"INSERT INTO api_tokens (id, name, role, environments, secret_sha256) VALUES ($7::uuid,"
 	" 'obj-' || $9, 'viewer', ARRAY[$1], md5($7) || md5($1))",
 };
@@ -379,9 +379,10 @@ listed(const struct route_row *r)
 		{ "/v1/environments", "\"inenv\"" }, { "/v1/clouds", NULL },
 		{ "/v1/clusters", NULL }, { "/v1/clouds/{id}/clusters", NULL },
 		{ "/v1/queues", NULL }, { "/v1/jobs", NULL }, { "/v1/tokens", NULL },
+		{ "/v1/operations", NULL },
 	};
 	const char *ids[] = { NULL, CLOUD[0], CLUSTER[0], CLUSTER[0], QUEUE[0], JOB[0],
-		TOKOBJ[0] };
+		TOKOBJ[0], OPER[0] };
 
 	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
 		if (strcmp(r->method, "GET") == 0 && strcmp(r->pattern, l[i].pattern) == 0)
