@@ -118,8 +118,7 @@ static const struct cli_col allocations_cols[] = {
 VIEW(cli_view_allocations, allocations_cols);
 
 static const struct cli_col failures_cols[] = {
-	{ "JOB", "name", CLI_CELL_TEXT, CLI_COL_KEEP },
-	{ "ID", "job_id", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
+	{ "JOB", "job_id", CLI_CELL_TEXT, CLI_COL_KEEP },
 	{ "REASON", "reason", CLI_CELL_TEXT, 0 },
 };
 VIEW(cli_view_failures, failures_cols);

@@ -593,7 +593,7 @@ test_live_empty_drain(void **state)
 	harness_ctl_free(&r);
 	CTL(&r, "operations", "get", id);
 	assert_int_equal(r.rc, 0);
-	snprintf(line, sizeof(line), "id:          %s\n", id);
+	snprintf(line, sizeof(line), "id:           %s\n", id);
 	assert_true(strncmp(r.out, line, strlen(line)) == 0);
 	harness_ctl_free(&r);
 }
