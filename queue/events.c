@@ -114,20 +114,12 @@ events_read(struct db *c, long long after, long long upto, const struct events_f
 	char a[24], u[24], lim[16];
 	char *scope = db_scope_array(f->envs, f->nenvs);
 	const char *p[6] = { a, upto > 0 ? u : NULL, f->job_id, f->environment, scope, lim };
-	PGresult *r = NULL;
-	bool ok = false;
+	bool ok;
 
 	snprintf(a, sizeof(a), "%lld", after);
 	snprintf(u, sizeof(u), "%lld", upto);
 	snprintf(lim, sizeof(lim), "%d", limit);
-	if (!db_exec(c, sql, 6, p, &r, e))
-		goto cleanup;
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-	ok = true;
-cleanup:
-	PQclear(r);
+	ok = db_list_json(c, sql, 6, p, out, e);
 	free(scope);
 	return ok;
 }

@@ -34,7 +34,6 @@ cloud_list(struct db *c, int limit, const char *after, const char *environment,
 	    " ORDER BY c.id LIMIT $2";
 	char lim[16], *lit = db_scope_array(envs, nenvs);
 	const char *p[6] = { after ? after : "", lim, environment, provider, region, lit };
-	PGresult *r = NULL;
 	uuid_t u;
 	bool ok = false;
 
@@ -44,15 +43,8 @@ cloud_list(struct db *c, int limit, const char *after, const char *environment,
 		    "after is not a cursor returned by this list");
 	}
 	snprintf(lim, sizeof(lim), "%d", limit);
-	if (!db_exec(c, sql, 6, p, &r, e))
-		goto cleanup;
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-	ok = true;
-cleanup:
+	ok = db_list_json(c, sql, 6, p, out, e);
 	free(lit);
-	PQclear(r);
 	return ok;
 }
 

@@ -398,10 +398,9 @@ cluster_list(struct db *c, int limit, const char *after, const char *environment
 	    " AND ($6::text IS NULL OR k.cloud_id::text = $6)"
 	    " AND ($7::text[] IS NULL OR c.environment = ANY($7::text[]))"
 	    " ORDER BY k.id LIMIT $2";
-	char lim[16], *lit = NULL;
-	PGresult *r = NULL;
+	char lim[16], *lit;
 	uuid_t u;
-	bool ok = false;
+	bool ok;
 
 	if (after != NULL && uuid_parse(after, u) != 0)
 		return err_field(e, 400, "api.bad_cursor", "/query/after",
@@ -412,16 +411,9 @@ cluster_list(struct db *c, int limit, const char *after, const char *environment
 		const char *p[7] = { after ? after : "", lim, environment, region, provider,
 		    cloud_id, lit };
 
-		if (!db_exec(c, sql, 7, p, &r, e))
-			goto cleanup;
+		ok = db_list_json(c, sql, 7, p, out, e);
 	}
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-	ok = true;
-cleanup:
 	free(lit);
-	PQclear(r);
 	return ok;
 }
 
