@@ -1,0 +1,155 @@
+/* test_queue_status: GET /v1/queues/{id}/status reports what the scheduler's model counts —
+ * usage against nominal quota per flavor, borrowed and lent, the weighted dominant share and
+ * its rank in the cohort, pending jobs by the reason the scheduler recorded — and stays
+ * inside the token's environments. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/harness.h"
+
+#define H100	"nvidia-h100-80gb"
+
+static struct fleetd_proc fd;
+static char dburl[512];
+static char *root, *viewer, *other;
+static char qa[64], qb[64], qd[64];
+
+static void
+make_queue(char *id, size_t n, const char *body)
+{
+	json_t *q = harness_post_created(root, "/v1/queues", body);
+
+	snprintf(id, n, "%s", json_string_value(json_object_get(q, "id")));
+}
+
+static void
+submit(const char *queue, int count)
+{
+	char *body = harness_job_body("qs", queue, H100, count, NULL);
+
+	harness_post_created(root, "/v1/jobs", body);
+	free(body);
+}
+
+static int
+setup(void **state)
+{
+	const char *const env[] = { "FLEETD_WORKERS=scheduler", "FLEETD_SNAPSHOT_MAX_AGE=100000",
+		NULL };
+
+	(void)state;
+	harness_db_create("qstatus", dburl, sizeof(dburl));
+	harness_fleetd_start(&fd, dburl, env);
+	root = harness_token(dburl, "admin", "*");
+	viewer = harness_token(dburl, "viewer", "qs");
+	other = harness_token(dburl, "admin", "elsewhere");
+	harness_post_created(root, "/v1/environments", "{\"name\":\"qs\"}");
+	harness_post_created(root, "/v1/environments", "{\"name\":\"elsewhere\"}");
+	harness_seed_cluster("qs", "gke", "us-central1", "active", "qs-1", H100, 2, 8, 2, false);
+	/* cohort team: qa and qb own 4 each; qd is alone with 2 */
+	make_queue(qa, sizeof(qa), "{\"name\":\"qa\",\"environment\":\"qs\",\"cohort\":\"team\","
+	    "\"nominal_quota\":{\"" H100 "\":4}}");
+	make_queue(qb, sizeof(qb), "{\"name\":\"qb\",\"environment\":\"qs\",\"cohort\":\"team\","
+	    "\"nominal_quota\":{\"" H100 "\":4},\"borrowing_limit\":{\"" H100 "\":0}}");
+	make_queue(qd, sizeof(qd), "{\"name\":\"qd\",\"environment\":\"qs\","
+	    "\"nominal_quota\":{\"" H100 "\":2}}");
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	harness_teardown(&fd, dburl, NULL);
+	free(root);
+	free(viewer);
+	free(other);
+	return 0;
+}
+
+static json_t *
+flavor_of(json_t *st)
+{
+	return json_array_get(json_object_get(st, "flavors"), 0);
+}
+
+static void
+test_status(void **state)
+{
+	double end;
+	json_t *st;
+
+	(void)state;
+	/* qa takes 6 of 8: 4 of its own and 2 borrowed from qb; qd asks for more than it owns */
+	submit("qa", 2);
+	submit("qa", 2);
+	submit("qa", 2);
+	submit("qd", 4);
+	end = harness_now_s() + 15;
+	while ((harness_sql_long("SELECT count(*) FROM jobs WHERE state = 'admitted'") != 3 ||
+	    harness_sql_long("SELECT count(*) FROM jobs WHERE state = 'pending' AND reason IS"
+	    " NOT NULL") != 1) && harness_now_s() < end)
+		usleep(100 * 1000);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE state = 'admitted'"), 3);
+
+	st = harness_get_ok(viewer, "/v1/queues/%s/status", qa);
+	assert_string_equal(harness_js(st, "cohort"), "team");
+	assert_string_equal(json_string_value(json_object_get(flavor_of(st), "flavor")), H100);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "nominal")), 4);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "usage")), 6);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "borrowed")), 2);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "lent")), 0);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "cohort_lendable")), 8);
+	assert_true(fabs(json_number_value(harness_jp(st, "fair_share.share")) - 0.25) < 1e-9);
+	assert_int_equal(harness_ji(st, "fair_share.rank"), 2);
+	assert_int_equal(harness_ji(st, "fair_share.cohort_queues"), 2);
+	assert_int_equal(harness_ji(st, "pending.total"), 0);
+
+	st = harness_get_ok(viewer, "/v1/queues/%s/status", qb);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "usage")), 0);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "lent")), 2);
+	assert_int_equal(json_integer_value(json_object_get(flavor_of(st), "borrowing_limit")), 0);
+	assert_true(json_is_null(json_object_get(flavor_of(st), "lending_limit")));
+	assert_int_equal(harness_ji(st, "fair_share.rank"), 1);
+
+	st = harness_get_ok(viewer, "/v1/queues/%s/status", qd);
+	assert_true(json_is_null(json_object_get(st, "cohort")));
+	assert_int_equal(harness_ji(st, "fair_share.cohort_queues"), 1);
+	assert_int_equal(harness_ji(st, "pending.total"), 1);
+	{
+		const char *why = harness_sql_str("SELECT reason FROM jobs WHERE state = 'pending'");
+
+		assert_int_equal(json_integer_value(json_object_get(harness_jp(st,
+		    "pending.by_reason"), why)), 1);
+		free((void *)why);
+	}
+
+	/* scope and input */
+	harness_call("GET", other, NULL, "/v1/queues/%s/status", qa);
+	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
+	harness_call("GET", viewer, NULL, "/v1/queues/%s/status", "not-a-uuid");
+	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
+	harness_call("GET", viewer, NULL, "/v1/queues/%s/status",
+	    "00000000-0000-4000-8000-000000000000");
+	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
+	harness_call("GET", NULL, NULL, "/v1/queues/%s/status", qa);
+	harness_expect_status(NULL, 401);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
