@@ -95,38 +95,16 @@ env_list(struct db *c, int limit, const char *after, const char *const *only, in
 	static const char sql[] = "SELECT " ENV_JSON " FROM environments"
 	    " WHERE name > $1 AND ($3::text[] IS NULL OR name = ANY($3::text[]))"
 	    " ORDER BY name LIMIT $2";
-	char lim[16], *filter = NULL;
+	char lim[16], *filter = db_scope_array(only, nonly);
 	const char *p[3];
-	PGresult *r = NULL;
-	bool ok = false;
+	bool ok;
 
 	snprintf(lim, sizeof(lim), "%d", limit);
-	if (only != NULL) {
-		size_t len = 3;
-
-		for (int i = 0; i < nonly; i++)
-			len += strlen(only[i]) + 1;
-		filter = calloc(1, len);
-		strcat(filter, "{");
-		for (int i = 0; i < nonly; i++) {
-			if (i)
-				strcat(filter, ",");
-			strcat(filter, only[i]);
-		}
-		strcat(filter, "}");
-	}
 	p[0] = after ? after : "";
 	p[1] = lim;
 	p[2] = filter;
-	if (!db_exec(c, sql, 3, p, &r, e))
-		goto cleanup;
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-	ok = true;
-cleanup:
+	ok = db_list_json(c, sql, 3, p, out, e);
 	free(filter);
-	PQclear(r);
 	return ok;
 }
 
