@@ -190,6 +190,24 @@ queues_ls(struct cli_ctx *c, const struct cli_args *a)
 	return cli_run_list(c, a, "/v1/queues", &cli_view_queues);
 }
 
+/* The scheduler's view of a queue: usage per flavor, borrowed, lent, fair share, pending. */
+static int
+queues_status(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN];
+	json_t *st = NULL;
+	int rc;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if (!cli_path(path, sizeof(path), "/v1/queues/", a->pos[0], "/status"))
+		return CLI_USAGE;
+	if ((rc = cli_call(c, "GET", path, NULL, NULL, &st)) == CLI_OK)
+		rc = cli_print_object(c, st);
+	json_decref(st);
+	return rc;
+}
+
 static int
 clouds_ls(struct cli_ctx *c, const struct cli_args *a)
 {
@@ -275,6 +293,8 @@ const struct cli_cmd cli_fleet_cmds[] = {
 	{ NULL, "capacity", NULL, 0, "free and growable capacity per region and flavor",
 	    capacity_flags, capacity },
 	{ "queues", "ls", NULL, 0, "list queues", list_flags, queues_ls },
+	{ "queues", "status", "ID", 1, "usage, borrowed, lent, fair share and pending by reason",
+	    NULL, queues_status },
 	{ "clouds", "ls", NULL, 0, "list clouds", list_flags, clouds_ls },
 	{ "clouds", "get", "ID", 1, "show one cloud", NULL, clouds_get },
 	{ "envs", "ls", NULL, 0, "list environments", list_flags, envs_ls },

@@ -132,6 +132,30 @@ test_status(void **state)
 		free((void *)why);
 	}
 
+	/* fleetctl queues status */
+	{
+		const char *bin = getenv("FLEETD_BUILD_DIR");
+		char out[] = "/tmp/fleetctl-qs-XXXXXX", *text;
+		int fdo = mkstemp(out);
+
+		assert_non_null(bin);
+		assert_true(fdo >= 0);
+		close(fdo);
+		assert_int_equal(harness_sh("FLEET_URL=%s FLEET_TOKEN=%s %s/fleetctl queues status %s"
+		    " -o json >%s", fd.url, viewer, bin, qa, out), 0);
+		text = harness_slurp(out);
+		assert_non_null(text);
+		assert_non_null(strstr(text, "\"borrowed\": 2"));
+		free(text);
+		assert_int_equal(harness_sh("FLEET_URL=%s FLEET_TOKEN=%s %s/fleetctl queues status %s"
+		    " >%s", fd.url, viewer, bin, qa, out), 0);
+		text = harness_slurp(out);
+		assert_non_null(text);
+		assert_non_null(strstr(text, "team"));
+		free(text);
+		unlink(out);
+	}
+
 	/* scope and input */
 	harness_call("GET", other, NULL, "/v1/queues/%s/status", qa);
 	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
