@@ -53,6 +53,8 @@ main(int argc, char **argv)
 		c.n_jobs = atoi(argv[1]);
 	if (argc > 2)
 		c.seed = strtoull(argv[2], NULL, 0);
+	if (getenv("TRACE_MAX_HOLDS") != NULL)
+		c.max_holds = atoi(getenv("TRACE_MAX_HOLDS"));
 	t0 = now_s();
 	if (!sched_trace_run(&c, &r, &e)) {
 		fprintf(stderr, "sched_trace: %s: %s\n", e.code, e.msg);

@@ -110,6 +110,7 @@ sched_trace_default(struct sched_trace_config *c)
 	c->burst_frac = 0.7;
 	c->median_run_s = 1200;
 	c->seed = 0x5eed17b;
+	c->max_holds = -1;
 }
 
 /* --- the trace --- */
@@ -749,6 +750,8 @@ sched_trace_run(const struct sched_trace_config *cfg, struct sched_trace_result 
 	s.jobs = calloc((size_t)cfg->n_jobs, sizeof(*s.jobs));
 	s.live = calloc((size_t)cfg->n_jobs, sizeof(*s.live));
 	sched_config_default(&sc);
+	if (cfg->max_holds >= 0)
+		sc.max_holds = (size_t)cfg->max_holds;
 	s.m = sched_model_new(&sc, 0);
 	if (s.jobs == NULL || s.live == NULL) {
 		err_set(e, 500, "trace.oom", "out of memory");

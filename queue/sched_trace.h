@@ -35,6 +35,7 @@ struct sched_trace_config {
 	double			 burst_frac;	/* fraction of a team's jobs in bursts */
 	int64_t			 median_run_s;	/* median job run time */
 	uint64_t		 seed;
+	int			 max_holds;	/* -1: the scheduler's default */
 };
 
 /* Six teams in one cohort, 12 clusters of 16 x 8 accelerators, 10,000 jobs. */
