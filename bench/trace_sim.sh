@@ -2,8 +2,9 @@
 # bench/trace_sim.sh — issue 17, scheduling quality on a trace (no database; bench/trace.sh
 # is the Postgres-backed one): a synthetic multi-team trace (6 teams with weights and
 # quota floors in one cohort, bursty arrivals, gangs of 1-64 accelerators with host/rack
-# topology, three priority classes, 10,000 jobs) replayed through the scheduler's own model and cycle (queue/sched_*.c, jobs shaped by the loader
-# from their spec JSON) in simulated time: no database, no clock, nothing to start or stop.
+# topology, three priority classes, 10,000 jobs) replayed through the scheduler's own
+# model and cycle (queue/sched_*.c, jobs shaped by the loader from their spec JSON) in
+# simulated time: no database, no clock, nothing to start or stop.
 # Prints per team the share deviation from the weighted-DRF ideal, time below the quota
 # floor while a job that fits in it waits, the longest wait, preemptions, preempt-requeue
 # cycles and idle waits; then each target's verdict.  Deterministic for a seed.
