@@ -158,6 +158,27 @@ gcp_impersonate_done(struct prov_fetch *f, void *ctx, struct http_resp *r,
 	free(ch);
 }
 
+/* POSTs body (form-encoded, holding a secret) to url as a step of f; wipes and frees body
+ * whatever happens. */
+static bool
+form_post(struct prov_fetch *f, const char *url, char *body, prov_step_fn fn, void *ctx)
+{
+	struct http_req rq = { 0 };
+	bool ok;
+
+	rq.method = "POST";
+	rq.url = url;
+	rq.body = body;
+	rq.body_len = strlen(body);
+	rq.headers = (struct http_header[]){ { "Content-Type",
+	    "application/x-www-form-urlencoded" } };
+	rq.nheaders = 1;
+	ok = prov_fetch_add(f, &rq, fn, ctx);
+	memset(body, 0, strlen(body));
+	free(body);
+	return ok;
+}
+
 static void
 gcp_oauth_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
 {
@@ -180,7 +201,6 @@ gcp_oauth(struct prov_fetch *f, struct chain *ch, struct err *e)
 	json_t *key = NULL, *claims;
 	const char *email, *pem, *aud, *kid;
 	char *jwt = NULL, *body = NULL, *esc, url[1024];
-	struct http_req rq = { 0 };
 	json_error_t je;
 	time_t now = time(NULL);
 	bool ok = false;
@@ -206,14 +226,8 @@ gcp_oauth(struct prov_fetch *f, struct chain *ch, struct err *e)
 	    "bearer&assertion=%s", esc) < 0)
 		abort();
 	creds_form_free(esc);
-	rq.method = "POST";
-	rq.url = url;
-	rq.body = body;
-	rq.body_len = strlen(body);
-	rq.headers = (struct http_header[]){ { "Content-Type",
-	    "application/x-www-form-urlencoded" } };
-	rq.nheaders = 1;
-	ok = prov_fetch_add(f, &rq, gcp_oauth_done, ch);
+	ok = form_post(f, url, body, gcp_oauth_done, ch);
+	body = NULL;
 	if (!ok)
 		*e = f->err;
 cleanup:
@@ -247,8 +261,6 @@ azure_app_token(struct prov_fetch *f, struct chain *ch, const char *tenant, cons
     prov_step_fn done)
 {
 	char url[1024], *body = NULL, *id, *sec, *sc;
-	struct http_req rq = { 0 };
-	bool ok;
 
 	snprintf(url, sizeof(url), "%s/%s/oauth2/v2.0/token", cfg.azure_login_url, tenant);
 	id = creds_form_escape(cfg.azure_client_id);
@@ -260,17 +272,7 @@ azure_app_token(struct prov_fetch *f, struct chain *ch, const char *tenant, cons
 	creds_form_free(id);
 	creds_form_free(sec);
 	creds_form_free(sc);
-	rq.method = "POST";
-	rq.url = url;
-	rq.body = body;
-	rq.body_len = strlen(body);
-	rq.headers = (struct http_header[]){ { "Content-Type",
-	    "application/x-www-form-urlencoded" } };
-	rq.nheaders = 1;
-	ok = prov_fetch_add(f, &rq, done, ch);
-	memset(body, 0, strlen(body));
-	free(body);
-	return ok;
+	return form_post(f, url, body, done, ch);
 }
 
 static void
@@ -290,8 +292,6 @@ static bool
 aks_assert(struct prov_fetch *f, struct chain *ch)
 {
 	char url[1024], *body = NULL, *id, *as, *sc;
-	struct http_req rq = { 0 };
-	bool ok;
 
 	snprintf(url, sizeof(url), "%s/%s/oauth2/v2.0/token", cfg.azure_login_url,
 	    ch->cloud.tenant);
@@ -305,17 +305,7 @@ aks_assert(struct prov_fetch *f, struct chain *ch)
 	creds_form_free(id);
 	creds_form_free(as);
 	creds_form_free(sc);
-	rq.method = "POST";
-	rq.url = url;
-	rq.body = body;
-	rq.body_len = strlen(body);
-	rq.headers = (struct http_header[]){ { "Content-Type",
-	    "application/x-www-form-urlencoded" } };
-	rq.nheaders = 1;
-	ok = prov_fetch_add(f, &rq, aks_assert_done, ch);
-	memset(body, 0, strlen(body));
-	free(body);
-	return ok;
+	return form_post(f, url, body, aks_assert_done, ch);
 }
 
 static void
