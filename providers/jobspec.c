@@ -681,6 +681,15 @@ check_slice(struct job_spec *s, struct err *e)
 	snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/accelerator/count", idx);
 	if (chips % s->groups[idx].accel_count != 0)
 		return invalid(e, ptr, "accelerator count per host must divide the chips of the slice");
+	if (s->nproviders > 0) {
+		bool gke = false;
+
+		for (size_t i = 0; i < s->nproviders; i++)
+			gke |= strcmp(s->providers[i], "gke") == 0;
+		if (!gke)
+			return invalid(e, "/constraints/providers", "topology slice needs gke: TPU "
+			    "slices exist only on GKE");
+	}
 	return true;
 }
 

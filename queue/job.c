@@ -80,12 +80,22 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 	    "  (SELECT count(*) AS cnt FROM jsonb_array_elements(cap.topology->'nodes') x"
 	    "   WHERE x->>'rack' IS NOT NULL GROUP BY x->>'rack') n) r ON true"
 	    " WHERE c.environment = $1 AND cap.flavor = $2 AND ($3::boolean IS NULL OR"
-	    " cap.spot = $3::boolean)";
+	    " cap.spot = $3::boolean) AND ($4::text[] IS NULL OR c.provider = ANY($4::text[]))";
+	char provs[160] = "{", *pl = NULL;
+
+	/* only the providers the job allows count (a spot gang on a provider without spot
+	 * capacity is refused here, not left pending) */
+	for (size_t i = 0; i < s->nproviders && strlen(provs) + 16 < sizeof(provs); i++)
+		snprintf(provs + strlen(provs), sizeof(provs) - strlen(provs), "%s%s", i ? "," : "",
+		    s->providers[i]);
+	strcat(provs, "}");
+	if (s->nproviders > 0)
+		pl = provs;
 	for (size_t i = 0; i < s->ngroups; i++) {
 		const struct jobspec_group *g = &s->groups[i];
 		const char *spot = s->spot == JOBSPEC_SPOT_ONLY ? "true" :
 		    s->spot == JOBSPEC_SPOT_NEVER ? "false" : NULL;
-		const char *p[3] = { env, g->accel_flavor, spot };
+		const char *p[4] = { env, g->accel_flavor, spot, pl };
 		long long need, most, rack;
 		PGresult *r = NULL;
 		char ptr[64];
@@ -95,10 +105,10 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 		snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/accelerator/flavor", i);
 		if (!catalog_flavor_check(g->accel_flavor, ptr, e))
 			return false;
-		snprintf(key, sizeof(key), "most\x1f%s\x1f%s\x1f%s", env, g->accel_flavor,
-		    spot ? spot : "any");
+		snprintf(key, sizeof(key), "most\x1f%s\x1f%s\x1f%s\x1f%s", env, g->accel_flavor,
+		    spot ? spot : "any", pl ? pl : "*");
 		if (!admit_cache_get(key, kept, &gen)) {
-			if (!db_exec(c, sql, 3, p, &r, e))
+			if (!db_exec(c, sql, 4, p, &r, e))
 				return false;
 			kept[0] = atoll(PQgetvalue(r, 0, 0));
 			kept[1] = atoll(PQgetvalue(r, 0, 1));
@@ -109,10 +119,9 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 		rack = kept[1];
 		need = (long long)g->min_replicas * g->accel_count;
 		if (most < 0)
-			return err_field(e, 422, "queue.unplaceable", ptr,
-			    "no cluster in %s has %s%s "
-			    "accelerators", env, g->accel_flavor, spot ? (spot[0] == 't' ?
-			    " spot" : " on-demand") : "");
+			return err_field(e, 422, "queue.unplaceable", ptr, "no cluster in %s%s%s has "
+			    "%s%s accelerators", env, pl ? " among providers " : "", pl ? pl : "",
+			    g->accel_flavor, spot ? (spot[0] == 't' ? " spot" : " on-demand") : "");
 		if (need > most)
 			return err_field(e, 422, "queue.unplaceable", ptr,
 			    "the gang needs %lld %s "

@@ -64,6 +64,10 @@ pool_nodes(const struct kube_capacity *kube, const char *pool, int *count, long 
 		    (json_int_t)(k->ready ? kube_free_mem(k) : 0), "ready", k->ready,
 		    "alloc_accel", (json_int_t)k->alloc_accel, "alloc_cpu_m",
 		    (json_int_t)k->alloc_cpu_m, "alloc_mem", (json_int_t)k->alloc_mem));
+		/* the TPU slice shape of the node (the scheduler matches a slice job's shape) */
+		if (k->tpu_topology[0] != '\0')
+			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1), "shape",
+			    json_string(k->tpu_topology));
 	}
 	return nodes;
 }

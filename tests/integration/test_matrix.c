@@ -1,0 +1,457 @@
+/* test_matrix: issue 13's end-to-end matrix through the API against cloudsim — kind (4) x
+ * provider (3) x spot/on-demand x topology (none, rack, host, slice) x fixed/elastic, all
+ * submitted at once to one fleetd (poller, scheduler, dispatch, status) and one cloudsim
+ * whose fleet is built for it.  Each cell is refused at submit with a precise reason, or
+ * reaches Running with every pod Running and Ready (no crash loop: the image fits the
+ * accelerator) and its checkpoint-signal ConfigMap in place, within the simulated time.
+ * Explain must name the one host node of a host job and the whole slices of a slice job.
+ * The matrix is printed as a table in the test log. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/harness.h"
+
+#define ENV		"test"
+#define TIME_SCALE	"20"
+#define DEADLINE_S	150.0	/* wall seconds for every cell to settle (a shared,
+				 * loaded machine; about 60 s when quiet) */
+
+static struct fleetd_proc fd;
+static struct harness_cs cs;
+static char dburl[512];
+static char *admin;
+
+static const char *const kinds[] = { "RayJob", "RayCluster", "RayService", "RayCronJob" };
+static const char *const provs[] = { "gke", "aks", "hyperpod" };
+static const char *const clusters[] = { "test-gke-usc1", "test-aks-eus", "test-hp-usw2" };
+static const char *const topos[] = { "none", "rack", "host", "slice" };
+
+struct cell {
+	int	 kind, prov, spot, topo, elastic;
+	char	 id[40];
+	long	 submit_status;
+	char	 refused[160];		/* code and message of a refusal */
+	int	 want_pods;		/* head + workers at min */
+	int	 pods, ready;		/* last seen */
+	double	 running_at;		/* wall seconds after submit, 0 = not yet */
+	char	 note[96];
+};
+
+#define NCELLS	(4 * 3 * 2 * 4 * 2)
+static struct cell cells[NCELLS];
+
+/* ---- the fleet: on-demand and spot H100 pools (racks of 2 nodes), TPU v5p slices
+ * (2x2x1, one GKE node pool each; multi-host slices are covered by test_placement and
+ * test_cloudsim_sched), cpu pools for the heads (plus a spot cpu pool heads must avoid) */
+
+static json_t *
+pool(const char *name, const char *mt, int nodes, bool spot)
+{
+	json_t *p = json_pack("{s:s, s:s, s:i, s:i}", "name", name, "machine_type", mt, "nodes",
+	    nodes, "nodes_per_rack", 2);
+
+	if (spot)
+		json_object_set_new(p, "spot", json_true());
+	return p;
+}
+
+static json_t *
+fleet(void)
+{
+	json_t *f = harness_fleet_json(), *c, *pools, *keep = json_array();
+	size_t i;
+
+	json_object_set_new(json_object_get(f, "sim"), "job_run_s", json_integer(1000000));
+	json_array_foreach(json_object_get(f, "clusters"), i, c) {
+		const char *name = harness_js(c, "name");
+
+		pools = json_array();
+		if (strcmp(name, "test-gke-usc1") == 0) {
+			json_array_append_new(pools, pool("cpu", "n2-standard-32", 3, false));
+			json_array_append_new(pools, pool("cpu-spot", "n2-standard-32", 1, true));
+			json_array_append_new(pools, pool("h100", "a3-highgpu-8g", 3, false));
+			json_array_append_new(pools, pool("h100-spot", "a3-highgpu-8g", 3, true));
+			for (int s = 0; s < 2; s++)
+				for (int k = 0; k < 12; k++) {
+					char n[32];
+					json_t *p;
+
+					snprintf(n, sizeof(n), "v5p%s-%d", s ? "s" : "", k);
+					p = json_pack("{s:s, s:s, s:s}", "name", n, "machine_type",
+					    "ct5p-hightpu-4t", "tpu_topology", "2x2x1");
+					if (s)
+						json_object_set_new(p, "spot", json_true());
+					json_array_append_new(pools, p);
+				}
+			json_object_set_new(c, "batch_scheduler", json_string("none"));
+		} else if (strcmp(name, "test-aks-eus") == 0) {
+			json_array_append_new(pools, pool("system", "Standard_D16s_v5", 4, false));
+			json_array_append_new(pools, pool("h100", "Standard_ND96isr_H100_v5", 3,
+			    false));
+			json_array_append_new(pools, pool("h100spot", "Standard_ND96isr_H100_v5", 3,
+			    true));
+		} else if (strcmp(name, "test-hp-usw2") == 0) {
+			json_array_append_new(pools, pool("controller", "ml.m5.8xlarge", 2, false));
+			/* HyperPod sells no spot capacity: spot cells are refused at submit */
+			json_array_append_new(pools, pool("p5", "ml.p5.48xlarge", 3, false));
+		} else {
+			json_decref(pools);
+			continue;
+		}
+		json_object_set_new(c, "pools", pools);
+		json_array_append(keep, c);
+	}
+	json_object_set_new(f, "clusters", keep);
+	return f;
+}
+
+static int
+setup(void **state)
+{
+	const char *const names[] = { clusters[0], clusters[1], clusters[2], NULL };
+	json_t *f = fleet();
+
+	(void)state;
+	harness_cs_start_json(&cs, f, TIME_SCALE);
+	json_decref(f);
+	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,scheduler,dispatch,status");
+	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
+	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=2000");
+	harness_cs_env_add(&cs, "FLEETD_DISPATCH_CONCURRENCY=16");
+	harness_cs_env_add(&cs, "FLEETD_LOG_LEVEL=warn");
+	harness_db_create("matrix", dburl, sizeof(dburl));
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	admin = harness_token(dburl, "admin", "*");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"std\",\"value\":10}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"mx\",\"environment\":\"" ENV "\","
+	    "\"default_priority_class\":\"std\",\"nominal_quota\":{\"nvidia-h100-80gb\":1000,"
+	    "\"tpu-v5p\":1000}}");
+	for (int i = 0; i < 3; i++)
+		harness_register(&cs, admin, clusters[i], NULL, NULL);
+	harness_wait_capacity(names, 60);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	if (fd.pid > 0)
+		harness_fleetd_stop(&fd);
+	harness_db_drop(dburl);
+	harness_cs_stop(&cs);
+	harness_done();
+	free(admin);
+	harness_validate_responses();
+	return 0;
+}
+
+/* ---- cells */
+
+static json_t *
+spec_of(const struct cell *c, int idx)
+{
+	bool slice = c->topo == 3;
+	json_t *g = json_pack("{s:s, s:s, s:s, s:{s:s, s:i}}", "name", "w", "cpu", "4",
+	    "memory", "16Gi", "accelerator", "flavor", slice ? "tpu-v5p" : "nvidia-h100-80gb",
+	    "count", slice ? 4 : 1);
+	json_t *j;
+	char name[32];
+
+	if (c->elastic) {
+		json_object_set_new(g, "min_replicas", json_integer(1));
+		json_object_set_new(g, "max_replicas", json_integer(2));
+	} else {
+		/* fixed: 1 GPU worker; 2 replicas of a slice: two whole slices (multi-slice) */
+		json_object_set_new(g, "replicas", json_integer(slice ? 2 : 1));
+	}
+	snprintf(name, sizeof(name), "m%03d", idx);
+	j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:[o], s:{s:[s], s:b}}",
+	    "environment", ENV, "kind", kinds[c->kind], "queue", "mx", "name", name,
+	    "ray_version", "2.52.0", "head", "cpu", "1", "memory", "2Gi", "worker_groups", g,
+	    "constraints", "providers", provs[c->prov], "spot", c->spot);
+	if (slice)
+		json_object_set_new(j, "topology", json_pack("{s:s, s:s}", "type", "slice",
+		    "shape", "2x2x1"));
+	else
+		json_object_set_new(j, "topology", json_string(topos[c->topo]));
+	if (c->kind == 0 || c->kind == 3)
+		json_object_set_new(j, "entrypoint", json_string("python train.py"));
+	if (c->kind == 3)
+		json_object_set_new(j, "schedule", json_string("@hourly"));
+	if (c->kind == 2)
+		json_object_set_new(j, "serve_config", json_pack("{s:[{s:s, s:s, s:s}]}",
+		    "applications", "name", "app", "import_path", "serve:app", "route_prefix", "/"));
+	if (idx % 5 == 0)
+		json_object_set_new(j, "checkpoint", json_pack("{s:s, s:i}", "uri",
+		    "s3://ckpt/matrix", "grace_seconds", 300));
+	return j;
+}
+
+static void
+submit_all(void)
+{
+	int n = 0;
+
+	for (int k = 0; k < 4; k++)
+	for (int p = 0; p < 3; p++)
+	for (int s = 0; s < 2; s++)
+	for (int t = 0; t < 4; t++)
+	for (int el = 0; el < 2; el++) {
+		struct cell *c = &cells[n];
+		json_t *spec;
+
+		c->kind = k;
+		c->prov = p;
+		c->spot = s;
+		c->topo = t;
+		c->elastic = el;
+		/* a RayCronJob runs once accepted: its RayJobs come on its schedule */
+		c->want_pods = k == 3 ? 0 : t == 3 ? 1 + (el ? 1 : 2) : 2;
+		spec = spec_of(c, n);
+		c->submit_status = harness_call_json("POST", admin, spec, "/v1/jobs");
+		json_decref(spec);
+		if (c->submit_status == 201) {
+			snprintf(c->id, sizeof(c->id), "%s", harness_js(harness_r.json, "id"));
+		} else {
+			snprintf(c->refused, sizeof(c->refused), "%s at %s: %s",
+			    harness_js(harness_r.json, "code"),
+			    harness_js(harness_r.json, "errors.0.pointer"),
+			    harness_js(harness_r.json, "detail"));
+		}
+		n++;
+	}
+}
+
+/* Pods of every fleetd job on one member: job id -> [pods, ready]. */
+static void
+count_pods(const char *cluster, json_t *by_job)
+{
+	struct http_result r = { 0 };
+	json_t *pod;
+	size_t i;
+
+	harness_kube(&cs, &r, cluster, "GET", "/api/v1/pods?labelSelector="
+	    "app.kubernetes.io%2Fmanaged-by%3Dfleetd", NULL, NULL);
+	if (r.status != 200)
+		fail_msg("pods of %s: %ld %s", cluster, r.status, r.body);
+	json_array_foreach(json_object_get(r.json, "items"), i, pod) {
+		json_t *labels = harness_jp(pod, "metadata.labels"), *cond, *v;
+		const char *id = json_string_value(json_object_get(labels, "fleet.io/job-id"));
+		bool ready = strcmp(harness_js(pod, "status.phase"), "Running") == 0;
+		size_t k;
+
+		if (id == NULL)
+			continue;
+		json_array_foreach(harness_jp(pod, "status.conditions"), k, cond)
+			if (strcmp(harness_js(cond, "type"), "Ready") == 0)
+				ready &= strcmp(harness_js(cond, "status"), "True") == 0;
+		if (harness_ji(pod, "status.containerStatuses.0.restartCount") > 0)
+			ready = false;
+		v = json_object_get(by_job, id);
+		if (v == NULL) {
+			v = json_pack("[i, i]", 0, 0);
+			json_object_set_new(by_job, id, v);
+		}
+		json_array_set_new(v, 0, json_integer(json_integer_value(json_array_get(v, 0)) + 1));
+		if (ready)
+			json_array_set_new(v, 1, json_integer(json_integer_value(json_array_get(v, 1)) +
+			    1));
+	}
+	harness_http_free(&r);
+}
+
+/* Signal ConfigMaps of every job on one member (their job-id labels). */
+static void
+count_signals(const char *cluster, json_t *seen)
+{
+	struct http_result r = { 0 };
+	json_t *cm;
+	size_t i;
+
+	harness_kube(&cs, &r, cluster, "GET", "/api/v1/namespaces/fleet-" ENV "-mx/configmaps"
+	    "?labelSelector=fleet.io%2Fsignal%3Dcheckpoint", NULL, NULL);
+	if (r.status != 200)
+		fail_msg("configmaps of %s: %ld %s", cluster, r.status, r.body);
+	json_array_foreach(json_object_get(r.json, "items"), i, cm) {
+		const char *id = json_string_value(json_object_get(harness_jp(cm, "metadata.labels"),
+		    "fleet.io/job-id"));
+
+		if (id != NULL && json_object_get(harness_jp(cm, "data"), "grace_seconds") != NULL)
+			json_object_set_new(seen, id, json_true());
+	}
+	harness_http_free(&r);
+}
+
+static int
+settle_round(double t0)
+{
+	json_t *pods = json_object(), *signals = json_object();
+	PGresult *res = harness_sql_result("SELECT id::text, state FROM jobs UNION ALL"
+	    " SELECT '-', '-'");
+	int left = 0;
+
+	for (int i = 0; i < 3; i++) {
+		count_pods(clusters[i], pods);
+		count_signals(clusters[i], signals);
+	}
+	for (int n = 0; n < NCELLS; n++) {
+		struct cell *c = &cells[n];
+		const char *state = "";
+		json_t *v;
+
+		if (c->submit_status != 201 || c->running_at > 0)
+			continue;
+		for (int i = 0; i < PQntuples(res); i++)
+			if (strcmp(PQgetvalue(res, i, 0), c->id) == 0)
+				state = PQgetvalue(res, i, 1);
+		v = json_object_get(pods, c->id);
+		c->pods = (int)json_integer_value(json_array_get(v, 0));
+		c->ready = (int)json_integer_value(json_array_get(v, 1));
+		snprintf(c->note, sizeof(c->note), "%s, %d/%d pods ready%s", state, c->ready,
+		    c->want_pods, json_object_get(signals, c->id) ? "" : ", no signal ConfigMap");
+		if (strcmp(state, "running") == 0 && c->pods == c->want_pods &&
+		    c->ready == c->want_pods && json_object_get(signals, c->id) != NULL)
+			c->running_at = harness_now_s() - t0;
+		else
+			left++;
+	}
+	PQclear(res);
+	json_decref(pods);
+	json_decref(signals);
+	return left;
+}
+
+/* Explain tells the truth: one node for host, whole distinct slices for slice. */
+static void
+check_explain(struct cell *c)
+{
+	json_t *e = harness_get_ok(admin, "/v1/jobs/%s/placement", c->id);
+	json_t *topo = harness_jp(e, "decision.topology");
+
+	assert_string_equal(harness_js(topo, "type"), topos[c->topo]);
+	if (c->topo == 2 && json_array_size(json_object_get(topo, "nodes")) != 1)
+		fail_msg("host job %s: explain names %zu nodes", c->id,
+		    json_array_size(json_object_get(topo, "nodes")));
+	if (c->topo == 3 && json_array_size(json_object_get(topo, "slices")) !=
+	    (size_t)(c->elastic ? 1 : 2))
+		fail_msg("slice job %s: explain names %zu slices", c->id,
+		    json_array_size(json_object_get(topo, "slices")));
+	if (c->topo == 1 && json_array_size(json_object_get(topo, "racks")) != 1)
+		fail_msg("rack job %s: explain names %zu racks", c->id,
+		    json_array_size(json_object_get(topo, "racks")));
+}
+
+static void
+print_table(void)
+{
+	int ok = 0, refused = 0, bad = 0;
+
+	printf("\n%-10s %-8s %-9s %-5s %-7s  %s\n", "kind", "provider", "capacity", "topo",
+	    "mode", "outcome");
+	for (int n = 0; n < NCELLS; n++) {
+		const struct cell *c = &cells[n];
+		char out[260];
+
+		if (c->submit_status != 201) {
+			snprintf(out, sizeof(out), "refused %ld %s", c->submit_status, c->refused);
+			refused++;
+		} else if (c->running_at > 0) {
+			snprintf(out, sizeof(out), "running, %d pods Running+Ready, %.1f s", c->pods,
+			    c->running_at);
+			ok++;
+		} else {
+			char *why = harness_sql_str("SELECT coalesce((SELECT reason FROM jobs WHERE id ="
+			    " '%s'), '') || ' | ' || coalesce((SELECT message FROM job_events WHERE"
+			    " job_id = '%s' AND type <> 'state' ORDER BY id DESC LIMIT 1), '')", c->id,
+			    c->id);
+
+			snprintf(out, sizeof(out), "NOT RUNNING (%s) %.200s", c->note, why);
+			free(why);
+			bad++;
+		}
+		printf("%-10s %-8s %-9s %-5s %-7s  %s\n", kinds[c->kind], provs[c->prov],
+		    c->spot ? "spot" : "on-demand", topos[c->topo], c->elastic ? "elastic" : "fixed",
+		    out);
+	}
+	printf("cells: %d running, %d refused at submit, %d failed\n\n", ok, refused, bad);
+	fflush(stdout);
+}
+
+static void
+test_matrix(void **state)
+{
+	double t0 = harness_now_s();
+	int left = -1;
+
+	(void)state;
+	submit_all();
+	printf("submitted %d cells in %.1f s\n", NCELLS, harness_now_s() - t0);
+	while (harness_now_s() - t0 < DEADLINE_S && (left = settle_round(t0)) > 0) {
+		char *st = harness_sql_str("SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT"
+		    " state, count(*) AS n FROM jobs GROUP BY state) x");
+
+		printf("%.1f s: %d cells to go (%s)\n", harness_now_s() - t0, left, st);
+		free(st);
+		usleep(1000000);
+	}
+	print_table();
+	for (int n = 0; n < NCELLS; n++) {
+		struct cell *c = &cells[n];
+
+		if (c->submit_status != 201) {
+			/* only TPU slices off GKE and spot on HyperPod are refused, precisely */
+			if (c->topo == 3) {
+				assert_int_not_equal(c->prov, 0);
+				assert_non_null(strstr(c->refused, "/constraints/providers"));
+			} else {
+				assert_int_equal(c->prov, 2);
+				assert_true(c->spot);
+				assert_non_null(strstr(c->refused, "queue.unplaceable at /worker_groups/0"));
+			}
+			continue;
+		}
+		if (c->running_at <= 0)
+			fail_msg("cell %d (%s %s %s %s %s) did not reach Running: %s", n,
+			    kinds[c->kind], provs[c->prov], c->spot ? "spot" : "on-demand",
+			    topos[c->topo], c->elastic ? "elastic" : "fixed", c->note);
+		if (c->topo != 0)
+			check_explain(c);
+	}
+	assert_int_equal(left, 0);
+}
+
+/* topology host: the gang at max_replicas must fit one node; refused at submit naming the
+ * pointer and the largest node. */
+static void
+test_host_too_big(void **state)
+{
+	(void)state;
+	harness_call("POST", admin, "{\"environment\":\"" ENV "\",\"kind\":\"RayCluster\","
+	    "\"queue\":\"mx\",\"name\":\"big-host\",\"ray_version\":\"2.52.0\",\"head\":{\"cpu\":"
+	    "\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"w\",\"min_replicas\":1,"
+	    "\"max_replicas\":4,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":"
+	    "\"nvidia-h100-80gb\",\"count\":4}}],\"topology\":\"host\"}", "/v1/jobs");
+	harness_expect_problem(NULL, 422, "queue.unplaceable", "/worker_groups/0/max_replicas");
+	assert_non_null(strstr(harness_r.body, "largest node"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_host_too_big),
+		cmocka_unit_test(test_matrix),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
