@@ -72,15 +72,19 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 	if (kept[0] > 0)
 		return true;
 	static const char sql[] =
-	    "SELECT coalesce(max(cap.max_nodes * cap.accel_per_node), -1),"
-	    " coalesce(max(r.rack_accel), 0), count(cap.*)"
+	    /* per cluster: every pool of the flavor together (a gang spans pools: TPU slices
+	     * are one pool each), then the largest cluster */
+	    "SELECT coalesce(max(t.total), -1), coalesce(max(t.rack), 0), count(*) FROM"
+	    " (SELECT k.id, sum(cap.max_nodes * cap.accel_per_node) AS total,"
+	    "  max(r.rack_accel) AS rack"
 	    " FROM capacity cap JOIN clusters k ON k.id = cap.cluster_id"
 	    " JOIN clouds c ON c.id = k.cloud_id"
 	    " LEFT JOIN LATERAL (SELECT max(n.cnt) * cap.accel_per_node AS rack_accel FROM"
 	    "  (SELECT count(*) AS cnt FROM jsonb_array_elements(cap.topology->'nodes') x"
 	    "   WHERE x->>'rack' IS NOT NULL GROUP BY x->>'rack') n) r ON true"
 	    " WHERE c.environment = $1 AND cap.flavor = $2 AND ($3::boolean IS NULL OR"
-	    " cap.spot = $3::boolean) AND ($4::text[] IS NULL OR c.provider = ANY($4::text[]))";
+	    " cap.spot = $3::boolean) AND ($4::text[] IS NULL OR c.provider = ANY($4::text[]))"
+	    " GROUP BY k.id) t";
 	char provs[160] = "{", *pl = NULL;
 
 	/* only the providers the job allows count (a spot gang on a provider without spot
