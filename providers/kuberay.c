@@ -765,6 +765,11 @@ scheduler_labels(const struct ctx *c, json_t *labels)
 	case KUBERAY_SCHED_KUEUE:
 		if (c->s->kind == JOBSPEC_RAYSERVICE)
 			return;	/* Kueue does not manage RayService */
+		/* Kueue's RayJob/RayCluster webhook refuses queue-name with
+		 * enableInTreeAutoscaling unless the cluster runs elastic jobs (workload
+		 * slices): never emit that pair; an elastic job is left to KubeRay alone */
+		if (c->elastic && !c->in->batch.kueue_elastic)
+			return;
 		json_object_set_new(labels, "kueue.x-k8s.io/queue-name", json_string(q));
 		if (pc != NULL)
 			json_object_set_new(labels, "kueue.x-k8s.io/priority-class", json_string(pc));

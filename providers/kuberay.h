@@ -47,6 +47,9 @@ struct kuberay_placement {
 struct kuberay_batch {
 	enum kuberay_scheduler kind;
 	const char	*queue;		/* scheduler queue; NULL = the fleetd queue name */
+	bool		 kueue_elastic;	/* Kueue admits autoscaling Ray objects (elastic jobs
+					 * via workload slices); false: elastic jobs get no
+					 * queue-name label (Kueue's webhook refuses the pair) */
 };
 
 struct kuberay_input {

@@ -410,6 +410,32 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	dispatch_target_free(t);
 }
 
+/* A user image that looks like a CPU build on NVIDIA workers: a warning in the job's events
+ * (once per attempt); cloudsim, like a real node, crash-loops such pods. */
+static void
+warn_image(const struct dispatch_job *j)
+{
+	struct job_spec s;
+	struct err e = { 0 };
+	struct db *c;
+	char msg[512];
+
+	memset(&s, 0, sizeof(s));
+	if (!jobspec_from_json(j->spec, &s, &e))
+		return;
+	if (kuberay_image_warning(&s, msg, sizeof(msg)) && (c = db_acquire(5000, &e)) != NULL) {
+		json_t *d = json_pack("{s:s}", "image", s.image);
+
+		if (!dispatch_event_once(c, j->id, j->attempt, "warning", "image_cpu_build", msg, d,
+		    &e))
+			log_warn(NULL, "dispatch", "cannot record the image warning", "{s:s}", "job",
+			    j->id);
+		json_decref(d);
+		db_release(c);
+	}
+	jobspec_cleanup(&s);
+}
+
 void
 dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 {
@@ -450,6 +476,7 @@ dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 		st->dispatched++;
 		st->reused += o.reused;
 		delete_previous(j, o.manifest);
+		warn_image(j);
 	}
 	json_decref(o.manifest);
 	dispatch_target_free(t);

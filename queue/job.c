@@ -57,7 +57,7 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 	PGresult *ru = NULL;
 	long long kept[2];
 	unsigned long gen;
-	char key[160];
+	char key[320];
 
 	/* both reads are kept in memory until capacity, clusters or clouds change */
 	snprintf(key, sizeof(key), "unseen\x1f%s", env);

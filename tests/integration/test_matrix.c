@@ -21,8 +21,7 @@
 
 #define ENV		"test"
 #define TIME_SCALE	"20"
-#define DEADLINE_S	150.0	/* wall seconds for every cell to settle (a shared,
-				 * loaded machine; about 60 s when quiet) */
+#define DEADLINE_S	120.0	/* wall seconds for every cell to settle */
 
 static struct fleetd_proc fd;
 static struct harness_cs cs;
@@ -197,9 +196,16 @@ spec_of(const struct cell *c, int idx)
 	return j;
 }
 
+/* FLEETD_MATRIX_FULL=1: all 192 cells.  Otherwise the 48 provider x capacity x topology x
+ * mode cells, the kind rotating through them (every kind meets every provider, capacity,
+ * topology and mode): the whole cross product takes minutes on a shared 2-core machine. */
+static int ncells;
+
 static void
 submit_all(void)
 {
+	const char *full = getenv("FLEETD_MATRIX_FULL");
+	bool all = full != NULL && strcmp(full, "1") == 0;
 	int n = 0;
 
 	for (int k = 0; k < 4; k++)
@@ -209,6 +215,9 @@ submit_all(void)
 	for (int el = 0; el < 2; el++) {
 		struct cell *c = &cells[n];
 		json_t *spec;
+
+		if (!all && k != (((p * 2 + s) * 4 + t) * 2 + el + p + t) % 4)
+			continue;
 
 		c->kind = k;
 		c->prov = p;
@@ -230,6 +239,7 @@ submit_all(void)
 		}
 		n++;
 	}
+	ncells = n;
 }
 
 /* Pods of every fleetd job on one member: job id -> [pods, ready]. */
@@ -304,7 +314,7 @@ settle_round(double t0)
 		count_pods(clusters[i], pods);
 		count_signals(clusters[i], signals);
 	}
-	for (int n = 0; n < NCELLS; n++) {
+	for (int n = 0; n < ncells; n++) {
 		struct cell *c = &cells[n];
 		const char *state = "";
 		json_t *v;
@@ -358,7 +368,7 @@ print_table(void)
 
 	printf("\n%-10s %-8s %-9s %-5s %-7s  %s\n", "kind", "provider", "capacity", "topo",
 	    "mode", "outcome");
-	for (int n = 0; n < NCELLS; n++) {
+	for (int n = 0; n < ncells; n++) {
 		const struct cell *c = &cells[n];
 		char out[260];
 
@@ -395,7 +405,7 @@ test_matrix(void **state)
 
 	(void)state;
 	submit_all();
-	printf("submitted %d cells in %.1f s\n", NCELLS, harness_now_s() - t0);
+	printf("submitted %d cells in %.1f s\n", ncells, harness_now_s() - t0);
 	while (harness_now_s() - t0 < DEADLINE_S && (left = settle_round(t0)) > 0) {
 		char *st = harness_sql_str("SELECT string_agg(state || ' ' || n, ', ') FROM (SELECT"
 		    " state, count(*) AS n FROM jobs GROUP BY state) x");
@@ -405,7 +415,7 @@ test_matrix(void **state)
 		usleep(1000000);
 	}
 	print_table();
-	for (int n = 0; n < NCELLS; n++) {
+	for (int n = 0; n < ncells; n++) {
 		struct cell *c = &cells[n];
 
 		if (c->submit_status != 201) {

@@ -436,6 +436,12 @@ check_manifest(const struct corpus_case *c, json_t *m)
 
 	assert_string_equal(str_at(m, "apiVersion"), "ray.io/v1");
 	assert_string_equal(str_at(m, "kind"), kinds[c->kind]);
+	/* issue 13: never the pair Kueue's webhook refuses (queue-name + in-tree autoscaling) */
+	if (json_object_get(labels, "kueue.x-k8s.io/queue-name") != NULL)
+		assert_false(json_is_true(json_object_get(cluster, "enableInTreeAutoscaling")));
+	if (c->in.batch.kind == KUBERAY_SCHED_KUEUE && c->kind != 2)
+		assert_true((json_object_get(labels, "kueue.x-k8s.io/queue-name") != NULL) ==
+		    !c->elastic);
 	assert_int_equal(regcomp(&re, "^[a-z]([-a-z0-9]*[a-z0-9])?$", REG_EXTENDED | REG_NOSUB), 0);
 	if (regexec(&re, name, 0, NULL, 0) != 0 || (int)strlen(name) > kuberay_name_max(
 	    (enum jobspec_kind)c->kind))
