@@ -145,3 +145,20 @@ for env in envs:
                 "default_priority_class": "default"}
         must(*call("POST", fleet + "/v1/queues", body), "queue", ok=(201, 409))
 print("demo fleet registered")
+
+# A kubeconfig with one context per demo member cluster, so that kubectl can look at what
+# fleetd applied (`kubectl --kubeconfig .fleet/cloudsim/kubeconfig --context NAME ...`).
+# JSON is valid YAML; the file holds the demo clusters' bearer tokens, hence mode 0600.
+kc = {"apiVersion": "v1", "kind": "Config", "preferences": {},
+      "clusters": [{"name": c["name"], "cluster": {"server": c["api_server"],
+                    "certificate-authority": os.path.abspath(os.path.join(state, "ca.pem"))}}
+                   for c in sim["clusters"]],
+      "users": [{"name": c["name"], "user": {"token": c["token"]}} for c in sim["clusters"]],
+      "contexts": [{"name": c["name"], "context": {"cluster": c["name"], "user": c["name"]}}
+                   for c in sim["clusters"]],
+      "current-context": sim["clusters"][0]["name"] if sim["clusters"] else ""}
+path = os.path.join(state, "kubeconfig")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+with os.fdopen(fd, "w") as f:
+    json.dump(kc, f, indent=1)
+print(f"kubeconfig for the member clusters: {path}")

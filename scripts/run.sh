@@ -108,6 +108,9 @@ logs: .fleet/fleetd.log, .fleet/cloudsim.log
 try:
   curl -s -H "Authorization: Bearer \$(cat .fleet/admin.token)" http://$FLEETD_LISTEN/v1/environments
   FLEET_URL=http://$FLEETD_LISTEN FLEET_TOKEN=\$(cat .fleet/admin.token) build/rel/fleetctl clusters ls
+  FLEET_URL=http://$FLEETD_LISTEN FLEET_TOKEN=\$(cat .fleet/admin.token) build/rel/fleetctl jobs submit -f examples/first-job.json
+  kubectl --kubeconfig .fleet/cloudsim/kubeconfig get pods -A    (a context per member cluster)
+  (README: "Your first job")
 
 EOT
 wait "${pids[-1]}"

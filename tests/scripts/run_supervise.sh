@@ -26,12 +26,9 @@ grep -q "fleetd is serving" "$state/run.out" || fail "run.sh did not come up"
 grep -q "demo fleet registered" "$state/demo.log" || fail "demo registration failed"
 tok=$(cat "$state/admin.token")
 api() { curl -sf -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' "$@"; }
-env=$(api "$url/v1/environments" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][0]["name"])')
-job=$(api -X POST "$url/v1/jobs" -d '{"environment":"'"$env"'","kind":"RayJob","queue":"research",
-	"name":"survivor","ray_version":"2.52.0","entrypoint":"python train.py",
-	"head":{"cpu":"1","memory":"2Gi"},"worker_groups":[{"name":"gpu","replicas":1,"cpu":"4",
-	"memory":"16Gi","accelerator":{"flavor":"nvidia-l4","count":1}}]}' |
-	python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+# the README's first job, submitted the README's way (fleetctl and examples/first-job.json)
+job=$(FLEET_URL=$url FLEET_TOKEN=$tok "$build/fleetctl" jobs submit -f "$top/examples/first-job.json" |
+	sed -n 's/^job \([0-9a-f-]*\) submitted.*/\1/p')
 [ -n "$job" ] || fail "job not submitted"
 
 fleetd=$(cat "$state/fleetd.pid")
@@ -68,6 +65,14 @@ for _ in $(seq 150); do
 done
 echo "run_supervise: job $job is $st after the restart"
 [ "$st" = running ] || [ "$st" = succeeded ] || fail "job is $st, not running"
+# and the README's kubectl line sees it on its member cluster (.fleet/cloudsim/kubeconfig)
+cl=$(api "$url/v1/jobs/$job" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cluster"])')
+objs=$(kubectl --kubeconfig "$state/cloudsim/kubeconfig" --context "$cl" get rayjobs -A -o name) ||
+	fail "kubectl with the demo kubeconfig failed on $cl"
+# a job that already succeeded may have been cleaned up; a running one must be there
+[ "$(state_of)" != running ] || grep -q '^rayjob.ray.io/first-job-' <<<"$objs" ||
+	fail "kubectl does not see the running first job on $cl"
+echo "run_supervise: kubectl sees the first job on $cl"
 
 # a crash loop stops after FLEETD_MAX_RESTARTS in a minute, without touching the others
 for i in 1 2 3 4; do
