@@ -3,14 +3,12 @@
  * server-side applies the job's object on its member cluster, or reads the RayService's
  * upgrade status, with no transaction open; then records the phase and the job events in a
  * new transaction. Phases: pending -> (applied) upgrading -> done, or failed. */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/log.h"
+#include "core/ticker.h"
 #include "providers/kube.h"
 #include "queue/dispatch.h"
 #include "queue/job.h"
@@ -290,45 +288,37 @@ updater_round(struct updater_stats *st, struct err *e)
 	return true;
 }
 
-static struct {
-	pthread_t	thread;
-	atomic_bool	running;
-	bool		started;
-} U;
+/* The updater thread: a round right after one that claimed work, else one every 250 ms
+ * (core/ticker, like the janitor and iam-verify). */
+static bool busy;	/* the last round claimed an update; only the ticker thread uses it */
 
-static void *
-loop(void *arg)
+static void
+round_once(void)
 {
-	(void)arg;
-	while (atomic_load(&U.running)) {
-		struct updater_stats st = { 0 };
-		struct err e = { 0 };
-		struct timespec ts = { 0, 250 * 1000 * 1000 };
+	struct updater_stats st = { 0 };
+	struct err e = { 0 };
 
-		if (!updater_round(&st, &e))
-			log_warn(NULL, "updater", "round failed", "{s:s}", "error", e.msg);
-		if (st.claimed == 0)
-			nanosleep(&ts, NULL);
-	}
-	return NULL;
+	if (!updater_round(&st, &e))
+		log_warn(NULL, "updater", "round failed", "{s:s}", "error", e.msg);
+	busy = st.claimed != 0;
 }
+
+static long
+period_ms(void)
+{
+	return busy ? 0 : 250;
+}
+
+static struct ticker ticker = TICKER_INIT(round_once, period_ms);
 
 bool
 updater_start(struct err *e)
 {
-	atomic_store(&U.running, true);
-	if (pthread_create(&U.thread, NULL, loop, NULL) != 0)
-		return err_set(e, 500, "updater.start", "cannot start the updater thread");
-	U.started = true;
-	return true;
+	return ticker_start(&ticker, "updater.start", "cannot start the updater thread", e);
 }
 
 void
 updater_stop(void)
 {
-	if (!U.started)
-		return;
-	atomic_store(&U.running, false);
-	pthread_join(U.thread, NULL);
-	U.started = false;
+	ticker_stop(&ticker);
 }
