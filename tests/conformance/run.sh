@@ -17,7 +17,7 @@ for c in kubectl gcloud aws node npm; do
 done
 [ -x "$build/cloudsim" ] || { echo "not ok - $build/cloudsim is missing"; exit 1; }
 [ -d "$shared/kuberay/crds" ] || { echo "not ok - $shared/kuberay/crds is missing"; exit 1; }
-bash "$here/ensure_deps.sh" || { echo "not ok - npm dependencies"; exit 1; }
+bash "$here/../lib/ensure_npm.sh" "$here" || { echo "not ok - npm dependencies"; exit 1; }
 
 work=$(mktemp -d /tmp/fleetd-conformance.XXXXXX)
 S=$work/state

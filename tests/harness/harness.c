@@ -233,7 +233,8 @@ harness_validate_responses(void)
 		print_message("openapi: no fleetd answers were recorded\n");
 		return;
 	}
-	st = harness_sh("bash '" FLEETD_SOURCE_DIR "/tests/openapi/ensure_deps.sh' && "
+	st = harness_sh("bash '" FLEETD_SOURCE_DIR "/tests/lib/ensure_npm.sh' '" FLEETD_SOURCE_DIR
+	    "/tests/openapi' && "
 	    "node '" FLEETD_SOURCE_DIR "/tests/openapi/validate.js' '" FLEETD_SOURCE_DIR
 	    "/api/openapi.yaml' '%s'", path);
 	if (st != 0) {

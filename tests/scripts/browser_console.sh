@@ -8,7 +8,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${FLEETD_BUILD_DIR:-$top/build/asan}" && pwd)
 out=$build/browser-artifacts
 command -v chromium >/dev/null || { echo "FAIL: chromium is missing (scripts/deps.sh)"; exit 1; }
-bash "$top/tests/browser/ensure_deps.sh"
+bash "$top/tests/lib/ensure_npm.sh" "$top/tests/browser"
 state=$(mktemp -d /tmp/fleetd-browser.XXXXXX)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port

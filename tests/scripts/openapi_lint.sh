@@ -11,7 +11,7 @@ router=$root/api/router.c
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-bash "$dir/ensure_deps.sh"
+bash "$root/tests/lib/ensure_npm.sh" "$dir"
 
 echo "== redocly lint"
 "$dir/node_modules/.bin/redocly" lint --config "$dir/redocly.yaml" "$spec"
