@@ -168,6 +168,13 @@ harness_secret(const char *s)
 	secrets[nsecrets++] = strdup(s);
 }
 
+const char *const *
+harness_secrets(int *n)
+{
+	*n = nsecrets;
+	return (const char *const *)secrets;
+}
+
 void
 harness_done(void)
 {

@@ -77,43 +77,76 @@ harness_identities(const struct harness_cs *cs, json_t *c, json_t *cloud, const 
 	json_decref(tags);
 }
 
-void
-harness_register(const struct harness_cs *cs, const char *admin, const char *name,
-		 char *cloud_id, char *cluster_id)
+long
+harness_cloud_create(const char *token, const char *name, const char *env, const char *provider,
+		     const char *region, const char *account)
 {
-	json_t *c = harness_cs_cluster(cs, name), *body, *cloud;
-	const char *cp = NULL, *cl = NULL;
-	char cname[160];
+	char body[1024];
 
-	snprintf(cname, sizeof(cname), "%s-%s-%s", js(c, "environment"), js(c, "provider"),
-	    js(c, "region"));
-	body = json_pack("{s:s, s:s, s:s, s:s, s:o}", "name", cname, "environment",
-	    js(c, "environment"), "provider", js(c, "provider"), "region", js(c, "region"),
-	    "account", harness_account_of(c));
-	if (harness_call_json("POST", admin, body, "/v1/clouds") != 201)
+	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"environment\":\"%s\",\"provider\":"
+	    "\"%s\",\"region\":\"%s\",\"account\":%s}", name, env, provider, region, account);
+	return harness_call("POST", token, body, "/v1/clouds");
+}
+
+long
+harness_cloud_iam(const char *token, const char *cloud, const char *cp, const char *cl,
+		  bool rotate)
+{
+	char body[900];
+
+	snprintf(body, sizeof(body), "{\"control_plane_role\":\"%s\",\"cluster_role\":\"%s\"}",
+	    cp, cl);
+	return harness_call("POST", token, body, "/v1/clouds/%s/iam%s", cloud,
+	    rotate ? "/rotate" : "");
+}
+
+json_t *
+harness_cloud(const struct harness_cs *cs, const char *admin, const char *name, const char *env,
+	      char *cloud_id)
+{
+	json_t *c = harness_cs_cluster(cs, name), *account = harness_account_of(c), *cloud;
+	const char *cp = NULL, *cl = NULL;
+	char cname[160], *acct = json_dumps(account, JSON_COMPACT);
+
+	if (env == NULL)
+		env = js(c, "environment");
+	snprintf(cname, sizeof(cname), "%s-%s-%s", env, js(c, "provider"), js(c, "region"));
+	if (harness_cloud_create(admin, cname, env, js(c, "provider"), js(c, "region"),
+	    acct) != 201)
 		fail_msg("phase 1 %s: %ld %s", cname, harness_r.status, harness_r.body);
-	json_decref(body);
+	free(acct);
+	json_decref(account);
 	cloud = json_incref(harness_r.json);
 	if (strcmp(js(cloud, "state"), "pending_iam") != 0)
 		fail_msg("phase 1 %s: state %s", cname, js(cloud, "state"));
 	harness_identities(cs, c, cloud, &cp, &cl);
-	body = json_pack("{s:s, s:s}", "control_plane_role", cp, "cluster_role", cl);
-	if (harness_call_json("POST", admin, body, "/v1/clouds/%s/iam", js(cloud, "id")) != 200 ||
+	if (harness_cloud_iam(admin, js(cloud, "id"), cp, cl, false) != 200 ||
 	    strcmp(js(harness_r.json, "state"), "active") != 0)
 		fail_msg("phase 2 %s: %ld %s", cname, harness_r.status, harness_r.body);
-	json_decref(body);
+	if (cloud_id != NULL)
+		snprintf(cloud_id, 40, "%s", js(cloud, "id"));
+	json_decref(cloud);
+	return harness_r.json;
+}
+
+void
+harness_register(const struct harness_cs *cs, const char *admin, const char *name,
+		 char *cloud_id, char *cluster_id)
+{
+	json_t *c = harness_cs_cluster(cs, name), *body;
+	char cloud[40];
+
+	harness_cloud(cs, admin, name, NULL, cloud);
 	body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:s}", "name", name, "api_server",
 	    js(c, "api_server"), "ca_cert", cs->ca_pem, "credentials", "token", js(c, "token"),
 	    "provider_cluster_id", js(c, "provider_cluster_id"));
-	if (harness_call_json("POST", admin, body, "/v1/clouds/%s/clusters",
-	    js(cloud, "id")) != 201)
+	if (harness_call_json("POST", admin, body, "/v1/clouds/%s/clusters", cloud) != 201)
 		fail_msg("cluster %s: %ld %s", name, harness_r.status, harness_r.body);
 	json_decref(body);
 	if (cloud_id != NULL)
-		snprintf(cloud_id, 40, "%s", js(cloud, "id"));
+		snprintf(cloud_id, 40, "%s", cloud);
 	if (cluster_id != NULL)
 		snprintf(cluster_id, 40, "%s", js(harness_r.json, "id"));
-	json_decref(cloud);
 }
 
 void

@@ -130,6 +130,9 @@ void	harness_expect_problem(const struct http_result *r, long status, const char
 void	harness_secret(const char *s);
 /* Fails the test when text holds a planted secret (what: who printed it). */
 void	harness_secret_check(const char *what, const char *text);
+/* The secrets planted so far (borrowed, *n of them), to look for them elsewhere (logs,
+ * database columns). */
+const char *const *harness_secrets(int *n);
 /* Frees harness_r, the planted secrets and the SQL connection (call it in teardown). */
 void	harness_done(void);
 /* The usual group teardown: stops fd when running, drops dburl (when created), stops cs
@@ -151,6 +154,15 @@ char	*harness_sql_params(const char *q, int n, const char *const *params);
 PGresult *harness_sql_result(const char *fmt, ...) HARNESS_FMT(1, 2);
 /* Rows of q as "a|b, c|d" (malloc'd), for failure messages. */
 char	*harness_sql_rows(const char *fmt, ...) HARNESS_FMT(1, 2);
+
+/* ---- the audit log (audit.c) */
+
+/* Notes the next audit row the test expects: action on resource id. */
+void	harness_audit_expect(const char *action, const char *id);
+/* Fails unless audit_log's rows of the resource types types (an SQL list: "'cloud',
+ * 'cluster'"), in id order, are exactly the expected ones, each with an environment, an actor
+ * name, an actor id and a request id.  Returns the number of rows. */
+int	harness_audit_check(const char *types);
 
 /* ---- time */
 
@@ -215,6 +227,20 @@ void	harness_kube(const struct harness_cs *cs, struct http_result *r, const char
  * exist.  Fills cloud_id and cluster_id (40 bytes each, may be NULL). */
 void	harness_register(const struct harness_cs *cs, const char *admin, const char *name,
 	    char *cloud_id, char *cluster_id);
+/* Phase 1: POST /v1/clouds {name, environment, provider, region, account (JSON text)};
+ * returns the status, the answer in harness_r. */
+long	harness_cloud_create(const char *token, const char *name, const char *env,
+	    const char *provider, const char *region, const char *account);
+/* Phase 2: POST /v1/clouds/{cloud}/iam (rotate: /iam/rotate) {control_plane_role,
+ * cluster_role}; returns the status, the answer in harness_r. */
+long	harness_cloud_iam(const char *token, const char *cloud, const char *cp, const char *cl,
+	    bool rotate);
+/* harness_register's cloud alone: an active cloud <env>-<provider>-<region> in env (NULL:
+ * cloudsim cluster name's own) with name's account, region and identities, no member
+ * cluster.  Returns phase 2's answer (borrowed from harness_r); fills cloud_id (may be
+ * NULL). */
+json_t	*harness_cloud(const struct harness_cs *cs, const char *admin, const char *name,
+	    const char *env, char *cloud_id);
 /* The steps of harness_register, for tests of registration itself: phase 1's "account" of
  * cloudsim cluster c (new reference); what Terraform does between the phases from the
  * phase-1 answer cloud (tags both identities with the cloud id, lets fleetd in as the
