@@ -54,3 +54,15 @@ harness_audit_check(const char *types)
 	PQclear(r);
 	return n;
 }
+
+long
+harness_audit_count(const char *token, const char *id, const char *action)
+{
+	json_t *page = harness_get_ok(token, "/v1/audit?resource_id=%s&limit=200", id), *x;
+	long n = 0;
+	size_t i;
+
+	json_array_foreach(json_object_get(page, "items"), i, x)
+		n += strcmp(harness_js(x, "action"), action) == 0;
+	return n;
+}

@@ -22,6 +22,7 @@ struct http_result harness_r;
 
 static char target[64];			/* base URL of the fleetd harness_call talks to */
 static char target_ca[256];		/* its certificate when it serves HTTPS */
+static char target_log[256];		/* its log, for failure messages */
 static char *secrets[MAX_SECRETS];
 static int nsecrets;
 static char dbu[512];			/* database of harness_sql* */
@@ -32,6 +33,41 @@ harness_call_to(const struct fleetd_proc *p)
 {
 	snprintf(target, sizeof(target), "%s", p->url);
 	snprintf(target_ca, sizeof(target_ca), "%s", p->ca);
+	snprintf(target_log, sizeof(target_log), "%s", p->log);
+}
+
+const char *
+harness_log(void)
+{
+	return target_log;
+}
+
+const char *
+harness_url(const struct fleetd_proc *p, const char *fmt, ...)
+{
+	static __thread char buf[4][2048];
+	static __thread int i;
+	va_list ap;
+	int n;
+
+	i = (i + 1) % 4;
+	n = snprintf(buf[i], sizeof(buf[i]), "%s", p != NULL ? p->url : target);
+	va_start(ap, fmt);
+	vsnprintf(buf[i] + n, sizeof(buf[i]) - (size_t)n, fmt, ap);
+	va_end(ap);
+	return buf[i];
+}
+
+double
+harness_metric(const char *sample)
+{
+	char key[256];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\n%s", sample);	/* a sample line, not its # HELP */
+	harness_call("GET", NULL, NULL, "/metrics");
+	p = harness_r.body != NULL ? strstr(harness_r.body, key) : NULL;
+	return p != NULL ? atof(p + strlen(key)) : -1;
 }
 
 static long
@@ -350,6 +386,22 @@ harness_sql_rows(const char *fmt, ...)
 			    PQgetvalue(r, i, k), k + 1 < PQnfields(r) ? "|" : ", ");
 	PQclear(r);
 	return out;
+}
+
+long
+harness_wait_long(double timeout_s, long want, const char *fmt, ...)
+{
+	double end = harness_now_s() + timeout_s;
+	char q[8192];
+	va_list ap;
+	long v;
+
+	va_start(ap, fmt);
+	vsnprintf(q, sizeof(q), fmt, ap);
+	va_end(ap);
+	while ((v = harness_sql_long("%s", q)) != want && harness_now_s() < end)
+		usleep(50 * 1000);
+	return v;
 }
 
 /* ---- time */

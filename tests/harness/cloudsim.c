@@ -307,3 +307,17 @@ harness_cs_config(const struct harness_cs *cs)
 		config_set(name, eq + 1, &e);	/* names fleetd has no setting for are ignored */
 	}
 }
+
+json_t *
+harness_sim_objects(const struct harness_cs *cs, const char *cluster, const char *name)
+{
+	char path[256];
+	json_t *all, *out;
+
+	snprintf(path, sizeof(path), "/_sim/objects%s%s%s%s", cluster ? "?cluster=" : "",
+	    cluster ? cluster : "", name ? (cluster ? "&name=" : "?name=") : "", name ? name : "");
+	all = harness_sim_get(cs, path);
+	out = json_incref(json_object_get(all, "objects"));
+	json_decref(all);
+	return out;
+}

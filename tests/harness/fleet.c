@@ -250,3 +250,74 @@ harness_job_body(const char *env, const char *queue, const char *flavor, int cou
 	json_decref(j);
 	return out;
 }
+
+void
+harness_fleet_start(struct harness_fleet *f, const char *tag, const char *scenario,
+		    const char *scale, const char *const *env)
+{
+	json_t *fleet = harness_fleet_json(), *sc = harness_json_file(scenario), *api, *fenv, *c, *x;
+	const char *names[HARNESS_FLEET_MAX + 1] = { NULL };
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	api = json_incref(json_object_get(sc, "api"));
+	fenv = json_incref(json_object_get(sc, "fleetd_env"));
+	json_object_del(sc, "api");
+	json_object_del(sc, "fleetd_env");
+	harness_merge_patch(fleet, sc);
+	harness_cs_start_json(&f->cs, fleet, scale);
+	json_decref(fleet);
+	json_decref(sc);
+	json_array_foreach(fenv, i, x)
+		harness_cs_env_add(&f->cs, "%s", json_string_value(x));
+	json_decref(fenv);
+	for (int k = 0; env != NULL && env[k] != NULL; k++)
+		harness_cs_env_add(&f->cs, "%s", env[k]);
+	harness_db_create(tag, f->dburl, sizeof(f->dburl));
+	harness_fleetd_start(&f->fd, f->dburl, (const char *const *)f->cs.env);
+	f->admin = harness_token(f->dburl, "admin", "*");
+	json_array_foreach(f->cs.clusters, i, c) {
+		const char *e = js(c, "environment");
+
+		if (i == HARNESS_FLEET_MAX)
+			fail_msg("%s: more than %d clusters", scenario, HARNESS_FLEET_MAX);
+		if (harness_sql_long("SELECT count(*) FROM environments WHERE name = '%s'", e) == 0) {
+			char body[128];
+
+			snprintf(body, sizeof(body), "{\"name\":\"%s\"}", e);
+			harness_post_created(f->admin, "/v1/environments", body);
+		}
+		snprintf(f->name[i], sizeof(f->name[i]), "%s", js(c, "name"));
+		harness_register(&f->cs, f->admin, f->name[i], f->cloud_id[i], f->cluster_id[i]);
+		names[i] = f->name[i];
+		f->n++;
+	}
+	json_array_foreach(api, i, x) {
+		char *body = json_dumps(json_object_get(x, "body"), JSON_COMPACT);
+
+		harness_post_created(f->admin, js(x, "path"), body);
+		free(body);
+	}
+	json_decref(api);
+	harness_wait_capacity(names, 60);
+}
+
+int
+harness_fleet_index(const struct harness_fleet *f, const char *name)
+{
+	for (int i = 0; i < f->n; i++)
+		if (strcmp(f->name[i], name) == 0)
+			return i;
+	fail_msg("no cluster %s in the fleet", name);
+	return -1;
+}
+
+int
+harness_fleet_stop(struct harness_fleet *f)
+{
+	int st = harness_teardown(&f->fd, f->dburl, &f->cs);
+
+	free(f->admin);
+	f->admin = NULL;
+	return st;
+}

@@ -115,6 +115,14 @@ long	harness_call_json(const char *method, const char *token, json_t *body,
 	    const char *fmt, ...) HARNESS_FMT(4, 5);
 /* Makes harness_call talk to p (the last started otherwise). */
 void	harness_call_to(const struct fleetd_proc *p);
+/* The log file of that fleetd (for failure messages). */
+const char *harness_log(void);
+/* p's URL (NULL: that fleetd's) followed by the printf-formatted path; one of four rotating
+ * buffers of this thread, valid for the next three calls. */
+const char *harness_url(const struct fleetd_proc *p, const char *fmt, ...) HARNESS_FMT(2, 3);
+/* The value of the first /metrics sample line starting with sample (the metric name with
+ * its labels and the space, e.g. "fleetd_x_total{k=\"v\"} "), -1 when there is none. */
+double	harness_metric(const char *sample);
 /* POST that must answer 201 (a create); returns the answer, borrowed from harness_r (valid
  * until the next call: json_incref it to keep it). */
 json_t	*harness_post_created(const char *token, const char *path, const char *body);
@@ -154,6 +162,9 @@ char	*harness_sql_params(const char *q, int n, const char *const *params);
 PGresult *harness_sql_result(const char *fmt, ...) HARNESS_FMT(1, 2);
 /* Rows of q as "a|b, c|d" (malloc'd), for failure messages. */
 char	*harness_sql_rows(const char *fmt, ...) HARNESS_FMT(1, 2);
+/* Polls the number q returns every 50 ms until it equals want or timeout_s passes; returns
+ * the last value. */
+long	harness_wait_long(double timeout_s, long want, const char *fmt, ...) HARNESS_FMT(3, 4);
 
 /* ---- the audit log (audit.c) */
 
@@ -163,6 +174,42 @@ void	harness_audit_expect(const char *action, const char *id);
  * 'cluster'"), in id order, are exactly the expected ones, each with an environment, an actor
  * name, an actor id and a request id.  Returns the number of rows. */
 int	harness_audit_check(const char *types);
+/* Rows of /v1/audit (read with token) on resource id with this action. */
+long	harness_audit_count(const char *token, const char *id, const char *action);
+
+/* ---- jobs (jobs.c) */
+
+/* GET /v1/jobs/{id}, which must answer 200; new reference. */
+json_t	*harness_job(const char *token, const char *id);
+/* The job's events, oldest first; new reference. */
+json_t	*harness_job_events(const char *token, const char *id);
+/* Prints them (type, transition, attempt, message), for failure messages. */
+void	harness_job_print_events(const char *token, const char *id);
+/* Polls the job every 250 ms until it is in state (at attempt when > 0) and returns it (new
+ * reference); fails the test after timeout_s, printing its events and naming fleetd's log. */
+json_t	*harness_job_wait(const char *token, const char *id, const char *state, int attempt,
+	    double timeout_s);
+/* POST /v1/clusters/{id}/cordon (on) or /uncordon, which must answer 200 and say so. */
+void	harness_cordon(const char *token, const char *cluster_id, bool on);
+/* Submits (as token; must answer 201) a job of kind (RayJob: an entrypoint; RayService: one
+ * serve application; RayCluster) named name in env and queue, priority class pclass, a head
+ * of 1 CPU and 2 GiB and one worker of 8 CPUs, 64 GiB and gpus accelerators of flavor;
+ * grace >= 0 adds a checkpoint (s3://ckpt/<name>, grace_seconds grace).  Returns its id
+ * (malloc'd). */
+char	*harness_submit(const char *token, const char *env, const char *queue, const char *kind,
+	    const char *name, const char *pclass, const char *flavor, int gpus, int grace);
+/* POST /v1/jobs/{id}/move {"target": target (JSON text), "reason", extra members (text, may
+ * be NULL)}; returns the status, the answer in harness_r. */
+long	harness_move(const char *token, const char *id, const char *target, const char *extra);
+/* What a refused or dry move must leave alone: the job's row, the number of its events and
+ * job.move audit rows, and every object cloudsim stores (resource versions, apply counts,
+ * which survive deletes); new reference.  harness_job_unchanged fails the test (saying what
+ * did it) when a new fingerprint differs from before. */
+json_t	*harness_job_fingerprint(const struct harness_cs *cs, const char *token, const char *id);
+void	harness_job_unchanged(const struct harness_cs *cs, const char *token, json_t *before,
+	    const char *id, const char *what);
+/* Seconds since the epoch of an RFC 3339 UTC timestamp (fractions kept). */
+double	harness_epoch(const char *ts);
 
 /* ---- time */
 
@@ -215,6 +262,9 @@ long	harness_sim(const struct harness_cs *cs, const char *method, const char *pa
 json_t	*harness_sim_get(const struct harness_cs *cs, const char *path);
 /* POST that must answer 200 or 201. */
 void	harness_sim_post(const struct harness_cs *cs, const char *path, const char *body);
+/* cloudsim's Ray objects (/_sim/objects, as written) of cluster and name (each NULL: any);
+ * new reference. */
+json_t	*harness_sim_objects(const struct harness_cs *cs, const char *cluster, const char *name);
 /* A Kubernetes call to member cluster name with its bearer token, over TLS with cs->ca. */
 void	harness_kube(const struct harness_cs *cs, struct http_result *r, const char *cluster,
 	    const char *method, const char *path, const char *ctype, const char *body);
@@ -250,6 +300,34 @@ void	harness_identities(const struct harness_cs *cs, json_t *c, json_t *cloud,
 	    const char **cp, const char **cl);
 /* Waits until /metrics shows a capacity snapshot of each named cluster (NULL-terminated). */
 void	harness_wait_capacity(const char *const *names, double timeout_s);
+
+/* ---- a registered fleet from a scenario file (fleet.c) */
+
+#define HARNESS_FLEET_MAX	16
+
+struct harness_fleet {
+	struct harness_cs	cs;
+	struct fleetd_proc	fd;
+	char			dburl[512];
+	char			*admin;		/* an admin token of every environment */
+	int			n;		/* clusters, in the scenario's order */
+	char			name[HARNESS_FLEET_MAX][64];
+	char			cloud_id[HARNESS_FLEET_MAX][40], cluster_id[HARNESS_FLEET_MAX][40];
+};
+
+/* Starts cloudsim with the test fleet patched by the scenario file (JSON, an RFC 7386 merge
+ * patch: its "sim" and "clusters" replace the test fleet's) at scale, fleetd (with cloudsim's
+ * env, the scenario's "fleetd_env" list of "NAME=value" lines, then env's, NULL-ended, may be
+ * NULL) on a scratch database t_<tag>_*,
+ * an admin token; creates each cluster's environment, registers every cluster
+ * (harness_register), POSTs the scenario's "api" list ([{path, body}], each must answer 201)
+ * and waits for every cluster's first capacity snapshot. */
+void	harness_fleet_start(struct harness_fleet *f, const char *tag, const char *scenario,
+	    const char *scale, const char *const *env);
+/* The index of cluster name in f (fails the test when there is none). */
+int	harness_fleet_index(const struct harness_fleet *f, const char *name);
+/* harness_teardown of all of it; frees the admin token; returns fleetd's exit status. */
+int	harness_fleet_stop(struct harness_fleet *f);
 
 /* ---- the fleetctl binary (ctl.c) */
 
