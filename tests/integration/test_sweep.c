@@ -23,68 +23,35 @@
 #define CLUSTER		"test-hp-usw2"
 #define TARGET		"test-hp-use1"	/* one p5 node: 8 GPUs */
 
-static struct fleetd_proc fd;
-static struct harness_cs cs;
-static char dburl[512], cluster_id[40], target_id[40];
-static char *admin, *oper;
+static struct harness_fleet F;
+static const char *cluster_id, *target_id;
+static char *oper;
 static char *live_id, *gone_id;	/* a running job; a cancelled one */
 static json_t *live_manifest;	/* the running job's object */
 
-static const char *const workers_env = "FLEETD_WORKERS=poller,scheduler,dispatch,status,mover,sweep";
-
+/* fleetd of the fleet again, with the orphan sweep in mode */
 static void
-start_fleetd(const char *mode)
+restart_fleetd(const char *mode)
 {
-	harness_cs_env_add(&cs, "FLEETD_ORPHAN_SWEEP=%s", mode);
-	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	harness_fleetd_stop(&F.fd);
+	harness_cs_env_add(&F.cs, "FLEETD_ORPHAN_SWEEP=%s", mode);
+	harness_fleetd_start(&F.fd, F.dburl, (const char *const *)F.cs.env);
 }
 
+/* tests/fixtures/fleets/sweep.json: CLUSTER with room, TARGET of one p5 node (8 GPUs);
+ * RayJobs run for good (the live one stays live); priority classes default (preempting)
+ * and low, queue ml; the sweep deletes orphans older than 1 s every 500 ms. */
 static int
 setup(void **state)
 {
-	const char *const names[] = { CLUSTER, TARGET, NULL };
-	json_t *fleet, *c, *keep = json_array();
-	size_t i;
-
 	(void)state;
-	fleet = harness_fleet_json();	/* RayJobs run for good: the live one stays live */
-	json_object_set_new(json_object_get(fleet, "sim"), "job_run_s", json_integer(1000000));
-	json_array_foreach(json_object_get(fleet, "clusters"), i, c) {
-		if (strcmp(harness_js(c, "name"), CLUSTER) == 0) {
-			json_object_del(json_array_get(json_object_get(c, "pools"), 1), "busy");
-			json_array_append(keep, c);
-		} else if (strcmp(harness_js(c, "name"), TARGET) == 0) {
-			json_object_set_new(c, "pools", json_loads("[{\"name\":\"controller\","
-			    "\"machine_type\":\"ml.m5.4xlarge\",\"nodes\":1},{\"name\":\"p5\","
-			    "\"machine_type\":\"ml.p5.48xlarge\",\"nodes\":1,\"max\":1,"
-			    "\"price_per_hour\":98.32}]", 0, NULL));
-			json_array_append(keep, c);
-		}
-	}
-	json_object_set_new(fleet, "clusters", keep);
-	harness_cs_start_json(&cs, fleet, "4");
-	json_decref(fleet);
-	harness_cs_env_add(&cs, "%s", workers_env);
-	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=1000");
-	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
-	harness_cs_env_add(&cs, "FLEETD_SWEEP_INTERVAL_MS=500");
-	harness_cs_env_add(&cs, "FLEETD_ORPHAN_MIN_AGE=1");
-	harness_db_create("sweep", dburl, sizeof(dburl));
-	start_fleetd("delete");
-	admin = harness_token(dburl, "admin", "*");
-	oper = harness_token(dburl, "operator", ENV);
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
-	harness_register(&cs, admin, CLUSTER, NULL, cluster_id);
-	harness_register(&cs, admin, TARGET, NULL, target_id);
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"default\",\"value\":100,"
-	    "\"preempt\":true}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV
-	    "\",\"nominal_quota\":{\"" H100 "\":64},\"default_priority_class\":\"default\"}");
-	harness_wait_capacity(names, 60);
+	harness_fleet_start(&F, "sweep", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/sweep.json",
+	    "4", NULL);
+	cluster_id = F.cluster_id[harness_fleet_index(&F, CLUSTER)];
+	target_id = F.cluster_id[harness_fleet_index(&F, TARGET)];
+	oper = harness_token(F.dburl, "operator", ENV);
 	/* the sweep cases run on CLUSTER alone; test_move_preempts opens TARGET */
-	harness_call("POST", admin, NULL, "/v1/clusters/%s/cordon", target_id);
-	harness_expect_status(NULL, 200);
+	harness_cordon(oper, target_id, true);
 	return 0;
 }
 
@@ -92,17 +59,11 @@ static int
 teardown(void **state)
 {
 	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_db_drop(dburl);
-	harness_cs_stop(&cs);
-	harness_done();
-	free(admin);
+	harness_fleet_stop(&F);
 	free(oper);
 	free(live_id);
 	free(gone_id);
 	json_decref(live_manifest);
-	harness_validate_responses();
 	return 0;
 }
 
@@ -110,16 +71,7 @@ teardown(void **state)
 static char *
 submit_job(const char *name, const char *pclass, int gpus, int grace)
 {
-	char body[900];
-
-	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\",\"queue\":"
-	    "\"ml\",\"name\":\"%s\",\"priority_class\":\"%s\",\"ray_version\":\"2.52.0\","
-	    "\"entrypoint\":\"python t.py\",\"checkpoint\":{\"uri\":\"s3://b/%s\","
-	    "\"grace_seconds\":%d},\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
-	    "\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"8\",\"memory\":"
-	    "\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":%d}}]}", name, pclass,
-	    name, grace, gpus);
-	return strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+	return harness_submit(oper, ENV, "ml", "RayJob", name, pclass, H100, gpus, grace);
 }
 
 static char *
@@ -128,29 +80,26 @@ submit(const char *name)
 	return submit_job(name, "default", 1, 1);
 }
 
-struct want_state {
-	const char	*id, *state;
-};
+/* Waits until job id is in state; fails the test after timeout_s. */
+static void
+wait_state(const char *id, const char *state, double timeout_s)
+{
+	json_decref(harness_job_wait(F.admin, id, state, 0, timeout_s));
+}
 
 static bool
-in_state(void *arg)
+in_state(const char *id, const char *state)
 {
-	struct want_state *w = arg;
-
-	return strcmp(harness_js(harness_get_ok(admin, "/v1/jobs/%s", w->id), "state"),
-	    w->state) == 0;
+	return strcmp(harness_js(harness_get_ok(F.admin, "/v1/jobs/%s", id), "state"), state) == 0;
 }
 
 /* Objects named name on the cluster (cloudsim's own view). */
 static size_t
 objects_named(const char *name)
 {
-	json_t *o = harness_sim_get(&cs, "/_sim/objects?cluster=" CLUSTER);
-	json_t *it;
-	size_t i, n = 0;
+	json_t *o = harness_sim_objects(&F.cs, CLUSTER, name);
+	size_t n = json_array_size(o);
 
-	json_array_foreach(json_object_get(o, "objects"), i, it)
-		n += strcmp(harness_js(it, "name"), name) == 0;
 	json_decref(o);
 	return n;
 }
@@ -182,7 +131,7 @@ plant(const char *name, const char *job, const char *attempt, const char *env)
 	snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/rayjobs",
 	    harness_js(md, "namespace"));
 	body = json_dumps(o, JSON_COMPACT);
-	harness_kube(&cs, &r, CLUSTER, "POST", path, "application/json", body);
+	harness_kube(&F.cs, &r, CLUSTER, "POST", path, "application/json", body);
 	if (r.status != 201)
 		fail_msg("planting %s: %ld %s", name, r.status, r.body);
 	harness_http_free(&r);
@@ -190,36 +139,20 @@ plant(const char *name, const char *job, const char *attempt, const char *env)
 	json_decref(o);
 }
 
-/* The value of the sample line starting with name (with its labels and a space). */
-static double
-metric(const char *name)
-{
-	char key[160];
-	const char *p;
-
-	snprintf(key, sizeof(key), "\n%s", name);
-	harness_call("GET", NULL, NULL, "/metrics");
-	p = harness_r.body ? strstr(harness_r.body, key) : NULL;
-	return p ? atof(p + strlen(key)) : -1;
-}
-
 /* The race: a cancelled job's object that lands afterwards is deleted, audited and told
  * in the job's events; the running job's object and a foreign one stay. */
 static void
 test_late_apply_deleted(void **state)
 {
-	struct want_state running, cancelled;
 	char *attempt, *foreign = "3f6b1c9e-0000-4000-8000-000000000001";
 
 	(void)state;
 	live_id = submit("live");
-	running = (struct want_state){ live_id, "running" };
-	assert_true(harness_wait(in_state, &running, 60));
-	live_manifest = json_incref(harness_get_ok(admin, "/v1/jobs/%s/manifest", live_id));
+	wait_state(live_id, "running", 60);
+	live_manifest = json_incref(harness_get_ok(F.admin, "/v1/jobs/%s/manifest", live_id));
 	gone_id = submit("gone");
 	harness_call("POST", oper, "{}", "/v1/jobs/%s/cancel", gone_id);
-	cancelled = (struct want_state){ gone_id, "cancelled" };
-	assert_true(harness_wait(in_state, &cancelled, 30));
+	wait_state(gone_id, "cancelled", 30);
 	attempt = harness_sql_str("SELECT greatest(attempt, 1)::text FROM jobs WHERE id = '%s'",
 	    gone_id);
 	plant("late-apply", gone_id, attempt, ENV);
@@ -228,16 +161,16 @@ test_late_apply_deleted(void **state)
 	sleep(2);	/* more rounds: nothing else goes */
 	assert_int_equal(objects_named("not-ours"), 1);
 	assert_int_equal(objects_named(harness_js(live_manifest, "metadata.name")), 1);
-	assert_true(in_state(&running));
+	assert_true(in_state(live_id, "running"));
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM orphans WHERE name = 'late-apply'"
 	    " AND state = 'deleted' AND reason = 'cancelled' AND job_id = '%s'", gone_id), 1);
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s'"
 	    " AND type = 'orphan_deleted'", gone_id), 1);
-	harness_get_ok(admin, "/v1/audit?resource_type=job&resource_id=%s", gone_id);
+	harness_get_ok(F.admin, "/v1/audit?resource_type=job&resource_id=%s", gone_id);
 	assert_non_null(strstr(harness_r.body, "orphan.delete"));
 	assert_non_null(strstr(harness_r.body, "late-apply"));
-	assert_true(metric("fleetd_orphans_deleted_total ") >= 1);
-	assert_true(metric("fleetd_orphans_found_total{reason=\"cancelled\"} ") >= 1);
+	assert_true(harness_metric("fleetd_orphans_deleted_total ") >= 1);
+	assert_true(harness_metric("fleetd_orphans_found_total{reason=\"cancelled\"} ") >= 1);
 	free(attempt);
 }
 
@@ -245,22 +178,15 @@ test_late_apply_deleted(void **state)
 static void
 test_report_mode(void **state)
 {
-	struct want_state running = { live_id, "running" };
-
 	(void)state;
-	harness_fleetd_stop(&fd);
-	start_fleetd("report");
+	restart_fleetd("report");
 	plant("late-apply-2", gone_id, "1", ENV);
-	for (int i = 0; i < 100 && harness_sql_long("SELECT count(*) FROM orphans WHERE name ="
-	    " 'late-apply-2' AND state = 'reported'") == 0; i++)
-		usleep(100 * 1000);
-	assert_int_equal(harness_sql_long("SELECT count(*) FROM orphans WHERE name ="
+	assert_int_equal(harness_wait_long(10, 1, "SELECT count(*) FROM orphans WHERE name ="
 	    " 'late-apply-2' AND state = 'reported'"), 1);
 	assert_int_equal(objects_named("late-apply-2"), 1);
-	assert_true(metric("fleetd_orphans_reported_total ") >= 1);
-	assert_true(in_state(&running));
-	harness_fleetd_stop(&fd);
-	start_fleetd("delete");
+	assert_true(harness_metric("fleetd_orphans_reported_total ") >= 1);
+	assert_true(in_state(live_id, "running"));
+	restart_fleetd("delete");
 	assert_true(harness_wait(object_gone, "late-apply-2", 20));
 }
 
@@ -293,7 +219,7 @@ test_evacuation_refusals(void **state)
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM clusters WHERE cordoned AND id ="
 	    " '%s'", cluster_id), 0);	/* a refused drain cordons nothing */
 
-	harness_sim(&cs, "POST", "/_sim/faults", "{\"cluster\":\"" CLUSTER "\",\"unreachable\":"
+	harness_sim(&F.cs, "POST", "/_sim/faults", "{\"cluster\":\"" CLUSTER "\",\"unreachable\":"
 	    "true}", &fault);
 	assert_non_null(fault);
 	assert_true(harness_wait(unreachable, NULL, 30));
@@ -305,27 +231,18 @@ test_evacuation_refusals(void **state)
 	harness_call("POST", oper, "{\"target\":{\"region\":\"us-east-1\"},\"source\":"
 	    "\"unreachable\",\"dry_run\":true}", "/v1/jobs/%s/move", live_id);
 	harness_expect_problem(NULL, 409, "move.evacuate_too_soon", "/source");
-	assert_true(in_state(&(struct want_state){ live_id, "running" }));
-	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
+	assert_true(in_state(live_id, "running"));
+	harness_sim(&F.cs, "DELETE", "/_sim/faults", NULL, NULL);
 	json_decref(fault);
-}
-
-static void
-cordon(const char *id, bool on)
-{
-	harness_call("POST", oper, NULL, "/v1/clusters/%s/%s", id, on ? "cordon" : "uncordon");
-	harness_expect_status(NULL, 200);
 }
 
 static char *
 running_job(const char *name, const char *pclass, int gpus, const char *cluster)
 {
 	char *id = submit_job(name, pclass, gpus, 1);
-	struct want_state w = { id, "running" };
 
-	if (!harness_wait(in_state, &w, 60))
-		fail_msg("%s never ran", name);
-	assert_string_equal(harness_js(harness_get_ok(admin, "/v1/jobs/%s", id), "cluster_id"),
+	wait_state(id, "running", 60);
+	assert_string_equal(harness_js(harness_get_ok(F.admin, "/v1/jobs/%s", id), "cluster_id"),
 	    cluster);
 	return id;
 }
@@ -350,7 +267,7 @@ target_empty(void *arg)
 static bool
 placed_at_target(void *arg)
 {
-	json_t *j = harness_get_ok(admin, "/v1/jobs/%s", (const char *)arg);
+	json_t *j = harness_get_ok(F.admin, "/v1/jobs/%s", (const char *)arg);
 
 	return strcmp(harness_js(j, "state"), "running") == 0 &&
 	    strcmp(harness_js(j, "cluster_id"), target_id) == 0;
@@ -372,7 +289,7 @@ ack(const char *ns, const char *cm, const char *data)
 
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", ns, cm);
 	snprintf(body, sizeof(body), "{\"data\":%s}", data);
-	harness_kube(&cs, &r, CLUSTER, "PATCH", path, "application/merge-patch+json", body);
+	harness_kube(&F.cs, &r, CLUSTER, "PATCH", path, "application/merge-patch+json", body);
 	if (r.status != 200)
 		fail_msg("ack %s: %ld %s", cm, r.status, r.body);
 	harness_http_free(&r);
@@ -384,7 +301,6 @@ ack(const char *ns, const char *cm, const char *data)
 static void
 test_checkpoint_ack(void **state)
 {
-	struct want_state running;
 	char *id, *req, *ns, cm[64], body[300], data[300];
 	struct http_result r;
 	json_t *j;
@@ -392,20 +308,19 @@ test_checkpoint_ack(void **state)
 	(void)state;
 	assert_true(harness_wait(all_ready, NULL, 30));	/* the partition above healed */
 	id = submit_job("acker", "default", 1, 600);
-	running = (struct want_state){ id, "running" };
-	assert_true(harness_wait(in_state, &running, 60));
-	ns = strdup(harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest", id),
+	wait_state(id, "running", 60);
+	ns = strdup(harness_js(harness_get_ok(F.admin, "/v1/jobs/%s/manifest", id),
 	    "metadata.namespace"));
-	snprintf(cm, sizeof(cm), "fleet-signal-%.8s-%lld", id, harness_ji(harness_get_ok(admin,
+	snprintf(cm, sizeof(cm), "fleet-signal-%.8s-%lld", id, harness_ji(harness_get_ok(F.admin,
 	    "/v1/jobs/%s", id), "attempt"));
-	cordon(target_id, false);
+	harness_cordon(oper, target_id, false);
 	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"}}", target_id);
 	harness_call("POST", oper, body, "/v1/jobs/%s/move", id);
 	harness_expect_status(NULL, 202);
 	assert_true(harness_wait(checkpointing, id, 20));
 	req = harness_sql_str("SELECT move->>'requested_at' FROM jobs WHERE id = '%s'", id);
 	snprintf(body, sizeof(body), "/api/v1/namespaces/%s/configmaps/%s", ns, cm);
-	harness_kube(&cs, &r, CLUSTER, "GET", body, NULL, NULL);
+	harness_kube(&F.cs, &r, CLUSTER, "GET", body, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(harness_js(r.json, "data.checkpoint_requested_at"), req);
 	assert_string_equal(harness_js(r.json, "data.reason"), "move");
@@ -419,7 +334,7 @@ test_checkpoint_ack(void **state)
 	    "\"ack_requested_at\":\"%s\"}", req, req);
 	ack(ns, cm, data);
 	assert_true(harness_wait(placed_at_target, id, 30));	/* not after 600 s */
-	j = harness_get_ok(admin, "/v1/jobs/%s", id);
+	j = harness_get_ok(F.admin, "/v1/jobs/%s", id);
 	assert_string_equal(harness_js(j, "checkpoint.uri"), "s3://b/acker/step-7");
 	assert_string_equal(harness_js(j, "checkpoint.at"), req);
 	assert_true(json_is_integer(harness_jp(j, "checkpoint.age_seconds")));
@@ -428,9 +343,8 @@ test_checkpoint_ack(void **state)
 	    " AND message LIKE 'checkpoint acknowledged%%' AND data->>'uri' = 's3://b/acker/step-7'",
 	    id), 1);
 	harness_call("POST", oper, "{}", "/v1/jobs/%s/cancel", id);
-	running = (struct want_state){ id, "cancelled" };
-	assert_true(harness_wait(in_state, &running, 30));
-	cordon(target_id, true);
+	wait_state(id, "cancelled", 30);
+	harness_cordon(oper, target_id, true);
 	free(id);
 	free(req);
 	free(ns);
@@ -447,15 +361,15 @@ test_move_preempts(void **state)
 	(void)state;
 	assert_true(harness_wait(all_ready, NULL, 30));	/* the partition above healed */
 	assert_true(harness_wait(target_empty, NULL, 30));	/* the ack test's job is gone */
-	cordon(target_id, false);
-	cordon(cluster_id, true);
+	harness_cordon(oper, target_id, false);
+	harness_cordon(oper, cluster_id, true);
 	low = running_job("filler-low", "low", 4, target_id);
 	eq = running_job("filler-eq", "default", 4, target_id);
-	cordon(cluster_id, false);
-	cordon(target_id, true);
+	harness_cordon(oper, cluster_id, false);
+	harness_cordon(oper, target_id, true);
 	mover = running_job("mover", "default", 4, cluster_id);
 	big = running_job("big", "default", 8, cluster_id);
-	cordon(target_id, false);
+	harness_cordon(oper, target_id, false);
 
 	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"},\"dry_run\":true}",
 	    target_id);
@@ -476,7 +390,7 @@ test_move_preempts(void **state)
 	plan = harness_jp(harness_r.json, "would_preempt");
 	assert_int_equal(json_array_size(plan), 1);
 	assert_string_equal(json_string_value(json_array_get(plan, 0)), low);
-	assert_string_equal(harness_js(harness_get_ok(admin, "/v1/jobs/%s", low), "state"),
+	assert_string_equal(harness_js(harness_get_ok(F.admin, "/v1/jobs/%s", low), "state"),
 	    "running");	/* a dry run changes nothing */
 
 	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"},\"reason\":\"make"
