@@ -31,7 +31,10 @@ static const char sql_queues[] =
     " k.id::text, extract(epoch from coalesce(j.started_at, j.dispatched_at, j.updated_at))::bigint," \
     " j.placement::text, j.move->'to'::text," \
     " CASE WHEN j.spec_update->>'phase' IN ('pending','upgrading') AND" \
-    " j.spec_update->>'upgrade' = 'true' THEN j.spec_update->'old_spec' END::text" \
+    " j.spec_update->>'upgrade' = 'true' THEN j.spec_update->'old_spec' END::text," \
+    " CASE WHEN j.state = 'pending' AND j.attempt > 0 THEN (SELECT string_agg(DISTINCT" \
+    " e.data->>'by', ',') FROM job_events e WHERE e.job_id = j.id AND" \
+    " e.to_state = 'preempted' AND e.data ? 'by') END" \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
     " LEFT JOIN clusters k ON k.id = j.cluster_id" \
     " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')" \
@@ -390,6 +393,16 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 		    PQgetvalue(r, i, 0), "error", e->msg);
 		err_clear(e);
 		return true;
+	}
+	if (pending && !PQgetisnull(r, i, 12)) {
+		/* the jobs that evicted it (comma-separated ids): never evicted back */
+		char *list = strdup(PQgetvalue(r, i, 12)), *save = NULL, *id;
+
+		if (list == NULL)
+			return err_set(e, 500, "sched.oom", "out of memory");
+		for (id = strtok_r(list, ",", &save); id != NULL; id = strtok_r(NULL, ",", &save))
+			sched_job_evicted_by(m, j, id);
+		free(list);
 	}
 	if (!pending && on != NULL && !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
 	    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))

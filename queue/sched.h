@@ -76,6 +76,10 @@ struct sched_config {
 	size_t	max_candidates;		/* candidates kept per decision, 0 = all (32) */
 	size_t	max_holds;		/* clusters held for waiting heads per cycle (8) */
 	bool	preempt;		/* allow preemption in the cycle (true) */
+	bool	lean_pending;		/* a cycle's pending decisions keep no candidates or
+					 * allocations, only their reason and counts (false):
+					 * the scheduler stores nothing else of them, and at
+					 * 100,000 pending they would take 15 MiB */
 };
 
 void	sched_config_default(struct sched_config *c);
@@ -188,12 +192,15 @@ struct sched_job {
 	enum sched_state	 state;
 	enum sched_topo		 topo;
 	int			 shape;		/* interned slice shape for SCHED_TOPO_SLICE */
-	struct sched_group	 groups[SCHED_MAX_GROUPS];
-	int			 n_groups;
-	int			 regions[SCHED_MAX_CHOICES];	/* allowed, in preference order */
-	int			 n_regions;
-	int			 providers[SCHED_MAX_CHOICES];
-	int			 n_providers;
+	/* Per-job arrays live in the model's arena, sized to what the job has (at most
+	 * SCHED_MAX_GROUPS groups, SCHED_MAX_CHOICES regions or providers): a pending job is
+	 * a few hundred bytes, so 100,000 of them fit the scheduler's memory budget. */
+	struct sched_group	*groups;
+	int			 n_groups, cap_groups;
+	int			*regions;	/* allowed, in preference order */
+	int			 n_regions, cap_regions;
+	int			*providers;
+	int			 n_providers, cap_providers;
 	enum sched_spot		 spot;
 	double			 max_price;	/* per node-hour, 0 = no limit */
 	/* placement of admitted/running jobs */
@@ -201,10 +208,15 @@ struct sched_job {
 	bool			 in_flight;	/* reservation not yet in the snapshot */
 	struct sched_alloc	*allocs;
 	size_t			 n_allocs;
+	/* Jobs whose admission evicted this one (ids, in the arena): it never evicts them
+	 * back, so a preemption cannot turn into a preempt-requeue cycle.  The scheduler
+	 * persists them as the "by" of its preempted events (queue/loader.c reads them). */
+	const char		**evicted_by;
+	int			 n_evicted_by;
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
 						 * the caller persists sched_decision.hold_cluster */
 	/* derived */
-	struct sched_flavor_req	 req[SCHED_MAX_GROUPS];
+	struct sched_flavor_req	*req;		/* cap_groups entries, in the arena */
 	int			 n_req;
 	uint64_t		 flavor_mask;
 	int			 rank;		/* position in its queue's pending order */
@@ -247,6 +259,9 @@ struct sched_job	*sched_model_add_job(struct sched_model *m, const char *id,
 bool			 sched_job_add_group(struct sched_model *m, struct sched_job *j,
 			    const char *flavor, int min, int max, struct sched_vec pod,
 			    struct err *e);
+/* Records that job id `by` evicted j (see evicted_by); a repeated id is kept once. */
+bool			 sched_job_evicted_by(struct sched_model *m, struct sched_job *j,
+			    const char *by);
 bool			 sched_job_allow_region(struct sched_model *m, struct sched_job *j,
 			    const char *region, struct err *e);
 bool			 sched_job_allow_provider(struct sched_model *m, struct sched_job *j,

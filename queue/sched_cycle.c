@@ -230,6 +230,52 @@ may_preempt(const struct sched_model *m, const struct sched_job *j, enum sched_r
 	    why == SCHED_R_RESERVED;
 }
 
+/* The arena a placement is tried in: the cycle's, or with cfg.lean_pending a scratch one
+ * (renewed once it grows: the decisions that pointed into it were settled by then). */
+static struct arena *
+place_arena(struct sched_model *m, struct arena *a)
+{
+	if (!m->cfg.lean_pending)
+		return a;
+	if (m->place_tmp != NULL && arena_used(m->place_tmp) > ((size_t)4 << 20)) {
+		arena_free(m->place_tmp);
+		m->place_tmp = NULL;
+	}
+	if (m->place_tmp == NULL)
+		m->place_tmp = arena_new();
+	return m->place_tmp;
+}
+
+/* Settles d's placement memory after an attempt: an admission copies what still lives
+ * in the scratch arena into the cycle's; a pending decision keeps no detail. */
+static void
+settle(struct sched_model *m, struct arena *a, struct sched_decision *d, bool allocs_in_tmp)
+{
+	struct sched_placement *p = &d->place;
+
+	if (!m->cfg.lean_pending)
+		return;
+	if (d->outcome != SCHED_OUT_ADMIT) {
+		p->cands = NULL;
+		p->n_cands = 0;
+		p->allocs = NULL;
+		p->n_allocs = 0;
+		return;
+	}
+	if (p->cands != NULL) {
+		struct sched_candidate *c = arena_alloc(a, p->n_cands * sizeof(*c) + 1);
+
+		memcpy(c, p->cands, p->n_cands * sizeof(*c));
+		p->cands = c;
+	}
+	if (allocs_in_tmp && p->allocs != NULL) {
+		struct sched_alloc *al = arena_alloc(a, p->n_allocs * sizeof(*al) + 1);
+
+		memcpy(al, p->allocs, p->n_allocs * sizeof(*al));
+		p->allocs = al;
+	}
+}
+
 /* *reopened: capacity or quota came back during the cycle (evictions, a released hold). */
 static void
 attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sched_decision *d,
@@ -239,11 +285,12 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 	enum sched_reason quota = sched_quota_check(m, j);
 	size_t i;
 
-	if (sched_place(m, j, quota, a, &d->place)) {
+	if (sched_place(m, j, quota, place_arena(m, a), &d->place)) {
 		*reopened |= unhold(m, j);
 		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
 		out->admitted++;
+		settle(m, a, d, true);
 		return;
 	}
 	d->reason = d->place.reason;
@@ -253,6 +300,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 
 			sched_release(m, v);
 			v->state = SCHED_PREEMPTED;
+			sched_job_evicted_by(m, v, j->id);
 		}
 		unhold(m, j);
 		*reopened = true;
@@ -266,6 +314,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		d->reason = SCHED_R_CHOSEN;
 		out->admitted++;
 		out->preempted += pp.n_victims;
+		settle(m, a, d, false);
 		return;
 	}
 	if (j->hold_cluster < 0 && *holds < m->cfg.max_holds &&
@@ -277,6 +326,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 			(*holds)++;
 	}
 	d->hold_cluster = j->hold_cluster;
+	settle(m, a, d, false);
 }
 
 /* Evictions free more than their preemptor takes (whole gangs), and an admitted job's
@@ -298,15 +348,19 @@ second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		    (d->reason != SCHED_R_INSUFFICIENT_CAPACITY && d->reason != SCHED_R_OVER_QUOTA &&
 		    d->reason != SCHED_R_TOPOLOGY_SPLIT && d->reason != SCHED_R_RESERVED))
 			continue;
-		if ((quota = sched_quota_check(m, j)) != SCHED_R_CHOSEN ||
-		    !sched_place(m, j, quota, a, &d->place))
+		if ((quota = sched_quota_check(m, j)) != SCHED_R_CHOSEN)
 			continue;
+		if (!sched_place(m, j, quota, place_arena(m, a), &d->place)) {
+			settle(m, a, d, false);
+			continue;
+		}
 		reopened |= unhold(m, j);
 		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
 		d->reason = SCHED_R_CHOSEN;
 		d->hold_cluster = -1;
 		out->admitted++;
+		settle(m, a, d, true);
 	}
 	return reopened;	/* a hold it released may let an earlier job in */
 }

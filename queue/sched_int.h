@@ -47,6 +47,8 @@ struct sched_model {
 	size_t			  a_cap;
 	void			 *c_scratch;	/* per-candidate working rows */
 	size_t			  c_cap;
+	struct arena		 *place_tmp;	/* cfg.lean_pending: where a cycle tries its
+						 * placements; an admission copies its own out */
 	size_t			 *env_clusters;	/* clusters per interned environment */
 	size_t			  n_env;
 	bool			  finalized;

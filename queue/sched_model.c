@@ -165,6 +165,7 @@ sched_model_free(struct sched_model *m)
 		free(m->jobs[i]->allocs);
 	for (f = 0; f < SCHED_MAX_FLAVORS; f++)
 		free(m->by_flavor[f]);
+	arena_free(m->place_tmp);
 	free(m->clusters);
 	free(m->queues);
 	free(m->jobs);
@@ -401,7 +402,25 @@ sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flav
 			return err_set(e, 400, "queue.bad_resources", "negative pod resources");
 	if (!sched_model_flavor(m, flavor, &f, e))
 		return false;
+	if (j->n_groups == j->cap_groups) {
+		int cap = j->cap_groups ? 2 * j->cap_groups : 2;
+		struct sched_group *ng;
+		struct sched_flavor_req *nr;
+
+		if (cap > SCHED_MAX_GROUPS)
+			cap = SCHED_MAX_GROUPS;
+		ng = arena_alloc(m->arena, (size_t)cap * sizeof(*ng));
+		nr = arena_alloc(m->arena, (size_t)cap * sizeof(*nr));
+		if (j->n_groups > 0) {
+			memcpy(ng, j->groups, (size_t)j->n_groups * sizeof(*ng));
+			memcpy(nr, j->req, (size_t)j->n_req * sizeof(*nr));
+		}
+		j->groups = ng;
+		j->req = nr;
+		j->cap_groups = cap;
+	}
 	g = &j->groups[j->n_groups++];
+	memset(g, 0, sizeof(*g));
 	g->flavor = f;
 	g->min = min;
 	g->max = max;
@@ -414,12 +433,41 @@ sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flav
 }
 
 static bool
-add_choice(struct sched_model *m, int *arr, int *n, const char *s, struct err *e)
+add_choice(struct sched_model *m, int **arr, int *n, int *cap, const char *s, struct err *e)
 {
 	if (*n == SCHED_MAX_CHOICES)
 		return err_set(e, 400, "queue.too_many_choices", "more than %d allowed values",
 		    SCHED_MAX_CHOICES);
-	arr[(*n)++] = sched_model_intern(m, s);
+	if (*n == *cap) {
+		int ncap = *cap ? 2 * *cap : 2;
+		int *na = arena_alloc(m->arena, (size_t)ncap * sizeof(*na));
+
+		if (*n > 0)
+			memcpy(na, *arr, (size_t)*n * sizeof(*na));
+		*arr = na;
+		*cap = ncap;
+	}
+	(*arr)[(*n)++] = sched_model_intern(m, s);
+	return true;
+}
+
+bool
+sched_job_evicted_by(struct sched_model *m, struct sched_job *j, const char *by)
+{
+	const char **na;
+	int i;
+
+	if (by == NULL || by[0] == '\0')
+		return true;
+	for (i = 0; i < j->n_evicted_by; i++)
+		if (strcmp(j->evicted_by[i], by) == 0)
+			return true;
+	/* grows one by one: a job is rarely evicted more than a couple of times */
+	na = arena_alloc(m->arena, (size_t)(j->n_evicted_by + 1) * sizeof(*na));
+	if (j->n_evicted_by > 0)
+		memcpy(na, j->evicted_by, (size_t)j->n_evicted_by * sizeof(*na));
+	na[j->n_evicted_by++] = arena_strdup(m->arena, by);
+	j->evicted_by = na;
 	return true;
 }
 
@@ -427,14 +475,14 @@ bool
 sched_job_allow_region(struct sched_model *m, struct sched_job *j, const char *region,
 		       struct err *e)
 {
-	return add_choice(m, j->regions, &j->n_regions, region, e);
+	return add_choice(m, &j->regions, &j->n_regions, &j->cap_regions, region, e);
 }
 
 bool
 sched_job_allow_provider(struct sched_model *m, struct sched_job *j, const char *provider,
 			 struct err *e)
 {
-	return add_choice(m, j->providers, &j->n_providers, provider, e);
+	return add_choice(m, &j->providers, &j->n_providers, &j->cap_providers, provider, e);
 }
 
 bool

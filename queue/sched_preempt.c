@@ -86,6 +86,20 @@ sched_pool_open(const struct sched_model *m, const struct sched_job *j, const st
 	    (sched_reclaims(m, j) && !sched_reclaims(m, m->jobs[p->held_by]));
 }
 
+/* v once evicted j: evicting it back would be a preempt-requeue cycle (the no-loop rule
+ * below holds only while nothing else changes; arrivals and completions in between can
+ * make either side look the poorer).  j waits for other capacity or other victims. */
+static bool
+evicted_me(const struct sched_job *j, const struct sched_job *v)
+{
+	int i;
+
+	for (i = 0; i < j->n_evicted_by; i++)
+		if (strcmp(j->evicted_by[i], v->id) == 0)
+			return true;
+	return false;
+}
+
 static size_t
 collect(const struct sched_model *m, const struct sched_job *j, struct cand **out)
 {
@@ -99,7 +113,8 @@ collect(const struct sched_model *m, const struct sched_job *j, struct cand **ou
 		bool cross;
 
 		if ((v->state != SCHED_ADMITTED && v->state != SCHED_RUNNING) || v->cluster < 0 ||
-		    v == j || vq->env != q->env || (v->flavor_mask & j->flavor_mask) == 0)
+		    v == j || vq->env != q->env || (v->flavor_mask & j->flavor_mask) == 0 ||
+		    evicted_me(j, v))
 			continue;
 		if (vq == q) {
 			if (!j->can_preempt || v->priority >= j->priority)

@@ -350,6 +350,7 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	if (cfg.snapshot_max_age_s > 0)
 		conf.stale_after = cfg.snapshot_max_age_s;
 	conf.max_candidates = CANDIDATES;
+	conf.lean_pending = true;	/* a pending job's row keeps its reason only */
 	if ((c = db_acquire(5000, e)) == NULL)
 		return false;
 	if (!db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, e) ||

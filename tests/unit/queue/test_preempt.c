@@ -175,6 +175,66 @@ test_no_loop(void **state)
 	sched_model_free(m);
 }
 
+/* bench/trace.sh's preempt-requeue cycle (eval j02948 evicts training j03913, which
+ * evicts it back 20 s later): a1 evicts b2 by fair share; b1 then finishes and a2 takes
+ * its place while b2 is in its grace period, so when b2 is requeued its queue has nothing
+ * and a1's has everything.  The no-loop rule alone lets b2 evict a1 (lowest priority)
+ * back; b2 must take its share from a2 instead, never from the job that evicted it. */
+static void
+test_no_requeue_cycle(void **state)
+{
+	struct sched_model *m = fx_model();
+	struct arena *a = arena_new();
+	struct sched_cycle cy;
+	const struct sched_decision *d;
+	struct sched_job *b2, *a2;
+	int i;
+
+	(void)state;
+	fx_cluster(m, "c1", "r1", "gpu", 10.0, 1, 8, 0);
+	fx_cluster(m, "c2", "r1", "gpu", 10.0, 1, 8, 0);
+	fx_queue(m, "a", "co", 1, "gpu", 0, U, U);
+	fx_queue(m, "b", "co", 1, "gpu", 0, U, U);
+	fx_queue(m, "lender", "co", 1, "gpu", 32, U, U);
+	fx_admitted(m, "b1", "b", 0, "gpu", 1, 8, "c1", 0, FX_NOW - 100);
+	b2 = fx_admitted(m, "b2", "b", 0, "gpu", 1, 8, "c2", 0, FX_NOW - 50);
+	fx_job(m, "a1", "a", 0, FX_NOW - 5, "gpu", 1, 8);
+	fx_finalize(m);
+	for (i = 0; i < (int)sched_model_n_jobs(m); i++)
+		sched_model_job(m, (size_t)i)->can_preempt = true;
+	sched_cycle_run(m, a, &cy);
+	d = fx_decision(m, &cy, "a1");
+	assert_int_equal(d->outcome, SCHED_OUT_ADMIT);
+	assert_int_equal(d->n_victims, 1);
+	assert_string_equal(sched_model_job(m, (size_t)d->victims[0])->id, "b2");
+	assert_int_equal(b2->n_evicted_by, 1);
+	assert_string_equal(b2->evicted_by[0], "a1");
+
+	sched_model_finish_job(m, sched_model_find_job(m, "b1"));
+	a2 = fx_job(m, "a2", "a", 10, FX_NOW + 10, "gpu", 1, 8);
+	a2->can_preempt = true;
+	sched_model_set_now(m, FX_NOW + 20);
+	sched_cycle_run(m, a, &cy);
+	assert_int_equal(fx_decision(m, &cy, "a2")->outcome, SCHED_OUT_ADMIT);
+	assert_int_equal(fx_usage(m, "a", "gpu"), 16);
+
+	sched_model_requeue_job(m, b2);
+	sched_model_set_now(m, FX_NOW + 40);
+	sched_cycle_run(m, a, &cy);
+	d = fx_decision(m, &cy, "b2");
+	assert_int_equal(d->outcome, SCHED_OUT_ADMIT);
+	assert_int_equal(d->n_victims, 1);
+	assert_string_equal(sched_model_job(m, (size_t)d->victims[0])->id, "a2");
+	assert_int_equal(sched_model_find_job(m, "a1")->state, SCHED_ADMITTED);
+
+	/* the history survives a reload: the loader passes the ids of the preempted events */
+	assert_true(sched_job_evicted_by(m, a2, "b2"));
+	assert_true(sched_job_evicted_by(m, a2, "b2"));
+	assert_int_equal(a2->n_evicted_by, 1);
+	arena_free(a);
+	sched_model_free(m);
+}
+
 /* A preemptor that does not need borrowing can always reclaim its floor. */
 static void
 test_cycle_reclaim_frees_quota(void **state)
@@ -241,6 +301,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_no_loop),
+		cmocka_unit_test(test_no_requeue_cycle),
 		cmocka_unit_test(test_cycle_reclaim_frees_quota),
 		cmocka_unit_test(test_preemption_disabled),
 	};
