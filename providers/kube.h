@@ -91,6 +91,11 @@ bool	 kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref
 /* Server-side apply of every object of the array at once (independent objects: no order
  * among them); true when all were applied, else e says the first refusal. */
 bool	 kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e);
+/* Server-side apply of every object of the array at once, each with its own outcome:
+ * refs[i] as kube_apply fills it, or errs[i] (status != 0) when object i was refused or
+ * its call failed. */
+void	 kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *refs,
+	    struct err *errs);
 /* 404 "kube.not_found" when absent. */
 bool	 kube_get_object(const struct prov_cluster *k, const char *api_version,
 	    const char *kind, const char *ns, const char *name, json_t **out, struct err *e);

@@ -189,28 +189,23 @@ all_key_init(void)
 		abort();
 }
 
-bool
-kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e)
+/* Runs a server-side apply of every object of objs at once on this thread's batch; a[i]
+ * gets each answer.  False (e) when the requests could not be made at all. */
+static bool
+apply_run(const struct prov_cluster *k, json_t *objs, struct apply_one *a, char **bodies,
+    struct err *e)
 {
-	size_t n = json_array_size(objs), i;
-	struct apply_one *a = calloc(n ? n : 1, sizeof(*a));
-	char **bodies = calloc(n ? n : 1, sizeof(*bodies));
 	struct http_header h[2] = { { "Content-Type", "application/apply-patch+yaml" },
 	    { "Accept", "application/json" } };
 	struct http_batch *b = NULL;
 	json_t *obj;
-	bool ok = false, queued = false;
+	size_t i;
+	bool queued = false, ok = false;
 
-	if (a == NULL || bodies == NULL) {
-		err_set(e, 500, "kube.oom", "out of memory");
-		goto cleanup;
-	}
 	pthread_once(&all_once, all_key_init);
 	if ((b = pthread_getspecific(all_key)) == NULL) {
-		if ((b = http_batch_new(8)) == NULL) {
-			err_set(e, 500, "kube.oom", "http client unavailable");
-			goto cleanup;
-		}
+		if ((b = http_batch_new(8)) == NULL)
+			return err_set(e, 500, "kube.oom", "http client unavailable");
 		pthread_setspecific(all_key, b);
 	}
 	json_array_foreach(objs, i, obj) {
@@ -251,31 +246,68 @@ kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e)
 	if (!http_batch_run(b, e))
 		goto cleanup;
 	queued = false;
-	for (i = 0; i < n; i++) {	/* the first failure, in the objects' order */
-		struct http_resp r = { 0 };
-
-		if (!a[i].done) {
-			err_set(e, 502, "http.transport", "request did not complete");
-			goto cleanup;
-		}
-		if (a[i].failed) {
-			*e = a[i].e;
-			goto cleanup;
-		}
-		if (a[i].status != 200 && a[i].status != 201) {
-			r.status = a[i].status;
-			r.body = a[i].body;
-			r.body_len = a[i].body_len;
-			kube_status_err(&r, "server-side apply", e);
-			goto cleanup;
-		}
-	}
 	ok = true;
 cleanup:
 	if (queued) {	/* requests left in the batch point at a: drop the batch */
 		pthread_setspecific(all_key, NULL);
 		http_batch_free(b);
 	}
+	return ok;
+}
+
+/* The outcome of answer a as kube_apply gives it: ref filled, or e. */
+static bool
+apply_result(const struct apply_one *a, struct kube_ref *ref, struct err *e)
+{
+	struct http_resp r = { 0 };
+	json_t *j, *md;
+	const char *s;
+
+	if (!a->done)
+		return err_set(e, 502, "http.transport", "request did not complete");
+	if (a->failed) {
+		*e = a->e;
+		return false;
+	}
+	r.status = a->status;
+	r.body = a->body;
+	r.body_len = a->body_len;
+	if (a->status != 200 && a->status != 201)
+		return kube_status_err(&r, "server-side apply", e);
+	if (ref == NULL)
+		return true;
+	if ((j = body_json(&r, e)) == NULL)
+		return false;
+	md = json_object_get(j, "metadata");
+	memset(ref, 0, sizeof(*ref));
+	s = json_string_value(json_object_get(md, "uid"));
+	snprintf(ref->uid, sizeof(ref->uid), "%s", s ? s : "");
+	s = json_string_value(json_object_get(md, "resourceVersion"));
+	snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", s ? s : "");
+	ref->generation = json_integer_value(json_object_get(md, "generation"));
+	json_decref(j);
+	return true;
+}
+
+bool
+kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e)
+{
+	size_t n = json_array_size(objs), i;
+	struct apply_one *a = calloc(n ? n : 1, sizeof(*a));
+	char **bodies = calloc(n ? n : 1, sizeof(*bodies));
+	bool ok = false;
+
+	if (a == NULL || bodies == NULL) {
+		err_set(e, 500, "kube.oom", "out of memory");
+		goto cleanup;
+	}
+	if (!apply_run(k, objs, a, bodies, e))
+		goto cleanup;
+	for (i = 0; i < n; i++)	/* the first failure, in the objects' order */
+		if (!apply_result(&a[i], NULL, e))
+			goto cleanup;
+	ok = true;
+cleanup:
 	for (i = 0; a != NULL && i < n; i++)
 		free(a[i].body);
 	for (i = 0; bodies != NULL && i < n; i++)
@@ -283,6 +315,34 @@ cleanup:
 	free(a);
 	free(bodies);
 	return ok;
+}
+
+void
+kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *refs,
+    struct err *errs)
+{
+	size_t n = json_array_size(objs), i;
+	struct apply_one *a = calloc(n ? n : 1, sizeof(*a));
+	char **bodies = calloc(n ? n : 1, sizeof(*bodies));
+	struct err e = { 0 };
+
+	if (a == NULL || bodies == NULL)
+		err_set(&e, 500, "kube.oom", "out of memory");
+	else
+		apply_run(k, objs, a, bodies, &e);
+	for (i = 0; i < n; i++) {
+		memset(&errs[i], 0, sizeof(errs[i]));
+		if (e.status != 0)
+			errs[i] = e;
+		else
+			apply_result(&a[i], &refs[i], &errs[i]);
+	}
+	for (i = 0; a != NULL && i < n; i++)
+		free(a[i].body);
+	for (i = 0; bodies != NULL && i < n; i++)
+		free(bodies[i]);
+	free(a);
+	free(bodies);
 }
 
 bool

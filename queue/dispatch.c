@@ -24,9 +24,11 @@
 #define CLAIM_PER_THREAD	4
 #define IDLE_WAKE_MS		1000
 
+/* first: never claimed in this attempt (the scheduler clears claimed_at and tries; a
+ * retry counts a try; a replica that restarts keeps claimed_at) */
 static const char sql_claim[] =
-    "UPDATE jobs j SET claimed_by = $1, claimed_at = now() FROM queues q"
-    " WHERE q.id = j.queue_id AND j.id IN (SELECT x.id FROM jobs x"
+    "UPDATE jobs j SET claimed_by = $1, claimed_at = now() FROM queues q,"
+    " (SELECT x.id, x.claimed_at IS NULL AND x.tries = 0 AS first FROM jobs x"
     "  WHERE x.state = 'admitted' AND x.next_try_at <= now() AND x.cluster_id IS NOT NULL"
     "  AND (x.claimed_by IS NULL OR x.claimed_at < now() - make_interval(secs => $3::int)"
     "   OR (x.claimed_at < now() - interval '" DISPATCH_INFLIGHT_S " seconds'"
@@ -34,9 +36,10 @@ static const char sql_claim[] =
     "    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     "    AND l.classid = $4::int::oid AND l.objid = hashtext(x.claimed_by)::oid"
     "    AND l.objsubid = 2 AND l.granted)))"
-    "  ORDER BY x.priority DESC, x.enqueued_at FOR UPDATE SKIP LOCKED LIMIT $2::int)"
+    "  ORDER BY x.priority DESC, x.enqueued_at FOR UPDATE SKIP LOCKED LIMIT $2::int) s"
+    " WHERE q.id = j.queue_id AND j.id = s.id"
     " RETURNING j.id, j.attempt, j.cluster_id, j.environment, q.name, j.tries,"
-    " j.spec::text, j.placement::text";
+    " j.spec::text, j.placement::text, s.first";
 
 static struct {
 	atomic_ulong	claimed, dispatched, reused, retried, failed, replaced, withdrawn;
@@ -91,6 +94,7 @@ claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct
 		j->tries = atoi(PQgetvalue(r, i, 5));
 		j->spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
 		j->placement = json_loads(PQgetvalue(r, i, 7), 0, NULL);
+		j->first = PQgetvalue(r, i, 8)[0] == 't';
 		(*jobs)[(*n)++] = j;
 	}
 	ok = true;
@@ -111,16 +115,16 @@ struct outcome {
 	bool				 reused;
 };
 
-/* admitted -> dispatched when the job is still this claim's; *mine false otherwise. */
+/* admitted -> dispatched when the job is still this claim's: *mine false otherwise (and
+ * nothing written).  False only on a database error. */
 static bool
-record_tx(struct db *c, void *arg, struct err *e)
+record_row(struct db *c, const struct outcome *o, bool *mine, struct err *e)
 {
 	static const char sql[] = "UPDATE jobs SET object_name = $3, object_uid = $4,"
 	    " object_rv = $5, manifest = $6::jsonb, dispatched_at = now(), claimed_by = NULL,"
 	    " claimed_at = NULL, tries = 0, next_try_at = now()"
 	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int"
 	    " AND claimed_by = $7 AND NOT cancel_requested RETURNING id";
-	struct outcome *o = arg;
 	json_t *md = json_object_get(o->manifest, "metadata"), *data;
 	const char *name = json_string_value(json_object_get(md, "name")),
 	    *ns = json_string_value(json_object_get(md, "namespace"));
@@ -130,11 +134,12 @@ record_tx(struct db *c, void *arg, struct err *e)
 	PGresult *r = NULL;
 	bool ok = false;
 
+	*mine = false;
 	snprintf(at, sizeof(at), "%d", o->j->attempt);
 	if (!db_exec(c, sql, 7, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {
-		err_set(e, 409, "dispatch.changed", "the job changed while it was applied");
+		ok = true;
 		goto cleanup;
 	}
 	snprintf(reason, sizeof(reason), "applied to %s", o->t->name);
@@ -142,13 +147,27 @@ record_tx(struct db *c, void *arg, struct err *e)
 	    ns ? ns : "", "object", name ? name : "", "kind",
 	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
 	    "reused", o->reused);
-	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e) &&
-	    db_notify(c, "fleet_status", "", e);
+	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e);
 	json_decref(data);
+	*mine = ok;
 cleanup:
 	PQclear(r);
 	free(ms);
 	return ok;
+}
+
+/* record_row in a transaction of its own; "dispatch.changed" when not this claim's. */
+static bool
+record_tx(struct db *c, void *arg, struct err *e)
+{
+	struct outcome *o = arg;
+	bool mine;
+
+	if (!record_row(c, o, &mine, e))
+		return false;
+	if (!mine)
+		return err_set(e, 409, "dispatch.changed", "the job changed while it was applied");
+	return db_notify(c, "fleet_status", "", e);
 }
 
 /* Transient failure: release the claim and try later, or place again after too many. */
@@ -347,7 +366,8 @@ apply_once(struct outcome *o, struct err *e)
 	 * RoleBinding exist before the Ray object of the attempt (idempotent apply) */
 	if (!dispatch_signal_apply(o->j, o->t, NULL, false, e))
 		return false;
-	if (kube_get_object(&o->t->pc, "ray.io/v1", kind, ns, name, &live, e)) {
+	/* The attempt's first claim skips the GET: nothing of it can be there yet. */
+	if (!o->j->first && kube_get_object(&o->t->pc, "ray.io/v1", kind, ns, name, &live, e)) {
 		json_t *lmd = json_object_get(live, "metadata");
 		const char *la = json_string_value(json_object_get(json_object_get(lmd,
 		    "annotations"), "fleet.io/attempt")),
@@ -362,7 +382,7 @@ apply_once(struct outcome *o, struct err *e)
 			ok = true;
 			goto cleanup;
 		}
-	} else if (e->status != 404) {
+	} else if (!o->j->first && e->status != 404) {
 		goto cleanup;
 	}
 	err_clear(e);
@@ -482,30 +502,309 @@ dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 	dispatch_target_free(t);
 }
 
+/* ---- many jobs of one cluster at once */
+
+static size_t *
+grow_idx(size_t *p, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return p;
+	*cap = need < 16 ? 16 : 2 * need;
+	if ((p = realloc(p, *cap * sizeof(*p))) == NULL)
+		abort();
+	return p;
+}
+
+struct many {
+	struct outcome	*o;
+	size_t		 n;
+	unsigned char	*state;		/* enum many_state per job */
+};
+
+enum many_state { M_LIVE, M_DONE, M_APPLIED, M_RECORDED, M_CHANGED };
+
+/* Records every applied job of the batch in one transaction. */
+static bool
+record_many_tx(struct db *c, void *arg, struct err *e)
+{
+	struct many *mb = arg;
+	bool any = false;
+
+	for (size_t i = 0; i < mb->n; i++) {
+		bool mine;
+
+		if (mb->state[i] == M_RECORDED || mb->state[i] == M_CHANGED)
+			mb->state[i] = M_APPLIED;	/* a retried transaction starts over */
+		if (mb->state[i] != M_APPLIED)
+			continue;
+		if (!record_row(c, &mb->o[i], &mine, e))
+			return false;
+		mb->state[i] = mine ? M_RECORDED : M_CHANGED;
+		any |= mine;
+	}
+	return !any || db_notify(c, "fleet_status", "", e);
+}
+
+/* Job i of the batch failed with e: failed for good or retried later, like dispatch_one. */
+static void
+many_fail(struct many *mb, size_t i, const struct err *e, bool permanent_only,
+    struct dispatch_stats *st)
+{
+	const struct outcome *o = &mb->o[i];
+
+	if (permanent_only || permanent(e))
+		fail_job(o->who, o->j, e, st);
+	else
+		retry_later(o->who, o->j, e, st);
+	mb->state[i] = M_DONE;
+}
+
+/* The GET of dispatch_one for a job claimed before in this attempt: its object may be
+ * there already (a replica died between apply and record).  False on a failed GET. */
+static bool
+many_reuse(struct outcome *o, struct err *e)
+{
+	json_t *md = json_object_get(o->manifest, "metadata"), *live = NULL, *lmd;
+	const char *la, *uid, *rv;
+	char at[16];
+
+	snprintf(at, sizeof(at), "%d", o->j->attempt);
+	if (!kube_get_object(&o->t->pc, "ray.io/v1",
+	    json_string_value(json_object_get(o->manifest, "kind")),
+	    json_string_value(json_object_get(md, "namespace")),
+	    json_string_value(json_object_get(md, "name")), &live, e)) {
+		if (e->status != 404)
+			return false;
+		err_clear(e);
+		return true;
+	}
+	lmd = json_object_get(live, "metadata");
+	la = json_string_value(json_object_get(json_object_get(lmd, "annotations"),
+	    "fleet.io/attempt"));
+	uid = json_string_value(json_object_get(lmd, "uid"));
+	rv = json_string_value(json_object_get(lmd, "resourceVersion"));
+	if (la != NULL && strcmp(la, at) == 0 && uid != NULL) {
+		snprintf(o->ref.uid, sizeof(o->ref.uid), "%s", uid);
+		snprintf(o->ref.resource_version, sizeof(o->ref.resource_version), "%s",
+		    rv ? rv : "");
+		o->reused = true;
+	}
+	json_decref(live);
+	return true;
+}
+
+void
+dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct dispatch_stats *st)
+{
+	struct many mb = { 0 };
+	struct dispatch_target *t = NULL;
+	struct err e = { 0 }, *errs = NULL;
+	struct kube_ref *refs = NULL;
+	json_t *sig = json_array(), *ray = json_array();
+	size_t *owner = NULL, cap = 0, i, k;
+	struct db *c;
+	bool ok;
+
+	if (n == 0)
+		goto cleanup;
+	if (n == 1) {
+		dispatch_one(who, jobs[0], st);
+		goto cleanup;
+	}
+	mb.n = n;
+	mb.o = calloc(n, sizeof(*mb.o));
+	mb.state = calloc(n, 1);
+	if (mb.o == NULL || mb.state == NULL || sig == NULL || ray == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		mb.o[i].j = jobs[i];
+		mb.o[i].who = who;
+	}
+	if ((c = db_acquire(5000, &e)) == NULL) {
+		for (i = 0; i < n; i++)
+			many_fail(&mb, i, &e, false, st);
+		goto cleanup;
+	}
+	ok = dispatch_target_load(c, jobs[0]->cluster_id, &t, &e);
+	db_release(c);
+	for (i = 0; i < n && !ok; i++)
+		(e.status == 404 ? fail_job : retry_later)(who, jobs[i], &e, st);
+	if (!ok)
+		goto cleanup;
+	/* render each job and its signal objects (CONTRACTS.md: ServiceAccount, ConfigMap,
+	 * Role, RoleBinding before the Ray object of the attempt) */
+	for (i = 0; i < n; i++) {
+		struct outcome *o = &mb.o[i];
+		json_t *objs, *obj;
+		size_t x;
+
+		o->t = t;
+		err_clear(&e);
+		if (o->j->spec == NULL || o->j->placement == NULL)
+			err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
+		else
+			o->manifest = dispatch_render(o->j, t, &e);
+		if (o->manifest == NULL) {
+			many_fail(&mb, i, &e, true, st);
+			continue;
+		}
+		if (!ns_ensure(t, json_string_value(json_object_get(json_object_get(o->manifest,
+		    "metadata"), "namespace")), &e) ||
+		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
+			many_fail(&mb, i, &e, false, st);
+			continue;
+		}
+		if (json_is_object(objs))
+			objs = json_pack("[o]", objs);
+		json_array_foreach(objs, x, obj) {
+			owner = grow_idx(owner, &cap, json_array_size(sig) + 1);
+			owner[json_array_size(sig)] = i;
+			json_array_append(sig, obj);
+		}
+		json_decref(objs);
+	}
+	/* one round of concurrent applies for every signal object of the batch */
+	k = json_array_size(sig);
+	refs = calloc(k + n + 1, sizeof(*refs));
+	errs = calloc(k + n + 1, sizeof(*errs));
+	if (refs == NULL || errs == NULL)
+		abort();
+	if (k > 0)
+		kube_apply_each(&t->pc, sig, refs, errs);
+	for (i = 0; i < k; i++)
+		if (errs[i].status != 0 && mb.state[owner[i]] == M_LIVE)
+			many_fail(&mb, owner[i], &errs[i], false, st);
+	/* a job claimed before in this attempt may find its object there (exactly once) */
+	for (i = 0; i < n; i++) {
+		if (mb.state[i] != M_LIVE || jobs[i]->first)
+			continue;
+		err_clear(&e);
+		if (!many_reuse(&mb.o[i], &e))
+			many_fail(&mb, i, &e, false, st);
+		else if (mb.o[i].reused)
+			mb.state[i] = M_APPLIED;
+	}
+	/* and one round for the Ray objects */
+	owner = grow_idx(owner, &cap, n);
+	for (i = 0, k = 0; i < n; i++)
+		if (mb.state[i] == M_LIVE) {
+			owner[k++] = i;
+			json_array_append(ray, mb.o[i].manifest);
+		}
+	if (k > 0)
+		kube_apply_each(&t->pc, ray, refs, errs);
+	for (i = 0; i < k; i++) {
+		struct outcome *o = &mb.o[owner[i]];
+
+		if (errs[i].status != 0) {
+			if (errs[i].status == 404)	/* the namespace went away */
+				ns_forget(t, json_string_value(json_object_get(json_object_get(
+				    o->manifest, "metadata"), "namespace")));
+			many_fail(&mb, owner[i], &errs[i], false, st);
+			continue;
+		}
+		o->ref = refs[i];
+		mb.state[owner[i]] = M_APPLIED;
+	}
+	/* one transaction records them all; if it fails, each on its own as dispatch_one */
+	err_clear(&e);
+	if (!db_tx(record_many_tx, &mb, &e)) {
+		for (i = 0; i < n; i++) {
+			if (mb.state[i] != M_APPLIED && mb.state[i] != M_RECORDED &&
+			    mb.state[i] != M_CHANGED)
+				continue;
+			err_clear(&e);
+			if (db_tx(record_tx, &mb.o[i], &e))
+				mb.state[i] = M_RECORDED;
+			else if (strcmp(e.code, "dispatch.changed") == 0)
+				mb.state[i] = M_CHANGED;
+			else
+				many_fail(&mb, i, &e, false, st);	/* the next try finds the object */
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (mb.state[i] == M_CHANGED) {
+			after_changed(&mb.o[i], st);
+		} else if (mb.state[i] == M_RECORDED) {
+			st->dispatched++;
+			st->reused += mb.o[i].reused;
+			delete_previous(jobs[i], mb.o[i].manifest);
+			warn_image(jobs[i]);
+		}
+	}
+cleanup:
+	for (i = 0; mb.o != NULL && i < n; i++)
+		json_decref(mb.o[i].manifest);
+	free(mb.o);
+	free(mb.state);
+	free(owner);
+	free(refs);
+	free(errs);
+	json_decref(sig);
+	json_decref(ray);
+	dispatch_target_free(t);
+}
+
 /* ---- the loop */
+
+#define BATCH_MAX	32	/* claimed jobs of one cluster per task */
 
 static struct {
 	pthread_t		 thread;
 	atomic_bool		 running;
 	bool			 started;
 	struct dispatch_pool	*pool;
+	atomic_size_t		 inflight;	/* claimed jobs queued or being applied */
 } S;
 
-static void
-task_run(void *arg)
-{
-	struct dispatch_job *j = arg;
-	struct dispatch_stats st = { 0 };
-
-	dispatch_one(cfg.instance_id, j, &st);
-	count(&st);
-	dispatch_job_free(j);
-}
+struct batch {
+	struct dispatch_job	*jobs[BATCH_MAX];
+	size_t			 n;
+};
 
 static void
 task_drop(void *arg)
 {
-	dispatch_job_free(arg);
+	struct batch *b = arg;
+
+	for (size_t i = 0; i < b->n; i++)
+		dispatch_job_free(b->jobs[i]);
+	atomic_fetch_sub(&S.inflight, b->n);
+	free(b);
+}
+
+static void
+task_run(void *arg)
+{
+	struct batch *b = arg;
+	struct dispatch_stats st = { 0 };
+
+	dispatch_many(cfg.instance_id, b->jobs, b->n, &st);
+	count(&st);
+	task_drop(b);
+}
+
+/* Hands the claimed jobs to the pool, one task per cluster (BATCH_MAX jobs at most). */
+static void
+queue_jobs(struct dispatch_job **jobs, size_t n)
+{
+	atomic_fetch_add(&S.inflight, n);
+	for (size_t i = 0; i < n; i++) {
+		struct batch *b;
+
+		if (jobs[i] == NULL)
+			continue;
+		if ((b = calloc(1, sizeof(*b))) == NULL)
+			abort();
+		for (size_t k = i; k < n && b->n < BATCH_MAX; k++)
+			if (jobs[k] != NULL && strcmp(jobs[k]->cluster_id, jobs[i]->cluster_id) == 0) {
+				b->jobs[b->n++] = jobs[k];
+				if (k != i)
+					jobs[k] = NULL;
+			}
+		dispatch_pool_add(S.pool, b->jobs[0]->cluster_id, task_run, task_drop, b);
+		jobs[i] = NULL;
+	}
 }
 
 /* The loop's connection: LISTEN fleet_dispatch and hold this replica's liveness lock. */
@@ -568,11 +867,10 @@ loop(void *arg)
 				continue;
 			}
 		}
-		room = cap - (int)dispatch_pool_pending(S.pool);
+		room = cap - (int)atomic_load(&S.inflight);
 		if (room > 0 && !claim(cfg.instance_id, room, &jobs, &n, &e))
 			log_warn(NULL, "dispatch", "claim failed", "{s:s}", "error", e.msg);
-		for (size_t i = 0; i < n; i++)
-			dispatch_pool_add(S.pool, jobs[i]->cluster_id, task_run, task_drop, jobs[i]);
+		queue_jobs(jobs, n);
 		free(jobs);
 		atomic_fetch_add(&M.claimed, n);
 		listen_wait(c, room <= 0 || (int)n == room ? 50 : IDLE_WAKE_MS);
@@ -632,5 +930,5 @@ dispatch_metrics(char **buf, size_t *len, size_t *cap)
 	    "# TYPE fleetd_dispatch_inflight gauge\nfleetd_dispatch_inflight %zu\n",
 	    atomic_load(&M.claimed), atomic_load(&M.dispatched), atomic_load(&M.reused),
 	    atomic_load(&M.retried), atomic_load(&M.failed), atomic_load(&M.replaced),
-	    atomic_load(&M.withdrawn), S.pool != NULL ? dispatch_pool_pending(S.pool) : 0);
+	    atomic_load(&M.withdrawn), atomic_load(&S.inflight));
 }

@@ -43,6 +43,8 @@ struct dispatch_job {
 	char	queue[64];
 	int	attempt;
 	int	tries;
+	bool	first;		/* the attempt's first claim (never claimed, no retry): nothing
+				 * can be on the cluster yet, so no GET before the apply */
 	json_t	*spec;		/* canonical job spec */
 	json_t	*placement;	/* the scheduler's placement document */
 };
@@ -90,6 +92,11 @@ bool	dispatch_event_once(struct db *c, const char *job_id, int attempt, const ch
 
 /* The claim -> apply -> record of one claimed job (fills st). */
 void	dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st);
+/* The same for n claimed jobs of one cluster at once: one target load, the signal objects
+ * of all in one round of concurrent applies, the Ray objects in another, one transaction
+ * to record them.  Each job keeps its own outcome (fills st). */
+void	dispatch_many(const char *who, struct dispatch_job **jobs, size_t n,
+	    struct dispatch_stats *st);
 
 bool	dispatch_start(struct err *e);
 void	dispatch_stop(void);
