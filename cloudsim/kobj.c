@@ -801,17 +801,20 @@ cs_object_spawn(struct cs *cs, struct cs_cluster *cl, struct cs_object *cron)
 {
 	json_t *tmpl = json_object_get(json_object_get(cron->live, "spec"), "jobTemplate"), *b;
 	struct cs_object *o;
-	char name[64], sfx[6];
+	char name[64], sfx[6], ts[32];
 
 	if (!json_is_object(tmpl))
 		return NULL;
 	cs_rand_suffix(sfx, sizeof(sfx));
 	snprintf(name, sizeof(name), "%.50s-%s", cron->name, sfx);
-	b = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b}]}, s:O}",
+	cs_rfc3339(cs_now(cs), ts);
+	b = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b,"
+	    " s:b}]}, s:O}",
 	    "apiVersion", "ray.io/v1", "kind", "RayJob", "metadata", "name", name, "namespace",
-	    cron->ns, "labels", "ray.io/cronjob", cron->name, "ownerReferences", "apiVersion",
+	    cron->ns, "labels", "ray.io/cronjob-name", cron->name, "annotations",
+	    "ray.io/cronjob-scheduled-timestamp", ts, "ownerReferences", "apiVersion",
 	    "ray.io/v1", "kind", "RayCronJob", "name", cron->name, "uid", cron->uid,
-	    "controller", 1, "spec", tmpl);
+	    "controller", 1, "blockOwnerDeletion", 1, "spec", tmpl);
 	if (b == NULL)
 		return NULL;
 	o = create(cs, cl, "rayjobs", cron->ns, name, "raycronjob-controller", b);

@@ -235,11 +235,39 @@ cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 	cs_status_update(cs, cl, o);
 }
 
+/* o has an owner reference to uid (the garbage collector deletes it with its owner). */
+static bool
+owned_by(struct cs_object *o, const char *uid)
+{
+	json_t *refs = json_object_get(json_object_get(o->live, "metadata"), "ownerReferences"),
+	    *r;
+	size_t i;
+
+	json_array_foreach(refs, i, r) {
+		const char *u = json_string_value(json_object_get(r, "uid"));
+
+		if (u != NULL && strcmp(u, uid) == 0)
+			return true;
+	}
+	return false;
+}
+
 void
 cs_object_deleted(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 {
 	size_t i;
 
+	/* dependents first (a RayCronJob's RayJobs), as the garbage collector does */
+	for (i = 0; i < cl->objects.n;) {
+		struct cs_object *d = cl->objects.v[i];
+
+		if (d != o && !d->deleted && owned_by(d, o->uid)) {
+			cs_object_deleted(cs, cl, d);
+			i = 0;
+			continue;
+		}
+		i++;
+	}
 	o->deleted = true;
 	reconcile(cs, cl, o);
 	for (i = 0; i < cl->objects.n; i++)

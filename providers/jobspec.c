@@ -725,7 +725,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 		"ray_version", "image", "entrypoint", "schedule", "time_zone", "serve_config",
 		"head", "worker_groups", "topology", "constraints", "runtime_env", "checkpoint",
 		"gcs_fault_tolerance", "ttl_seconds_after_finished", "active_deadline_seconds",
-		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", NULL };
+		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", "cron", NULL };
 	struct job_spec s;
 
 	memset(&s, 0, sizeof(s));
@@ -739,7 +739,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 	    !parse_kind_fields(j, &s, e) || !parse_head(j, &s, e) || !parse_groups(j, &s, e) ||
 	    !parse_topology(j, &s, e) || !parse_constraints(j, &s, e) ||
 	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) ||
-	    !jobspec_parse_autoscaler(j, &s, e) ||
+	    !jobspec_parse_autoscaler(j, &s, e) || !jobspec_parse_cron(j, &s, e) ||
 	    (s.topology == JOBSPEC_TOPO_SLICE && !check_slice(&s, e)) ||
 	    (s.topology == JOBSPEC_TOPO_HOST && !check_host(&s, e))) {
 		jobspec_cleanup(&s);
@@ -923,6 +923,8 @@ jobspec_to_json(const struct job_spec *s)
 		    s->head_ray_start_params);
 	if (s->autoscaler_set)
 		json_object_set_new(o, "autoscaler", jobspec_autoscaler_to_json(s));
+	if (s->cron_set)
+		json_object_set_new(o, "cron", jobspec_cron_to_json(s));
 	gcs = gcs_to_json(&s->gcs);
 	if (gcs != NULL)
 		json_object_set_new(o, "gcs_fault_tolerance", gcs);

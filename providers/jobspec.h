@@ -41,6 +41,13 @@ enum jobspec_gcs_ft {
 	JOBSPEC_GCS_FT_REDIS,	/* external redis, password from a secret */
 };
 
+/* RayCronJob runs that overlap (the CRD has no such field: fleetd enforces it, queue/cron.c). */
+enum jobspec_cron_policy {
+	JOBSPEC_CRON_FORBID,	/* default: a run does not start while one runs */
+	JOBSPEC_CRON_ALLOW,	/* runs overlap; each running one must fit the quota */
+	JOBSPEC_CRON_REPLACE,	/* the running one is stopped, the new one starts */
+};
+
 enum jobspec_delete {
 	JOBSPEC_DELETE_UNSET,
 	JOBSPEC_DELETE_CLUSTER,
@@ -81,6 +88,8 @@ struct job_spec {
 	char	*entrypoint;		/* RayJob, RayCronJob */
 	char	*schedule;		/* RayCronJob: 5-field cron or @hourly... */
 	char	*time_zone;		/* RayCronJob, optional */
+	bool	 cron_set;		/* the spec named cron options */
+	enum jobspec_cron_policy cron_policy;	/* RayCronJob, default Forbid */
 	json_t	*serve_config;		/* RayService: object, rendered as serveConfigV2 */
 	int64_t	 head_cpu_milli;
 	int64_t	 head_memory_bytes;
@@ -151,6 +160,13 @@ bool		 jobspec_parse_ray_params(json_t *o, const char *prefix, bool head, json_t
  * 60 and Default when absent). */
 bool		 jobspec_parse_autoscaler(json_t *root, struct job_spec *s, struct err *e);
 json_t		*jobspec_autoscaler_to_json(const struct job_spec *s);	/* NULL: not set */
+/* root's "cron" {concurrency_policy Allow|Forbid|Replace} (RayCronJob only; 422
+ * jobspec.invalid_value / jobspec.not_applicable with the pointer) into s. */
+bool		 jobspec_parse_cron(json_t *root, struct job_spec *s, struct err *e);
+json_t		*jobspec_cron_to_json(const struct job_spec *s);	/* NULL: not set */
+const char	*jobspec_cron_policy_name(enum jobspec_cron_policy p);	/* "Forbid" ... */
+/* "Allow"/"Forbid"/"Replace" into *out; false for anything else (NULL too). */
+bool		 jobspec_cron_policy_from_name(const char *s, enum jobspec_cron_policy *out);
 
 /* Kubernetes quantities. cpu: "4", "500m", "2.5", 2.5 -> millicores; memory: "16Gi",
  * "1G", 1073741824 -> bytes. Positive, exact (no sub-millicore, no fractional byte). */

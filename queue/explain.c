@@ -27,6 +27,37 @@ explain_placed(struct db *c, const char *id, json_t *job, json_t **out, struct e
 	return true;
 }
 
+/* A RayCronJob's runs as the scheduler counts them (queue/cron.c, queue/loader.c). */
+static bool
+explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err *e)
+{
+	static const char sql[] = "SELECT coalesce(cron_runs, '[]'::jsonb)::text FROM jobs"
+	    " WHERE id = $1::uuid";
+	const char *p[1] = { id }, *pol = json_string_value(json_object_get(json_object_get(
+	    json_object_get(job, "spec"), "cron"), "concurrency_policy"));
+	const char *state = json_string_value(json_object_get(job, "state"));
+	PGresult *r = NULL;
+	json_t *runs, *run;
+	size_t i;
+
+	if (!db_exec(c, sql, 1, p, &r, e))
+		return false;
+	runs = json_loads(PQntuples(r) ? PQgetvalue(r, 0, 0) : "[]", 0, NULL);
+	PQclear(r);
+	if (!json_is_array(runs)) {
+		json_decref(runs);
+		runs = json_array();
+	}
+	json_array_foreach(runs, i, run)
+		json_object_del(run, "started_epoch");
+	json_object_set_new(out, "cron", json_pack("{s:s, s:o, s:s}", "concurrency_policy",
+	    pol ? pol : "Forbid", "runs", runs, "holds", strcmp(state, "running") == 0 ?
+	    "each run in runs holds one gang of the spec against the queue's quota and the "
+	    "cluster's capacity while it runs; between runs the job holds nothing" :
+	    "one gang of the spec until the RayCronJob is accepted by the cluster"));
+	return true;
+}
+
 bool
 explain_job(struct db *c, json_t *job, json_t **out, struct err *e)
 {
@@ -35,8 +66,18 @@ explain_job(struct db *c, json_t *job, json_t **out, struct err *e)
 	struct sched_model *m = NULL;
 	struct sched_job *j;
 
-	if (strcmp(state, "pending") != 0)
-		return explain_placed(c, id, job, out, e);
+	if (strcmp(state, "pending") != 0) {
+		if (!explain_placed(c, id, job, out, e))
+			return false;
+		if (strcmp(json_string_value(json_object_get(job, "kind")) ?
+		    json_string_value(json_object_get(job, "kind")) : "", "RayCronJob") == 0 &&
+		    !explain_cron(c, id, job, *out, e)) {
+			json_decref(*out);
+			*out = NULL;
+			return false;
+		}
+		return true;
+	}
 	if (!loader_model(c, json_string_value(json_object_get(job, "environment")),
 	    cfg.snapshot_max_age_s, &m, e))
 		return false;

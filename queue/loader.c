@@ -34,7 +34,9 @@ static const char sql_queues[] =
     " j.spec_update->>'upgrade' = 'true' THEN j.spec_update->'old_spec' END::text," \
     " CASE WHEN j.state = 'pending' AND j.attempt > 0 THEN (SELECT string_agg(DISTINCT" \
     " e.data->>'by', ',') FROM job_events e WHERE e.job_id = j.id AND" \
-    " e.to_state = 'preempted' AND e.data ? 'by') END" \
+    " e.to_state = 'preempted' AND e.data ? 'by') END," \
+    " CASE WHEN j.kind = 'RayCronJob' AND j.state = 'running' THEN" \
+    " coalesce(j.cron_runs, '[]'::jsonb) END::text" \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
     " LEFT JOIN clusters k ON k.id = j.cluster_id" \
     " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')" \
@@ -365,6 +367,47 @@ load_upgrade_old(struct sched_model *m, PGresult *r, int i, struct err *e)
 	return ok;
 }
 
+/* A running RayCronJob holds nothing itself: each of its runs (the child RayJobs the
+ * status worker counted, queue/cron.c) is a job "<id>#run:<name>" of the model, admitted
+ * on the cron's cluster with the cron's placement, in flight until a snapshot newer than
+ * the run's start shows its pods.  So every running run counts against the queue's quota
+ * and the cluster's capacity, and between runs the cron counts nothing. */
+static bool
+load_cron_runs(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	json_t *runs = json_loads(PQgetvalue(r, i, 13), 0, NULL), *run;
+	json_t *spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+	struct sched_cluster *on = PQgetisnull(r, i, 7) ? NULL :
+	    sched_model_find_cluster(m, PQgetvalue(r, i, 7));
+	size_t k;
+	bool ok = true;
+
+	json_array_foreach(runs, k, run) {
+		int64_t at = json_integer_value(json_object_get(run, "started_epoch"));
+		const char *name = json_string_value(json_object_get(run, "name"));
+		bool in_flight = on == NULL || on->observed_at < at;
+		struct sched_job *j;
+		char id[160];
+
+		if (name == NULL || on == NULL || !ok)
+			continue;
+		snprintf(id, sizeof(id), "%s#run:%s", PQgetvalue(r, i, 0), name);
+		j = loader_add_job(m, id, PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)), false,
+		    atoll(PQgetvalue(r, i, 4)), in_flight ? SCHED_ADMITTED : SCHED_RUNNING, spec, e);
+		if (j == NULL) {
+			log_warn(NULL, "scheduler", "cron run skipped", "{s:s, s:s}", "job", id,
+			    "error", e->msg);
+			err_clear(e);
+			continue;
+		}
+		ok = load_placement(m, j, PQgetvalue(r, i, 7), in_flight, at,
+		    PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e);
+	}
+	json_decref(runs);
+	json_decref(spec);
+	return ok;
+}
+
 /* One row of sql_jobs into m; false only on a failure that stops the load. */
 static bool
 load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
@@ -377,6 +420,8 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 	json_t *spec;
 	struct sched_job *j;
 
+	if (!PQgetisnull(r, i, 13))
+		return load_cron_runs(m, r, i, e);
 	/* A running job is in the snapshot once the snapshot is newer than the moment its
 	 * pods were seen running; an older snapshot does not show it yet (in flight). */
 	if (!in_flight && on != NULL && on->observed_at < atoll(PQgetvalue(r, i, 8)))

@@ -14,6 +14,7 @@
 #include "core/listen.h"
 #include "core/log.h"
 #include "core/textbuf.h"
+#include "queue/cron.h"
 #include "queue/status_int.h"
 
 #define CYCLE_MS	1000
@@ -138,6 +139,7 @@ load(struct batch ***out, size_t *n, struct err *e)
 
 struct nsview {
 	json_t	*objects;	/* "Kind/name" -> live object */
+	json_t	*children;	/* RayJobs of RayCronJobs (queue/cron.c), NULL when unread */
 	json_t	*pods;		/* pod name -> {job, attempt, node} */
 	json_t	*events;	/* Warning events about pods */
 };
@@ -254,10 +256,10 @@ active(const struct status_job *j)
 static void
 sync_ns(const struct dispatch_target *t, struct batch *b, const char *ns)
 {
-	struct nsview v = { json_object(), json_object(), NULL };
+	struct nsview v = { json_object(), NULL, json_object(), NULL };
 	const char *kinds[4] = { NULL };
 	struct err e = { 0 };
-	bool need = false, ok = true;
+	bool need = false, ok = true, crons = false;
 	int nk = 0;
 
 	for (size_t i = 0; i < b->n; i++) {
@@ -267,6 +269,7 @@ sync_ns(const struct dispatch_target *t, struct batch *b, const char *ns)
 		if (strcmp(j->ns, ns) != 0 || !active(j) || j->cancel)
 			continue;
 		need = true;
+		crons = crons || strcmp(j->kind, "RayCronJob") == 0;
 		for (k = 0; k < nk && strcmp(kinds[k], j->kind) != 0; k++)
 			;
 		if (k == nk && nk < 4)
@@ -276,6 +279,16 @@ sync_ns(const struct dispatch_target *t, struct batch *b, const char *ns)
 		ok = read_objects(t, ns, kinds[k], &v, &e);
 	if (ok && need)
 		ok = read_pods(t, ns, &v, &e);
+	if (ok && crons) {
+		char path[256];
+
+		/* a cron's runs carry KubeRay's label only (the CRD's jobTemplate has no
+		 * metadata), so the managed-by watches do not see them: listed here */
+		snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/rayjobs", ns);
+		status_watch_count_list();
+		ok = dispatch_kube_list(&t->pc, path, "labelSelector=ray.io%2Fcronjob-name",
+		    &v.children, &e);
+	}
 	if (v.events == NULL)
 		v.events = json_array();
 	for (size_t i = 0; i < b->n; i++) {
@@ -290,10 +303,14 @@ sync_ns(const struct dispatch_target *t, struct batch *b, const char *ns)
 		}
 		seen_of(&v, j, &s);
 		status_act(t, j, &s, &b->st);
+		if (strcmp(j->kind, "RayCronJob") == 0 && strcmp(j->state, "running") == 0 &&
+		    !j->cancel && s.live != NULL && v.children != NULL)
+			cron_sync(t, j, s.live, v.children, &b->st);
 		json_decref(s.events);
 	}
 	b->st.errors += !ok;
 	json_decref(v.objects);
+	json_decref(v.children);
 	json_decref(v.pods);
 	json_decref(v.events);
 }

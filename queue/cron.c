@@ -1,0 +1,468 @@
+/* cron: which runs of a RayCronJob may run (the concurrency policy, cron_decide) and
+ * which are counted (jobs.cron_runs, cron_sync); the scheduler's model reads the runs in
+ * queue/loader.c.  The policy is enforced by deleting the child RayJob that must not run:
+ * it works with every KubeRay version (older RayCronJob controllers ignore spec.suspend,
+ * and un-suspending makes the controller start the missed run at once, late instead of
+ * skipped). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "providers/kube.h"
+#include "queue/cron.h"
+#include "queue/job.h"
+#include "queue/loader.h"
+
+#define MAX_CHILDREN	64
+
+const char *
+cron_why_name(enum cron_why w)
+{
+	switch (w) {
+	case CRON_WHY_FORBID:	return "forbid";
+	case CRON_WHY_QUOTA:	return "quota";
+	case CRON_WHY_REPLACED:	return "replaced";
+	case CRON_WHY_NONE:	break;
+	}
+	return "";
+}
+
+static void
+verdict(struct cron_verdict *o, enum cron_action a, enum cron_why w)
+{
+	o->action = a;
+	o->why = w;
+}
+
+void
+cron_decide(enum jobspec_cron_policy p, const struct cron_child *v, size_t n, int room,
+	    struct cron_verdict *out)
+{
+	int kept = 0;
+	size_t newest = n;
+
+	for (size_t i = 0; i < n; i++) {
+		verdict(&out[i], v[i].active ? CRON_RUN : v[i].known ? CRON_DONE : CRON_IGNORE,
+		    CRON_WHY_NONE);
+		if (v[i].active)
+			newest = i;
+	}
+	if (p == JOBSPEC_CRON_REPLACE && newest < n && (v[newest].known || room >= 1)) {
+		/* the newest runs (counted already, or it fits alone); every older one goes */
+		for (size_t i = 0; i < newest; i++)
+			if (v[i].active)
+				verdict(&out[i], v[i].known ? CRON_STOP : CRON_SKIP,
+				    CRON_WHY_REPLACED);
+		return;
+	}
+	/* Forbid, Allow, and Replace when the newest does not fit: counted runs go on */
+	for (size_t i = 0; i < n; i++)
+		kept += v[i].active && v[i].known;
+	for (size_t i = 0; i < n; i++) {
+		if (!v[i].active || v[i].known)
+			continue;
+		if (p == JOBSPEC_CRON_FORBID && kept > 0)
+			verdict(&out[i], CRON_SKIP, CRON_WHY_FORBID);
+		else if (kept >= room || (p == JOBSPEC_CRON_REPLACE && kept > 0))
+			verdict(&out[i], CRON_SKIP, CRON_WHY_QUOTA);
+		else
+			kept++;
+	}
+}
+
+/* ---- the member's children and the job's runs */
+
+struct child {
+	struct cron_child	 c;
+	char			 created[40];
+	char			 scheduled[40];
+	char			 uid[64];
+	char			 word[64];
+};
+
+static const char *
+meta(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(o, "metadata"), k));
+
+	return s ? s : "";
+}
+
+static const char *
+meta_map(json_t *o, const char *map, const char *k)
+{
+	const char *s = json_string_value(json_object_get(json_object_get(json_object_get(o,
+	    "metadata"), map), k));
+
+	return s ? s : "";
+}
+
+/* item is a run of the cron whose uid is cron_uid (by its owner reference when it has one). */
+static bool
+owned(json_t *item, const char *cron, const char *cron_uid)
+{
+	json_t *refs = json_object_get(json_object_get(item, "metadata"), "ownerReferences"), *r;
+	size_t i;
+
+	if (strcmp(meta_map(item, "labels", CRON_LABEL), cron) != 0)
+		return false;
+	if (json_array_size(refs) == 0 || cron_uid[0] == '\0')
+		return true;
+	json_array_foreach(refs, i, r)
+		if (strcmp(json_string_value(json_object_get(r, "uid")) ?
+		    json_string_value(json_object_get(r, "uid")) : "", cron_uid) == 0)
+			return true;
+	return false;
+}
+
+static int
+child_cmp(const void *a, const void *b)
+{
+	const struct child *x = a, *y = b;
+	int c = strcmp(x->created, y->created);
+
+	return c ? c : strcmp(x->c.name, y->c.name);
+}
+
+static json_t *
+run_of(json_t *runs, const char *name)
+{
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(runs, i, r)
+		if (strcmp(json_string_value(json_object_get(r, "name")) ?
+		    json_string_value(json_object_get(r, "name")) : "", name) == 0)
+			return r;
+	return NULL;
+}
+
+/* What the job row says: its spec, environment, queue and counted runs. */
+struct row {
+	json_t	*spec;
+	json_t	*runs;
+	char	 env[64];
+	char	 queue_id[40];
+	char	 runs_text[8192];
+	enum jobspec_cron_policy policy;
+};
+
+static bool
+row_load(struct db *c, const struct status_job *j, struct row *w, struct err *e)
+{
+	static const char sql[] = "SELECT spec::text, environment, queue_id::text,"
+	    " coalesce(cron_runs, '[]'::jsonb)::text FROM jobs"
+	    " WHERE id = $1::uuid AND attempt = $2::int AND state = 'running'";
+	char at[16];
+	const char *p[2] = { j->id, at };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	snprintf(at, sizeof(at), "%d", j->attempt);
+	if (!db_exec(c, sql, 2, p, &r, e))
+		return false;
+	if (PQntuples(r) == 0 || strlen(PQgetvalue(r, 0, 3)) >= sizeof(w->runs_text))
+		goto cleanup;
+	w->spec = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	w->runs = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
+	snprintf(w->env, sizeof(w->env), "%s", PQgetvalue(r, 0, 1));
+	snprintf(w->queue_id, sizeof(w->queue_id), "%s", PQgetvalue(r, 0, 2));
+	snprintf(w->runs_text, sizeof(w->runs_text), "%s", PQgetvalue(r, 0, 3));
+	w->policy = JOBSPEC_CRON_FORBID;
+	jobspec_cron_policy_from_name(json_string_value(json_object_get(json_object_get(w->spec,
+	    "cron"), "concurrency_policy")), &w->policy);
+	ok = json_is_array(w->runs) && w->spec != NULL;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+/* How many runs of the cron the queue's quota holds at once besides everything else (the
+ * cron's own counted runs left out); -1 when the model cannot be loaded. */
+static int
+room_of(struct db *c, const struct status_job *j, const struct row *w)
+{
+	struct sched_model *m = NULL;
+	struct sched_job *probe;
+	struct err e = { 0 };
+	json_t *run;
+	size_t i;
+	char id[160];
+	int k = -1;
+
+	if (!loader_model(c, w->env, cfg.snapshot_max_age_s, &m, &e))
+		goto cleanup;
+	json_array_foreach(w->runs, i, run) {
+		struct sched_job *rj;
+
+		snprintf(id, sizeof(id), "%s#run:%s", j->id,
+		    json_string_value(json_object_get(run, "name")) ?
+		    json_string_value(json_object_get(run, "name")) : "");
+		rj = sched_model_find_job(m, id);
+		if (rj != NULL && (rj->state == SCHED_ADMITTED || rj->state == SCHED_RUNNING))
+			sched_usage_add(m, rj, -1);
+	}
+	snprintf(id, sizeof(id), "%s#probe", j->id);
+	probe = loader_add_job(m, id, w->queue_id, 0, false, 0, SCHED_PENDING, w->spec, &e);
+	if (probe == NULL)
+		goto cleanup;
+	for (k = 0; k < MAX_CHILDREN && sched_quota_check(m, probe) == SCHED_R_CHOSEN; k++)
+		sched_usage_add(m, probe, +1);
+cleanup:
+	if (k < 0)
+		log_warn(NULL, "status", "cron: cannot measure the quota", "{s:s, s:s}", "job",
+		    j->id, "error", e.msg);
+	sched_model_free(m);
+	return k;
+}
+
+struct record {
+	const struct status_job	*j;
+	const struct row	*w;
+	json_t			*runs;		/* the new cron_runs */
+	json_t			*events;	/* [{type, message, data}] */
+};
+
+static bool
+record_tx(struct db *c, void *arg, struct err *e)
+{
+	static const char sql[] = "UPDATE jobs SET cron_runs = $3::jsonb, updated_at = now()"
+	    " WHERE id = $1::uuid AND attempt = $2::int AND state = 'running'"
+	    " AND coalesce(cron_runs, '[]'::jsonb) = $4::jsonb RETURNING id";
+	struct record *rc = arg;
+	char at[16], *runs = json_dumps(rc->runs, JSON_COMPACT);
+	const char *p[4] = { rc->j->id, at, runs, rc->w->runs_text };
+	PGresult *r = NULL;
+	json_t *ev;
+	size_t i;
+	bool ok = false;
+
+	snprintf(at, sizeof(at), "%d", rc->j->attempt);
+	if (!db_exec(c, sql, 4, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		err_set(e, 409, "status.changed", "the job changed meanwhile");
+		goto cleanup;
+	}
+	json_array_foreach(rc->events, i, ev)
+		if (!job_event(c, rc->j->id, json_string_value(json_object_get(ev, "type")),
+		    json_string_value(json_object_get(ev, "message")), json_object_get(ev, "data"),
+		    e))
+			goto cleanup;
+	ok = db_notify(c, "fleet_sched", rc->w->env, e);
+cleanup:
+	PQclear(r);
+	free(runs);
+	return ok;
+}
+
+static void
+event(json_t *events, const char *type, json_t *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+event(json_t *events, const char *type, json_t *data, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_array_append_new(events, json_pack("{s:s, s:s, s:o}", "type", type, "message", msg,
+	    "data", data));
+}
+
+/* The name of the first counted run other than skip (for the messages), "" when none. */
+static const char *
+running_name(const struct child *v, const struct cron_verdict *vd, size_t n, size_t skip)
+{
+	for (size_t i = 0; i < n; i++)
+		if (i != skip && vd[i].action == CRON_RUN)
+			return v[i].c.name;
+	return "";
+}
+
+/* New events and runs from the verdicts; the runs keep what was recorded of known ones. */
+static void
+outcome(const struct row *w, const struct child *v, const struct cron_verdict *vd, size_t n,
+    int room, struct record *rc)
+{
+	char now[32];
+	time_t tn = time(NULL);
+	struct tm tm;
+	const char *pol = jobspec_cron_policy_name(w->policy);
+	size_t newest = n;
+	json_t *run;
+	size_t i;
+
+	strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&tn, &tm));
+	for (i = 0; i < n; i++)
+		if (vd[i].action == CRON_RUN)
+			newest = i;
+	for (i = 0; i < n; i++) {
+		const char *name = v[i].c.name;
+
+		switch (vd[i].action) {
+		case CRON_RUN:
+			if (v[i].c.known) {
+				json_array_append(rc->runs, run_of(w->runs, name));
+				break;
+			}
+			json_array_append_new(rc->runs, json_pack("{s:s, s:s, s:s, s:s, s:I}",
+			    "name", name, "uid", v[i].uid, "scheduled_at", v[i].scheduled,
+			    "started_at", now, "started_epoch", (json_int_t)tn));
+			event(rc->events, "cron.run_started", json_pack("{s:s, s:s, s:s}", "run",
+			    name, "scheduled_at", v[i].scheduled, "concurrency_policy", pol),
+			    "run %s started (scheduled %s); it counts against the queue's quota "
+			    "while it runs", name, v[i].scheduled[0] ? v[i].scheduled : "now");
+			break;
+		case CRON_SKIP:
+			if (vd[i].why == CRON_WHY_QUOTA)
+				event(rc->events, "cron.run_skipped", json_pack("{s:s, s:s, s:s, s:i}",
+				    "run", name, "reason", "quota", "concurrency_policy", pol, "room",
+				    room), "run %s skipped: another run does not fit the queue's quota "
+				    "(%d run%s of this job fit%s besides the queue's other jobs); deleted "
+				    "from the cluster", name, room, room == 1 ? "" : "s",
+				    room == 1 ? "s" : "");
+			else if (vd[i].why == CRON_WHY_FORBID)
+				event(rc->events, "cron.run_skipped", json_pack("{s:s, s:s, s:s, s:s}",
+				    "run", name, "reason", "forbid", "concurrency_policy", pol, "running",
+				    running_name(v, vd, n, i)), "run %s skipped: concurrency_policy "
+				    "Forbid and run %s is still running; deleted from the cluster", name,
+				    running_name(v, vd, n, i));
+			else
+				event(rc->events, "cron.run_skipped", json_pack("{s:s, s:s, s:s, s:s}",
+				    "run", name, "reason", "replaced", "concurrency_policy", pol,
+				    "running", newest < n ? v[newest].c.name : ""), "run %s skipped: "
+				    "a newer run replaces it (concurrency_policy Replace); deleted from "
+				    "the cluster", name);
+			break;
+		case CRON_STOP:
+			event(rc->events, "cron.run_replaced", json_pack("{s:s, s:s, s:s}", "stopped",
+			    name, "by", newest < n ? v[newest].c.name : "", "concurrency_policy",
+			    pol), "run %s stopped and deleted from the cluster: run %s replaces it "
+			    "(concurrency_policy Replace)", name, newest < n ? v[newest].c.name : "");
+			break;
+		case CRON_DONE:
+			event(rc->events, "cron.run_finished", json_pack("{s:s, s:s}", "run", name,
+			    "status", v[i].word), "run %s finished (%s); it no longer counts against "
+			    "the queue's quota", name, v[i].word);
+			break;
+		case CRON_IGNORE:
+			break;
+		}
+	}
+	/* counted runs no longer on the member */
+	json_array_foreach(w->runs, i, run) {
+		const char *name = json_string_value(json_object_get(run, "name"));
+		bool seen = false;
+
+		for (size_t k = 0; k < n && name != NULL; k++)
+			seen = seen || strcmp(v[k].c.name, name) == 0;
+		if (name != NULL && !seen)
+			event(rc->events, "cron.run_finished", json_pack("{s:s, s:s}", "run", name,
+			    "status", "gone"), "run %s is gone from the cluster; it no longer counts "
+			    "against the queue's quota", name);
+	}
+}
+
+/* Children of j on the member (oldest first) into v; returns how many. */
+static size_t
+children_of(const struct status_job *j, json_t *cron, json_t *items, json_t *runs,
+    struct child *v)
+{
+	const char *uid = meta(cron, "uid");
+	json_t *it;
+	size_t i, n = 0;
+
+	json_array_foreach(items, i, it) {
+		struct status_obs obs;
+		struct child *c;
+
+		if (n == MAX_CHILDREN || !owned(it, j->object, uid) || meta(it, "name")[0] == '\0')
+			continue;
+		c = &v[n++];
+		memset(c, 0, sizeof(*c));
+		snprintf(c->c.name, sizeof(c->c.name), "%s", meta(it, "name"));
+		snprintf(c->uid, sizeof(c->uid), "%s", meta(it, "uid"));
+		snprintf(c->created, sizeof(c->created), "%s", meta(it, "creationTimestamp"));
+		snprintf(c->scheduled, sizeof(c->scheduled), "%s",
+		    meta_map(it, "annotations", CRON_SCHEDULED));
+		status_map("RayJob", it, &obs);
+		snprintf(c->word, sizeof(c->word), "%s", obs.word);
+		c->c.known = run_of(runs, c->c.name) != NULL;
+		c->c.active = obs.phase != STATUS_SUCCEEDED && obs.phase != STATUS_FAILED &&
+		    meta(it, "deletionTimestamp")[0] == '\0';
+	}
+	qsort(v, n, sizeof(*v), child_cmp);
+	return n;
+}
+
+void
+cron_sync(const struct dispatch_target *t, const struct status_job *j, json_t *cron,
+	  json_t *children, struct status_stats *st)
+{
+	struct child *v = calloc(MAX_CHILDREN, sizeof(*v));
+	struct cron_child cc[MAX_CHILDREN];
+	struct cron_verdict vd[MAX_CHILDREN];
+	struct row w = { 0 };
+	struct record rc = { .j = j, .w = &w };
+	struct err e = { 0 };
+	struct db *c = NULL;
+	size_t n, known_seen = 0;
+	bool fresh = false, changed = false;
+	int room = 0;
+
+	if (v == NULL)
+		abort();
+	if ((c = db_acquire(5000, &e)) == NULL || !row_load(c, j, &w, &e))
+		goto cleanup;
+	n = children_of(j, cron, children, w.runs, v);
+	for (size_t i = 0; i < n; i++) {
+		cc[i] = v[i].c;
+		fresh = fresh || (v[i].c.active && !v[i].c.known);
+		changed = changed || (v[i].c.known && !v[i].c.active);
+		known_seen += v[i].c.known;
+	}
+	if (!fresh && !changed && known_seen == json_array_size(w.runs))
+		goto cleanup;	/* nothing new: the usual cycle */
+	if (fresh && (room = room_of(c, j, &w)) < 0)
+		goto cleanup;
+	db_release(c);	/* no connection held across the member's calls */
+	c = NULL;
+	cron_decide(w.policy, cc, n, room, vd);
+	for (size_t i = 0; i < n; i++) {
+		bool existed = false;
+
+		if (vd[i].action != CRON_SKIP && vd[i].action != CRON_STOP)
+			continue;
+		if (!kube_delete_object(&t->pc, "ray.io/v1", "RayJob", j->ns, v[i].c.name,
+		    &existed, &e)) {
+			status_unreadable(j, t->name, &e);
+			goto cleanup;	/* again next cycle */
+		}
+		st->deleted += existed;
+	}
+	rc.runs = json_array();
+	rc.events = json_array();
+	outcome(&w, v, vd, n, room, &rc);
+	if (!db_tx(record_tx, &rc, &e)) {
+		if (e.status != 409)
+			log_warn(NULL, "status", "cron: cannot record the runs", "{s:s, s:s}", "job",
+			    j->id, "error", e.msg);
+	} else {
+		st->events += json_array_size(rc.events);
+	}
+cleanup:
+	db_release(c);
+	json_decref(rc.runs);
+	json_decref(rc.events);
+	json_decref(w.spec);
+	json_decref(w.runs);
+	free(v);
+}
