@@ -497,7 +497,7 @@ static bool
 cron_spawned(struct csh *h, void *arg)
 {
 	struct csh_resp r = csh_kube(h, HP, "GET", "/apis/ray.io/v1/namespaces/default/rayjobs?"
-	    "labelSelector=ray.io%2Fcronjob%3Dnightly", NULL, NULL);
+	    "labelSelector=ray.io%2Fcronjob-name%3Dnightly", NULL, NULL);
 	bool ok = json_array_size(json_object_get(r.json, "items")) >= 1;
 
 	(void)arg;
