@@ -312,6 +312,15 @@ harness_fleet_index(const struct harness_fleet *f, const char *name)
 	return -1;
 }
 
+const char *
+harness_fleet_token(struct harness_fleet *f, const char *role, const char *envs)
+{
+	if (f->ntokens == HARNESS_FLEET_MAX)
+		fail_msg("more than %d tokens", HARNESS_FLEET_MAX);
+	f->tokens[f->ntokens] = harness_token(f->dburl, role, envs);
+	return f->tokens[f->ntokens++];
+}
+
 int
 harness_fleet_stop(struct harness_fleet *f)
 {
@@ -319,5 +328,14 @@ harness_fleet_stop(struct harness_fleet *f)
 
 	free(f->admin);
 	f->admin = NULL;
+	for (int i = 0; i < f->ntokens; i++)
+		free(f->tokens[i]);
+	f->ntokens = 0;
 	return st;
+}
+
+int
+harness_fleet_teardown(void **state)
+{
+	return harness_fleet_stop(*state) == 0 ? 0 : -1;
 }

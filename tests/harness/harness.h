@@ -313,6 +313,8 @@ struct harness_fleet {
 	int			n;		/* clusters, in the scenario's order */
 	char			name[HARNESS_FLEET_MAX][64];
 	char			cloud_id[HARNESS_FLEET_MAX][40], cluster_id[HARNESS_FLEET_MAX][40];
+	char			*tokens[HARNESS_FLEET_MAX];	/* harness_fleet_token's */
+	int			ntokens;
 };
 
 /* Starts cloudsim with the test fleet patched by the scenario file (JSON, an RFC 7386 merge
@@ -326,8 +328,13 @@ void	harness_fleet_start(struct harness_fleet *f, const char *tag, const char *s
 	    const char *scale, const char *const *env);
 /* The index of cluster name in f (fails the test when there is none). */
 int	harness_fleet_index(const struct harness_fleet *f, const char *name);
-/* harness_teardown of all of it; frees the admin token; returns fleetd's exit status. */
+/* A token of role in envs, kept by f (freed by harness_fleet_stop). */
+const char *harness_fleet_token(struct harness_fleet *f, const char *role, const char *envs);
+/* harness_teardown of all of it; frees its tokens; returns fleetd's exit status. */
 int	harness_fleet_stop(struct harness_fleet *f);
+/* A cmocka group teardown for a setup that set *state to its struct harness_fleet:
+ * harness_fleet_stop, failing when fleetd did not exit 0. */
+int	harness_fleet_teardown(void **state);
 
 /* ---- the fleetctl binary (ctl.c) */
 

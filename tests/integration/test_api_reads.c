@@ -27,22 +27,6 @@ static char *admin, *viewer_b;
 
 #define NJOBS 45
 
-static char *
-url(const char *fmt, ...)
-{
-	static char buf[4][1024];
-	static int i;
-	va_list ap;
-	int n;
-
-	i = (i + 1) % 4;
-	n = snprintf(buf[i], sizeof(buf[i]), "%s", api.url);
-	va_start(ap, fmt);
-	vsnprintf(buf[i] + n, sizeof(buf[i]) - (size_t)n, fmt, ap);
-	va_end(ap);
-	return buf[i];
-}
-
 /* What JOB_JSON says of the job, parsed. */
 static json_t *
 reference(const char *id)
@@ -103,7 +87,7 @@ all_pages(const char *token, const char *query, int n)
 		size_t i;
 		json_t *it;
 
-		harness_http(&r, "GET", url("%s", next), token, NULL, NULL);
+		harness_http(&r, "GET", harness_url(&api, "%s", next), token, NULL, NULL);
 		if (r.status != 200)
 			fail_msg("GET %s: %ld %s", next, r.status, r.body);
 		items = json_object_get(r.json, "items");
@@ -202,7 +186,7 @@ test_same_as_sql(void **state)
 		if (i > 0)
 			assert_true(strcmp(json_string_value(json_object_get(json_array_get(all,
 			    i - 1), "id")), json_string_value(json_object_get(it, "id"))) < 0);
-		harness_http(&r, "GET", url("/v1/jobs/%s", json_string_value(json_object_get(it,
+		harness_http(&r, "GET", harness_url(&api, "/v1/jobs/%s", json_string_value(json_object_get(it,
 		    "id"))), admin, NULL, NULL);
 		assert_int_equal(r.status, 200);
 		assert_true(json_equal(r.json, it));
@@ -258,13 +242,14 @@ test_filters_and_scope(void **state)
 		assert_string_equal(json_string_value(json_object_get(it, "environment")), "rb");
 	json_decref(all);
 	ra_job = harness_sql_str("SELECT id FROM jobs WHERE environment = 'ra' LIMIT 1");
-	harness_http(&r, "GET", url("/v1/jobs/%s", ra_job), viewer_b, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&api, "/v1/jobs/%s", ra_job), viewer_b, NULL, NULL);
 	assert_int_equal(r.status, 404);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/jobs/%s", "not-a-uuid"), admin, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&api, "/v1/jobs/%s", "not-a-uuid"), admin, NULL, NULL);
 	assert_int_equal(r.status, 404);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/jobs?after=%s", "bm90LWEtdXVpZA"), admin, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&api, "/v1/jobs?after=%s", "bm90LWEtdXVpZA"), admin,
+	    NULL, NULL);
 	assert_int_equal(r.status, 400);
 	harness_http_free(&r);
 	free(ra_job);
@@ -325,7 +310,7 @@ submit_until(int n, long want)
 		    " \"worker_groups\": [{\"name\": \"w\", \"replicas\": 1, \"cpu\": \"1\","
 		    " \"memory\": \"1Gi\", \"accelerator\": {\"flavor\": \"nvidia-l4\", \"count\": %d}}]}",
 		    seq++, n);
-		harness_http(&r, "POST", url("/v1/jobs"), admin, body, NULL);
+		harness_http(&r, "POST", harness_url(&api, "/v1/jobs"), admin, body, NULL);
 		got = r.status;
 		harness_http_free(&r);
 		if (got == want)

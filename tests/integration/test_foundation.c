@@ -21,17 +21,6 @@ static struct fleetd_proc fd;
 static char dburl[512];
 static char *admin, *viewer, *scoped;
 
-static char *
-url(const char *path)
-{
-	static __thread char buf[4][2048];
-	static __thread int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s%s", fd.url, path);
-	return buf[i];
-}
-
 static int
 setup(void **state)
 {
@@ -113,7 +102,7 @@ test_bad_input(void **state)
 			snprintf(cth, sizeof(cth), "Content-Type: %s", c->ctype);
 			hdr[0] = cth;
 		}
-		harness_http(&r, c->method, url(c->path), admin, body, hdr);
+		harness_http(&r, c->method, harness_url(&fd, "%s", c->path), admin, body, hdr);
 		harness_expect_problem(&r, c->status, c->code, c->pointer);
 		if (c->status == 405) {
 			char *allow = harness_header(&r, "Allow");
@@ -138,11 +127,11 @@ test_long_name(void **state)
 	memset(name, 'a', 10000);
 	name[10000] = '\0';
 	snprintf(body, 10100, "{\"name\":\"%s\"}", name);
-	harness_http(&r, "POST", url("/v1/environments"), admin, body, NULL);
+	harness_http(&r, "POST", harness_url(&fd, "/v1/environments"), admin, body, NULL);
 	harness_expect_problem(&r, 400, "env.bad_name", "/name");
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/environments/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
-	    admin, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments/%s", "aaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	    "aaaaaaaaaaaaaaaaaaaaaaaaaaa"), admin, NULL, NULL);
 	harness_expect_problem(&r, 404, "env.not_found", NULL);
 	harness_http_free(&r);
 	free(body);
@@ -162,7 +151,7 @@ test_env_lifecycle(void **state)
 
 		snprintf(body, sizeof(body), "{\"name\":\"%s\",\"description\":\"%s env\"}",
 		    names[i], names[i]);
-		harness_http(&r, "POST", url("/v1/environments"), admin, body, NULL);
+		harness_http(&r, "POST", harness_url(&fd, "/v1/environments"), admin, body, NULL);
 		assert_int_equal(r.status, 201);
 		assert_string_equal(json_string_value(json_object_get(r.json, "name")), names[i]);
 		assert_int_equal(json_integer_value(json_object_get(r.json, "version")), 1);
@@ -174,19 +163,19 @@ test_env_lifecycle(void **state)
 		free(loc);
 		harness_http_free(&r);
 	}
-	harness_http(&r, "POST", url("/v1/environments"), admin, "{\"name\":\"prod\"}", NULL);
+	harness_http(&r, "POST", harness_url(&fd, "/v1/environments"), admin, "{\"name\":\"prod\"}", NULL);
 	harness_expect_problem(&r, 409, "env.exists", "/name");
 	harness_http_free(&r);
 
 	/* paging: 4 names in order dev, prod, qa, staging; two pages of two */
-	harness_http(&r, "GET", url("/v1/environments?limit=2"), viewer, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments?limit=2"), viewer, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "items")), 2);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(
 	    json_object_get(r.json, "items"), 0), "name")), "dev");
 	next = strdup(json_string_value(json_object_get(r.json, "next")));
 	harness_http_free(&r);
-	harness_http(&r, "GET", url(next), viewer, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "%s", next), viewer, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(json_string_value(json_object_get(json_array_get(
 	    json_object_get(r.json, "items"), 0), "name")), "qa");
@@ -194,7 +183,7 @@ test_env_lifecycle(void **state)
 	harness_http_free(&r);
 
 	/* GET, PUT with If-Match, stale If-Match, identical PUT keeps the version */
-	harness_http(&r, "GET", url("/v1/environments/qa"), viewer, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments/qa"), viewer, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	etag = harness_header(&r, "ETag");
 	assert_string_equal(etag, "\"1\"");
@@ -203,42 +192,42 @@ test_env_lifecycle(void **state)
 		const char *h[] = { "If-Match: \"1\"", NULL };
 		const char *stale[] = { "If-Match: \"7\"", NULL };
 
-		harness_http(&r, "PUT", url("/v1/environments/qa"), admin,
+		harness_http(&r, "PUT", harness_url(&fd, "/v1/environments/qa"), admin,
 		    "{\"name\":\"qa\",\"description\":\"quality\"}", h);
 		assert_int_equal(r.status, 200);
 		assert_int_equal(json_integer_value(json_object_get(r.json, "version")), 2);
 		harness_http_free(&r);
-		harness_http(&r, "PUT", url("/v1/environments/qa"), admin,
+		harness_http(&r, "PUT", harness_url(&fd, "/v1/environments/qa"), admin,
 		    "{\"name\":\"qa\",\"description\":\"quality\"}", NULL);
 		assert_int_equal(json_integer_value(json_object_get(r.json, "version")), 2);
 		harness_http_free(&r);
-		harness_http(&r, "PUT", url("/v1/environments/qa"), admin,
+		harness_http(&r, "PUT", harness_url(&fd, "/v1/environments/qa"), admin,
 		    "{\"name\":\"qa\",\"description\":\"x\"}", stale);
 		harness_expect_problem(&r, 412, "api.precondition_failed", NULL);
 		harness_http_free(&r);
-		harness_http(&r, "PUT", url("/v1/environments/qa"), admin,
+		harness_http(&r, "PUT", harness_url(&fd, "/v1/environments/qa"), admin,
 		    "{\"name\":\"qa2\",\"description\":\"x\"}", NULL);
 		harness_expect_problem(&r, 409, "env.immutable", "/name");
 		harness_http_free(&r);
 	}
 	free(etag);
-	harness_http(&r, "GET", url("/v1/environments/qa"), viewer, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments/qa"), viewer, NULL, NULL);
 	assert_string_equal(json_string_value(json_object_get(r.json, "description")), "quality");
 	harness_http_free(&r);
 
 	/* DELETE 204, then 404, GET 404 */
-	harness_http(&r, "DELETE", url("/v1/environments/qa"), admin, NULL, NULL);
+	harness_http(&r, "DELETE", harness_url(&fd, "/v1/environments/qa"), admin, NULL, NULL);
 	assert_int_equal(r.status, 204);
 	harness_http_free(&r);
-	harness_http(&r, "DELETE", url("/v1/environments/qa"), admin, NULL, NULL);
+	harness_http(&r, "DELETE", harness_url(&fd, "/v1/environments/qa"), admin, NULL, NULL);
 	harness_expect_problem(&r, 404, "env.not_found", NULL);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/environments/qa"), admin, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments/qa"), admin, NULL, NULL);
 	assert_int_equal(r.status, 404);
 	harness_http_free(&r);
 
 	/* audit rows for the mutations */
-	harness_http(&r, "GET", url("/v1/audit?resource_type=environment&limit=500"), admin,
+	harness_http(&r, "GET", harness_url(&fd, "/v1/audit?resource_type=environment&limit=500"), admin,
 	    NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(json_array_size(json_object_get(r.json, "items")), 6);
@@ -252,27 +241,27 @@ test_auth(void **state)
 	char *www;
 
 	(void)state;
-	harness_http(&r, "GET", url("/v1/environments"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments"), NULL, NULL, NULL);
 	harness_expect_problem(&r, 401, "auth.missing_token", NULL);
 	www = harness_header(&r, "WWW-Authenticate");
 	assert_non_null(www);
 	assert_true(strncmp(www, "Bearer", 6) == 0);
 	free(www);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/environments"), "fleet_nope", NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments"), "fleet_nope", NULL, NULL);
 	harness_expect_problem(&r, 401, "auth.bad_token", NULL);
 	harness_http_free(&r);
-	harness_http(&r, "POST", url("/v1/environments"), viewer, "{\"name\":\"zz\"}", NULL);
+	harness_http(&r, "POST", harness_url(&fd, "/v1/environments"), viewer, "{\"name\":\"zz\"}", NULL);
 	harness_expect_problem(&r, 403, "auth.forbidden", NULL);
 	harness_http_free(&r);
 	/* a token scoped to dev sees dev and nothing else: prod is 404, not 403 */
-	harness_http(&r, "GET", url("/v1/environments/prod"), scoped, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments/prod"), scoped, NULL, NULL);
 	harness_expect_problem(&r, 404, "env.not_found", NULL);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/environments/dev"), scoped, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments/dev"), scoped, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/environments"), scoped, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments"), scoped, NULL, NULL);
 	assert_int_equal(json_array_size(json_object_get(r.json, "items")), 1);
 	harness_http_free(&r);
 	/* revocation takes effect */
@@ -281,19 +270,19 @@ test_auth(void **state)
 
 		snprintf(body, sizeof(body), "{\"name\":\"tmp\",\"role\":\"viewer\","
 		    "\"environments\":[\"dev\"]}");
-		harness_http(&r, "POST", url("/v1/tokens"), admin, body, NULL);
+		harness_http(&r, "POST", harness_url(&fd, "/v1/tokens"), admin, body, NULL);
 		assert_int_equal(r.status, 201);
 		secret = strdup(json_string_value(json_object_get(r.json, "secret")));
 		id = strdup(json_string_value(json_object_get(r.json, "id")));
 		harness_http_free(&r);
-		harness_http(&r, "GET", url("/v1/environments/dev"), secret, NULL, NULL);
+		harness_http(&r, "GET", harness_url(&fd, "/v1/environments/dev"), secret, NULL, NULL);
 		assert_int_equal(r.status, 200);
 		harness_http_free(&r);
 		snprintf(body, sizeof(body), "/v1/tokens/%s", id);
-		harness_http(&r, "DELETE", url(body), admin, NULL, NULL);
+		harness_http(&r, "DELETE", harness_url(&fd, "%s", body), admin, NULL, NULL);
 		assert_int_equal(r.status, 204);
 		harness_http_free(&r);
-		harness_http(&r, "GET", url("/v1/environments/dev"), secret, NULL, NULL);
+		harness_http(&r, "GET", harness_url(&fd, "/v1/environments/dev"), secret, NULL, NULL);
 		assert_int_equal(r.status, 401);
 		harness_http_free(&r);
 		free(secret);
@@ -308,12 +297,12 @@ test_idempotency(void **state)
 	const char *h[] = { "Idempotency-Key: k-123", NULL };
 
 	(void)state;
-	harness_http(&r1, "POST", url("/v1/environments"), admin, "{\"name\":\"idem\"}", h);
+	harness_http(&r1, "POST", harness_url(&fd, "/v1/environments"), admin, "{\"name\":\"idem\"}", h);
 	assert_int_equal(r1.status, 201);
-	harness_http(&r2, "POST", url("/v1/environments"), admin, "{\"name\":\"idem\"}", h);
+	harness_http(&r2, "POST", harness_url(&fd, "/v1/environments"), admin, "{\"name\":\"idem\"}", h);
 	assert_int_equal(r2.status, 201);
 	assert_string_equal(r1.body, r2.body);
-	harness_http(&r3, "POST", url("/v1/environments"), admin, "{\"name\":\"other\"}", h);
+	harness_http(&r3, "POST", harness_url(&fd, "/v1/environments"), admin, "{\"name\":\"other\"}", h);
 	harness_expect_problem(&r3, 422, "api.idempotency_key_reused", NULL);
 	harness_http_free(&r1);
 	harness_http_free(&r2);
@@ -328,7 +317,7 @@ test_metrics_openapi(void **state)
 	FILE *f;
 
 	(void)state;
-	harness_http(&r, "GET", url("/metrics"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/metrics"), NULL, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "fleetd_http_requests_total{route=\"/v1/environments\""));
 	assert_non_null(strstr(r.body, "fleetd_db_pool_connections"));
@@ -339,7 +328,7 @@ test_metrics_openapi(void **state)
 	assert_int_equal(harness_sh("promtool check metrics < %s", path), 0);
 	unlink(path);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/openapi.yaml"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/openapi.yaml"), NULL, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "openapi: 3.1"));
 	harness_http_free(&r);
@@ -368,14 +357,14 @@ test_readyz_db_restart(void **state)
 
 	(void)state;
 	assert_non_null(pgdir);
-	harness_http(&r, "GET", url("/readyz"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/readyz"), NULL, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	harness_http_free(&r);
 	assert_int_equal(harness_sh("bash scripts/pg.sh stop %s", pgdir), 0);
-	harness_http(&r, "GET", url("/readyz"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/readyz"), NULL, NULL, NULL);
 	assert_int_equal(r.status, 503);
 	harness_http_free(&r);
-	harness_http(&r, "GET", url("/v1/environments"), admin, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments"), admin, NULL, NULL);
 	assert_int_equal(r.status, 503);
 	{
 		char *ra = harness_header(&r, "Retry-After");
@@ -386,14 +375,14 @@ test_readyz_db_restart(void **state)
 	harness_http_free(&r);
 	assert_int_equal(harness_sh("bash scripts/pg.sh start %s", pgdir), 0);
 	for (int i = 0; i < 100 && !ok; i++) {
-		harness_http(&r, "GET", url("/readyz"), NULL, NULL, NULL);
+		harness_http(&r, "GET", harness_url(&fd, "/readyz"), NULL, NULL, NULL);
 		ok = r.status == 200;
 		harness_http_free(&r);
 		if (!ok)
 			usleep(100 * 1000);
 	}
 	assert_true(ok);
-	harness_http(&r, "GET", url("/v1/environments"), admin, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/v1/environments"), admin, NULL, NULL);
 	assert_int_equal(r.status, 200);
 	harness_http_free(&r);
 }
@@ -437,7 +426,7 @@ slow_post(void *arg)
 {
 	struct slow_arg *a = arg;
 
-	harness_http(&a->r, "POST", url("/v1/environments"), admin, "{\"name\":\"inflight\"}",
+	harness_http(&a->r, "POST", harness_url(&fd, "/v1/environments"), admin, "{\"name\":\"inflight\"}",
 	    NULL);
 	return NULL;
 }

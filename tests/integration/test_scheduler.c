@@ -33,29 +33,6 @@ static char *admin, *scoped;
 
 /* ---- helpers */
 
-static char *
-url(const struct fleetd_proc *p, const char *path)
-{
-	static char buf[4][1024];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "%s%s", p->url, path);
-	return buf[i];
-}
-
-/* Polls a count query until it equals want; returns the last value. */
-static long
-wait_long(double timeout, long want, const char *q)
-{
-	double end = harness_now_s() + timeout;
-	long v;
-
-	while ((v = harness_sql_long("%s", q)) != want && harness_now_s() < end)
-		usleep(50 * 1000);
-	return v;
-}
-
 static void
 post_ok(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -80,7 +57,7 @@ submit_via(const struct fleetd_proc *p, const char *env, const char *queue, cons
 	char *body = harness_job_body(env, queue, flavor, count, patch), *id;
 	struct http_result r;
 
-	harness_http(&r, "POST", url(p, "/v1/jobs"), admin, body, NULL);
+	harness_http(&r, "POST", harness_url(p, "/v1/jobs"), admin, body, NULL);
 	if (r.status != 201)
 		fail_msg("submit %s: %ld %s", body, r.status, r.body);
 	id = strdup(json_string_value(json_object_get(r.json, "id")));
@@ -225,7 +202,7 @@ test_bad_input(void **state)
 		struct http_result r;
 
 		print_message("bad job: %s\n", c->what);
-		harness_http(&r, "POST", url(&api, "/v1/jobs"), c->token ? scoped : admin, body,
+		harness_http(&r, "POST", harness_url(&api, "/v1/jobs"), c->token ? scoped : admin, body,
 		    NULL);
 		harness_expect_problem(&r, c->status, c->code, c->pointer);
 		if (c->msg_has != NULL) {
@@ -250,13 +227,13 @@ test_idempotency(void **state)
 	struct http_result r1, r2, r3;
 
 	(void)state;
-	harness_http(&r1, "POST", url(&api, "/v1/jobs"), admin, b1, key);
+	harness_http(&r1, "POST", harness_url(&api, "/v1/jobs"), admin, b1, key);
 	assert_int_equal(r1.status, 201);
-	harness_http(&r2, "POST", url(&api, "/v1/jobs"), admin, b1, key);
+	harness_http(&r2, "POST", harness_url(&api, "/v1/jobs"), admin, b1, key);
 	assert_int_equal(r2.status, 201);
 	assert_string_equal(json_string_value(json_object_get(r1.json, "id")),
 	    json_string_value(json_object_get(r2.json, "id")));
-	harness_http(&r3, "POST", url(&api, "/v1/jobs"), admin, b2, key);
+	harness_http(&r3, "POST", harness_url(&api, "/v1/jobs"), admin, b2, key);
 	harness_expect_problem(&r3, 422, "api.idempotency_key_reused", NULL);
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'bad'"),
 	    1);
@@ -287,7 +264,7 @@ test_fair_share_and_floors(void **state)
 	}
 	harness_fleetd_start(&sched, dburl, sched_env);
 	/* the first cycle has committed once every pending job carries its reason */
-	assert_int_equal(wait_long(30, 0, "SELECT count(*) FROM jobs WHERE environment IN"
+	assert_int_equal(harness_wait_long(30, 0, "SELECT count(*) FROM jobs WHERE environment IN"
 	    " ('fair', 'floor') AND state = 'pending' AND reason IS NULL"), 0);
 	usleep(1500 * 1000);	/* a later cycle must not change the outcome */
 	/* 24 borrowed accelerators split 2:1 by weight */
@@ -332,7 +309,7 @@ test_explain_pending(void **state)
 		int pos, found = 0;
 
 		snprintf(path, sizeof(path), "/v1/jobs/%s/placement", PQgetvalue(r, i, 0));
-		harness_http(&h, "GET", url(&api, path), admin, NULL, NULL);
+		harness_http(&h, "GET", harness_url(&api, "%s", path), admin, NULL, NULL);
 		if (h.status != 200)
 			fail_msg("placement: %ld %s", h.status, h.body);
 		assert_string_equal(json_string_value(json_object_get(h.json, "state")),
@@ -375,7 +352,7 @@ test_explain_admitted(void **state)
 	    " WHERE q.name = 'qa' AND j.state = 'admitted' LIMIT 1");
 	assert_int_equal(PQntuples(r), 1);
 	snprintf(path, sizeof(path), "/v1/jobs/%s/placement", PQgetvalue(r, 0, 0));
-	harness_http(&h, "GET", url(&api, path), admin, NULL, NULL);
+	harness_http(&h, "GET", harness_url(&api, "%s", path), admin, NULL, NULL);
 	if (h.status != 200)
 		fail_msg("placement: %ld %s", h.status, h.body);
 	assert_string_equal(json_string_value(json_object_get(h.json, "state")), "admitted");
@@ -411,7 +388,7 @@ test_large_cycle(void **state)
 	    " jsonb_build_object('name', 'w', 'replicas', 1, 'cpu', '1', 'memory', '1Gi'))),"
 	    " now() - make_interval(secs => 2000 - i) FROM generate_series(0, 1199) i, queues q"
 	    " WHERE q.name = 'qbig'; SELECT pg_notify('fleet_sched', 'big')");
-	assert_int_equal(wait_long(30, 0, "SELECT count(*) FROM jobs WHERE environment = 'big'"
+	assert_int_equal(harness_wait_long(30, 0, "SELECT count(*) FROM jobs WHERE environment = 'big'"
 	    " AND state = 'pending' AND reason IS NULL"), 0);
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'big' AND"
 	    " state = 'admitted' AND attempt = 1"), 1024);
@@ -447,17 +424,17 @@ test_preemption(void **state)
 	for (int i = 0; i < 4; i++) {
 		low[i] = submit("pre", "qp", H100, 2, ck);
 		if (i == 1) {
-			assert_int_equal(wait_long(10, 2, "SELECT count(*) FROM jobs WHERE"
+			assert_int_equal(harness_wait_long(10, 2, "SELECT count(*) FROM jobs WHERE"
 			    " environment = 'pre' AND state = 'admitted'"), 2);
 			usleep(1100 * 1000);
 		}
 	}
-	assert_int_equal(wait_long(10, 4, "SELECT count(*) FROM jobs WHERE environment = 'pre'"
+	assert_int_equal(harness_wait_long(10, 4, "SELECT count(*) FROM jobs WHERE environment = 'pre'"
 	    " AND state = 'admitted'"), 4);
 	high = submit("pre", "qp", H100, 4, "{\"priority_class\":\"high\"}");
 	snprintf(q, sizeof(q), "SELECT count(*) FROM jobs WHERE id = '%s' AND state = 'admitted'",
 	    high);
-	assert_int_equal(wait_long(10, 1, q), 1);
+	assert_int_equal(harness_wait_long(10, 1, q), 1);
 	/* the smallest set: the two most recently admitted 2-accelerator jobs */
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE environment = 'pre' AND"
 	    " state = 'preempted' AND priority_class = 'low' AND reason = 'preempted by %s'"
@@ -473,7 +450,7 @@ test_preemption(void **state)
 	    " AND e.data->>'by' = '%s'", high), 2);
 	/* the preemptor's decision names them */
 	snprintf(path, sizeof(path), "/v1/jobs/%s/placement", high);
-	harness_http(&h, "GET", url(&api, path), admin, NULL, NULL);
+	harness_http(&h, "GET", harness_url(&api, "%s", path), admin, NULL, NULL);
 	assert_int_equal(h.status, 200);
 	victims = json_object_get(json_object_get(h.json, "decision"), "victims");
 	assert_int_equal(json_array_size(victims), 2);

@@ -27,27 +27,6 @@ static struct fleetd_proc api;		/* HTTP only: submissions never race a scheduler
 static char dburl[512];
 static char *admin;
 
-static char *
-url(const struct fleetd_proc *p, const char *path)
-{
-	static char buf[1024];
-
-	snprintf(buf, sizeof(buf), "%s%s", p->url, path);
-	return buf;
-}
-
-/* Polls a count query until it equals want; returns the last value. */
-static long
-wait_long(double timeout, long want, const char *q)
-{
-	double end = harness_now_s() + timeout;
-	long v;
-
-	while ((v = harness_sql_long("%s", q)) != want && harness_now_s() < end)
-		usleep(50 * 1000);
-	return v;
-}
-
 /* Submits a cpu-only job to ha/qh over the API (no scheduler in the api process). */
 static void
 submit_ha(void)
@@ -80,7 +59,7 @@ leading(const struct fleetd_proc *p)
 
 	if (p->pid <= 0)
 		return -1;
-	harness_http(&r, "GET", url(p, "/metrics"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(p, "/metrics"), NULL, NULL, NULL);
 	if (r.status == 200 && (s = strstr(r.body, "\nfleetd_scheduler_leading ")) != NULL)
 		n = atoi(s + strlen("\nfleetd_scheduler_leading "));
 	harness_http_free(&r);
@@ -188,7 +167,7 @@ test_replicas(void **state)
 	harness_fleetd_start(&ps[3], dburl, sched_env);
 	phase(ps, 4, 150, envs);
 	t0 = harness_now_s();
-	assert_int_equal(wait_long(20, 300, "SELECT count(*) FROM jobs WHERE environment = 'ha'"
+	assert_int_equal(harness_wait_long(20, 300, "SELECT count(*) FROM jobs WHERE environment = 'ha'"
 	    " AND state = 'admitted'"), 300);
 	print_message("replicas: last admissions %.2f s after the last submit\n",
 	    harness_now_s() - t0);

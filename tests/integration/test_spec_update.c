@@ -82,23 +82,6 @@ spec_body(const char *kind, const char *name, const char *image, int replicas, i
 	return b;
 }
 
-static json_t *
-wait_state(const char *id, const char *state, double timeout)
-{
-	double end = harness_now_s() + timeout;
-
-	while (harness_now_s() < end) {
-		json_t *j = harness_get_ok(admin, "/v1/jobs/%s", id);
-
-		if (strcmp(harness_js(j, "state"), state) == 0)
-			return json_incref(j);
-		usleep(200 * 1000);
-	}
-	fail_msg("job %s not %s in %.0f s: %s; fleetd log %s", id, state, timeout,
-	    harness_r.body, fd.log);
-	return NULL;
-}
-
 static long
 events_of(const char *id, const char *type)
 {
@@ -166,7 +149,7 @@ test_rayservice_upgrade(void **state)
 
 	(void)state;
 	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
-	j = wait_state(id, "running", 40);
+	j = harness_job_wait(admin, id, "running", 0, 40);
 	v = harness_ji(j, "version");
 	json_decref(j);
 	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest",
@@ -205,7 +188,7 @@ test_rayservice_upgrade(void **state)
 	    " spec_update->>'upgrade' = 'true' AND spec_update->'old_spec'->>'image' IS NULL", id),
 	    1);
 	wait_event(id, "upgrade_complete", 30);
-	j = wait_state(id, "running", 10);
+	j = harness_job_wait(admin, id, "running", 0, 10);
 	json_decref(j);
 	end = harness_now_s() + 20;
 	while (!pods_run(ns, "rayproject/ray:2.52.0-gpu-new", &n) && harness_now_s() < end)
@@ -243,7 +226,7 @@ test_raycluster_resize(void **state)
 
 	(void)state;
 	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
-	j = wait_state(id, "running", 40);
+	j = harness_job_wait(admin, id, "running", 0, 40);
 	v = harness_ji(j, "version");
 	json_decref(j);
 	/* a RayCluster takes sizes only */

@@ -90,19 +90,6 @@ wait_state(const char *id, const char *st, double timeout)
 	    "jobs WHERE id = '%s'", id));
 }
 
-/* A counter from fleetd's /metrics (line prefix up to the value). */
-static long
-metric(const char *prefix)
-{
-	char line[256];
-	const char *p;
-
-	snprintf(line, sizeof(line), "\n%s", prefix);	/* a sample, not its # HELP */
-	harness_call("GET", admin, NULL, "/metrics");
-	p = harness_r.body ? strstr(harness_r.body, line) : NULL;
-	return p ? atol(p + strlen(line)) : -1;
-}
-
 /* Milliseconds between the member's RayJob entering state on cluster and the job's
  * transition to fleetd_state in fleetd. */
 static double
@@ -141,14 +128,15 @@ test_watch_follows_and_relists(void **state)
 	lag = lag_ms("test-hp-usw2", id, "Running", "running");
 	print_message("status lag Running -> running: %.0f ms\n", lag);
 	assert_true(lag < 2500);	/* watch + 50 ms cycle; generous under ASan and load */
-	assert_true(metric("fleetd_status_member_calls_total{call=\"watch\"} ") >= 3);
-	assert_true(metric("fleetd_status_watch_events_total ") > 0);
+	assert_true(harness_metric("fleetd_status_member_calls_total{call=\"watch\"} ") >= 3);
+	assert_true(harness_metric("fleetd_status_watch_events_total ") > 0);
 	/* the member drops its watch history: open watches get 410, fleetd lists again */
-	relists = metric("fleetd_status_watch_relists_total ");
+	relists = (long)harness_metric("fleetd_status_watch_relists_total ");
 	harness_sim_post(&cs, "/_sim/watch-compact", "{\"cluster\":\"test-hp-usw2\"}");
-	for (int i = 0; i < 200 && metric("fleetd_status_watch_relists_total ") <= relists; i++)
+	for (int i = 0; i < 200 &&
+	    harness_metric("fleetd_status_watch_relists_total ") <= relists; i++)
 		usleep(100 * 1000);
-	assert_true(metric("fleetd_status_watch_relists_total ") > relists);
+	assert_true(harness_metric("fleetd_status_watch_relists_total ") > relists);
 	wait_state(id, "succeeded", 40);	/* still followed after the relist */
 	lag = lag_ms("test-hp-usw2", id, "Complete", "succeeded");
 	print_message("status lag Complete -> succeeded: %.0f ms\n", lag);
@@ -160,12 +148,12 @@ static void
 test_refused_watch_is_polled(void **state)
 {
 	char *id = submit("polled", "aks");
-	long lists = metric("fleetd_status_member_calls_total{call=\"list\"} ");
+	long lists = (long)harness_metric("fleetd_status_member_calls_total{call=\"list\"} ");
 
 	(void)state;
 	wait_state(id, "running", 40);
-	assert_true(metric("fleetd_status_watch_refusals_total ") >= 1);
-	assert_true(metric("fleetd_status_member_calls_total{call=\"list\"} ") > lists);
+	assert_true(harness_metric("fleetd_status_watch_refusals_total ") >= 1);
+	assert_true(harness_metric("fleetd_status_member_calls_total{call=\"list\"} ") > lists);
 	wait_state(id, "succeeded", 40);
 	free(id);
 }
