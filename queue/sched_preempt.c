@@ -116,6 +116,10 @@ collect(const struct sched_model *m, const struct sched_job *j, struct cand **ou
 		    v == j || vq->env != q->env || (v->flavor_mask & j->flavor_mask) == 0 ||
 		    evicted_me(j, v))
 			continue;
+		/* "<id>#move", "#upgrade", "#run:<name>" (queue/loader.c): footprints held for a
+		 * job, not jobs; the commit cannot evict them, so a plan must not count on it */
+		if (strchr(v->id, '#') != NULL)
+			continue;
 		if (vq == q) {
 			if (!j->can_preempt || v->priority >= j->priority)
 				continue;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "queue/cron.h"
+#include "tests/unit/queue/sched_fixture.h"
 
 /* Children oldest first, written "K" counted and active, "N" new and active, "k" counted
  * and finished, "n" new and finished; the verdicts "R" run, "S" skip, "T" stop (replaced),
@@ -184,12 +185,47 @@ test_spec(void **state)
 	}
 }
 
+/* A cron's counted runs ("<id>#run:<name>", queue/loader.c) hold quota like jobs but are no
+ * jobs the scheduler's commit can evict (it skips ids with '#'): a reclaim must never count
+ * on evicting one, or the preemptor would be admitted over quota while the run goes on. */
+static void
+test_runs_not_victims(void **state)
+{
+	struct sched_model *m = fx_model();
+	struct arena *a = arena_new();
+	struct sched_cycle cy;
+	const struct sched_decision *d;
+	struct sched_job *j;
+
+	(void)state;
+	fx_cluster(m, "c1", "r1", "gpu", 10.0, 4, 8, 0);
+	fx_queue(m, "a", "co", 1, "gpu", 16, SCHED_UNSET, SCHED_UNSET);
+	fx_queue(m, "b", "co", 1, "gpu", 16, SCHED_UNSET, SCHED_UNSET);
+	fx_admitted(m, "cron#run:x", "b", 0, "gpu", 2, 8, "c1", 0, FX_NOW - 60);
+	fx_admitted(m, "cron#run:y", "b", 0, "gpu", 2, 8, "c1", 2, FX_NOW - 30);
+	j = fx_job(m, "a-0", "a", 0, FX_NOW - 5, "gpu", 1, 8);
+	j->can_preempt = true;
+	fx_finalize(m);
+	assert_int_equal(sched_quota_check(m, j), SCHED_R_OVER_QUOTA);
+	sched_cycle_run(m, a, &cy);
+	d = fx_decision(m, &cy, "a-0");
+	for (size_t v = 0; d->outcome == SCHED_OUT_ADMIT && v < d->n_victims; v++)
+		if (strchr(sched_model_job(m, (size_t)d->victims[v])->id, '#') != NULL)
+			fail_msg("admitted by evicting %s, which nothing evicts",
+			    sched_model_job(m, (size_t)d->victims[v])->id);
+	assert_int_equal(d->outcome, SCHED_OUT_PENDING);
+	assert_int_equal(fx_usage(m, "b", "gpu"), 32);
+	arena_free(a);
+	sched_model_free(m);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_spec),
+		cmocka_unit_test(test_runs_not_victims),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
