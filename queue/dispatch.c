@@ -18,6 +18,7 @@
 #include "providers/kube.h"
 #include "providers/kuberay.h"
 #include "core/textbuf.h"
+#include "core/ticker.h"
 #include "queue/dispatch.h"
 #include "queue/job.h"
 
@@ -750,9 +751,8 @@ cleanup:
 #define BATCH_MAX	32	/* claimed jobs of one cluster per task */
 
 static struct {
-	pthread_t		 thread;
-	atomic_bool		 running;
 	bool			 started;
+	PGconn			*conn;		/* the loop's: LISTEN and the liveness lock */
 	struct dispatch_pool	*pool;
 	atomic_size_t		 inflight;	/* claimed jobs queued or being applied */
 } S;
@@ -843,43 +843,40 @@ loop_connect(void)
 	return c;
 }
 
-static void *
-loop(void *arg)
+/* One round of the loop (core/ticker): claim what the pool has room for, hand it out,
+ * and wait on the loop's LISTEN connection for a NOTIFY (a short wait while claims fill
+ * the room, else IDLE_WAKE_MS); the ticker's own wait is 0, or 1 s without a connection. */
+static void
+round_once(void)
 {
 	int threads = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
-	int cap = threads * CLAIM_PER_THREAD;
-	PGconn *c = NULL;
+	int cap = threads * CLAIM_PER_THREAD, room;
+	struct dispatch_job **jobs = NULL;
+	struct err e = { 0 };
+	size_t n = 0;
 
-	(void)arg;
-	while (atomic_load(&S.running)) {
-		struct dispatch_job **jobs = NULL;
-		struct err e = { 0 };
-		size_t n = 0;
-		int room;
-
-		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
-			if (c != NULL)
-				PQfinish(c);
-			if ((c = loop_connect()) == NULL) {
-				struct timespec ts = { 1, 0 };
-
-				nanosleep(&ts, NULL);
-				continue;
-			}
-		}
-		room = cap - (int)atomic_load(&S.inflight);
-		if (room > 0 && !claim(cfg.instance_id, room, &jobs, &n, &e))
-			log_warn(NULL, "dispatch", "claim failed", "{s:s}", "error", e.msg);
-		queue_jobs(jobs, n);
-		free(jobs);
-		atomic_fetch_add(&M.claimed, n);
-		listen_wait(c, room <= 0 || (int)n == room ? 50 : IDLE_WAKE_MS);
+	if (S.conn == NULL || PQstatus(S.conn) != CONNECTION_OK) {
+		if (S.conn != NULL)
+			PQfinish(S.conn);
+		if ((S.conn = loop_connect()) == NULL)
+			return;
 	}
-	dispatch_pool_wait(S.pool);
-	if (c != NULL)
-		PQfinish(c);	/* releases the liveness lock: claims left become claimable */
-	return NULL;
+	room = cap - (int)atomic_load(&S.inflight);
+	if (room > 0 && !claim(cfg.instance_id, room, &jobs, &n, &e))
+		log_warn(NULL, "dispatch", "claim failed", "{s:s}", "error", e.msg);
+	queue_jobs(jobs, n);
+	free(jobs);
+	atomic_fetch_add(&M.claimed, n);
+	listen_wait(S.conn, room <= 0 || (int)n == room ? 50 : IDLE_WAKE_MS);
 }
+
+static long
+period_ms(void)
+{
+	return S.conn != NULL ? 0 : 1000;
+}
+
+static struct ticker ticker = TICKER_INIT(round_once, period_ms);
 
 bool
 dispatch_start(struct err *e)
@@ -887,11 +884,10 @@ dispatch_start(struct err *e)
 	int threads = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
 
 	S.pool = dispatch_pool_new(threads);
-	atomic_store(&S.running, true);
-	if (pthread_create(&S.thread, NULL, loop, NULL) != 0) {
+	if (!ticker_start(&ticker, "dispatch.start", "cannot start the dispatch thread", e)) {
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
-		return err_set(e, 500, "dispatch.start", "cannot start the dispatch thread");
+		return false;
 	}
 	S.started = true;
 	return true;
@@ -902,8 +898,11 @@ dispatch_stop(void)
 {
 	if (!S.started)
 		return;
-	atomic_store(&S.running, false);
-	pthread_join(S.thread, NULL);
+	ticker_stop(&ticker);
+	dispatch_pool_wait(S.pool);
+	if (S.conn != NULL)
+		PQfinish(S.conn);	/* releases the liveness lock: claims left become claimable */
+	S.conn = NULL;
 	dispatch_pool_free(S.pool);
 	S.pool = NULL;
 	S.started = false;
