@@ -147,7 +147,7 @@ struct row {
 	json_t	*runs;
 	char	 env[64];
 	char	 queue_id[40];
-	char	 runs_text[8192];
+	char	*runs_text;		/* as read: the update's precondition */
 	enum jobspec_cron_policy policy;
 };
 
@@ -165,13 +165,14 @@ row_load(struct db *c, const struct status_job *j, struct row *w, struct err *e)
 	snprintf(at, sizeof(at), "%d", j->attempt);
 	if (!db_exec(c, sql, 2, p, &r, e))
 		return false;
-	if (PQntuples(r) == 0 || strlen(PQgetvalue(r, 0, 3)) >= sizeof(w->runs_text))
+	if (PQntuples(r) == 0)
 		goto cleanup;
 	w->spec = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
 	w->runs = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
 	snprintf(w->env, sizeof(w->env), "%s", PQgetvalue(r, 0, 1));
 	snprintf(w->queue_id, sizeof(w->queue_id), "%s", PQgetvalue(r, 0, 2));
-	snprintf(w->runs_text, sizeof(w->runs_text), "%s", PQgetvalue(r, 0, 3));
+	if ((w->runs_text = strdup(PQgetvalue(r, 0, 3))) == NULL)
+		abort();
 	w->policy = JOBSPEC_CRON_FORBID;
 	jobspec_cron_policy_from_name(json_string_value(json_object_get(json_object_get(w->spec,
 	    "cron"), "concurrency_policy")), &w->policy);
@@ -464,5 +465,6 @@ cleanup:
 	json_decref(rc.events);
 	json_decref(w.spec);
 	json_decref(w.runs);
+	free(w.runs_text);
 	free(v);
 }

@@ -294,6 +294,9 @@ test_policies(void **state)
 	wait_event(fid, "cron.run_skipped", "forbid", 60);
 	if (!settle_runs(fid, 1, &n))
 		fail_msg("Forbid: %zu runs on the member, %ld counted", n, runs_of(fid));
+	ex = harness_get_ok(viewer, "/v1/jobs/%s/events", fid);	/* as the API shows it */
+	assert_non_null(strstr(harness_r.body, "\"cron.run_skipped\""));
+	assert_non_null(strstr(harness_r.body, "concurrency_policy Forbid"));
 	assert_true(usage_of("qf") <= GPUS);
 
 	/* Replace: the running run is stopped for the new one */
