@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "tests/harness/harness.h"
@@ -119,4 +121,73 @@ harness_ctl_one_line(const struct harness_ctl *r, int rc, const char *prefix, co
 	if (suffix != NULL && (n < strlen(suffix) ||
 	    strcmp(r->err + n - strlen(suffix), suffix) != 0))
 		fail_msg("want a line ending [%s], got [%s]", suffix, r->err);
+}
+
+char *
+harness_ctl_tty(int cols, const char *const *env, const char *const *args)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY), s, st;
+	struct winsize ws = { .ws_row = 24, .ws_col = (unsigned short)cols };
+	struct termios t;
+	char errp[128], *buf = calloc(1, 65536);
+	size_t n = 0;
+	ssize_t k;
+	pid_t pid;
+
+	assert_true(m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0);
+	s = open(ptsname(m), O_RDWR | O_NOCTTY);
+	assert_true(s >= 0);
+	assert_int_equal(tcgetattr(s, &t), 0);
+	cfmakeraw(&t);
+	assert_int_equal(tcsetattr(s, TCSANOW, &t), 0);
+	assert_int_equal(ioctl(s, TIOCSWINSZ, &ws), 0);
+	snprintf(errp, sizeof(errp), "%s/err", harness_ctl_home);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		dup2(s, 1);
+		dup2(e, 2);
+		close(m);
+		setenv("HOME", harness_ctl_home, 1);
+		unsetenv("COLUMNS");
+		unsetenv("NO_COLOR");
+		for (int i = 0; env != NULL && env[i] != NULL; i++)
+			putenv((char *)env[i]);
+		{
+			const char *argv[32] = { "fleetctl" };
+
+			for (int i = 0; args[i] != NULL && i < 30; i++)
+				argv[i + 1] = args[i];
+			execv(HARNESS_FLEETCTL, (char *const *)argv);
+		}
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fcntl(m, F_SETFL, O_NONBLOCK);
+	while (n < 65535 && (k = read(m, buf + n, 65535 - n)) > 0)
+		n += (size_t)k;
+	close(s);
+	close(m);
+	return buf;
+}
+
+void
+harness_strip_ansi(char *s)
+{
+	char *w = s;
+
+	while (*s != '\0') {
+		if (*s == '\033') {
+			for (s++; *s != '\0' && *s != 'm'; s++)
+				;
+			if (*s == 'm')
+				s++;
+			continue;
+		}
+		*w++ = *s++;
+	}
+	*w = '\0';
 }

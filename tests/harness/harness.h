@@ -357,6 +357,12 @@ void	harness_ctl_home_drop(void);
 void	harness_ctl_run(struct harness_ctl *r, const char *in, const char *const *env,
 	    const char *const *args);
 void	harness_ctl_free(struct harness_ctl *r);
+/* Runs fleetctl with args (NULL-terminated) and stdout on a pseudo-terminal cols wide (stderr to
+ * a file; COLUMNS and NO_COLOR unset, then env's putenv lines); it must exit 0.  Returns what it
+ * wrote (malloc'd). */
+char	*harness_ctl_tty(int cols, const char *const *env, const char *const *args);
+/* Removes ANSI escape sequences from s in place. */
+void	harness_strip_ansi(char *s);
 /* Exit code rc and exactly one line on stderr starting with prefix (and ending with suffix
  * unless NULL), nothing on stdout. */
 void	harness_ctl_one_line(const struct harness_ctl *r, int rc, const char *prefix,

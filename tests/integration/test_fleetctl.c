@@ -12,10 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -37,19 +35,6 @@ static char *admin;
 #define CTL_ENV(r, env, ...) \
 	harness_ctl_run((r), NULL, (env), (const char *const[]){ __VA_ARGS__, NULL })
 
-static void
-make_env(const char *name, const char *desc)
-{
-	struct http_result h;
-	char body[256], u[128];
-
-	snprintf(body, sizeof(body), "{\"name\":\"%s\",\"description\":\"%s\"}", name, desc);
-	snprintf(u, sizeof(u), "%s/v1/environments", fd.url);
-	harness_http(&h, "POST", u, admin, body, NULL);
-	assert_int_equal(h.status, 201);
-	harness_http_free(&h);
-}
-
 static int
 setup_server(void **state)
 {
@@ -59,9 +44,11 @@ setup_server(void **state)
 	harness_fleetd_start(&fd, dburl, NULL);
 	admin = harness_token(dburl, "admin", "*");
 	harness_secret(admin);
-	make_env("prod", "production, every region we run in");
-	make_env("staging", "pre-production");
-	make_env("dev", "");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"prod\",\"description\":"
+	    "\"production, every region we run in\"}");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"staging\",\"description\":"
+	    "\"pre-production\"}");
+	harness_post_created(admin, "/v1/environments", "{\"name\":\"dev\",\"description\":\"\"}");
 	return 0;
 }
 
@@ -472,85 +459,21 @@ test_submit(void **state)
 	harness_ctl_free(&r);
 }
 
-/* Runs envs ls with stdout on a pseudo-terminal of the given width; returns what it wrote. */
-static char *
-ctl_tty(int cols, const char *const *env)
-{
-	int m = posix_openpt(O_RDWR | O_NOCTTY), s, st;
-	struct winsize ws = { .ws_row = 24, .ws_col = (unsigned short)cols };
-	struct termios t;
-	char errp[128], *buf = calloc(1, 65536);
-	size_t n = 0;
-	ssize_t k;
-	pid_t pid;
-
-	assert_true(m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0);
-	s = open(ptsname(m), O_RDWR | O_NOCTTY);
-	assert_true(s >= 0);
-	assert_int_equal(tcgetattr(s, &t), 0);
-	cfmakeraw(&t);
-	assert_int_equal(tcsetattr(s, TCSANOW, &t), 0);
-	assert_int_equal(ioctl(s, TIOCSWINSZ, &ws), 0);
-	snprintf(errp, sizeof(errp), "%s/err", harness_ctl_home);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int e = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-
-		dup2(s, 1);
-		dup2(e, 2);
-		close(m);
-		setenv("HOME", harness_ctl_home, 1);
-		unsetenv("COLUMNS");
-		unsetenv("NO_COLOR");
-		for (int i = 0; env != NULL && env[i] != NULL; i++)
-			putenv((char *)env[i]);
-		execl(FLEETCTL, "fleetctl", "envs", "ls", (char *)NULL);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	fcntl(m, F_SETFL, O_NONBLOCK);
-	while (n < 65535 && (k = read(m, buf + n, 65535 - n)) > 0)
-		n += (size_t)k;
-	close(s);
-	close(m);
-	return buf;
-}
-
-/* Removes ANSI escapes in place. */
-static void
-strip_ansi(char *s)
-{
-	char *w = s;
-
-	while (*s != '\0') {
-		if (*s == '\033') {
-			for (s++; *s != '\0' && *s != 'm'; s++)
-				;
-			if (*s == 'm')
-				s++;
-			continue;
-		}
-		*w++ = *s++;
-	}
-	*w = '\0';
-}
-
 static void
 test_tty(void **state)
 {
 	const char *nocolor[] = { "NO_COLOR=1", NULL }, *narrow[] = { "COLUMNS=50", NULL };
+	const char *envs_ls[] = { "envs", "ls", NULL };
 	char *colored, *plain;
 	struct harness_ctl r;
 
 	(void)state;
 	login_admin();
-	colored = ctl_tty(50, NULL);
+	colored = harness_ctl_tty(50, NULL, envs_ls);
 	assert_non_null(strstr(colored, CLI_C_BOLD "NAME" CLI_C_RESET));
-	plain = ctl_tty(50, nocolor);
+	plain = harness_ctl_tty(50, nocolor, envs_ls);
 	assert_null(strchr(plain, '\033'));
-	strip_ansi(colored);
+	harness_strip_ansi(colored);
 	assert_string_equal(colored, plain);
 	/* The terminal's width applies as COLUMNS does when stdout is a file. */
 	CTL_ENV(&r, narrow, "envs", "ls");
