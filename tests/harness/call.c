@@ -456,6 +456,34 @@ harness_ji(json_t *o, const char *path)
 	return json_integer_value(harness_jp(o, path));
 }
 
+bool
+harness_json_eq(json_t *a, json_t *b)
+{
+	const char *k;
+	json_t *v;
+	size_t i;
+
+	if (json_is_number(a) && json_is_number(b))
+		return json_number_value(a) == json_number_value(b);
+	if (json_is_object(a) && json_is_object(b)) {
+		if (json_object_size(a) != json_object_size(b))
+			return false;
+		json_object_foreach(a, k, v)
+			if (!harness_json_eq(v, json_object_get(b, k)))
+				return false;
+		return true;
+	}
+	if (json_is_array(a) && json_is_array(b)) {
+		if (json_array_size(a) != json_array_size(b))
+			return false;
+		json_array_foreach(a, i, v)
+			if (!harness_json_eq(v, json_array_get(b, i)))
+				return false;
+		return true;
+	}
+	return json_equal(a, b);
+}
+
 /* ---- files */
 
 json_t *

@@ -225,6 +225,9 @@ json_t	*harness_jp(json_t *o, const char *path);
 /* The string at path, "" when absent. */
 const char *harness_js(json_t *o, const char *path);
 long long harness_ji(json_t *o, const char *path);
+/* Equality as a JSON consumer that decodes numbers sees it (Terraform's jsondecode): numbers
+ * compare by value (1 == 1.0), objects and arrays member by member. */
+bool	harness_json_eq(json_t *a, json_t *b);
 
 /* ---- files */
 

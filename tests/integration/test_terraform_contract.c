@@ -82,35 +82,6 @@ listed(const char *const *list, const char *key)
 	return false;
 }
 
-/* Equality as Terraform sees it after jsondecode: numbers compare by value (1 == 1.0). */
-static bool
-jeq(json_t *a, json_t *b)
-{
-	const char *k;
-	json_t *v;
-	size_t i;
-
-	if (json_is_number(a) && json_is_number(b))
-		return json_number_value(a) == json_number_value(b);
-	if (json_is_object(a) && json_is_object(b)) {
-		if (json_object_size(a) != json_object_size(b))
-			return false;
-		json_object_foreach(a, k, v)
-			if (!jeq(v, json_object_get(b, k)))
-				return false;
-		return true;
-	}
-	if (json_is_array(a) && json_is_array(b)) {
-		if (json_array_size(a) != json_array_size(b))
-			return false;
-		json_array_foreach(a, i, v)
-			if (!jeq(v, json_array_get(b, i)))
-				return false;
-		return true;
-	}
-	return json_equal(a, b);
-}
-
 /* Drift: every field the user set comes back exactly as sent. */
 static void
 expect_fields(const char *what, json_t *sent, json_t *got, const char *const *ignore)
@@ -121,7 +92,7 @@ expect_fields(const char *what, json_t *sent, json_t *got, const char *const *ig
 	json_object_foreach(sent, k, v) {
 		char *w, *g;
 
-		if (listed(ignore, k) || jeq(v, json_object_get(got, k)))
+		if (listed(ignore, k) || harness_json_eq(v, json_object_get(got, k)))
 			continue;
 		w = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		g = json_object_get(got, k) ? json_dumps(json_object_get(got, k),
@@ -144,7 +115,7 @@ expect_same(const char *what, json_t *a, json_t *b, const char *const *vol)
 	json_object_foreach(a, k, v) {
 		char *x, *y;
 
-		if (listed(vol, k) || jeq(v, json_object_get(b, k)))
+		if (listed(vol, k) || harness_json_eq(v, json_object_get(b, k)))
 			continue;
 		x = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
 		y = json_object_get(b, k) ? json_dumps(json_object_get(b, k),
