@@ -23,10 +23,7 @@
 #define TIME_SCALE	"20"
 #define DEADLINE_S	120.0	/* wall seconds for every cell to settle */
 
-static struct fleetd_proc fd;
-static struct harness_cs cs;
-static char dburl[512];
-static char *admin;
+static struct harness_fleet F;
 
 static const char *const kinds[] = { "RayJob", "RayCluster", "RayService", "RayCronJob" };
 static const char *const provs[] = { "gke", "aks", "hyperpod" };
@@ -47,110 +44,18 @@ struct cell {
 #define NCELLS	(4 * 3 * 2 * 4 * 2)
 static struct cell cells[NCELLS];
 
-/* ---- the fleet: on-demand and spot H100 pools (racks of 2 nodes), TPU v5p slices
- * (2x2x1, one GKE node pool each; multi-host slices are covered by test_placement and
- * test_cloudsim_sched), cpu pools for the heads (plus a spot cpu pool heads must avoid) */
-
-static json_t *
-pool(const char *name, const char *mt, int nodes, bool spot)
-{
-	json_t *p = json_pack("{s:s, s:s, s:i, s:i}", "name", name, "machine_type", mt, "nodes",
-	    nodes, "nodes_per_rack", 2);
-
-	if (spot)
-		json_object_set_new(p, "spot", json_true());
-	return p;
-}
-
-static json_t *
-fleet(void)
-{
-	json_t *f = harness_fleet_json(), *c, *pools, *keep = json_array();
-	size_t i;
-
-	json_object_set_new(json_object_get(f, "sim"), "job_run_s", json_integer(1000000));
-	json_array_foreach(json_object_get(f, "clusters"), i, c) {
-		const char *name = harness_js(c, "name");
-
-		pools = json_array();
-		if (strcmp(name, "test-gke-usc1") == 0) {
-			json_array_append_new(pools, pool("cpu", "n2-standard-32", 3, false));
-			json_array_append_new(pools, pool("cpu-spot", "n2-standard-32", 1, true));
-			json_array_append_new(pools, pool("h100", "a3-highgpu-8g", 3, false));
-			json_array_append_new(pools, pool("h100-spot", "a3-highgpu-8g", 3, true));
-			for (int s = 0; s < 2; s++)
-				for (int k = 0; k < 12; k++) {
-					char n[32];
-					json_t *p;
-
-					snprintf(n, sizeof(n), "v5p%s-%d", s ? "s" : "", k);
-					p = json_pack("{s:s, s:s, s:s}", "name", n, "machine_type",
-					    "ct5p-hightpu-4t", "tpu_topology", "2x2x1");
-					if (s)
-						json_object_set_new(p, "spot", json_true());
-					json_array_append_new(pools, p);
-				}
-			json_object_set_new(c, "batch_scheduler", json_string("none"));
-		} else if (strcmp(name, "test-aks-eus") == 0) {
-			json_array_append_new(pools, pool("system", "Standard_D16s_v5", 4, false));
-			json_array_append_new(pools, pool("h100", "Standard_ND96isr_H100_v5", 3,
-			    false));
-			json_array_append_new(pools, pool("h100spot", "Standard_ND96isr_H100_v5", 3,
-			    true));
-		} else if (strcmp(name, "test-hp-usw2") == 0) {
-			json_array_append_new(pools, pool("controller", "ml.m5.8xlarge", 2, false));
-			/* HyperPod sells no spot capacity: spot cells are refused at submit */
-			json_array_append_new(pools, pool("p5", "ml.p5.48xlarge", 3, false));
-		} else {
-			json_decref(pools);
-			continue;
-		}
-		json_object_set_new(c, "pools", pools);
-		json_array_append(keep, c);
-	}
-	json_object_set_new(f, "clusters", keep);
-	return f;
-}
+/* ---- the fleet (tests/fixtures/fleets/matrix.json): on-demand and spot H100 pools (racks
+ * of 2 nodes), TPU v5p slices (2x2x1, one GKE node pool each; multi-host slices are covered
+ * by test_placement and test_cloudsim_sched), cpu pools for the heads (plus a spot cpu pool
+ * heads must avoid); HyperPod sells no spot capacity: spot cells are refused at submit.
+ * RayJobs run for good; queue mx of priority class std. */
 
 static int
 setup(void **state)
 {
-	const char *const names[] = { clusters[0], clusters[1], clusters[2], NULL };
-	json_t *f = fleet();
-
-	(void)state;
-	harness_cs_start_json(&cs, f, TIME_SCALE);
-	json_decref(f);
-	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,scheduler,dispatch,status");
-	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
-	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=2000");
-	harness_cs_env_add(&cs, "FLEETD_DISPATCH_CONCURRENCY=16");
-	harness_cs_env_add(&cs, "FLEETD_LOG_LEVEL=warn");
-	harness_db_create("matrix", dburl, sizeof(dburl));
-	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"std\",\"value\":10}");
-	harness_post_created(admin, "/v1/queues", "{\"name\":\"mx\",\"environment\":\"" ENV "\","
-	    "\"default_priority_class\":\"std\",\"nominal_quota\":{\"nvidia-h100-80gb\":1000,"
-	    "\"tpu-v5p\":1000}}");
-	for (int i = 0; i < 3; i++)
-		harness_register(&cs, admin, clusters[i], NULL, NULL);
-	harness_wait_capacity(names, 60);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_db_drop(dburl);
-	harness_cs_stop(&cs);
-	harness_done();
-	free(admin);
-	harness_validate_responses();
+	harness_fleet_start(&F, "matrix", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/matrix.json",
+	    TIME_SCALE, NULL);
+	*state = &F;
 	return 0;
 }
 
@@ -227,7 +132,7 @@ submit_all(void)
 		/* a RayCronJob runs once accepted: its RayJobs come on its schedule */
 		c->want_pods = k == 3 ? 0 : t == 3 ? 1 + (el ? 1 : 2) : 2;
 		spec = spec_of(c, n);
-		c->submit_status = harness_call_json("POST", admin, spec, "/v1/jobs");
+		c->submit_status = harness_call_json("POST", F.admin, spec, "/v1/jobs");
 		json_decref(spec);
 		if (c->submit_status == 201) {
 			snprintf(c->id, sizeof(c->id), "%s", harness_js(harness_r.json, "id"));
@@ -250,7 +155,7 @@ count_pods(const char *cluster, json_t *by_job)
 	json_t *pod;
 	size_t i;
 
-	harness_kube(&cs, &r, cluster, "GET", "/api/v1/pods?labelSelector="
+	harness_kube(&F.cs, &r, cluster, "GET", "/api/v1/pods?labelSelector="
 	    "app.kubernetes.io%2Fmanaged-by%3Dfleetd", NULL, NULL);
 	if (r.status != 200)
 		fail_msg("pods of %s: %ld %s", cluster, r.status, r.body);
@@ -288,7 +193,7 @@ count_signals(const char *cluster, json_t *seen)
 	json_t *cm;
 	size_t i;
 
-	harness_kube(&cs, &r, cluster, "GET", "/api/v1/namespaces/fleet-" ENV "-mx/configmaps"
+	harness_kube(&F.cs, &r, cluster, "GET", "/api/v1/namespaces/fleet-" ENV "-mx/configmaps"
 	    "?labelSelector=fleet.io%2Fsignal%3Dcheckpoint", NULL, NULL);
 	if (r.status != 200)
 		fail_msg("configmaps of %s: %ld %s", cluster, r.status, r.body);
@@ -345,7 +250,7 @@ settle_round(double t0)
 static void
 check_explain(struct cell *c)
 {
-	json_t *e = harness_get_ok(admin, "/v1/jobs/%s/placement", c->id);
+	json_t *e = harness_get_ok(F.admin, "/v1/jobs/%s/placement", c->id);
 	json_t *topo = harness_jp(e, "decision.topology");
 
 	assert_string_equal(harness_js(topo, "type"), topos[c->topo]);
@@ -446,7 +351,7 @@ static void
 test_host_too_big(void **state)
 {
 	(void)state;
-	harness_call("POST", admin, "{\"environment\":\"" ENV "\",\"kind\":\"RayCluster\","
+	harness_call("POST", F.admin, "{\"environment\":\"" ENV "\",\"kind\":\"RayCluster\","
 	    "\"queue\":\"mx\",\"name\":\"big-host\",\"ray_version\":\"2.52.0\",\"head\":{\"cpu\":"
 	    "\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"w\",\"min_replicas\":1,"
 	    "\"max_replicas\":4,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":"
@@ -463,5 +368,5 @@ main(void)
 		cmocka_unit_test(test_matrix),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_fleet_teardown);
 }
