@@ -74,6 +74,33 @@ cron_decide(enum jobspec_cron_policy p, const struct cron_child *v, size_t n, in
 	}
 }
 
+static long long
+epoch_of(const char *ts)
+{
+	struct tm tm;
+	char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	if (ts == NULL || (end = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return -1;
+	return (long long)timegm(&tm);
+}
+
+bool
+cron_expired(json_t *child, long long now)
+{
+	json_t *st = json_object_get(child, "status");
+	json_t *ttl = json_object_get(json_object_get(child, "spec"), "ttlSecondsAfterFinished");
+	const char *jds = json_string_value(json_object_get(st, "jobDeploymentStatus"));
+	long long end = epoch_of(json_string_value(json_object_get(st, "endTime")));
+
+	if (jds == NULL || (strcmp(jds, "Complete") != 0 && strcmp(jds, "Failed") != 0) ||
+	    end < 0)
+		return false;
+	return now >= end + (json_is_integer(ttl) && json_integer_value(ttl) > 0 ?
+	    json_integer_value(ttl) : 0);
+}
+
 /* ---- the member's children and the job's runs */
 
 struct child {
@@ -404,6 +431,31 @@ children_of(const struct status_job *j, json_t *cron, json_t *items, json_t *run
 	return n;
 }
 
+/* Deletes the cron's finished runs past their TTL (no event: the run's end was one). */
+static void
+expire(const struct dispatch_target *t, const struct status_job *j, json_t *cron,
+    json_t *items, struct status_stats *st)
+{
+	long long now = (long long)time(NULL);
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(items, i, it) {
+		struct err e = { 0 };
+		bool existed = false;
+
+		if (!owned(it, j->object, meta(cron, "uid")) || !cron_expired(it, now) ||
+		    meta(it, "deletionTimestamp")[0] != '\0')
+			continue;
+		if (!kube_delete_object(&t->pc, "ray.io/v1", "RayJob", j->ns, meta(it, "name"),
+		    &existed, &e)) {
+			status_unreadable(j, t->name, &e);
+			return;
+		}
+		st->deleted += existed;
+	}
+}
+
 void
 cron_sync(const struct dispatch_target *t, const struct status_job *j, json_t *cron,
 	  json_t *children, struct status_stats *st)
@@ -424,6 +476,7 @@ cron_sync(const struct dispatch_target *t, const struct status_job *j, json_t *c
 	if ((c = db_acquire(5000, &e)) == NULL || !row_load(c, j, &w, &e))
 		goto cleanup;
 	n = children_of(j, cron, children, w.runs, v);
+	expire(t, j, cron, children, st);
 	for (size_t i = 0; i < n; i++) {
 		cc[i] = v[i].c;
 		fresh = fresh || (v[i].c.active && !v[i].c.known);

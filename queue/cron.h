@@ -49,6 +49,11 @@ void		 cron_decide(enum jobspec_cron_policy p, const struct cron_child *v, size_
 		    int room, struct cron_verdict *out);
 const char	*cron_why_name(enum cron_why w);	/* "forbid", "quota", "replaced", "" */
 
+/* A finished run (status.endTime) whose ttlSecondsAfterFinished (its own spec's) has
+ * passed at now: fleetd deletes it, or the member would keep every run ever made (the CRD
+ * has no history limit).  Pure. */
+bool		 cron_expired(json_t *child, long long now);
+
 /* Sorts and acts on the children (RayJob items of the namespace, any cron) of cron job j
  * whose live RayCronJob is cron: deletes what the policy refuses, then records the runs and
  * their events in one transaction (nothing written when nothing changed). */

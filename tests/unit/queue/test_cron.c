@@ -219,6 +219,38 @@ test_runs_not_victims(void **state)
 	sched_model_free(m);
 }
 
+static void
+test_expired(void **state)
+{
+	static const struct {
+		const char	*child;
+		long long	 now;
+		bool		 want;
+	} t[] = {
+		/* 2026-12-01T10:00:00Z = 1796119200 */
+		{ "{\"spec\":{\"ttlSecondsAfterFinished\":600},\"status\":{\"jobDeploymentStatus\":"
+		  "\"Complete\",\"endTime\":\"2026-12-01T10:00:00Z\"}}", 1796119200 + 599, false },
+		{ "{\"spec\":{\"ttlSecondsAfterFinished\":600},\"status\":{\"jobDeploymentStatus\":"
+		  "\"Complete\",\"endTime\":\"2026-12-01T10:00:00Z\"}}", 1796119200 + 600, true },
+		{ "{\"spec\":{},\"status\":{\"jobDeploymentStatus\":\"Failed\",\"endTime\":"
+		  "\"2026-12-01T10:00:00Z\"}}", 1796119200, true },
+		{ "{\"spec\":{\"ttlSecondsAfterFinished\":0},\"status\":{\"jobDeploymentStatus\":"
+		  "\"Running\",\"endTime\":\"2026-12-01T10:00:00Z\"}}", 1796119200 + 9999, false },
+		{ "{\"status\":{\"jobDeploymentStatus\":\"Complete\"}}", 1796119200, false },
+		{ "{}", 1796119200, false },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		json_t *c = json_loads(t[i].child, 0, NULL);
+
+		assert_non_null(c);
+		if (cron_expired(c, t[i].now) != t[i].want)
+			fail_msg("case %zu: want %d", i, t[i].want);
+		json_decref(c);
+	}
+}
+
 int
 main(void)
 {
@@ -226,6 +258,7 @@ main(void)
 		cmocka_unit_test(test_decide),
 		cmocka_unit_test(test_spec),
 		cmocka_unit_test(test_runs_not_victims),
+		cmocka_unit_test(test_expired),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
