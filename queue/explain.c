@@ -50,11 +50,16 @@ explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err 
 	}
 	json_array_foreach(runs, i, run)
 		json_object_del(run, "started_epoch");
+	if (strcmp(state, "running") != 0)
+		json_array_clear(runs);		/* counted only while the cron runs */
 	json_object_set_new(out, "cron", json_pack("{s:s, s:o, s:s}", "concurrency_policy",
 	    pol ? pol : "Forbid", "runs", runs, "holds", strcmp(state, "running") == 0 ?
 	    "each run in runs holds one gang of the spec against the queue's quota and the "
 	    "cluster's capacity while it runs; between runs the job holds nothing" :
-	    "one gang of the spec until the RayCronJob is accepted by the cluster"));
+	    strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0 ||
+	    strcmp(state, "moving") == 0 || strcmp(state, "preempted") == 0 ?
+	    "one gang of the spec until the cluster accepts the RayCronJob" :
+	    "nothing: the job has ended"));
 	return true;
 }
 

@@ -344,6 +344,10 @@ test_policies(void **state)
 	harness_call("POST", oper, "{}", "/v1/jobs/%s/cancel", aid);
 	wait_state(aid, "cancelled", 60);
 	assert_int_equal(count_children(aid), 0);
+	assert_int_equal(usage_of("qa"), 0);
+	ex = harness_get_ok(viewer, "/v1/jobs/%s/placement", aid);
+	assert_int_equal(json_array_size(harness_jp(ex, "cron.runs")), 0);
+	assert_string_equal(harness_js(ex, "cron.holds"), "nothing: the job has ended");
 }
 
 int
