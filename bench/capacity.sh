@@ -8,10 +8,12 @@
 # BENCH_BUILD names another folder).  Knobs: BENCH_CLUSTERS, BENCH_CLOUDS, BENCH_LATENCY_MS,
 # BENCH_REFRESHES (warm refreshes per run), BENCH_SEARCHES, BENCH_POLL_CONCURRENCY (a list
 # of FLEETD_POLL_CONCURRENCY values, the poller's connections; default "256"),
-# BENCH_PERF=1 (perf profile of fleetd per DSO during the warm refreshes).
+# BENCH_PERF=1 (perf profile of fleetd during the whole fleet's warm refreshes, summarised
+# in bench/profiles/capacity.txt).
 set -euo pipefail
 unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/perf.sh"
 bin=${BENCH_BUILD:-$top/build/rel}
 nclusters=${BENCH_CLUSTERS:-300}
 nclouds=${BENCH_CLOUDS:-100}
@@ -101,13 +103,10 @@ PY
 # ok_n, fail_n, cpu_fleetd / cpu_cloudsim (CPU seconds per warm refresh).
 measure() {
 	local t0 line walls=() nets=() c0 s0
-	start_fleetd "$1" poller "$2" "$3"
+	start_fleetd "$1" poller "$2" "${3/#solo/256}"
 	read -r _ cold_ms ok_n fail_n <<<"$(wait_refresh "$2" 1)"
 	c0=$(cpu_s "$fpid"); s0=$(cpu_s "$cspid")
-	if [ -n "${BENCH_PERF:-}" ] && command -v perf >/dev/null; then	# where fleetd's CPU goes
-		perf record -q -g -p "$fpid" -o "$2.perf" >/dev/null 2>&1 & perfpid=$!
-		sleep 0.5
-	fi
+	[ "$3" = solo ] || perf_begin "$fpid" "$2.perf"	# where fleetd's CPU goes
 	# one psql session notifies and says when (server clock), so no client start-up counts
 	coproc PQ { psql -qAt "$1"; }
 	pids+=($PQ_PID)
@@ -120,11 +119,7 @@ measure() {
 		walls+=("$(python3 -c "print(round(($t - $t0) * 1000))")")
 		nets+=("$ms")
 	done
-	if [ -n "${perfpid:-}" ]; then
-		kill -INT "$perfpid"; wait "$perfpid" 2>/dev/null || true; perfpid=
-		perf report -i "$2.perf" --no-children --sort dso --stdio 2>/dev/null |
-			grep -E '^ +[0-9.]+%' | head -8 | sed "s|^|perf $(basename "$2"): |"
-	fi
+	[ "$3" = solo ] || perf_end capacity "fleetd during $refreshes warm refreshes of $nclusters clusters, FLEETD_POLL_CONCURRENCY=$3"
 	echo '\q' >&"${PQ[1]}"
 	local qp=$PQ_PID
 	wait "$qp" 2>/dev/null || true
@@ -140,7 +135,7 @@ slow_cold=0 slow_warm=0 solo_rows=""
 for p in gke aks hyperpod; do
 	db=$(newdb "solo_$p")
 	register "$db" solo "solo-$p" >/dev/null
-	measure "$db" "$work/solo-$p.log" 256
+	measure "$db" "$work/solo-$p.log" solo
 	stop_fleetd
 	echo "solo $p: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n"
 	solo_rows+="| single $p cluster, alone | ${cold_ms%.*} ms | ${warm_ms%.*} ms | ${warm_wall} ms | $ok_n ok | | fleetd ${cpu_fleetd} s | |"$'\n'

@@ -4,9 +4,11 @@
 # time from a stockout to the job running on another cluster, in simulated time (default
 # 120 s stockout timeout, scaled with cloudsim's clock).  Appends to bench/RESULTS.md.
 # Needs a release build (make build; BENCH_BUILD overrides the folder).
+# BENCH_PERF=1: perf of fleetd while it dispatches -> bench/profiles/dispatch.txt.
 set -euo pipefail
 unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/perf.sh"
 bin=${BENCH_BUILD:-$top/build/rel}
 jobs=${BENCH_JOBS:-1000}
 nclusters=${BENCH_CLUSTERS:-100}
@@ -141,6 +143,7 @@ q "INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, prio
 	DELETE FROM jobs WHERE id = '$seed_id'"
 curl -sf -X POST "$FLEETD_CLOUDSIM_URL/_sim/faults" -d '{"service":"k8s","latency_ms":20}' >/dev/null
 start_fleetd dispatch
+perf_begin "$fpid" "$work/dispatch.perf"
 t0=$(q "UPDATE jobs SET next_try_at = now() WHERE environment = 'bench';
 	SELECT pg_notify('fleet_dispatch', ''); SELECT extract(epoch from now())" | tail -1)
 for _ in $(seq 600); do
@@ -153,6 +156,7 @@ read -r done_n p50 p99 span <<<"$(q "SELECT count(*), round(percentile_cont(0.5)
 	round(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch from dispatched_at)
 	- $t0)::numeric, 3), round((max(extract(epoch from dispatched_at)) - $t0)::numeric, 3)
 	FROM jobs WHERE environment = 'bench' AND state = 'dispatched'" | tr '|' ' ')"
+perf_end dispatch "fleetd dispatching $jobs admitted jobs over $nclusters clusters, 20 ms Kubernetes latency"
 applies=$(curl -sf "$FLEETD_CLOUDSIM_URL/_sim/state" | python3 -c 'import json,sys
 a = json.load(sys.stdin)["applies"]; print(sum(v for k, v in a.items() if k.startswith("b-")))')
 tput=$(python3 -c "print(f'{$done_n/$span:.0f}')")

@@ -5,10 +5,12 @@
 # with pgbench -N on the same database, per-job cost at 1,000 vs 100,000 pending, and the
 # peak RSS of sched_bench and of a real fleetd scheduler.  Appends to bench/RESULTS.md.
 # BENCH_BUILD=DIR uses another build folder (default build/rel, RelWithDebInfo);
-# BENCH_RECORD=0 prints without appending.
+# BENCH_RECORD=0 prints without appending.  BENCH_PERF=1: perf of the 100,000-job fleetd and
+# a heaptrack of sched_bench on the same jobs -> bench/profiles/scheduler.txt.
 set -euo pipefail
 unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/perf.sh"
 build=${BENCH_BUILD:-$top/build/rel}
 work=$(mktemp -d /tmp/fleetd-schedbench.XXXXXX)
 fleetd_pid=
@@ -136,6 +138,73 @@ fleetd_rss=$(awk '/VmHWM/ {print $2}' /proc/$fleetd_pid/status)
 kill "$fleetd_pid"; wait "$fleetd_pid" 2>/dev/null || true; fleetd_pid=
 fleetd_s=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
 
+# fleetd's peak RSS with 100,000 pending jobs and 1,000 clusters (issue 17: <= 64 MiB): 500
+# more clusters in 50 more regions, the same pools; one scheduler replica until its first
+# cycles are committed (the admitted count stops moving), then VmHWM.
+psql <<'SQL'
+INSERT INTO clouds (id, name, environment, provider, region, account, external_id, state, required)
+SELECT gen_random_uuid(), 'cloud-' || r, 'bench',
+       (ARRAY['gke', 'aks', 'hyperpod'])[1 + r % 3], 'region-' || lpad(r::text, 2, '0'),
+       '{}', 'ext', 'active', '{}'
+  FROM generate_series(50, 99) r;
+INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed, provider_cluster_id)
+SELECT gen_random_uuid(), c.id, c.name || '-k' || k, 'https://127.0.0.1:1', 'ca', 'sealed',
+       'pc-' || gen_random_uuid()
+  FROM clouds c, generate_series(0, 9) k WHERE c.region >= 'region-50';
+WITH k AS (SELECT id, name, row_number() OVER (ORDER BY name) AS n FROM clusters
+            WHERE id NOT IN (SELECT cluster_id FROM capacity))
+INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour, accel_per_node,
+                      nodes, max_nodes, free_accel, free_cpu_m, free_mem, topology)
+SELECT k.id, 'gpu', f.flavor, f.machine, k.n % 7 = 0, f.price * (1 + (k.n % 5) / 10.0), 8, 16, 16,
+       128, 16 * 200000, 16 * 2199023255552,
+       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-g' || i,
+               'rack', 'r' || (i / 4), 'free_accel', 8, 'free_cpu_m', 200000,
+               'free_mem', 2199023255552, 'ready', true)))
+          FROM generate_series(0, 15) i)
+  FROM k, LATERAL (SELECT (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + k.n % 3] AS flavor,
+                          (ARRAY['a3-highgpu-8g', 'a2-ultragpu-8g', 'g2-standard-96'])[1 + k.n % 3] AS machine,
+                          (ARRAY[88.25, 40.22, 8.0])[1 + k.n % 3] AS price) f
+UNION ALL
+SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', false, 3.1, 0, 8, 8, 0, 8 * 64000, 8 * 274877906944,
+       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-c' || i,
+               'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))
+          FROM generate_series(0, 7) i)
+  FROM k;
+SQL
+big=${BENCH_BIG_JOBS:-100000}	# a smaller figure only to smoke-test this part
+seed_jobs "$big"
+nclusters_big=$(psql -c "SELECT count(*) FROM clusters")
+FLEETD_WORKERS=scheduler FLEETD_LISTEN=127.0.0.1:$port "$build/fleetd" serve >"$work/fleetd-100k.log" 2>&1 &
+fleetd_pid=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+perf_begin "$fleetd_pid" "$work/sched-100k.perf"
+last=-1 same=0
+for _ in $(seq 900); do
+	n=$(psql -c "SELECT count(*) FROM jobs WHERE state = 'admitted'")
+	if [ "$n" -gt 0 ] && [ "$n" = "$last" ]; then same=$((same + 1)); else same=0; fi
+	last=$n
+	[ "$same" -ge 10 ] && break	# 5 s without a new admission: cycles committed
+	sleep 0.5
+done
+perf_end scheduler "fleetd scheduler on $big pending jobs and $nclusters_big clusters; the memory target's heap profile follows"
+fleetd_rss_big=$(awk '/VmHWM/ {print $2}' /proc/$fleetd_pid/status)
+kill "$fleetd_pid"; wait "$fleetd_pid" 2>/dev/null || true; fleetd_pid=
+fleetd_big_mib=$(python3 -c "print(f'{$fleetd_rss_big / 1024:.1f}')")
+if [ "${BENCH_PERF:-0}" = 1 ] && command -v heaptrack >/dev/null; then
+	# where the memory goes: sched_bench's first cycle on the same 100,000 jobs, under heaptrack
+	psql -c "DELETE FROM placements" -c "UPDATE jobs SET state = 'pending', attempt = 0,
+		cluster_id = NULL, placement = NULL, reason = NULL" >/dev/null
+	heaptrack -o "$work/sched-heap" "$build/sched_bench" bench 1 >/dev/null 2>&1 || true
+	{
+		echo
+		echo "## Heap (heaptrack of sched_bench, one cycle on the same $big pending jobs and $nclusters_big clusters)"
+		heaptrack_print "$work"/sched-heap.*zst 2>/dev/null | grep -E "^peak heap|^peak RSS|^total memory" || true
+		heaptrack_print "$work"/sched-heap.*zst 2>/dev/null | sed -n '/PEAK MEMORY CONSUMERS/,/MOST TEMPORARY/p' |
+			grep -E "consumed|^ +at /" | head -60 || true
+	} >>"$top/bench/profiles/scheduler.txt"
+fi
+echo "fleetd scheduler, $big pending, $nclusters_big clusters: VmHWM $fleetd_big_mib MiB"
+
 tps=${tps%.*}
 
 jps=$(field "$r10k" jobs_per_s)
@@ -181,5 +250,7 @@ PY
 	echo "- per-job cost of a cycle, 100,000 vs 1,000 pending: $c100k / $c1k µs = **x$ratio_cost** (target ≤ 1.5)"
 	echo "  (decision alone: $d100k / $d1k µs per job; at 100,000 most jobs get a pending reason, cheaper to store than an admission)"
 	echo "- peak RSS: sched_bench $rss_mib MiB at 10,000 ($rss100_mib MiB at 100,000); \`fleetd serve\` with"
-	echo "  FLEETD_WORKERS=scheduler admitting the same 10,000 jobs: **$fleetd_mib MiB** in ${fleetd_s} s (target ≤ 64 MiB)"
+	echo "  FLEETD_WORKERS=scheduler admitting the same 10,000 jobs: **$fleetd_mib MiB** in ${fleetd_s} s"
+	echo "- \`fleetd serve\` (FLEETD_WORKERS=scheduler) with $big pending jobs and $nclusters_big clusters, after its"
+	echo "  first cycles: **$fleetd_big_mib MiB** VmHWM (target ≤ 64 MiB, issue 17)"
 } >>"$top/bench/RESULTS.md"
