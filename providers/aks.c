@@ -17,30 +17,20 @@
 #define API_MSI		"2023-01-31"
 #define TAG_CLOUD	"fleet.io/cloud-id"
 
+/* An ARM list page: a json object whose value, when present, is a list. */
 static json_t *
 load(const char *body, size_t len, const char *what, struct err *e)
 {
-	json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
+	json_t *j = prov_json_object(body, len, what, e);
 
-	if (!json_is_object(j)) {
-		json_decref(j);
-		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
+	if (j == NULL)
 		return NULL;
-	}
 	if (json_object_get(j, "value") != NULL && !json_is_array(json_object_get(j, "value"))) {
 		json_decref(j);
 		err_set(e, 502, "prov.bad_answer", "%s: value is not a list", what);
 		return NULL;
 	}
 	return j;
-}
-
-static void
-next_link(json_t *j, char **next)
-{
-	const char *t = json_string_value(json_object_get(j, "nextLink"));
-
-	*next = t != NULL && t[0] != '\0' ? strdup(t) : NULL;
 }
 
 static long long
@@ -88,7 +78,7 @@ prov_aks_parse_agent_pools(const char *body, size_t len, struct prov_pools *out,
 			p->min_nodes = 0;
 	}
 	out->pages++;
-	next_link(j, next);
+	prov_json_next(json_object_get(j, "nextLink"), next);
 	json_decref(j);
 	return true;
 }
@@ -158,7 +148,7 @@ prov_aks_parse_skus(const char *body, size_t len, const char *location,
 		    "restricted", restricted(v, location)));
 	}
 	out->pages++;
-	next_link(j, next);
+	prov_json_next(json_object_get(j, "nextLink"), next);
 	json_decref(j);
 	return true;
 }
@@ -183,7 +173,7 @@ prov_aks_parse_usages(const char *body, size_t len, struct prov_pools *out, char
 		prov_pools_add_quota(out, m, json_number_value(l), json_number_value(u));
 	}
 	out->pages++;
-	next_link(j, next);
+	prov_json_next(json_object_get(j, "nextLink"), next);
 	json_decref(j);
 	return true;
 }
@@ -260,15 +250,8 @@ arm_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct
 	bool ok;
 
 	free(ctx);
-	if (e != NULL) {
-		prov_fetch_fail(f, e);
+	if (!prov_page_ok(f, r, e, what[kind], prov_status_err))
 		return;
-	}
-	if (r->status != 200) {
-		prov_status_err(r, what[kind], &pe);
-		prov_fetch_fail(f, &pe);
-		return;
-	}
 	if (kind == 0)
 		ok = prov_aks_parse_agent_pools(r->body, r->body_len, job->out, &next, &pe);
 	else if (kind == 1)
@@ -279,15 +262,13 @@ arm_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct
 	if (!ok) {
 		prov_fetch_fail(f, &pe);
 	} else if (next != NULL) {
-		if (strncmp(next, cfg.arm_url, strlen(cfg.arm_url)) != 0)
+		if (strncmp(next, cfg.arm_url, strlen(cfg.arm_url)) != 0) {
 			err_set(&pe, 502, "prov.bad_answer", "%s: nextLink leaves the arm endpoint",
 			    what[kind]);
-		else if (job->out->pages >= (f->max_pages > 0 ? f->max_pages : 100))
-			err_set(&pe, 502, "prov.paging", "%s: too many pages", what[kind]);
-		if (err_is_set(&pe))
 			prov_fetch_fail(f, &pe);
-		else
+		} else if (prov_page_more(f, job->out->pages, "prov.paging", what[kind])) {
 			arm_get(f, job, kind, next);
+		}
 	}
 	free(next);
 }
@@ -366,12 +347,8 @@ check_identity(const struct prov_cloud *c, const char *rid, const char *kind,
 	snprintf(ptr, sizeof(ptr), "/%s", kind);
 	rq.url = url;
 	rq.bearer = bearer;
-	rq.timeout_ms = PROV_TIMEOUT_MS;
-	rq.retry.max_attempts = 2;
-	if (!http_do(&rq, &r, e)) {
-		http_resp_cleanup(&r);
+	if (!prov_call(&rq, &r, e))
 		return false;
-	}
 	snprintf(check, sizeof(check), "%s_exists", kind);
 	if (r.status != 200) {
 		creds_json_error(&r, why, sizeof(why));
@@ -462,12 +439,8 @@ check_federation(const struct prov_cloud *c, const char *cp, const char *bearer,
 	    cfg.arm_url, cp);
 	rq.url = url;
 	rq.bearer = bearer;
-	rq.timeout_ms = PROV_TIMEOUT_MS;
-	rq.retry.max_attempts = 2;
-	if (!http_do(&rq, &r, e)) {
-		http_resp_cleanup(&r);
+	if (!prov_call(&rq, &r, e))
 		return false;
-	}
 	if (r.status != 200) {
 		creds_json_error(&r, why, sizeof(why));
 		prov_check_add(checks, "control_plane_federation_subject", false,
@@ -548,10 +521,7 @@ aks_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
 		prov_check_add(checks, "identities_distinct", false, "/cluster_role", "the control "
 		    "plane and the cluster name the same identity (principal %s)", p_cp);
 	}
-	if (!all)
-		return err_set(e, 422, "iam.verification_failed", "the iam pair failed "
-		    "verification");
-	return true;
+	return prov_verified(all, e);
 }
 
 const struct prov_ops prov_aks_ops = {

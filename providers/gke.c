@@ -15,28 +15,6 @@ jint(json_t *v)
 	return prov_json_count(v, 0);
 }
 
-static json_t *
-load(const char *body, size_t len, const char *what, struct err *e)
-{
-	json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
-
-	if (!json_is_object(j)) {
-		json_decref(j);
-		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
-		return NULL;
-	}
-	return j;
-}
-
-static bool
-next_token(json_t *j, const char *key, char **next)
-{
-	const char *t = json_string_value(json_object_get(j, key));
-
-	*next = t != NULL && t[0] != '\0' ? strdup(t) : NULL;
-	return true;
-}
-
 /* TPU machine types carry no accelerators[]: ct5p-hightpu-4t = 4 v5p chips per host. */
 static void
 tpu_from_machine(struct prov_pool *p)
@@ -113,7 +91,7 @@ bool
 prov_gke_parse_node_pools(const char *body, size_t len, struct prov_pools *out, char **next,
     struct err *e)
 {
-	json_t *j = load(body, len, "gke node pools", e), *pools, *np;
+	json_t *j = prov_json_object(body, len, "gke node pools", e), *pools, *np;
 	size_t i;
 
 	*next = NULL;
@@ -132,7 +110,7 @@ prov_gke_parse_node_pools(const char *body, size_t len, struct prov_pools *out, 
 		}
 	}
 	out->pages++;
-	next_token(j, "nextPageToken", next);
+	prov_json_next(json_object_get(j, "nextPageToken"), next);
 	json_decref(j);
 	return true;
 }
@@ -140,7 +118,7 @@ prov_gke_parse_node_pools(const char *body, size_t len, struct prov_pools *out, 
 bool
 prov_gke_parse_region(const char *body, size_t len, struct prov_pools *out, struct err *e)
 {
-	json_t *j = load(body, len, "gce region", e), *q, *zones;
+	json_t *j = prov_json_object(body, len, "gce region", e), *q, *zones;
 	size_t i;
 
 	if (j == NULL)
@@ -206,7 +184,7 @@ bool
 prov_gke_parse_reservations(const char *body, size_t len, struct prov_pools *out, char **next,
     struct err *e)
 {
-	json_t *j = load(body, len, "gce reservations", e), *items, *v, *r;
+	json_t *j = prov_json_object(body, len, "gce reservations", e), *items, *v, *r;
 	const char *k;
 	size_t i;
 
@@ -223,7 +201,7 @@ prov_gke_parse_reservations(const char *body, size_t len, struct prov_pools *out
 				add_reservation(r, out);
 	}
 	out->pages++;
-	next_token(j, "nextPageToken", next);
+	prov_json_next(json_object_get(j, "nextPageToken"), next);
 	json_decref(j);
 	return true;
 }
@@ -298,15 +276,8 @@ gke_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct
 
 	snprintf(zone, sizeof(zone), "%s", ((struct page_ctx *)ctx)->zone);
 	free(ctx);
-	if (e != NULL) {
-		prov_fetch_fail(f, e);
+	if (!prov_page_ok(f, r, e, what[kind], prov_status_err))
 		return;
-	}
-	if (r->status != 200) {
-		prov_status_err(r, what[kind], &pe);
-		prov_fetch_fail(f, &pe);
-		return;
-	}
 	if (kind == 0)
 		ok = prov_gke_parse_node_pools(r->body, r->body_len, job->out, &next, &pe);
 	else if (kind == 1)
@@ -316,12 +287,8 @@ gke_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct
 	if (!ok) {
 		prov_fetch_fail(f, &pe);
 	} else if (next != NULL) {
-		if (job->out->pages >= (f->max_pages > 0 ? f->max_pages : 100)) {
-			err_set(&pe, 502, "prov.paging", "%s: too many pages", what[kind]);
-			prov_fetch_fail(f, &pe);
-		} else {
+		if (prov_page_more(f, job->out->pages, "prov.paging", what[kind]))
 			gke_get(f, job, kind, zone, next);
-		}
 	} else if (kind == 1) {
 		json_array_foreach(json_object_get(job->out->extra, "zones"), i, z)
 			gke_get(f, job, 2, json_string_value(z), NULL);
@@ -414,12 +381,8 @@ check_sa(const struct prov_cloud *c, const char *email, const char *kind, const 
 	snprintf(ptr, sizeof(ptr), "/%s", kind);
 	rq.url = url;
 	rq.bearer = bearer;
-	rq.timeout_ms = PROV_TIMEOUT_MS;
-	rq.retry.max_attempts = 2;
-	if (!http_do(&rq, &r, e)) {
-		http_resp_cleanup(&r);
+	if (!prov_call(&rq, &r, e))
 		return false;
-	}
 	snprintf(check, sizeof(check), "%s_exists", kind);
 	if (r.status != 200) {
 		creds_json_error(&r, why, sizeof(why));
@@ -488,12 +451,8 @@ check_impersonators(const struct prov_cloud *c, const char *cp, const char *bear
 	rq.headers = ct;
 	rq.nheaders = 1;
 	rq.bearer = bearer;
-	rq.timeout_ms = PROV_TIMEOUT_MS;
-	rq.retry.max_attempts = 2;
-	if (!http_do(&rq, &r, e)) {
-		http_resp_cleanup(&r);
+	if (!prov_call(&rq, &r, e))
 		return false;
-	}
 	if (r.status != 200) {
 		creds_json_error(&r, why, sizeof(why));
 		prov_check_add(checks, "control_plane_impersonators", false, "/control_plane_role",
@@ -569,12 +528,10 @@ gke_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
 		if (err_is_set(e))
 			goto cleanup;
 	}
-	if (!all)
-		err_set(e, 422, "iam.verification_failed", "the iam pair failed verification");
 cleanup:
 	memset(&cr, 0, sizeof(cr));
 	memset(&base, 0, sizeof(base));
-	return all && !err_is_set(e);
+	return prov_verified(all, e);
 }
 
 const struct prov_ops prov_gke_ops = {

@@ -12,19 +12,6 @@
 #define TAG_CLOUD	"fleet.io/cloud-id"
 #define JSON11		"application/x-amz-json-1.1"
 
-static json_t *
-load(const char *body, size_t len, const char *what, struct err *e)
-{
-	json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
-
-	if (!json_is_object(j)) {
-		json_decref(j);
-		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
-		return NULL;
-	}
-	return j;
-}
-
 static long long
 jint(json_t *v)
 {
@@ -35,7 +22,7 @@ bool
 prov_hyperpod_parse_cluster(const char *body, size_t len, struct prov_pools *out,
     struct err *e)
 {
-	json_t *j = load(body, len, "sagemaker describe cluster", e), *groups, *g;
+	json_t *j = prov_json_object(body, len, "sagemaker describe cluster", e), *groups, *g;
 	size_t i;
 
 	if (j == NULL)
@@ -76,8 +63,8 @@ bool
 prov_hyperpod_parse_nodes(const char *body, size_t len, struct prov_pools *out, char **next,
     struct err *e)
 {
-	json_t *j = load(body, len, "sagemaker list cluster nodes", e), *list, *n, *counts;
-	const char *t;
+	json_t *j = prov_json_object(body, len, "sagemaker list cluster nodes", e), *list, *n,
+	    *counts;
 	size_t i;
 
 	*next = NULL;
@@ -112,9 +99,7 @@ prov_hyperpod_parse_nodes(const char *body, size_t len, struct prov_pools *out, 
 		if (st != NULL && strcmp(st, "Running") == 0)
 			json_integer_set(c, json_integer_value(c) + 1);
 	}
-	t = json_string_value(json_object_get(j, "NextToken"));
-	if (t != NULL && t[0] != '\0')
-		*next = strdup(t);
+	prov_json_next(json_object_get(j, "NextToken"), next);
 	out->pages++;
 	json_decref(j);
 	return true;
@@ -146,6 +131,19 @@ struct page_ctx {
 static bool sm_call(struct prov_fetch *f, struct prov_pool_job *job, int kind,
     const char *next, struct err *e);
 
+/* SageMaker answers an expired or unknown session with 400: a credentials refusal too. */
+static bool
+sm_status_err(const struct http_resp *r, const char *what, struct err *e)
+{
+	char why[400];
+
+	prov_status_err(r, what, e);
+	creds_aws_error(r, why, sizeof(why));
+	if (strstr(why, "ExpiredToken") != NULL || strstr(why, "InvalidClientTokenId"))
+		err_set(e, 401, "prov.unauthorized", "%s: %s", what, why);
+	return false;
+}
+
 static void
 sm_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
 {
@@ -154,35 +152,20 @@ sm_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *
 	const char *what = kind == 0 ? "sagemaker describe cluster" :
 	    "sagemaker list cluster nodes";
 	struct err pe = { 0 };
-	char *next = NULL, why[400];
+	char *next = NULL;
 	bool ok;
 
 	free(ctx);
-	if (e != NULL) {
-		prov_fetch_fail(f, e);
+	if (!prov_page_ok(f, r, e, what, sm_status_err))
 		return;
-	}
-	if (r->status != 200) {
-		prov_status_err(r, what, &pe);
-		creds_aws_error(r, why, sizeof(why));
-		if (strstr(why, "ExpiredToken") != NULL || strstr(why, "InvalidClientTokenId"))
-			err_set(&pe, 401, "prov.unauthorized", "%s: %s", what, why);
-		prov_fetch_fail(f, &pe);
-		return;
-	}
 	if (kind == 0)
 		ok = prov_hyperpod_parse_cluster(r->body, r->body_len, job->out, &pe);
 	else
 		ok = prov_hyperpod_parse_nodes(r->body, r->body_len, job->out, &next, &pe);
 	if (!ok) {
 		prov_fetch_fail(f, &pe);
-	} else if (next != NULL) {
-		if (job->out->pages >= (f->max_pages > 0 ? f->max_pages : 100)) {
-			err_set(&pe, 502, "prov.paging", "%s: too many pages", what);
-			prov_fetch_fail(f, &pe);
-		} else {
-			sm_call(f, job, kind, next, &pe);
-		}
+	} else if (next != NULL && prov_page_more(f, job->out->pages, "prov.paging", what)) {
+		sm_call(f, job, kind, next, &pe);
 	}
 	free(next);
 }
@@ -310,9 +293,7 @@ check_role(const struct prov_cloud *c, const char *arn, const char *kind,
 	rq.body_len = strlen(body);
 	rq.headers = sig->h;
 	rq.nheaders = sig->n;
-	rq.timeout_ms = PROV_TIMEOUT_MS;
-	rq.retry.max_attempts = 2;
-	if (!http_do(&rq, &r, e))
+	if (!prov_call(&rq, &r, e))
 		goto cleanup;
 	if (r.status != 200) {
 		creds_aws_error(&r, why, sizeof(why));
@@ -397,12 +378,7 @@ hyperpod_verify_pair(const struct prov_cloud *c, const char *cp, const char *clu
 	if (!err_is_set(e))
 		all = check_role(c, cluster, "cluster_role", &cr, temp, checks, e) && all;
 	memset(&cr, 0, sizeof(cr));
-	if (err_is_set(e))
-		return false;
-	if (!all)
-		return err_set(e, 422, "iam.verification_failed", "the iam pair failed "
-		    "verification");
-	return true;
+	return prov_verified(all, e);
 }
 
 const struct prov_ops prov_hyperpod_ops = {

@@ -88,15 +88,6 @@ load(const char *body, size_t len, const char *kind, struct err *e)
 	return j;
 }
 
-static void
-next_continue(json_t *j, char **next)
-{
-	const char *c = json_string_value(json_object_get(json_object_get(j, "metadata"),
-	    "continue"));
-
-	*next = c != NULL && c[0] != '\0' ? strdup(c) : NULL;
-}
-
 static bool
 qty(json_t *res, const char *name, bool milli, long long *out)
 {
@@ -225,7 +216,8 @@ kube_parse_nodes(const char *body, size_t len, struct kube_capacity *out, char *
 			return err_set(e, 502, "kube.bad_answer", "node list: item %zu has no name "
 			    "or unreadable allocatable", i);
 		}
-	next_continue(j, next);
+	prov_json_next(json_object_get(json_object_get(j, "metadata"), "continue"),
+	    next);
 	out->pages++;
 	json_decref(j);
 	return true;
@@ -307,7 +299,8 @@ kube_parse_pods(const char *body, size_t len, struct kube_capacity *out, char **
 		}
 		out->pods++;
 	}
-	next_continue(j, next);
+	prov_json_next(json_object_get(json_object_get(j, "metadata"), "continue"),
+	    next);
 	out->pages++;
 	json_decref(j);
 	return true;
@@ -371,14 +364,7 @@ list_done(struct prov_fetch *f, void *vctx, struct http_resp *r, const struct er
 	char *next = NULL;
 	bool ok;
 
-	if (e != NULL) {
-		prov_fetch_fail(f, e);
-		free(ctx);
-		return;
-	}
-	if (r->status != 200) {
-		kube_status_err(r, what, &pe);
-		prov_fetch_fail(f, &pe);
+	if (!prov_page_ok(f, r, e, what, kube_status_err)) {
 		free(ctx);
 		return;
 	}
@@ -386,13 +372,9 @@ list_done(struct prov_fetch *f, void *vctx, struct http_resp *r, const struct er
 	    kube_parse_nodes(r->body, r->body_len, ctx->out, &next, &pe);
 	if (!ok) {
 		prov_fetch_fail(f, &pe);
-	} else if (next != NULL) {
-		if (ctx->out->pages >= (f->max_pages > 0 ? f->max_pages : 100)) {
-			err_set(&pe, 502, "kube.paging", "%s: too many pages", what);
-			prov_fetch_fail(f, &pe);
-		} else if (list_get(f, ctx, next)) {
+	} else if (next != NULL && prov_page_more(f, ctx->out->pages, "kube.paging", what)) {
+		if (list_get(f, ctx, next))
 			ctx = NULL;	/* the next page owns it */
-		}
 	}
 	free(next);
 	free(ctx);

@@ -189,6 +189,79 @@ prov_status_err(const struct http_resp *r, const char *what, struct err *e)
 	return err_set(e, 502, "prov.bad_status", "%s: unexpected status %ld", what, st);
 }
 
+json_t *
+prov_json_object(const char *body, size_t len, const char *what, struct err *e)
+{
+	json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
+
+	if (!json_is_object(j)) {
+		json_decref(j);
+		err_set(e, 502, "prov.bad_json", "%s: answer is not a json object", what);
+		return NULL;
+	}
+	return j;
+}
+
+void
+prov_json_next(json_t *v, char **next)
+{
+	const char *t = json_string_value(v);
+
+	*next = t != NULL && t[0] != '\0' ? strdup(t) : NULL;
+}
+
+bool
+prov_page_ok(struct prov_fetch *f, const struct http_resp *r, const struct err *e,
+    const char *what, prov_status_fn status)
+{
+	struct err pe = { 0 };
+
+	if (e != NULL) {
+		prov_fetch_fail(f, e);
+		return false;
+	}
+	if (r->status != 200) {
+		status(r, what, &pe);
+		prov_fetch_fail(f, &pe);
+		return false;
+	}
+	return true;
+}
+
+bool
+prov_page_more(struct prov_fetch *f, int pages, const char *code, const char *what)
+{
+	struct err pe = { 0 };
+
+	if (pages < (f->max_pages > 0 ? f->max_pages : 100))
+		return true;
+	err_set(&pe, 502, code, "%s: too many pages", what);
+	prov_fetch_fail(f, &pe);
+	return false;
+}
+
+bool
+prov_call(struct http_req *rq, struct http_resp *r, struct err *e)
+{
+	rq->timeout_ms = PROV_TIMEOUT_MS;
+	rq->retry.max_attempts = 2;
+	if (http_do(rq, r, e))
+		return true;
+	http_resp_cleanup(r);
+	return false;
+}
+
+bool
+prov_verified(bool all, struct err *e)
+{
+	if (err_is_set(e))
+		return false;
+	if (!all)
+		return err_set(e, 422, "iam.verification_failed", "the iam pair failed "
+		    "verification");
+	return true;
+}
+
 void
 prov_check_add(json_t *checks, const char *check, bool ok, const char *pointer,
     const char *fmt, ...)

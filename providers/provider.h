@@ -203,6 +203,29 @@ bool	 prov_list_pools(const struct prov_cloud *c, const struct prov_cluster *k,
 #define PROV_COUNT_MAX	1000000LL
 long long prov_json_count(json_t *v, long long dflt);
 
+/* ---- what the drivers' answers and calls share */
+
+/* The answer body as a JSON object (the caller's reference), or NULL with 502
+ * "prov.bad_json" naming what ("gke node pools"). */
+json_t	*prov_json_object(const char *body, size_t len, const char *what, struct err *e);
+/* *next = a copy of the page token / link v when it is a non-empty string, else NULL. */
+void	 prov_json_next(json_t *v, char **next);
+/* Maps a non-2xx answer of one provider (prov_status_err, kube_status_err, ...). */
+typedef bool (*prov_status_fn)(const struct http_resp *r, const char *what, struct err *e);
+/* First step of a page handler: true when r is a 200 answer; otherwise fails f (with e, or
+ * with r's status mapped by status) and returns false. */
+bool	 prov_page_ok(struct prov_fetch *f, const struct http_resp *r, const struct err *e,
+	    const char *what, prov_status_fn status);
+/* True when a list of pages pages long may fetch one more; otherwise fails f with 502
+ * code ("prov.paging") "<what>: too many pages" and returns false. */
+bool	 prov_page_more(struct prov_fetch *f, int pages, const char *code, const char *what);
+/* One synchronous phase-2 call: PROV_TIMEOUT_MS, two attempts.  False with e when no
+ * answer arrived (r is then cleaned up); any status is an answer. */
+bool	 prov_call(struct http_req *rq, struct http_resp *r, struct err *e);
+/* The end of every verify_pair: false with 422 "iam.verification_failed" when a check
+ * failed (!all), false when e is already set, else true. */
+bool	 prov_verified(bool all, struct err *e);
+
 /* Appends one {check, ok, message, pointer} entry to checks. */
 void	 prov_check_add(json_t *checks, const char *check, bool ok, const char *pointer,
 	    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
