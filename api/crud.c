@@ -17,6 +17,53 @@ version(json_t *o)
 	return (long)json_integer_value(json_object_get(o, "version"));
 }
 
+static const char *
+key(const struct crud *k)
+{
+	return k->key ? k->key : "id";
+}
+
+/* The row's environment (for visibility and the audit row), or NULL. */
+static const char *
+env_of(const struct crud *k, json_t *o)
+{
+	return k->scoped ? str(o, k->env ? k->env : "environment") : NULL;
+}
+
+/* The caller may see every environment of the row's list member k->envs. */
+static bool
+envs_visible(struct request *rq, const struct crud *k, json_t *o)
+{
+	json_t *list = json_object_get(o, k->envs), *v;
+	size_t i;
+
+	json_array_foreach(list, i, v)
+		if (!rq_env_visible(rq, json_string_value(v)))
+			return false;
+	return json_is_array(list);
+}
+
+/* Reply with the row, its ETag and (201) its Location collection/<key>. */
+static void
+reply(struct request *rq, const struct crud *k, int status, json_t *obj)
+{
+	if (status == 201 && k->collection != NULL)
+		rq->location = arena_printf(rq->arena, "%s/%s", k->collection, str(obj, key(k)));
+	rq_reply_object(rq, status, obj, NULL);
+}
+
+static bool
+audit(struct request *rq, const struct crud *k, const char *verb, json_t *before,
+    json_t *after, struct err *e)
+{
+	json_t *row = after ? after : before;
+	char action[64];
+
+	snprintf(action, sizeof(action), "%s.%s", k->type, verb);
+	return audit_write(rq->db, &rq->actor, action, k->type, str(row, "id"), env_of(k, row),
+	    before, after, e);
+}
+
 bool
 crud_get(struct request *rq, const struct crud *k, struct db *c, const char *id, bool lock,
 	 json_t **out, struct err *e)
@@ -26,8 +73,8 @@ crud_get(struct request *rq, const struct crud *k, struct db *c, const char *id,
 	*out = NULL;
 	if (!k->get(c, id, lock, out, e))
 		return false;
-	if ((k->scoped && !rq_env_visible(rq, str(*out, "environment"))) ||
-	    (parent != NULL && (str(*out, k->parent) == NULL ||
+	if ((k->scoped && !rq_env_visible(rq, env_of(k, *out))) ||
+	    (k->envs != NULL && !envs_visible(rq, k, *out)) || (parent != NULL && (str(*out, k->parent) == NULL ||
 	    strcmp(parent, str(*out, k->parent)) != 0))) {
 		json_decref(*out);
 		*out = NULL;
@@ -41,51 +88,48 @@ crud_read(struct request *rq, const struct crud *k, struct err *e)
 {
 	json_t *obj;
 
-	if (!crud_get(rq, k, rq->db, rq_param(rq, "id"), false, &obj, e))
+	if (!crud_get(rq, k, rq->db, rq_param(rq, key(k)), false, &obj, e))
 		return false;
-	rq_reply_object(rq, 200, obj, k->collection);
+	reply(rq, k, 200, obj);
 	return true;
 }
 
 bool
 crud_create(struct request *rq, const struct crud *k, const char *verb, struct err *e)
 {
-	const char *env = k->scoped ? str(rq->json, "environment") : NULL;
+	const char *env = env_of(k, rq->json);
 	json_t *obj = NULL;
-	char action[64];
 
 	if (env != NULL && !rq_env_visible(rq, env))
 		return err_field(e, 404, "env.not_found", "/environment",
 		    "environment %.64s not found", env);
 	if (!k->create(rq->db, rq->json, &obj, e))
 		return false;
-	snprintf(action, sizeof(action), "%s.%s", k->type, verb ? verb : "create");
-	if (!audit_write(rq->db, &rq->actor, action, k->type, str(obj, "id"),
-	    k->scoped ? str(obj, "environment") : NULL, NULL, obj, e)) {
+	if (!audit(rq, k, verb ? verb : "create", NULL, obj, e)) {
 		json_decref(obj);
 		return false;
 	}
-	rq_reply_object(rq, 201, obj, k->collection);
+	reply(rq, k, 201, obj);
 	return true;
 }
 
-bool
-crud_replace(struct request *rq, const struct crud *k, struct err *e)
+/* crud_replace and crud_action: get locked, (If-Match), act, audit when the version
+ * moved, 200. */
+static bool
+change(struct request *rq, const struct crud *k, const char *id, const char *verb,
+    bool if_match, crud_act_fn act, void *arg, struct err *e)
 {
 	json_t *before = NULL, *obj = NULL;
-	char action[64];
 	bool ok = false;
 
-	if (!crud_get(rq, k, rq->db, rq_param(rq, "id"), true, &before, e))
+	if (!crud_get(rq, k, rq->db, id, true, &before, e))
 		return false;
-	snprintf(action, sizeof(action), "%s.update", k->type);
-	if (!rq_if_match(rq, version(before), e) ||
-	    !k->replace(rq->db, str(before, "id"), rq->json, &obj, e))
+	if ((if_match && !rq_if_match(rq, version(before), e)) ||
+	    !act(rq->db, str(before, key(k)), arg, &obj, e))
 		goto cleanup;
-	if (version(obj) != version(before) && !audit_write(rq->db, &rq->actor, action, k->type,
-	    str(obj, "id"), k->scoped ? str(obj, "environment") : NULL, before, obj, e))
+	if (version(obj) != version(before) && !audit(rq, k, verb, before, obj, e))
 		goto cleanup;
-	rq_reply_object(rq, 200, obj, k->collection);
+	reply(rq, k, 200, obj);
 	obj = NULL;
 	ok = true;
 cleanup:
@@ -94,19 +138,44 @@ cleanup:
 	return ok;
 }
 
+struct replace_arg {
+	const struct crud	*k;
+	json_t			*body;
+};
+
+static bool
+replace(struct db *c, const char *id, void *arg, json_t **out, struct err *e)
+{
+	struct replace_arg *a = arg;
+
+	return a->k->replace(c, id, a->body, out, e);
+}
+
+bool
+crud_replace(struct request *rq, const struct crud *k, struct err *e)
+{
+	struct replace_arg a = { k, rq->json };
+
+	return change(rq, k, rq_param(rq, key(k)), "update", true, replace, &a, e);
+}
+
+bool
+crud_action(struct request *rq, const struct crud *k, const char *id, const char *verb,
+    crud_act_fn act, void *arg, struct err *e)
+{
+	return change(rq, k, id, verb, false, act, arg, e);
+}
+
 bool
 crud_delete(struct request *rq, const struct crud *k, struct err *e)
 {
 	json_t *before = NULL;
-	char action[64];
 	bool ok = false;
 
-	if (!crud_get(rq, k, rq->db, rq_param(rq, "id"), true, &before, e))
+	if (!crud_get(rq, k, rq->db, rq_param(rq, key(k)), true, &before, e))
 		return false;
-	snprintf(action, sizeof(action), "%s.delete", k->type);
-	if (!rq_if_match(rq, version(before), e) || !k->del(rq->db, str(before, "id"), e) ||
-	    !audit_write(rq->db, &rq->actor, action, k->type, str(before, "id"),
-	    k->scoped ? str(before, "environment") : NULL, before, NULL, e))
+	if (!rq_if_match(rq, version(before), e) || !k->del(rq->db, str(before, key(k)), e) ||
+	    !audit(rq, k, k->del_verb ? k->del_verb : "delete", before, NULL, e))
 		goto cleanup;
 	rq->status = 204;
 	ok = true;

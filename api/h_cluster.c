@@ -210,27 +210,16 @@ HANDLER(h_cluster_delete)
 }
 
 static bool
+set_cordon(struct db *c, const char *id, void *on, json_t **out, struct err *e)
+{
+	return cluster_set_cordon(c, id, *(bool *)on, out, e);
+}
+
+static bool
 cordon(struct request *rq, bool on, struct err *e)
 {
-	const char *id = rq_param(rq, "id");
-	json_t *before = NULL, *obj = NULL;
-	bool ok = false;
-
-	if (!crud_get(rq, &clusters, rq->db, id, true, &before, e))
-		return false;
-	if (!cluster_set_cordon(rq->db, id, on, &obj, e))
-		goto cleanup;
-	if (json_is_true(json_object_get(before, "cordoned")) != on &&
-	    !audit_write(rq->db, &rq->actor, on ? "cluster.cordon" : "cluster.uncordon",
-	    "cluster", id, json_string_value(json_object_get(obj, "environment")), before, obj, e))
-		goto cleanup;
-	rq_reply_object(rq, 200, obj, "/v1/clusters");
-	obj = NULL;
-	ok = true;
-cleanup:
-	json_decref(before);
-	json_decref(obj);
-	return ok;
+	return crud_action(rq, &clusters, rq_param(rq, "id"), on ? "cordon" : "uncordon",
+	    set_cordon, &on, e);
 }
 
 HANDLER(h_cluster_cordon)

@@ -64,25 +64,16 @@ HANDLER(h_job_get)
 	return true;
 }
 
+static bool
+cancel(struct db *c, const char *id, void *arg, json_t **out, struct err *e)
+{
+	(void)arg;
+	return job_cancel(c, id, NULL, out, e);
+}
+
 HANDLER(h_job_cancel)
 {
-	const char *id = rq_param(rq, "id");
-	json_t *before = NULL, *obj = NULL;
-	bool ok = false;
-
-	if (!crud_get(rq, &jobs, rq->db, id, true, &before, e))
-		return false;
-	if (!job_cancel(rq->db, id, NULL, &obj, e) ||
-	    !audit_write(rq->db, &rq->actor, "job.cancel", "job", id,
-	    json_string_value(json_object_get(obj, "environment")), before, obj, e))
-		goto cleanup;
-	rq_reply_object(rq, 200, obj, "/v1/jobs");
-	obj = NULL;
-	ok = true;
-cleanup:
-	json_decref(before);
-	json_decref(obj);
-	return ok;
+	return crud_action(rq, &jobs, rq_param(rq, "id"), "cancel", cancel, NULL, e);
 }
 
 HANDLER(h_job_events)

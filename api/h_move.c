@@ -124,7 +124,7 @@ HANDLER(h_region_drain)
 
 	if (!rq_env_visible(rq, env))
 		return err_set(e, 404, "env.not_found", "environment %.64s not found", env);
-	if (!env_get(rq->db, env, &scope, e))	/* 404 env.not_found */
+	if (!env_get(rq->db, env, false, &scope, e))	/* 404 env.not_found */
 		return false;
 	json_decref(scope);
 	scope = json_pack("{s:s, s:s}", "environment", env, "region", region);
@@ -146,16 +146,26 @@ HANDLER(h_operation_list)
 	return true;
 }
 
+/* Operation id when the caller may see its environment; else 404 operation.not_found. */
+static bool
+operation_get(struct request *rq, json_t **op, struct err *e)
+{
+	if (!move_operation_get(rq->db, rq_param(rq, "id"), op, e))
+		return false;
+	if (!rq_env_visible(rq, json_string_value(json_object_get(*op, "environment")))) {
+		json_decref(*op);
+		*op = NULL;
+		return err_set(e, 404, "operation.not_found", "operation not found");
+	}
+	return true;
+}
+
 HANDLER(h_operation_get)
 {
 	json_t *op = NULL;
 
-	if (!move_operation_get(rq->db, rq_param(rq, "id"), &op, e))
+	if (!operation_get(rq, &op, e))
 		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(op, "environment")))) {
-		json_decref(op);
-		return err_set(e, 404, "operation.not_found", "operation not found");
-	}
 	rq_reply(rq, 200, op);
 	return true;
 }
@@ -164,12 +174,8 @@ HANDLER(h_operation_cancel)
 {
 	json_t *op = NULL;
 
-	if (!move_operation_get(rq->db, rq_param(rq, "id"), &op, e))
+	if (!operation_get(rq, &op, e))
 		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(op, "environment")))) {
-		json_decref(op);
-		return err_set(e, 404, "operation.not_found", "operation not found");
-	}
 	json_decref(op);
 	op = NULL;
 	if (!move_operation_cancel(rq->db, rq_param(rq, "id"), &op, e))

@@ -2,9 +2,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/crud.h"
 #include "api/handlers.h"
 #include "core/jsonx.h"
 #include "iam/token.h"
+
+/* Get and revoke: a caller sees a token only when it may see every environment the token
+ * names (a "*" token only by a "*" caller); others do not exist for it (404).  Create is
+ * its own: the secret joins the 201 answer after the audit row, never before. */
+static const struct crud tokens = {
+	.type = "token", .code = "token.not_found", .noun = "token",
+	.collection = "/v1/tokens", .envs = "environments", .del_verb = "revoke",
+	.get = token_get, .del = token_revoke,
+};
 
 HANDLER(h_token_list)
 {
@@ -68,25 +78,10 @@ cleanup:
 
 HANDLER(h_token_get)
 {
-	json_t *obj = NULL;
-
-	if (!token_get(rq->db, rq_param(rq, "id"), rq->envs, rq->nenvs, &obj, e))
-		return false;
-	rq->etag = rq_etag(rq, json_integer_value(json_object_get(obj, "version")));
-	rq_reply(rq, 200, obj);
-	return true;
+	return crud_read(rq, &tokens, e);
 }
 
 HANDLER(h_token_delete)
 {
-	const char *id = rq_param(rq, "id");
-	json_t *before = NULL;
-	bool ok;
-
-	ok = token_revoke(rq->db, id, rq->envs, rq->nenvs, &before, e) &&
-	    audit_write(rq->db, &rq->actor, "token.revoke", "token", id, NULL, before, NULL, e);
-	json_decref(before);
-	if (ok)
-		rq->status = 204;
-	return ok;
+	return crud_delete(rq, &tokens, e);
 }

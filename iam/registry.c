@@ -117,7 +117,7 @@ registry_cloud_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	if (!account_parse(provider, acct, &in.account, e))
 		return false;
 	registry_account(body, &in.account);
-	if (!env_get(c, env, &envobj, e)) {
+	if (!env_get(c, env, false, &envobj, e)) {
 		if (e->status == 404)
 			snprintf(e->pointer, sizeof(e->pointer), "/environment");
 		return false;

@@ -48,20 +48,11 @@ token_role_parse(const char *s)
 	return TOKEN_NONE;
 }
 
-static const char sql_cols[] =
-    "id::text, name, role, array_to_json(environments)::text, revoked_at IS NOT NULL,"
-    " to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), version";
-
-static json_t *
-row_json(PGresult *r, int row)
-{
-	return json_pack("{s:s, s:s, s:s, s:o, s:b, s:s, s:i}",
-	    "id", PQgetvalue(r, row, 0), "name", PQgetvalue(r, row, 1),
-	    "role", PQgetvalue(r, row, 2),
-	    "environments", json_loads(PQgetvalue(r, row, 3), 0, NULL),
-	    "revoked", PQgetvalue(r, row, 4)[0] == 't', "created_at", PQgetvalue(r, row, 5),
-	    "version", atoi(PQgetvalue(r, row, 6)));
-}
+/* A token's public object, built by Postgres (never the secret's hash). */
+#define TOKEN_JSON "json_build_object('id', id::text, 'name', name, 'role', role," \
+	" 'environments', to_json(environments), 'revoked', revoked_at IS NOT NULL," \
+	" 'created_at', to_char(created_at AT TIME ZONE 'UTC'," \
+	" 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), 'version', version)::text"
 
 /* envs as a Postgres text[] literal built from validated names only. */
 static bool
@@ -99,11 +90,10 @@ token_create(struct db *c, const char *name, const char *role, json_t *envs, cha
 {
 	static const char sql[] =
 	    "INSERT INTO api_tokens (id, name, role, environments, secret_sha256)"
-	    " VALUES ($1, $2, $3, $4::text[], $5) RETURNING ";
-	char lit[2400], id[37], sha[65], *b64 = NULL, *q = NULL;
+	    " VALUES ($1, $2, $3, $4::text[], $5) RETURNING " TOKEN_JSON;
+	char lit[2400], id[37], sha[65], *b64 = NULL;
 	uint8_t raw[32];
 	uuid_t u;
-	PGresult *r = NULL;
 	bool ok = false;
 
 	*secret = NULL;
@@ -117,7 +107,7 @@ token_create(struct db *c, const char *name, const char *role, json_t *envs, cha
 	if (!crypto_random(raw, sizeof(raw)))
 		return err_set(e, 500, "token.random", "no randomness available");
 	b64 = crypto_b64url_encode(raw, sizeof(raw));
-	if (asprintf(&q, "%s%s", sql, sql_cols) < 0 || b64 == NULL)
+	if (b64 == NULL)
 		goto cleanup;
 	if (asprintf(secret, "fleet_%s", b64) < 0) {
 		*secret = NULL;
@@ -129,105 +119,61 @@ token_create(struct db *c, const char *name, const char *role, json_t *envs, cha
 	{
 		const char *p[5] = { id, name, role, lit, sha };
 
-		if (!db_exec(c, q, 5, p, &r, e))
+		if (!db_get_json(c, sql, 5, p, "token.not_found", "token", out, e))
 			goto cleanup;
 	}
-	*out = row_json(r, 0);
 	ok = true;
 cleanup:
 	if (!ok) {
 		free(*secret);
 		*secret = NULL;
 	}
-	PQclear(r);
-	free(q);
 	free(b64);
 	return ok;
 }
-
-#define SCOPE_SQL " AND ($%d::text[] IS NULL OR (NOT ('*' = ANY(environments))" \
-	" AND environments <@ $%d::text[]))"
 
 bool
 token_list(struct db *c, int limit, const char *after, const char *const *envs, int nenvs,
 	   json_t **out, struct err *e)
 {
-	char *q = NULL, lim[16], *scope = db_scope_array(envs, nenvs);
+	static const char sql[] = "SELECT " TOKEN_JSON " FROM api_tokens WHERE id::text > $1"
+	    " AND ($3::text[] IS NULL OR (NOT ('*' = ANY(environments))"
+	    " AND environments <@ $3::text[])) ORDER BY id LIMIT $2";
+	char lim[16], *scope = db_scope_array(envs, nenvs);
 	const char *p[3] = { after ? after : "", lim, scope };
-	PGresult *r = NULL;
-	bool ok = false;
+	bool ok;
 
 	snprintf(lim, sizeof(lim), "%d", limit);
-	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id::text > $1" SCOPE_SQL
-	    " ORDER BY id LIMIT $2", sql_cols, 3, 3) < 0) {
-		free(scope);
-		return err_set(e, 500, "token.oom", "out of memory");
-	}
-	if (!db_exec(c, q, 3, p, &r, e))
-		goto cleanup;
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, row_json(r, i));
-	ok = true;
-cleanup:
-	PQclear(r);
-	free(q);
+	ok = db_list_json(c, sql, 3, p, out, e);
 	free(scope);
 	return ok;
 }
 
 bool
-token_get(struct db *c, const char *id, const char *const *envs, int nenvs, json_t **out,
-	  struct err *e)
+token_get(struct db *c, const char *id, bool lock, json_t **out, struct err *e)
 {
-	char *q = NULL, *scope = db_scope_array(envs, nenvs);
-	const char *p[2] = { id, scope };
-	PGresult *r = NULL;
-	bool ok = false;
-	uuid_t u;
+	static const char sql[] = "SELECT " TOKEN_JSON " FROM api_tokens"
+	    " WHERE id = $1::uuid AND revoked_at IS NULL";
+	static const char sql_lock[] = "SELECT " TOKEN_JSON " FROM api_tokens"
+	    " WHERE id = $1::uuid AND revoked_at IS NULL FOR UPDATE";
+	const char *p[1] = { id };
 
-	if (uuid_parse(id, u) != 0) {
-		free(scope);
+	if (!db_uuid_ok(id))
 		return err_set(e, 404, "token.not_found", "token not found");
-	}
-	if (asprintf(&q, "SELECT %s FROM api_tokens WHERE id = $1::uuid AND revoked_at IS NULL"
-	    SCOPE_SQL, sql_cols, 2, 2) < 0) {
-		free(scope);
-		return err_set(e, 500, "token.oom", "out of memory");
-	}
-	if (!db_exec(c, q, 2, p, &r, e))
-		goto cleanup;
-	if (PQntuples(r) == 0) {
-		err_set(e, 404, "token.not_found", "token not found");
-		goto cleanup;
-	}
-	*out = row_json(r, 0);
-	ok = true;
-cleanup:
-	PQclear(r);
-	free(q);
-	free(scope);
-	return ok;
+	return db_get_json(c, lock ? sql_lock : sql, 1, p, "token.not_found", "token", out, e);
 }
 
 bool
-token_revoke(struct db *c, const char *id, const char *const *envs, int nenvs, json_t **before,
-	     struct err *e)
+token_revoke(struct db *c, const char *id, struct err *e)
 {
 	static const char sql[] = "UPDATE api_tokens SET revoked_at = now(), updated_at = now(),"
 	    " version = version + 1 WHERE id = $1::uuid AND revoked_at IS NULL";
 	const char *p[1] = { id };
-	PGresult *r = NULL;
 	bool ok;
 
-	if (!token_get(c, id, envs, nenvs, before, e))
-		return false;
-	ok = db_exec(c, sql, 1, p, &r, e);
-	PQclear(r);
-	r = NULL;
 	/* delivered on commit to every replica's listener, this one included */
-	ok = ok && db_exec(c, "SELECT pg_notify('fleet_tokens', $1)", 1, p, &r, e);
-	PQclear(r);
+	ok = db_exec(c, sql, 1, p, NULL, e) &&
+	    db_exec(c, "SELECT pg_notify('fleet_tokens', $1)", 1, p, NULL, e);
 	token_cache_flush();
 	return ok;
 }

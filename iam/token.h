@@ -30,10 +30,11 @@ bool	 token_create(struct db *c, const char *name, const char *role, json_t *env
  * "*" token only by a "*" caller); others do not exist for it (404).  envs: the caller's. */
 bool	 token_list(struct db *c, int limit, const char *after, const char *const *envs,
 	    int nenvs, json_t **out, struct err *e);
-bool	 token_get(struct db *c, const char *id, const char *const *envs, int nenvs,
-	    json_t **out, struct err *e);
-bool	 token_revoke(struct db *c, const char *id, const char *const *envs, int nenvs,
-	    json_t **before, struct err *e);
+/* One unrevoked token (FOR UPDATE when lock), whoever's; 404 token.not_found.  Who may
+ * see it is the caller's business (api/h_token.c: every environment it names). */
+bool	 token_get(struct db *c, const char *id, bool lock, json_t **out, struct err *e);
+/* Revokes id (an unrevoked token) and tells every replica's cache. */
+bool	 token_revoke(struct db *c, const char *id, struct err *e);
 /* Looks the secret up (own pooled connection, short cache); 401 when unknown or revoked. */
 bool	 token_authenticate(const char *secret, struct arena *a, struct token_principal *p,
 	    struct err *e);

@@ -275,7 +275,7 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 
 	if (!queue_unpack(c, body, &f, e))
 		goto cleanup;
-	if (!env_get(c, f.env, &env, e)) {
+	if (!env_get(c, f.env, false, &env, e)) {
 		if (e->status == 404)
 			snprintf(e->pointer, sizeof(e->pointer), "/environment");
 		goto cleanup;

@@ -80,12 +80,14 @@ env_create(struct db *c, json_t *body, json_t **out, struct err *e)
 }
 
 bool
-env_get(struct db *c, const char *name, json_t **out, struct err *e)
+env_get(struct db *c, const char *name, bool lock, json_t **out, struct err *e)
 {
 	static const char sql[] = "SELECT " ENV_JSON " FROM environments WHERE name = $1";
+	static const char sql_lock[] = "SELECT " ENV_JSON " FROM environments WHERE name = $1"
+	    " FOR UPDATE";
 	const char *p[1] = { name };
 
-	return one(c, sql, 1, p, name, out, e);
+	return one(c, lock ? sql_lock : sql, 1, p, name, out, e);
 }
 
 bool
@@ -109,8 +111,7 @@ env_list(struct db *c, int limit, const char *after, const char *const *only, in
 }
 
 bool
-env_replace(struct db *c, const char *name, json_t *body, json_t **before, json_t **out,
-	    struct err *e)
+env_replace(struct db *c, const char *name, json_t *body, json_t **out, struct err *e)
 {
 	static const char sql[] = "UPDATE environments SET description = $2,"
 	    " version = version + CASE WHEN description = $2 THEN 0 ELSE 1 END,"
@@ -118,8 +119,6 @@ env_replace(struct db *c, const char *name, json_t *body, json_t **before, json_
 	    " WHERE name = $1 RETURNING " ENV_JSON;
 	const char *newname = NULL, *desc = "";
 
-	if (!env_get(c, name, before, e))
-		return false;
 	if (!unpack(body, &newname, &desc, e))
 		return false;
 	if (strcmp(newname, name) != 0)
@@ -133,12 +132,10 @@ env_replace(struct db *c, const char *name, json_t *body, json_t **before, json_
 }
 
 bool
-env_delete(struct db *c, const char *name, json_t **before, struct err *e)
+env_delete(struct db *c, const char *name, struct err *e)
 {
 	static const char sql[] = "DELETE FROM environments WHERE name = $1";
 	const char *p[1] = { name };
 
-	if (!env_get(c, name, before, e))
-		return false;
 	return db_exec(c, sql, 1, p, NULL, e);
 }

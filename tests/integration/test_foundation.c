@@ -215,7 +215,15 @@ test_env_lifecycle(void **state)
 	assert_string_equal(json_string_value(json_object_get(r.json, "description")), "quality");
 	harness_http_free(&r);
 
-	/* DELETE 204, then 404, GET 404 */
+	/* DELETE with a stale If-Match 412, then 204, then 404, GET 404 */
+	{
+		const char *stale[] = { "If-Match: \"7\"", NULL };
+
+		harness_http(&r, "DELETE", harness_url(&fd, "/v1/environments/qa"), admin, NULL,
+		    stale);
+		harness_expect_problem(&r, 412, "api.precondition_failed", NULL);
+		harness_http_free(&r);
+	}
 	harness_http(&r, "DELETE", harness_url(&fd, "/v1/environments/qa"), admin, NULL, NULL);
 	assert_int_equal(r.status, 204);
 	harness_http_free(&r);
@@ -266,6 +274,7 @@ test_auth(void **state)
 	harness_http_free(&r);
 	/* revocation takes effect */
 	{
+		const char *stale[] = { "If-Match: \"7\"", NULL };
 		char body[128], *secret, *id;
 
 		snprintf(body, sizeof(body), "{\"name\":\"tmp\",\"role\":\"viewer\","
@@ -279,6 +288,10 @@ test_auth(void **state)
 		assert_int_equal(r.status, 200);
 		harness_http_free(&r);
 		snprintf(body, sizeof(body), "/v1/tokens/%s", id);
+		harness_http(&r, "DELETE", harness_url(&fd, "%s", body), admin, NULL,
+		    stale);	/* If-Match */
+		harness_expect_problem(&r, 412, "api.precondition_failed", NULL);
+		harness_http_free(&r);
 		harness_http(&r, "DELETE", harness_url(&fd, "%s", body), admin, NULL, NULL);
 		assert_int_equal(r.status, 204);
 		harness_http_free(&r);
