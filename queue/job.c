@@ -281,32 +281,22 @@ job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
 	    " AND ($7::text IS NULL OR k.name = $7 OR k.id::text = $7)"
 	    " AND ($8::text[] IS NULL OR j.environment = ANY($8::text[]))"
 	    " ORDER BY j.id LIMIT $2";
-	char lim[16], lit[2400] = "{";
-	size_t n = 1;
-	bool all = f->envs == NULL;
-	PGresult *r = NULL;
+	char lim[16], *scope;
+	bool ok;
 
 	if (after != NULL && !db_uuid_ok(after))
 		return err_field(e, 400, "api.bad_cursor", "/query/after",
 		    "after is not a cursor returned by this list");
-	for (int i = 0; f->envs != NULL && i < f->nenvs && n + 40 < sizeof(lit); i++) {
-		all = all || strcmp(f->envs[i], "*") == 0;
-		n += (size_t)snprintf(lit + n, sizeof(lit) - n, "%s%s", i ? "," : "", f->envs[i]);
-	}
-	snprintf(lit + n, sizeof(lit) - n, "}");
 	snprintf(lim, sizeof(lim), "%d", limit);
+	scope = db_scope_array(f->envs, f->nenvs);
 	{
 		const char *p[8] = { after ? after : "", lim, f->state, f->queue, f->environment,
-		    f->region, f->cluster, all ? NULL : lit };
+		    f->region, f->cluster, scope };
 
-		if (!db_exec(c, sql, 8, p, &r, e))
-			return false;
+		ok = db_list_json(c, sql, 8, p, out, e);
 	}
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-	PQclear(r);
-	return true;
+	free(scope);
+	return ok;
 }
 
 bool
@@ -319,19 +309,12 @@ job_events(struct db *c, const char *id, int limit, const char *after, json_t **
 	    " AND ($2 = '' OR id > $2::bigint) ORDER BY id LIMIT $3";
 	char lim[16];
 	const char *p[3] = { id, after ? after : "", lim };
-	PGresult *r = NULL;
 
 	if (after != NULL && strspn(after, "0123456789") != strlen(after))
 		return err_field(e, 400, "api.bad_cursor", "/query/after",
 		    "after is not a cursor returned by this list");
 	snprintf(lim, sizeof(lim), "%d", limit);
-	if (!db_exec(c, sql, 3, p, &r, e))
-		return false;
-	*out = json_array();
-	for (int i = 0; i < PQntuples(r); i++)
-		json_array_append_new(*out, json_loads(PQgetvalue(r, i, 0), 0, NULL));
-	PQclear(r);
-	return true;
+	return db_list_json(c, sql, 3, p, out, e);
 }
 
 bool
