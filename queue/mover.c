@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/log.h"
+#include "core/worker_thread.h"
 #include "providers/kube.h"
 #include "queue/dispatch.h"
 #include "queue/job.h"
@@ -608,11 +609,7 @@ mover_round(const char *who, struct mover_stats *st, struct err *e)
 	return ok;
 }
 
-static struct {
-	pthread_t	thread;
-	atomic_bool	running;
-	bool		started;
-} M;
+static struct worker_thread M;
 
 struct retry_arg {
 	int	tried;
@@ -633,7 +630,7 @@ loop(void *arg)
 	time_t last_retry = 0;
 
 	(void)arg;
-	while (atomic_load(&M.running)) {
+	while (worker_thread_running(&M)) {
 		struct mover_stats st = { 0 };
 		struct err e = { 0 };
 		struct timespec ts = { 0, 250 * 1000 * 1000 };
@@ -656,19 +653,11 @@ loop(void *arg)
 bool
 mover_start(struct err *e)
 {
-	atomic_store(&M.running, true);
-	if (pthread_create(&M.thread, NULL, loop, NULL) != 0)
-		return err_set(e, 500, "mover.start", "cannot start the mover thread");
-	M.started = true;
-	return true;
+	return worker_thread_start(&M, loop, "mover.start", "cannot start the mover thread", e);
 }
 
 void
 mover_stop(void)
 {
-	if (!M.started)
-		return;
-	atomic_store(&M.running, false);
-	pthread_join(M.thread, NULL);
-	M.started = false;
+	worker_thread_stop(&M);
 }

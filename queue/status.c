@@ -14,6 +14,7 @@
 #include "core/listen.h"
 #include "core/log.h"
 #include "core/textbuf.h"
+#include "core/worker_thread.h"
 #include "queue/cron.h"
 #include "queue/status_int.h"
 
@@ -387,9 +388,7 @@ status_cycle(struct status_stats *st, struct err *e)
 /* ---- the loop: a cluster still busy from an earlier cycle is skipped, never waited on */
 
 static struct {
-	pthread_t		 thread;
-	atomic_bool		 running;
-	bool			 started;
+	struct worker_thread	 th;
 	struct dispatch_pool	*pool;
 } S;
 
@@ -413,7 +412,7 @@ loop(void *arg)
 	double last_full = 0;
 
 	(void)arg;
-	while (atomic_load(&S.running)) {
+	while (worker_thread_running(&S.th)) {
 		struct batch **v = NULL;
 		struct err e = { 0 };
 		size_t n = 0;
@@ -469,28 +468,25 @@ status_start(struct err *e)
 		S.pool = NULL;
 		return false;
 	}
-	atomic_store(&S.running, true);
-	if (pthread_create(&S.thread, NULL, loop, NULL) != 0) {
+	if (!worker_thread_start(&S.th, loop, "status.start", "cannot start the status thread",
+	    e)) {
 		status_watch_stop();
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
-		return err_set(e, 500, "status.start", "cannot start the status thread");
+		return false;
 	}
-	S.started = true;
 	return true;
 }
 
 void
 status_stop(void)
 {
-	if (!S.started)
+	if (!S.th.started)
 		return;
-	atomic_store(&S.running, false);
-	pthread_join(S.thread, NULL);
+	worker_thread_stop(&S.th);
 	dispatch_pool_free(S.pool);
 	status_watch_stop();
 	S.pool = NULL;
-	S.started = false;
 }
 
 void

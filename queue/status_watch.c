@@ -15,6 +15,7 @@
 #include "core/http.h"
 #include "core/log.h"
 #include "core/textbuf.h"
+#include "core/worker_thread.h"
 #include "queue/status_int.h"
 
 #define NKINDS		6
@@ -63,9 +64,7 @@ struct wcluster {
 
 static struct {
 	pthread_mutex_t		 mu;
-	pthread_t		 thread;
-	atomic_bool		 running;
-	bool			 started;
+	struct worker_thread	 th;
 	struct wcluster		*all;
 	struct http_streams	*streams;
 	atomic_ulong		 lists, watches, relists, refusals, events;
@@ -116,7 +115,7 @@ cluster(const char *id, bool make)
 bool
 status_watch_on(void)
 {
-	return W.started;
+	return W.th.started;
 }
 
 void
@@ -125,7 +124,7 @@ status_watch_want(const char *cluster_id, const char *kind)
 	int k = kind_index(kind);
 	struct wcluster *c;
 
-	if (!W.started || k < 0)
+	if (!W.th.started || k < 0)
 		return;
 	pthread_mutex_lock(&W.mu);
 	c = cluster(cluster_id, true);
@@ -143,7 +142,7 @@ status_watch_list(const char *cluster_id, const char *kind, const char *ns)
 	const char *key;
 	size_t nl = strlen(ns);
 
-	if (!W.started || k < 0)
+	if (!W.th.started || k < 0)
 		return NULL;
 	pthread_mutex_lock(&W.mu);
 	c = cluster(cluster_id, false);
@@ -164,7 +163,7 @@ status_watch_take_dirty(const char *cluster_id, bool *following)
 	bool d = false;
 
 	*following = false;
-	if (!W.started)
+	if (!W.th.started)
 		return false;
 	pthread_mutex_lock(&W.mu);
 	if ((c = cluster(cluster_id, false)) != NULL) {
@@ -409,7 +408,7 @@ static void *
 loop(void *arg)
 {
 	(void)arg;
-	while (atomic_load(&W.running)) {
+	while (worker_thread_running(&W.th)) {
 		struct wstream *todo[64];
 		int n = 0;
 		double now = now_s();
@@ -434,7 +433,7 @@ loop(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&W.mu);
-		for (int i = 0; i < n && atomic_load(&W.running); i++) {
+		for (int i = 0; i < n && worker_thread_running(&W.th); i++) {
 			struct wstream *s = todo[i];
 
 			if (s->c->t == NULL && !load_target(s->c)) {
@@ -455,13 +454,12 @@ status_watch_start(struct err *e)
 		return true;
 	if ((W.streams = http_streams_new()) == NULL)
 		return err_set(e, 500, "status.start", "cannot start the watch streams");
-	atomic_store(&W.running, true);
-	if (pthread_create(&W.thread, NULL, loop, NULL) != 0) {
+	if (!worker_thread_start(&W.th, loop, "status.start", "cannot start the watch thread",
+	    e)) {
 		http_streams_free(W.streams);
 		W.streams = NULL;
-		return err_set(e, 500, "status.start", "cannot start the watch thread");
+		return false;
 	}
-	W.started = true;
 	return true;
 }
 
@@ -470,10 +468,9 @@ status_watch_stop(void)
 {
 	struct wcluster *c;
 
-	if (!W.started)
+	if (!W.th.started)
 		return;
-	atomic_store(&W.running, false);
-	pthread_join(W.thread, NULL);
+	worker_thread_stop(&W.th);
 	http_streams_free(W.streams);
 	W.streams = NULL;
 	while ((c = W.all) != NULL) {
@@ -485,7 +482,6 @@ status_watch_stop(void)
 		dispatch_target_free(c->t);
 		free(c);
 	}
-	W.started = false;
 }
 
 void

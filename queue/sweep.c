@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/textbuf.h"
+#include "core/worker_thread.h"
 #include "providers/kube.h"
 #include "queue/dispatch.h"
 #include "queue/job.h"
@@ -386,11 +387,7 @@ sweep_metrics(char **buf, size_t *len, size_t *cap)
 		    reasons[i], atomic_load(&M.by_reason[i]));
 }
 
-static struct {
-	pthread_t	thread;
-	atomic_bool	running;
-	bool		started;
-} T;
+static struct worker_thread T;
 
 static void *
 loop(void *arg)
@@ -399,7 +396,7 @@ loop(void *arg)
 	long waited = cfg.sweep_interval_ms;	/* the first round runs at once */
 
 	(void)arg;
-	while (atomic_load(&T.running)) {
+	while (worker_thread_running(&T)) {
 		if (waited >= cfg.sweep_interval_ms) {
 			struct sweep_stats st = { 0 };
 			struct err e = { 0 };
@@ -417,19 +414,12 @@ loop(void *arg)
 bool
 sweep_start(struct err *e)
 {
-	atomic_store(&T.running, true);
-	if (pthread_create(&T.thread, NULL, loop, NULL) != 0)
-		return err_set(e, 500, "sweep.start", "cannot start the orphan sweep thread");
-	T.started = true;
-	return true;
+	return worker_thread_start(&T, loop, "sweep.start", "cannot start the orphan sweep "
+	    "thread", e);
 }
 
 void
 sweep_stop(void)
 {
-	if (!T.started)
-		return;
-	atomic_store(&T.running, false);
-	pthread_join(T.thread, NULL);
-	T.started = false;
+	worker_thread_stop(&T);
 }

@@ -10,14 +10,13 @@
 #include "core/config.h"
 #include "core/listen.h"
 #include "core/log.h"
+#include "core/worker_thread.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
 
 static struct {
-	pthread_t	thread;
-	atomic_bool	running;
-	atomic_bool	kicked;
-	bool		started;
+	struct worker_thread	th;
+	atomic_bool		kicked;
 } P;
 
 void
@@ -41,7 +40,7 @@ wait_for(PGconn *c, int ms)
 {
 	double until = mono() + ms / 1000.0;
 
-	while (atomic_load(&P.running) && !atomic_load(&P.kicked) && mono() < until)
+	while (worker_thread_running(&P.th) && !atomic_load(&P.kicked) && mono() < until)
 		if (listen_wait(c, 200))
 			break;
 }
@@ -53,7 +52,7 @@ loop(void *arg)
 	bool leader = false;
 
 	(void)arg;
-	while (atomic_load(&P.running)) {
+	while (worker_thread_running(&P.th)) {
 		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
 			if (c != NULL)
 				PQfinish(c);
@@ -92,20 +91,13 @@ loop(void *arg)
 bool
 poll_loop_start(struct err *e)
 {
-	atomic_store(&P.running, true);
 	atomic_store(&P.kicked, true);
-	if (pthread_create(&P.thread, NULL, loop, NULL) != 0)
-		return err_set(e, 500, "poller.start", "cannot start the poller thread");
-	P.started = true;
-	return true;
+	return worker_thread_start(&P.th, loop, "poller.start", "cannot start the poller thread",
+	    e);
 }
 
 void
 poll_loop_stop(void)
 {
-	if (!P.started)
-		return;
-	atomic_store(&P.running, false);
-	pthread_join(P.thread, NULL);
-	P.started = false;
+	worker_thread_stop(&P.th);
 }
