@@ -88,10 +88,9 @@ audit_list(struct db *c, int limit, const char *after, const struct audit_filter
 	    f->actor, f->since, f->until, all ? "true" : "false", lit ? lit : "{}" };
 	bool ok;
 
-	if (after != NULL && strspn(after, "0123456789") != strlen(after)) {
+	if (!db_cursor_ok(after, true, e)) {
 		free(lit);
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
+		return false;
 	}
 	snprintf(lim, sizeof(lim), "%d", limit);
 	ok = db_list_json(c, sql, 9, p, out, e);

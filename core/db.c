@@ -500,6 +500,17 @@ cleanup:
 }
 
 bool
+db_get_id_json(struct db *c, const char *sql, const char *id, const char *code,
+    const char *what, json_t **out, struct err *e)
+{
+	const char *p[1] = { id };
+
+	if (!db_uuid_ok(id))
+		return err_set(e, 404, code, "%s not found", what);
+	return db_get_json(c, sql, 1, p, code, what, out, e);
+}
+
+bool
 db_list_json(struct db *c, const char *sql, int n, const char *const *params, json_t **out,
 	     struct err *e)
 {
@@ -520,4 +531,14 @@ db_uuid_ok(const char *s)
 	uuid_t u;
 
 	return s != NULL && uuid_parse(s, u) == 0;
+}
+
+bool
+db_cursor_ok(const char *after, bool serial, struct err *e)
+{
+	if (after == NULL || (serial ? strspn(after, "0123456789") == strlen(after) :
+	    db_uuid_ok(after)))
+		return true;
+	return err_field(e, 400, "api.bad_cursor", "/query/after",
+	    "after is not a cursor returned by this list");
 }

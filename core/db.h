@@ -54,11 +54,18 @@ char	*db_scope_array(const char *const *names, int n);
  * the object: "cloud", "environment prod"); unparsable JSON 500. */
 bool	 db_get_json(struct db *c, const char *sql, int n, const char *const *params,
 	    const char *code, const char *what, json_t **out, struct err *e);
+/* db_get_json of the row whose uuid id is sql's only parameter $1; an id that is no uuid
+ * is the same 404 (code, "<what> not found") without asking the database. */
+bool	 db_get_id_json(struct db *c, const char *sql, const char *id, const char *code,
+	    const char *what, json_t **out, struct err *e);
 /* Every row's first column (JSON text) as a new array in *out. */
 bool	 db_list_json(struct db *c, const char *sql, int n, const char *const *params,
 	    json_t **out, struct err *e);
 /* Whether s is a UUID (ids in paths are checked before they reach SQL's ::uuid). */
 bool	 db_uuid_ok(const char *s);
+/* A list's after cursor (decoded): NULL, or a uuid (serial: decimal digits, a bigint id);
+ * else 400 api.bad_cursor at /query/after. */
+bool	 db_cursor_ok(const char *after, bool serial, struct err *e);
 
 /* Rows helpers: value or NULL for SQL NULL. */
 const char *db_val(const PGresult *r, int row, int col);

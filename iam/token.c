@@ -156,11 +156,7 @@ token_get(struct db *c, const char *id, bool lock, json_t **out, struct err *e)
 	    " WHERE id = $1::uuid AND revoked_at IS NULL";
 	static const char sql_lock[] = "SELECT " TOKEN_JSON " FROM api_tokens"
 	    " WHERE id = $1::uuid AND revoked_at IS NULL FOR UPDATE";
-	const char *p[1] = { id };
-
-	if (!db_uuid_ok(id))
-		return err_set(e, 404, "token.not_found", "token not found");
-	return db_get_json(c, lock ? sql_lock : sql, 1, p, "token.not_found", "token", out, e);
+	return db_get_id_json(c, lock ? sql_lock : sql, id, "token.not_found", "token", out, e);
 }
 
 bool

@@ -21,11 +21,7 @@ job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err 
 	static const char sql[] = "SELECT " JOB_JSON JOB_FROM " WHERE j.id = $1::uuid";
 	static const char sql_lock[] = "SELECT " JOB_JSON JOB_FROM " WHERE j.id = $1::uuid"
 	    " FOR UPDATE OF j";
-	const char *p[1] = { id };
-
-	if (!db_uuid_ok(id))
-		return err_set(e, 404, "queue.job_not_found", "job not found");
-	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "queue.job_not_found", "job",
+	return db_get_id_json(c, for_update ? sql_lock : sql, id, "queue.job_not_found", "job",
 	    out, e);
 }
 
@@ -284,9 +280,8 @@ job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
 	char lim[16], *scope;
 	bool ok;
 
-	if (after != NULL && !db_uuid_ok(after))
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
+	if (!db_cursor_ok(after, false, e))
+		return false;
 	snprintf(lim, sizeof(lim), "%d", limit);
 	scope = db_scope_array(f->envs, f->nenvs);
 	{
@@ -310,9 +305,8 @@ job_events(struct db *c, const char *id, int limit, const char *after, json_t **
 	char lim[16];
 	const char *p[3] = { id, after ? after : "", lim };
 
-	if (after != NULL && strspn(after, "0123456789") != strlen(after))
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
+	if (!db_cursor_ok(after, true, e))
+		return false;
 	snprintf(lim, sizeof(lim), "%d", limit);
 	return db_list_json(c, sql, 3, p, out, e);
 }

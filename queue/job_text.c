@@ -14,6 +14,7 @@
 #include <uuid/uuid.h>
 
 #include "core/arena.h"
+#include "core/textbuf.h"
 #include "queue/job_text.h"
 
 #define COLS \
@@ -53,18 +54,7 @@ struct buf {
 static void
 put(struct buf *b, const char *s, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-
-		while (b->len + n + 1 > cap)
-			cap *= 2;
-		if ((b->p = realloc(b->p, cap)) == NULL)
-			abort();
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	textbuf_append(&b->p, &b->len, &b->cap, s, n);
 }
 
 static void
@@ -352,30 +342,26 @@ job_list_text(struct db *c, int limit, const char *after, const struct job_filte
 	/* migrations/0007_job_page.sql: plans made once per connection */
 	static const char sql[] = "SELECT job_id, job_key FROM job_page_keys("
 	    "nullif($1, '')::uuid, $2::int, $3, $4, $5, $6, $7, $8::text[])";
-	char lim[16], lit[2400] = "{", key[64];
-	size_t n = 1;
-	bool all = f->envs == NULL, ok = false;
+	char lim[16], *lit, key[64];
+	bool ok = false;
 	struct buf b = { 0 }, miss = { 0 };
 	struct local *loc = arena_alloc(a, sizeof(*loc) * (size_t)(limit + 1));
 	PGresult *r = NULL;
-	uuid_t u;
 	int rows, nloc = 0;
 
-	if (after != NULL && uuid_parse(after, u) != 0)
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
-	for (int i = 0; f->envs != NULL && i < f->nenvs && n + 40 < sizeof(lit); i++) {
-		all = all || strcmp(f->envs[i], "*") == 0;
-		n += (size_t)snprintf(lit + n, sizeof(lit) - n, "%s%s", i ? "," : "", f->envs[i]);
-	}
-	snprintf(lit + n, sizeof(lit) - n, "}");
+	if (!db_cursor_ok(after, false, e))
+		return false;
+	lit = db_scope_array(f->envs, f->nenvs);
 	snprintf(lim, sizeof(lim), "%d", limit + 1);
 	{
 		const char *p[8] = { after ? after : "", lim, f->state, f->queue, f->environment,
-		    f->region, f->cluster, all ? NULL : lit };
+		    f->region, f->cluster, lit };
 
-		if (!db_exec(c, sql, 8, p, &r, e))
+		ok = db_exec(c, sql, 8, p, &r, e);
+		free(lit);
+		if (!ok)
 			return false;
+		ok = false;
 	}
 	rows = PQntuples(r);
 	out->more = rows > limit;

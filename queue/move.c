@@ -593,10 +593,9 @@ move_operation_list(struct db *c, int limit, const char *after, const char *stat
 		return err_field(e, 400, "api.bad_query", "/query/state",
 		    "state must be running, succeeded, failed or cancelled");
 	}
-	if (after != NULL && !db_uuid_ok(after)) {
+	if (!db_cursor_ok(after, false, e)) {
 		free(lit);
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
+		return false;
 	}
 	snprintf(lim, sizeof(lim), "%d", limit);
 	ok = db_list_json(c, sql, 6, p, out, e);
@@ -607,24 +606,7 @@ move_operation_list(struct db *c, int limit, const char *after, const char *stat
 bool
 move_operation_get(struct db *c, const char *id, json_t **out, struct err *e)
 {
-	const char *p[1] = { id };
-	PGresult *r = NULL;
-	uuid_t u;
-	bool ok = false;
-
-	if (id == NULL || uuid_parse(id, u) != 0)
-		return err_set(e, 404, "operation.not_found", "operation not found");
-	if (!db_exec(c, sql_op_json, 1, p, &r, e))
-		goto cleanup;
-	if (PQntuples(r) == 0) {
-		err_set(e, 404, "operation.not_found", "operation not found");
-		goto cleanup;
-	}
-	*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
-	ok = true;
-cleanup:
-	PQclear(r);
-	return ok;
+	return db_get_id_json(c, sql_op_json, id, "operation.not_found", "operation", out, e);
 }
 
 bool

@@ -307,12 +307,8 @@ queue_get(struct db *c, const char *id, bool for_update, json_t **out, struct er
 	static const char sql[] = "SELECT " QUEUE_JSON " FROM queues WHERE id = $1::uuid";
 	static const char sql_lock[] = "SELECT " QUEUE_JSON " FROM queues WHERE id = $1::uuid"
 	    " FOR UPDATE";
-	const char *p[1] = { id };
-
-	if (!db_uuid_ok(id))
-		return err_set(e, 404, "queue.not_found", "queue not found");
-	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "queue.not_found", "queue", out,
-	    e);
+	return db_get_id_json(c, for_update ? sql_lock : sql, id, "queue.not_found", "queue",
+	    out, e);
 }
 
 bool
@@ -339,24 +335,20 @@ queue_list(struct db *c, int limit, const char *after, const char *environment,
 	static const char sql[] = "SELECT " QUEUE_JSON " FROM queues"
 	    " WHERE ($1 = '' OR id > $1::uuid) AND ($3::text IS NULL OR environment = $3)"
 	    " AND ($4::text[] IS NULL OR environment = ANY($4::text[])) ORDER BY id LIMIT $2";
-	char lim[16], lit[2400] = "{";
-	size_t n = 1;
-	bool all = false;
+	char lim[16], *lit;
+	bool ok;
 
-	if (after != NULL && !db_uuid_ok(after))
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
-	for (int i = 0; i < nenvs && n + 40 < sizeof(lit); i++) {
-		all = all || strcmp(envs[i], "*") == 0;
-		n += (size_t)snprintf(lit + n, sizeof(lit) - n, "%s%s", i ? "," : "", envs[i]);
-	}
-	snprintf(lit + n, sizeof(lit) - n, "}");
+	if (!db_cursor_ok(after, false, e))
+		return false;
+	lit = db_scope_array(envs, nenvs);
 	snprintf(lim, sizeof(lim), "%d", limit);
 	{
-		const char *p[4] = { after ? after : "", lim, environment, all ? NULL : lit };
+		const char *p[4] = { after ? after : "", lim, environment, lit };
 
-		return db_list_json(c, sql, 4, p, out, e);
+		ok = db_list_json(c, sql, 4, p, out, e);
 	}
+	free(lit);
+	return ok;
 }
 
 bool

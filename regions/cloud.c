@@ -13,12 +13,8 @@ cloud_get(struct db *c, const char *id, bool for_update, json_t **out, struct er
 	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id WHERE c.id = $1::uuid";
 	static const char sql_lock[] = "SELECT " CLOUD_JSON " FROM clouds c"
 	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id WHERE c.id = $1::uuid FOR UPDATE OF c";
-	const char *p[1] = { id };
-
-	if (!db_uuid_ok(id))
-		return err_set(e, 404, "cloud.not_found", "cloud not found");
-	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "cloud.not_found", "cloud", out,
-	    e);
+	return db_get_id_json(c, for_update ? sql_lock : sql, id, "cloud.not_found", "cloud",
+	    out, e);
 }
 
 bool
@@ -32,16 +28,13 @@ cloud_list(struct db *c, int limit, const char *after, const char *environment,
 	    " AND ($4::text IS NULL OR c.provider = $4) AND ($5::text IS NULL OR c.region = $5)"
 	    " AND ($6::text[] IS NULL OR c.environment = ANY($6::text[]))"
 	    " ORDER BY c.id LIMIT $2";
-	char lim[16], *lit = db_scope_array(envs, nenvs);
-	const char *p[6] = { after ? after : "", lim, environment, provider, region, lit };
-	uuid_t u;
+	char lim[16], *lit;
+	const char *p[6] = { after ? after : "", lim, environment, provider, region, NULL };
 	bool ok = false;
 
-	if (after != NULL && uuid_parse(after, u) != 0) {
-		free(lit);
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
-	}
+	if (!db_cursor_ok(after, false, e))
+		return false;
+	p[5] = lit = db_scope_array(envs, nenvs);
 	snprintf(lim, sizeof(lim), "%d", limit);
 	ok = db_list_json(c, sql, 6, p, out, e);
 	free(lit);

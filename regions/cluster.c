@@ -344,12 +344,8 @@ cluster_get(struct db *c, const char *id, bool for_update, json_t **out, struct 
 	    " ON c.id = k.cloud_id WHERE k.id = $1::uuid";
 	static const char sql_lock[] = "SELECT " CLUSTER_JSON " FROM clusters k JOIN clouds c"
 	    " ON c.id = k.cloud_id WHERE k.id = $1::uuid FOR UPDATE OF k";
-	const char *p[1] = { id };
-
-	if (!db_uuid_ok(id))
-		return err_set(e, 404, "cluster.not_found", "cluster not found");
-	return db_get_json(c, for_update ? sql_lock : sql, 1, p, "cluster.not_found", "cluster",
-	    out, e);
+	return db_get_id_json(c, for_update ? sql_lock : sql, id, "cluster.not_found",
+	    "cluster", out, e);
 }
 
 bool
@@ -399,12 +395,10 @@ cluster_list(struct db *c, int limit, const char *after, const char *environment
 	    " AND ($7::text[] IS NULL OR c.environment = ANY($7::text[]))"
 	    " ORDER BY k.id LIMIT $2";
 	char lim[16], *lit;
-	uuid_t u;
 	bool ok;
 
-	if (after != NULL && uuid_parse(after, u) != 0)
-		return err_field(e, 400, "api.bad_cursor", "/query/after",
-		    "after is not a cursor returned by this list");
+	if (!db_cursor_ok(after, false, e))
+		return false;
 	lit = db_scope_array(envs, nenvs);
 	snprintf(lim, sizeof(lim), "%d", limit);
 	{
