@@ -101,16 +101,6 @@ metrics_register(metrics_writer fn)
 	pthread_mutex_unlock(&mu);
 }
 
-void
-metrics_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	textbuf_vappendf(buf, len, cap, fmt, ap);
-	va_end(ap);
-}
-
 char *
 metrics_render(size_t *len)
 {
@@ -124,31 +114,31 @@ metrics_render(size_t *len)
 		abort();
 	b[0] = '\0';
 	pthread_mutex_lock(&mu);
-	metrics_appendf(&b, &n, &cap, "# HELP fleetd_http_requests_total HTTP requests answered.\n"
+	textbuf_appendf(&b, &n, &cap, "# HELP fleetd_http_requests_total HTTP requests answered.\n"
 	    "# TYPE fleetd_http_requests_total counter\n");
 	for (int i = 0; i < nseries; i++)
-		metrics_appendf(&b, &n, &cap,
+		textbuf_appendf(&b, &n, &cap,
 		    "fleetd_http_requests_total{route=\"%s\",method=\"%s\",status=\"%d\"} %lu\n",
 		    series[i].route, series[i].method, series[i].status, series[i].count);
-	metrics_appendf(&b, &n, &cap, "# HELP fleetd_http_request_duration_seconds Time to "
+	textbuf_appendf(&b, &n, &cap, "# HELP fleetd_http_request_duration_seconds Time to "
 	    "answer a request.\n# TYPE fleetd_http_request_duration_seconds histogram\n");
 	for (int i = 0; i < nhists; i++) {
 		for (size_t k = 0; k < NBUCKETS; k++)
-			metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_bucket"
+			textbuf_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_bucket"
 			    "{route=\"%s\",le=\"%g\"} %lu\n", hists[i].route, buckets[k],
 			    hists[i].le[k]);
-		metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_bucket"
+		textbuf_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_bucket"
 		    "{route=\"%s\",le=\"+Inf\"} %lu\n", hists[i].route, hists[i].count);
-		metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_sum"
+		textbuf_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_sum"
 		    "{route=\"%s\"} %.6f\n", hists[i].route, hists[i].sum);
-		metrics_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_count"
+		textbuf_appendf(&b, &n, &cap, "fleetd_http_request_duration_seconds_count"
 		    "{route=\"%s\"} %lu\n", hists[i].route, hists[i].count);
 	}
 	nw = nwriters;
 	memcpy(w, writers, sizeof(w));
 	pthread_mutex_unlock(&mu);
 	db_pool_stats(&in_use, &idle, &size);
-	metrics_appendf(&b, &n, &cap,
+	textbuf_appendf(&b, &n, &cap,
 	    "# HELP fleetd_db_pool_connections Database pool connections by state.\n"
 	    "# TYPE fleetd_db_pool_connections gauge\n"
 	    "fleetd_db_pool_connections{state=\"in_use\"} %d\n"

@@ -13,8 +13,5 @@ typedef void (*metrics_writer)(char **buf, size_t *len, size_t *cap);
 void	 metrics_register(metrics_writer fn);
 /* Renders all metrics into a malloc'd buffer. */
 char	*metrics_render(size_t *len);
-/* Helper for writers: appends formatted text. */
-void	 metrics_appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
-	    __attribute__((format(printf, 4, 5)));
 
 #endif

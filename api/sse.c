@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/listen.h"
 #include "core/log.h"
+#include "core/textbuf.h"
 #include "queue/events.h"
 
 #define RING		8192
@@ -507,7 +508,7 @@ sse_metrics(char **buf, size_t *len, size_t *cap)
 	sent = hub.sent;
 	published = hub.published;
 	pthread_mutex_unlock(&hub.mu);
-	metrics_appendf(buf, len, cap,
+	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_sse_streams Event streams open on this replica.\n"
 	    "# TYPE fleetd_sse_streams gauge\nfleetd_sse_streams %d\n"
 	    "# HELP fleetd_sse_streams_opened_total Event streams opened.\n"

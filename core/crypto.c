@@ -232,29 +232,37 @@ gcm_update(EVP_CIPHER_CTX *ctx, uint8_t *out, const uint8_t *in, size_t len)
 	    (out == NULL || (size_t)n == len);
 }
 
+/* One AES-256-GCM pass: encrypt (tag out) or decrypt (tag in, checked; on a mismatch the
+ * output is wiped: unauthenticated text is never handed back). */
+static bool
+gcm(bool enc, const uint8_t key[32], const uint8_t *iv, size_t ivlen, const uint8_t *aad,
+    size_t aadlen, const uint8_t *in, size_t len, uint8_t *out, uint8_t tag[16])
+{
+	EVP_CIPHER_CTX *ctx = gcm_ctx(enc, key, iv, ivlen);
+	uint8_t dummy[16];
+	bool ok;
+	int n = 0;
+
+	ok = ctx != NULL && gcm_update(ctx, NULL, aad, aadlen) && gcm_update(ctx, out, in, len);
+	if (enc)
+		ok = ok && EVP_EncryptFinal_ex(ctx, dummy, &n) == 1 && n == 0 &&
+		    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, GCM_TAG_LEN, tag) == 1;
+	else
+		ok = ok && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, GCM_TAG_LEN, tag) == 1 &&
+		    EVP_DecryptFinal_ex(ctx, dummy, &n) == 1;	/* tag mismatch */
+	if (!enc && !ok && out != NULL && len > 0)
+		OPENSSL_cleanse(out, len);
+	EVP_CIPHER_CTX_free(ctx);
+	ERR_clear_error();
+	return ok;
+}
+
 bool
 crypto_aes_gcm_encrypt(const uint8_t key[32], const uint8_t *iv, size_t ivlen,
     const uint8_t *aad, size_t aadlen, const uint8_t *pt, size_t ptlen,
     uint8_t *ct, uint8_t tag[16])
 {
-	EVP_CIPHER_CTX *ctx = gcm_ctx(true, key, iv, ivlen);
-	uint8_t dummy[16];
-	bool ok = false;
-	int n = 0;
-
-	if (ctx == NULL)
-		goto cleanup;
-	if (!gcm_update(ctx, NULL, aad, aadlen) || !gcm_update(ctx, ct, pt, ptlen))
-		goto cleanup;
-	if (EVP_EncryptFinal_ex(ctx, dummy, &n) != 1 || n != 0)
-		goto cleanup;
-	if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, GCM_TAG_LEN, tag) != 1)
-		goto cleanup;
-	ok = true;
-cleanup:
-	EVP_CIPHER_CTX_free(ctx);
-	ERR_clear_error();
-	return ok;
+	return gcm(true, key, iv, ivlen, aad, aadlen, pt, ptlen, ct, tag);
 }
 
 bool
@@ -262,27 +270,7 @@ crypto_aes_gcm_decrypt(const uint8_t key[32], const uint8_t *iv, size_t ivlen,
     const uint8_t *aad, size_t aadlen, const uint8_t *ct, size_t ctlen,
     const uint8_t tag[16], uint8_t *pt)
 {
-	EVP_CIPHER_CTX *ctx = gcm_ctx(false, key, iv, ivlen);
-	uint8_t dummy[16];
-	bool ok = false;
-	int n = 0;
-
-	if (ctx == NULL)
-		goto cleanup;
-	if (!gcm_update(ctx, NULL, aad, aadlen) || !gcm_update(ctx, pt, ct, ctlen))
-		goto cleanup;
-	if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, GCM_TAG_LEN,
-	    (void *)tag) != 1)
-		goto cleanup;
-	if (EVP_DecryptFinal_ex(ctx, dummy, &n) != 1)	/* tag mismatch */
-		goto cleanup;
-	ok = true;
-cleanup:
-	if (!ok && pt != NULL && ctlen > 0)
-		OPENSSL_cleanse(pt, ctlen);	/* never hand back unauthenticated text */
-	EVP_CIPHER_CTX_free(ctx);
-	ERR_clear_error();
-	return ok;
+	return gcm(false, key, iv, ivlen, aad, aadlen, ct, ctlen, pt, (uint8_t *)tag);
 }
 
 char *

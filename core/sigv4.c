@@ -9,6 +9,7 @@
 
 #include "core/crypto.h"
 #include "core/sigv4.h"
+#include "core/textbuf.h"
 
 /* Growable string; allocation failure aborts, like arena_alloc. */
 struct buf {
@@ -20,19 +21,7 @@ struct buf {
 static void
 buf_add(struct buf *b, const char *s, size_t n)
 {
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		b->p = realloc(b->p, cap);
-		if (b->p == NULL)
-			abort();
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	textbuf_append(&b->p, &b->len, &b->cap, s, n);
 }
 
 static void

@@ -1,6 +1,7 @@
 /* textbuf: vsnprintf into the free tail, doubling when it does not fit. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/textbuf.h"
 
@@ -29,6 +30,23 @@ textbuf_vappendf(char **buf, size_t *len, size_t *cap, const char *fmt, va_list 
 		if ((*buf = realloc(*buf, *cap)) == NULL)
 			abort();
 	}
+}
+
+void
+textbuf_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n)
+{
+	if (*buf == NULL || *len + n + 1 > *cap) {
+		size_t c = *cap ? *cap : 256;
+
+		while (c < *len + n + 1)
+			c *= 2;
+		if ((*buf = realloc(*buf, c)) == NULL)
+			abort();
+		*cap = c;
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = '\0';
 }
 
 void
