@@ -358,18 +358,6 @@ hp_cluster(struct cs *cs, struct cs_req *rq, json_t *body, const char *acct, con
 	return NULL;
 }
 
-static int
-pool_count(struct cs_cluster *cl, struct cs_pool *p)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < cl->nodes.n; i++)
-		if (((struct cs_node *)cl->nodes.v[i])->pool == p)
-			n++;
-	return n;
-}
-
 static void
 describe(struct cs *cs, struct cs_req *rq, struct cs_cluster *cl)
 {
@@ -381,7 +369,7 @@ describe(struct cs *cs, struct cs_req *rq, struct cs_cluster *cl)
 		struct cs_pool *p = &cl->pools[i];
 
 		json_array_append_new(groups, json_pack("{s:i, s:i, s:s, s:s, s:{s:s, s:s}, "
-		    "s:s, s:i, s:s}", "CurrentCount", pool_count(cl, p), "TargetCount", p->target,
+		    "s:s, s:i, s:s}", "CurrentCount", cs_pool_nodes(cl, p), "TargetCount", p->target,
 		    "InstanceGroupName", p->name, "InstanceType", p->mt->name, "LifeCycleConfig",
 		    "SourceS3Uri", "s3://fleet-hyperpod-lifecycle/", "OnCreate", "on_create.sh",
 		    "ExecutionRole", "arn:aws:iam::000000000000:role/hyperpod-exec", "ThreadsPerCore",

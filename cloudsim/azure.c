@@ -9,23 +9,6 @@
 
 #include "cloudsim/cs.h"
 
-static char *
-form_get(const char *body, const char *key)
-{
-	const char *p = body;
-	size_t kl = strlen(key);
-
-	while (p != NULL && *p) {
-		const char *amp = strchr(p, '&');
-		size_t len = amp ? (size_t)(amp - p) : strlen(p);
-
-		if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
-			return cs_form_decode(p + kl + 1, len - kl - 1);
-		p = amp ? amp + 1 : NULL;
-	}
-	return NULL;
-}
-
 #define ARM_SCOPE	"https://management.azure.com/.default"
 #define XCHG_AUD	"api://AzureADTokenExchange"
 #define JWT_BEARER	"urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -200,10 +183,10 @@ static void
 login(struct cs *cs, struct cs_req *rq)
 {
 	const char *body = rq->body ? rq->body : "";
-	struct login l = { rq->nseg >= 3 ? rq->seg[2] : "", form_get(body, "grant_type"),
-	    form_get(body, "client_id"), form_get(body, "client_secret"),
-	    form_get(body, "scope"), form_get(body, "client_assertion_type"),
-	    form_get(body, "client_assertion") };
+	struct login l = { rq->nseg >= 3 ? rq->seg[2] : "", cs_form_get(body, "grant_type"),
+	    cs_form_get(body, "client_id"), cs_form_get(body, "client_secret"),
+	    cs_form_get(body, "scope"), cs_form_get(body, "client_assertion_type"),
+	    cs_form_get(body, "client_assertion") };
 
 	if (rq->nseg == 6 && strcmp(rq->seg[3], "v2.0") == 0 &&
 	    strcmp(rq->seg[4], ".well-known") == 0 &&
@@ -286,18 +269,6 @@ paged(struct cs *cs, struct cs_req *rq, json_t *items)
 	cs_reply_json(rq, 200, out);
 }
 
-static int
-pool_nodes(struct cs_cluster *cl, struct cs_pool *p)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < cl->nodes.n; i++)
-		if (((struct cs_node *)cl->nodes.v[i])->pool == p)
-			n++;
-	return n;
-}
-
 static json_t *
 agent_pool(struct cs_cluster *cl, struct cs_pool *p)
 {
@@ -322,7 +293,7 @@ agent_pool(struct cs_cluster *cl, struct cs_pool *p)
 	    "Microsoft.ContainerService/managedClusters/%s/agentPools/%s", cl->account,
 	    cl->resource_group, cl->name, p->name), "name", p->name, "type",
 	    "Microsoft.ContainerService/managedClusters/agentPools", "properties",
-	    "count", pool_nodes(cl, p), "vmSize", p->mt->name, "osDiskSizeGB", 128, "osType",
+	    "count", cs_pool_nodes(cl, p), "vmSize", p->mt->name, "osDiskSizeGB", 128, "osType",
 	    "Linux", "osSKU", "Ubuntu", "mode", p->mt->accel ? "User" : "System",
 	    "enableAutoScaling", p->autoscale, "minCount", p->min, "maxCount", p->max,
 	    "scaleSetPriority", p->spot ? "Spot" : "Regular", "scaleSetEvictionPolicy", "Delete",

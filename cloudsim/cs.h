@@ -276,6 +276,9 @@ char	*cs_read_file(const char *path, size_t *len);	/* malloc'd, NUL-terminated *
 bool	 cs_write_file(const char *dir, const char *name, const char *text, struct err *e);
 char	*cs_pct_decode(const char *s, size_t n);	/* '+' kept unless form */
 char	*cs_form_decode(const char *s, size_t n);	/* '+' -> ' ' */
+char	*cs_form_get(const char *body, const char *key);	/* decoded value, malloc'd */
+void	 cs_copy(char *dst, size_t n, const char *src);	/* truncating; NULL -> "" */
+unsigned cs_hash(const char *s);			/* FNV-1a: stable made-up ids */
 long long cs_parse_quantity(const char *s, bool cpu);	/* cpu: millicores; -1 bad */
 long long cs_json_quantity(json_t *v, bool cpu);
 bool	 cs_dns1123_label(const char *s, size_t max);
@@ -294,6 +297,7 @@ struct cs_cluster *cs_cluster_find(struct cs *cs, const char *name);
 struct cs_node *cs_node_add(struct cs_pool *p, double now);
 struct cs_node *cs_node_build(struct cs_pool *p, int idx, double now);
 void	 cs_node_free(struct cs_node *n);
+int	 cs_pool_nodes(const struct cs_cluster *cl, const struct cs_pool *p);	/* nodes now */
 void	 cs_pod_free(struct cs_pod *p);
 void	 cs_object_free(struct cs_object *o);
 bool	 cs_write_outputs(struct cs *cs, struct err *e);

@@ -78,26 +78,6 @@ jnum(json_t *o, const char *k, double def)
 }
 
 static void
-copy(char *dst, size_t n, const char *src)
-{
-	size_t l = src ? strnlen(src, n - 1) : 0;
-
-	if (l > 0)
-		memcpy(dst, src, l);
-	dst[l] = '\0';
-}
-
-static unsigned
-hash(const char *s)
-{
-	unsigned h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
-static void
 node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 {
 	const struct cs_cluster *cl = p->cl;
@@ -115,7 +95,7 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 	if (cl->provider == CS_GKE) {
 		char block[48];
 
-		snprintf(block, sizeof(block), "%08x", hash(p->rack_prefix));
+		snprintf(block, sizeof(block), "%08x", cs_hash(p->rack_prefix));
 		json_object_set_new(l, "cloud.google.com/gke-nodepool", json_string(p->name));
 		json_object_set_new(l, "cloud.google.com/gke-os-distribution",
 		    json_string("cos"));
@@ -123,7 +103,7 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 		json_object_set_new(l, "cloud.google.com/gce-topology-subblock",
 		    json_string(n->rack));
 		json_object_set_new(l, "cloud.google.com/gce-topology-host",
-		    json_sprintf("%08x", hash(n->name)));
+		    json_sprintf("%08x", cs_hash(n->name)));
 		if (p->spot)
 			json_object_set_new(l, "cloud.google.com/gke-spot", json_string("true"));
 		if (mt->accel != NULL && mt->tpu) {
@@ -157,9 +137,9 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 		json_object_set_new(l, "sagemaker.amazonaws.com/node-health-status",
 		    json_string("Schedulable"));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-1",
-		    json_sprintf("nn-%08x", hash(cl->name)));
+		    json_sprintf("nn-%08x", cs_hash(cl->name)));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-2",
-		    json_sprintf("nn-%08x", hash(p->rack_prefix)));
+		    json_sprintf("nn-%08x", cs_hash(p->rack_prefix)));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-3",
 		    json_string(n->rack));
 		if (p->spot)
@@ -200,25 +180,25 @@ cs_node_build(struct cs_pool *p, int idx, double now)
 {
 	struct cs_cluster *cl = p->cl;
 	struct cs_node *n = calloc(1, sizeof(*n));
-	unsigned h = hash(p->rack_prefix);
+	unsigned h = cs_hash(p->rack_prefix);
 
 	if (n == NULL)
 		abort();
 	n->pool = p;
 	n->created = now;
 	cs_uuid(n->uid);
-	copy(n->zone, sizeof(n->zone), cl->zone);
+	cs_copy(n->zone, sizeof(n->zone), cl->zone);
 	snprintf(n->rack, sizeof(n->rack), "%s-%02d", p->rack_prefix,
 	    p->nodes_per_rack > 0 ? idx / p->nodes_per_rack : 0);
 	if (cl->provider == CS_GKE)
 		snprintf(n->name, sizeof(n->name), "gke-%.24s-%.16s-%08x-%04x", cl->name, p->name,
-		    h, (unsigned)(hash(n->rack) + (unsigned)idx) & 0xffff);
+		    h, (unsigned)(cs_hash(n->rack) + (unsigned)idx) & 0xffff);
 	else if (cl->provider == CS_AKS)
 		snprintf(n->name, sizeof(n->name), "aks-%.12s-%08u-vmss%06x", p->name,
 		    h % 100000000u, (unsigned)idx);
 	else
 		snprintf(n->name, sizeof(n->name), "hyperpod-i-0%08x%08x", h,
-		    hash(cl->name) + (unsigned)idx);
+		    cs_hash(cl->name) + (unsigned)idx);
 	n->cpu_m = (long long)p->mt->vcpus * 1000 - 500;
 	n->mem_b = (long long)p->mt->mem_gib * 1024 * 1024 * 1024 / 100 * 95;
 	if (p->mt->accel != NULL && p->mt->tpu)
@@ -237,6 +217,17 @@ cs_node_add(struct cs_pool *p, double now)
 	struct cs_node *n = cs_node_build(p, p->next_index++, now);
 
 	cs_vec_push(&p->cl->nodes, n);
+	return n;
+}
+
+int
+cs_pool_nodes(const struct cs_cluster *cl, const struct cs_pool *p)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < cl->nodes.n; i++)
+		if (((const struct cs_node *)cl->nodes.v[i])->pool == p)
+			n++;
 	return n;
 }
 
@@ -278,9 +269,9 @@ busy_pod(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, long long acce
 	if (p == NULL)
 		abort();
 	snprintf(p->name, sizeof(p->name), "training-%.100s", n->name);
-	copy(p->ns, sizeof(p->ns), "other-team");
-	copy(p->node, sizeof(p->node), n->name);
-	copy(p->group, sizeof(p->group), "static");
+	cs_copy(p->ns, sizeof(p->ns), "other-team");
+	cs_copy(p->node, sizeof(p->node), n->name);
+	cs_copy(p->group, sizeof(p->group), "static");
 	cs_uuid(p->uid);
 	p->cpu_m = 4000;
 	p->mem_b = 16LL << 30;
@@ -311,7 +302,7 @@ load_pool(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p, json_t *j, st
 	int n;
 
 	p->cl = cl;
-	copy(p->name, sizeof(p->name), jstr(j, "name", ""));
+	cs_copy(p->name, sizeof(p->name), jstr(j, "name", ""));
 	p->mt = cs_machine_find(mt);
 	if (p->name[0] == '\0' || p->mt == NULL)
 		return err_set(e, 400, "cloudsim.fleet", "cluster %s: pool needs a name and a "
@@ -319,7 +310,7 @@ load_pool(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p, json_t *j, st
 	if (p->mt->provider != cl->provider)
 		return err_set(e, 400, "cloudsim.fleet", "cluster %s: machine type %s is not "
 		    "sold by %s", cl->name, mt, cs_provider_name(cl->provider));
-	copy(p->tpu_topology, sizeof(p->tpu_topology), jstr(j, "tpu_topology", ""));
+	cs_copy(p->tpu_topology, sizeof(p->tpu_topology), jstr(j, "tpu_topology", ""));
 	n = (int)jnum(j, "nodes", 0);
 	if (p->mt->tpu && p->tpu_topology[0] != '\0' && json_object_get(j, "nodes") == NULL) {
 		int a = 1, b = 1, c = 1;
@@ -386,7 +377,7 @@ load_cluster(struct cs *cs, struct cs_cluster *cl, json_t *j, struct err *e)
 	json_t *pools = json_object_get(j, "pools");
 	size_t i;
 
-	copy(cl->name, sizeof(cl->name), jstr(j, "name", ""));
+	cs_copy(cl->name, sizeof(cl->name), jstr(j, "name", ""));
 	if (!cs_dns1123_label(cl->name, 40))
 		return err_set(e, 400, "cloudsim.fleet", "cluster name %s is not a dns label "
 		    "of at most 40 characters", cl->name);
@@ -399,27 +390,27 @@ load_cluster(struct cs *cs, struct cs_cluster *cl, json_t *j, struct err *e)
 	else
 		return err_set(e, 400, "cloudsim.fleet", "cluster %s: unknown provider %s",
 		    cl->name, prov);
-	copy(cl->env, sizeof(cl->env), jstr(j, "environment", "dev"));
-	copy(cl->region, sizeof(cl->region), jstr(j, "region", ""));
+	cs_copy(cl->env, sizeof(cl->env), jstr(j, "environment", "dev"));
+	cs_copy(cl->region, sizeof(cl->region), jstr(j, "region", ""));
 	if (cl->region[0] == '\0')
 		return err_set(e, 400, "cloudsim.fleet", "cluster %s: region missing", cl->name);
 	if (jstr(j, "zone", NULL) != NULL)
-		copy(cl->zone, sizeof(cl->zone), jstr(j, "zone", NULL));
+		cs_copy(cl->zone, sizeof(cl->zone), jstr(j, "zone", NULL));
 	else
 		snprintf(cl->zone, sizeof(cl->zone), cl->provider == CS_GKE ? "%s-a" :
 		    cl->provider == CS_AKS ? "%s-1" : "%sa", cl->region);
-	copy(cl->account, sizeof(cl->account), jstr(j, cl->provider == CS_GKE ? "project" :
+	cs_copy(cl->account, sizeof(cl->account), jstr(j, cl->provider == CS_GKE ? "project" :
 	    cl->provider == CS_AKS ? "subscription" : "account", ""));
 	if (cl->account[0] == '\0')
 		return err_set(e, 400, "cloudsim.fleet", "cluster %s: project, subscription or "
 		    "account missing", cl->name);
-	copy(cl->resource_group, sizeof(cl->resource_group), jstr(j, "resource_group",
+	cs_copy(cl->resource_group, sizeof(cl->resource_group), jstr(j, "resource_group",
 	    "rg-fleet"));
-	copy(cl->batch_scheduler, sizeof(cl->batch_scheduler), jstr(j, "batch_scheduler",
+	cs_copy(cl->batch_scheduler, sizeof(cl->batch_scheduler), jstr(j, "batch_scheduler",
 	    "none"));
-	copy(cl->k8s_version, sizeof(cl->k8s_version), jstr(j, "kubernetes_version", "1.30.4"));
+	cs_copy(cl->k8s_version, sizeof(cl->k8s_version), jstr(j, "kubernetes_version", "1.30.4"));
 	if (jstr(j, "token", NULL) != NULL)
-		copy(cl->token, sizeof(cl->token), jstr(j, "token", NULL));
+		cs_copy(cl->token, sizeof(cl->token), jstr(j, "token", NULL));
 	else
 		cs_hex_token(cl->token, 24);
 	cl->created = cs_now(cs);

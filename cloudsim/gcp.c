@@ -16,23 +16,6 @@
 	"access token, login cookie or other valid authentication credential. See " \
 	"https://developers.google.com/identity/sign-in/web/devconsole-project."
 
-static char *
-form_get(const char *body, const char *key)
-{
-	const char *p = body;
-	size_t kl = strlen(key);
-
-	while (p != NULL && *p) {
-		const char *amp = strchr(p, '&');
-		size_t len = amp ? (size_t)(amp - p) : strlen(p);
-
-		if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
-			return cs_form_decode(p + kl + 1, len - kl - 1);
-		p = amp ? amp + 1 : NULL;
-	}
-	return NULL;
-}
-
 /* Claims of a compact JWT without checking anything; NULL when malformed. */
 static json_t *
 jwt_peek(const char *jwt, json_t **header)
@@ -96,8 +79,8 @@ scopes_valid(const char *scope)
 static void
 oauth_token(struct cs *cs, struct cs_req *rq)
 {
-	char *gt = rq->body ? form_get(rq->body, "grant_type") : NULL,
-	    *as = rq->body ? form_get(rq->body, "assertion") : NULL, url[160];
+	char *gt = rq->body ? cs_form_get(rq->body, "grant_type") : NULL,
+	    *as = rq->body ? cs_form_get(rq->body, "assertion") : NULL, url[160];
 	json_t *hdr = NULL, *claims = NULL, *ok = NULL;
 	const char *iss, *aud, *scope, *alg;
 	struct cs_gsa *g;

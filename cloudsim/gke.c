@@ -6,18 +6,6 @@
 
 #include "cloudsim/cs.h"
 
-static int
-pool_nodes(struct cs_cluster *cl, struct cs_pool *p)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < cl->nodes.n; i++)
-		if (((struct cs_node *)cl->nodes.v[i])->pool == p)
-			n++;
-	return n;
-}
-
 static json_t *
 gke_taints(json_t *taints)
 {
@@ -117,7 +105,7 @@ cs_gke_handle(struct cs *cs, struct cs_req *rq, struct cs_token *t)
 	pools = json_array();
 	for (i = 0; i < cl->npools; i++) {
 		json_array_append_new(pools, node_pool(cl, &cl->pools[i]));
-		nodes += pool_nodes(cl, &cl->pools[i]);
+		nodes += cs_pool_nodes(cl, &cl->pools[i]);
 	}
 	if (rq->nseg == 9) {
 		cs_reply_json(rq, 200, json_pack("{s:o}", "nodePools", pools));

@@ -17,16 +17,6 @@ jstr(json_t *o, const char *k, const char *def)
 	return json_is_string(v) ? json_string_value(v) : def;
 }
 
-static void
-copy(char *dst, size_t n, const char *src)
-{
-	size_t l = src ? strnlen(src, n - 1) : 0;
-
-	if (l > 0)
-		memcpy(dst, src, l);
-	dst[l] = '\0';
-}
-
 static char *
 read_rel(struct cs *cs, const char *file)
 {
@@ -49,8 +39,8 @@ gsa_add(struct cs *cs, const char *email, const char *project, const char *pub)
 
 	if (g == NULL)
 		abort();
-	copy(g->email, sizeof(g->email), email);
-	copy(g->project, sizeof(g->project), project);
+	cs_copy(g->email, sizeof(g->email), email);
+	cs_copy(g->project, sizeof(g->project), project);
 	crypto_random(r, sizeof(r));
 	for (i = 0; i < 8; i++)
 		u = u << 8 | r[i];
@@ -71,8 +61,8 @@ role_add(struct cs *cs, const char *account, const char *name)
 
 	if (r == NULL)
 		abort();
-	copy(r->account, sizeof(r->account), account);
-	copy(r->name, sizeof(r->name), name);
+	cs_copy(r->account, sizeof(r->account), account);
+	cs_copy(r->name, sizeof(r->name), name);
 	cs_hex_token(hex, 8);
 	snprintf(r->id, sizeof(r->id), "AROA%.16s", hex);
 	for (char *p = r->id; *p; p++)
@@ -122,26 +112,26 @@ load_fleetd(struct cs *cs, json_t *f, struct err *e)
 	gsa_add(cs, jstr(g, "email", "fleetd@fleet-admin.iam.gserviceaccount.com"),
 	    jstr(g, "project", "fleet-admin"), pub);
 	free(pub);
-	copy(u->account, sizeof(u->account), jstr(a, "account", "111111111111"));
-	copy(u->name, sizeof(u->name), jstr(a, "user", "fleetd"));
+	cs_copy(u->account, sizeof(u->account), jstr(a, "account", "111111111111"));
+	cs_copy(u->name, sizeof(u->name), jstr(a, "user", "fleetd"));
 	cs_hex_token(hex, 8);
 	upper(hex);
 	snprintf(u->access_key, sizeof(u->access_key), "AKIA%.16s", hex);
-	copy(u->access_key, sizeof(u->access_key), jstr(a, "access_key", u->access_key));
+	cs_copy(u->access_key, sizeof(u->access_key), jstr(a, "access_key", u->access_key));
 	cs_hex_token(hex, 20);
-	copy(u->secret_key, sizeof(u->secret_key), jstr(a, "secret_key", hex));
+	cs_copy(u->secret_key, sizeof(u->secret_key), jstr(a, "secret_key", hex));
 	cs_vec_push(&cs->users, u);
 	cs_uuid(app->tenant);
-	copy(app->tenant, sizeof(app->tenant), jstr(z, "tenant", app->tenant));
+	cs_copy(app->tenant, sizeof(app->tenant), jstr(z, "tenant", app->tenant));
 	cs_uuid(app->client_id);
-	copy(app->client_id, sizeof(app->client_id), jstr(z, "client_id", app->client_id));
+	cs_copy(app->client_id, sizeof(app->client_id), jstr(z, "client_id", app->client_id));
 	cs_hex_token(hex, 20);
-	copy(app->secret, sizeof(app->secret), jstr(z, "client_secret", hex));
-	copy(app->name, sizeof(app->name), "fleetd");
+	cs_copy(app->secret, sizeof(app->secret), jstr(z, "client_secret", hex));
+	cs_copy(app->name, sizeof(app->name), "fleetd");
 	/* the object id of fleetd's service principal is the `sub` of its tokens; fleetd has
 	 * no setting for it and names itself by its client id in iam.required, so unless the
 	 * fleet file says otherwise the two are the same here */
-	copy(app->object_id, sizeof(app->object_id), jstr(z, "object_id", app->client_id));
+	cs_copy(app->object_id, sizeof(app->object_id), jstr(z, "object_id", app->client_id));
 	app->multi_tenant = !json_is_false(json_object_get(z, "multi_tenant"));
 	cs_vec_push(&cs->apps, app);
 	return true;
@@ -224,11 +214,11 @@ mi_add(struct cs *cs, const struct cs_cluster *cl, const char *tenant, const cha
 
 	if (mi == NULL)
 		abort();
-	copy(mi->subscription, sizeof(mi->subscription), cl->account);
-	copy(mi->resource_group, sizeof(mi->resource_group), cl->resource_group);
+	cs_copy(mi->subscription, sizeof(mi->subscription), cl->account);
+	cs_copy(mi->resource_group, sizeof(mi->resource_group), cl->resource_group);
 	snprintf(mi->name, sizeof(mi->name), "%s-%s", prefix, cl->name);
-	copy(mi->location, sizeof(mi->location), cl->region);
-	copy(mi->tenant, sizeof(mi->tenant), tenant);
+	cs_copy(mi->location, sizeof(mi->location), cl->region);
+	cs_copy(mi->tenant, sizeof(mi->tenant), tenant);
 	cs_uuid(mi->client_id);
 	cs_uuid(mi->principal_id);
 	mi->tags = json_object();
@@ -324,10 +314,10 @@ load_lists(struct cs *cs, json_t *root)
 
 		if (u == NULL)
 			abort();
-		copy(u->account, sizeof(u->account), jstr(v, "account", ""));
-		copy(u->name, sizeof(u->name), jstr(v, "name", ""));
-		copy(u->access_key, sizeof(u->access_key), jstr(v, "access_key", ""));
-		copy(u->secret_key, sizeof(u->secret_key), jstr(v, "secret_key", ""));
+		cs_copy(u->account, sizeof(u->account), jstr(v, "account", ""));
+		cs_copy(u->name, sizeof(u->name), jstr(v, "name", ""));
+		cs_copy(u->access_key, sizeof(u->access_key), jstr(v, "access_key", ""));
+		cs_copy(u->secret_key, sizeof(u->secret_key), jstr(v, "secret_key", ""));
 		cs_vec_push(&cs->users, u);
 	}
 	json_array_foreach(json_object_get(z, "subscriptions"), i, v) {
@@ -335,8 +325,8 @@ load_lists(struct cs *cs, json_t *root)
 
 		if (s == NULL)
 			abort();
-		copy(s->id, sizeof(s->id), jstr(v, "id", ""));
-		copy(s->tenant, sizeof(s->tenant), jstr(v, "tenant",
+		cs_copy(s->id, sizeof(s->id), jstr(v, "id", ""));
+		cs_copy(s->tenant, sizeof(s->tenant), jstr(v, "tenant",
 		    ((struct cs_az_app *)cs->apps.v[0])->tenant));
 		cs_vec_push(&cs->subs, s);
 	}
@@ -345,13 +335,13 @@ load_lists(struct cs *cs, json_t *root)
 
 		if (p == NULL)
 			abort();
-		copy(p->tenant, sizeof(p->tenant), jstr(v, "tenant",
+		cs_copy(p->tenant, sizeof(p->tenant), jstr(v, "tenant",
 		    ((struct cs_az_app *)cs->apps.v[0])->tenant));
-		copy(p->client_id, sizeof(p->client_id), jstr(v, "client_id", ""));
+		cs_copy(p->client_id, sizeof(p->client_id), jstr(v, "client_id", ""));
 		cs_uuid(p->object_id);
-		copy(p->object_id, sizeof(p->object_id), jstr(v, "object_id", p->object_id));
-		copy(p->secret, sizeof(p->secret), jstr(v, "client_secret", ""));
-		copy(p->name, sizeof(p->name), jstr(v, "name", ""));
+		cs_copy(p->object_id, sizeof(p->object_id), jstr(v, "object_id", p->object_id));
+		cs_copy(p->secret, sizeof(p->secret), jstr(v, "client_secret", ""));
+		cs_copy(p->name, sizeof(p->name), jstr(v, "name", ""));
 		cs_vec_push(&cs->apps, p);
 	}
 }
@@ -376,8 +366,8 @@ cs_ident_load(struct cs *cs, json_t *root, struct err *e)
 
 			if (s == NULL)
 				abort();
-			copy(s->id, sizeof(s->id), cl->account);
-			copy(s->tenant, sizeof(s->tenant),
+			cs_copy(s->id, sizeof(s->id), cl->account);
+			cs_copy(s->tenant, sizeof(s->tenant),
 			    ((struct cs_az_app *)cs->apps.v[0])->tenant);
 			cs_vec_push(&cs->subs, s);
 		}
@@ -475,9 +465,9 @@ cs_token_issue(struct cs *cs, enum cs_tok_kind kind, const char *principal, cons
 		}
 	}
 	t->kind = kind;
-	copy(t->principal, sizeof(t->principal), principal);
-	copy(t->subject, sizeof(t->subject), principal);
-	copy(t->tenant, sizeof(t->tenant), tenant);
+	cs_copy(t->principal, sizeof(t->principal), principal);
+	cs_copy(t->subject, sizeof(t->subject), principal);
+	cs_copy(t->tenant, sizeof(t->tenant), tenant);
 	t->expires = cs_wall(cs) + ttl;
 	cs_hex_token(hex, 32);
 	if (kind == CS_TOK_GCP) {

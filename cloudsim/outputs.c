@@ -7,23 +7,13 @@
 
 #include "cloudsim/cs.h"
 
-static unsigned
-hash(const char *s)
-{
-	unsigned h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
 char *
 cs_hyperpod_arn(const struct cs_cluster *cl)
 {
 	char *s = NULL;
 
 	if (asprintf(&s, "arn:aws:sagemaker:%s:%s:cluster/%08x%04x", cl->region, cl->account,
-	    hash(cl->name), hash(cl->region) & 0xffff) < 0)
+	    cs_hash(cl->name), cs_hash(cl->region) & 0xffff) < 0)
 		abort();
 	return s;
 }

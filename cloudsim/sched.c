@@ -730,18 +730,6 @@ reclaim(struct cs *cs, struct cs_cluster *cl, double now)
 	}
 }
 
-static int
-pool_nodes(struct cs_cluster *cl, struct cs_pool *p)
-{
-	size_t i;
-	int n = 0;
-
-	for (i = 0; i < cl->nodes.n; i++)
-		if (((struct cs_node *)cl->nodes.v[i])->pool == p)
-			n++;
-	return n;
-}
-
 static void
 scale(struct cs *cs, struct cs_cluster *cl, double now)
 {
@@ -749,7 +737,7 @@ scale(struct cs *cs, struct cs_cluster *cl, double now)
 
 	for (i = 0; i < cl->npools; i++) {
 		struct cs_pool *p = &cl->pools[i];
-		int have = pool_nodes(cl, p);
+		int have = cs_pool_nodes(cl, p);
 
 		if (have >= p->target) {
 			p->scale_at = 0;

@@ -202,6 +202,43 @@ cs_form_decode(const char *s, size_t n)
 	return decode(s, n, true);
 }
 
+char *
+cs_form_get(const char *body, const char *key)
+{
+	const char *p = body;
+	size_t kl = strlen(key);
+
+	while (p != NULL && *p) {
+		const char *amp = strchr(p, '&');
+		size_t len = amp ? (size_t)(amp - p) : strlen(p);
+
+		if (len > kl && strncmp(p, key, kl) == 0 && p[kl] == '=')
+			return cs_form_decode(p + kl + 1, len - kl - 1);
+		p = amp ? amp + 1 : NULL;
+	}
+	return NULL;
+}
+
+void
+cs_copy(char *dst, size_t n, const char *src)
+{
+	size_t l = src ? strnlen(src, n - 1) : 0;
+
+	if (l > 0)
+		memcpy(dst, src, l);
+	dst[l] = '\0';
+}
+
+unsigned
+cs_hash(const char *s)
+{
+	unsigned h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
 /* Kubernetes resource quantity: "2", "500m", "1.5", "64Gi", "1G", "100Mi", "1e3". */
 long long
 cs_parse_quantity(const char *s, bool cpu)
