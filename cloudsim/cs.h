@@ -410,6 +410,11 @@ bool	 cs_kplain_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq);
 /* The stored object (borrowed) or NULL; ns ignored for cluster-scoped kinds. */
 json_t	*cs_plain_get(struct cs_cluster *cl, const char *plural, const char *ns,
 	    const char *name);
+/* Stores obj (reference stolen) unless plural/ns/name exists; removes one (no-op if absent). */
+void	 cs_plain_put(struct cs *cs, struct cs_cluster *cl, const char *plural, const char *ns,
+	    const char *name, json_t *obj);
+void	 cs_plain_del(struct cs_cluster *cl, const char *plural, const char *ns,
+	    const char *name);
 void	 cs_ns_create(struct cs *cs, struct cs_cluster *cl, const char *ns);
 json_t	*cs_node_json(const struct cs_node *n);
 json_t	*cs_pod_json(const struct cs_pod *p);

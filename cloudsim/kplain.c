@@ -1,6 +1,7 @@
 /* cloudsim kplain: the plain Kubernetes objects fleetd keeps next to a Ray object —
  * ConfigMaps and ServiceAccounts (core v1), Roles and RoleBindings (rbac v1), Kueue
- * LocalQueues, ClusterQueues and WorkloadPriorityClasses: get, list, create, server-side
+ * LocalQueues, ClusterQueues and WorkloadPriorityClasses, and the Services the simulated
+ * KubeRay operator keeps for a RayService (cs_plain_put/cs_plain_del): get, list, create, server-side
  * apply (the applier's keys merged over the object: keys written by another manager, such as
  * the acknowledgement a job patches into its signal ConfigMap, are kept), JSON merge patch
  * and delete.  One store per member cluster, keyed "plural/namespace/name". */
@@ -18,6 +19,7 @@ static const struct {
 } kinds[] = {
 	{ "", "v1", "configmaps", "ConfigMap", true },
 	{ "", "v1", "serviceaccounts", "ServiceAccount", true },
+	{ "", "v1", "services", "Service", true },
 	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true },
 	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true },
 	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true },
@@ -103,6 +105,42 @@ stamp(struct cs *cs, struct cs_cluster *cl, json_t *o, int k, const char *ns,
 	}
 	snprintf(rv, sizeof(rv), "%lld", ++cl->rv);
 	json_object_set_new(md, "resourceVersion", json_string(rv));
+}
+
+/* What the simulated operator keeps (a RayService's serve Service): stored under its key,
+ * stamped like an object a client created; a no-op when it is there already. */
+void
+cs_plain_put(struct cs *cs, struct cs_cluster *cl, const char *plural, const char *ns,
+    const char *name, json_t *obj)
+{
+	char key[512];
+
+	for (size_t k = 0; k < NKINDS; k++) {
+		if (strcmp(kinds[k].plural, plural) != 0)
+			continue;
+		key_of((int)k, ns ? ns : "", name, key, sizeof(key));
+		if (cl->plain == NULL)
+			cl->plain = json_object();
+		if (json_object_get(cl->plain, key) != NULL)
+			break;
+		stamp(cs, cl, obj, (int)k, ns, name, true);
+		json_object_set(cl->plain, key, obj);
+		break;
+	}
+	json_decref(obj);
+}
+
+void
+cs_plain_del(struct cs_cluster *cl, const char *plural, const char *ns, const char *name)
+{
+	char key[512];
+
+	for (size_t k = 0; k < NKINDS; k++)
+		if (strcmp(kinds[k].plural, plural) == 0 && cl->plain != NULL) {
+			key_of((int)k, ns ? ns : "", name, key, sizeof(key));
+			if (json_object_del(cl->plain, key) == 0)
+				cl->rv++;
+		}
 }
 
 static void

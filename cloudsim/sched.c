@@ -270,6 +270,12 @@ cs_object_deleted(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 	}
 	o->deleted = true;
 	reconcile(cs, cl, o);
+	if (strcmp(o->kind, "RayService") == 0) {	/* its serve Service (status.c) goes too */
+		char svc[192];
+
+		snprintf(svc, sizeof(svc), "%s-serve-svc", o->name);
+		cs_plain_del(cl, "services", o->ns, svc);
+	}
 	for (i = 0; i < cl->objects.n; i++)
 		if (cl->objects.v[i] == o) {
 			cs_vec_del(&cl->objects, i);

@@ -298,6 +298,26 @@ cs_status_spec_change(struct cs *cs, struct cs_object *o, json_t *next_spec)
 	json_decref(b);
 }
 
+/* KubeRay's serve Service of a RayService, <name>-serve-svc (port 8000, named "serve"),
+ * created once the Ray cluster serves and kept across upgrades: the stable endpoint clients
+ * use. It goes with the RayService (cs_object_deleted). */
+static void
+serve_service(struct cs *cs, struct cs_cluster *cl, const struct cs_object *o)
+{
+	char name[192];
+
+	snprintf(name, sizeof(name), "%s-serve-svc", o->name);
+	if (cs_plain_get(cl, "services", o->ns, name) != NULL)
+		return;
+	cs_plain_put(cs, cl, "services", o->ns, name, json_pack("{s:{s:{s:s, s:s}, s:[{s:s,"
+	    " s:s, s:s, s:s, s:b}]}, s:{s:s, s:{s:s}, s:[{s:s, s:i, s:i, s:s}]}}",
+	    "metadata", "labels", "ray.io/serve", o->name, "ray.io/node-type", "serve",
+	    "ownerReferences", "apiVersion", "ray.io/v1", "kind", "RayService", "name", o->name,
+	    "uid", o->uid, "controller", 1, "spec", "type", "ClusterIP", "selector",
+	    "ray.io/serve", "true", "ports", "name", "serve", "port", 8000, "targetPort", 8000,
+	    "protocol", "TCP"));
+}
+
 void
 cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 {
@@ -350,6 +370,8 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 			cs_object_retemplate(cl, o);
 		}
 		cst = cluster_status(cs, cl, o, &ready);
+		if (ready)
+			serve_service(cs, cl, o);
 		json_object_set_new(st, "observedGeneration", json_integer(o->generation));
 		json_object_set_new(st, "serviceStatus", json_string(ready ? "Running" : ""));
 		json_object_set_new(st, "numServeEndpoints", json_integer(ready ?

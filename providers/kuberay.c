@@ -183,8 +183,14 @@ kuberay_object_name(enum jobspec_kind kind, const char *spec_name, const char *j
 
 	if (job_id == NULL || job_id[0] == '\0' || attempt < 1 || len < (size_t)max + 1)
 		return false;
-	snprintf(suffix, sizeof(suffix), "-%0*llx-a%d", HASH_HEX,
-	    (unsigned long long)(fnv1a(job_id) >> (64 - 4 * HASH_HEX)), attempt);
+	/* A RayService keeps one name across attempts: KubeRay names its serve Service
+	 * <name>-serve-svc, the endpoint clients hold (the attempt is in its labels) */
+	if (kind == JOBSPEC_RAYSERVICE)
+		snprintf(suffix, sizeof(suffix), "-%0*llx", HASH_HEX,
+		    (unsigned long long)(fnv1a(job_id) >> (64 - 4 * HASH_HEX)));
+	else
+		snprintf(suffix, sizeof(suffix), "-%0*llx-a%d", HASH_HEX,
+		    (unsigned long long)(fnv1a(job_id) >> (64 - 4 * HASH_HEX)), attempt);
 	room = max - (int)strlen(suffix);
 	if (room < 4)
 		return false;

@@ -55,7 +55,7 @@ struct kuberay_batch {
 struct kuberay_input {
 	const struct job_spec *spec;
 	const char	*job_id;	/* uuid */
-	int		 attempt;	/* >= 1; part of the object name */
+	int		 attempt;	/* >= 1; part of the object name but a RayService's */
 	const char	*environment;
 	const char	*queue;		/* NULL = spec->queue */
 	const char	*ns;		/* namespace; NULL = kuberay_namespace(environment, queue) */
@@ -103,7 +103,9 @@ json_t		*kuberay_signal_objects(const struct kuberay_input *in,
 		    const struct kuberay_signal *sig, struct err *e);
 
 /* "<name>-<hash of job id>-a<attempt>", a DNS-1035 label within the operator's limit
- * for kind (kuberay_name_max). False when job_id is empty, attempt < 1 or len too small. */
+ * for kind (kuberay_name_max); a RayService's is "<name>-<hash of job id>" whatever the
+ * attempt (its serve Service <name>-serve-svc is the endpoint clients keep; the attempt is
+ * in the fleet.io/attempt label). False when job_id is empty, attempt < 1 or len too small. */
 bool		 kuberay_object_name(enum jobspec_kind kind, const char *spec_name,
 		    const char *job_id, int attempt, char *buf, size_t len);
 /* "fleet-<environment>-<queue>", a DNS-1123 label (hashed when over 63 characters). */

@@ -263,8 +263,11 @@ fail_job(const char *who, const struct dispatch_job *j, const struct err *why,
 static void
 after_changed(const struct outcome *o, struct dispatch_stats *st)
 {
-	static const char sql[] = "SELECT state, attempt FROM jobs WHERE id = $1::uuid";
+	static const char sql[] = "SELECT state, attempt, coalesce(cluster_id::text, ''),"
+	    " coalesce(object_name, '') FROM jobs WHERE id = $1::uuid";
 	const char *p[1] = { o->j->id };
+	const char *mine = json_string_value(json_object_get(json_object_get(o->manifest,
+	    "metadata"), "name"));
 	json_t *md = json_object_get(o->manifest, "metadata");
 	struct err e = { 0 };
 	struct db *c;
@@ -276,9 +279,16 @@ after_changed(const struct outcome *o, struct dispatch_stats *st)
 	if (PQntuples(r) == 1) {
 		const char *state = PQgetvalue(r, 0, 0);
 
-		keep = atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (strcmp(state, "admitted") ==
-		    0 || strcmp(state, "dispatched") == 0 || strcmp(state, "running") == 0 ||
-		    strcmp(state, "succeeded") == 0);
+		bool live = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0 ||
+		    strcmp(state, "running") == 0;
+
+		keep = (atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (live ||
+		    strcmp(state, "succeeded") == 0)) ||
+		    /* a RayService's later attempt on this cluster owns the same object */
+		    (live && strcmp(PQgetvalue(r, 0, 2), o->t->id) == 0 && mine != NULL &&
+		    (strcmp(state, "admitted") == 0 || strcmp(PQgetvalue(r, 0, 3), mine) == 0) &&
+		    strcmp(json_string_value(json_object_get(o->manifest, "kind")),
+		    "RayService") == 0);
 	} else {
 		keep = false;
 	}
@@ -396,7 +406,9 @@ cleanup:
 }
 
 /* Deletes the object of the previous attempt (suspended at preemption, or left by a
- * withdrawal) on the cluster it was placed on. */
+ * withdrawal) on the cluster it was placed on — unless it is the object just applied: a
+ * RayService keeps its name across attempts, so on the same cluster the previous attempt's
+ * object is this one, re-applied (its serve Service stays). */
 static void
 delete_previous(const struct dispatch_job *j, const json_t *manifest)
 {
@@ -424,9 +436,14 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	if (db_exec(c, sql, 2, p, &r, &e) && PQntuples(r) == 1)
 		dispatch_target_load(c, PQgetvalue(r, 0, 0), &t, &e);
 	db_release(c);
+	if (t != NULL && strcmp(t->id, j->cluster_id) == 0 && strcmp(name,
+	    json_string_value(json_object_get(json_object_get(manifest, "metadata"), "name"))) ==
+	    0)
+		goto cleanup;	/* the same object, re-applied */
 	if (t != NULL && !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e))
 		log_warn(NULL, "dispatch", "cannot delete the previous attempt", "{s:s, s:s, s:s}",
 		    "job", j->id, "object", name, "error", e.msg);
+cleanup:
 	PQclear(r);
 	dispatch_target_free(t);
 }

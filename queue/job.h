@@ -10,6 +10,25 @@
 #include "core/db.h"
 #include "core/err.h"
 
+/* A RayService's serve endpoint while it is placed: KubeRay's Service <object>-serve-svc
+ * (port 8000) in the job's namespace on its cluster; the object keeps its name across
+ * attempts (kuberay_object_name), so does the Service. The in-cluster URL. */
+#define JOB_SERVE_ENDPOINT \
+	"CASE WHEN j.kind = 'RayService' AND j.object_name IS NOT NULL AND j.state IN" \
+	" ('dispatched', 'running', 'preempted', 'moving') THEN jsonb_build_object('cluster'," \
+	" k.name, 'namespace', j.manifest->'metadata'->>'namespace', 'service', j.object_name" \
+	" || '-serve-svc', 'port', 8000, 'url', 'http://' || j.object_name || '-serve-svc.' ||" \
+	" (j.manifest->'metadata'->>'namespace') || '.svc.cluster.local:8000') END"
+/* The last spec update (PUT /v1/jobs/{id}/spec) as users see it: its generation, state
+ * (pending, upgrading, done, failed), whether it is an upgrade with a second Ray cluster,
+ * the fields that changed, when it started and ended, and the room it holds meanwhile. */
+#define JOB_SPEC_UPDATE \
+	"CASE WHEN j.spec_update IS NOT NULL THEN jsonb_strip_nulls(jsonb_build_object(" \
+	" 'generation', j.spec_update->'generation', 'state', j.spec_update->'phase'," \
+	" 'upgrade', j.spec_update->'upgrade', 'fields', j.spec_update->'fields'," \
+	" 'started_at', j.spec_update->'requested_at', 'finished_at'," \
+	" j.spec_update->'finished_at', 'extra', j.spec_update->'extra')) END"
+
 /* SQL rendering of a job j joined with queues q, clusters k and clouds c. */
 /* queue/job_text.c writes the same members from the columns (GET /v1/jobs/{id}, GET
  * /v1/jobs): a member added here goes there too; test_api_reads compares the two. */
@@ -23,7 +42,8 @@
 	" 'dispatched_at', j.dispatched_at, 'started_at', j.started_at," \
 	" 'finished_at', j.finished_at, 'version', j.version, 'created_at', j.created_at," \
 	" 'updated_at', j.updated_at, 'checkpoint', j.checkpoint || jsonb_build_object(" \
-	" 'age_seconds', extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int))::text"
+	" 'age_seconds', extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int)," \
+	" 'serve_endpoint', " JOB_SERVE_ENDPOINT ", 'spec_update', " JOB_SPEC_UPDATE ")::text"
 #define JOB_FROM " FROM jobs j JOIN queues q ON q.id = j.queue_id" \
 	" LEFT JOIN clusters k ON k.id = j.cluster_id LEFT JOIN clouds c ON c.id = k.cloud_id"
 

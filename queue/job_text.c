@@ -23,7 +23,8 @@
 	" j.placement, j.object_name, j.spec, j.enqueued_at, j.dispatched_at, j.started_at," \
 	" j.finished_at, j.version, j.created_at, j.updated_at, j.checkpoint ||" \
 	" jsonb_build_object('age_seconds'," \
-	"  extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int)"
+	"  extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int), " \
+	JOB_SERVE_ENDPOINT ", " JOB_SPEC_UPDATE
 
 /* Member names and how each column is written: s string, n number, j JSON, t timestamp. */
 static const struct {
@@ -37,13 +38,14 @@ static const struct {
 	{ "placement", 'j' }, { "object_name", 's' }, { "spec", 'j' }, { "enqueued_at", 't' },
 	{ "dispatched_at", 't' }, { "started_at", 't' }, { "finished_at", 't' },
 	{ "version", 'n' }, { "created_at", 't' }, { "updated_at", 't' }, { "checkpoint", 'j' },
+	{ "serve_endpoint", 'j' }, { "spec_update", 'j' },
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 #define COL_ID		0
 #define COL_ENV		2
 #define COL_VERSION	22
 #define COL_CHECKPOINT	25	/* its age changes with time: such a job is never kept */
-#define COL_KEYS	26	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
+#define COL_KEYS	28	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
 #define KEYS " j.xmin, q.xmin, k.xmin, c.xmin"
 
 struct buf {

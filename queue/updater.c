@@ -185,7 +185,8 @@ visit(struct ujob *u)
 
 static const char sql_record[] =
     "UPDATE jobs SET spec_update = spec_update || $2::jsonb || jsonb_build_object('next_at',"
-    " now() + make_interval(secs => $3::int)), manifest = coalesce($4::jsonb, manifest),"
+    " now() + make_interval(secs => $3::int)) || CASE WHEN $2::jsonb->>'phase' IN ('done',"
+    " 'failed') THEN jsonb_build_object('finished_at', now()) ELSE '{}' END, manifest = coalesce($4::jsonb, manifest),"
     " version = version + CASE WHEN $5 THEN 1 ELSE 0 END, updated_at = now()"
     " WHERE id = $1::uuid AND (spec_update->>'generation')::int = $6::int";
 

@@ -47,6 +47,11 @@ setup(void **state)
 	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
 	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":64}}");
+	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,"
+	    "\"preempt\":true}");
+	/* one GPU of quota: a high-priority job preempts what holds it */
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"one\",\"environment\":\"" ENV
+	    "\",\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":1}}");
 	harness_register(&cs, admin, CLUSTER, NULL, NULL);
 	harness_wait_capacity(names, 60);
 	return 0;
@@ -136,6 +141,157 @@ pods_run(const char *ns, const char *image, int *n)
 	}
 	harness_http_free(&r);
 	return all && *n > 0;
+}
+
+/* GET of a namespaced object on the member; its JSON (new reference) or NULL on 404. */
+static json_t *
+member_get(const char *ns, const char *plural, const char *name)
+{
+	struct http_result r;
+	char path[384];
+	json_t *o = NULL;
+
+	snprintf(path, sizeof(path), "%s/namespaces/%s/%s/%s", strcmp(plural, "rayservices") ==
+	    0 ? "/apis/ray.io/v1" : "/api/v1", ns, plural, name);
+	harness_kube(&cs, &r, CLUSTER, "GET", path, NULL, NULL);
+	if (r.status == 200)
+		o = json_incref(r.json);
+	else if (r.status != 404)
+		fail_msg("GET %s: %ld %s", path, r.status, r.body);
+	harness_http_free(&r);
+	return o;
+}
+
+/* Waits until job id runs attempt; its GET answer (new reference). */
+static json_t *
+wait_running_attempt(const char *id, long attempt, double timeout)
+{
+	double end = harness_now_s() + timeout;
+
+	while (harness_now_s() < end) {
+		json_t *j = harness_get_ok(admin, "/v1/jobs/%s", id);
+
+		if (strcmp(harness_js(j, "state"), "running") == 0 && harness_ji(j, "attempt") ==
+		    attempt)
+			return json_incref(j);
+		if (strcmp(harness_js(j, "state"), "failed") == 0)
+			break;
+		usleep(200 * 1000);
+	}
+	fail_msg("job %s not running attempt %ld in %.0f s: %s; events:\n%s\nfleetd log %s", id,
+	    attempt, timeout, harness_r.body, harness_sql_rows("SELECT type, attempt, message"
+	    " FROM job_events WHERE job_id = '%s' ORDER BY id", id), fd.log);
+	return NULL;
+}
+
+/* The serve endpoint of job j (GET answer) names the Service <object>-serve-svc on the
+ * cluster, port 8000, and that Service exists on the member. */
+static void
+check_endpoint(json_t *j, const char *object, const char *ns)
+{
+	char svc[128], url[384];
+	double end = harness_now_s() + 20;
+	json_t *o;
+
+	snprintf(svc, sizeof(svc), "%s-serve-svc", object);
+	snprintf(url, sizeof(url), "http://%s.%s.svc.cluster.local:8000", svc, ns);
+	assert_string_equal(harness_js(j, "serve_endpoint.service"), svc);
+	assert_string_equal(harness_js(j, "serve_endpoint.cluster"), CLUSTER);
+	assert_string_equal(harness_js(j, "serve_endpoint.namespace"), ns);
+	assert_int_equal(harness_ji(j, "serve_endpoint.port"), 8000);
+	assert_string_equal(harness_js(j, "serve_endpoint.url"), url);
+	while ((o = member_get(ns, "services", svc)) == NULL && harness_now_s() < end)
+		usleep(200 * 1000);
+	if (o == NULL)
+		fail_msg("no Service %s in %s on %s", svc, ns, CLUSTER);
+	assert_int_equal(harness_ji(o, "spec.ports.0.port"), 8000);
+	json_decref(o);
+}
+
+/* A RayService preempted and placed again on the same cluster keeps its object name, so
+ * KubeRay's serve Service keeps its name too: the endpoint in GET /v1/jobs/{id} does not
+ * move (before, the name carried the attempt: -a1, then -a2). */
+static void
+test_rayservice_stable_endpoint(void **state)
+{
+	char body[1536], hib[1024], *id, *hi, ns[128], name[128];
+	json_t *j, *o;
+	double end;
+
+	(void)state;
+	snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayService\","
+	    "\"queue\":\"one\",\"name\":\"endpoint\",\"ray_version\":\"2.52.0\",\"serve_config\":"
+	    "{\"applications\":[{\"name\":\"app\",\"import_path\":\"serve:app\"}]},\"checkpoint\":"
+	    "{\"uri\":\"s3://ckpt/endpoint\",\"grace_seconds\":1},\"head\":{\"cpu\":\"1\","
+	    "\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":"
+	    "\"4\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":1}}]}");
+	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
+	j = wait_running_attempt(id, 1, 40);
+	snprintf(name, sizeof(name), "%s", harness_js(j, "object_name"));
+	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest",
+	    id), "metadata.namespace"));
+	check_endpoint(j, name, ns);
+	json_decref(j);
+	/* a viewer reads the endpoint too */
+	j = harness_get_ok(viewer, "/v1/jobs/%s", id);
+	assert_string_equal(harness_js(j, "serve_endpoint.namespace"), ns);
+
+	/* a high-priority job takes the queue's one GPU: the service is preempted (deleted
+	 * after its grace) and waits; once that job is cancelled it is placed again */
+	snprintf(hib, sizeof(hib), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\","
+	    "\"queue\":\"one\",\"name\":\"urgent\",\"priority_class\":\"high\",\"ray_version\":"
+	    "\"2.52.0\",\"entrypoint\":\"python t.py\",\"head\":{\"cpu\":\"1\",\"memory\":"
+	    "\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"4\","
+	    "\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":1}}]}");
+	hi = strdup(harness_js(harness_post_created(oper, "/v1/jobs", hib), "id"));
+	end = harness_now_s() + 40;
+	while (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state IN"
+	    " ('dispatched', 'running')", hi) == 0 && harness_now_s() < end)
+		usleep(200 * 1000);
+	if (harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
+	    " to_state = 'preempted'", id) != 1)
+		fail_msg("not preempted:\n%s", harness_sql_rows("SELECT job_id, type, attempt,"
+		    " message FROM job_events WHERE job_id IN ('%s', '%s') ORDER BY id", id, hi));
+	end = harness_now_s() + 20;
+	do {	/* deleted after the grace: pending, no endpoint */
+		j = harness_get_ok(admin, "/v1/jobs/%s", id);
+		if (strcmp(harness_js(j, "state"), "pending") == 0)
+			break;
+		usleep(200 * 1000);
+	} while (harness_now_s() < end);
+	assert_string_equal(harness_js(j, "state"), "pending");
+	assert_true(json_is_null(json_object_get(j, "serve_endpoint")));
+	{
+		long st = harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", hi);
+
+		assert_true(st == 200 || st == 202);
+	}
+	j = wait_running_attempt(id, 2, 60);
+	assert_string_equal(harness_js(j, "object_name"), name);
+	check_endpoint(j, name, ns);
+	json_decref(j);
+	/* the object on the member is this attempt's, and stays (not deleted as the previous
+	 * attempt's object, which it is) */
+	for (int i = 0; i < 10; i++) {
+		o = member_get(ns, "rayservices", name);
+		if (o == NULL)
+			fail_msg("RayService %s vanished; events:\n%s", name, harness_sql_rows(
+			    "SELECT type, attempt, message FROM job_events WHERE job_id = '%s'"
+			    " ORDER BY id", id));
+		assert_string_equal(json_string_value(json_object_get(harness_jp(o,
+		    "metadata.labels"), "fleet.io/attempt")), "2");
+		json_decref(o);
+		usleep(200 * 1000);
+	}
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state ="
+	    " 'running'", id), 1);
+	{
+		long st = harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", id);
+
+		assert_true(st == 200 || st == 202);
+	}
+	free(hi);
+	free(id);
 }
 
 static void
@@ -282,6 +438,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rayservice_stable_endpoint),
 		cmocka_unit_test(test_rayservice_upgrade),
 		cmocka_unit_test(test_raycluster_resize),
 		cmocka_unit_test(test_rayjob_refused),

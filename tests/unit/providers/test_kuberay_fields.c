@@ -40,11 +40,15 @@ test_names(void **state)
 					fail_msg("kind %d: bad name '%s'", k, a);
 			}
 		}
-		/* unique per job and per attempt, stable for the same pair */
+		/* unique per job and per attempt (a RayService: the same name on every attempt,
+		 * so that its serve Service keeps its name), stable for the same pair */
 		assert_true(kuberay_object_name((enum jobspec_kind)k, "x", id1, 1, a, sizeof(a)));
 		assert_true(kuberay_object_name((enum jobspec_kind)k, "x", id1, 2, b, sizeof(b)));
 		assert_true(kuberay_object_name((enum jobspec_kind)k, "x", id2, 1, d, sizeof(d)));
-		assert_string_not_equal(a, b);
+		if (k == JOBSPEC_RAYSERVICE)
+			assert_string_equal(a, b);
+		else
+			assert_string_not_equal(a, b);
 		assert_string_not_equal(a, d);
 		assert_true(kuberay_object_name((enum jobspec_kind)k, "x", id1, 2, d, sizeof(d)));
 		assert_string_equal(b, d);
@@ -57,6 +61,8 @@ test_names(void **state)
 	assert_true(kuberay_object_name(JOBSPEC_RAYJOB, "llm-train", id1, 3, a, sizeof(a)));
 	assert_true(strncmp(a, "llm-train-", 10) == 0);
 	assert_true(strcmp(a + strlen(a) - 3, "-a3") == 0);
+	assert_true(kuberay_object_name(JOBSPEC_RAYSERVICE, "serve", id1, 3, a, sizeof(a)));
+	assert_true(strncmp(a, "serve-", 6) == 0 && strchr(a + 6, '-') == NULL);
 	assert_false(kuberay_object_name(JOBSPEC_RAYJOB, "x", id1, 0, a, sizeof(a)));
 	assert_false(kuberay_object_name(JOBSPEC_RAYJOB, "x", "", 1, a, sizeof(a)));
 	assert_false(kuberay_object_name(JOBSPEC_RAYJOB, "x", id1, 1, a, 20));
