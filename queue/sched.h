@@ -298,6 +298,10 @@ void			 sched_model_requeue_job(struct sched_model *m, struct sched_job *j);
 void			 sched_job_request(const struct sched_job *j, bool admitted,
 			    struct sched_flavor_req *out, int *n);
 enum sched_reason	 sched_quota_check(const struct sched_model *m, const struct sched_job *j);
+/* What queue q may still take of resource r of flavor f (borrowing limit and cohort);
+ * SCHED_UNSET when unmanaged. */
+int64_t			 sched_quota_room(const struct sched_model *m, const struct sched_queue *q,
+			    int f, int r);
 /* Weighted dominant-resource share of q now, or after admitting j (j may be NULL). */
 double			 sched_share(const struct sched_model *m, const struct sched_queue *q,
 			    const struct sched_job *j, bool *borrowing);

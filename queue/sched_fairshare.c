@@ -176,3 +176,21 @@ sched_share(const struct sched_model *m, const struct sched_queue *q, const stru
 		return SHARE_INF;
 	return best / q->weight;
 }
+
+/* How much more of resource r of flavor f queue q may take now: the least of its borrowing
+ * limit's room and what its cohort can still lend beyond the part q keeps for itself.
+ * SCHED_UNSET when q does not manage it. */
+int64_t
+sched_quota_room(const struct sched_model *m, const struct sched_queue *q, int f, int r)
+{
+	const struct sched_cohort *co = &m->cohorts[q->group];
+	int64_t nom = nominal(q, f, r), use = q->usage[f].v[r], g = guaranteed(q, f, r);
+	int64_t bl = q->has_quota[f] ? q->quota[f].borrow_limit.v[r] : SCHED_UNSET;
+	int64_t room = g + co->lendable[f].v[r] - co->used[f].v[r] + over(use, g) - use;
+
+	if (nom == SCHED_UNSET)
+		return SCHED_UNSET;
+	if (bl != SCHED_UNSET && nom + bl - use < room)
+		room = nom + bl - use;
+	return room > 0 ? room : 0;
+}

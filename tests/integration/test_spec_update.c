@@ -285,6 +285,27 @@ test_rayservice_stable_endpoint(void **state)
 	}
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state ="
 	    " 'running'", id), 1);
+	/* an upgrade runs a second Ray cluster until the switch: the queue's one GPU is taken,
+	 * so it is refused, naming the quota and what is missing; nothing is recorded */
+	{
+		char *upd = malloc(strlen(body) + 64);
+		json_t *pr;
+
+		snprintf(upd, strlen(body) + 64, "%.*s\"image\":\"rayproject/ray:2.52.0-gpu-new\",%s",
+		    (int)(strstr(body, "\"ray_version\"") - body), body, strstr(body,
+		    "\"ray_version\""));
+		j = harness_get_ok(admin, "/v1/jobs/%s", id);
+		assert_int_equal(put_spec(oper, id, harness_ji(j, "version"), upd), 409);
+		harness_expect_problem(NULL, 409, "job.update_no_room", NULL);
+		pr = harness_r.json;
+		if (strstr(harness_js(pr, "detail"), "Queue one has room for 0 more " H100
+		    " accelerators, the update needs 1 (1 missing)") == NULL)
+			fail_msg("detail does not name the quota: %s", harness_r.body);
+		assert_int_equal(events_of(id, "spec_update_requested"), 0);
+		j = harness_get_ok(admin, "/v1/jobs/%s", id);
+		assert_true(json_is_null(json_object_get(j, "spec_update")));
+		free(upd);
+	}
 	{
 		long st = harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", id);
 
@@ -334,6 +355,10 @@ test_rayservice_upgrade(void **state)
 	    "rayproject/ray:2.52.0-gpu-new");
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM audit_log WHERE action ="
 	    " 'job.update_spec' AND resource_id = '%s'", id), 1);
+	assert_true(json_is_true(harness_jp(harness_r.json, "spec_update.upgrade")));
+	assert_int_equal(json_integer_value(json_object_get(harness_jp(harness_r.json,
+	    "spec_update.extra.accelerators"), H100)), 1);
+	assert_string_equal(harness_js(harness_r.json, "spec_update.state"), "pending");
 	/* a second update while this one runs */
 	v = harness_ji(harness_r.json, "version");
 	assert_int_equal(put_spec(oper, id, v, upd), 409);
@@ -397,8 +422,40 @@ test_raycluster_resize(void **state)
 	/* unchanged: 200, nothing recorded */
 	assert_int_equal(put_spec(oper, id, v, body), 200);
 	assert_int_equal(events_of(id, "spec_update_requested"), 0);
+	/* a grow beyond the cluster's free GPUs: refused, naming the capacity missing */
+	upd = spec_body("RayCluster", "rc", NULL, 30, 4);
+	assert_int_equal(put_spec(oper, id, v, upd), 409);
+	harness_expect_problem(NULL, 409, "job.update_no_room", NULL);
+	if (strstr(harness_js(harness_r.json, "detail"), "Cluster " CLUSTER " has ") == NULL ||
+	    strstr(harness_js(harness_r.json, "detail"), " free " H100 " accelerators (nodes and "
+	    "growth), the update needs 29 (") == NULL)
+		fail_msg("detail does not name the capacity: %s", harness_r.body);
+	assert_int_equal(events_of(id, "spec_update_requested"), 0);
+	free(upd);
 	upd = spec_body("RayCluster", "rc", NULL, 2, 4);
 	assert_int_equal(put_spec(oper, id, v, upd), 202);
+	/* the added worker is in the placement and in explain, and the update in the job */
+	j = harness_get_ok(viewer, "/v1/jobs/%s", id);
+	assert_int_equal(harness_ji(j, "spec_update.generation"), 1);
+	assert_false(json_is_true(harness_jp(j, "spec_update.upgrade")));
+	assert_int_equal(json_integer_value(json_object_get(harness_jp(j,
+	    "spec_update.extra.accelerators"), H100)), 1);
+	{
+		json_t *x;
+		size_t i;
+		long pods = 0, added = 0;
+
+		json_array_foreach(harness_jp(j, "placement.allocs"), i, x)
+			if (harness_ji(x, "group") == 1)
+				pods += harness_ji(x, "pods");
+		assert_int_equal(pods, 2);
+		json_array_foreach(harness_jp(harness_get_ok(viewer, "/v1/jobs/%s/placement", id),
+		    "decision.allocations"), i, x)
+			if (harness_ji(x, "spec_update") == 1 && harness_ji(x, "group") == 1)
+				added += harness_ji(x, "pods");
+		if (added != 1)
+			fail_msg("explain does not show the added worker: %s", harness_r.body);
+	}
 	wait_event(id, "spec_applied", 20);
 	end = harness_now_s() + 10;
 	for (;;) {
@@ -411,6 +468,9 @@ test_raycluster_resize(void **state)
 	}
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
 	    " spec_update->>'phase' = 'done' AND spec_update->>'upgrade' = 'false'", id), 1);
+	j = harness_get_ok(admin, "/v1/jobs/%s", id);
+	assert_string_equal(harness_js(j, "spec_update.state"), "done");
+	assert_true(harness_js(j, "spec_update.finished_at")[0] != '\0');
 	free(upd);
 	free(body);
 	free(id);
