@@ -232,9 +232,12 @@ test_rayservice_stable_endpoint(void **state)
 	    id), "metadata.namespace"));
 	check_endpoint(j, name, ns);
 	json_decref(j);
-	/* a viewer reads the endpoint too */
+	/* a viewer reads the endpoint too; no token and another environment's admin do not */
 	j = harness_get_ok(viewer, "/v1/jobs/%s", id);
 	assert_string_equal(harness_js(j, "serve_endpoint.namespace"), ns);
+	assert_int_equal(harness_call("GET", NULL, NULL, "/v1/jobs/%s", id), 401);
+	assert_int_equal(harness_call("GET", other, NULL, "/v1/jobs/%s", id), 404);
+	assert_null(strstr(harness_r.body, "serve-svc"));
 
 	/* a high-priority job takes the queue's one GPU: the service is preempted (deleted
 	 * after its grace) and waits; once that job is cancelled it is placed again */
@@ -422,8 +425,13 @@ test_raycluster_resize(void **state)
 	/* unchanged: 200, nothing recorded */
 	assert_int_equal(put_spec(oper, id, v, body), 200);
 	assert_int_equal(events_of(id, "spec_update_requested"), 0);
-	/* a grow beyond the cluster's free GPUs: refused, naming the capacity missing */
+	/* a grow beyond the cluster's free GPUs: refused, naming the capacity missing (to its
+	 * operator only: a viewer, no token and another environment's admin learn nothing) */
 	upd = spec_body("RayCluster", "rc", NULL, 30, 4);
+	assert_int_equal(put_spec(viewer, id, v, upd), 403);
+	assert_int_equal(put_spec(NULL, id, v, upd), 401);
+	assert_int_equal(put_spec(other, id, v, upd), 404);
+	assert_null(strstr(harness_r.body, "free"));
 	assert_int_equal(put_spec(oper, id, v, upd), 409);
 	harness_expect_problem(NULL, 409, "job.update_no_room", NULL);
 	if (strstr(harness_js(harness_r.json, "detail"), "Cluster " CLUSTER " has ") == NULL ||
