@@ -431,6 +431,19 @@ children_of(const struct status_job *j, json_t *cron, json_t *items, json_t *run
 	return n;
 }
 
+/* Any run of the cron on the member (finished ones too: they may expire). */
+static bool
+any_child(const struct status_job *j, json_t *cron, json_t *items)
+{
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(items, i, it)
+		if (owned(it, j->object, meta(cron, "uid")))
+			return true;
+	return false;
+}
+
 /* Deletes the cron's finished runs past their TTL (no event: the run's end was one). */
 static void
 expire(const struct dispatch_target *t, const struct status_job *j, json_t *cron,
@@ -473,6 +486,8 @@ cron_sync(const struct dispatch_target *t, const struct status_job *j, json_t *c
 
 	if (v == NULL)
 		abort();
+	if (j->cron_runs == 0 && !any_child(j, cron, children))
+		goto cleanup;	/* between runs: nothing to read or write */
 	if ((c = db_acquire(5000, &e)) == NULL || !row_load(c, j, &w, &e))
 		goto cleanup;
 	n = children_of(j, cron, children, w.runs, v);

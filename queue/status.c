@@ -37,7 +37,7 @@ static const char sql_jobs[] =
     "  'NotTriggerScaleUp')),"
     " k.stockout_timeout_s, coalesce(j.placement->>'flavor', 'cpu'),"
     " coalesce(j.reason LIKE 'spot%', false), coalesce(j.spec->'checkpoint'->>'grace_seconds',"
-    "  '30')"
+    "  '30'), coalesce(jsonb_array_length(j.cron_runs), 0)"
     " FROM jobs j JOIN clusters k ON k.id = j.cluster_id"
     " WHERE j.state IN ('dispatched', 'running', 'preempted')"
     " OR (j.state IN ('succeeded', 'failed', 'cancelled') AND j.object_uid IS NOT NULL)"
@@ -96,6 +96,7 @@ job_row(PGresult *r, int i, struct status_job *j)
 	snprintf(j->flavor, sizeof(j->flavor), "%s", PQgetvalue(r, i, 13));
 	j->spot_loss = PQgetvalue(r, i, 14)[0] == 't';
 	j->grace_s = atoi(PQgetvalue(r, i, 15));
+	j->cron_runs = atoi(PQgetvalue(r, i, 16));
 }
 
 /* Followed jobs grouped by cluster: *out is a new array of struct batch *. */
