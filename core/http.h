@@ -103,7 +103,8 @@ struct http_streams *http_streams_new(void);
 /* Starts a stream (req: url, headers, ca_pem, bearer, timeout_ms; no retries). */
 bool	http_streams_add(struct http_streams *s, const struct http_req *req,
 	    http_chunk_fn on_chunk, http_end_fn on_end, void *user, struct err *e);
-/* Moves every stream along for up to ms; returns the streams still open. */
+/* Moves every stream along for up to ms (the whole ms when none is open or
+ * nothing arrives); returns the streams still open. */
 int	http_streams_poll(struct http_streams *s, int ms);
 /* Aborts every stream (their end callbacks are not called). */
 void	http_streams_free(struct http_streams *s);

@@ -122,8 +122,8 @@ http_streams_poll(struct http_streams *ss, int ms)
 	CURLMsg *m;
 
 	curl_multi_perform(ss->multi, &running);
-	if (ss->open > 0)
-		curl_multi_poll(ss->multi, NULL, 0, ms, NULL);
+	/* waits the whole ms even with no stream open: a caller's loop never spins */
+	curl_multi_poll(ss->multi, NULL, 0, ms, NULL);
 	curl_multi_perform(ss->multi, &running);
 	while ((m = curl_multi_info_read(ss->multi, &left)) != NULL) {
 		struct stream *s = NULL, **pp;

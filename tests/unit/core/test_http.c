@@ -429,6 +429,22 @@ test_tls_ca_pem(void **state)
 	EVP_PKEY_free(key2);
 }
 
+/* With no stream open, a poll still waits its time: the status watcher's loop calls it
+ * between rounds and spun a core while every member refused its watches. */
+static void
+test_streams_poll_idle_waits(void **state)
+{
+	struct http_streams *ss = http_streams_new();
+	int64_t t0 = now_ms();
+
+	(void)state;
+	assert_non_null(ss);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(http_streams_poll(ss, 20), 0);
+	assert_true(now_ms() - t0 >= 90);
+	http_streams_free(ss);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, srv_start, srv_stop)
 
 int
@@ -446,6 +462,7 @@ main(void)
 		T(test_pagination),
 		T(test_transport_errors),
 		T(test_tls_ca_pem),
+		cmocka_unit_test(test_streams_poll_idle_waits),
 	};
 
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
