@@ -374,6 +374,8 @@ struct sched_cycle {
 	struct sched_decision	*d;
 	size_t			 n;
 	size_t			 admitted, preempted, pending;
+	size_t			 preempt_searches;	/* preemption plans computed */
+	size_t			 preempt_memo_hits;	/* skipped: an equal job just failed */
 };
 
 /* Runs one cycle: every pending job gets one decision (admissions first, in

@@ -276,10 +276,142 @@ settle(struct sched_model *m, struct arena *a, struct sched_decision *d, bool al
 	}
 }
 
-/* *reopened: capacity or quota came back during the cycle (evictions, a released hold). */
+/* Failed preemption searches of this cycle.  A search's outcome depends on the model and on
+ * what the job asks (queue, priority, groups, placement constraints), not on which job asks:
+ * while no admission, eviction or hold changes the model, a job equal in all of that to one
+ * whose search just failed fails too.  At 50,000 pending jobs that cannot preempt, searching
+ * again for each (every candidate victim scanned and sorted) kept the scheduler busy for
+ * half a minute per cycle (bench/api.sh's workers mode, 100,000 jobs). */
+#define NOFIT_SLOTS	4096
+
+struct nofit {
+	uint64_t	hash;
+	int		job;	/* the job whose search failed */
+	unsigned	gen;	/* the model's generation then; 0 = empty */
+};
+
+static uint64_t
+mix(uint64_t h, int64_t v)
+{
+	h ^= (uint64_t)v;
+	return h * 0x100000001b3ULL;
+}
+
+static uint64_t
+class_hash(const struct sched_job *j)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int g, r;
+
+	h = mix(h, j->queue);
+	h = mix(h, j->priority);
+	h = mix(h, j->can_preempt);
+	h = mix(h, j->topo);
+	h = mix(h, j->shape);
+	h = mix(h, j->spot);
+	h = mix(h, (int64_t)(j->max_price * 1000.0));
+	h = mix(h, (int64_t)j->flavor_mask);
+	for (g = 0; g < j->n_groups; g++) {
+		const struct sched_group *gr = &j->groups[g];
+
+		h = mix(h, gr->flavor);
+		h = mix(h, gr->min);
+		h = mix(h, gr->max);
+		h = mix(h, gr->head);
+		h = mix(h, gr->hosts);
+		for (r = 0; r < SCHED_NRES; r++)
+			h = mix(h, gr->pod.v[r]);
+	}
+	for (g = 0; g < j->n_regions; g++)
+		h = mix(h, j->regions[g]);
+	for (g = 0; g < j->n_providers; g++)
+		h = mix(h, j->providers[g] + 7919);
+	return h;
+}
+
+/* a and b ask for the same thing (every input of sched_preempt_plan but the model). */
+static bool
+same_class(const struct sched_job *a, const struct sched_job *b)
+{
+	int g, r;
+
+	if (a->queue != b->queue || a->priority != b->priority ||
+	    a->can_preempt != b->can_preempt || a->topo != b->topo || a->shape != b->shape ||
+	    a->spot != b->spot || a->max_price != b->max_price ||
+	    a->flavor_mask != b->flavor_mask || a->n_groups != b->n_groups ||
+	    a->n_regions != b->n_regions || a->n_providers != b->n_providers ||
+	    a->n_req != b->n_req)
+		return false;
+	for (g = 0; g < a->n_groups; g++) {
+		const struct sched_group *x = &a->groups[g], *y = &b->groups[g];
+
+		if (x->flavor != y->flavor || x->min != y->min || x->max != y->max ||
+		    x->head != y->head || x->hosts != y->hosts)
+			return false;
+		for (r = 0; r < SCHED_NRES; r++)
+			if (x->pod.v[r] != y->pod.v[r])
+				return false;
+	}
+	for (g = 0; g < a->n_regions; g++)
+		if (a->regions[g] != b->regions[g])
+			return false;
+	for (g = 0; g < a->n_providers; g++)
+		if (a->providers[g] != b->providers[g])
+			return false;
+	return true;
+}
+
+/* A job that holds pools (they are open to it alone) or that was evicted (it never evicts
+ * its evictors back: its own candidate list) is never memoized. */
+static bool
+memoizable(const struct sched_job *j)
+{
+	return j->hold_cluster < 0 && j->n_evicted_by == 0;
+}
+
+static bool
+nofit_known(const struct sched_model *m, const struct nofit *t, unsigned gen,
+	    const struct sched_job *j, uint64_t h)
+{
+	const struct nofit *s = &t[h % NOFIT_SLOTS];
+
+	return s->gen == gen && s->hash == h && s->job >= 0 && (size_t)s->job < m->n_jobs &&
+	    same_class(m->jobs[s->job], j);
+}
+
+static bool
+preempt_plan(struct sched_model *m, struct sched_job *j, struct arena *a,
+	     struct sched_preemption *pp, struct nofit *t, unsigned gen, struct sched_cycle *out)
+{
+	uint64_t h = 0;
+	bool memo = t != NULL && memoizable(j);
+
+	if (memo) {
+		h = class_hash(j);
+		if (nofit_known(m, t, gen, j, h)) {
+			out->preempt_memo_hits++;
+			return false;
+		}
+	}
+	out->preempt_searches++;
+	if (sched_preempt_plan(m, j, a, pp))
+		return true;
+	if (memo) {
+		struct nofit *s = &t[h % NOFIT_SLOTS];
+
+		s->hash = h;
+		s->job = j->idx;
+		s->gen = gen;
+	}
+	return false;
+}
+
+/* *reopened: capacity or quota came back during the cycle (evictions, a released hold).
+ * *gen moves on whenever the model changes (an admission, eviction or hold). */
 static void
 attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sched_decision *d,
-	size_t *holds, bool *reopened, struct sched_cycle *out)
+	size_t *holds, bool *reopened, struct nofit *nofit, unsigned *gen,
+	struct sched_cycle *out)
 {
 	struct sched_preemption pp;
 	enum sched_reason quota = sched_quota_check(m, j);
@@ -290,11 +422,13 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
 		out->admitted++;
+		++*gen;
 		settle(m, a, d, true);
 		return;
 	}
 	d->reason = d->place.reason;
-	if (may_preempt(m, j, d->reason) && sched_preempt_plan(m, j, a, &pp)) {
+	if (may_preempt(m, j, d->reason) && preempt_plan(m, j, a, &pp, nofit, *gen, out)) {
+		++*gen;
 		for (i = 0; i < pp.n_victims; i++) {
 			struct sched_job *v = m->jobs[pp.victims[i]];
 
@@ -322,8 +456,10 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 	    (d->reason == SCHED_R_INSUFFICIENT_CAPACITY || d->reason == SCHED_R_RESERVED ||
 	     d->reason == SCHED_R_TOPOLOGY_SPLIT)) {
 		choose_hold(m, j);
-		if (j->hold_cluster >= 0)
+		if (j->hold_cluster >= 0) {
 			(*holds)++;
+			++*gen;
+		}
 	}
 	d->hold_cluster = j->hold_cluster;
 	settle(m, a, d, false);
@@ -398,6 +534,8 @@ void
 sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 {
 	struct sched_decision **by_job;
+	struct nofit *nofit;
+	unsigned gen = 1;
 	size_t total, holds;
 	bool reopened = false;
 	struct sched_queue *q;
@@ -409,7 +547,8 @@ sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 	holds = restore_holds(m);
 	out->d = arena_alloc(a, (total + 1) * sizeof(*out->d));
 	by_job = calloc(m->n_jobs + 1, sizeof(*by_job));
-	if (by_job == NULL)
+	nofit = calloc(NOFIT_SLOTS, sizeof(*nofit));
+	if (by_job == NULL || nofit == NULL)
 		abort();
 	while ((q = next_queue(m, &share, &borrowing)) != NULL) {
 		struct sched_job *j = m->jobs[q->pending[q->cursor++]];
@@ -421,7 +560,7 @@ sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		d->share = share;
 		d->borrowing = borrowing;
 		d->hold_cluster = -1;
-		attempt(m, j, a, d, &holds, &reopened, out);
+		attempt(m, j, a, d, &holds, &reopened, nofit, &gen, out);
 		if (d->outcome == SCHED_OUT_PENDING && q->strategy == SCHED_STRICT_FIFO)
 			q->blocked = true;
 	}
@@ -429,4 +568,5 @@ sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		reopened = second_chance(m, a, out);
 	finish(m, out, by_job);
 	free(by_job);
+	free(nofit);
 }
