@@ -12,42 +12,75 @@
 
 struct task {
 	char		 key[KEY_MAX];
+	uint64_t	 h;		/* of key: most comparisons are one integer's */
 	dispatch_task_fn fn, drop;
 	void		*arg;
 	struct task	*next;
 };
 
+/* Wake-ups are aimed: each thread waits on a condition of its own, a new task wakes its
+ * home thread (or one idle thread when the home is busy), a finished one wakes only the
+ * home of its key's next task.  Waking every thread at every end made each of 64 scan the
+ * whole queue for nothing (the status worker's CPU with 500 members in bench/api.sh). */
 struct dispatch_pool {
 	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv, idle;
+	pthread_cond_t	 idle;
+	pthread_cond_t	*cv;			/* per thread */
+	bool		*waiting;		/* per thread: in its wait, not yet woken */
 	pthread_t	*threads;
 	int		 nthreads;
 	struct task	*head, *tail;
 	char		(*running)[KEY_MAX];	/* key per thread, "" when idle */
+	uint64_t	*rhash;			/* hash of running[i] */
 	size_t		 queued, active;
 	bool		 stop;
 };
 
+static uint64_t
+key_hash(const char *k)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	while (*k != '\0')
+		h = (h ^ (unsigned char)*k++) * 0x100000001b3ULL;
+	return h;
+}
+
 static bool
-key_running(struct dispatch_pool *p, const char *key)
+key_running(struct dispatch_pool *p, const char *key, uint64_t h)
 {
 	for (int i = 0; i < p->nthreads; i++)
-		if (strcmp(p->running[i], key) == 0)
+		if (p->rhash[i] == h && strcmp(p->running[i], key) == 0)
 			return true;
 	return false;
 }
 
-/* The thread a key's tasks prefer (FNV-1a): a member cluster keeps meeting the same
- * thread, whose kept connections (http_do, kube_apply_all) then skip the TLS set-up that
- * a new connection costs (with OpenSSL 3 most of the dispatcher's CPU). */
+/* The thread a key's tasks prefer: a member cluster keeps meeting the same thread, whose
+ * kept connections (http_do, kube_apply_all) then skip the TLS set-up that a new
+ * connection costs (with OpenSSL 3 most of the dispatcher's CPU). */
 static int
-home_of(const struct dispatch_pool *p, const char *key)
+home_of(const struct dispatch_pool *p, uint64_t h)
 {
-	uint32_t h = 2166136261u;
+	return (int)(h % (uint64_t)p->nthreads);
+}
 
-	for (; *key != '\0'; key++)
-		h = (h ^ (unsigned char)*key) * 16777619u;
-	return (int)(h % (uint32_t)p->nthreads);
+/* Wakes thread idx when it waits; idx < 0 (or idx busy and any): some waiting thread. */
+static void
+wake(struct dispatch_pool *p, int idx, bool any)
+{
+	if (idx >= 0 && p->waiting[idx]) {
+		p->waiting[idx] = false;
+		pthread_cond_signal(&p->cv[idx]);
+		return;
+	}
+	if (idx >= 0 && !any)
+		return;
+	for (int i = 0; i < p->nthreads; i++)
+		if (p->waiting[i]) {
+			p->waiting[i] = false;
+			pthread_cond_signal(&p->cv[i]);
+			return;
+		}
 }
 
 /* First queued task whose key is not running and has no earlier queued task, for thread
@@ -61,13 +94,13 @@ take(struct dispatch_pool *p, int idx)
 
 		for (struct task *t = p->head; t != NULL; prev = t, t = t->next) {
 			bool earlier = false;
-			int home = home_of(p, t->key);
+			int home = home_of(p, t->h);
 
 			if (pass == 0 ? home != idx : home == idx || p->running[home][0] == '\0')
 				continue;
 			for (struct task *u = p->head; u != t && !earlier; u = u->next)
-				earlier = strcmp(u->key, t->key) == 0;
-			if (earlier || key_running(p, t->key))
+				earlier = u->h == t->h && strcmp(u->key, t->key) == 0;
+			if (earlier || key_running(p, t->key, t->h))
 				continue;
 			if (prev == NULL)
 				p->head = t->next;
@@ -80,6 +113,16 @@ take(struct dispatch_pool *p, int idx)
 			return t;
 		}
 	}
+	return NULL;
+}
+
+/* The first queued task of key h (NULL: none). */
+static struct task *
+next_of(struct dispatch_pool *p, const char *key, uint64_t h)
+{
+	for (struct task *t = p->head; t != NULL; t = t->next)
+		if (t->h == h && strcmp(t->key, key) == 0)
+			return t;
 	return NULL;
 }
 
@@ -98,21 +141,35 @@ worker(void *varg)
 	free(wa);
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		struct task *t = NULL;
+		struct task *t = NULL, *n;
+		char key[KEY_MAX];
+		uint64_t h;
 
-		while (!p->stop && (t = take(p, idx)) == NULL)
-			pthread_cond_wait(&p->cv, &p->mu);
+		while (!p->stop && (t = take(p, idx)) == NULL) {
+			p->waiting[idx] = true;
+			pthread_cond_wait(&p->cv[idx], &p->mu);
+			p->waiting[idx] = false;
+		}
 		if (p->stop)
 			break;
 		snprintf(p->running[idx], KEY_MAX, "%s", t->key);
+		p->rhash[idx] = t->h;
 		p->active++;
+		/* busy now: a task homed here may go to an idle thread (take's second pass) */
+		if (p->queued > 0)
+			wake(p, -1, true);
+		memcpy(key, t->key, KEY_MAX);
+		h = t->h;
 		pthread_mutex_unlock(&p->mu);
 		t->fn(t->arg);
 		free(t);
 		pthread_mutex_lock(&p->mu);
 		p->running[idx][0] = '\0';
+		p->rhash[idx] = key_hash("");
 		p->active--;
-		pthread_cond_broadcast(&p->cv);	/* the key is free again */
+		/* the key is free again: its next task's home takes it (this thread loops) */
+		if ((n = next_of(p, key, h)) != NULL && home_of(p, n->h) != idx)
+			wake(p, home_of(p, n->h), false);
 		if (p->active == 0 && p->queued == 0)
 			pthread_cond_broadcast(&p->idle);
 	}
@@ -130,12 +187,21 @@ dispatch_pool_new(int threads)
 	if (threads < 1)
 		threads = 1;
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
 	pthread_cond_init(&p->idle, NULL);
 	p->threads = calloc((size_t)threads, sizeof(*p->threads));
 	p->running = calloc((size_t)threads, sizeof(*p->running));
-	if (p->threads == NULL || p->running == NULL)
+	p->rhash = calloc((size_t)threads, sizeof(*p->rhash));
+	p->cv = calloc((size_t)threads, sizeof(*p->cv));
+	p->waiting = calloc((size_t)threads, sizeof(*p->waiting));
+	if (p->threads == NULL || p->running == NULL || p->rhash == NULL || p->cv == NULL ||
+	    p->waiting == NULL)
 		abort();
+	for (int i = 0; i < threads; i++) {
+		pthread_cond_init(&p->cv[i], NULL);
+		p->rhash[i] = key_hash("");
+	}
+	/* under the lock: no task is homed on a thread count that still grows */
+	pthread_mutex_lock(&p->mu);
 	for (int i = 0; i < threads; i++) {
 		struct worker_arg *wa = malloc(sizeof(*wa));
 
@@ -149,6 +215,7 @@ dispatch_pool_new(int threads)
 		}
 		p->nthreads++;
 	}
+	pthread_mutex_unlock(&p->mu);
 	return p;
 }
 
@@ -156,14 +223,16 @@ void
 dispatch_pool_free(struct dispatch_pool *p)
 {
 	struct task *t;
+	int i;
 
 	if (p == NULL)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
-	pthread_cond_broadcast(&p->cv);
+	for (i = 0; i < p->nthreads; i++)
+		pthread_cond_signal(&p->cv[i]);
 	pthread_mutex_unlock(&p->mu);
-	for (int i = 0; i < p->nthreads; i++)
+	for (i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
 	while ((t = p->head) != NULL) {
 		p->head = t->next;
@@ -172,10 +241,14 @@ dispatch_pool_free(struct dispatch_pool *p)
 		free(t);
 	}
 	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv);
+	for (i = 0; i < p->nthreads; i++)
+		pthread_cond_destroy(&p->cv[i]);
 	pthread_cond_destroy(&p->idle);
 	free(p->threads);
 	free(p->running);
+	free(p->rhash);
+	free(p->cv);
+	free(p->waiting);
 	free(p);
 }
 
@@ -188,6 +261,7 @@ dispatch_pool_add(struct dispatch_pool *p, const char *key, dispatch_task_fn fn,
 	if (t == NULL)
 		abort();
 	snprintf(t->key, sizeof(t->key), "%s", key ? key : "");
+	t->h = key_hash(t->key);
 	t->fn = fn;
 	t->drop = drop;
 	t->arg = arg;
@@ -198,7 +272,8 @@ dispatch_pool_add(struct dispatch_pool *p, const char *key, dispatch_task_fn fn,
 		p->head = t;
 	p->tail = t;
 	p->queued++;
-	pthread_cond_broadcast(&p->cv);
+	/* its home when idle; else any idle thread (take's second pass) */
+	wake(p, home_of(p, t->h), true);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -216,12 +291,11 @@ dispatch_pool_pending(struct dispatch_pool *p)
 bool
 dispatch_pool_busy(struct dispatch_pool *p, const char *key)
 {
+	uint64_t h = key_hash(key);
 	bool busy;
 
 	pthread_mutex_lock(&p->mu);
-	busy = key_running(p, key);
-	for (struct task *t = p->head; t != NULL && !busy; t = t->next)
-		busy = strcmp(t->key, key) == 0;
+	busy = key_running(p, key, h) || next_of(p, key, h) != NULL;
 	pthread_mutex_unlock(&p->mu);
 	return busy;
 }
