@@ -22,6 +22,13 @@
 #define CANDIDATES	8	/* kept per admission: the winner and 7 runners-up; the
 				 * decision's "rejections" still counts every other cluster */
 #define MAX_ENVS	64
+/* The snapshot a cycle's model was read in (pg_current_snapshot()): while the server's
+ * current snapshot is the same, nothing was committed since, and the next cycle would
+ * decide the same but for time (a starving job's hold, a snapshot going stale): the loop
+ * skips it, for at most SAME_SNAP_MAX_S.  At 100,000 jobs a cycle reads and parses every
+ * live job (bench/api.sh's workers mode: a core kept busy by cycles that changed nothing). */
+#define SNAP_LEN	2048
+#define SAME_SNAP_MAX_S	10.0
 
 static const char sql_admit[] =
     "WITH d AS (SELECT (x->>'id')::uuid AS id, (x->>'cluster')::uuid AS cluster,"
@@ -198,7 +205,7 @@ add(struct batch *b, json_t *row)
 static bool
 flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 {
-	bool ok = true, any = false;
+	bool ok = true, any = false, wake = false;
 
 	for (int i = 0; i < n && ok; i++) {
 		const char *p[2] = { NULL, who };
@@ -214,6 +221,7 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 		if (!any && !(ok = db_begin(c, e) && fenced(c, b[i].fence, e)))
 			break;
 		any = true;
+		wake |= b[i].sql != sql_pending;
 		ok = db_exec(c, b[i].sql, b[i].sql == sql_admit ? 2 : 1, p, &r, e);
 		if (ok && b[i].count != NULL && PQntuples(r) == 1)
 			*b[i].count += (size_t)atol(PQgetvalue(r, 0, 0));
@@ -221,7 +229,9 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 			*b[i].count += (size_t)atol(PQcmdTuples(r));
 		PQclear(r);
 	}
-	ok = ok && (!any || (db_notify(c, "fleet_dispatch", "", e) && db_commit(c, e)));
+	/* dispatch has work after admissions and evictions only; a notify is a transaction of
+	 * its own (after the commit): one per cycle kept every cycle from being skipped */
+	ok = ok && (!any || ((!wake || db_notify(c, "fleet_dispatch", "", e)) && db_commit(c, e)));
 	if (!ok)
 		db_rollback(c);
 	for (int i = 0; i < n; i++)
@@ -332,9 +342,26 @@ commit_lanes(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
 	return ok && l.ok;
 }
 
+/* out: the current snapshot as text, "" when longer than SNAP_LEN (never taken as equal). */
+static bool
+current_snapshot(struct db *c, char *out, struct err *e)
+{
+	PGresult *r = NULL;
+	const char *v;
+
+	out[0] = '\0';
+	if (!db_exec(c, "SELECT pg_current_snapshot()::text", 0, NULL, &r, e))
+		return false;
+	v = PQntuples(r) == 1 ? PQgetvalue(r, 0, 0) : "";
+	if (strlen(v) < SNAP_LEN)
+		memcpy(out, v, strlen(v) + 1);
+	PQclear(r);
+	return true;
+}
+
 static bool
 cycle(const char *env, const char *who, const struct fence *f, struct sched_stats *st,
-      struct err *e)
+      char *snap, struct err *e)
 {
 	struct sched_model *m = NULL;
 	struct sched_config conf;
@@ -353,7 +380,10 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	conf.lean_pending = true;	/* a pending job's row keeps its reason only */
 	if ((c = db_acquire(5000, e)) == NULL)
 		return false;
+	if (snap != NULL)
+		snap[0] = '\0';
 	if (!db_exec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, e) ||
+	    (snap != NULL && !current_snapshot(c, snap, e)) ||
 	    !loader_model_cfg(c, env, &conf, &m, &pools, e) ||
 	    !db_commit(c, e)) {
 		db_rollback(c);
@@ -381,7 +411,7 @@ cleanup:
 bool
 scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct err *e)
 {
-	return cycle(env, who, NULL, st, e);
+	return cycle(env, who, NULL, st, NULL, e);
 }
 
 /* ---- the leader loop */
@@ -394,7 +424,9 @@ static struct {
 	bool		 leader[MAX_ENVS];
 	int		 nenvs;
 	atomic_int	 leading;
-	atomic_ulong	 cycles, admitted, preempted, errors;
+	char		 snap[MAX_ENVS][SNAP_LEN];	/* of the last cycle, "" = none */
+	double		 snap_at[MAX_ENVS];
+	atomic_ulong	 cycles, admitted, preempted, errors, skipped;
 	_Atomic double	 last_cycle_s;
 	pthread_mutex_t	 mu;
 } S = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -462,6 +494,22 @@ elect(PGconn *c)
 	return true;
 }
 
+/* Nothing committed since env k's last cycle read its model, and that is recent. */
+static bool
+unchanged(PGconn *c, int k, double now)
+{
+	PGresult *r;
+	bool same;
+
+	if (S.snap[k][0] == '\0' || now - S.snap_at[k] >= SAME_SNAP_MAX_S)
+		return false;
+	r = PQexec(c, "SELECT pg_current_snapshot()::text");
+	same = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 &&
+	    strcmp(PQgetvalue(r, 0, 0), S.snap[k]) == 0;
+	PQclear(r);
+	return same;
+}
+
 static void *
 loop(void *arg)
 {
@@ -473,6 +521,7 @@ loop(void *arg)
 			if (c != NULL)
 				PQfinish(c);
 			memset(S.leader, 0, sizeof(S.leader));
+			memset(S.snap, 0, sizeof(S.snap));
 			atomic_store(&S.leading, 0);
 			if ((c = listen_open(cfg.database_url, "fleet_sched")) == NULL) {
 				struct timespec ts = { 1, 0 };
@@ -494,13 +543,19 @@ loop(void *arg)
 
 			if (!S.leader[k])
 				continue;
+			if (unchanged(c, k, t0)) {
+				atomic_fetch_add(&S.skipped, 1);
+				continue;
+			}
 			snprintf(f.pid, sizeof(f.pid), "%d", PQbackendPID(c));
-			if (!cycle(S.envs[k], cfg.instance_id, &f, &st, &e)) {
+			if (!cycle(S.envs[k], cfg.instance_id, &f, &st, S.snap[k], &e)) {
+				S.snap[k][0] = '\0';
 				atomic_fetch_add(&S.errors, 1);
 				log_warn(NULL, "scheduler", "cycle failed", "{s:s, s:s}", "environment",
 				    S.envs[k], "error", e.msg);
 				continue;
 			}
+			S.snap_at[k] = t0;
 			atomic_fetch_add(&S.cycles, 1);
 			atomic_fetch_add(&S.admitted, st.admitted);
 			atomic_fetch_add(&S.preempted, st.preempted);
@@ -554,6 +609,10 @@ scheduler_metrics(char **buf, size_t *len, size_t *cap)
 	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_scheduler_cycles_total Scheduling cycles run by this replica.\n"
 	    "# TYPE fleetd_scheduler_cycles_total counter\nfleetd_scheduler_cycles_total %lu\n"
+	    "# HELP fleetd_scheduler_cycles_skipped_total Cycles skipped: nothing committed since"
+	    " the last one read its model.\n"
+	    "# TYPE fleetd_scheduler_cycles_skipped_total counter\n"
+	    "fleetd_scheduler_cycles_skipped_total %lu\n"
 	    "# HELP fleetd_scheduler_admissions_total Jobs admitted by this replica.\n"
 	    "# TYPE fleetd_scheduler_admissions_total counter\nfleetd_scheduler_admissions_total %lu\n"
 	    "# HELP fleetd_scheduler_preemptions_total Jobs preempted by this replica.\n"
@@ -562,7 +621,8 @@ scheduler_metrics(char **buf, size_t *len, size_t *cap)
 	    "# TYPE fleetd_scheduler_cycle_seconds gauge\nfleetd_scheduler_cycle_seconds %.6f\n"
 	    "# HELP fleetd_scheduler_leading Environments this replica leads.\n"
 	    "# TYPE fleetd_scheduler_leading gauge\nfleetd_scheduler_leading %d\n",
-	    atomic_load(&S.cycles), atomic_load(&S.admitted), atomic_load(&S.preempted),
+	    atomic_load(&S.cycles), atomic_load(&S.skipped), atomic_load(&S.admitted),
+	    atomic_load(&S.preempted),
 	    (double)S.last_cycle_s, atomic_load(&S.leading));
 	if ((c = db_acquire(1000, &e)) == NULL)
 		return;
