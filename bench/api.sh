@@ -14,8 +14,12 @@
 # to bench/RESULTS.md.  Needs a release build (make build; BENCH_BUILD names another).
 # Knobs: BENCH_DURATION (per wrk run, default 10s; the cancel run BENCH_CANCEL_DURATION,
 # default 5s, as each pending job is cancelled once), BENCH_JOBS, BENCH_CLUSTERS,
-# BENCH_WORKERS, BENCH_MODES ("api workers"), BENCH_PERF=1 (perf record of fleetd during
-# each API-only run, reports under $BENCH_PERF_DIR, default /tmp/fleetd-api-perf).
+# BENCH_WORKERS, BENCH_MODES ("api workers"), BENCH_PERF=1 (perf record -g of fleetd and of
+# every Postgres process during each run; a summary per route, top symbols of each with the
+# command and date, goes to bench/profiles/<route>.txt (API-only) and
+# bench/profiles/workers-<route>.txt; raw data under $BENCH_PERF_DIR, default
+# /tmp/fleetd-api-perf).  Issue 17 accepts a missed target only with its profile: the record
+# run is `BENCH_PERF=1 BENCH_RECORD=1 bash bench/api.sh`.
 set -euo pipefail
 unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +46,7 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
 export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
 pgbin=$(bash "$top/scripts/pg.sh" bindir "$work/pg")
+pgmaster=$(head -1 "$work/pg/data/postmaster.pid")
 psql() { "$pgbin/psql" -qAtX -v ON_ERROR_STOP=1 "$@"; }
 durable=$(psql "$DATABASE_URL" -c "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name)
 	FROM pg_settings WHERE name IN ('fsync', 'full_page_writes', 'synchronous_commit')")
@@ -189,21 +194,54 @@ start_fleetd() {	# start_fleetd WORKERS
 	echo "fleetd did not start" >&2; tail "$work/fleetd.log" >&2; exit 1
 }
 stop_fleetd() { kill "$fpid"; wait "$fpid" 2>/dev/null || true; fpid=; }
+perf_top() {	# perf_top DATA: the top self-time symbols, no call graph
+	perf report -i "$1" --no-children --sort dso,sym --stdio -g none --percent-limit 0.4 \
+		2>/dev/null | grep -v '^#' | grep -v '^$' | head -30 || true
+}
+perf_samples() {	# perf_samples DATA: how many samples
+	perf report -i "$1" --stdio -n --sort comm -g none 2>/dev/null |
+		awk '/^ +[0-9.]+%/ {n += $(NF - 1)} END {print n + 0}' || true
+}
 bench() {	# bench MODE NAME PATH [LUA [ARGS...]]: wrk output in $work/MODE-NAME.wrk
-	local mode=$1 name=$2 path=$3 perf= script=()
+	local mode=$1 name=$2 path=$3 perf= perfpg= script=() pdir= tag= pgpids= t0 l0
 	shift 3
 	if [ $# -gt 0 ]; then script=(-s "$1"); shift; fi
-	if [ "${BENCH_PERF:-0}" = 1 ] && [ "$mode" = api ]; then
-		mkdir -p "${BENCH_PERF_DIR:=/tmp/fleetd-api-perf}"
-		perf record -g -o "$BENCH_PERF_DIR/$name.data" -p "$fpid" -- sleep "${dur%s}" \
+	if [ "${BENCH_PERF:-0}" = 1 ]; then
+		pdir=${BENCH_PERF_DIR:-/tmp/fleetd-api-perf}
+		tag=$name; [ "$mode" = api ] || tag=$mode-$name
+		mkdir -p "$pdir" "$top/bench/profiles"
+		# the postmaster and its children (backends forked later are followed)
+		pgpids=$( (echo "$pgmaster"; pgrep -P "$pgmaster") | paste -sd, -)
+		perf record -g -o "$pdir/$tag.fleetd.data" -p "$fpid" -- sleep "${dur%s}" \
 			>/dev/null 2>&1 & perf=$!
+		perf record -g -o "$pdir/$tag.postgres.data" -p "$pgpids" -- sleep "${dur%s}" \
+			>/dev/null 2>&1 & perfpg=$!
 	fi
+	t0=$(date -u '+%Y-%m-%d %H:%M:%S UTC'); l0=$(cut -d' ' -f1-3 /proc/loadavg)
 	wrk -t2 -c$conns -d"$dur" --latency -H "Authorization: Bearer $token" "${script[@]}" \
 		"http://127.0.0.1:$port$path" -- "$@" >"$work/$mode-$name.wrk" 2>&1 || true
 	if [ -n "$perf" ]; then
-		wait "$perf" || true
-		perf report -i "$BENCH_PERF_DIR/$name.data" --no-children --sort dso,sym --stdio \
-			2>/dev/null | grep -v '^#' | grep -v '^$' | head -60 >"$BENCH_PERF_DIR/$name.txt" || true
+		wait "$perf" "$perfpg" || true
+		{
+			echo "# bench/api.sh profile: $mode mode, $name ($path)"
+			echo "# command: BENCH_PERF=1 bash bench/api.sh (BENCH_DURATION=$dur, BENCH_JOBS=$njobs," \
+				"BENCH_CLUSTERS=$nclusters, FLEETD_WORKERS=$([ "$mode" = api ] && echo none || echo "$workers"))"
+			echo "# date: $t0, commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo unknown)," \
+				"load average at start $l0"
+			echo "# perf record -g -p <fleetd> and -p <postmaster + backends>, for the wrk run;" \
+				"perf report --no-children --sort dso,sym (self time; % of each process's samples)"
+			echo "# wrk: $(awk '/Requests\/sec/ {r = $2} /^ +99%/ {p = $2}
+				END {printf "%s rps, p99 %s", r, p}' "$work/$mode-$name.wrk")"
+			echo "# samples (4 kHz: 4,000 = one CPU second): fleetd" \
+				"$(perf_samples "$pdir/$tag.fleetd.data"), postgres" \
+				"$(perf_samples "$pdir/$tag.postgres.data")"
+			echo
+			echo "## fleetd"
+			perf_top "$pdir/$tag.fleetd.data"
+			echo
+			echo "## postgres (all of the server's processes: fleetd's backends, WAL writer, ...)"
+			perf_top "$pdir/$tag.postgres.data"
+		} >"$top/bench/profiles/$tag.txt"
 	fi
 	awk -v m="$mode" -v n="$name" '/Requests\/sec/ {r = $2} /Non-2xx/ {x = $NF}
 		END {printf "%s %s: %s rps, non-2xx %s\n", m, n, r, x + 0}' "$work/$mode-$name.wrk" >&2
