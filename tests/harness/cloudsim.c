@@ -143,6 +143,7 @@ make_dir(struct harness_cs *cs)
 void
 harness_cs_start(struct harness_cs *cs, const char *fleet, const char *time_scale)
 {
+	harness_track_cs(cs);
 	make_dir(cs);
 	launch(cs, fleet != NULL ? fleet : FLEETS "/test.json", time_scale);
 }
@@ -152,6 +153,7 @@ harness_cs_start_json(struct harness_cs *cs, json_t *fleet, const char *time_sca
 {
 	char path[400];
 
+	harness_track_cs(cs);
 	make_dir(cs);
 	snprintf(path, sizeof(path), "%s/fleet.json", cs->dir);
 	if (json_dump_file(fleet, path, JSON_INDENT(1)) != 0)

@@ -28,6 +28,12 @@
 #include "core/textbuf.h"
 #include "tests/harness/harness.h"
 
+static void group_track(void **list, int *n, void *p);
+#define GROUP_MAX	32
+static struct fleetd_proc *g_procs[GROUP_MAX];
+static char *g_dbs[GROUP_MAX];
+static int g_nprocs, g_ndbs;
+
 static const char *
 base_url(void)
 {
@@ -76,6 +82,7 @@ harness_db_create(const char *tag, char *url, size_t urllen)
 	admin_sql(sql);
 	snprintf(url, urllen, "%.*s/%s", (int)(slash - base), base, name);
 	harness_sql_use(url);
+	group_track((void **)g_dbs, &g_ndbs, url);
 }
 
 void
@@ -214,6 +221,65 @@ rec_exit(void)
 	}
 }
 
+/* What harness_group_teardown tears down: every fleetd, database and cloudsim the harness
+ * started in this process, and what the test asked it to keep (harness_keep). */
+static struct harness_cs *g_sims[GROUP_MAX];
+static void *g_kept[GROUP_MAX];
+static int g_nsims, g_nkept;
+
+static void
+group_track(void **list, int *n, void *p)
+{
+	for (int i = 0; i < *n; i++)
+		if (list[i] == p)
+			return;
+	if (*n == GROUP_MAX)
+		fail_msg("more than %d of a kind for harness_group_teardown", GROUP_MAX);
+	list[(*n)++] = p;
+}
+
+void
+harness_track_cs(struct harness_cs *cs)
+{
+	group_track((void **)g_sims, &g_nsims, cs);
+}
+
+void *
+harness_keep(void *p)
+{
+	group_track(g_kept, &g_nkept, p);
+	return p;
+}
+
+int
+harness_group_teardown(void **state)
+{
+	int bad = 0;
+
+	(void)state;
+	for (int i = 0; i < g_nprocs; i++)
+		if (g_procs[i]->pid > 0 && harness_fleetd_stop(g_procs[i]) != 0) {
+			print_error("fleetd %s did not exit 0 (log %s)\n", g_procs[i]->url,
+			    g_procs[i]->log);
+			bad = 1;
+		}
+	for (int i = 0; i < g_ndbs; i++)
+		if (g_dbs[i][0] != '\0')
+			harness_db_drop(g_dbs[i]);
+	for (int i = 0; i < g_nsims; i++)
+		harness_cs_stop(g_sims[i]);
+	for (int i = 0; i < g_nkept; i++)
+		free(g_kept[i]);
+	g_nprocs = g_ndbs = g_nsims = g_nkept = 0;
+	harness_done();
+	if (bad && !rec_failed) {	/* cmocka 1.1 does not count a failed group teardown */
+		rec_failed = true;
+		atexit(rec_exit);
+	}
+	harness_validate_responses();
+	return bad ? -1 : 0;
+}
+
 void
 harness_validate_responses(void)
 {
@@ -256,6 +322,7 @@ fleetd_bin(void)
 void
 harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env)
 {
+	group_track((void **)g_procs, &g_nprocs, p);
 	char listen[64];
 	struct http_result r = { 0 };
 	char health[128];

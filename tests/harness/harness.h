@@ -143,6 +143,16 @@ void	harness_secret_check(const char *what, const char *text);
 const char *const *harness_secrets(int *n);
 /* Frees harness_r, the planted secrets and the SQL connection (call it in teardown). */
 void	harness_done(void);
+/* A cmocka group teardown for any test file: stops every fleetd the harness started that still
+ * runs (failing when one does not exit 0), drops every database it created, stops every
+ * cloudsim, frees what the test kept (harness_keep), harness_done, then
+ * harness_validate_responses.  cmocka_run_group_tests(tests, setup, harness_group_teardown)
+ * and the file needs no teardown of its own. */
+int	harness_group_teardown(void **state);
+/* Hands p (malloc'd, e.g. a harness_token) to harness_group_teardown to free; returns p. */
+void	*harness_keep(void *p);
+/* (called by harness_cs_start*: what harness_group_teardown stops) */
+void	harness_track_cs(struct harness_cs *cs);
 /* The usual group teardown: stops fd when running, drops dburl (when created), stops cs
  * (NULL: none), harness_done, then harness_validate_responses (last, as it must be).
  * Returns fleetd's exit status (0 when it was not running); the test frees its tokens. */

@@ -136,22 +136,10 @@ setup(void **state)
 	}
 	harness_db_create("abuse", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	for (int i = 0; i < 20; i++)	/* warm up pools and caches before the baseline */
 		ordinary_requests();
 	rss_start_kb = fleetd_rss_kb();
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	if (fd.pid > 0)
-		assert_int_equal(harness_fleetd_stop(&fd), 0);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
-	free(admin);
 	return 0;
 }
 
@@ -310,5 +298,5 @@ main(void)
 		cmocka_unit_test(test_memory_bounded),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

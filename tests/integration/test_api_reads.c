@@ -113,8 +113,8 @@ setup(void **state)
 	(void)state;
 	harness_db_create("apireads", dburl, sizeof(dburl));
 	harness_fleetd_start(&api, dburl, env_api);
-	admin = harness_token(dburl, "admin", "*");
-	viewer_b = harness_token(dburl, "viewer", "rb");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
+	viewer_b = harness_keep(harness_token(dburl, "viewer", "rb"));
 	harness_sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'ra'),"
 	    " (gen_random_uuid(), 'rb')");
 	harness_sql(
@@ -155,16 +155,6 @@ setup(void **state)
 	    " FROM generate_series(1, 45) i"
 	    " JOIN queues q ON q.name = CASE WHEN i %% 2 = 0 THEN 'qa' ELSE 'qb' END,"
 	    " (SELECT id FROM clusters WHERE name = 'ka') k");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&api, dburl, NULL);
-	free(admin);
-	free(viewer_b);
 	return 0;
 }
 
@@ -357,5 +347,5 @@ main(void)
 		cmocka_unit_test(test_submit_checks_follow_capacity),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -201,7 +201,7 @@ setup(void **state)
 	parse_router();
 	harness_db_create("authz", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	root = harness_token(dburl, "admin", "*");
+	root = harness_keep(harness_token(dburl, "admin", "*"));
 	for (int k = 0; k < 2; k++) {
 		char body[64];
 
@@ -214,26 +214,15 @@ setup(void **state)
 		for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
 			seed(c, seeds[i], ENV[k], k);
 	/* the revoked token is a revoked admin of every environment */
-	tok[1] = harness_token(dburl, "admin", "*");
+	tok[1] = harness_keep(harness_token(dburl, "admin", "*"));
 	PQfinish(c);
 	harness_sql("UPDATE api_tokens SET revoked_at = now() WHERE id = (SELECT id FROM"
 	    " api_tokens WHERE name = 'test-admin' ORDER BY created_at DESC LIMIT 1)");
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM api_tokens WHERE revoked_at IS NOT"
 	    " NULL AND name = 'test-admin'"), 1);
-	tok[2] = harness_token(dburl, "viewer", ENV[0]);
-	tok[3] = harness_token(dburl, "operator", ENV[0]);
-	tok[4] = harness_token(dburl, "admin", ENV[0]);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, NULL);
-	free(root);
-	for (int i = 0; i < 5; i++)
-		free(tok[i]);
+	tok[2] = harness_keep(harness_token(dburl, "viewer", ENV[0]));
+	tok[3] = harness_keep(harness_token(dburl, "operator", ENV[0]));
+	tok[4] = harness_keep(harness_token(dburl, "admin", ENV[0]));
 	return 0;
 }
 
@@ -489,5 +478,5 @@ main(void)
 	 * answers are no samples of the contract: test_registry and the others check it */
 	setenv("FLEETD_RESPONSE_LOG", "/dev/null", 1);
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -47,7 +47,7 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=1000");
 	harness_db_create("capapi", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"other\"}");
 	json_array_foreach(cs.clusters, i, c)
@@ -58,15 +58,6 @@ setup(void **state)
 	assert_true(is_registered("test-gke-usc1") && is_registered("test-aks-eus"));
 	assert_true(is_registered("test-hp-usw2") && is_registered("test-hp-use1"));
 	harness_wait_capacity(registered, 60);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
 	return 0;
 }
 
@@ -409,5 +400,5 @@ main(void)
 		cmocka_unit_test(test_other_environment),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

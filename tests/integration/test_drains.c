@@ -24,13 +24,10 @@
 /* tests/fixtures/fleets/moves.json: two HyperPod regions with room, a GKE region that is
  * full (every GPU busy), a cluster of another environment; priority classes low, default,
  * high (preempting) and queue ml. */
-enum { USW2, USE1, USC1, OTHER, NCL };
-static const char *const cl_names[NCL + 1] = { "mv-hp-usw2", "mv-hp-use1", "mv-gke-usc1",
-	"other-hp-usw2" };
-static const char *cl_id[NCL];
+enum { USW2, USE1, USC1, OTHER };	/* the scenario's clusters, in its order */
 
 static struct harness_fleet F;
-static char *oper;
+static const char *oper;
 static char *f0_id, *d0_id;	/* the jobs the tests hand on */
 
 static int
@@ -39,9 +36,7 @@ setup(void **state)
 	(void)state;
 	harness_fleet_start(&F, "drains", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/moves.json",
 	    TIME_SCALE, NULL);
-	for (int k = 0; k < NCL; k++)
-		cl_id[k] = F.cluster_id[harness_fleet_index(&F, cl_names[k])];
-	oper = harness_token(F.dburl, "operator", ENV);
+	oper = harness_fleet_token(&F, "operator", ENV);
 	return 0;
 }
 
@@ -50,18 +45,9 @@ teardown(void **state)
 {
 	(void)state;
 	harness_fleet_stop(&F);
-	free(oper);
 	free(f0_id);
 	free(d0_id);
 	return 0;
-}
-
-/* Submits a job of kind to queue ml with one worker of gpus H100s; grace >= 0 adds a
- * checkpoint. */
-static char *
-submit(const char *kind, const char *name, int gpus, const char *pclass, int grace)
-{
-	return harness_submit(oper, ENV, "ml", kind, name, pclass, H100, gpus, grace);
 }
 
 /* Seconds between the checkpoint signal at the source and the stop there (the events). */
@@ -99,28 +85,28 @@ test_drain_cluster(void **state)
 	double end;
 
 	(void)state;
-	harness_cordon(oper, cl_id[USE1], true);
+	harness_cordon(oper, F.cluster_id[USE1], true);
 	for (int i = 0; i < NDRAIN; i++) {
 		snprintf(name, sizeof(name), "d%d", i);
 		/* one RayCluster: deleted at the source rather than suspended */
-		ids[i] = submit(i == 5 ? "RayCluster" : "RayJob", name, 1, pcs[i % 3],
-		    i % 4 == 3 ? 0 : 2);
+		ids[i] = harness_submit(oper, ENV, "ml", i == 5 ? "RayCluster" : "RayJob", name,
+		    pcs[i % 3], H100, 1, i % 4 == 3 ? 0 : 2);
 	}
 	for (int i = 0; i < NDRAIN; i++) {
 		j = harness_job_wait(F.admin, ids[i], "running", 1, 60);
-		assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
+		assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USW2]);
 		json_decref(j);
 	}
-	harness_cordon(oper, cl_id[USE1], false);
+	harness_cordon(oper, F.cluster_id[USE1], false);
 
-	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", F.cluster_id[USW2]) != 202)
 		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
 	op = json_incref(harness_r.json);
 	assert_int_equal(harness_ji(op, "total"), NDRAIN);
 	assert_int_equal(harness_ji(op, "moved") + harness_ji(op, "waiting") + harness_ji(op,
 	    "failed"), NDRAIN);
 	assert_string_equal(harness_js(op, "kind"), "drain");
-	assert_string_equal(harness_js(op, "target.cluster_id"), cl_id[USW2]);
+	assert_string_equal(harness_js(op, "target.cluster_id"), F.cluster_id[USW2]);
 	snprintf(loc, sizeof(loc), "/v1/operations/%s", harness_js(op, "id"));
 	hdr = harness_header(&harness_r, "Location");
 	assert_non_null(hdr);
@@ -156,7 +142,7 @@ test_drain_cluster(void **state)
 		double gap = grace_taken(ids[i]);
 
 		j = harness_job_wait(F.admin, ids[i], "running", 2, 60);
-		assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+		assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USE1]);
 		assert_string_equal(harness_js(j, "priority_class"), pcs[i % 3]);
 		json_decref(j);
 		assert_int_equal(harness_audit_count(F.admin, ids[i], "job.move"), 1);
@@ -168,10 +154,10 @@ test_drain_cluster(void **state)
 	d0_id = ids[0];
 	for (int i = 1; i < NDRAIN; i++)
 		free(ids[i]);
-	objs = harness_sim_objects(&F.cs, cl_names[USW2], NULL);
+	objs = harness_sim_objects(&F.cs, F.name[USW2], NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
-	j = json_incref(harness_get_ok(F.admin, "/v1/clusters/%s", cl_id[USW2]));
+	j = json_incref(harness_get_ok(F.admin, "/v1/clusters/%s", F.cluster_id[USW2]));
 	assert_true(json_is_true(harness_jp(j, "cordoned")));
 	json_decref(j);
 	assert_int_equal(harness_audit_count(F.admin, harness_js(op, "id"), "drain"), 1);
@@ -188,7 +174,7 @@ test_drain_nowhere_cancel(void **state)
 
 	(void)state;
 	/* us-west-2 is cordoned by the drain above, us-central1 is full */
-	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USE1]) != 202)
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", F.cluster_id[USE1]) != 202)
 		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
 	assert_int_equal(harness_ji(harness_r.json, "total"), NDRAIN);
 	assert_int_equal(harness_ji(harness_r.json, "waiting"), NDRAIN);
@@ -200,7 +186,7 @@ test_drain_nowhere_cancel(void **state)
 		fail_msg("cancel: %ld %s", harness_r.status, harness_r.body);
 	assert_string_equal(harness_js(harness_r.json, "state"), "cancelled");
 	assert_int_equal(harness_ji(harness_r.json, "waiting"), 0);	/* nothing left to retry */
-	harness_cordon(oper, cl_id[USW2], false);	/* room again: a live drain would take it within 5 s */
+	harness_cordon(oper, F.cluster_id[USW2], false);	/* room again: a live drain would take it within 5 s */
 	sleep(6);
 	op = json_incref(harness_get_ok(F.admin, "/v1/operations/%s", id));
 	assert_string_equal(harness_js(op, "state"), "cancelled");
@@ -208,7 +194,7 @@ test_drain_nowhere_cancel(void **state)
 	json_decref(op);
 	harness_job_unchanged(&F.cs, F.admin, before, d0_id, "a cancelled drain");
 	json_decref(before);
-	harness_cordon(oper, cl_id[USE1], false);
+	harness_cordon(oper, F.cluster_id[USE1], false);
 }
 
 /* A move the target refuses (every Kubernetes call there answers 422) fails the drain
@@ -221,20 +207,20 @@ test_drain_failure_reported(void **state)
 	double end;
 
 	(void)state;
-	harness_cordon(oper, cl_id[USE1], true);
-	id = submit("RayJob", "f0", 1, "low", 0);
+	harness_cordon(oper, F.cluster_id[USE1], true);
+	id = harness_submit(oper, ENV, "ml", "RayJob", "f0", "low", H100, 1, 0);
 	j = harness_job_wait(F.admin, id, "running", 1, 60);
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USW2]);
 	json_decref(j);
-	harness_cordon(oper, cl_id[USE1], false);
+	harness_cordon(oper, F.cluster_id[USE1], false);
 	harness_sim_post(&F.cs, "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"mv-hp-use1\","
 	    "\"error_rate\":1,\"error_status\":422}");
-	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", F.cluster_id[USW2]) != 202)
 		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
 	assert_int_equal(harness_ji(harness_r.json, "total"), 1);
 	snprintf(loc, sizeof(loc), "/v1/operations/%s", harness_js(harness_r.json, "id"));
 	/* reserved already; keeps the requeued job off the faulty cluster */
-	harness_cordon(oper, cl_id[USE1], true);
+	harness_cordon(oper, F.cluster_id[USE1], true);
 	end = harness_now_s() + 30;
 	do {
 		usleep(250 * 1000);
@@ -256,11 +242,11 @@ test_drain_failure_reported(void **state)
 	j = harness_job(F.admin, id);
 	assert_string_equal(harness_js(j, "state"), "pending");
 	json_decref(j);
-	harness_cordon(oper, cl_id[USE1], false);
+	harness_cordon(oper, F.cluster_id[USE1], false);
 	j = harness_job_wait(F.admin, id, "running", 0, 60);
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USE1]);
 	json_decref(j);
-	objs = harness_sim_objects(&F.cs, cl_names[USW2], NULL);
+	objs = harness_sim_objects(&F.cs, F.name[USW2], NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
 	f0_id = id;
@@ -275,9 +261,9 @@ kube_delete(int k, const char *plural, const char *ns, const char *name)
 	char path[256];
 
 	snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/%s/%s", ns, plural, name);
-	harness_kube(&F.cs, &r, cl_names[k], "DELETE", path, NULL, NULL);
+	harness_kube(&F.cs, &r, F.name[k], "DELETE", path, NULL, NULL);
 	if (r.status != 200)
-		fail_msg("DELETE %s on %s: %ld %s", path, cl_names[k], r.status, r.body);
+		fail_msg("DELETE %s on %s: %ld %s", path, F.name[k], r.status, r.body);
 	harness_http_free(&r);
 }
 
@@ -292,9 +278,9 @@ test_move_vanished_source(void **state)
 	double end;
 
 	(void)state;
-	harness_cordon(oper, cl_id[USW2], false);	/* the drains above cordoned it */
+	harness_cordon(oper, F.cluster_id[USW2], false);	/* the drains above cordoned it */
 	j = harness_job(F.admin, d0_id);		/* drained to us-east-1; 2 s of checkpoint grace */
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USE1]);
 	snprintf(name, sizeof(name), "%s", harness_js(j, "object_name"));
 	json_decref(j);
 	j = json_incref(harness_get_ok(F.admin, "/v1/jobs/%s/manifest", d0_id));
@@ -303,7 +289,7 @@ test_move_vanished_source(void **state)
 	if (harness_move(oper, d0_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
 		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
 	/* wait for the checkpoint signal (2 applies of the source), then delete the source */
-	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", cl_names[USE1], ns, name);
+	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", F.name[USE1], ns, name);
 	end = harness_now_s() + 20;
 	do {
 		usleep(100 * 1000);
@@ -315,13 +301,13 @@ test_move_vanished_source(void **state)
 	assert_int_equal(applies, 2);
 	kube_delete(USE1, "rayjobs", ns, name);
 	j = harness_job_wait(F.admin, d0_id, "running", 3, 60);
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USW2]);
 	json_decref(j);
 	st = harness_sim_get(&F.cs, "/_sim/state");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(st, "applies"), key)),
 	    2);	/* never re-created to be suspended */
 	json_decref(st);
-	objs = harness_sim_objects(&F.cs, cl_names[USE1], name);
+	objs = harness_sim_objects(&F.cs, F.name[USE1], name);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
 }
@@ -338,7 +324,7 @@ test_drain_catches_arrival(void **state)
 	(void)state;
 	if (harness_move(oper, f0_id, "{\"region\":\"us-west-2\"}", NULL) != 202)
 		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
-	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", cl_id[USW2]) != 202)
+	if (harness_call("POST", oper, NULL, "/v1/clusters/%s/drain", F.cluster_id[USW2]) != 202)
 		fail_msg("drain: %ld %s", harness_r.status, harness_r.body);
 	assert_int_equal(harness_ji(harness_r.json, "total"), 2);	/* d0 there,
 	    f0 on its way */
@@ -357,12 +343,12 @@ test_drain_catches_arrival(void **state)
 	}
 	json_decref(op);
 	j = harness_job_wait(F.admin, f0_id, "running", 0, 60);
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USE1]);
 	json_decref(j);
 	j = harness_job_wait(F.admin, d0_id, "running", 4, 60);
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USE1]);
 	json_decref(j);
-	objs = harness_sim_objects(&F.cs, cl_names[USW2], NULL);
+	objs = harness_sim_objects(&F.cs, F.name[USW2], NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
 }

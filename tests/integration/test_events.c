@@ -247,12 +247,12 @@ setup(void **state)
 	(void)state;
 	harness_db_create("events", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	root = harness_token(dburl, "admin", "*");
+	root = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(root, "/v1/environments", "{\"name\":\"enva\"}");
 	harness_post_created(root, "/v1/environments", "{\"name\":\"envb\"}");
-	viewer_a = harness_token(dburl, "viewer", "enva");
-	operator_a = harness_token(dburl, "operator", "enva");
-	admin_b = harness_token(dburl, "admin", "envb");
+	viewer_a = harness_keep(harness_token(dburl, "viewer", "enva"));
+	operator_a = harness_keep(harness_token(dburl, "operator", "enva"));
+	admin_b = harness_keep(harness_token(dburl, "admin", "envb"));
 	harness_sql("INSERT INTO queues (id, name, environment) VALUES"
 	    " ('c1000000-0000-4000-8000-00000000000a', 'qa', 'enva'),"
 	    " ('c1000000-0000-4000-8000-00000000000b', 'qb', 'envb')");
@@ -262,18 +262,6 @@ setup(void **state)
 	    " 'c1000000-0000-4000-8000-00000000000a', 'RayJob', 'normal', 100, '{}'),"
 	    " ('d1000000-0000-4000-8000-00000000000b', 'job-b', 'envb',"
 	    " 'c1000000-0000-4000-8000-00000000000b', 'RayJob', 'normal', 100, '{}')");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, NULL);
-	free(root);
-	free(viewer_a);
-	free(operator_a);
-	free(admin_b);
 	return 0;
 }
 
@@ -543,5 +531,5 @@ main(void)
 		cmocka_unit_test(test_idle_streams),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -27,21 +27,9 @@ setup(void **state)
 	(void)state;
 	harness_db_create("foundation", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, NULL);
-	admin = harness_token(dburl, "admin", "*");
-	viewer = harness_token(dburl, "viewer", "*");
-	scoped = harness_token(dburl, "operator", "dev");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	free(admin);
-	free(viewer);
-	free(scoped);
-	/* every answer above is checked against api/openapi.yaml; SIGTERM exits cleanly */
-	assert_int_equal(harness_teardown(&fd, dburl, NULL), 0);
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
+	viewer = harness_keep(harness_token(dburl, "viewer", "*"));
+	scoped = harness_keep(harness_token(dburl, "operator", "dev"));
 	return 0;
 }
 
@@ -486,5 +474,5 @@ main(void)
 		cmocka_unit_test(test_graceful_shutdown),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -34,7 +34,7 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_WORKERS=iam-verify,poller,scheduler");
 	harness_cs_env_add(&cs, "FLEETD_IAM_VERIFY_INTERVAL=1");
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"test\"}");
 	harness_register(&cs, admin, "test-hp-usw2", cloud, NULL);
 	harness_get_ok(admin, "/v1/clouds/%s", cloud);
@@ -42,15 +42,6 @@ setup(void **state)
 	snprintf(ext, sizeof(ext), "%s", js(harness_r.json, "external_id"));
 	harness_register(&cs, admin, "test-aks-eus", azcloud, NULL);
 	harness_register(&cs, admin, "test-gke-usc1", gcloud, NULL);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
 	return 0;
 }
 
@@ -316,5 +307,5 @@ main(void)
 		cmocka_unit_test(test_verify_refusals),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -23,13 +23,10 @@
 /* tests/fixtures/fleets/moves.json: two HyperPod regions with room, a GKE region that is
  * full (every GPU busy), a cluster of another environment; priority classes low, default,
  * high (preempting) and queue ml. */
-enum { USW2, USE1, USC1, OTHER, NCL };
-static const char *const cl_names[NCL + 1] = { "mv-hp-usw2", "mv-hp-use1", "mv-gke-usc1",
-	"other-hp-usw2" };
-static const char *cl_id[NCL];
+enum { USW2, USE1, USC1, OTHER };	/* the scenario's clusters, in its order */
 
 static struct harness_fleet F;
-static char *oper, *viewer;
+static const char *oper, *viewer;
 static char *train_id, *svc_id;	/* the jobs the tests hand on */
 
 static int
@@ -38,10 +35,8 @@ setup(void **state)
 	(void)state;
 	harness_fleet_start(&F, "moves", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/moves.json",
 	    TIME_SCALE, NULL);
-	for (int k = 0; k < NCL; k++)
-		cl_id[k] = F.cluster_id[harness_fleet_index(&F, cl_names[k])];
-	oper = harness_token(F.dburl, "operator", ENV);
-	viewer = harness_token(F.dburl, "viewer", ENV);
+	oper = harness_fleet_token(&F, "operator", ENV);
+	viewer = harness_fleet_token(&F, "viewer", ENV);
 	return 0;
 }
 
@@ -50,19 +45,9 @@ teardown(void **state)
 {
 	(void)state;
 	harness_fleet_stop(&F);
-	free(oper);
-	free(viewer);
 	free(train_id);
 	free(svc_id);
 	return 0;
-}
-
-/* Submits a job of kind to queue ml with one worker of gpus H100s; grace >= 0 adds a
- * checkpoint. */
-static char *
-submit(const char *kind, const char *name, int gpus, const char *pclass, int grace)
-{
-	return harness_submit(oper, ENV, "ml", kind, name, pclass, H100, gpus, grace);
 }
 
 /* A running RayJob with a checkpoint moves from us-west-2 to us-east-1: the source gets
@@ -80,21 +65,21 @@ test_move_rayjob(void **state)
 	double t0;
 
 	(void)state;
-	harness_cordon(oper, cl_id[USE1], true);	/* start it in us-west-2 */
-	train_id = submit("RayJob", "train", 8, "default", 3);
+	harness_cordon(oper, F.cluster_id[USE1], true);	/* start it in us-west-2 */
+	train_id = harness_submit(oper, ENV, "ml", "RayJob", "train", "default", H100, 8, 3);
 	j = harness_job_wait(F.admin, train_id, "running", 1, 60);
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USW2]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USW2]);
 	snprintf(src_name, sizeof(src_name), "%s", harness_js(j, "object_name"));
 	snprintf(enqueued, sizeof(enqueued), "%s", harness_js(j, "enqueued_at"));
 	json_decref(j);
-	harness_cordon(oper, cl_id[USE1], false);
+	harness_cordon(oper, F.cluster_id[USE1], false);
 
 	t0 = harness_now_s();
 	if (harness_move(oper, train_id, "{\"region\":\"us-east-1\"}", NULL) != 202)
 		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
 	assert_string_equal(harness_js(harness_r.json, "job.state"), "moving");
-	assert_string_equal(harness_js(harness_r.json, "plan.to.cluster"), cl_id[USE1]);
-	assert_string_equal(harness_js(harness_r.json, "plan.from.cluster"), cl_id[USW2]);
+	assert_string_equal(harness_js(harness_r.json, "plan.to.cluster"), F.cluster_id[USE1]);
+	assert_string_equal(harness_js(harness_r.json, "plan.from.cluster"), F.cluster_id[USW2]);
 	/* a second move while this one runs (the grace period is 3 s) */
 	assert_int_equal(harness_move(oper, train_id, "{\"region\":\"us-west-2\"}", NULL), 409);
 	assert_string_equal(harness_js(harness_r.json, "code"), "job.moving");
@@ -106,20 +91,20 @@ test_move_rayjob(void **state)
 	assert_true(harness_now_s() - t0 >= 3.0);	/* the source had its grace period */
 	assert_string_equal(harness_js(j, "enqueued_at"),
 	    enqueued);	/* its place in the queue */
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USE1]);
 	assert_string_equal(harness_js(j, "region"), "us-east-1");
 	assert_string_equal(harness_js(j, "id"), train_id);
 
 	/* cloudsim: the target object carries the checkpoint URI; the source is gone after
 	 * the checkpoint signal and the suspend (three applies of the source object) */
-	objs = harness_sim_objects(&F.cs, cl_names[USE1], harness_js(j, "object_name"));
+	objs = harness_sim_objects(&F.cs, F.name[USE1], harness_js(j, "object_name"));
 	assert_int_equal(json_array_size(objs), 1);
 	x = json_object_get(harness_jp(objs, "0.object.metadata.annotations"),
 	    "fleet.io/checkpoint-uri");
 	assert_string_equal(json_string_value(x), "s3://ckpt/train");
 	assert_non_null(strstr(harness_js(objs, "0.name"), "-a2"));
 	json_decref(objs);
-	objs = harness_sim_objects(&F.cs, cl_names[USW2], NULL);
+	objs = harness_sim_objects(&F.cs, F.name[USW2], NULL);
 	assert_int_equal(json_array_size(objs), 0);
 	json_decref(objs);
 	st = harness_sim_get(&F.cs, "/_sim/state");
@@ -129,7 +114,7 @@ test_move_rayjob(void **state)
 		long long src_applies = -1;
 
 		json_object_foreach(json_object_get(st, "applies"), k, v)
-			if (strncmp(k, cl_names[USW2], strlen(cl_names[USW2])) == 0 &&
+			if (strncmp(k, F.name[USW2], strlen(F.name[USW2])) == 0 &&
 			    strstr(k, src_name) != NULL)
 				src_applies = json_integer_value(v);
 		if (src_applies < 3)
@@ -181,8 +166,8 @@ test_dry_run(void **state)
 		fail_msg("dry run: %ld %s", harness_r.status, harness_r.body);
 	plan = json_incref(harness_r.json);
 	assert_string_equal(harness_js(plan, "job_id"), train_id);
-	assert_string_equal(harness_js(plan, "from.cluster"), cl_id[USE1]);
-	assert_string_equal(harness_js(plan, "to.cluster"), cl_id[USW2]);
+	assert_string_equal(harness_js(plan, "from.cluster"), F.cluster_id[USE1]);
+	assert_string_equal(harness_js(plan, "to.cluster"), F.cluster_id[USW2]);
 	diff = json_number_value(harness_jp(plan, "to.price_hour")) -
 	    json_number_value(harness_jp(plan, "from.price_hour"));
 	assert_true(json_is_number(harness_jp(plan, "price_difference_per_hour")));
@@ -209,11 +194,11 @@ test_move_refused_full(void **state)
 	assert_string_equal(harness_js(harness_r.json, "code"), "move.no_capacity");
 	assert_int_equal(json_array_size(harness_jp(harness_r.json, "errors")), 1);
 	json_array_foreach(harness_jp(harness_r.json, "errors"), i, x) {
-		assert_string_equal(harness_js(x, "cluster"), cl_id[USC1]);
+		assert_string_equal(harness_js(x, "cluster"), F.cluster_id[USC1]);
 		assert_string_equal(harness_js(x, "region"), "us-central1");
 		assert_true(strlen(harness_js(x, "detail")) > 0);
 	}
-	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[USC1]);
+	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", F.cluster_id[USC1]);
 	assert_int_equal(harness_move(oper, train_id, target, NULL), 409);
 	assert_string_equal(harness_js(harness_r.json, "code"), "move.no_capacity");
 	harness_job_unchanged(&F.cs, F.admin, before, train_id, "a refused move");
@@ -236,7 +221,7 @@ service_sample(int *total, int *ready, bool *on_source)
 				continue;
 			(*total)++;
 			*ready += strcmp(harness_js(o, "status.serviceStatus"), "Running") == 0;
-			*on_source |= strcmp(harness_js(c, "name"), cl_names[USW2]) == 0;
+			*on_source |= strcmp(harness_js(c, "name"), F.name[USW2]) == 0;
 		}
 	json_decref(st);
 }
@@ -252,10 +237,10 @@ test_move_rayservice(void **state)
 	double end;
 
 	(void)state;
-	harness_cordon(oper, cl_id[USE1], true);
-	svc_id = submit("RayService", "serve", 4, "high", -1);
+	harness_cordon(oper, F.cluster_id[USE1], true);
+	svc_id = harness_submit(oper, ENV, "ml", "RayService", "serve", "high", H100, 4, -1);
 	json_decref(harness_job_wait(F.admin, svc_id, "running", 1, 60));
-	harness_cordon(oper, cl_id[USE1], false);
+	harness_cordon(oper, F.cluster_id[USE1], false);
 	service_sample(&total, &ready, &on_source);
 	assert_true(total == 1 && ready == 1 && on_source);
 
@@ -284,7 +269,7 @@ test_move_rayservice(void **state)
 	print_message("rayservice move: %d samples, at most %d copies\n", samples, max_total);
 	assert_int_equal(max_total, 2);	/* the target was up before the source went */
 	j = harness_job(F.admin, svc_id);
-	assert_string_equal(harness_js(j, "cluster_id"), cl_id[USE1]);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USE1]);
 	json_decref(j);
 	service_sample(&total, &ready, &on_source);
 	assert_true(total == 1 && ready == 1 && !on_source);
@@ -320,17 +305,17 @@ test_bad_input(void **state)
 	    strstr(harness_r.body, "us-central1") == NULL)
 		fail_msg("the 400 does not name the valid regions: %s", harness_r.body);
 	/* a cordoned target cluster */
-	harness_cordon(oper, cl_id[USW2], true);
-	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[USW2]);
+	harness_cordon(oper, F.cluster_id[USW2], true);
+	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", F.cluster_id[USW2]);
 	assert_int_equal(harness_move(oper, train_id, target, NULL), 409);
 	assert_string_equal(harness_js(harness_r.json, "code"), "cluster.cordoned");
-	harness_cordon(oper, cl_id[USW2], false);
+	harness_cordon(oper, F.cluster_id[USW2], false);
 	/* never across environments: by cluster, by cloud */
-	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", cl_id[OTHER]);
+	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", F.cluster_id[OTHER]);
 	assert_int_equal(harness_move(oper, train_id, target, NULL), 409);
 	assert_string_equal(harness_js(harness_r.json, "code"), "move.cross_environment");
 	snprintf(target, sizeof(target), "{\"cloud_id\":\"%s\"}",
-	    F.cloud_id[harness_fleet_index(&F, cl_names[OTHER])]);
+	    F.cloud_id[OTHER]);
 	assert_int_equal(harness_move(oper, train_id, target, NULL), 409);
 	assert_string_equal(harness_js(harness_r.json, "code"), "move.cross_environment");
 	harness_job_unchanged(&F.cs, F.admin, before, train_id, "refused moves");

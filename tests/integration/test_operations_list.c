@@ -32,10 +32,10 @@ setup(void **state)
 	(void)state;
 	harness_db_create("oplist", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	root = harness_token(dburl, "admin", "*");
-	viewer_a = harness_token(dburl, "viewer", "enva");
-	operator_a = harness_token(dburl, "operator", "enva");
-	admin_b = harness_token(dburl, "admin", "envb");
+	root = harness_keep(harness_token(dburl, "admin", "*"));
+	viewer_a = harness_keep(harness_token(dburl, "viewer", "enva"));
+	operator_a = harness_keep(harness_token(dburl, "operator", "enva"));
+	admin_b = harness_keep(harness_token(dburl, "admin", "envb"));
 	harness_post_created(root, "/v1/environments", "{\"name\":\"enva\"}");
 	harness_post_created(root, "/v1/environments", "{\"name\":\"envb\"}");
 	harness_sql("INSERT INTO clouds (id, name, environment, provider, region, account,"
@@ -71,18 +71,6 @@ setup(void **state)
 	harness_sql("INSERT INTO operation_jobs (operation_id, job_id, state, reason) VALUES"
 	    " ('" OP_A1 "', 'd1000000-0000-4000-8000-000000000001', 'failed', 'no capacity left'),"
 	    " ('" OP_A1 "', 'd1000000-0000-4000-8000-000000000002', 'moved', NULL)");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, NULL);
-	free(root);
-	free(viewer_a);
-	free(operator_a);
-	free(admin_b);
 	return 0;
 }
 
@@ -229,5 +217,5 @@ main(void)
 		cmocka_unit_test(test_names_fleetctl),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

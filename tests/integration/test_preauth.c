@@ -144,19 +144,7 @@ setup(void **state)
 	}
 	harness_db_create("preauth", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	admin = harness_token(dburl, "admin", "*");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	if (fd.pid > 0)
-		assert_int_equal(harness_fleetd_stop(&fd), 0);
-	if (dburl[0] != '\0')
-		harness_db_drop(dburl);
-	free(admin);
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	return 0;
 }
 
@@ -329,5 +317,5 @@ main(void)
 
 	/* raw sockets: answers are not recorded for the openapi check */
 	setenv("FLEETD_RESPONSE_LOG", "/dev/null", 1);
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

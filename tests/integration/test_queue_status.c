@@ -48,9 +48,9 @@ setup(void **state)
 	(void)state;
 	harness_db_create("qstatus", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	root = harness_token(dburl, "admin", "*");
-	viewer = harness_token(dburl, "viewer", "qs");
-	other = harness_token(dburl, "admin", "elsewhere");
+	root = harness_keep(harness_token(dburl, "admin", "*"));
+	viewer = harness_keep(harness_token(dburl, "viewer", "qs"));
+	other = harness_keep(harness_token(dburl, "admin", "elsewhere"));
 	harness_post_created(root, "/v1/environments", "{\"name\":\"qs\"}");
 	harness_post_created(root, "/v1/environments", "{\"name\":\"elsewhere\"}");
 	harness_seed_cluster("qs", "gke", "us-central1", "active", "qs-1", H100, 2, 8, 2, false);
@@ -61,17 +61,6 @@ setup(void **state)
 	    "\"nominal_quota\":{\"" H100 "\":4},\"borrowing_limit\":{\"" H100 "\":0}}");
 	make_queue(qd, sizeof(qd), "{\"name\":\"qd\",\"environment\":\"qs\","
 	    "\"nominal_quota\":{\"" H100 "\":2}}");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, NULL);
-	free(root);
-	free(viewer);
-	free(other);
 	return 0;
 }
 
@@ -175,5 +164,5 @@ main(void)
 		cmocka_unit_test(test_status),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -187,10 +187,10 @@ setup(void **state)
 	json_decref(f);
 	init_providers();
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
-	oper = harness_token(dburl, "operator", "*");
-	viewer = harness_token(dburl, "viewer", "*");
-	staging_admin = harness_token(dburl, "admin", "staging");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
+	oper = harness_keep(harness_token(dburl, "operator", "*"));
+	viewer = harness_keep(harness_token(dburl, "viewer", "*"));
+	staging_admin = harness_keep(harness_token(dburl, "admin", "staging"));
 	for (int i = 0; i < 4; i++) {
 		char body[64];
 
@@ -199,18 +199,6 @@ setup(void **state)
 		if (harness_call("POST", admin, body, "/v1/environments") != 201)
 			fail_msg("environment: %ld %s", harness_r.status, harness_r.body);
 	}
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
-	free(oper);
-	free(viewer);
-	free(staging_admin);
 	return 0;
 }
 
@@ -569,5 +557,5 @@ main(void)
 		cmocka_unit_test(test_audit),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -44,10 +44,10 @@ setup(void **state)
 	harness_db_create("registry_clusters", dburl, sizeof(dburl));
 	harness_cs_start(&cs, NULL, NULL);
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
-	oper = harness_token(dburl, "operator", "*");
-	viewer = harness_token(dburl, "viewer", "*");
-	staging_admin = harness_token(dburl, "admin", "staging");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
+	oper = harness_keep(harness_token(dburl, "operator", "*"));
+	viewer = harness_keep(harness_token(dburl, "viewer", "*"));
+	staging_admin = harness_keep(harness_token(dburl, "admin", "staging"));
 	for (int i = 0; i < 4; i++)
 		harness_post_created(admin, "/v1/environments", (const char *[]){
 		    "{\"name\":\"prod\"}", "{\"name\":\"staging\"}", "{\"name\":\"test\"}",
@@ -63,18 +63,6 @@ setup(void **state)
 	}
 	account("test-aks-eus", aks_account, sizeof(aks_account));
 	account("test-gke-usc1", gke_account, sizeof(gke_account));
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
-	free(oper);
-	free(viewer);
-	free(staging_admin);
 	return 0;
 }
 
@@ -524,5 +512,5 @@ main(void)
 		free(pem);
 		unlink(p);
 	}
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -72,20 +72,11 @@ setup(void **state)
 	(void)state;
 	harness_db_create("schedha", dburl, sizeof(dburl));
 	harness_fleetd_start(&api, dburl, api_env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"ha\"}");
 	harness_seed_cluster("ha", "gke", "us-west1", "active", "ha-1", H100, 0, 0, 6, false);
 	harness_seed_cluster("ha", "aks", "westeurope", "active", "ha-2", H100, 0, 0, 6, false);
 	harness_post_created(admin, "/v1/queues", "{\"name\":\"qh\",\"environment\":\"ha\"}");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&api, dburl, NULL);
-	free(admin);
 	return 0;
 }
 
@@ -203,5 +194,5 @@ main(void)
 		cmocka_unit_test(test_replicas),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -37,7 +37,7 @@ setup(void **state)
 	harness_sim_post(&cs, "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"test-aks-eus\","
 	    "\"watch\":true,\"error_rate\":1,\"error_status\":405}");
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
 	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
@@ -45,20 +45,6 @@ setup(void **state)
 	harness_register(&cs, admin, "test-hp-usw2", NULL, NULL);
 	harness_register(&cs, admin, "test-aks-eus", NULL, NULL);
 	harness_wait_capacity(names, 60);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	if (fd.pid > 0)
-		harness_fleetd_stop(&fd);
-	harness_db_drop(dburl);
-	harness_cs_stop(&cs);
-	harness_done();
-	free(admin);
-	harness_validate_responses();
 	return 0;
 }
 
@@ -166,5 +152,5 @@ main(void)
 		cmocka_unit_test(test_refused_watch_is_polled),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

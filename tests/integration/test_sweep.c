@@ -25,7 +25,7 @@
 
 static struct harness_fleet F;
 static const char *cluster_id, *target_id;
-static char *oper;
+static const char *oper;
 static char *live_id, *gone_id;	/* a running job; a cancelled one */
 static json_t *live_manifest;	/* the running job's object */
 
@@ -49,7 +49,7 @@ setup(void **state)
 	    "4", NULL);
 	cluster_id = F.cluster_id[harness_fleet_index(&F, CLUSTER)];
 	target_id = F.cluster_id[harness_fleet_index(&F, TARGET)];
-	oper = harness_token(F.dburl, "operator", ENV);
+	oper = harness_fleet_token(&F, "operator", ENV);
 	/* the sweep cases run on CLUSTER alone; test_move_preempts opens TARGET */
 	harness_cordon(oper, target_id, true);
 	return 0;
@@ -60,7 +60,6 @@ teardown(void **state)
 {
 	(void)state;
 	harness_fleet_stop(&F);
-	free(oper);
 	free(live_id);
 	free(gone_id);
 	json_decref(live_manifest);

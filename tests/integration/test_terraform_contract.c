@@ -294,20 +294,11 @@ setup(void **state)
 	harness_db_create("tfcontract", dburl, sizeof(dburl));
 	harness_cs_start(&cs, NULL, NULL);
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"tfprod\"}");
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"tfdev\"}");
 	harness_post_created(admin, "/v1/priority-classes",
 	    "{\"name\":\"tf-default\",\"value\":100}");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
 	return 0;
 }
 
@@ -568,5 +559,5 @@ main(void)
 		{ "test_cloud_hyperpod", test_cloud, NULL, NULL, (void *)&hyperpod },
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }
