@@ -30,8 +30,10 @@
 
 static void group_track(void **list, int *n, void *p);
 #define GROUP_MAX	32
-static struct fleetd_proc *g_procs[GROUP_MAX];
-static char *g_dbs[GROUP_MAX];
+/* fleetd processes and databases for harness_group_teardown, by value: a test may keep its
+ * struct fleetd_proc on the stack, so the group never looks at it again */
+static struct fleetd_proc g_procs[GROUP_MAX];
+static char g_dbs[GROUP_MAX][512];
 static int g_nprocs, g_ndbs;
 
 static const char *
@@ -82,7 +84,8 @@ harness_db_create(const char *tag, char *url, size_t urllen)
 	admin_sql(sql);
 	snprintf(url, urllen, "%.*s/%s", (int)(slash - base), base, name);
 	harness_sql_use(url);
-	group_track((void **)g_dbs, &g_ndbs, url);
+	if (g_ndbs < GROUP_MAX)
+		snprintf(g_dbs[g_ndbs++], sizeof(g_dbs[0]), "%s", url);
 }
 
 void
@@ -257,15 +260,19 @@ harness_group_teardown(void **state)
 	int bad = 0;
 
 	(void)state;
-	for (int i = 0; i < g_nprocs; i++)
-		if (g_procs[i]->pid > 0 && harness_fleetd_stop(g_procs[i]) != 0) {
-			print_error("fleetd %s did not exit 0 (log %s)\n", g_procs[i]->url,
-			    g_procs[i]->log);
+	for (int i = 0; i < g_nprocs; i++) {
+		/* only a child of ours still running: one the test stopped or killed itself was
+		 * reaped already (waitpid answers -1), one that exited on its own is reaped now */
+		if (waitpid(g_procs[i].pid, NULL, WNOHANG) != 0)
+			continue;
+		if (harness_fleetd_stop(&g_procs[i]) != 0) {
+			print_error("fleetd %s did not exit 0 (log %s)\n", g_procs[i].url,
+			    g_procs[i].log);
 			bad = 1;
 		}
+	}
 	for (int i = 0; i < g_ndbs; i++)
-		if (g_dbs[i][0] != '\0')
-			harness_db_drop(g_dbs[i]);
+		harness_db_drop(g_dbs[i]);
 	for (int i = 0; i < g_nsims; i++)
 		harness_cs_stop(g_sims[i]);
 	for (int i = 0; i < g_nkept; i++)
@@ -322,7 +329,7 @@ fleetd_bin(void)
 void
 harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env)
 {
-	group_track((void **)g_procs, &g_nprocs, p);
+
 	char listen[64];
 	struct http_result r = { 0 };
 	char health[128];
@@ -370,6 +377,8 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 		if (r.status == 200) {
 			harness_http_free(&r);
 			harness_call_to(p);
+			if (g_nprocs < GROUP_MAX)
+				g_procs[g_nprocs++] = *p;
 			return;
 		}
 		harness_http_free(&r);
