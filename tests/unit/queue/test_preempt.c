@@ -235,6 +235,40 @@ test_no_requeue_cycle(void **state)
 	sched_model_free(m);
 }
 
+/* The failed-search memo of a cycle must not lend one job's eviction history to an equal
+ * job: x may not evict v (v evicted it), y may. */
+static void
+test_evicted_history_not_shared(void **state)
+{
+	struct sched_model *m = fx_model();
+	struct arena *a = arena_new();
+	struct sched_cycle cy;
+	const struct sched_decision *d;
+	struct sched_job *x, *y;
+	int i;
+
+	(void)state;
+	fx_cluster(m, "c1", "r1", "gpu", 10.0, 1, 8, 0);
+	fx_queue(m, "a", "co", 1, "gpu", 0, U, U);
+	fx_queue(m, "b", "co", 1, "gpu", 8, U, U);
+	fx_admitted(m, "v", "a", 0, "gpu", 1, 8, "c1", 0, FX_NOW - 100);
+	x = fx_job(m, "x", "b", 0, FX_NOW - 20, "gpu", 1, 8);
+	y = fx_job(m, "y", "b", 0, FX_NOW - 10, "gpu", 1, 8);
+	fx_finalize(m);
+	for (i = 0; i < (int)sched_model_n_jobs(m); i++)
+		sched_model_job(m, (size_t)i)->can_preempt = true;
+	assert_true(sched_job_evicted_by(m, x, "v"));
+	sched_cycle_run(m, a, &cy);
+	assert_int_equal(fx_decision(m, &cy, "x")->outcome, SCHED_OUT_PENDING);
+	d = fx_decision(m, &cy, "y");
+	assert_int_equal(d->outcome, SCHED_OUT_ADMIT);
+	assert_int_equal(d->n_victims, 1);
+	assert_string_equal(sched_model_job(m, (size_t)d->victims[0])->id, "v");
+	assert_int_equal(y->state, SCHED_ADMITTED);
+	arena_free(a);
+	sched_model_free(m);
+}
+
 /* A preemptor that does not need borrowing can always reclaim its floor. */
 static void
 test_cycle_reclaim_frees_quota(void **state)
@@ -302,6 +336,7 @@ main(void)
 		cmocka_unit_test(test_cases),
 		cmocka_unit_test(test_no_loop),
 		cmocka_unit_test(test_no_requeue_cycle),
+		cmocka_unit_test(test_evicted_history_not_shared),
 		cmocka_unit_test(test_cycle_reclaim_frees_quota),
 		cmocka_unit_test(test_preemption_disabled),
 	};
