@@ -61,6 +61,15 @@ csh_start(struct csh *h, const char *fleet, const char *scale)
 	return true;
 }
 
+/* The group setup of a cloudsim test: libcurl, then cloudsim with the test fleet at scale
+ * (0, or -1 when it does not come up); harness_group_teardown stops it. */
+static inline int
+csh_setup(struct csh *h, const char *scale)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return csh_start(h, "cloudsim/fleets/test.json", scale) ? 0 : -1;
+}
+
 static inline void
 csh_stop(struct csh *h)
 {

@@ -21,23 +21,11 @@ static int
 setup(void **state)
 {
 	(void)state;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (!csh_start(&H, "cloudsim/fleets/test.json", "20"))
+	if (csh_setup(&H, "20") != 0)
 		return -1;
-	AK = csh_env(&H, "FLEETD_AWS_ACCESS_KEY_ID");
-	SK = csh_env(&H, "FLEETD_AWS_SECRET_ACCESS_KEY");
+	AK = harness_keep(csh_env(&H, "FLEETD_AWS_ACCESS_KEY_ID"));
+	SK = harness_keep(csh_env(&H, "FLEETD_AWS_SECRET_ACCESS_KEY"));
 	return AK && SK ? 0 : -1;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	free(AK);
-	free(SK);
-	csh_stop(&H);
-	curl_global_cleanup();
-	return 0;
 }
 
 /* Asks cloudsim's verifier about one raw request at the suite's time. */
@@ -409,5 +397,5 @@ main(void)
 		cmocka_unit_test(test_faults_aws_shape),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

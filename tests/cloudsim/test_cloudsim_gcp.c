@@ -23,25 +23,13 @@ setup(void **state)
 	json_t *k;
 
 	(void)state;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	if (!csh_start(&H, "cloudsim/fleets/test.json", "20"))
+	if (csh_setup(&H, "20") != 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/gcp-fleetd-key.json", H.dir);
 	k = json_load_file(path, 0, NULL);
-	KEY = strdup(json_string_value(json_object_get(k, "private_key")));
-	EMAIL = strdup(json_string_value(json_object_get(k, "client_email")));
+	KEY = harness_keep(strdup(json_string_value(json_object_get(k, "private_key"))));
+	EMAIL = harness_keep(strdup(json_string_value(json_object_get(k, "client_email"))));
 	json_decref(k);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	free(KEY);
-	free(EMAIL);
-	csh_stop(&H);
-	curl_global_cleanup();
 	return 0;
 }
 
@@ -302,5 +290,5 @@ main(void)
 		cmocka_unit_test(test_impersonation_and_gke),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -15,17 +15,7 @@ static int
 setup(void **state)
 {
 	(void)state;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return csh_start(&H, "cloudsim/fleets/test.json", "20") ? 0 : -1;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	csh_stop(&H);
-	curl_global_cleanup();
-	return 0;
+	return csh_setup(&H, "20");
 }
 
 static void
@@ -387,5 +377,5 @@ main(void)
 		cmocka_unit_test(test_hang_is_per_cluster),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -18,17 +18,7 @@ static int
 setup(void **state)
 {
 	(void)state;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return csh_start(&H, "cloudsim/fleets/test.json", "40") ? 0 : -1;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	csh_stop(&H);
-	curl_global_cleanup();
-	return 0;
+	return csh_setup(&H, "40");
 }
 
 /* A RayCluster (or RayJob when job) whose one worker group has `workers` pods with
@@ -545,5 +535,5 @@ main(void)
 		cmocka_unit_test(test_raycronjob),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

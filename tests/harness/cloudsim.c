@@ -143,7 +143,7 @@ make_dir(struct harness_cs *cs)
 void
 harness_cs_start(struct harness_cs *cs, const char *fleet, const char *time_scale)
 {
-	harness_track_cs(cs);
+	harness_track_cs(cs, true);
 	make_dir(cs);
 	launch(cs, fleet != NULL ? fleet : FLEETS "/test.json", time_scale);
 }
@@ -153,7 +153,7 @@ harness_cs_start_json(struct harness_cs *cs, json_t *fleet, const char *time_sca
 {
 	char path[400];
 
-	harness_track_cs(cs);
+	harness_track_cs(cs, true);
 	make_dir(cs);
 	snprintf(path, sizeof(path), "%s/fleet.json", cs->dir);
 	if (json_dump_file(fleet, path, JSON_INDENT(1)) != 0)
@@ -198,6 +198,7 @@ harness_cs_env(const struct harness_cs *cs, const char *name)
 void
 harness_cs_stop(struct harness_cs *cs)
 {
+	harness_track_cs(cs, false);
 	if (cs->pid > 0) {
 		kill(cs->pid, SIGTERM);
 		waitpid(cs->pid, NULL, 0);

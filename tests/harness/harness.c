@@ -242,9 +242,15 @@ group_track(void **list, int *n, void *p)
 }
 
 void
-harness_track_cs(struct harness_cs *cs)
+harness_track_cs(struct harness_cs *cs, bool on)
 {
-	group_track((void **)g_sims, &g_nsims, cs);
+	if (on) {
+		group_track((void **)g_sims, &g_nsims, cs);
+		return;
+	}
+	for (int i = 0; i < g_nsims; i++)	/* stopped: it may live on a stack that goes */
+		if (g_sims[i] == cs)
+			g_sims[i--] = g_sims[--g_nsims];
 }
 
 void *
@@ -273,8 +279,8 @@ harness_group_teardown(void **state)
 	}
 	for (int i = 0; i < g_ndbs; i++)
 		harness_db_drop(g_dbs[i]);
-	for (int i = 0; i < g_nsims; i++)
-		harness_cs_stop(g_sims[i]);
+	while (g_nsims > 0)
+		harness_cs_stop(g_sims[0]);	/* which untracks it */
 	for (int i = 0; i < g_nkept; i++)
 		free(g_kept[i]);
 	g_nprocs = g_ndbs = g_nsims = g_nkept = 0;

@@ -151,8 +151,9 @@ void	harness_done(void);
 int	harness_group_teardown(void **state);
 /* Hands p (malloc'd, e.g. a harness_token) to harness_group_teardown to free; returns p. */
 void	*harness_keep(void *p);
-/* (called by harness_cs_start*: what harness_group_teardown stops) */
-void	harness_track_cs(struct harness_cs *cs);
+/* (called by harness_cs_start* and harness_cs_stop: the cloudsims harness_group_teardown
+ * stops — one the test stops itself is forgotten, so it may live on the stack) */
+void	harness_track_cs(struct harness_cs *cs, bool on);
 /* The usual group teardown: stops fd when running, drops dburl (when created), stops cs
  * (NULL: none), harness_done, then harness_validate_responses (last, as it must be).
  * Returns fleetd's exit status (0 when it was not running); the test frees its tokens. */
