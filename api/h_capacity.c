@@ -11,11 +11,12 @@ HANDLER(h_capacity_summary)
 		.provider = rq_query(rq, "provider"), .flavor = rq_query(rq, "flavor"),
 		.envs = rq->envs, .nenvs = rq->nenvs,
 	};
-	json_t *out = NULL;
+	size_t len = 0;
+	char *out = NULL;
 
-	if (!capacity_summary(rq->db, &f, &out, e))
+	if (!capacity_summary_text(rq->db, &f, rq->arena, &out, &len, e))
 		return false;
-	rq_reply(rq, 200, out);
+	rq_reply_text(rq, 200, out, len);
 	return true;
 }
 

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "core/arena.h"
 #include "core/db.h"
 #include "core/err.h"
 
@@ -30,6 +31,10 @@ struct capacity_filter {
  * per node; quota_left = the largest regional headroom reported (null when unknown). */
 bool	capacity_summary(struct db *c, const struct capacity_filter *f, json_t **out,
 	    struct err *e);
+/* The same answer as JSON text in a (*len bytes, NUL-terminated).  Kept in memory while
+ * nothing is committed and within the same second: a committed change shows at once. */
+bool	capacity_summary_text(struct db *c, const struct capacity_filter *f, struct arena *a,
+	    char **out, size_t *len, struct err *e);
 
 /* POST /v1/capacity/search.  request: {"environment", "flavor", "count", "per_node"?,
  * "topology": "none"|"host"|"rack"|"slice", "slice_topology"?, "regions"?, "providers"?,

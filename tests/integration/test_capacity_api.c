@@ -192,6 +192,47 @@ test_summary(void **state)
 	json_decref(sim);
 }
 
+/* Sum of free_now over ENV's items of a fresh GET /v1/capacity. */
+static long long
+free_now_sum(void)
+{
+	json_t *it;
+	long long sum = 0;
+	size_t i;
+
+	assert_int_equal(harness_call("GET", admin, NULL, "/v1/capacity?environment=" ENV), 200);
+	json_array_foreach(harness_jp(harness_r.json, "items"), i, it)
+		sum += harness_ji(it, "free_now");
+	return sum;
+}
+
+/* The answer is kept in memory (regions/capacity.c): a committed change shows on the very
+ * next read, whatever was cached. */
+static void
+test_summary_cache_follows_commits(void **state)
+{
+	long long before, cl_free;
+	char *cl;
+
+	(void)state;
+	cl = harness_sql_str("SELECT k.id FROM clusters k JOIN capacity c ON c.cluster_id = k.id"
+	    " WHERE k.state = 'ready' AND NOT k.cordoned GROUP BY k.id"
+	    " HAVING sum(c.free_accel) > 0 ORDER BY k.id LIMIT 1");
+	cl_free = harness_sql_long("SELECT sum(free_accel) FROM capacity WHERE cluster_id = '%s'",
+	    cl);
+	before = free_now_sum();
+	/* each read right after the one before it (the same second: an answer in memory) */
+	for (int i = 0; i < 8; i++) {
+		bool cordon = i % 2 == 0;
+
+		assert_int_equal(free_now_sum(), cordon ? before : before - cl_free);
+		harness_sql("UPDATE clusters SET cordoned = %s WHERE id = '%s'",
+		    cordon ? "true" : "false", cl);
+		assert_int_equal(free_now_sum(), cordon ? before - cl_free : before);
+	}
+	free(cl);
+}
+
 /* ---- POST /v1/capacity/search */
 
 static const char *const reasons[] = { "wrong_flavor", "insufficient_capacity",
@@ -394,6 +435,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_summary_cache_follows_commits),
 		cmocka_unit_test(test_search_rack),
 		cmocka_unit_test(test_larger_than_environment),
 		cmocka_unit_test(test_bad_input),
