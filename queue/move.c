@@ -344,7 +344,8 @@ fence_source(struct db *c, json_t *job, const struct source_health *h, struct er
 	    " coalesce(manifest->'metadata'->>'namespace', ''), object_name, 'abandoned'"
 	    " FROM jobs WHERE id = $1::uuid AND object_name IS NOT NULL AND cluster_id IS NOT NULL"
 	    " ON CONFLICT (cluster_id, kind, namespace, name) DO UPDATE SET state = 'pending',"
-	    " reason = 'abandoned', resolved_at = NULL";
+	    " reason = 'abandoned', resolved_at = NULL, job_id = EXCLUDED.job_id,"
+	    " attempt = EXCLUDED.attempt, found_at = now()";
 	const char *id = json_string_value(json_object_get(job, "id"));
 	const char *p[1] = { id };
 	json_t *data = json_pack("{s:O, s:O, s:s, s:s}", "cluster_id",

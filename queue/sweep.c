@@ -48,7 +48,7 @@ static const char sql_judge[] =
     "   AND j.cluster_id = $1::uuid AND j.attempt = (o->>'attempt')::int THEN NULL"
     "  WHEN EXISTS (SELECT 1 FROM orphans x WHERE x.cluster_id = $1::uuid AND x.kind ="
     "   o->>'kind' AND x.namespace = o->>'namespace' AND x.name = o->>'name' AND x.reason ="
-    "   'abandoned') THEN 'abandoned'"
+    "   'abandoned' AND x.attempt = (o->>'attempt')::int) THEN 'abandoned'"
     "  WHEN j.state = 'cancelled' THEN 'cancelled'"
     "  WHEN j.state IN ('succeeded', 'failed') THEN 'finished'"
     "  WHEN EXISTS (SELECT 1 FROM job_events v WHERE v.job_id = j.id AND v.type = 'state'"
@@ -56,15 +56,23 @@ static const char sql_judge[] =
     "   AND v.attempt > (o->>'attempt')::int) THEN 'moved'"
     "  ELSE 'old_attempt' END AS reason) r";
 
-/* Records one deletion; false in *mine when another replica recorded it first. */
+/* Records one deletion; no row when another replica recorded it first.  A RayService
+ * keeps its name across attempts, so one row may be a later attempt's orphan: a row of
+ * another attempt (or job) is taken over whole, and keeps 'abandoned' only for its own. */
 static const char sql_deleted[] =
     "INSERT INTO orphans (cluster_id, job_id, attempt, kind, namespace, name, reason, state,"
     " resolved_at) VALUES ($1::uuid, $2::uuid, $3::int, $4, $5, $6, $7, $8,"
     " CASE WHEN $8 = 'deleted' THEN now() END)"
     " ON CONFLICT (cluster_id, kind, namespace, name) DO UPDATE SET state = EXCLUDED.state,"
     " resolved_at = EXCLUDED.resolved_at, reason = CASE WHEN orphans.reason = 'abandoned'"
-    " THEN orphans.reason ELSE EXCLUDED.reason END"
-    " WHERE orphans.state <> EXCLUDED.state RETURNING reason";
+    " AND orphans.attempt IS NOT DISTINCT FROM EXCLUDED.attempt"
+    " AND orphans.job_id IS NOT DISTINCT FROM EXCLUDED.job_id"
+    " THEN orphans.reason ELSE EXCLUDED.reason END, job_id = EXCLUDED.job_id,"
+    " attempt = EXCLUDED.attempt, found_at = CASE WHEN orphans.attempt IS NOT DISTINCT FROM"
+    " EXCLUDED.attempt AND orphans.job_id IS NOT DISTINCT FROM EXCLUDED.job_id"
+    " THEN orphans.found_at ELSE now() END"
+    " WHERE orphans.state <> EXCLUDED.state OR orphans.attempt IS DISTINCT FROM"
+    " EXCLUDED.attempt OR orphans.job_id IS DISTINCT FROM EXCLUDED.job_id RETURNING reason";
 
 /* Recorded orphans no longer on the cluster: gone by other means. */
 static const char sql_gone[] =

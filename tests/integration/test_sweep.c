@@ -173,6 +173,29 @@ test_late_apply_deleted(void **state)
 	free(attempt);
 }
 
+/* A name deleted once comes back as a later attempt's orphan (a RayService keeps its name
+ * across attempts): the second deletion is recorded for that attempt (row, event, audit),
+ * and an earlier attempt's 'abandoned' does not stick to it. */
+static void
+test_same_name_again(void **state)
+{
+	char *attempt = harness_sql_str("SELECT (greatest(attempt, 1) + 1)::text FROM jobs"
+	    " WHERE id = '%s'", gone_id);
+
+	(void)state;
+	/* as if the first attempt had been fenced (move.c fence_source) before it went */
+	harness_sql("UPDATE orphans SET reason = 'abandoned' WHERE name = 'late-apply'");
+	plant("late-apply", gone_id, attempt, ENV);
+	assert_true(harness_wait(object_gone, "late-apply", 20));
+	assert_int_equal(harness_wait_long(10, 2, "SELECT count(*) FROM job_events WHERE"
+	    " job_id = '%s' AND type = 'orphan_deleted'", gone_id), 2);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM orphans WHERE name = 'late-apply'"
+	    " AND state = 'deleted' AND reason = 'cancelled' AND attempt = %s", attempt), 1);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM audit_log WHERE action ="
+	    " 'orphan.delete' AND resource_id = '%s'", gone_id), 2);
+	free(attempt);
+}
+
 /* FLEETD_ORPHAN_SWEEP=report: the orphan is recorded and counted, not deleted. */
 static void
 test_report_mode(void **state)
@@ -424,6 +447,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_late_apply_deleted),
+		cmocka_unit_test(test_same_name_again),
 		cmocka_unit_test(test_report_mode),
 		cmocka_unit_test(test_evacuation_refusals),
 		cmocka_unit_test(test_checkpoint_ack),
