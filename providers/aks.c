@@ -278,8 +278,6 @@ arm_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *n
 {
 	struct page_ctx *ctx = calloc(1, sizeof(*ctx));
 	char url[2048];
-	struct http_req rq = { 0 };
-	bool ok;
 
 	if (ctx == NULL)
 		abort();
@@ -298,21 +296,15 @@ arm_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *n
 		snprintf(url, sizeof(url), "%s/subscriptions/%s/providers/Microsoft.Compute/"
 		    "locations/%s/usages?api-version=" API_USAGES, cfg.arm_url,
 		    job->cloud->subscription, job->cloud->region);
-	rq.url = url;
-	rq.bearer = job->creds->bearer;
-	ok = prov_fetch_add(f, &rq, arm_page_done, ctx);
-	if (!ok)
-		free(ctx);
-	return ok;
+	return prov_page_get(f, url, job->creds->bearer, arm_page_done, ctx);
 }
 
 static bool
 aks_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
 {
-	if (job->cluster->provider_cluster_id == NULL ||
-	    strncmp(job->cluster->provider_cluster_id, "/subscriptions/", 15) != 0)
-		return err_set(e, 400, "prov.bad_cluster_id", "aks cluster id is not an arm "
-		    "resource id");
+	if (!prov_cluster_id_ok(job, "/subscriptions/", "aks cluster id is not an arm resource "
+	    "id", e))
+		return false;
 	if (!arm_get(f, job, 0, NULL) || !arm_get(f, job, 1, NULL) || !arm_get(f, job, 2, NULL)) {
 		*e = f->err;
 		return false;

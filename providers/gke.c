@@ -302,8 +302,6 @@ gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *z
 {
 	struct page_ctx *ctx = calloc(1, sizeof(*ctx));
 	char url[2048], *tok = token ? creds_form_escape(token) : NULL;
-	struct http_req rq = { 0 };
-	bool ok;
 
 	if (ctx == NULL)
 		abort();
@@ -322,21 +320,15 @@ gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *z
 		    tok ? "&pageToken=" : "", tok ? tok : "");
 	if (tok != NULL)
 		creds_form_free(tok);
-	rq.url = url;
-	rq.bearer = job->creds->bearer;
-	ok = prov_fetch_add(f, &rq, gke_page_done, ctx);
-	if (!ok)
-		free(ctx);
-	return ok;
+	return prov_page_get(f, url, job->creds->bearer, gke_page_done, ctx);
 }
 
 static bool
 gke_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
 {
-	if (job->cluster->provider_cluster_id == NULL ||
-	    strncmp(job->cluster->provider_cluster_id, "projects/", 9) != 0)
-		return err_set(e, 400, "prov.bad_cluster_id", "gke cluster id is not "
-		    "projects/P/locations/L/clusters/C");
+	if (!prov_cluster_id_ok(job, "projects/", "gke cluster id is not "
+	    "projects/P/locations/L/clusters/C", e))
+		return false;
 	if (!gke_get(f, job, 0, NULL, NULL) || !gke_get(f, job, 1, NULL, NULL)) {
 		*e = f->err;
 		return false;

@@ -226,10 +226,9 @@ cleanup:
 static bool
 hyperpod_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
 {
-	if (job->cluster->provider_cluster_id == NULL ||
-	    strncmp(job->cluster->provider_cluster_id, "arn:aws:sagemaker:", 18) != 0)
-		return err_set(e, 400, "prov.bad_cluster_id", "hyperpod cluster id is not a "
-		    "sagemaker cluster arn");
+	if (!prov_cluster_id_ok(job, "arn:aws:sagemaker:", "hyperpod cluster id is not a "
+	    "sagemaker cluster arn", e))
+		return false;
 	return sm_call(f, job, 0, NULL, e) && sm_call(f, job, 1, NULL, e);
 }
 

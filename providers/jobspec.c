@@ -109,19 +109,32 @@ cpu_member(json_t *o, const char *prefix, int64_t *out, struct err *e)
 	return true;
 }
 
+/* Member key of o into *v (NULL when absent or null: 400 api.missing_field when required),
+ * its JSON pointer into ptr. */
+static bool
+member(json_t *o, const char *key, const char *prefix, bool required, char ptr[128],
+    json_t **v, struct err *e)
+{
+	*v = json_object_get(o, key);
+	snprintf(ptr, 128, "%s/%s", prefix, key);
+	if (*v != NULL && json_is_null(*v))
+		*v = NULL;
+	if (*v == NULL && required)
+		return err_field(e, 400, "api.missing_field", ptr, "%s is required", key);
+	return true;
+}
+
 static bool
 memory_member(json_t *o, const char *key, const char *prefix, bool required, int64_t *out,
 	      struct err *e)
 {
 	char ptr[128];
-	json_t *v = json_object_get(o, key);
+	json_t *v;
 
-	snprintf(ptr, sizeof(ptr), "%s/%s", prefix, key);
-	if (v == NULL || json_is_null(v)) {
-		if (required)
-			return err_field(e, 400, "api.missing_field", ptr, "%s is required", key);
+	if (!member(o, key, prefix, required, ptr, &v, e))
+		return false;
+	if (v == NULL)
 		return true;
-	}
 	if (!jobspec_parse_memory(v, out))
 		return err_field(e, 400, "jobspec.invalid_quantity", ptr,
 		    "%s must be a positive quantity of bytes such as \"16Gi\" or \"1G\"", key);
@@ -133,15 +146,13 @@ object_member(json_t *o, const char *key, const char *prefix, bool required, jso
 	      struct err *e)
 {
 	char ptr[128];
-	json_t *v = json_object_get(o, key);
+	json_t *v;
 
-	snprintf(ptr, sizeof(ptr), "%s/%s", prefix, key);
 	*out = NULL;
-	if (v == NULL || json_is_null(v)) {
-		if (required)
-			return err_field(e, 400, "api.missing_field", ptr, "%s is required", key);
+	if (!member(o, key, prefix, required, ptr, &v, e))
+		return false;
+	if (v == NULL)
 		return true;
-	}
 	if (!json_is_object(v))
 		return err_field(e, 400, "api.wrong_type", ptr, "%s must be an object", key);
 	*out = v;

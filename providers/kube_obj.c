@@ -79,6 +79,21 @@ call(const struct prov_cluster *k, const char *method, const char *url, const ch
 	return http_do(&rq, r, e);
 }
 
+/* uid, resourceVersion and generation of an object the member answered with. */
+static void
+ref_from(json_t *obj, struct kube_ref *ref)
+{
+	json_t *md = json_object_get(obj, "metadata");
+	const char *s;
+
+	memset(ref, 0, sizeof(*ref));
+	s = json_string_value(json_object_get(md, "uid"));
+	snprintf(ref->uid, sizeof(ref->uid), "%s", s ? s : "");
+	s = json_string_value(json_object_get(md, "resourceVersion"));
+	snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", s ? s : "");
+	ref->generation = json_integer_value(json_object_get(md, "generation"));
+}
+
 static json_t *
 body_json(const struct http_resp *r, struct err *e)
 {
@@ -100,7 +115,7 @@ kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref, json
 	const char *av = json_string_value(json_object_get(obj, "apiVersion")),
 	    *kind = json_string_value(json_object_get(obj, "kind")),
 	    *name = json_string_value(json_object_get(md, "name")),
-	    *ns = json_string_value(json_object_get(md, "namespace")), *s;
+	    *ns = json_string_value(json_object_get(md, "namespace"));
 	char path[1024], url[2048], *body = NULL;
 	struct http_resp r = { 0 };
 	bool ok = false;
@@ -122,15 +137,8 @@ kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref, json
 	}
 	if ((j = body_json(&r, e)) == NULL)
 		goto cleanup;
-	md = json_object_get(j, "metadata");
-	if (ref != NULL) {
-		memset(ref, 0, sizeof(*ref));
-		s = json_string_value(json_object_get(md, "uid"));
-		snprintf(ref->uid, sizeof(ref->uid), "%s", s ? s : "");
-		s = json_string_value(json_object_get(md, "resourceVersion"));
-		snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", s ? s : "");
-		ref->generation = json_integer_value(json_object_get(md, "generation"));
-	}
+	if (ref != NULL)
+		ref_from(j, ref);
 	if (live != NULL) {
 		*live = j;
 		j = NULL;
@@ -260,8 +268,7 @@ static bool
 apply_result(const struct apply_one *a, struct kube_ref *ref, struct err *e)
 {
 	struct http_resp r = { 0 };
-	json_t *j, *md;
-	const char *s;
+	json_t *j;
 
 	if (!a->done)
 		return err_set(e, 502, "http.transport", "request did not complete");
@@ -278,13 +285,7 @@ apply_result(const struct apply_one *a, struct kube_ref *ref, struct err *e)
 		return true;
 	if ((j = body_json(&r, e)) == NULL)
 		return false;
-	md = json_object_get(j, "metadata");
-	memset(ref, 0, sizeof(*ref));
-	s = json_string_value(json_object_get(md, "uid"));
-	snprintf(ref->uid, sizeof(ref->uid), "%s", s ? s : "");
-	s = json_string_value(json_object_get(md, "resourceVersion"));
-	snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", s ? s : "");
-	ref->generation = json_integer_value(json_object_get(md, "generation"));
+	ref_from(j, ref);
 	json_decref(j);
 	return true;
 }

@@ -241,6 +241,31 @@ prov_page_more(struct prov_fetch *f, int pages, const char *code, const char *wh
 }
 
 bool
+prov_page_get(struct prov_fetch *f, const char *url, const char *bearer, prov_step_fn fn,
+    void *ctx)
+{
+	struct http_req rq = { 0 };
+
+	rq.url = url;
+	rq.bearer = bearer;
+	if (prov_fetch_add(f, &rq, fn, ctx))
+		return true;
+	free(ctx);
+	return false;
+}
+
+bool
+prov_cluster_id_ok(const struct prov_pool_job *job, const char *prefix, const char *msg,
+    struct err *e)
+{
+	const char *id = job->cluster->provider_cluster_id;
+
+	if (id != NULL && strncmp(id, prefix, strlen(prefix)) == 0)
+		return true;
+	return err_set(e, 400, "prov.bad_cluster_id", "%s", msg);
+}
+
+bool
 prov_call(struct http_req *rq, struct http_resp *r, struct err *e)
 {
 	rq->timeout_ms = PROV_TIMEOUT_MS;

@@ -219,6 +219,14 @@ bool	 prov_page_ok(struct prov_fetch *f, const struct http_resp *r, const struct
 /* True when a list of pages pages long may fetch one more; otherwise fails f with 502
  * code ("prov.paging") "<what>: too many pages" and returns false. */
 bool	 prov_page_more(struct prov_fetch *f, int pages, const char *code, const char *what);
+/* Queues a GET of url with bearer, answered by fn(ctx); on failure ctx is freed (and f
+ * failed, see prov_fetch_add). */
+bool	 prov_page_get(struct prov_fetch *f, const char *url, const char *bearer,
+	    prov_step_fn fn, void *ctx);
+/* pools_begin's first check: the cluster's provider id starts with prefix; else 400
+ * "prov.bad_cluster_id" with msg. */
+bool	 prov_cluster_id_ok(const struct prov_pool_job *job, const char *prefix, const char *msg,
+	    struct err *e);
 /* One synchronous phase-2 call: PROV_TIMEOUT_MS, two attempts.  False with e when no
  * answer arrived (r is then cleaned up); any status is an answer. */
 bool	 prov_call(struct http_req *rq, struct http_resp *r, struct err *e);
