@@ -511,6 +511,21 @@ db_get_id_json(struct db *c, const char *sql, const char *id, const char *code,
 }
 
 bool
+db_count(struct db *c, const char *sql, int n, const char *const *params, long long *out,
+    struct err *e)
+{
+	PGresult *r = NULL;
+
+	*out = 0;
+	if (!db_exec(c, sql, n, params, &r, e))
+		return false;
+	if (PQntuples(r) > 0)
+		*out = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return true;
+}
+
+bool
 db_list_json(struct db *c, const char *sql, int n, const char *const *params, json_t **out,
 	     struct err *e)
 {

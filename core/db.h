@@ -58,6 +58,9 @@ bool	 db_get_json(struct db *c, const char *sql, int n, const char *const *param
  * is the same 404 (code, "<what> not found") without asking the database. */
 bool	 db_get_id_json(struct db *c, const char *sql, const char *id, const char *code,
 	    const char *what, json_t **out, struct err *e);
+/* The one number sql answers (first row, first column: a count). */
+bool	 db_count(struct db *c, const char *sql, int n, const char *const *params,
+	    long long *out, struct err *e);
 /* Every row's first column (JSON text) as a new array in *out. */
 bool	 db_list_json(struct db *c, const char *sql, int n, const char *const *params,
 	    json_t **out, struct err *e);

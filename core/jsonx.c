@@ -181,3 +181,22 @@ jsonx_utf8_valid(const char *s, size_t len)
 	}
 	return true;
 }
+
+const char *
+jsonx_at(json_t *obj, const char *key, const char *key2)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (key2 != NULL)
+		v = json_object_get(v, key2);
+	return json_string_value(v);
+}
+
+bool
+jsonx_name_ok(const char *s, size_t max)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return n >= 2 && n <= max && s[0] >= 'a' && s[0] <= 'z' &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
+}

@@ -24,6 +24,12 @@ bool	 jsonx_num(json_t *obj, const char *key, const char *prefix, bool required,
 bool	 jsonx_bool(json_t *obj, const char *key, const char *prefix, bool required,
 	    bool *out, struct err *e);
 /* Valid UTF-8, no NUL bytes. */
+/* A name of an object (environment, cloud, cluster, queue): 2..max characters, a lowercase
+ * letter, then lowercase letters, digits and '-'. */
+bool	 jsonx_name_ok(const char *s, size_t max);
+/* The string at obj.key, or at obj.key.key2 when key2 is not NULL; NULL when absent or not
+ * a string (borrowed from obj). */
+const char *jsonx_at(json_t *obj, const char *key, const char *key2);
 bool	 jsonx_utf8_valid(const char *s, size_t len);
 
 #endif

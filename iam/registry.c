@@ -17,16 +17,6 @@ static const char *const account_keys_aks[] = { "subscription_id", "tenant_id",
 	"resource_group", NULL };
 static const char *const account_keys_hyperpod[] = { "account_id", NULL };
 
-static bool
-name_valid(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n < 2 || n > 63 || s[0] < 'a' || s[0] > 'z')
-		return false;
-	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
-}
-
 void
 registry_account(json_t *cloud, struct iam_account *a)
 {
@@ -85,7 +75,7 @@ unpack(json_t *body, const char **name, const char **env, const char **provider,
 	    !jsonx_str(body, "provider", "", true, provider, e) ||
 	    !jsonx_str(body, "region", "", true, region, e))
 		return false;
-	if (!name_valid(*name))
+	if (!jsonx_name_ok(*name, 63))
 		return err_field(e, 400, "cloud.bad_name", "/name",
 		    "name must match ^[a-z][a-z0-9-]{1,62}$");
 	if (!catalog_region_check(*provider, *region, "/region", e)) {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "core/worker_thread.h"
 #include "providers/kube.h"
@@ -62,16 +63,6 @@ mjob_free(struct mjob *m)
 	json_decref(m->patch);
 }
 
-static const char *
-mstr(json_t *o, const char *path1, const char *path2)
-{
-	json_t *v = json_object_get(o, path1);
-
-	if (path2 != NULL)
-		v = json_object_get(v, path2);
-	return json_string_value(v);
-}
-
 /* The cluster of one end of the move. */
 static bool
 end_target(const char *cluster_id, struct dispatch_target **t, struct err *e)
@@ -97,8 +88,8 @@ source_reapply(struct mjob *m, const struct dispatch_target *src, const char *an
 
 	/* A server-side apply creates what is absent: a source that vanished (finished and
 	 * collected, deleted by hand) has nothing left to signal or stop, never re-create it */
-	if (!kube_get_object(&src->pc, "ray.io/v1", m->kind, mstr(m->manifest, "metadata",
-	    "namespace"), mstr(m->manifest, "metadata", "name"), &live, e)) {
+	if (!kube_get_object(&src->pc, "ray.io/v1", m->kind, jsonx_at(m->manifest, "metadata",
+	    "namespace"), jsonx_at(m->manifest, "metadata", "name"), &live, e)) {
 		if (e->status != 404)
 			return false;
 		err_clear(e);
@@ -127,8 +118,8 @@ static bool
 source_delete(struct mjob *m, const struct dispatch_target *src, struct err *e)
 {
 	return kube_delete_object(&src->pc, "ray.io/v1", m->kind,
-	    mstr(m->manifest, "metadata", "namespace"), mstr(m->manifest, "metadata", "name"),
-	    NULL, e);
+	    jsonx_at(m->manifest, "metadata", "namespace"),
+	    jsonx_at(m->manifest, "metadata", "name"), NULL, e);
 }
 
 static void
@@ -181,8 +172,8 @@ static void
 signal_request(struct mjob *m, const struct dispatch_target *src, const char *requested_at,
 	       const char *deadline, int grace)
 {
-	const char *ns = mstr(m->manifest, "metadata", "namespace");
-	const char *uri = mstr(m->spec, "checkpoint", "uri");
+	const char *ns = jsonx_at(m->manifest, "metadata", "namespace");
+	const char *uri = jsonx_at(m->spec, "checkpoint", "uri");
 	char name[64], gs[16];
 	struct kube_ref ref;
 	struct err e = { 0 };
@@ -207,7 +198,7 @@ signal_request(struct mjob *m, const struct dispatch_target *src, const char *re
 static bool
 signal_acked(struct mjob *m, const struct dispatch_target *src, const char *requested_at)
 {
-	const char *ns = mstr(m->manifest, "metadata", "namespace");
+	const char *ns = jsonx_at(m->manifest, "metadata", "namespace");
 	const char *echo, *uri, *at;
 	struct err e = { 0 };
 	json_t *cm = NULL;
@@ -217,9 +208,9 @@ signal_acked(struct mjob *m, const struct dispatch_target *src, const char *requ
 	signal_name(m->id, m->attempt, name, sizeof(name));
 	if (!kube_get_object(&src->pc, "v1", "ConfigMap", ns, name, &cm, &e))
 		return false;
-	echo = mstr(cm, "data", "ack_requested_at");
-	uri = mstr(cm, "data", "ack_uri");
-	at = mstr(cm, "data", "ack_at");
+	echo = jsonx_at(cm, "data", "ack_requested_at");
+	uri = jsonx_at(cm, "data", "ack_uri");
+	at = jsonx_at(cm, "data", "ack_at");
 	acked = echo != NULL && strcmp(echo, requested_at) == 0 && uri != NULL && *uri != '\0' &&
 	    strlen(uri) <= 1024;	/* as the spec's checkpoint.uri */
 	if (at != NULL && !rfc3339_ok(at))
@@ -252,9 +243,9 @@ target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 	obj = dispatch_render(&dj, dst, e);
 	if (obj == NULL)
 		return false;
-	if (mstr(m->move, "resume_from", NULL) != NULL)	/* evacuated: last acknowledged */
-		resume_annotate(obj, mstr(m->move, "resume_from", NULL));
-	ok = kube_ensure_namespace(&dst->pc, mstr(obj, "metadata", "namespace"), e) &&
+	if (jsonx_at(m->move, "resume_from", NULL) != NULL)	/* evacuated: last acknowledged */
+		resume_annotate(obj, jsonx_at(m->move, "resume_from", NULL));
+	ok = kube_ensure_namespace(&dst->pc, jsonx_at(obj, "metadata", "namespace"), e) &&
 	    kube_apply(&dst->pc, obj, &ref, NULL, e);
 	if (ok)
 		json_object_set_new(m->patch, "target_object", json_pack("{s:O, s:s, s:s}",
@@ -273,10 +264,10 @@ target_ready(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 	size_t i;
 	json_t *c;
 
-	if (!kube_get_object(&dst->pc, "ray.io/v1", m->kind, mstr(tobj, "metadata", "namespace"),
-	    mstr(tobj, "metadata", "name"), &live, e))
+	if (!kube_get_object(&dst->pc, "ray.io/v1", m->kind,
+	    jsonx_at(tobj, "metadata", "namespace"), jsonx_at(tobj, "metadata", "name"), &live, e))
 		return false;
-	st = mstr(live, "status", "serviceStatus");
+	st = jsonx_at(live, "status", "serviceStatus");
 	ready = st != NULL && strcmp(st, "Running") == 0;
 	conds = json_object_get(json_object_get(live, "status"), "conditions");
 	json_array_foreach(conds, i, c)
@@ -362,7 +353,7 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 static enum outcome
 ph_checkpointing(struct mjob *m, struct ends *x, struct err *e)
 {
-	const char *requested = mstr(m->move, "requested_at", NULL);
+	const char *requested = jsonx_at(m->move, "requested_at", NULL);
 	const char *why = "stopped at the source";
 
 	/* <=: the deadline is in whole seconds; the source gets at least its grace, unless
@@ -421,8 +412,8 @@ static enum outcome (*const phase_fns[PH_COUNT])(struct mjob *, struct ends *, s
 static void
 step(struct mjob *m)
 {
-	enum phase ph = phase_parse(mstr(m->move, "phase", NULL));
-	const char *src_id = mstr(m->move, "from", "cluster_id");
+	enum phase ph = phase_parse(jsonx_at(m->move, "phase", NULL));
+	const char *src_id = jsonx_at(m->move, "from", "cluster_id");
 	struct ends x = { .service = strcmp(m->kind, "RayService") == 0 };
 	struct err e = { 0 };
 	enum outcome o = OUT_RETRY;
@@ -436,7 +427,7 @@ step(struct mjob *m)
 	    !json_is_true(json_object_get(json_object_get(m->move, "from"), "fenced")) &&
 	    !end_target(src_id, &x.src, &e))
 		goto out;
-	if (!end_target(mstr(m->move, "to", "cluster"), &x.dst, &e))
+	if (!end_target(jsonx_at(m->move, "to", "cluster"), &x.dst, &e))
 		goto out;
 	o = phase_fns[ph](m, &x, &e);
 out:
@@ -514,7 +505,7 @@ record_tx(struct db *c, void *arg, struct err *e)
 	static const char sql_ack[] = "UPDATE jobs SET checkpoint = move->'ack'"
 	    " WHERE id = $1::uuid";
 	struct mjob *m = arg;
-	const char *op = mstr(m->move, "operation", NULL);
+	const char *op = jsonx_at(m->move, "operation", NULL);
 	char delay[16], *patch = json_dumps(m->patch ? m->patch : json_object(), JSON_COMPACT);
 	const char *p[5] = { m->id, patch, m->advance ? phase_names[m->next] : NULL, delay,
 	    m->transient ? "true" : "false" };

@@ -20,15 +20,6 @@
 	" queueing_strategy, 'version', version, 'created_at', created_at," \
 	" 'updated_at', updated_at)::text"
 
-static bool
-label_valid(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	return n >= 2 && n <= 63 && s[0] >= 'a' && s[0] <= 'z' &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
-}
-
 /* ---- priority classes */
 
 static bool
@@ -44,7 +35,7 @@ pc_unpack(json_t *body, const char **name, long long *value, bool *preempt,
 	    !jsonx_bool(body, "preempt", "", false, preempt, e) ||
 	    !jsonx_str(body, "description", "", false, desc, e))
 		return false;
-	if (!label_valid(*name))
+	if (!jsonx_name_ok(*name, 63))
 		return err_field(e, 400, "pc.bad_name", "/name",
 		    "name must match ^[a-z][a-z0-9-]{1,62}$");
 	if (*value < -1000000000LL || *value > 1000000000LL)
@@ -227,10 +218,10 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	    !jsonx_str(body, "default_priority_class", "", false, &f->pc, e) ||
 	    !jsonx_str(body, "queueing_strategy", "", false, &f->strategy, e))
 		return false;
-	if (!label_valid(f->name))
+	if (!jsonx_name_ok(f->name, 63))
 		return err_field(e, 400, "queue.bad_name", "/name",
 		    "name must match ^[a-z][a-z0-9-]{1,62}$");
-	if (f->cohort != NULL && !label_valid(f->cohort))
+	if (f->cohort != NULL && !jsonx_name_ok(f->cohort, 63))
 		return err_field(e, 400, "queue.bad_cohort", "/cohort",
 		    "cohort must match ^[a-z][a-z0-9-]{1,62}$");
 	if (!(f->weight > 0 && f->weight <= 1000))
@@ -397,20 +388,13 @@ queue_delete(struct db *c, const char *id, struct err *e)
 	static const char sql_del[] = "DELETE FROM jobs WHERE queue_id = $1::uuid;";
 	static const char sql_q[] = "DELETE FROM queues WHERE id = $1::uuid";
 	const char *p[1] = { id };
-	PGresult *r = NULL;
-	bool ok = false;
+	long long n;
 
 	if (!db_uuid_ok(id))
 		return err_set(e, 404, "queue.not_found", "queue not found");
-	if (!db_exec(c, sql_used, 1, p, &r, e))
-		goto cleanup;
-	if (atoi(PQgetvalue(r, 0, 0)) > 0) {
-		err_set(e, 409, "queue.in_use", "the queue holds %s unfinished jobs",
-		    PQgetvalue(r, 0, 0));
-		goto cleanup;
-	}
-	ok = db_exec(c, sql_del, 1, p, NULL, e) && db_exec(c, sql_q, 1, p, NULL, e);
-cleanup:
-	PQclear(r);
-	return ok;
+	if (!db_count(c, sql_used, 1, p, &n, e))
+		return false;
+	if (n > 0)
+		return err_set(e, 409, "queue.in_use", "the queue holds %lld unfinished jobs", n);
+	return db_exec(c, sql_del, 1, p, NULL, e) && db_exec(c, sql_q, 1, p, NULL, e);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "core/ticker.h"
 #include "providers/kube.h"
@@ -53,12 +54,6 @@ ujob_free(struct ujob *u)
 	json_decref(u->placement);
 	json_decref(u->update);
 	json_decref(u->manifest);
-}
-
-static const char *
-ustr(json_t *o, const char *a, const char *b)
-{
-	return json_string_value(json_object_get(json_object_get(o, a), b));
 }
 
 static void
@@ -113,8 +108,8 @@ follow(struct ujob *u, const struct dispatch_target *t)
 	size_t i;
 
 	u->delay_s = 1;
-	if (!kube_get_object(&t->pc, "ray.io/v1", u->kind, ustr(u->update, "object",
-	    "namespace"), ustr(u->update, "object", "name"), &live, &e)) {
+	if (!kube_get_object(&t->pc, "ray.io/v1", u->kind, jsonx_at(u->update, "object",
+	    "namespace"), jsonx_at(u->update, "object", "name"), &live, &e)) {
 		u->delay_s = 5;
 		if (e.status == 404) {	/* moved or gone: the next attempt has the new spec */
 			u->phase = "done";
@@ -142,8 +137,8 @@ follow(struct ujob *u, const struct dispatch_target *t)
 	if (in_progress && !json_is_true(json_object_get(u->update, "seen_upgrade"))) {
 		u->event = "upgrade_in_progress";
 		snprintf(u->message, sizeof(u->message), "KubeRay upgrade in progress: pending "
-		    "cluster %.120s", ustr(json_object_get(live, "status"), "pendingServiceStatus",
-		    "rayClusterName") ? ustr(json_object_get(live, "status"),
+		    "cluster %.120s", jsonx_at(json_object_get(live, "status"), "pendingServiceStatus",
+		    "rayClusterName") ? jsonx_at(json_object_get(live, "status"),
 		    "pendingServiceStatus", "rayClusterName") : "(not named yet)");
 		json_object_set_new(u->update, "seen_upgrade", json_true());
 		u->phase = "upgrading";
@@ -151,8 +146,8 @@ follow(struct ujob *u, const struct dispatch_target *t)
 		u->phase = "done";
 		u->event = "upgrade_complete";
 		snprintf(u->message, sizeof(u->message), "upgrade complete: cluster %.120s serves",
-		    ustr(json_object_get(live, "status"), "activeServiceStatus",
-		    "rayClusterName") ? ustr(json_object_get(live, "status"),
+		    jsonx_at(json_object_get(live, "status"), "activeServiceStatus",
+		    "rayClusterName") ? jsonx_at(json_object_get(live, "status"),
 		    "activeServiceStatus", "rayClusterName") : "");
 	}
 	json_decref(live);
@@ -204,8 +199,8 @@ record_tx(struct db *c, void *arg, struct err *e)
 		json_object_set_new(patch, "seen_upgrade", json_true());
 	if (u->manifest != NULL)
 		json_object_set_new(patch, "object", json_pack("{s:s?, s:s?}", "namespace",
-		    ustr(u->manifest, "metadata", "namespace"), "name",
-		    ustr(u->manifest, "metadata", "name")));
+		    jsonx_at(u->manifest, "metadata", "namespace"), "name",
+		    jsonx_at(u->manifest, "metadata", "name")));
 	snprintf(delay, sizeof(delay), "%d", u->delay_s);
 	snprintf(gen, sizeof(gen), "%d", u->generation);
 	ps = json_dumps(patch, JSON_COMPACT);

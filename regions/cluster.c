@@ -29,15 +29,6 @@ cluster_master_key(uint8_t key[32], struct err *e)
 	return true;
 }
 
-static bool
-name_valid(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	return n >= 2 && n <= 63 && s[0] >= 'a' && s[0] <= 'z' &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
-}
-
 /* A PEM certificate block whose body is valid base64. */
 static bool
 pem_valid(const char *s)
@@ -231,7 +222,7 @@ cluster_parse(json_t *body, const char *provider, bool for_replace, struct clust
 	    !jsonx_str(body, "provider_cluster_id", "", true, &in->provider_cluster_id, e) ||
 	    !jsonx_str(body, "batch_scheduler", "", false, &in->batch_scheduler, e))
 		return false;
-	if (!name_valid(in->name))
+	if (!jsonx_name_ok(in->name, 63))
 		return err_field(e, 400, "cluster.bad_name", "/name",
 		    "name must match ^[a-z][a-z0-9-]{1,62}$");
 	if (strncmp(in->api_server, "https://", 8) != 0 || strlen(in->api_server) > 512 ||
@@ -348,6 +339,21 @@ cluster_get(struct db *c, const char *id, bool for_update, json_t **out, struct 
 	    "cluster", out, e);
 }
 
+/* Runs sql with parameters p, the labels of in as JSON text at p[labels_at], and reads
+ * row id back into *out. */
+static bool
+write_row(struct db *c, const char *sql, int n, const char **p, int labels_at,
+    const struct cluster_input *in, const char *id, json_t **out, struct err *e)
+{
+	char *labels = in->labels ? json_dumps(in->labels, JSON_COMPACT) : strdup("{}");
+	bool ok;
+
+	p[labels_at] = labels;
+	ok = db_exec(c, sql, n, p, NULL, e) && cluster_get(c, id, false, out, e);
+	free(labels);
+	return ok;
+}
+
 bool
 cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *in,
 	       json_t **out, struct err *e)
@@ -355,30 +361,24 @@ cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *i
 	static const char sql[] = "INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
 	    " credentials_sealed, provider_cluster_id, labels, batch_scheduler)"
 	    " VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8::jsonb, $9)";
-	char id[37], *sealed = NULL, *labels = NULL;
+	char id[37], *sealed = NULL;
 	uuid_t u;
-	bool ok = false;
+	bool ok;
 
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
 	if (!seal_token(id, in->token, &sealed, e))
 		return false;
-	labels = (in->labels ? json_dumps(in->labels, JSON_COMPACT) : strdup("{}"));
 	{
 		const char *p[9] = { id, cloud_id, in->name, in->api_server, in->ca_cert, sealed,
-		    in->provider_cluster_id, labels, in->batch_scheduler };
+		    in->provider_cluster_id, NULL, in->batch_scheduler };
 
-		if (!db_exec(c, sql, 9, p, NULL, e)) {
-			if (e->status == 409)
-				err_field(e, 409, "cluster.exists", "/name",
-				    "the cloud already has a cluster named %s", in->name);
-			goto cleanup;
-		}
+		ok = write_row(c, sql, 9, p, 7, in, id, out, e);
 	}
-	ok = cluster_get(c, id, false, out, e);
-cleanup:
+	if (!ok && e->status == 409)
+		err_field(e, 409, "cluster.exists", "/name",
+		    "the cloud already has a cluster named %s", in->name);
 	free(sealed);
-	free(labels);
 	return ok;
 }
 
@@ -422,8 +422,8 @@ cluster_replace(struct db *c, const char *id, const struct cluster_input *in, js
 	    " batch_scheduler) IS DISTINCT FROM ($2, $3, $5, $6::jsonb, $7) OR (id = $1::uuid"
 	    " AND $4::text IS NOT NULL)";
 	struct err ce = { 0 };
-	char *sealed = NULL, *labels = NULL, *cur = NULL;
-	bool ok = false, same;
+	char *sealed = NULL, *cur = NULL;
+	bool ok, same;
 
 	/* credentials are write-only, so Terraform sends them on every apply: the same token
 	 * again is no change (same version, no audit row); an unreadable one is replaced */
@@ -436,18 +436,13 @@ cluster_replace(struct db *c, const char *id, const struct cluster_input *in, js
 	}
 	if (in->token != NULL && !same && !seal_token(id, in->token, &sealed, e))
 		return false;
-	labels = (in->labels ? json_dumps(in->labels, JSON_COMPACT) : strdup("{}"));
 	{
 		const char *p[7] = { id, in->api_server, in->ca_cert, sealed,
-		    in->provider_cluster_id, labels, in->batch_scheduler };
+		    in->provider_cluster_id, NULL, in->batch_scheduler };
 
-		if (!db_exec(c, sql, 7, p, NULL, e))
-			goto cleanup;
+		ok = write_row(c, sql, 7, p, 5, in, id, out, e);
 	}
-	ok = cluster_get(c, id, false, out, e);
-cleanup:
 	free(sealed);
-	free(labels);
 	return ok;
 }
 
@@ -459,20 +454,14 @@ cluster_delete(struct db *c, const char *id, struct err *e)
 	static const char sql_del[] = "DELETE FROM clusters WHERE id = $1::uuid";
 	static const char sql_detach[] = "UPDATE jobs SET cluster_id = NULL WHERE cluster_id = $1::uuid";
 	const char *p[1] = { id };
-	PGresult *r = NULL;
-	bool ok = false;
+	long long n;
 
-	if (!db_exec(c, sql_used, 1, p, &r, e))
-		goto cleanup;
-	if (atoi(PQgetvalue(r, 0, 0)) > 0) {
-		err_set(e, 409, "cluster.in_use", "%s jobs are placed on this cluster; drain it first",
-		    PQgetvalue(r, 0, 0));
-		goto cleanup;
-	}
-	ok = db_exec(c, sql_detach, 1, p, NULL, e) && db_exec(c, sql_del, 1, p, NULL, e);
-cleanup:
-	PQclear(r);
-	return ok;
+	if (!db_count(c, sql_used, 1, p, &n, e))
+		return false;
+	if (n > 0)
+		return err_set(e, 409, "cluster.in_use", "%lld jobs are placed on this cluster; "
+		    "drain it first", n);
+	return db_exec(c, sql_detach, 1, p, NULL, e) && db_exec(c, sql_del, 1, p, NULL, e);
 }
 
 bool

@@ -14,15 +14,7 @@
 bool
 env_name_valid(const char *name)
 {
-	size_t n = name ? strlen(name) : 0;
-
-	if (n < 2 || n > 31 || name[0] < 'a' || name[0] > 'z')
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-		    name[i] == '-'))
-			return false;
-	return true;
+	return jsonx_name_ok(name, 31);
 }
 
 /* The one row of sql about environment name (its 404 names it). */
