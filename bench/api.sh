@@ -21,31 +21,22 @@
 # /tmp/fleetd-api-perf).  Issue 17 accepts a missed target only with its profile: the record
 # run is `BENCH_PERF=1 BENCH_RECORD=1 bash bench/api.sh`.
 set -euo pipefail
-unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
-bin=${BENCH_BUILD:-$top/build/rel}
+. "$top/bench/lib.sh"
 dur=${BENCH_DURATION:-10s}
 njobs=${BENCH_JOBS:-100000}
 nclusters=${BENCH_CLUSTERS:-500}
 modes=${BENCH_MODES:-api workers}
 workers=${BENCH_WORKERS:-scheduler,dispatch,status,mover,janitor,sweep}
 conns=32
-work=$(mktemp -d /tmp/fleetd-bench-api.XXXXXX)
 fpid=
-cleanup() {
-	[ -n "$fpid" ] && kill "$fpid" 2>/dev/null && wait "$fpid" 2>/dev/null
-	bash "$top/scripts/pg.sh" stop "$work/pg" || true
-	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work api
 command -v wrk >/dev/null || bash "$top/scripts/deps.sh"
-[ -x "$bin/fleetd" ] || { echo "build first: make build ($bin/fleetd missing)" >&2; exit 1; }
+bench_need fleetd
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
-bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
-export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
-pgbin=$(bash "$top/scripts/pg.sh" bindir "$work/pg")
+bench_pg
 pgmaster=$(head -1 "$work/pg/data/postmaster.pid")
 psql() { "$pgbin/psql" -qAtX -v ON_ERROR_STOP=1 "$@"; }
 durable=$(psql "$DATABASE_URL" -c "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name)
@@ -57,56 +48,15 @@ token=$("$bin/fleetd" token create --name bench --role operator --env '*' | grep
 
 # ---- the fleet (as bench/scheduler.sh), 30 queues, the jobs
 echo "seeding $nclusters clusters, 30 queues, $njobs jobs..." >&2
-psql "$DATABASE_URL" -v nclusters="$nclusters" <<'SQL'
-INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'bench');
-INSERT INTO clouds (id, name, environment, provider, region, account, external_id, state, required)
-SELECT gen_random_uuid(), 'cloud-' || r, 'bench',
-       (ARRAY['gke', 'aks', 'hyperpod'])[1 + r % 3], 'region-' || lpad(r::text, 2, '0'),
-       '{}', 'ext', 'active', '{}'
-  FROM generate_series(0, 49) r;
-INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed, provider_cluster_id)
-SELECT gen_random_uuid(), c.id, c.name || '-k' || k, 'https://127.0.0.1:1', 'ca', 'sealed', 'pc-' || c.name || '-k' || k
-  FROM clouds c, generate_series(0, (:nclusters + 49) / 50 - 1) k;
-WITH k AS (SELECT id, name, row_number() OVER (ORDER BY name) AS n FROM clusters)
-INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour, accel_per_node,
-                      nodes, max_nodes, free_accel, free_cpu_m, free_mem, topology)
-SELECT k.id, 'gpu', f.flavor, f.machine, k.n % 7 = 0, f.price * (1 + (k.n % 5) / 10.0), 8, 16, 16,
-       128, 16 * 200000, 16 * 2199023255552,
-       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-g' || i,
-               'rack', 'r' || (i / 4), 'free_accel', 8, 'free_cpu_m', 200000,
-               'free_mem', 2199023255552, 'ready', true)))
-          FROM generate_series(0, 15) i)
-  FROM k, LATERAL (SELECT (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + k.n % 3] AS flavor,
-                          (ARRAY['a3-highgpu-8g', 'a2-ultragpu-8g', 'g2-standard-96'])[1 + k.n % 3] AS machine,
-                          (ARRAY[88.25, 40.22, 8.0])[1 + k.n % 3] AS price) f
-UNION ALL
-SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', false, 3.1, 0, 8, 8, 0, 8 * 64000, 8 * 274877906944,
-       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-c' || i,
-               'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))
-          FROM generate_series(0, 7) i)
-  FROM k;
-UPDATE clusters SET state = 'ready';
-INSERT INTO queues (id, name, environment, cohort, weight, nominal_quota)
-SELECT gen_random_uuid(), 'q-' || q, 'bench', 'cohort-' || (q / 6), 1 + q % 3,
-       '{"nvidia-h100-80gb": 600, "nvidia-a100-80gb": 600, "nvidia-l4": 600}'
-  FROM generate_series(0, 29) q;
-INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'default', 0)
-  ON CONFLICT DO NOTHING;
-SQL
-psql "$DATABASE_URL" -v njobs="$njobs" <<'SQL'
+bench_seed_fleet $(( (nclusters + 49) / 50 ))
+psql "$DATABASE_URL" -c "UPDATE clusters SET state = 'ready'"
+psql "$DATABASE_URL" -v njobs="$njobs" -v bench_job_spec="$bench_job_spec" <<'SQL'
 WITH k AS (SELECT id, row_number() OVER (ORDER BY name) - 1 AS n, count(*) OVER () AS total
              FROM clusters)
 INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority, spec, state,
                   attempt, cluster_id, placement, enqueued_at, started_at, finished_at)
 SELECT gen_random_uuid(), 'job-' || i, 'bench', q.id, 'RayJob', 'default', (i % 3) * 10,
-       jsonb_build_object('kind', 'RayJob', 'queue', q.name, 'name', 'job-' || i,
-         'ray_version', '2.52.0', 'entrypoint', 'python train.py',
-         'head', jsonb_build_object('cpu', '1', 'memory', '2Gi'),
-         'worker_groups', jsonb_build_array(jsonb_build_object('name', 'w',
-           'replicas', 1 + i % 2, 'cpu', '8', 'memory', '64Gi',
-           'accelerator', jsonb_build_object(
-             'flavor', (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + (i / 30) % 3],
-             'count', (ARRAY[1, 2, 4])[1 + (i / 2) % 3])))),
+       :bench_job_spec,
        s.state, CASE WHEN s.state = 'pending' THEN 0 ELSE 1 END,
        CASE WHEN s.state = 'pending' THEN NULL ELSE k.id END,
        CASE WHEN s.state = 'pending' THEN NULL ELSE jsonb_build_object('cluster', k.id,
@@ -185,15 +135,15 @@ request = function()
 end
 LUA
 
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-port=$(free_port)
+port=$(bench_free_port)
 start_fleetd() {	# start_fleetd WORKERS
 	FLEETD_LISTEN=127.0.0.1:$port FLEETD_WORKERS=$1 "$bin/fleetd" serve >>"$work/fleetd.log" 2>&1 &
 	fpid=$!
+	pids=("$fpid")	# one fleetd at a time: the one the exit trap stops
 	for _ in $(seq 200); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && return; sleep 0.1; done
 	echo "fleetd did not start" >&2; tail "$work/fleetd.log" >&2; exit 1
 }
-stop_fleetd() { kill "$fpid"; wait "$fpid" 2>/dev/null || true; fpid=; }
+stop_fleetd() { kill "$fpid"; wait "$fpid" 2>/dev/null || true; fpid=; pids=(); }
 perf_top() {	# perf_top DATA: the top self-time symbols, no call graph
 	perf report -i "$1" --no-children --sort dso,sym --stdio -g none --percent-limit 0.4 \
 		2>/dev/null | grep -v '^#' | grep -v '^$' | head -30 || true

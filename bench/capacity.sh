@@ -11,45 +11,28 @@
 # BENCH_PERF=1 (perf profile of fleetd during the whole fleet's warm refreshes, summarised
 # in bench/profiles/capacity.txt).
 set -euo pipefail
-unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/lib.sh"
 . "$top/bench/perf.sh"
-bin=${BENCH_BUILD:-$top/build/rel}
 nclusters=${BENCH_CLUSTERS:-300}
 nclouds=${BENCH_CLOUDS:-100}
 lat=${BENCH_LATENCY_MS:-50}
 refreshes=${BENCH_REFRESHES:-5}
 searches=${BENCH_SEARCHES:-11}
 concs=${BENCH_POLL_CONCURRENCY:-256}
-work=$(mktemp -d /tmp/fleetd-bench-capacity.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	bash "$top/scripts/pg.sh" stop "$work/pg" || true
-	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-for b in fleetd cloudsim; do
-	[ -x "$bin/$b" ] || { echo "build first: make build ($bin/$b missing)" >&2; exit 1; }
-done
+bench_work capacity
+bench_need fleetd cloudsim
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 py() { python3 "$top/bench/capacity_fleet.py" "$@"; }
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
 # ---- fleet, Postgres, cloudsim (latency from the fleet file's fault: every call but /_sim)
 py gen "$work/fleet.json" --clouds "$nclouds" --clusters "$nclusters" --latency-ms "$lat"
-bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
-pgurl=$(bash "$top/scripts/pg.sh" url "$work/pg")
-mkdir -p "$work/cs"
-"$bin/cloudsim" --fleet "$work/fleet.json" --listen 127.0.0.1:0 --state-dir "$work/cs" \
-	>"$work/cloudsim.log" 2>&1 & cspid=$!
-pids+=($cspid)
-for _ in $(seq 200); do [ -f "$work/cs/port" ] && break; sleep 0.1; done
-[ -f "$work/cs/port" ] || { echo "cloudsim did not start" >&2; tail "$work/cloudsim.log" >&2; exit 1; }
-set -a; . "$work/cs/fleetd.env"; set +a
+bench_pg
+pgurl=$DATABASE_URL
+unset DATABASE_URL	# each fleetd below names its own database
+bench_cloudsim "$work/fleet.json"
 export FLEETD_MASTER_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
 export FLEETD_LOG_LEVEL=debug FLEETD_POLL_INTERVAL_MS=3600000
 
@@ -59,7 +42,7 @@ newdb() {	# newdb NAME: a migrated database, prints its URL
 	echo "${pgurl%/*}/$1"
 }
 start_fleetd() {	# start_fleetd DBURL WORKERS LOG [POLL_CONCURRENCY]
-	port=$(free_port)
+	port=$(bench_free_port)
 	DATABASE_URL=$1 FLEETD_WORKERS=$2 FLEETD_LISTEN=127.0.0.1:$port \
 		FLEETD_POLL_CONCURRENCY=${4:-256} "$bin/fleetd" serve >"$3" 2>&1 &
 	fpid=$!

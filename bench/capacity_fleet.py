@@ -18,9 +18,10 @@ import argparse
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import fleetapi  # noqa: E402  (scripts/fleetapi.py)
 
 # regions/catalog.c, with the accelerator pool each region offers (cloudsim machine types)
 REGIONS = {
@@ -130,22 +131,7 @@ class Reg:
             "client_email"]
 
     def call(self, method, url, body=None, auth=True):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(url, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        if auth:
-            req.add_header("Authorization", "Bearer " + self.token)
-        try:
-            with urllib.request.urlopen(req, timeout=120) as r:
-                raw = r.read()
-                return r.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                return e.code, json.loads(raw)
-            except ValueError:
-                return e.code, raw.decode(errors="replace")
+        return fleetapi.call(method, url, self.token if auth else None, body, timeout=120)
 
     @staticmethod
     def must(st, body, what, ok=(200, 201)):

@@ -6,31 +6,18 @@
 # Needs a release build (make build; BENCH_BUILD overrides the folder).
 # BENCH_PERF=1: perf of fleetd while it dispatches -> bench/profiles/dispatch.txt.
 set -euo pipefail
-unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/lib.sh"
 . "$top/bench/perf.sh"
-bin=${BENCH_BUILD:-$top/build/rel}
 jobs=${BENCH_JOBS:-1000}
 nclusters=${BENCH_CLUSTERS:-100}
 scale=${BENCH_TIME_SCALE:-10}
-work=$(mktemp -d /tmp/fleetd-bench-dispatch.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	bash "$top/scripts/pg.sh" stop "$work/pg" || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-for b in fleetd cloudsim; do
-	[ -x "$bin/$b" ] || { echo "build first: make build ($bin/$b missing)" >&2; exit 1; }
-done
+bench_work dispatch
+bench_need fleetd cloudsim
 
 # ---- fleet: nclusters HyperPod clusters for the throughput run, two for the stockout run
-python3 - "$top/cloudsim/fleets/test.json" "$nclusters" >"$work/fleet.json" <<'PY'
-import json, sys
-base = json.load(open(sys.argv[1]))
-n = int(sys.argv[2])
+bench_fleet_file "$nclusters" <<'PY'
+n = int(sys.argv[1])
 base["sim"]["page_size"] = 500
 base["clusters"] = [{"name": "b-%03d" % i, "provider": "hyperpod", "environment": "bench",
     "region": "us-west-2", "account": "222222222222", "pools": [
@@ -47,27 +34,13 @@ base["clusters"] += [
      "account": "222222222222", "pools": [
         {"name": "controller", "machine_type": "ml.m5.4xlarge", "nodes": 1},
         {"name": "p5", "machine_type": "ml.p5.48xlarge", "nodes": 2, "price_per_hour": 98.32}]}]
-key = base["fleetd"]["gcp"]["private_key_file"]
-if not key.startswith("/"):
-    import os
-    base["fleetd"]["gcp"]["private_key_file"] = os.path.normpath(
-        os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), key))
-json.dump(base, sys.stdout)
 PY
 
-bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
-export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
-mkdir -p "$work/cs"
-"$bin/cloudsim" --fleet "$work/fleet.json" --listen 127.0.0.1:0 --state-dir "$work/cs" \
-	--time-scale "$scale" >"$work/cloudsim.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do [ -f "$work/cs/fleetd.env" ] && break; sleep 0.1; done
-sleep 0.2
-set -a; . "$work/cs/fleetd.env"; set +a
-export FLEETD_LOG_LEVEL=warn FLEETD_MASTER_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
-export FLEETD_SNAPSHOT_MAX_AGE=1000000 FLEETD_DB_POOL=${FLEETD_DB_POOL:-24}
-"$bin/fleetd" migrate >/dev/null
+bench_pg
+bench_cloudsim "$work/fleet.json" --time-scale "$scale"
+bench_fleetd_env
 token=$("$bin/fleetd" token create --name bench --role admin --env '*' | grep '^fleet_')
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+port=$(bench_free_port)
 start_fleetd() {
 	FLEETD_LISTEN=127.0.0.1:$port FLEETD_WORKERS=$1 "$bin/fleetd" serve >>"$work/fleetd.log" 2>&1 &
 	fpid=$!
@@ -78,20 +51,14 @@ q() { psql -qAt "$DATABASE_URL" -c "$1"; }
 
 # ---- registration: clouds by SQL, clusters over the API, capacity as a poller writes it
 start_fleetd none
-python3 - "$work/cs/clusters.json" "http://127.0.0.1:$port" "$token" "$DATABASE_URL" <<'PY'
+python3 - "$top/scripts" "$work/cs/clusters.json" "http://127.0.0.1:$port" "$token" "$DATABASE_URL" <<'PY'
 import json, subprocess, sys, urllib.error, urllib.request
+sys.path.insert(0, sys.argv.pop(1))	# scripts/: fleetapi
 cl = json.load(open(sys.argv[1]))["clusters"]
 api, token, db = sys.argv[2], sys.argv[3], sys.argv[4]
-def sql(s):
-    return subprocess.run(["psql", "-qAt", db, "-c", s], check=True, capture_output=True,
-        text=True).stdout.strip()
-def post(path, body):
-    rq = urllib.request.Request(api + path, data=json.dumps(body).encode(), method="POST",
-        headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
-    try:
-        return json.load(urllib.request.urlopen(rq))
-    except urllib.error.HTTPError as e:
-        sys.exit("POST %s: %s %s" % (path, e.code, e.read().decode()))
+import fleetapi
+sql = lambda s: fleetapi.sql(db, s)
+post = lambda path, body: fleetapi.post_or_exit(api, token, path, body)
 for env in ("bench", "sto"):
     post("/v1/environments", {"name": env})
     post("/v1/queues", {"name": "qq", "environment": env,

@@ -3,33 +3,23 @@
 # fleetd's GET /healthz and its database-backed GET /v1/environments, in one run.
 # Appends the figures to bench/RESULTS.md.  Needs the release build (make build).
 set -euo pipefail
-unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
-bin=$top/build/rel
+. "$top/bench/lib.sh"
 dur=${BENCH_DURATION:-10s}
-work=$(mktemp -d /tmp/fleetd-bench.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	bash "$top/scripts/pg.sh" stop "$work/pg"
-	rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work http
 command -v wrk >/dev/null || bash "$top/scripts/deps.sh"
-[ -x "$bin/fleetd" ] || { echo "build first: make build" >&2; exit 1; }
+bench_need fleetd
 
 cc -O2 -o "$work/static" "$top/bench/static_responder.c" $(pkg-config --cflags --libs libmicrohttpd) -lpthread
-bash "$top/scripts/pg.sh" start "$work/pg"
-export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
+bench_pg
 export FLEETD_LOG_LEVEL=warn FLEETD_THREADS=${FLEETD_THREADS:-4} FLEETD_DB_POOL=${FLEETD_DB_POOL:-8}
 "$bin/fleetd" migrate >/dev/null
 token=$("$bin/fleetd" token create --name bench --role viewer --env '*' | grep '^fleet_')
 for i in $(seq 1 50); do
 	psql -qAt "$DATABASE_URL" -c "INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'env-$i')" >/dev/null
 done
-sp=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-fp=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+sp=$(bench_free_port)
+fp=$(bench_free_port)
 "$work/static" "$sp" "$FLEETD_THREADS" & pids+=($!)
 FLEETD_LISTEN=127.0.0.1:$fp "$bin/fleetd" serve >"$work/fleetd.log" 2>&1 & pids+=($!)
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$fp/healthz" >/dev/null && break; sleep 0.1; done

@@ -8,66 +8,22 @@
 # BENCH_RECORD=0 prints without appending.  BENCH_PERF=1: perf of the 100,000-job fleetd and
 # a heaptrack of sched_bench on the same jobs -> bench/profiles/scheduler.txt.
 set -euo pipefail
-unset PG_FSYNC	# scripts/pg.sh durable (fsync, full_page_writes, synchronous_commit on)
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/bench/lib.sh"
 . "$top/bench/perf.sh"
-build=${BENCH_BUILD:-$top/build/rel}
-work=$(mktemp -d /tmp/fleetd-schedbench.XXXXXX)
+build=$bin
 fleetd_pid=
-cleanup() {
-	[ -n "$fleetd_pid" ] && kill "$fleetd_pid" 2>/dev/null && wait "$fleetd_pid" 2>/dev/null
-	bash "$top/scripts/pg.sh" stop "$work/pg"
-	rm -rf "$work"
-}
-trap cleanup EXIT
+bench_work schedbench
 
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j2 --target fleetd sched_bench >/dev/null
-bash "$top/scripts/pg.sh" start "$work/pg"
-export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
+bench_pg
 export FLEETD_LOG_LEVEL=warn FLEETD_SNAPSHOT_MAX_AGE=100000
-pgbin=$(bash "$top/scripts/pg.sh" bindir "$work/pg")
 psql() { "$pgbin/psql" -qAtX -v ON_ERROR_STOP=1 "$DATABASE_URL" "$@"; }
 "$build/fleetd" migrate >/dev/null
 
-# The fleet: 50 clouds (17 gke, 17 aks, 16 hyperpod regions) x 10 clusters; each cluster has
-# one accelerator pool (16 nodes x 8, racks of 4; H100, A100 or L4 in turn) and a cpu pool of
-# 8 x 64 cores for heads.  30 queues, 6 per cohort, nominal 600 of each flavor, weights 1-3.
-psql <<'SQL'
-INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'bench');
-INSERT INTO clouds (id, name, environment, provider, region, account, external_id, state, required)
-SELECT gen_random_uuid(), 'cloud-' || r, 'bench',
-       (ARRAY['gke', 'aks', 'hyperpod'])[1 + r % 3], 'region-' || lpad(r::text, 2, '0'),
-       '{}', 'ext', 'active', '{}'
-  FROM generate_series(0, 49) r;
-INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed, provider_cluster_id)
-SELECT gen_random_uuid(), c.id, c.name || '-k' || k, 'https://127.0.0.1:1', 'ca', 'sealed',
-       'pc-' || gen_random_uuid()
-  FROM clouds c, generate_series(0, 9) k;
-WITH k AS (SELECT id, name, row_number() OVER (ORDER BY name) AS n FROM clusters)
-INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour, accel_per_node,
-                      nodes, max_nodes, free_accel, free_cpu_m, free_mem, topology)
-SELECT k.id, 'gpu', f.flavor, f.machine, k.n % 7 = 0, f.price * (1 + (k.n % 5) / 10.0), 8, 16, 16,
-       128, 16 * 200000, 16 * 2199023255552,
-       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-g' || i,
-               'rack', 'r' || (i / 4), 'free_accel', 8, 'free_cpu_m', 200000,
-               'free_mem', 2199023255552, 'ready', true)))
-          FROM generate_series(0, 15) i)
-  FROM k, LATERAL (SELECT (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + k.n % 3] AS flavor,
-                          (ARRAY['a3-highgpu-8g', 'a2-ultragpu-8g', 'g2-standard-96'])[1 + k.n % 3] AS machine,
-                          (ARRAY[88.25, 40.22, 8.0])[1 + k.n % 3] AS price) f
-UNION ALL
-SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', false, 3.1, 0, 8, 8, 0, 8 * 64000, 8 * 274877906944,
-       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-c' || i,
-               'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))
-          FROM generate_series(0, 7) i)
-  FROM k;
-INSERT INTO queues (id, name, environment, cohort, weight, nominal_quota)
-SELECT gen_random_uuid(), 'q-' || q, 'bench', 'cohort-' || (q / 6), 1 + q % 3,
-       '{"nvidia-h100-80gb": 600, "nvidia-a100-80gb": 600, "nvidia-l4": 600}'
-  FROM generate_series(0, 29) q;
-INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'default', 0);
-SQL
+# The fleet: 50 clouds x 10 clusters, 30 queues (bench/lib.sh: bench_seed_fleet).
+bench_seed_fleet 10
 
 # N pending jobs: 1-2 workers of 1, 2 or 4 accelerators (3 flavors), priorities 0/10/20,
 # 30 queues, distinct enqueue times.
@@ -75,14 +31,7 @@ seed_jobs() {
 	psql -c "TRUNCATE jobs CASCADE" -c "
 INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority, spec, enqueued_at)
 SELECT gen_random_uuid(), 'job-' || i, 'bench', q.id, 'RayJob', 'default', (i % 3) * 10,
-       jsonb_build_object('kind', 'RayJob', 'queue', q.name, 'name', 'job-' || i,
-         'ray_version', '2.52.0', 'entrypoint', 'python train.py',
-         'head', jsonb_build_object('cpu', '1', 'memory', '2Gi'),
-         'worker_groups', jsonb_build_array(jsonb_build_object('name', 'w',
-           'replicas', 1 + i % 2, 'cpu', '8', 'memory', '64Gi',
-           'accelerator', jsonb_build_object(
-             'flavor', (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + (i / 30) % 3],
-             'count', (ARRAY[1, 2, 4])[1 + (i / 2) % 3])))),
+       $bench_job_spec,
        now() - make_interval(secs => $1 - i)
   FROM generate_series(0, $1 - 1) i JOIN queues q ON q.name = 'q-' || (i % 30);" \
 	    -c "VACUUM ANALYZE"
@@ -123,10 +72,11 @@ echo "100k: $r100k" >&2
 # A real fleetd scheduler on the 10,000 jobs: time to admit all and its peak RSS.
 seed_jobs 10000
 admitted_10k=$(field "$r10k" admitted)
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+port=$(bench_free_port)
 t0=$(date +%s.%N)
 FLEETD_WORKERS=scheduler FLEETD_LISTEN=127.0.0.1:$port "$build/fleetd" serve >"$work/fleetd.log" 2>&1 &
 fleetd_pid=$!
+pids=("$fleetd_pid")
 for _ in $(seq 600); do
 	n=$(psql -c "SELECT count(*) FROM jobs WHERE state = 'admitted'")
 	[ "$n" -ge "$admitted_10k" ] && break
@@ -135,47 +85,19 @@ done
 t1=$(date +%s.%N)
 sleep 2	# a few idle cycles on the full model
 fleetd_rss=$(awk '/VmHWM/ {print $2}' /proc/$fleetd_pid/status)
-kill "$fleetd_pid"; wait "$fleetd_pid" 2>/dev/null || true; fleetd_pid=
+kill "$fleetd_pid"; wait "$fleetd_pid" 2>/dev/null || true; fleetd_pid=; pids=()
 fleetd_s=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
 
 # fleetd's peak RSS with 100,000 pending jobs and 1,000 clusters (issue 17: <= 64 MiB): 500
 # more clusters in 50 more regions, the same pools; one scheduler replica until its first
 # cycles are committed (the admitted count stops moving), then VmHWM.
-psql <<'SQL'
-INSERT INTO clouds (id, name, environment, provider, region, account, external_id, state, required)
-SELECT gen_random_uuid(), 'cloud-' || r, 'bench',
-       (ARRAY['gke', 'aks', 'hyperpod'])[1 + r % 3], 'region-' || lpad(r::text, 2, '0'),
-       '{}', 'ext', 'active', '{}'
-  FROM generate_series(50, 99) r;
-INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert, credentials_sealed, provider_cluster_id)
-SELECT gen_random_uuid(), c.id, c.name || '-k' || k, 'https://127.0.0.1:1', 'ca', 'sealed',
-       'pc-' || gen_random_uuid()
-  FROM clouds c, generate_series(0, 9) k WHERE c.region >= 'region-50';
-WITH k AS (SELECT id, name, row_number() OVER (ORDER BY name) AS n FROM clusters
-            WHERE id NOT IN (SELECT cluster_id FROM capacity))
-INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot, price_hour, accel_per_node,
-                      nodes, max_nodes, free_accel, free_cpu_m, free_mem, topology)
-SELECT k.id, 'gpu', f.flavor, f.machine, k.n % 7 = 0, f.price * (1 + (k.n % 5) / 10.0), 8, 16, 16,
-       128, 16 * 200000, 16 * 2199023255552,
-       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-g' || i,
-               'rack', 'r' || (i / 4), 'free_accel', 8, 'free_cpu_m', 200000,
-               'free_mem', 2199023255552, 'ready', true)))
-          FROM generate_series(0, 15) i)
-  FROM k, LATERAL (SELECT (ARRAY['nvidia-h100-80gb', 'nvidia-a100-80gb', 'nvidia-l4'])[1 + k.n % 3] AS flavor,
-                          (ARRAY['a3-highgpu-8g', 'a2-ultragpu-8g', 'g2-standard-96'])[1 + k.n % 3] AS machine,
-                          (ARRAY[88.25, 40.22, 8.0])[1 + k.n % 3] AS price) f
-UNION ALL
-SELECT k.id, 'cpu', 'cpu', 'n2-standard-64', false, 3.1, 0, 8, 8, 0, 8 * 64000, 8 * 274877906944,
-       (SELECT jsonb_build_object('nodes', jsonb_agg(jsonb_build_object('name', k.name || '-c' || i,
-               'free_cpu_m', 64000, 'free_mem', 274877906944, 'ready', true)))
-          FROM generate_series(0, 7) i)
-  FROM k;
-SQL
+bench_seed_fleet 10 50 99
 big=${BENCH_BIG_JOBS:-100000}	# a smaller figure only to smoke-test this part
 seed_jobs "$big"
 nclusters_big=$(psql -c "SELECT count(*) FROM clusters")
 FLEETD_WORKERS=scheduler FLEETD_LISTEN=127.0.0.1:$port "$build/fleetd" serve >"$work/fleetd-100k.log" 2>&1 &
 fleetd_pid=$!
+pids=("$fleetd_pid")
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 perf_begin "$fleetd_pid" "$work/sched-100k.perf"
 last=-1 same=0
@@ -188,7 +110,7 @@ for _ in $(seq 900); do
 done
 perf_end scheduler "fleetd scheduler on $big pending jobs and $nclusters_big clusters; the memory target's heap profile follows"
 fleetd_rss_big=$(awk '/VmHWM/ {print $2}' /proc/$fleetd_pid/status)
-kill "$fleetd_pid"; wait "$fleetd_pid" 2>/dev/null || true; fleetd_pid=
+kill "$fleetd_pid"; wait "$fleetd_pid" 2>/dev/null || true; fleetd_pid=; pids=()
 fleetd_big_mib=$(python3 -c "print(f'{$fleetd_rss_big / 1024:.1f}')")
 if [ "${BENCH_PERF:-0}" = 1 ] && command -v heaptrack >/dev/null; then
 	# where the memory goes: sched_bench's first cycle on the same 100,000 jobs, under heaptrack

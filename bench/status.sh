@@ -9,57 +9,32 @@
 # Needs a release build (make build; BENCH_BUILD overrides the folder). Appends to
 # bench/RESULTS.md unless BENCH_NO_RECORD=1.
 set -euo pipefail
-unset PG_FSYNC
 top=$(cd "$(dirname "$0")/.." && pwd)
-bin=${BENCH_BUILD:-$top/build/rel}
+. "$top/bench/lib.sh"
 jobs=${BENCH_JOBS:-3000}
 nclusters=${BENCH_CLUSTERS:-300}
 run_s=${BENCH_RUN_S:-300}		# how long each RayJob runs (cloudsim time = wall here)
 window=${BENCH_WINDOW_S:-60}
 per=$(( (jobs + nclusters - 1) / nclusters ))
-work=$(mktemp -d /tmp/fleetd-bench-status.XXXXXX)
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	bash "$top/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
-for b in fleetd cloudsim; do
-	[ -x "$bin/$b" ] || { echo "build first: make build ($bin/$b missing)" >&2; exit 1; }
-done
+bench_work status
+bench_need fleetd cloudsim
 
 # ---- fleet: nclusters HyperPod clusters, each with room for its share of the jobs
-python3 - "$top/cloudsim/fleets/test.json" "$nclusters" "$per" "$run_s" >"$work/fleet.json" <<'PY'
-import json, os, sys
-base = json.load(open(sys.argv[1]))
-n, per, run_s = int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+bench_fleet_file "$nclusters" "$per" "$run_s" <<'PY'
+n, per, run_s = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 base["sim"].update({"page_size": 500, "job_run_s": run_s, "pod_start_s": 2})
 base["clusters"] = [{"name": "w-%03d" % i, "provider": "hyperpod", "environment": "bench",
     "region": "us-west-2", "account": "222222222222", "pools": [
     {"name": "controller", "machine_type": "ml.m5.4xlarge", "nodes": (per + 7) // 8},
     {"name": "p5", "machine_type": "ml.p5.48xlarge", "nodes": per, "price_per_hour": 98.32}]}
     for i in range(n)]
-key = base["fleetd"]["gcp"]["private_key_file"]
-if not key.startswith("/"):
-    base["fleetd"]["gcp"]["private_key_file"] = os.path.normpath(
-        os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), key))
-json.dump(base, sys.stdout)
 PY
 
-bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
-export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
-mkdir -p "$work/cs"
-"$bin/cloudsim" --fleet "$work/fleet.json" --listen 127.0.0.1:0 --state-dir "$work/cs" \
-	>"$work/cloudsim.log" 2>&1 & pids+=($!)
-for _ in $(seq 300); do [ -s "$work/cs/port" ] && break; sleep 0.1; done
-set -a; . "$work/cs/fleetd.env"; set +a
-export FLEETD_LOG_LEVEL=warn FLEETD_MASTER_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=
-export FLEETD_SNAPSHOT_MAX_AGE=1000000 FLEETD_DB_POOL=${FLEETD_DB_POOL:-24}
-"$bin/fleetd" migrate >/dev/null
+bench_pg
+bench_cloudsim "$work/fleet.json"
+bench_fleetd_env
 token=$("$bin/fleetd" token create --name bench --role admin --env '*' | grep '^fleet_')
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+port=$(bench_free_port)
 fpid=
 start_fleetd() {	# start_fleetd WORKERS WATCH
 	FLEETD_LISTEN=127.0.0.1:$port FLEETD_WORKERS=$1 FLEETD_STATUS_WATCH=$2 "$bin/fleetd" serve \
@@ -77,20 +52,14 @@ calls() {	# list + watch calls of the status worker so far
 
 # ---- registration (clouds by SQL, clusters over the API, capacity as a poller writes it)
 start_fleetd none 1
-python3 - "$work/cs/clusters.json" "http://127.0.0.1:$port" "$token" "$DATABASE_URL" "$per" <<'PY'
+python3 - "$top/scripts" "$work/cs/clusters.json" "http://127.0.0.1:$port" "$token" "$DATABASE_URL" "$per" <<'PY'
 import json, subprocess, sys, urllib.error, urllib.request
+sys.path.insert(0, sys.argv.pop(1))	# scripts/: fleetapi
 cl = json.load(open(sys.argv[1]))["clusters"]
 api, token, db, per = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-def sql(s):
-    return subprocess.run(["psql", "-qAt", db, "-c", s], check=True, capture_output=True,
-        text=True).stdout.strip()
-def post(path, body):
-    rq = urllib.request.Request(api + path, data=json.dumps(body).encode(), method="POST",
-        headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
-    try:
-        return json.load(urllib.request.urlopen(rq))
-    except urllib.error.HTTPError as e:
-        sys.exit("POST %s: %s %s" % (path, e.code, e.read().decode()))
+import fleetapi
+sql = lambda s: fleetapi.sql(db, s)
+post = lambda path, body: fleetapi.post_or_exit(api, token, path, body)
 post("/v1/environments", {"name": "bench"})
 post("/v1/queues", {"name": "qq", "environment": "bench",
     "nominal_quota": {"nvidia-h100-80gb": 1000000}})

@@ -7,8 +7,8 @@ fleetd.  Idempotent enough to run twice: existing objects are reused."""
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
+
+import fleetapi
 
 state = sys.argv[1]
 fleet = os.environ["FLEET_URL"].rstrip("/")
@@ -19,22 +19,7 @@ fleetd_sa = json.load(open(os.path.join(state, "gcp-fleetd-key.json")))["client_
 
 
 def call(method, url, body=None, auth=True):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    if auth:
-        req.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            raw = r.read()
-            return r.status, json.loads(raw) if raw else None
-    except urllib.error.HTTPError as e:
-        raw = e.read()
-        try:
-            return e.code, json.loads(raw)
-        except ValueError:
-            return e.code, raw.decode(errors="replace")
+    return fleetapi.call(method, url, token if auth else None, body)
 
 
 def must(status, body, what, ok=(200, 201, 202, 204)):
