@@ -416,6 +416,26 @@ harness_fleetd_stop(struct fleetd_proc *p)
 	return -1;
 }
 
+long
+harness_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		fail_msg("%s: cannot read it (process gone?)", path);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	if (kb <= 0)
+		fail_msg("%s has no VmRSS", path);
+	return kb;
+}
+
 char *
 harness_token(const char *dburl, const char *role, const char *envs)
 {

@@ -36,24 +36,6 @@ static char dburl[512];
 static char *admin;
 static long rss_start_kb;
 
-static long
-fleetd_rss_kb(void)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)fd.pid);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	assert_true(kb > 0);
-	return kb;
-}
-
 /* A blocking loopback connection to fleetd, or -1 when refused. */
 static int
 dial(void)
@@ -139,7 +121,7 @@ setup(void **state)
 	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	for (int i = 0; i < 20; i++)	/* warm up pools and caches before the baseline */
 		ordinary_requests();
-	rss_start_kb = fleetd_rss_kb();
+	rss_start_kb = harness_rss_kb(fd.pid);
 	return 0;
 }
 
@@ -277,10 +259,10 @@ test_memory_bounded(void **state)
 	long after, after2;
 
 	(void)state;
-	after = fleetd_rss_kb();
+	after = harness_rss_kb(fd.pid);
 	test_idle_connections(state);
 	test_oversized_headers(state);
-	after2 = fleetd_rss_kb();
+	after2 = harness_rss_kb(fd.pid);
 	print_message("fleetd rss: %ld kB at start, %ld kB after one round, %ld kB after two\n",
 	    rss_start_kb, after, after2);
 	assert_true(after2 - rss_start_kb < RSS_GROWTH_KB);

@@ -33,23 +33,6 @@ static struct fleetd_proc fd;
 static char dburl[512];
 static char *admin;
 
-static long
-rss_kb(void)
-{
-	char path[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)fd.pid);
-	f = fopen(path, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
-}
-
 /* A connection to fleetd from 127.0.0.<host>; -1 when refused. */
 static int
 dial_from(int host, bool nonblock)
@@ -164,7 +147,7 @@ test_slow_uploads_without_token(void **state)
 	memset(chunk, 'x', sizeof(chunk));
 	for (int i = 0; i < 10; i++)
 		healthz();
-	idle = rss_kb();
+	idle = harness_rss_kb(fd.pid);
 	for (int i = 0; i < UPLOADS; i++) {
 		s[i] = dial_from(2 + i % ADDRS, true);
 		if (s[i] < 0) {
@@ -197,7 +180,7 @@ test_slow_uploads_without_token(void **state)
 			}
 			open_n++;
 		}
-		kb = rss_kb();
+		kb = harness_rss_kb(fd.pid);
 		peak = kb > peak ? kb : peak;
 		if (rounds++ % 10 == 0 && !healthz())
 			health_fail++;
