@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -414,6 +415,18 @@ harness_fleetd_stop(struct fleetd_proc *p)
 	p->pid = 0;
 	fail_msg("fleetd did not stop within 20 s of SIGTERM");
 	return -1;
+}
+
+void
+harness_raise_nofile(long n)
+{
+	struct rlimit rl;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < (rlim_t)n && rl.rlim_max > rl.rlim_cur) {
+		rl.rlim_cur = rl.rlim_max < (rlim_t)n ? rl.rlim_max : (rlim_t)n;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 long

@@ -68,6 +68,9 @@ int	harness_free_port(void);
 void	harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env);
 /* SIGTERM and wait; returns the exit status. */
 int	harness_fleetd_stop(struct fleetd_proc *p);
+/* Lifts this process's soft limit of open files to n (as far as the hard limit allows); a
+ * fleetd started afterwards inherits it. */
+void	harness_raise_nofile(long n);
 /* The resident set size of process pid in KiB (/proc/pid/status VmRSS); fails the test when
  * it cannot be read. */
 long	harness_rss_kb(pid_t pid);

@@ -107,15 +107,9 @@ setup(void **state)
 {
 	static const char *const env[] = { "FLEETD_CONN_LIMIT=1024", "FLEETD_CONN_PER_IP=1024",
 	    "FLEETD_CONN_TIMEOUT=" STR(CONN_TIMEOUT), "FLEETD_LOG_LEVEL=warn", NULL };
-	struct rlimit rl;
-
 	(void)state;
 	/* 600+ sockets on each side: lift the soft limit (fleetd inherits it) */
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	if (rl.rlim_cur < 4096 && rl.rlim_max > rl.rlim_cur) {
-		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	harness_raise_nofile(4096);
 	harness_db_create("abuse", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
 	admin = harness_keep(harness_token(dburl, "admin", "*"));

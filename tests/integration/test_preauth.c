@@ -117,14 +117,8 @@ setup(void **state)
 	static const char *const env[] = { "FLEETD_CONN_LIMIT=1024", "FLEETD_WORKERS=none",
 	    "FLEETD_UPLOAD_TIMEOUT=3", "FLEETD_BODY_MEMORY_LIMIT=3145728",
 	    "FLEETD_LOG_LEVEL=warn", NULL };
-	struct rlimit rl;
-
 	(void)state;
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	if (rl.rlim_cur < 4096 && rl.rlim_max > rl.rlim_cur) {
-		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	harness_raise_nofile(4096);
 	harness_db_create("preauth", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
 	admin = harness_keep(harness_token(dburl, "admin", "*"));
