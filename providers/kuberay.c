@@ -427,12 +427,46 @@ required_node_affinity(json_t *exprs)
 	    "matchExpressions", exprs);
 }
 
-/* Head: on-demand only, whatever the workers run on. */
+/* The kubernetes.io/hostname In [...] expression pinning group gi (0 = the head) to the
+ * nodes the scheduler chose for it, so the member's scheduler cannot put a pod on another
+ * node than the one fleetd accounted it on (where a later decision may count on the room).
+ * NULL when the placement has no pins for the group, or one of them is a node still to
+ * grow (no name yet) or a name no label value can hold. */
+static json_t *
+pin_expr(const struct ctx *c, int gi)
+{
+	json_t *nodes = json_array(), *v;
+	size_t i, k;
+
+	for (i = 0; i < c->p->npins; i++) {
+		const struct kuberay_pin *pin = &c->p->pins[i];
+		bool dup = false;
+
+		if (pin->group != gi)
+			continue;
+		if (pin->node == NULL || !label_value_ok(pin->node)) {
+			json_decref(nodes);
+			return NULL;
+		}
+		json_array_foreach(nodes, k, v)
+			dup |= strcmp(json_string_value(v), pin->node) == 0;
+		if (!dup)
+			json_array_append_new(nodes, json_string(pin->node));
+	}
+	if (json_array_size(nodes) == 0) {
+		json_decref(nodes);
+		return NULL;
+	}
+	return json_pack("{s:s, s:s, s:o}", "key", "kubernetes.io/hostname", "operator", "In",
+	    "values", nodes);
+}
+
+/* Head: on-demand only, whatever the workers run on; on the scheduler's node when named. */
 static void
 head_placement(const struct ctx *c, json_t *spec)
 {
 	const struct kuberay_placement *p = c->p;
-	json_t *sel = json_object(), *ex = json_array();
+	json_t *sel = json_object(), *ex = json_array(), *pin;
 
 	if (p->head_pool != NULL)
 		json_object_set_new(sel, pool_label(p->provider), json_string(p->head_pool));
@@ -455,6 +489,9 @@ head_placement(const struct ctx *c, json_t *spec)
 			    p->pool));
 		break;
 	}
+	pin = pin_expr(c, 0);
+	if (pin != NULL)
+		json_array_append_new(ex, pin);
 	if (json_object_size(sel) > 0)
 		json_object_set_new(spec, "nodeSelector", sel);
 	else
@@ -539,7 +576,8 @@ host_affinity(const struct ctx *c)
 static void
 worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spec)
 {
-	json_t *sel = json_object(), *tol = json_array();
+	json_t *sel = json_object(), *tol = json_array(), *ex = json_array(), *aff;
+	json_t *pin = pin_expr(c, (int)(g - c->s->groups) + 1);
 
 	worker_selectors(c, g, sel, tol);
 	if (g->accel_flavor == NULL) {
@@ -548,12 +586,25 @@ worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spe
 		const char *key = c->p->rack_label ? c->p->rack_label :
 		    kuberay_rack_label(c->p->provider);
 
-		json_object_set_new(spec, "affinity", required_node_affinity(json_pack("[o]",
-		    match_expr(key, "In", c->p->rack_id))));
+		json_array_append_new(ex, match_expr(key, "In", c->p->rack_id));
 	} else if (c->s->topology == JOBSPEC_TOPO_HOST && c->p->host != NULL) {
 		json_object_set_new(sel, "kubernetes.io/hostname", json_string(c->p->host));
+		json_decref(pin);	/* the selector says it already */
+		pin = NULL;
 	} else if (c->s->topology == JOBSPEC_TOPO_HOST) {
 		json_object_set_new(spec, "affinity", host_affinity(c));
+	}
+	if (pin != NULL)
+		json_array_append_new(ex, pin);
+	if (json_array_size(ex) > 0) {
+		aff = required_node_affinity(ex);
+		if (json_object_get(spec, "affinity") != NULL)	/* host: podAffinity too */
+			json_object_update(json_object_get(spec, "affinity"), aff);
+		else
+			json_object_set(spec, "affinity", aff);
+		json_decref(aff);
+	} else {
+		json_decref(ex);
 	}
 	json_object_set_new(spec, "nodeSelector", sel);
 	if (json_array_size(tol) > 0)

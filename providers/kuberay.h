@@ -26,6 +26,13 @@ enum kuberay_scheduler {
 	KUBERAY_SCHED_KUEUE,
 };
 
+/* One allocation of the scheduler's decision: pods of group `group` (0 = the head, i =
+ * spec group i-1) on node `node` (NULL: a node still to grow, not named yet). */
+struct kuberay_pin {
+	int		 group;
+	const char	*node;
+};
+
 struct kuberay_placement {
 	enum kuberay_provider provider;
 	const char	*cluster;	/* member cluster name (annotation only) */
@@ -42,6 +49,11 @@ struct kuberay_placement {
 	const char	*tpu_accelerator; /* slice (GKE): gke-tpu-accelerator, e.g. tpu-v5p-slice */
 	const char	*tpu_topology;	/* slice: gke-tpu-topology; NULL = the job's slice shape */
 	int		 tpu_hosts;	/* slice: hosts per slice; 0 = derived from the spec */
+	/* The nodes the scheduler chose (one placement truth): a group whose allocations all
+	 * name a node is pinned to them (required kubernetes.io/hostname In [...]), so the
+	 * member's scheduler puts each pod where fleetd accounted it; NULL: no pins. */
+	const struct kuberay_pin *pins;
+	size_t		 npins;
 };
 
 struct kuberay_batch {

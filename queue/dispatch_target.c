@@ -163,17 +163,45 @@ fill_input(const struct dispatch_job *j, const struct dispatch_target *t, struct
 	return true;
 }
 
+/* The scheduler's allocations as the renderer's pins (nodes borrowed from placement);
+ * NULL when there are none.  Caller frees. */
+static struct kuberay_pin *
+pins_of(json_t *placement, size_t *n)
+{
+	json_t *allocs = json_object_get(placement, "allocs"), *a;
+	struct kuberay_pin *pins;
+	size_t i;
+
+	*n = 0;
+	if (json_array_size(allocs) == 0)
+		return NULL;
+	pins = calloc(json_array_size(allocs), sizeof(*pins));
+	if (pins == NULL)
+		return NULL;
+	json_array_foreach(allocs, i, a) {
+		pins[*n].group = (int)json_integer_value(json_object_get(a, "group"));
+		pins[*n].node = json_is_true(json_object_get(a, "grown")) ? NULL : pstr(a, "node");
+		(*n)++;
+	}
+	return pins;
+}
+
 json_t *
 dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t, struct err *e)
 {
 	struct kuberay_input in;
+	struct kuberay_pin *pins = NULL;
 	struct job_spec s;
 	json_t *out = NULL;
 	char tpu[64];
 
-	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), e))
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), e)) {
+		pins = pins_of(j->placement, &in.placement.npins);
+		in.placement.pins = pins;
 		out = kuberay_render(&in, e);
+	}
 	jobspec_cleanup(&s);
+	free(pins);
 	return out;
 }
 

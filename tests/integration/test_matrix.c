@@ -147,6 +147,34 @@ submit_all(void)
 	ncells = n;
 }
 
+/* Where cloudsim put every fleetd pod: job id -> [{"role", "node", "cluster"}]. */
+static json_t *where;
+/* Every member node: name -> {"rack", "slice"} (the labels the poller reads). */
+static json_t *node_topo;
+
+static void
+load_nodes(int ci)
+{
+	static const char *const rack_label[] = { "cloud.google.com/gce-topology-subblock",
+	    "fleet.io/rack", "topology.k8s.aws/network-node-layer-3" };
+	struct http_result r = { 0 };
+	json_t *n;
+	size_t i;
+
+	harness_kube(&F.cs, &r, clusters[ci], "GET", "/api/v1/nodes", NULL, NULL);
+	if (r.status != 200)
+		fail_msg("nodes of %s: %ld %s", clusters[ci], r.status, r.body);
+	json_array_foreach(json_object_get(r.json, "items"), i, n) {
+		json_t *labels = harness_jp(n, "metadata.labels");
+		json_t *t = json_pack("{s:O?, s:O?}", "rack", json_object_get(labels,
+		    rack_label[ci]), "slice", json_object_get(labels, "cloud.google.com/gke-tpu-topology") ?
+		    json_object_get(labels, "cloud.google.com/gke-nodepool") : NULL);
+
+		json_object_set_new(node_topo, harness_js(n, "metadata.name"), t);
+	}
+	harness_http_free(&r);
+}
+
 /* Pods of every fleetd job on one member: job id -> [pods, ready]. */
 static void
 count_pods(const char *cluster, json_t *by_job)
@@ -167,6 +195,12 @@ count_pods(const char *cluster, json_t *by_job)
 
 		if (id == NULL)
 			continue;
+		if (json_object_get(where, id) == NULL)
+			json_object_set_new(where, id, json_array());
+		json_array_append_new(json_object_get(where, id), json_pack("{s:s, s:s, s:s}",
+		    "role", json_string_value(json_object_get(labels, "fleet.io/role")) ?
+		    json_string_value(json_object_get(labels, "fleet.io/role")) : "", "node",
+		    harness_js(pod, "spec.nodeName"), "cluster", cluster));
 		json_array_foreach(harness_jp(pod, "status.conditions"), k, cond)
 			if (strcmp(harness_js(cond, "type"), "Ready") == 0)
 				ready &= strcmp(harness_js(cond, "status"), "True") == 0;
@@ -215,6 +249,8 @@ settle_round(double t0)
 	    " SELECT '-', '-'");
 	int left = 0;
 
+	json_decref(where);
+	where = json_object();
 	for (int i = 0; i < 3; i++) {
 		count_pods(clusters[i], pods);
 		count_signals(clusters[i], signals);
@@ -246,24 +282,86 @@ settle_round(double t0)
 	return left;
 }
 
-/* Explain tells the truth: one node for host, whole distinct slices for slice. */
+/* Whether the string arrays a and b hold the same set. */
+static bool
+same_set(json_t *a, json_t *b)
+{
+	json_t *v, *w;
+	size_t i, k;
+
+	json_array_foreach(a, i, v) {
+		bool in = false;
+
+		json_array_foreach(b, k, w)
+			in |= json_equal(v, w);
+		if (!in)
+			return false;
+	}
+	json_array_foreach(b, i, v) {
+		bool in = false;
+
+		json_array_foreach(a, k, w)
+			in |= json_equal(v, w);
+		if (!in)
+			return false;
+	}
+	return true;
+}
+
+/* Explain tells the truth: one node for host, one rack, whole distinct slices for slice —
+ * and they are where cloudsim actually put the pods: every pod (head included) runs on a
+ * node explain names for its group, and explain's nodes/racks/slices are those of the
+ * worker pods' nodes. */
 static void
 check_explain(struct cell *c)
 {
+	static const char *const key[] = { NULL, "racks", "nodes", "slices" };
 	json_t *e = harness_get_ok(F.admin, "/v1/jobs/%s/placement", c->id);
-	json_t *topo = harness_jp(e, "decision.topology");
+	json_t *topo = harness_jp(e, "decision.topology"), *pod, *al, *actual = json_array();
+	size_t i, k;
 
 	assert_string_equal(harness_js(topo, "type"), topos[c->topo]);
-	if (c->topo == 2 && json_array_size(json_object_get(topo, "nodes")) != 1)
-		fail_msg("host job %s: explain names %zu nodes", c->id,
-		    json_array_size(json_object_get(topo, "nodes")));
-	if (c->topo == 3 && json_array_size(json_object_get(topo, "slices")) !=
-	    (size_t)(c->elastic ? 1 : 2))
-		fail_msg("slice job %s: explain names %zu slices", c->id,
-		    json_array_size(json_object_get(topo, "slices")));
-	if (c->topo == 1 && json_array_size(json_object_get(topo, "racks")) != 1)
-		fail_msg("rack job %s: explain names %zu racks", c->id,
-		    json_array_size(json_object_get(topo, "racks")));
+	json_array_foreach(json_object_get(where, c->id), i, pod) {
+		const char *role = harness_js(pod, "role"), *node = harness_js(pod, "node");
+		json_t *t = json_object_get(node_topo, node), *v;
+		bool named = false, grown = false;
+
+		json_array_foreach(harness_jp(e, "decision.allocations"), k, al) {
+			if (strcmp(harness_js(al, "role"), role) != 0)
+				continue;
+			grown |= json_is_true(json_object_get(al, "grown"));
+			named |= strcmp(harness_js(al, "node"), node) == 0;
+		}
+		if (!named && !grown)
+			fail_msg("%s job %s: its %s pod runs on %s, explain's allocations name other "
+			    "nodes", topos[c->topo], c->id, role, node);
+		if (strcmp(role, "worker") != 0 || c->topo == 0)
+			continue;
+		v = c->topo == 2 ? json_string(node) : json_deep_copy(json_object_get(t,
+		    c->topo == 1 ? "rack" : "slice"));
+		if (!json_is_string(v))
+			fail_msg("%s job %s: node %s has no %s label", topos[c->topo], c->id, node,
+			    topos[c->topo]);
+		json_array_foreach(actual, k, t)
+			if (json_equal(t, v))
+				break;
+		if (k == json_array_size(actual))
+			json_array_append(actual, v);
+		json_decref(v);
+	}
+	if (c->topo != 0 && json_array_size(json_object_get(topo, key[c->topo])) != (size_t)(
+	    c->topo == 3 && !c->elastic ? 2 : 1))
+		fail_msg("%s job %s: explain names %zu %s", topos[c->topo], c->id,
+		    json_array_size(json_object_get(topo, key[c->topo])), key[c->topo]);
+	if (c->want_pods == 0) {	/* a RayCronJob between runs: no pods to compare */
+		json_decref(actual);
+		return;
+	}
+	if (c->topo != 0 && !same_set(json_object_get(topo, key[c->topo]), actual))
+		fail_msg("%s job %s: explain names %s %s, its pods run on %s", topos[c->topo], c->id,
+		    key[c->topo], json_dumps(json_object_get(topo, key[c->topo]), JSON_COMPACT),
+		    json_dumps(actual, JSON_COMPACT));
+	json_decref(actual);
 }
 
 static void
@@ -320,6 +418,9 @@ test_matrix(void **state)
 		usleep(1000000);
 	}
 	print_table();
+	node_topo = json_object();
+	for (int i = 0; i < 3; i++)
+		load_nodes(i);
 	for (int n = 0; n < ncells; n++) {
 		struct cell *c = &cells[n];
 
@@ -339,10 +440,12 @@ test_matrix(void **state)
 			fail_msg("cell %d (%s %s %s %s %s) did not reach Running: %s", n,
 			    kinds[c->kind], provs[c->prov], c->spot ? "spot" : "on-demand",
 			    topos[c->topo], c->elastic ? "elastic" : "fixed", c->note);
-		if (c->topo != 0)
-			check_explain(c);
+		check_explain(c);
 	}
 	assert_int_equal(left, 0);
+	json_decref(where);
+	json_decref(node_topo);
+	where = node_topo = NULL;
 }
 
 /* topology host: the gang at max_replicas must fit one node; refused at submit naming the

@@ -279,6 +279,82 @@ test_signal_objects(void **state)
 	jobspec_cleanup(&c.spec);
 }
 
+/* The values of pod spec ps's required node-affinity expression on key (NULL: none). */
+static json_t *
+affinity_values(json_t *ps, const char *key)
+{
+	json_t *terms = json_object_get(json_object_get(json_object_get(json_object_get(ps,
+	    "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
+	    "nodeSelectorTerms"), *ex;
+	size_t i;
+
+	assert_true(json_array_size(terms) <= 1);	/* one term: its expressions all hold */
+	json_array_foreach(json_object_get(json_array_get(terms, 0), "matchExpressions"), i, ex)
+		if (strcmp(str_at(ex, "key"), key) == 0) {
+			assert_string_equal(str_at(ex, "operator"), "In");
+			return json_object_get(ex, "values");
+		}
+	return NULL;
+}
+
+/* One placement truth: every group whose nodes the scheduler named is pinned to them, so
+ * the member cannot put a pod where fleetd did not account it; a group on a node still to
+ * grow is not; a host job keeps its one hostname selector. */
+static void
+test_pins(void **state)
+{
+	static const struct kuberay_pin pins[] = {
+		{ 0, "aks-system-0" }, { 1, "aks-h100-1" }, { 1, "aks-h100-0" }, { 1, "aks-h100-1" },
+		{ 2, "aks-system-1" }, { 2, NULL },
+	};
+	struct corpus_case c;
+	struct err e = { 0 };
+	json_t *m, *spec, *v;
+
+	(void)state;
+	render_case(&c, 1, 1, 0, 1, 0, 0);	/* RayCluster, AKS, rack; idx 0: a cpu group */
+	c.in.placement.pins = pins;
+	c.in.placement.npins = sizeof(pins) / sizeof(pins[0]);
+	m = kuberay_render(&c.in, &e);
+	assert_non_null(m);
+	spec = json_object_get(m, "spec");
+	v = affinity_values(json_object_get(json_object_get(json_object_get(spec,
+	    "headGroupSpec"), "template"), "spec"), "kubernetes.io/hostname");
+	assert_non_null(v);
+	assert_int_equal(json_array_size(v), 1);
+	assert_string_equal(json_string_value(json_array_get(v, 0)), "aks-system-0");
+	/* the GPU group: its rack and its two nodes, in one term */
+	v = json_object_get(json_object_get(json_array_get(json_object_get(spec,
+	    "workerGroupSpecs"), 0), "template"), "spec");
+	assert_non_null(affinity_values(v, "fleet.io/rack"));
+	v = affinity_values(v, "kubernetes.io/hostname");
+	assert_non_null(v);
+	assert_int_equal(json_array_size(v), 2);
+	assert_string_equal(json_string_value(json_array_get(v, 0)), "aks-h100-1");
+	assert_string_equal(json_string_value(json_array_get(v, 1)), "aks-h100-0");
+	/* the cpu group has a pod on a node still to grow: not pinned */
+	v = json_object_get(json_object_get(json_array_get(json_object_get(spec,
+	    "workerGroupSpecs"), 1), "template"), "spec");
+	assert_null(affinity_values(v, "kubernetes.io/hostname"));
+	json_decref(m);
+	jobspec_cleanup(&c.spec);
+
+	render_case(&c, 0, 1, 0, 2, 0, 1);	/* RayJob, AKS, host on a named node */
+	c.in.placement.host = "aks-h100-2";
+	c.in.placement.pins = pins;
+	c.in.placement.npins = 4;
+	m = kuberay_render(&c.in, &e);
+	assert_non_null(m);
+	v = json_object_get(json_object_get(json_array_get(json_object_get(json_object_get(
+	    json_object_get(m, "spec"), "rayClusterSpec"), "workerGroupSpecs"), 0), "template"),
+	    "spec");
+	assert_string_equal(str_at(json_object_get(v, "nodeSelector"), "kubernetes.io/hostname"),
+	    "aks-h100-2");
+	assert_null(affinity_values(v, "kubernetes.io/hostname"));
+	json_decref(m);
+	jobspec_cleanup(&c.spec);
+}
+
 int
 main(void)
 {
@@ -289,6 +365,7 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_scheduler_labels),
 		cmocka_unit_test(test_gcs_and_job_fields),
+		cmocka_unit_test(test_pins),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
