@@ -11,7 +11,7 @@
 static json_t *
 pool_json(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p)
 {
-	json_t *racks = json_object(), *out, *r;
+	json_t *racks = json_object(), *per_node = json_array(), *out, *r;
 	long long total = 0, used_total = 0;
 	int nodes = 0;
 	size_t i, j;
@@ -31,6 +31,8 @@ pool_json(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p)
 		}
 		total += acc;
 		used_total += used;
+		json_array_append_new(per_node, json_pack("{s:s, s:s, s:I}", "name", n->name, "rack",
+		    n->rack, "free_accelerators", (json_int_t)(acc - used)));
 		r = json_object_get(racks, n->rack);
 		if (r == NULL) {
 			r = json_pack("{s:i, s:I, s:I}", "nodes", 0, "accelerators", (json_int_t)0,
@@ -51,6 +53,8 @@ pool_json(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p)
 	    "stockout", cs_pool_stockout(cs, p), "price_per_hour", p->price, "tpu_topology",
 	    p->tpu_topology[0] ? p->tpu_topology : NULL, "accelerators", (json_int_t)total,
 	    "free_accelerators", (json_int_t)(total - used_total), "racks", racks);
+	/* each node's name and free accelerators (a test seeds capacity rows from them) */
+	json_object_set_new(out, "node_list", per_node);
 	return out;
 }
 

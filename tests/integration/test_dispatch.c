@@ -126,11 +126,18 @@ seed_pool(const char *cluster_id, const char *provider, json_t *pool, int max_no
 		return;
 	}
 	for (int i = 0; i < nodes; i++) {
+		/* the member's own node names and free accelerators: the renderer pins pods to
+		 * the nodes the scheduler chose */
+		json_t *real = json_array_get(json_object_get(pool, "node_list"), (size_t)i);
 		int f = left > per ? per : left;
 
+		if (real != NULL && free_accel == (int)harness_ji(pool, "free_accelerators"))
+			f = (int)harness_ji(real, "free_accelerators");
 		left -= f;
-		snprintf(name, sizeof(name), "%s-%d", json_string_value(json_object_get(pool,
-		    "name")), i);
+		snprintf(name, sizeof(name), "%s", harness_js(real, "name"));
+		if (real == NULL)
+			snprintf(name, sizeof(name), "%s-%d", json_string_value(json_object_get(pool,
+			    "name")), i);
 		json_array_append_new(topo, json_pack("{s:s, s:i, s:I, s:I, s:b}", "name", name,
 		    "free_accel", f, "free_cpu_m", (json_int_t)(m.vcpus - 2) * 1000, "free_mem",
 		    (json_int_t)(m.memory_gib - 16) << 30, "ready", 1));
