@@ -64,6 +64,10 @@ struct cs_node {
 	long long	 used[4];		/* cpu, mem, gpu, tpu requested (tick cache) */
 };
 
+struct cs_pod;
+/* The name of pod p's first container ("ray" when it has none). */
+const char	*cs_pod_container(const struct cs_pod *p);
+
 struct cs_pod {
 	char		 name[160];
 	char		 ns[64];
@@ -81,6 +85,7 @@ struct cs_pod {
 	int		 replica;		/* replica of a multi-host group (numOfHosts > 1) */
 	int		 hosts;			/* numOfHosts of its group (1 = single host) */
 	double		 next_restart;		/* sim time of the next crash-loop restart */
+	char		 unschedulable[768];	/* the last FailedScheduling message */
 	json_t		*obj;			/* owned full pod (metadata, spec) */
 	char		 uid[40];
 	char		 rv[24];

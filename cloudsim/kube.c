@@ -50,8 +50,15 @@ json_t *
 cs_pod_json(const struct cs_pod *p)
 {
 	json_t *j = json_deep_copy(p->obj), *md, *spec, *st;
+	const char *image = json_string_value(json_object_get(json_array_get(json_object_get(
+	    json_object_get(p->obj, "spec"), "containers"), 0), "image"));
+	double backoff = 10.0;
 	char ts[32], ts2[32];
 
+	for (int i = 1; i < p->restarts && backoff < 300.0; i++)
+		backoff *= 2;	/* the kubelet's restart back-off: 10 s doubling, 300 s cap */
+	if (backoff > 300.0)
+		backoff = 300.0;
 	if (!json_is_object(j))
 		j = json_object();
 	json_object_set_new(j, "apiVersion", json_string("v1"));
@@ -72,35 +79,41 @@ cs_pod_json(const struct cs_pod *p)
 		json_object_set_new(spec, "nodeName", json_string(p->node));
 	if (p->running_at > 0) {
 		cs_rfc3339(p->running_at, ts2);
-		st = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}]}", "phase", "Running",
+		st = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:b, s:b,"
+		    " s:i, s:s, s:{s:{s:s}}}]}", "phase", "Running",
 		    "startTime", ts2, "podIP", "10.8.0.10", "conditions", "type", "PodScheduled",
-		    "status", "True", "type", "Ready", "status", "True");
+		    "status", "True", "type", "Ready", "status", "True",
+		    "containerStatuses", "name", cs_pod_container(p), "ready", 1, "started", 1,
+		    "restartCount", p->restarts, "image", image ? image : "", "state", "running",
+		    "startedAt", ts2);
 	} else if (p->node[0] && p->restarts > 0) {
+		char why[320];
+
+		snprintf(why, sizeof(why), "back-off %.0fs restarting failed container=%s pod=%s_%s(%s)",
+		    backoff, cs_pod_container(p), p->name, p->ns, p->uid);
 		/* the kubelet's view of a crash-looping container */
 		st = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s, s:s}], s:[{s:s, s:b, s:i, s:s,"
 		    " s:{s:{s:s, s:s}}, s:{s:{s:i, s:s, s:s}}}]}",
 		    "phase", "Running", "conditions", "type", "PodScheduled", "status", "True",
 		    "type", "Ready", "status", "False", "reason", "ContainersNotReady",
-		    "containerStatuses", "name", "ray", "ready", 0, "restartCount", p->restarts,
-		    "image", json_string_value(json_object_get(json_array_get(json_object_get(
-		    json_object_get(p->obj, "spec"), "containers"), 0), "image")) ?
-		    json_string_value(json_object_get(json_array_get(json_object_get(
-		    json_object_get(p->obj, "spec"), "containers"), 0), "image")) : "",
-		    "state", "waiting", "reason", "CrashLoopBackOff", "message",
-		    "back-off restarting failed container ray",
+		    "containerStatuses", "name", cs_pod_container(p), "ready", 0, "restartCount",
+		    p->restarts, "image", image ? image : "",
+		    "state", "waiting", "reason", "CrashLoopBackOff", "message", why,
 		    "lastState", "terminated", "exitCode", 1, "reason", "Error", "message",
 		    "RuntimeError: Found no NVIDIA driver on your system (CUDA libraries are "
 		    "missing from this image)");
 	} else if (p->node[0]) {
 		st = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:b, s:{s:{s:s}}}]}",
 		    "phase", "Pending", "conditions", "type", "PodScheduled", "status", "True",
-		    "type", "Ready", "status", "False", "containerStatuses", "name", "ray",
-		    "ready", 0, "state", "waiting", "reason", p->waiting[0] ? p->waiting :
-		    "ContainerCreating");
+		    "type", "Ready", "status", "False", "containerStatuses", "name",
+		    cs_pod_container(p), "ready", 0, "state", "waiting", "reason",
+		    p->waiting[0] ? p->waiting : "ContainerCreating");
 	} else {
+		/* the scheduler's last verdict, as on a real Pending pod */
 		st = json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
 		    "conditions", "type", "PodScheduled", "status", "False", "reason",
-		    "Unschedulable", "message", "0 nodes are available for this pod");
+		    "Unschedulable", "message", p->unschedulable[0] ? p->unschedulable :
+		    "0 nodes are available for this pod");
 	}
 	json_object_set_new(j, "status", st);
 	return j;

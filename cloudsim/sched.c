@@ -27,6 +27,27 @@ cs_pool_stockout(struct cs *cs, const struct cs_pool *p)
 	return false;
 }
 
+const char *
+cs_pod_container(const struct cs_pod *p)
+{
+	const char *n = json_string_value(json_object_get(json_array_get(json_object_get(
+	    json_object_get(p->obj, "spec"), "containers"), 0), "name"));
+
+	return n != NULL ? n : "ray";
+}
+
+/* The kubelet's events for a container it (re)starts. */
+static void
+container_started(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), "Created container: %s", cs_pod_container(p));
+	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Created", msg);
+	snprintf(msg, sizeof(msg), "Started container %s", cs_pod_container(p));
+	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started", msg);
+}
+
 static void
 pod_remove(struct cs_cluster *cl, size_t i)
 {
@@ -670,10 +691,15 @@ schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		snprintf(msg, sizeof(msg), "Successfully assigned %s/%s to %s", p->ns, p->name,
 		    best->name);
 		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Scheduled", msg);
+		p->unschedulable[0] = '\0';
 		return;
 	}
+	why_text(&w, cl->nodes.n, msg, sizeof(msg));
+	if (strcmp(msg, p->unschedulable) != 0) {	/* the PodScheduled condition says it */
+		snprintf(p->unschedulable, sizeof(p->unschedulable), "%s", msg);
+		snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+	}
 	if (now - p->last_fail_event >= 30 || p->last_fail_event == 0) {
-		why_text(&w, cl->nodes.n, msg, sizeof(msg));
 		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "FailedScheduling", msg);
 		p->last_fail_event = now;
 	}
@@ -831,8 +857,7 @@ crash_loops(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		snprintf(msg, sizeof(msg), "Container image \"%s\" already present on machine", img);
 		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Pulled", msg);
 	}
-	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started",
-	    "Started container ray");
+	container_started(cs, cl, p);
 	p->restarts++;
 	backoff = 10.0;
 	for (int i = 1; i < p->restarts && backoff < 300.0; i++)
@@ -841,8 +866,8 @@ crash_loops(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		backoff = 300.0;
 	p->next_restart = now + backoff;
 	snprintf(p->waiting, sizeof(p->waiting), "CrashLoopBackOff");
-	snprintf(msg, sizeof(msg), "Back-off restarting failed container ray in pod %s_%s(%s)",
-	    p->name, p->ns, p->uid);
+	snprintf(msg, sizeof(msg), "Back-off restarting failed container %s in pod %s_%s(%s)",
+	    cs_pod_container(p), p->name, p->ns, p->uid);
 	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "BackOff", msg);
 	snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
 	return true;
@@ -875,8 +900,7 @@ cs_tick(struct cs *cs)
 			    !image_pull_fails(cs, cl, p) && !crash_loops(cs, cl, p, now)) {
 				p->running_at = now;
 				snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
-				cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started",
-				    "Started container ray");
+				container_started(cs, cl, p);
 			}
 		}
 		for (i = 0; i < cl->objects.n; i++)

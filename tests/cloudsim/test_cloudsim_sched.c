@@ -14,6 +14,8 @@
 
 static struct csh H;
 
+static char *event_message(const char *cluster, const char *who, const char *reason);
+
 static int
 setup(void **state)
 {
@@ -424,11 +426,25 @@ test_rayjob_progression_and_suspend(void **state)
 			assert_true(json_integer_value(json_object_get(cst, "restartCount")) >= 1);
 			assert_int_equal(json_integer_value(json_object_get(json_object_get(
 			    json_object_get(cst, "lastState"), "terminated"), "exitCode")), 1);
+			/* the kubelet names the pod's own container */
+			assert_string_equal(json_string_value(json_object_get(cst, "name")), "w");
+			assert_non_null(strstr(json_string_value(json_object_get(json_object_get(
+			    json_object_get(cst, "state"), "waiting"), "message")),
+			    "restarting failed container=w pod=cpuimg-gpu-worker-"));
 			loops++;
 		}
 		json_decref(p);
 		assert_int_equal(loops, 1);
 		assert_true(has_event(HP, "cpuimg-gpu-worker", "BackOff"));
+		assert_true(has_event(HP, "cpuimg-gpu-worker", "Created"));
+		{
+			char *m = event_message(HP, "cpuimg-gpu-worker", "BackOff");
+
+			assert_non_null(m);
+			assert_non_null(strstr(m, "Back-off restarting failed container w in pod "
+			    "cpuimg-gpu-worker-"));
+			free(m);
+		}
 		r = csh_kube(&H, HP, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/"
 		    "cpuimg", NULL, NULL);
 		csh_resp_free(&r);
@@ -524,6 +540,135 @@ test_raycronjob(void **state)
 	json_decref(j);
 }
 
+/* The message of the latest event with reason about a pod named who* (malloc'd), or NULL. */
+static char *
+event_message(const char *cluster, const char *who, const char *reason)
+{
+	struct csh_resp r = csh_kube(&H, cluster, "GET", "/api/v1/namespaces/default/events",
+	    NULL, NULL);
+	char *out = NULL;
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(json_object_get(r.json, "items"), i, e) {
+		const char *n = json_string_value(json_object_get(json_object_get(e,
+		    "involvedObject"), "name"));
+
+		if (n && strncmp(n, who, strlen(who)) == 0 &&
+		    strcmp(json_string_value(json_object_get(e, "reason")), reason) == 0) {
+			free(out);
+			out = strdup(json_string_value(json_object_get(e, "message")));
+		}
+	}
+	csh_resp_free(&r);
+	return out;
+}
+
+/* The PodScheduled condition's message of the first pending worker of rc (malloc'd). */
+static char *
+pending_message(const char *cluster, const char *rc)
+{
+	json_t *p = pods(cluster, rc), *pod;
+	char *out = NULL;
+	size_t i;
+
+	json_array_foreach(p, i, pod)
+		if (out == NULL && strcmp(json_string_value(json_object_get(json_object_get(pod,
+		    "status"), "phase")), "Pending") == 0)
+			out = strdup(json_string_value(json_object_get(json_array_get(json_object_get(
+			    json_object_get(pod, "status"), "conditions"), 0), "message")));
+	json_decref(p);
+	return out;
+}
+
+static bool
+has_failed_scheduling(struct csh *h, void *arg)
+{
+	char *m = event_message(GKE, arg, "FailedScheduling");
+	bool ok = m != NULL;
+
+	(void)h;
+	free(m);
+	return ok;
+}
+
+/* Pending like under kube-scheduler: a pod whose selector or affinity no node satisfies
+ * stays Pending with a FailedScheduling event (and PodScheduled condition) naming the
+ * predicate; each replica of a multi-host TPU group takes a whole slice of its own. */
+static void
+test_unschedulable(void **state)
+{
+	static const char *const tol = "\"tolerations\":[{\"key\":\"nvidia.com/gpu\","
+	    "\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}]";
+	char extra[1024], *m, *c;
+	struct want w = { GKE, "tpu2", "Running", 3 };	/* head + replica 0 */
+	json_t *p;
+	struct csh_resp r;
+
+	(void)state;
+	/* a hostname no node has (fleetd pins pods to the scheduler's nodes) */
+	snprintf(extra, sizeof(extra), "\"nodeSelector\":{\"kubernetes.io/hostname\":"
+	    "\"no-such-node\"},%s", tol);
+	assert_int_equal(apply(GKE, "rayclusters", "nohost", ray_body("RayCluster", "nohost", 1,
+	    1, extra, "")), 201);
+	/* required pod affinity to pods that do not exist (and that the pod is not) */
+	snprintf(extra, sizeof(extra), "%s,\"nodeSelector\":{\"cloud.google.com/gke-accelerator\":"
+	    "\"nvidia-h100-80gb\"},\"affinity\":{\"podAffinity\":{"
+	    "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"labelSelector\":{"
+	    "\"matchLabels\":{\"app\":\"absent\"}},\"topologyKey\":\"kubernetes.io/hostname\"}]}}",
+	    tol);
+	assert_int_equal(apply(GKE, "rayclusters", "nopeer", ray_body("RayCluster", "nopeer", 1, 1,
+	    extra, "")), 201);
+	/* two replicas of a 2-host v5p 2x2x2 slice, 2 chips a pod: the chips of the one slice
+	 * would hold both, but a slice serves one replica */
+	assert_int_equal(apply(GKE, "rayclusters", "tpu2", strdup("{\"apiVersion\":\"ray.io/v1\","
+	    "\"kind\":\"RayCluster\",\"metadata\":{\"name\":\"tpu2\"},\"spec\":{\"headGroupSpec\":"
+	    "{\"rayStartParams\":{},\"template\":{\"spec\":{\"containers\":[{\"name\":\"ray-head\","
+	    "\"image\":\"rayproject/ray:2.9.0\",\"resources\":{\"requests\":{\"cpu\":\"1\","
+	    "\"memory\":\"2Gi\"}}}]}}},\"workerGroupSpecs\":[{\"groupName\":\"tpu\",\"replicas\":2,"
+	    "\"minReplicas\":2,\"maxReplicas\":2,\"numOfHosts\":2,\"rayStartParams\":{},"
+	    "\"template\":{\"spec\":{\"nodeSelector\":{\"cloud.google.com/gke-tpu-topology\":"
+	    "\"2x2x2\"},\"tolerations\":[{\"key\":\"google.com/tpu\",\"operator\":\"Exists\","
+	    "\"effect\":\"NoSchedule\"}],\"containers\":[{\"name\":\"ray-worker\",\"image\":"
+	    "\"rayproject/ray:2.9.0\",\"resources\":{\"requests\":{\"cpu\":\"8\",\"memory\":"
+	    "\"32Gi\",\"google.com/tpu\":\"2\"},\"limits\":{\"google.com/tpu\":\"2\"}}}]}}}]}}")),
+	    201);
+	assert_true(csh_wait(&H, has_failed_scheduling, "nohost-gpu-worker", 10));
+	assert_true(csh_wait(&H, has_failed_scheduling, "nopeer-gpu-worker", 10));
+	if (!csh_wait(&H, pods_in_phase, &w, 10))
+		fail_msg("replica 0 of tpu2 is not running: %s", pending_message(GKE, "tpu2"));
+	assert_true(csh_wait(&H, has_failed_scheduling, "tpu2-tpu-worker", 10));
+
+	m = event_message(GKE, "nohost-gpu-worker", "FailedScheduling");
+	assert_non_null(strstr(m, "node(s) didn't match Pod's node affinity/selector"));
+	assert_null(strstr(m, "Insufficient"));
+	c = pending_message(GKE, "nohost");
+	assert_string_equal(c, m);
+	free(c);
+	free(m);
+	m = event_message(GKE, "nopeer-gpu-worker", "FailedScheduling");
+	assert_non_null(strstr(m, "node(s) didn't match pod affinity rules"));
+	free(m);
+	m = event_message(GKE, "tpu2-tpu-worker", "FailedScheduling");
+	assert_non_null(strstr(m, "node(s) belong to a TPU slice of another replica"));
+	free(m);
+	p = pods(GKE, "tpu2");
+	assert_int_equal(count_phase(p, "Pending"), 2);	/* replica 1: both its hosts */
+	json_decref(p);
+	p = pods(GKE, "nohost");
+	assert_int_equal(count_phase(p, "Pending"), 1);
+	json_decref(p);
+	r = csh_kube(&H, GKE, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/nohost",
+	    NULL, NULL);
+	csh_resp_free(&r);
+	r = csh_kube(&H, GKE, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/nopeer",
+	    NULL, NULL);
+	csh_resp_free(&r);
+	r = csh_kube(&H, GKE, "DELETE", "/apis/ray.io/v1/namespaces/default/rayclusters/tpu2",
+	    NULL, NULL);
+	csh_resp_free(&r);
+}
+
 int
 main(void)
 {
@@ -533,6 +678,7 @@ main(void)
 		cmocka_unit_test(test_rayjob_progression_and_suspend),
 		cmocka_unit_test(test_spot_preemption),
 		cmocka_unit_test(test_raycronjob),
+		cmocka_unit_test(test_unschedulable),
 	};
 
 	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
