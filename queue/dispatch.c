@@ -297,6 +297,7 @@ after_changed(const struct outcome *o, struct dispatch_stats *st)
 	    json_string_value(json_object_get(md, "namespace")),
 	    json_string_value(json_object_get(md, "name")), &existed, &e))
 		goto cleanup;
+	dispatch_signal_delete_for(&o->t->pc, o->manifest, "dispatch");
 	st->withdrawn++;
 	if (PQntuples(r) == 1) {
 		json_t *d = json_pack("{s:s, s:s, s:b}", "cluster", o->t->name, "object",
@@ -408,7 +409,8 @@ cleanup:
 /* Deletes the object of the previous attempt (suspended at preemption, or left by a
  * withdrawal) on the cluster it was placed on — unless it is the object just applied: a
  * RayService keeps its name across attempts, so on the same cluster the previous attempt's
- * object is this one, re-applied (its serve Service stays). */
+ * object is this one, re-applied (its serve Service stays) — and that attempt's
+ * checkpoint-signal objects (always: their names carry the attempt). */
 static void
 delete_previous(const struct dispatch_job *j, const json_t *manifest)
 {
@@ -436,13 +438,17 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	if (db_exec(c, sql, 2, p, &r, &e) && PQntuples(r) == 1)
 		dispatch_target_load(c, PQgetvalue(r, 0, 0), &t, &e);
 	db_release(c);
-	if (t != NULL && strcmp(t->id, j->cluster_id) == 0 && strcmp(name,
-	    json_string_value(json_object_get(json_object_get(manifest, "metadata"), "name"))) ==
-	    0)
-		goto cleanup;	/* the same object, re-applied */
-	if (t != NULL && !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e))
+	if (t == NULL)
+		goto cleanup;
+	/* the previous attempt's signal objects go either way: this attempt has its own */
+	if (!(strcmp(t->id, j->cluster_id) == 0 && strcmp(name, json_string_value(
+	    json_object_get(json_object_get(manifest, "metadata"), "name"))) == 0) &&
+	    !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e))
 		log_warn(NULL, "dispatch", "cannot delete the previous attempt", "{s:s, s:s, s:s}",
 		    "job", j->id, "object", name, "error", e.msg);
+	else if (!dispatch_signal_delete(&t->pc, ns, j->id, j->attempt - 1, &e))
+		log_warn(NULL, "dispatch", "cannot delete the previous attempt's signal objects",
+		    "{s:s, s:s}", "job", j->id, "error", e.msg);
 cleanup:
 	PQclear(r);
 	dispatch_target_free(t);

@@ -76,6 +76,17 @@ json_t	*dispatch_signal_render(const struct dispatch_job *j, const struct dispat
 /* Renders and server-side applies them, in order (network call: no transaction held). */
 bool	 dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_target *t,
 	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);
+/* Deletes attempt's checkpoint-signal objects (RoleBinding, Role, ServiceAccount, ConfigMap
+ * fleet-signal-<8hex>-<attempt>) from ns: once that attempt's Ray object is gone for good.
+ * Absent objects are success; false + e on the first refusal (network call: no transaction
+ * held). */
+bool	 dispatch_signal_delete(const struct prov_cluster *pc, const char *ns,
+	    const char *job_id, int attempt, struct err *e);
+/* The same for the attempt a Ray object (manifest) is labelled with; a manifest without
+ * fleetd's labels has nothing to delete.  Failures are logged (who) and otherwise ignored:
+ * the objects are small and the next attempt's are distinct. */
+void	 dispatch_signal_delete_for(const struct prov_cluster *pc, const json_t *manifest,
+	    const char *who);
 /* Every item of a (paged) list at path with query (may be NULL); *items is a new array.
  * 502 kube.bad_answer on garbage, kube_status_err mapping on non-200. */
 bool	dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *query,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/http.h"
+#include "core/log.h"
 #include "providers/jobspec.h"
 #include "providers/kube.h"
 #include "providers/kuberay.h"
@@ -235,6 +236,44 @@ dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_target
 	ok = ok && kube_apply_all(&t->pc, objs, e);
 	json_decref(objs);
 	return ok;
+}
+
+bool
+dispatch_signal_delete(const struct prov_cluster *pc, const char *ns, const char *job_id,
+    int attempt, struct err *e)
+{
+	static const char *const kinds[4][2] = {
+		{ "rbac.authorization.k8s.io/v1", "RoleBinding" },
+		{ "rbac.authorization.k8s.io/v1", "Role" },
+		{ "v1", "ServiceAccount" },
+		{ "v1", "ConfigMap" },
+	};
+	char name[64];
+
+	if (ns == NULL || job_id == NULL || !kuberay_signal_name(job_id, attempt, name,
+	    sizeof(name)))
+		return true;	/* no such objects were ever named */
+	for (size_t i = 0; i < 4; i++)
+		if (!kube_delete_object(pc, kinds[i][0], kinds[i][1], ns, name, NULL, e))
+			return false;
+	return true;
+}
+
+void
+dispatch_signal_delete_for(const struct prov_cluster *pc, const json_t *manifest,
+    const char *who)
+{
+	json_t *md = json_object_get(manifest, "metadata"), *l = json_object_get(md, "labels");
+	const char *id = json_string_value(json_object_get(l, "fleet.io/job-id"));
+	const char *at = json_string_value(json_object_get(l, "fleet.io/attempt"));
+	struct err e = { 0 };
+
+	if (id == NULL || at == NULL)
+		return;
+	if (!dispatch_signal_delete(pc, json_string_value(json_object_get(md, "namespace")), id,
+	    atoi(at), &e))
+		log_warn(NULL, who, "cannot delete an attempt's signal objects", "{s:s, s:s, s:s}",
+		    "job", id, "attempt", at, "error", e.msg);
 }
 
 bool

@@ -114,12 +114,16 @@ source_reapply(struct mjob *m, const struct dispatch_target *src, const char *an
 	return ok || e->status == 404;	/* a vanished source has nothing left to stop */
 }
 
+/* The source's object, then its attempt's signal objects (the acknowledgement is read). */
 static bool
 source_delete(struct mjob *m, const struct dispatch_target *src, struct err *e)
 {
-	return kube_delete_object(&src->pc, "ray.io/v1", m->kind,
+	if (!kube_delete_object(&src->pc, "ray.io/v1", m->kind,
 	    jsonx_at(m->manifest, "metadata", "namespace"),
-	    jsonx_at(m->manifest, "metadata", "name"), NULL, e);
+	    jsonx_at(m->manifest, "metadata", "name"), NULL, e))
+		return false;
+	dispatch_signal_delete_for(&src->pc, m->manifest, "mover");
+	return true;
 }
 
 static void

@@ -189,7 +189,9 @@ mget(json_t *manifest, const char *k)
 	return json_string_value(json_object_get(json_object_get(manifest, "metadata"), k));
 }
 
-/* Deletes the job's object; true when it is gone (absent already counts). */
+/* Deletes the job's object, then its attempt's checkpoint-signal objects (only the mover
+ * reads an acknowledgement, and never of an attempt status deletes); true when the object
+ * is gone (absent already counts). */
 static bool
 delete_object(const struct dispatch_target *t, const struct status_job *j,
     struct status_stats *st)
@@ -205,6 +207,7 @@ delete_object(const struct dispatch_target *t, const struct status_job *j,
 		return false;
 	}
 	st->deleted += existed;
+	dispatch_signal_delete_for(&t->pc, j->manifest, "status");
 	return true;
 }
 

@@ -297,6 +297,12 @@ sweep_cluster(const char *cluster_id, struct sweep_stats *st, struct err *e)
 			    t->name, "object", o->name, "error", de.msg);
 			continue;
 		}
+		/* the orphan's attempt's signal objects go with it (a live attempt has its own) */
+		if (del && o->job[0] && o->attempt[0] && !dispatch_signal_delete(&t->pc, o->ns,
+		    o->job, atoi(o->attempt), &de))
+			log_warn(NULL, "sweep", "orphan's signal objects not deleted", "{s:s, s:s,"
+			    " s:s}", "cluster", t->name, "object", o->name, "error", de.msg);
+		err_clear(&de);
 		ra.deleted = del;
 		if (!db_tx(record_tx, &ra, &de))
 			log_warn(NULL, "sweep", "orphan not recorded", "{s:s, s:s}", "object",

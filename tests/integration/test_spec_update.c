@@ -140,7 +140,8 @@ member_get(const char *ns, const char *plural, const char *name)
 	json_t *o = NULL;
 
 	snprintf(path, sizeof(path), "%s/namespaces/%s/%s/%s", strcmp(plural, "rayservices") ==
-	    0 ? "/apis/ray.io/v1" : "/api/v1", ns, plural, name);
+	    0 ? "/apis/ray.io/v1" : strncmp(plural, "role", 4) == 0 ?
+	    "/apis/rbac.authorization.k8s.io/v1" : "/api/v1", ns, plural, name);
 	harness_kube(&cs, &r, CLUSTER, "GET", path, NULL, NULL);
 	if (r.status == 200)
 		o = json_incref(r.json);
@@ -148,6 +149,38 @@ member_get(const char *ns, const char *plural, const char *name)
 		fail_msg("GET %s: %ld %s", path, r.status, r.body);
 	harness_http_free(&r);
 	return o;
+}
+
+/* How many of attempt's checkpoint-signal objects (ConfigMap, ServiceAccount, Role,
+ * RoleBinding fleet-signal-<8hex>-<attempt>) of job id are on the member. */
+static int
+signal_objects(const char *ns, const char *id, int attempt)
+{
+	static const char *const plurals[] = { "configmaps", "serviceaccounts", "roles",
+		"rolebindings" };
+	char name[64];
+	int n = 0;
+
+	snprintf(name, sizeof(name), "fleet-signal-%.8s-%d", id, attempt);
+	for (size_t i = 0; i < 4; i++) {
+		json_t *o = member_get(ns, plurals[i], name);
+
+		n += o != NULL;
+		json_decref(o);
+	}
+	return n;
+}
+
+/* Waits (10 s at most) until attempt's signal objects number want; their number. */
+static int
+signal_objects_wait(const char *ns, const char *id, int attempt, int want)
+{
+	double end = harness_now_s() + 10;
+	int n;
+
+	while ((n = signal_objects(ns, id, attempt)) != want && harness_now_s() < end)
+		usleep(200 * 1000);
+	return n;
 }
 
 /* Waits until job id runs attempt; its GET answer (new reference). */
@@ -276,6 +309,9 @@ test_rayservice_stable_endpoint(void **state)
 	}
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state ="
 	    " 'running'", id), 1);
+	/* only the current attempt's checkpoint-signal objects stay on the member */
+	assert_int_equal(signal_objects_wait(ns, id, 1, 0), 0);
+	assert_int_equal(signal_objects(ns, id, 2), 4);
 	/* an upgrade runs a second Ray cluster until the switch: the queue's one GPU is taken,
 	 * so it is refused, naming the quota and what is missing; nothing is recorded */
 	{
@@ -302,6 +338,9 @@ test_rayservice_stable_endpoint(void **state)
 
 		assert_true(st == 200 || st == 202);
 	}
+	json_decref(harness_job_wait(admin, id, "cancelled", 0, 30));
+	/* cancelled: the object and its attempt's signal objects are gone */
+	assert_int_equal(signal_objects_wait(ns, id, 2, 0), 0);
 	free(hi);
 	free(id);
 }
