@@ -8,6 +8,20 @@
 #include "regions/cloud.h"
 #include "regions/cluster.h"
 #include "regions/poll_loop.h"
+#include "providers/provider.h"
+
+/* What the member's batch scheduler allows, read before the row is written (network:
+ * outside transactions); token is the one to use (the body's, or the stored one). */
+static void
+batch_probe(struct cluster_input *in, const char *token)
+{
+	struct prov_cluster k = { NULL, in->name, in->api_server, in->ca_cert, token,
+		in->provider_cluster_id };
+
+	json_decref(in->probe);
+	in->probe = token ? cluster_batch_probe(&k, in->batch_scheduler, in->kueue_elastic,
+	    in->kueue_cluster_queue) : NULL;
+}
 
 /* cloud_id: the routes under /v1/clouds/{cloud_id}/clusters/{id} */
 static const struct crud clusters = {
@@ -65,6 +79,7 @@ HANDLER(h_cluster_create)
 		goto cleanup;
 	if (!cluster_probe(a.in.api_server, a.in.ca_cert, a.in.token, e))
 		goto cleanup;
+	batch_probe(&a.in, a.in.token);
 	if (!db_tx(create_insert, &a, e))
 		goto cleanup;
 	rq_reply_object(rq, 201, a.out, "/v1/clusters");
@@ -72,6 +87,7 @@ HANDLER(h_cluster_create)
 	poll_loop_kick();	/* its capacity is wanted now, not at the next period */
 	ok = true;
 cleanup:
+	json_decref(a.in.probe);
 	json_decref(a.cloud);
 	json_decref(a.out);
 	return ok;
@@ -117,6 +133,7 @@ struct replace_arg {
 	json_t			*out;
 	long			 version;	/* of the row the checks read */
 	bool			 endpoint;	/* api_server or ca_cert changes */
+	char			*token;		/* stored token for the batch probe (heap) */
 };
 
 /* Checks of a PUT, in a first transaction: visibility, If-Match, the body, what may not
@@ -153,6 +170,10 @@ replace_check(struct db *c, void *arg, struct err *e)
 	if (a->endpoint && a->in.token == NULL)
 		return err_field(e, 400, "cluster.credentials_required", "/credentials",
 		    "a new api_server or ca_cert needs the cluster's credentials again");
+	if (a->in.token == NULL && a->token == NULL &&
+	    strcmp(a->in.batch_scheduler, "kueue") == 0 &&
+	    (a->token = cluster_token(c, rq_param(rq, "id"), e)) == NULL)
+		return false;
 	return true;
 }
 
@@ -193,12 +214,18 @@ HANDLER(h_cluster_replace)
 		goto cleanup;
 	if (a.endpoint && !cluster_probe(a.in.api_server, a.in.ca_cert, a.in.token, e))
 		goto cleanup;
+	batch_probe(&a.in, a.in.token ? a.in.token : a.token);
 	if (!db_tx(replace_write, &a, e))
 		goto cleanup;
 	rq_reply_object(rq, 200, a.out, "/v1/clusters");
 	a.out = NULL;
 	ok = true;
 cleanup:
+	json_decref(a.in.probe);
+	if (a.token != NULL) {
+		memset(a.token, 0, strlen(a.token));
+		free(a.token);
+	}
 	json_decref(a.before);
 	json_decref(a.out);
 	return ok;

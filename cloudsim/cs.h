@@ -112,6 +112,8 @@ struct cs_object {
 	char		 job_id[160];
 	bool		 deleted;
 	int		 spawned;		/* RayCronJob: jobs spawned */
+	bool		 kueue_held;		/* kueue.c: suspended by Kueue, inadmissible */
+	char		 kueue_why[256];	/* kueue.c: the last Inadmissible message */
 	double		 next_cron;
 };
 
@@ -421,6 +423,18 @@ void	 cs_plain_put(struct cs *cs, struct cs_cluster *cl, const char *plural, con
 void	 cs_plain_del(struct cs_cluster *cl, const char *plural, const char *ns,
 	    const char *name);
 void	 cs_ns_create(struct cs *cs, struct cs_cluster *cl, const char *ns);
+/* kueue.c: Kueue on clusters whose batch_scheduler is "kueue" (issue 13). */
+bool	 cs_kueue_on(const struct cs_cluster *cl);
+/* Namespace kueue-system, ConfigMap kueue-manager-config (featureGates
+ * ElasticJobsViaWorkloadSlices: elastic_jobs) and the ClusterQueues named in cqs. */
+void	 cs_kueue_install(struct cs *cs, struct cs_cluster *cl, bool elastic_jobs, json_t *cqs);
+/* The validating webhooks vrayjob.kb.io / vraycluster.kb.io on a write of body: false
+ * after answering the API server's 403 Status "admission webhook ... denied the request". */
+bool	 cs_kueue_admit(struct cs_cluster *cl, struct cs_req *rq, const char *kind, json_t *body);
+/* After a write: holds o suspended while its LocalQueue or ClusterQueue is missing. */
+void	 cs_kueue_gate(struct cs *cs, struct cs_cluster *cl, struct cs_object *o);
+/* Each tick: releases a held object once it is admissible. */
+void	 cs_kueue_tick(struct cs *cs, struct cs_cluster *cl, struct cs_object *o);
 json_t	*cs_node_json(const struct cs_node *n);
 json_t	*cs_pod_json(const struct cs_pod *p);
 void	 cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *ns,
@@ -440,7 +454,7 @@ int	 cs_persist_port(struct cs *cs, const char *file);	/* earlier run's port or 
 json_t	*cs_yaml_load(const char *text, size_t len, bool all, char *err, size_t errlen);
 
 /* ---- kdisc.c: discovery, /openapi/v3, CRD schemas */
-bool	 cs_kube_discovery(struct cs *cs, struct cs_req *rq);	/* true when answered */
+bool	 cs_kube_discovery(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq);	/* true when answered */
 bool	 cs_crds_load(struct cs *cs, const char *dir, struct err *e);
 /* 0 ok (or no schema loaded), 1 unknown field at path, 2 wrong type (what says how). */
 int	 cs_crd_check(struct cs *cs, const char *plural, json_t *body, char *path, size_t n,

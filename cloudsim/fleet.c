@@ -424,6 +424,15 @@ load_cluster(struct cs *cs, struct cs_cluster *cl, json_t *j, struct err *e)
 	ns_add(cl, "kube-public", cl->created);
 	ns_add(cl, "kube-node-lease", cl->created);
 	ns_add(cl, "other-team", cl->created);
+	{
+		/* Kueue (issue 13): "kueue": {"elastic_jobs": bool, "cluster_queues": [names]} */
+		json_t *kq = json_object_get(j, "kueue"), *cqs = json_object_get(kq, "cluster_queues"),
+		    *dflt = json_pack("[s]", "fleetd");
+
+		cs_kueue_install(cs, cl, json_is_true(json_object_get(kq, "elastic_jobs")),
+		    json_is_array(cqs) ? cqs : dflt);
+		json_decref(dflt);
+	}
 	cl->npools = json_array_size(pools);
 	cl->pools = calloc(cl->npools ? cl->npools : 1, sizeof(*cl->pools));
 	if (cl->pools == NULL)

@@ -18,7 +18,72 @@ static const struct core_res {
 	{ "nodes", "Node", "no", "get,list,watch", false },
 	{ "pods", "Pod", "po", "get,list,watch", true },
 	{ "events", "Event", "ev", "get,list,watch", true },
+	{ "configmaps", "ConfigMap", "cm", "create,delete,get,list,patch", true },
+	{ "serviceaccounts", "ServiceAccount", "sa", "create,delete,get,list,patch", true },
 };
+
+/* The other API groups whose objects kplain.c stores (issue 13); kueue.x-k8s.io only on a
+ * cluster that runs Kueue (its CRDs come with the installation). */
+static const struct group_res {
+	const char *group, *version, *name, *kind;
+	bool namespaced, kueue;
+} groups[] = {
+	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true, false },
+	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false },
+	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true },
+	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true },
+	{ "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", false,
+	  true },
+};
+
+#define NGROUPS	(sizeof(groups) / sizeof(groups[0]))
+
+static bool
+group_served(const struct cs_cluster *cl, const char *group)
+{
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (strcmp(groups[i].group, group) == 0)
+			return !groups[i].kueue || cs_kueue_on(cl);
+	return false;
+}
+
+static const char *
+group_version(const char *group)
+{
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (strcmp(groups[i].group, group) == 0)
+			return groups[i].version;
+	return NULL;
+}
+
+static json_t *
+group_json(const char *group, const char *version)
+{
+	char gv[96];
+
+	snprintf(gv, sizeof(gv), "%s/%s", group, version);
+	return json_pack("{s:s, s:[{s:s, s:s}], s:{s:s, s:s}}", "name", group, "versions",
+	    "groupVersion", gv, "version", version, "preferredVersion", "groupVersion", gv,
+	    "version", version);
+}
+
+/* /apis/GROUP/VERSION: the group's resources */
+static void
+group_resources(struct cs_req *rq, const char *group, const char *version)
+{
+	json_t *res = json_array();
+	char gv[96];
+
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (strcmp(groups[i].group, group) == 0)
+			json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:[s, s, s, s, "
+			    "s]}", "name", groups[i].name, "singularName", "", "namespaced",
+			    groups[i].namespaced, "kind", groups[i].kind, "verbs", "create",
+			    "delete", "get", "list", "patch"));
+	snprintf(gv, sizeof(gv), "%s/%s", group, version);
+	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
+	    "apiVersion", "v1", "groupVersion", gv, "resources", res));
+}
 
 static const char *const ray_plurals[] = { "rayclusters", "rayjobs", "rayservices",
 	"raycronjobs" };
@@ -183,13 +248,48 @@ openapi_ray(struct cs *cs, struct cs_req *rq)
 }
 
 static void
-openapi(struct cs *cs, struct cs_req *rq)
+openapi_group(struct cs_req *rq, const char *group, const char *version)
+{
+	json_t *paths = json_object(), *schemas = json_object(), *sch;
+	char p[256], s[128];
+
+	for (size_t i = 0; i < NGROUPS; i++) {
+		if (strcmp(groups[i].group, group) != 0)
+			continue;
+		snprintf(p, sizeof(p), "/apis/%s/%s/%s%s/{name}", group, version,
+		    groups[i].namespaced ? "namespaces/{namespace}/" : "", groups[i].name);
+		json_object_set_new(paths, p, item_path(group, version, groups[i].kind, true));
+		snprintf(s, sizeof(s), "%s.%s.%s", group, version, groups[i].kind);
+		sch = gvk_schema(group, groups[i].kind, NULL);
+		json_object_set_new(json_array_get(json_object_get(sch,
+		    "x-kubernetes-group-version-kind"), 0), "version", json_string(version));
+		json_object_set_new(schemas, s, sch);
+	}
+	cs_reply_json(rq, 200, doc(paths, schemas));
+}
+
+static void
+openapi(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 {
 	/* seg: k8s C openapi v3 [api v1 | apis ray.io v1] */
 	if (rq->nseg == 4) {
-		cs_reply_json(rq, 200, json_pack("{s:{s:{s:s}, s:{s:s}}}", "paths", "api/v1",
-		    "serverRelativeURL", "/openapi/v3/api/v1?hash=C0RE", "apis/ray.io/v1",
-		    "serverRelativeURL", "/openapi/v3/apis/ray.io/v1?hash=RAY1"));
+		json_t *idx = json_pack("{s:{s:s}, s:{s:s}}", "api/v1", "serverRelativeURL",
+		    "/openapi/v3/api/v1?hash=C0RE", "apis/ray.io/v1", "serverRelativeURL",
+		    "/openapi/v3/apis/ray.io/v1?hash=RAY1");
+
+		for (size_t i = 0; i < NGROUPS; i++) {
+			char k[96], u[160];
+
+			if (!group_served(cl, groups[i].group))
+				continue;
+			snprintf(k, sizeof(k), "apis/%s/%s", groups[i].group, groups[i].version);
+			snprintf(u, sizeof(u), "/openapi/v3/%s?hash=G%zu", k, i);
+			json_object_set_new(idx, k, json_pack("{s:s}", "serverRelativeURL", u));
+		}
+		cs_reply_json(rq, 200, json_pack("{s:o}", "paths", idx));
+	} else if (rq->nseg == 7 && strcmp(rq->seg[4], "apis") == 0 &&
+	    group_served(cl, rq->seg[5]) && strcmp(rq->seg[6], group_version(rq->seg[5])) == 0) {
+		openapi_group(rq, rq->seg[5], rq->seg[6]);
 	} else if (rq->nseg == 6 && strcmp(rq->seg[4], "api") == 0 &&
 	    strcmp(rq->seg[5], "v1") == 0) {
 		openapi_core(rq);
@@ -203,7 +303,7 @@ openapi(struct cs *cs, struct cs_req *rq)
 }
 
 bool
-cs_kube_discovery(struct cs *cs, struct cs_req *rq)
+cs_kube_discovery(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 {
 	/* seg: k8s C ... */
 	if (rq->nseg == 3 && strcmp(rq->seg[2], "api") == 0) {
@@ -214,10 +314,26 @@ cs_kube_discovery(struct cs *cs, struct cs_req *rq)
 	    strcmp(rq->seg[3], "v1") == 0) {
 		api_v1(rq);
 	} else if (rq->nseg == 3 && strcmp(rq->seg[2], "apis") == 0) {
-		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:[{s:s, s:[{s:s, s:s}], "
-		    "s:{s:s, s:s}}]}", "kind", "APIGroupList", "apiVersion", "v1", "groups", "name",
-		    "ray.io", "versions", "groupVersion", "ray.io/v1", "version", "v1",
-		    "preferredVersion", "groupVersion", "ray.io/v1", "version", "v1"));
+		json_t *gl = json_array();
+
+		json_array_append_new(gl, group_json("ray.io", "v1"));
+		for (size_t i = 0; i < NGROUPS; i++)
+			if (group_served(cl, groups[i].group) && (i == 0 ||
+			    strcmp(groups[i - 1].group, groups[i].group) != 0))
+				json_array_append_new(gl, group_json(groups[i].group,
+				    groups[i].version));
+		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:o}", "kind", "APIGroupList",
+		    "apiVersion", "v1", "groups", gl));
+	} else if (rq->nseg == 4 && strcmp(rq->seg[2], "apis") == 0 &&
+	    group_served(cl, rq->seg[3])) {
+		json_t *g = group_json(rq->seg[3], group_version(rq->seg[3]));
+
+		json_object_set_new(g, "kind", json_string("APIGroup"));
+		json_object_set_new(g, "apiVersion", json_string("v1"));
+		cs_reply_json(rq, 200, g);
+	} else if (rq->nseg == 5 && strcmp(rq->seg[2], "apis") == 0 &&
+	    group_served(cl, rq->seg[3]) && strcmp(rq->seg[4], group_version(rq->seg[3])) == 0) {
+		group_resources(rq, rq->seg[3], rq->seg[4]);
 	} else if (rq->nseg == 4 && strcmp(rq->seg[2], "apis") == 0 &&
 	    strcmp(rq->seg[3], "ray.io") == 0) {
 		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}], s:{s:s, s:s}}",
@@ -229,7 +345,7 @@ cs_kube_discovery(struct cs *cs, struct cs_req *rq)
 		ray_v1(rq);
 	} else if (rq->nseg >= 4 && strcmp(rq->seg[2], "openapi") == 0 &&
 	    strcmp(rq->seg[3], "v3") == 0) {
-		openapi(cs, rq);
+		openapi(cs, cl, rq);
 	} else if (rq->nseg == 4 && strcmp(rq->seg[2], "openapi") == 0 &&
 	    strcmp(rq->seg[3], "v2") == 0) {
 		/* like a server whose v2 document is gone: clients use v3 */

@@ -462,7 +462,8 @@ apply(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 		    "fieldManager: Required value: is required for apply patch");
 		return;
 	}
-	if (!body_matches_url(rq, body, kind, ns, name) || !validate(rq, kind, name, body))
+	if (!body_matches_url(rq, body, kind, ns, name) || !validate(rq, kind, name, body) ||
+	    !cs_kueue_admit(cl, rq, kind, body))
 		return;
 	if (o == NULL) {
 		if (brv != NULL) {
@@ -572,7 +573,7 @@ patch(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 	next = json_deep_copy(o->live);
 	merge_patch(next, body);
 	json_object_del(next, "status");
-	if (!validate(rq, o->kind, name, next)) {
+	if (!validate(rq, o->kind, name, next) || !cs_kueue_admit(cl, rq, o->kind, next)) {
 		json_decref(next);
 		return;
 	}
@@ -608,7 +609,7 @@ post(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural
 		    "name or generateName is required");
 		return;
 	}
-	if (!validate(rq, kind, name, body))
+	if (!validate(rq, kind, name, body) || !cs_kueue_admit(cl, rq, kind, body))
 		return;
 	if (cs_object_find(cl, plural, ns, name) != NULL) {
 		char msg[512];
@@ -678,7 +679,7 @@ update(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plur
 		conflict(rq, plural, name, msg, NULL);
 		return;
 	}
-	if (!validate(rq, o->kind, name, body))
+	if (!validate(rq, o->kind, name, body) || !cs_kueue_admit(cl, rq, o->kind, body))
 		return;
 	if (dry_run(rq)) {
 		cs_reply_json(rq, 200, dry_view(cs, o, body, ns));

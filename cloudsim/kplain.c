@@ -205,7 +205,7 @@ collection(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const
 {
 	json_t *items = json_array(), *v, *b;
 	const char *key, *name;
-	char prefix[256];
+	char prefix[256], nm[256];
 
 	snprintf(prefix, sizeof(prefix), "%s/%s/", kinds[k].plural, kinds[k].namespaced && ns ?
 	    ns : "");
@@ -228,8 +228,10 @@ collection(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const
 		}
 		if (cl->plain == NULL)
 			cl->plain = json_object();
-		stamp(cs, cl, b, k, ns, name, true);
-		key_of(k, ns ? ns : "", name, prefix, sizeof(prefix));
+		/* a copy: stamp replaces metadata.name, which name points into */
+		snprintf(nm, sizeof(nm), "%s", name);
+		stamp(cs, cl, b, k, ns, nm, true);
+		key_of(k, ns ? ns : "", nm, prefix, sizeof(prefix));
 		json_object_set(cl->plain, prefix, b);
 		cs_reply_json(rq, 201, b);
 		return;
@@ -286,6 +288,11 @@ cs_kplain_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 			continue;
 		if (kinds[k].namespaced && ns == NULL && rest == 2)
 			return false;
+		if (strcmp(kinds[k].group, "kueue.x-k8s.io") == 0 && !cs_kueue_on(cl)) {
+			cs_reply_error(rq, 404, "NotFound", "the server could not find the "
+			    "requested resource");	/* no Kueue CRDs here */
+			return true;
+		}
 		if (ns != NULL && !cs_ns_exists(cl, ns)) {
 			cs_reply_error(rq, 404, "NotFound", "namespaces \"%s\" not found", ns);
 			return true;

@@ -602,7 +602,7 @@ cs_kube_handle(struct cs *cs, struct cs_req *rq)
 		return;
 	}
 	cs_watch_sync(cs, cl);	/* lists and watches see the same history */
-	if (cs_kube_discovery(cs, rq))
+	if (cs_kube_discovery(cs, cl, rq))
 		return;
 	if (cs_kplain_handle(cs, cl, rq))	/* ConfigMaps, RBAC, Kueue objects (issue 13) */
 		return;

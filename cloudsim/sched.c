@@ -252,6 +252,7 @@ cs_object_retemplate(struct cs_cluster *cl, struct cs_object *o)
 void
 cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 {
+	cs_kueue_gate(cs, cl, o);	/* Kueue suspends what it cannot admit */
 	reconcile(cs, cl, o);
 	cs_status_update(cs, cl, o);
 }
@@ -903,6 +904,8 @@ cs_tick(struct cs *cs)
 				container_started(cs, cl, p);
 			}
 		}
+		for (i = 0; i < cl->objects.n; i++)
+			cs_kueue_tick(cs, cl, cl->objects.v[i]);
 		for (i = 0; i < cl->objects.n; i++)
 			cs_status_update(cs, cl, cl->objects.v[i]);
 	}

@@ -96,6 +96,11 @@ bool	 kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e);
  * its call failed. */
 void	 kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *refs,
 	    struct err *errs);
+/* GET of an API path (discovery, any object): true when the cluster answered, with its
+ * HTTP status in *status and, on 200, the JSON object in *out (new); false with e when
+ * no answer came or a 200 carried no JSON object. */
+bool	 kube_get_path(const struct prov_cluster *k, const char *path, long *status,
+	    json_t **out, struct err *e);
 /* 404 "kube.not_found" when absent. */
 bool	 kube_get_object(const struct prov_cluster *k, const char *api_version,
 	    const char *kind, const char *ns, const char *name, json_t **out, struct err *e);

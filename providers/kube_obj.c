@@ -347,6 +347,30 @@ kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *ref
 }
 
 bool
+kube_get_path(const struct prov_cluster *k, const char *path, long *status, json_t **out,
+    struct err *e)
+{
+	char url[2048];
+	struct http_resp r = { 0 };
+	bool ok = false;
+
+	*out = NULL;
+	*status = 0;
+	if (path == NULL || path[0] != '/' || strstr(path, "..") != NULL || strlen(path) > 1000)
+		return err_set(e, 400, "kube.bad_object", "bad api path");
+	url_of(k, path, NULL, url, sizeof(url));
+	if (!call(k, "GET", url, NULL, NULL, &r, e))
+		goto cleanup;
+	*status = r.status;
+	if (r.status == 200 && (*out = body_json(&r, e)) == NULL)
+		goto cleanup;
+	ok = true;
+cleanup:
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
 kube_get_object(const struct prov_cluster *k, const char *api_version, const char *kind,
     const char *ns, const char *name, json_t **out, struct err *e)
 {

@@ -870,8 +870,38 @@ metadata(const struct ctx *c)
 	if (c->in->checkpoint_deadline != NULL)
 		json_object_set_new(ann, "fleet.io/checkpoint-requested",
 		    json_string(c->in->checkpoint_deadline));
+	/* an elastic job Kueue gates: its webhook admits enableInTreeAutoscaling only on an
+	 * object that opts into workload slices */
+	if (c->elastic && json_object_get(labels, "kueue.x-k8s.io/queue-name") != NULL)
+		json_object_set_new(ann, "kueue.x-k8s.io/elastic-job", json_string("true"));
 	return json_pack("{s:s, s:s, s:o, s:o}", "name", c->name, "namespace", c->ns,
 	    "labels", labels, "annotations", ann);
+}
+
+bool
+kuberay_kueue_gated(const struct kuberay_input *in, const char **reason)
+{
+	bool elastic = in->spec != NULL && jobspec_is_elastic(in->spec);
+
+	*reason = NULL;
+	if (in->batch.kind != KUBERAY_SCHED_KUEUE) {
+		*reason = "the cluster's batch scheduler is not Kueue";
+		return false;
+	}
+	if (in->spec != NULL && in->spec->kind == JOBSPEC_RAYSERVICE) {
+		*reason = "Kueue does not manage RayService: KubeRay runs it directly";
+		return false;
+	}
+	if (elastic && !in->batch.kueue_elastic) {
+		*reason = "elastic job on a Kueue cluster without elastic jobs "
+		    "(ElasticJobsViaWorkloadSlices): Kueue's webhook refuses an autoscaling Ray "
+		    "object with a queue-name, so fleetd applies it without the label; Kueue "
+		    "does not gate it and fleetd's own admission is the only quota check";
+		return false;
+	}
+	*reason = elastic ? "Kueue gates it as an elastic job (workload slices)" :
+	    "Kueue gates it through its LocalQueue";
+	return true;
 }
 
 json_t *

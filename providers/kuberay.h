@@ -59,9 +59,11 @@ struct kuberay_placement {
 struct kuberay_batch {
 	enum kuberay_scheduler kind;
 	const char	*queue;		/* scheduler queue; NULL = the fleetd queue name */
-	bool		 kueue_elastic;	/* Kueue admits autoscaling Ray objects (elastic jobs
-					 * via workload slices); false: elastic jobs get no
-					 * queue-name label (Kueue's webhook refuses the pair) */
+	bool		 kueue_elastic;	/* Kueue admits autoscaling Ray objects (feature gate
+					 * ElasticJobsViaWorkloadSlices): elastic jobs carry the
+					 * queue-name label and kueue.x-k8s.io/elastic-job: "true";
+					 * false: elastic jobs get no queue-name label (Kueue's
+					 * webhook refuses the pair) and Kueue does not gate them */
 };
 
 struct kuberay_input {
@@ -113,6 +115,17 @@ json_t		*kuberay_signal_for_manifest(const json_t *manifest,
  * all named kuberay_signal_name. NULL + e (422) on bad input. */
 json_t		*kuberay_signal_objects(const struct kuberay_input *in,
 		    const struct kuberay_signal *sig, struct err *e);
+
+/* Kueue compatibility of a rendered manifest: whether Kueue gates it (it carries the
+ * queue-name label) and why not; reason is a sentence for explain. */
+bool		 kuberay_kueue_gated(const struct kuberay_input *in, const char **reason);
+/* The Kueue objects the manifest's labels name, to apply before it: its LocalQueue
+ * (spec.clusterQueue = cluster_queue) and, when it names one, its WorkloadPriorityClass
+ * (value priority_value).  Labels app.kubernetes.io/managed-by, fleet.io/queue and
+ * fleet.io/environment (shared objects: no job or attempt).  An empty array when Kueue
+ * does not gate the manifest; NULL + e (422) on a manifest without valid names. */
+json_t		*kuberay_kueue_objects(const json_t *manifest, const char *cluster_queue,
+		    int priority_value, struct err *e);
 
 /* "<name>-<hash of job id>-a<attempt>", a DNS-1035 label within the operator's limit
  * for kind (kuberay_name_max); a RayService's is "<name>-<hash of job id>" whatever the

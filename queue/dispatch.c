@@ -40,7 +40,7 @@ static const char sql_claim[] =
     "  ORDER BY x.priority DESC, x.enqueued_at FOR UPDATE SKIP LOCKED LIMIT $2::int) s"
     " WHERE q.id = j.queue_id AND j.id = s.id"
     " RETURNING j.id, j.attempt, j.cluster_id, j.environment, q.name, j.tries,"
-    " j.spec::text, j.placement::text, s.first";
+    " j.spec::text, j.placement::text, s.first, j.priority";
 
 static struct {
 	atomic_ulong	claimed, dispatched, reused, retried, failed, replaced, withdrawn;
@@ -96,6 +96,7 @@ claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct
 		j->spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
 		j->placement = json_loads(PQgetvalue(r, i, 7), 0, NULL);
 		j->first = PQgetvalue(r, i, 8)[0] == 't';
+		j->priority = atoi(PQgetvalue(r, i, 9));
 		(*jobs)[(*n)++] = j;
 	}
 	ok = true;
@@ -319,6 +320,9 @@ cleanup:
 
 static pthread_mutex_t ns_mu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *ns_known;	/* "cluster/ns" -> true */
+/* Kueue objects known to be on a member ("cluster/object"): applied once per process,
+ * again after the cache is dropped (a namespace that went away). */
+static json_t *kueue_known;
 
 static bool
 ns_ensure(const struct dispatch_target *t, const char *ns, struct err *e)
@@ -350,7 +354,54 @@ ns_forget(const struct dispatch_target *t, const char *ns)
 	snprintf(key, sizeof(key), "%s/%s", t->id, ns);
 	pthread_mutex_lock(&ns_mu);
 	json_object_del(ns_known, key);
+	json_object_clear(kueue_known);	/* its LocalQueue went with it */
 	pthread_mutex_unlock(&ns_mu);
+}
+
+
+/* The LocalQueue (and WorkloadPriorityClass) the manifest's Kueue labels name, server-side
+ * applied (field manager fleetd, idempotent) before the first object of that queue lands:
+ * Kueue leaves a job whose LocalQueue is missing inadmissible. */
+static bool
+kueue_ensure(const struct dispatch_job *j, const struct dispatch_target *t,
+    const json_t *manifest, struct err *e)
+{
+	json_t *objs, *o, *todo = NULL;
+	size_t i;
+	bool ok = true;
+
+	if (strcmp(t->batch_scheduler, "kueue") != 0)
+		return true;
+	if ((objs = kuberay_kueue_objects(manifest, t->kueue_cluster_queue, j->priority, e)) ==
+	    NULL)
+		return false;
+	todo = json_array();
+	pthread_mutex_lock(&ns_mu);
+	if (kueue_known == NULL)
+		kueue_known = json_object();
+	json_array_foreach(objs, i, o) {
+		char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), key[1200];
+
+		snprintf(key, sizeof(key), "%s/%.1100s", t->id, spec ? spec : "");
+		free(spec);
+		if (json_object_get(kueue_known, key) == NULL)
+			json_array_append(todo, o);
+	}
+	pthread_mutex_unlock(&ns_mu);
+	if (json_array_size(todo) > 0 && (ok = kube_apply_all(&t->pc, todo, e))) {
+		pthread_mutex_lock(&ns_mu);
+		json_array_foreach(todo, i, o) {
+			char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), key[1200];
+
+			snprintf(key, sizeof(key), "%s/%.1100s", t->id, spec ? spec : "");
+			free(spec);
+			json_object_set_new(kueue_known, key, json_true());
+		}
+		pthread_mutex_unlock(&ns_mu);
+	}
+	json_decref(todo);
+	json_decref(objs);
+	return ok;
 }
 
 static bool
@@ -374,6 +425,11 @@ apply_once(struct outcome *o, struct err *e)
 	snprintf(at, sizeof(at), "%d", o->j->attempt);
 	if (!ns_ensure(o->t, ns, e))
 		return false;
+	if (!kueue_ensure(o->j, o->t, o->manifest, e)) {
+		if (e->status == 404)
+			ns_forget(o->t, ns);
+		return false;
+	}
 	/* CONTRACTS.md: the signal ConfigMap, the pods' service account and its Role and
 	 * RoleBinding exist before the Ray object of the attempt (idempotent apply) */
 	if (!dispatch_signal_apply(o->j, o->t, NULL, false, e))
@@ -672,9 +728,13 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 			many_fail(&mb, i, &e, true, st);
 			continue;
 		}
+		/* the job's LocalQueue (cached: one apply per queue and cluster) before it */
 		if (!ns_ensure(t, json_string_value(json_object_get(json_object_get(o->manifest,
-		    "metadata"), "namespace")), &e) ||
+		    "metadata"), "namespace")), &e) || !kueue_ensure(o->j, t, o->manifest, &e) ||
 		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
+			if (e.status == 404)
+				ns_forget(t, json_string_value(json_object_get(json_object_get(
+				    o->manifest, "metadata"), "namespace")));
 			many_fail(&mb, i, &e, false, st);
 			continue;
 		}
@@ -932,6 +992,8 @@ dispatch_stop(void)
 	pthread_mutex_lock(&ns_mu);
 	json_decref(ns_known);
 	ns_known = NULL;
+	json_decref(kueue_known);
+	kueue_known = NULL;
 	pthread_mutex_unlock(&ns_mu);
 }
 

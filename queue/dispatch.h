@@ -28,6 +28,9 @@ struct dispatch_target {
 	char			name[64];
 	char			provider[16];
 	char			batch_scheduler[16];
+	bool			kueue_elastic;	/* cluster_kueue_elastic of its row */
+	char			kueue_cluster_queue[64];
+	char			kueue_lq_prefix[32];
 	int			stockout_timeout_s;
 	char			*api_server;
 	char			*ca_pem;
@@ -45,6 +48,7 @@ struct dispatch_job {
 	int	tries;
 	bool	first;		/* the attempt's first claim (never claimed, no retry): nothing
 				 * can be on the cluster yet, so no GET before the apply */
+	int	priority;	/* the job's priority value (its WorkloadPriorityClass) */
 	json_t	*spec;		/* canonical job spec */
 	json_t	*placement;	/* the scheduler's placement document */
 };
@@ -73,6 +77,9 @@ json_t	*dispatch_render(const struct dispatch_job *j, const struct dispatch_targ
  * (a new JSON object) when configmap_only; NULL + e on an unrenderable job. */
 json_t	*dispatch_signal_render(const struct dispatch_job *j, const struct dispatch_target *t,
 	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);
+/* Whether Kueue gates j on t (the queue-name label) and the sentence why (static text). */
+const char *dispatch_kueue_reason(const struct dispatch_job *j, const struct dispatch_target *t,
+	    bool *gated);
 /* Renders and server-side applies them, in order (network call: no transaction held). */
 bool	 dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_target *t,
 	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);

@@ -31,8 +31,8 @@ dispatch_target_load(struct db *c, const char *cluster_id, struct dispatch_targe
     struct err *e)
 {
 	static const char sql[] = "SELECT k.name, c.provider, k.api_server, k.ca_cert,"
-	    " k.batch_scheduler, k.stockout_timeout_s FROM clusters k JOIN clouds c"
-	    " ON c.id = k.cloud_id WHERE k.id = $1::uuid";
+	    " k.batch_scheduler, k.stockout_timeout_s, k.kueue::text, k.batch_probe::text"
+	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id WHERE k.id = $1::uuid";
 	const char *p[1] = { cluster_id };
 	struct dispatch_target *t = NULL;
 	PGresult *r = NULL;
@@ -53,6 +53,19 @@ dispatch_target_load(struct db *c, const char *cluster_id, struct dispatch_targe
 	t->ca_pem = xstrdup(PQgetvalue(r, 0, 3));
 	snprintf(t->batch_scheduler, sizeof(t->batch_scheduler), "%s", PQgetvalue(r, 0, 4));
 	t->stockout_timeout_s = atoi(PQgetvalue(r, 0, 5));
+	{
+		json_t *kq = json_loads(PQgetvalue(r, 0, 6), 0, NULL),
+		    *probe = json_loads(PQgetvalue(r, 0, 7), 0, NULL);
+		const char *cq = json_string_value(json_object_get(kq, "cluster_queue")),
+		    *pre = json_string_value(json_object_get(kq, "local_queue_prefix"));
+
+		t->kueue_elastic = cluster_kueue_elastic(kq, probe);
+		snprintf(t->kueue_cluster_queue, sizeof(t->kueue_cluster_queue), "%s",
+		    cq ? cq : "fleetd");
+		snprintf(t->kueue_lq_prefix, sizeof(t->kueue_lq_prefix), "%s", pre ? pre : "");
+		json_decref(kq);
+		json_decref(probe);
+	}
 	PQclear(r);
 	if ((t->token = cluster_token(c, cluster_id, e)) == NULL) {
 		dispatch_target_free(t);
@@ -124,7 +137,7 @@ cpu_pool_of(const struct job_spec *s, json_t *placement, const char *main)
  * the caller releases s with jobspec_cleanup either way. */
 static bool
 fill_input(const struct dispatch_job *j, const struct dispatch_target *t, struct kuberay_input *in,
-    struct job_spec *s, char *tpu, size_t tn, struct err *e)
+    struct job_spec *s, char *tpu, size_t tn, char *lq, size_t lqn, struct err *e)
 {
 	struct kuberay_placement *p = &in->placement;
 	json_t *pl = j->placement;
@@ -138,6 +151,12 @@ fill_input(const struct dispatch_job *j, const struct dispatch_target *t, struct
 		return err_set(e, 422, "kuberay.bad_placement", "unknown provider %.16s", prov);
 	if (!kuberay_scheduler_from_name(t->batch_scheduler, &in->batch.kind))
 		in->batch.kind = KUBERAY_SCHED_NONE;
+	if (in->batch.kind == KUBERAY_SCHED_KUEUE) {
+		/* the LocalQueue fleetd ensures for the job's queue (dispatch_kueue_apply) */
+		in->batch.kueue_elastic = t->kueue_elastic;
+		snprintf(lq, lqn, "%s%s", t->kueue_lq_prefix, j->queue);
+		in->batch.queue = lq;
+	}
 	in->spec = s;
 	in->job_id = j->id;
 	in->attempt = j->attempt;
@@ -194,9 +213,9 @@ dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t, s
 	struct kuberay_pin *pins = NULL;
 	struct job_spec s;
 	json_t *out = NULL;
-	char tpu[64];
+	char tpu[64], lq[128];
 
-	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), e)) {
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e)) {
 		pins = pins_of(j->placement, &in.placement.npins);
 		in.placement.pins = pins;
 		out = kuberay_render(&in, e);
@@ -213,9 +232,9 @@ dispatch_signal_render(const struct dispatch_job *j, const struct dispatch_targe
 	struct kuberay_input in;
 	struct job_spec s;
 	json_t *out = NULL;
-	char tpu[64];
+	char tpu[64], lq[128];
 
-	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), e))
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e))
 		out = configmap_only ? kuberay_signal_configmap(&in, sig, e) :
 		    kuberay_signal_objects(&in, sig, e);
 	jobspec_cleanup(&s);
@@ -236,6 +255,23 @@ dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_target
 	ok = ok && kube_apply_all(&t->pc, objs, e);
 	json_decref(objs);
 	return ok;
+}
+
+const char *
+dispatch_kueue_reason(const struct dispatch_job *j, const struct dispatch_target *t,
+    bool *gated)
+{
+	struct kuberay_input in;
+	struct job_spec s;
+	struct err e = { 0 };
+	const char *why = NULL;
+	char tpu[64], lq[128];
+
+	*gated = false;
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), &e))
+		*gated = kuberay_kueue_gated(&in, &why);
+	jobspec_cleanup(&s);
+	return why;
 }
 
 bool

@@ -5,9 +5,70 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "providers/jobspec.h"
+#include "providers/kuberay.h"
 #include "queue/explain.h"
 #include "queue/loader.h"
 #include "queue/sched_int.h"
+#include "regions/cluster.h"
+
+/* Whether the member's batch scheduler gates the job, as dispatch renders it: for Kueue,
+ * its LocalQueue, the elastic-jobs setting (registered, read by the probe, used) and why
+ * an elastic job goes ungated.  NULL when the job has no cluster. */
+static json_t *
+batch_of(struct db *c, const char *id, json_t *job, struct err *e)
+{
+	static const char sql[] = "SELECT k.name, k.batch_scheduler, coalesce(k.kueue::text,"
+	    " 'null'), coalesce(k.batch_probe::text, 'null'), q.name FROM jobs j"
+	    " JOIN clusters k ON k.id = j.cluster_id JOIN queues q ON q.id = j.queue_id"
+	    " WHERE j.id = $1::uuid";
+	const char *p[1] = { id }, *why = NULL;
+	PGresult *r = NULL;
+	json_t *out = NULL, *kq = NULL, *probe = NULL;
+	struct kuberay_input in;
+	struct job_spec s;
+	struct err se = { 0 };
+	char lq[128];
+	bool gated = false;
+
+	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	if (!db_exec(c, sql, 1, p, &r, e) || PQntuples(r) == 0)
+		goto cleanup;
+	kq = json_loads(PQgetvalue(r, 0, 2), JSON_DECODE_ANY, NULL);
+	probe = json_loads(PQgetvalue(r, 0, 3), JSON_DECODE_ANY, NULL);
+	if (!kuberay_scheduler_from_name(PQgetvalue(r, 0, 1), &in.batch.kind))
+		in.batch.kind = KUBERAY_SCHED_NONE;
+	in.batch.kueue_elastic = cluster_kueue_elastic(kq, probe);
+	if (jobspec_from_json(json_object_get(job, "spec"), &s, &se)) {
+		in.spec = &s;
+		gated = kuberay_kueue_gated(&in, &why);
+	}
+	snprintf(lq, sizeof(lq), "%s%s", json_string_value(json_object_get(kq,
+	    "local_queue_prefix")) ? json_string_value(json_object_get(kq,
+	    "local_queue_prefix")) : "", PQgetvalue(r, 0, 4));
+	out = json_pack("{s:s, s:s, s:b}", "cluster", PQgetvalue(r, 0, 0), "kind",
+	    PQgetvalue(r, 0, 1), "gated", gated);
+	if (why != NULL)
+		json_object_set_new(out, "detail", json_string(why));
+	if (in.batch.kind == KUBERAY_SCHED_KUEUE) {
+		json_object_set_new(out, "local_queue", gated ? json_string(lq) : json_null());
+		json_object_set_new(out, "elastic_jobs", json_pack("{s:b, s:O, s:b}",
+		    "registered", json_is_true(json_object_get(kq, "elastic_jobs")), "observed",
+		    json_object_get(probe, "elastic_jobs") ? json_object_get(probe,
+		    "elastic_jobs") : json_null(), "used", in.batch.kueue_elastic));
+		if (json_is_object(probe))
+			json_object_set_new(out, "probe", json_pack("{s:O?, s:O?, s:O?}", "condition",
+			    json_object_get(probe, "condition"), "message", json_object_get(probe,
+			    "message"), "checked_at", json_object_get(probe, "checked_at")));
+	}
+cleanup:
+	jobspec_cleanup(&s);
+	json_decref(kq);
+	json_decref(probe);
+	PQclear(r);
+	return out;
+}
 
 static bool
 explain_placed(struct db *c, const char *id, json_t *job, json_t **out, struct err *e)
@@ -24,6 +85,17 @@ explain_placed(struct db *c, const char *id, json_t *job, json_t **out, struct e
 	PQclear(r);
 	json_object_set(*out, "state", json_object_get(job, "state"));
 	json_object_set(*out, "job_id", json_object_get(job, "id"));
+	{
+		json_t *b = batch_of(c, id, job, e);
+
+		if (err_is_set(e)) {
+			json_decref(*out);
+			*out = NULL;
+			return false;
+		}
+		if (b != NULL)
+			json_object_set_new(*out, "batch_scheduler", b);
+	}
 	return true;
 }
 

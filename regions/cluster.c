@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <uuid/uuid.h>
 
@@ -10,6 +11,7 @@
 #include "core/crypto.h"
 #include "core/http.h"
 #include "core/jsonx.h"
+#include "providers/kube.h"
 #include "regions/cluster.h"
 
 bool
@@ -91,6 +93,10 @@ chars_only(const char *s, const char *set)
 }
 
 #define LOWER_DIGITS	"abcdefghijklmnopqrstuvwxyz0123456789"
+/* The stored kueue settings: NULL unless the scheduler parameter $s is kueue. */
+#define KUEUE_SQL(s, el, cq, pre) "CASE WHEN $" #s " = 'kueue' THEN jsonb_build_object(" \
+	"'elastic_jobs', $" #el "::boolean, 'cluster_queue', $" #cq "::text," \
+	" 'local_queue_prefix', $" #pre "::text) END"
 
 /* Parses a provider cluster id into its parts; false unless it is exactly the provider's
  * grammar (no dot segments, no extra segments, no characters a URL would reinterpret):
@@ -202,12 +208,49 @@ cluster_provider_id_bound(json_t *cloud, const char *id, struct err *e)
 	return true;
 }
 
+/* "kueue": {elastic_jobs, cluster_queue, local_queue_prefix}, only with batch_scheduler
+ * kueue; absent: elastic jobs off, ClusterQueue "fleetd", no prefix. */
+static bool
+kueue_parse(json_t *k, struct cluster_input *in, struct err *e)
+{
+	static const char *const allowed[] = { "elastic_jobs", "cluster_queue",
+		"local_queue_prefix", NULL };
+	size_t n;
+
+	in->kueue_elastic = false;
+	in->kueue_cluster_queue = "fleetd";
+	in->kueue_lq_prefix = "";
+	if (k == NULL || json_is_null(k))
+		return true;
+	if (strcmp(in->batch_scheduler, "kueue") != 0)
+		return err_field(e, 400, "cluster.bad_kueue", "/kueue",
+		    "kueue settings need batch_scheduler kueue");
+	if (!json_is_object(k))
+		return err_field(e, 400, "api.wrong_type", "/kueue", "kueue must be an object");
+	if (!jsonx_only(k, allowed, "/kueue", e) ||
+	    !jsonx_bool(k, "elastic_jobs", "/kueue", false, &in->kueue_elastic, e) ||
+	    !jsonx_str(k, "cluster_queue", "/kueue", false, &in->kueue_cluster_queue, e) ||
+	    !jsonx_str(k, "local_queue_prefix", "/kueue", false, &in->kueue_lq_prefix, e))
+		return false;
+	/* Kubernetes object names: a ClusterQueue is a DNS-1123 subdomain, a LocalQueue name
+	 * (prefix + a fleetd queue name of at most 40) stays a DNS-1123 label */
+	if (!jsonx_name_ok(in->kueue_cluster_queue, 63))
+		return err_field(e, 400, "cluster.bad_kueue", "/kueue/cluster_queue",
+		    "cluster_queue must match ^[a-z][a-z0-9-]{1,62}$");
+	n = strlen(in->kueue_lq_prefix);
+	if (n > 20 || strspn(in->kueue_lq_prefix, LOWER_DIGITS "-") != n ||
+	    (n > 0 && !(in->kueue_lq_prefix[0] >= 'a' && in->kueue_lq_prefix[0] <= 'z')))
+		return err_field(e, 400, "cluster.bad_kueue", "/kueue/local_queue_prefix",
+		    "local_queue_prefix must match ^([a-z][a-z0-9-]{0,19})?$");
+	return true;
+}
+
 bool
 cluster_parse(json_t *body, const char *provider, bool for_replace, struct cluster_input *in,
 	      struct err *e)
 {
 	static const char *const allowed[] = { "name", "api_server", "ca_cert", "credentials",
-		"provider_cluster_id", "labels", "batch_scheduler", NULL };
+		"provider_cluster_id", "labels", "batch_scheduler", "kueue", NULL };
 	static const char *const cred_allowed[] = { "token", NULL };
 	static const char *const scheds[] = { "none", "volcano", "yunikorn", "kai", "kueue", NULL };
 	json_t *cred, *v;
@@ -245,6 +288,8 @@ cluster_parse(json_t *body, const char *provider, bool for_replace, struct clust
 	if (!sched_ok)
 		return err_field(e, 400, "cluster.bad_batch_scheduler", "/batch_scheduler",
 		    "batch_scheduler must be none, volcano, yunikorn, kai or kueue");
+	if (!kueue_parse(json_object_get(body, "kueue"), in, e))
+		return false;
 	cred = json_object_get(body, "credentials");
 	if (cred == NULL && !for_replace)
 		return err_field(e, 400, "api.missing_field", "/credentials",
@@ -359,9 +404,11 @@ cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *i
 	       json_t **out, struct err *e)
 {
 	static const char sql[] = "INSERT INTO clusters (id, cloud_id, name, api_server, ca_cert,"
-	    " credentials_sealed, provider_cluster_id, labels, batch_scheduler)"
-	    " VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8::jsonb, $9)";
-	char id[37], *sealed = NULL;
+	    " credentials_sealed, provider_cluster_id, labels, batch_scheduler, kueue,"
+	    " batch_probe, batch_probe_at)"
+	    " VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, $8::jsonb, $9, " KUEUE_SQL(9, 10, 11, 12)
+	    ", $13::jsonb, CASE WHEN $13 IS NULL THEN NULL ELSE now() END)";
+	char id[37], *sealed = NULL, *probe = NULL;
 	uuid_t u;
 	bool ok;
 
@@ -369,16 +416,20 @@ cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *i
 	uuid_unparse_lower(u, id);
 	if (!seal_token(id, in->token, &sealed, e))
 		return false;
+	probe = in->probe ? json_dumps(in->probe, JSON_COMPACT) : NULL;
 	{
-		const char *p[9] = { id, cloud_id, in->name, in->api_server, in->ca_cert, sealed,
-		    in->provider_cluster_id, NULL, in->batch_scheduler };
+		const char *p[13] = { id, cloud_id, in->name, in->api_server, in->ca_cert, sealed,
+		    in->provider_cluster_id, NULL, in->batch_scheduler,
+		    in->kueue_elastic ? "true" : "false", in->kueue_cluster_queue,
+		    in->kueue_lq_prefix, probe };
 
-		ok = write_row(c, sql, 9, p, 7, in, id, out, e);
+		ok = write_row(c, sql, 13, p, 7, in, id, out, e);
 	}
 	if (!ok && e->status == 409)
 		err_field(e, 409, "cluster.exists", "/name",
 		    "the cloud already has a cluster named %s", in->name);
 	free(sealed);
+	free(probe);
 	return ok;
 }
 
@@ -417,12 +468,16 @@ cluster_replace(struct db *c, const char *id, const struct cluster_input *in, js
 {
 	static const char sql[] = "UPDATE clusters SET api_server = $2, ca_cert = $3,"
 	    " credentials_sealed = coalesce($4, credentials_sealed), provider_cluster_id = $5,"
-	    " labels = $6::jsonb, batch_scheduler = $7, version = version + 1, updated_at = now()"
+	    " labels = $6::jsonb, batch_scheduler = $7, kueue = " KUEUE_SQL(7, 8, 9, 10) ","
+	    " version = version + 1, updated_at = now()"
 	    " WHERE id = $1::uuid AND (api_server, ca_cert, provider_cluster_id, labels,"
-	    " batch_scheduler) IS DISTINCT FROM ($2, $3, $5, $6::jsonb, $7) OR (id = $1::uuid"
-	    " AND $4::text IS NOT NULL)";
+	    " batch_scheduler, kueue) IS DISTINCT FROM ($2, $3, $5, $6::jsonb, $7, "
+	    KUEUE_SQL(7, 8, 9, 10) ") OR (id = $1::uuid AND $4::text IS NOT NULL)";
+	/* the probe is what fleetd read, not the operator's change: no version of its own */
+	static const char sql_probe[] = "UPDATE clusters SET batch_probe = $2::jsonb,"
+	    " batch_probe_at = CASE WHEN $2 IS NULL THEN NULL ELSE now() END WHERE id = $1::uuid";
 	struct err ce = { 0 };
-	char *sealed = NULL, *cur = NULL;
+	char *sealed = NULL, *cur = NULL, *probe = NULL;
 	bool ok, same;
 
 	/* credentials are write-only, so Terraform sends them on every apply: the same token
@@ -436,13 +491,19 @@ cluster_replace(struct db *c, const char *id, const struct cluster_input *in, js
 	}
 	if (in->token != NULL && !same && !seal_token(id, in->token, &sealed, e))
 		return false;
+	probe = in->probe ? json_dumps(in->probe, JSON_COMPACT) : NULL;
 	{
-		const char *p[7] = { id, in->api_server, in->ca_cert, sealed,
-		    in->provider_cluster_id, NULL, in->batch_scheduler };
+		const char *p[10] = { id, in->api_server, in->ca_cert, sealed,
+		    in->provider_cluster_id, NULL, in->batch_scheduler,
+		    in->kueue_elastic ? "true" : "false", in->kueue_cluster_queue,
+		    in->kueue_lq_prefix };
+		const char *pp[2] = { id, probe };
 
-		ok = write_row(c, sql, 7, p, 5, in, id, out, e);
+		ok = db_exec(c, sql_probe, 2, pp, NULL, e) &&
+		    write_row(c, sql, 10, p, 5, in, id, out, e);
 	}
 	free(sealed);
+	free(probe);
 	return ok;
 }
 
@@ -507,4 +568,165 @@ cleanup:
 	json_decref(cred);
 	PQclear(r);
 	return tok;
+}
+
+/* ---- what the batch scheduler allows (issue 13) */
+
+/* The value after "key:" in a YAML text (a line scan of the documented ConfigMap, enough
+ * for a flat "featureGates:" map): 1 true, 0 false, -1 absent or neither. */
+static int
+yaml_bool_after(const char *text, const char *key)
+{
+	const char *p = text;
+	size_t n = strlen(key);
+
+	while ((p = strstr(p, key)) != NULL) {
+		const char *q = p + n;
+
+		p = q;
+		while (*q == ' ' || *q == '"' || *q == '\'')
+			q++;
+		if (*q != ':')
+			continue;
+		q++;
+		while (*q == ' ' || *q == '\t')
+			q++;
+		if (strncasecmp(q, "true", 4) == 0)
+			return 1;
+		if (strncasecmp(q, "false", 5) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+static void
+say(char *msg, size_t n, const char *s)
+{
+	size_t l = strlen(msg);
+
+	snprintf(msg + l, n - l, "%s%s", l ? " " : "", s);
+}
+
+json_t *
+cluster_batch_probe(const struct prov_cluster *k, const char *batch_scheduler,
+    bool elastic_jobs, const char *cluster_queue)
+{
+	json_t *out, *disc = NULL, *cm = NULL, *cq = NULL, *elastic = json_null(),
+	    *ray = json_null(), *cqx = json_null(), *api = json_null();
+	char path[300], msg[1024] = "", ts[40];
+	long st = 0;
+	struct err e = { 0 };
+	bool mismatch = false, unknown = false;
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (batch_scheduler == NULL || strcmp(batch_scheduler, "kueue") != 0)
+		return NULL;
+	if (!kube_get_path(k, "/apis/kueue.x-k8s.io", &st, &disc, &e)) {
+		snprintf(msg, sizeof(msg), "The member did not answer discovery: %.200s", e.msg);
+		unknown = true;
+		goto done;
+	}
+	if (st == 404) {
+		api = json_false();
+		mismatch = true;
+		say(msg, sizeof(msg), "The member serves no kueue.x-k8s.io API group: Kueue is "
+		    "not installed, so nothing would gate the jobs.");
+		goto done;
+	}
+	if (st != 200) {
+		snprintf(msg, sizeof(msg), "Discovery of kueue.x-k8s.io answered %ld.", st);
+		unknown = true;
+		goto done;
+	}
+	api = json_true();
+	err_clear(&e);
+	if (kube_get_path(k, "/api/v1/namespaces/kueue-system/configmaps/kueue-manager-config",
+	    &st, &cm, &e) && st == 200) {
+		const char *y = json_string_value(json_object_get(json_object_get(cm, "data"),
+		    "controller_manager_config.yaml"));
+		int g = y ? yaml_bool_after(y, "ElasticJobsViaWorkloadSlices") : -1;
+
+		if (y == NULL) {
+			unknown = true;
+			say(msg, sizeof(msg), "The Kueue ConfigMap has no controller_manager_config"
+			    ".yaml.");
+		} else {
+			/* alpha gate, off unless the configuration turns it on */
+			json_decref(elastic);
+			elastic = json_boolean(g == 1);
+			json_decref(ray);
+			ray = json_boolean(strstr(y, "ray.io/rayjob") != NULL &&
+			    strstr(y, "ray.io/raycluster") != NULL);
+			if (!json_is_true(ray)) {
+				mismatch = true;
+				say(msg, sizeof(msg), "Kueue's integrations.frameworks lacks ray.io/"
+				    "rayjob or ray.io/raycluster: Kueue would not gate Ray objects.");
+			}
+			if ((g == 1) != elastic_jobs) {
+				mismatch = true;
+				say(msg, sizeof(msg), g == 1 ? "Kueue has the "
+				    "ElasticJobsViaWorkloadSlices feature gate on but the registration "
+				    "says elastic_jobs false: elastic jobs run without Kueue's gate." :
+				    "The registration says elastic_jobs true but Kueue's configuration "
+				    "does not turn the ElasticJobsViaWorkloadSlices feature gate on "
+				    "(its webhook refuses autoscaling Ray objects with a queue-name): "
+				    "elastic jobs are applied without the queue-name label.");
+			}
+		}
+	} else {
+		unknown = true;
+		say(msg, sizeof(msg), "The Kueue ConfigMap kueue-system/kueue-manager-config is "
+		    "not readable: elastic jobs are taken as registered.");
+	}
+	err_clear(&e);
+	snprintf(path, sizeof(path), "/apis/kueue.x-k8s.io/v1beta1/clusterqueues/%s",
+	    cluster_queue ? cluster_queue : "");
+	if (cluster_queue != NULL && kube_get_path(k, path, &st, &cq, &e) &&
+	    (st == 200 || st == 404)) {
+		json_decref(cqx);
+		cqx = json_boolean(st == 200);
+		if (st == 404) {
+			char s[200];
+
+			mismatch = true;
+			snprintf(s, sizeof(s), "ClusterQueue %.63s does not exist: Kueue leaves the "
+			    "jobs of fleetd's LocalQueues inadmissible.", cluster_queue);
+			say(msg, sizeof(msg), s);
+		}
+	} else {
+		unknown = true;
+	}
+done:
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	out = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:s}", "checked_at", ts, "condition",
+	    mismatch ? "mismatch" : unknown ? "unverified" : "verified", "kueue_api", api,
+	    "elastic_jobs", elastic, "ray_integration", ray, "cluster_queue_exists", cqx,
+	    "message", msg[0] ? msg : "Kueue is installed, integrates Ray objects and agrees "
+	    "with the registration.");
+	json_decref(disc);
+	json_decref(cm);
+	json_decref(cq);
+	return out;
+}
+
+bool
+cluster_set_probe(struct db *c, const char *id, json_t *probe, struct err *e)
+{
+	static const char sql[] = "UPDATE clusters SET batch_probe = $2::jsonb,"
+	    " batch_probe_at = now() WHERE id = $1::uuid";
+	char *text = probe ? json_dumps(probe, JSON_COMPACT) : NULL;
+	const char *p[2] = { id, text };
+	bool ok = db_exec(c, sql, 2, p, NULL, e);
+
+	free(text);
+	return ok;
+}
+
+bool
+cluster_kueue_elastic(json_t *kueue, json_t *probe)
+{
+	return json_is_true(json_object_get(kueue, "elastic_jobs")) &&
+	    !json_is_false(json_object_get(probe, "elastic_jobs"));
 }

@@ -17,6 +17,7 @@
 	" 'environment', c.environment, 'provider', c.provider, 'region', c.region," \
 	" 'api_server', k.api_server, 'ca_cert', k.ca_cert, 'provider_cluster_id'," \
 	" k.provider_cluster_id, 'labels', k.labels, 'batch_scheduler', k.batch_scheduler," \
+	" 'kueue', k.kueue, 'batch_scheduler_probe', k.batch_probe," \
 	" 'state', k.state, 'cordoned', k.cordoned, 'last_refresh_at', k.last_refresh_at," \
 	" 'last_error', k.last_error, 'version', k.version, 'created_at', k.created_at," \
 	" 'updated_at', k.updated_at)::text"
@@ -30,6 +31,15 @@ struct cluster_input {
 	const char	*provider_cluster_id;
 	json_t		*labels;
 	const char	*batch_scheduler;	/* none|volcano|yunikorn|kai|kueue */
+	/* kueue only (batch_scheduler "kueue"): body "kueue" {elastic_jobs, cluster_queue,
+	 * local_queue_prefix}, defaults false, "fleetd", "" */
+	bool		 kueue_elastic;	/* ElasticJobsViaWorkloadSlices is on: autoscaling Ray
+					 * objects may carry the queue-name label */
+	const char	*kueue_cluster_queue;	/* spec.clusterQueue of the LocalQueues fleetd
+						 * ensures */
+	const char	*kueue_lq_prefix;	/* LocalQueue name = prefix + fleetd queue name */
+	json_t		*probe;		/* set by the handler: cluster_batch_probe's answer
+					 * (owned by the caller), stored with the row */
 };
 
 /* The 32-byte master key from FLEETD_MASTER_KEY; 503 "config.no_master_key" when unset
@@ -64,6 +74,22 @@ bool	cluster_list(struct db *c, int limit, const char *after, const char *enviro
 /* PUT: labels, batch_scheduler, api_server, ca_cert, credentials replace; name immutable. */
 bool	cluster_replace(struct db *c, const char *id, const struct cluster_input *in,
 	    json_t **out, struct err *e);
+/* What the member's batch scheduler really allows, read on the member (network: outside
+ * transactions): for kueue, the kueue.x-k8s.io API group (discovery), the Kueue manager's
+ * documented ConfigMap kueue-system/kueue-manager-config (featureGates
+ * ElasticJobsViaWorkloadSlices, integrations.frameworks ray.io/rayjob and ray.io/raycluster)
+ * and the ClusterQueue the LocalQueues will name.  A new object {checked_at, condition:
+ * verified|mismatch|unverified, kueue_api, elastic_jobs (true|false|null = unreadable),
+ * ray_integration, cluster_queue_exists, message}; NULL when the scheduler is not kueue. */
+struct prov_cluster;
+json_t	*cluster_batch_probe(const struct prov_cluster *k, const char *batch_scheduler,
+	    bool elastic_jobs, const char *cluster_queue);
+/* Stores a probe answer (not a change of the row: no version bump). */
+bool	cluster_set_probe(struct db *c, const char *id, json_t *probe, struct err *e);
+/* Whether autoscaling Ray objects may carry Kueue's queue-name label on this cluster: the
+ * registration says elastic jobs and the last probe did not read them off. */
+bool	cluster_kueue_elastic(json_t *kueue, json_t *probe);
+
 /* 409 "cluster.in_use" while jobs are placed on it. */
 bool	cluster_delete(struct db *c, const char *id, struct err *e);
 bool	cluster_set_cordon(struct db *c, const char *id, bool cordoned, json_t **out,

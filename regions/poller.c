@@ -21,6 +21,7 @@
 #include "regions/poller_int.h"
 
 #define WRITERS	4	/* threads writing finished clusters (database connections) */
+#define PROBE_S	300	/* how often a refreshed cluster's batch scheduler is probed again */
 
 struct job;
 
@@ -52,6 +53,9 @@ struct job {
 	int			 calls[2], errors[2];	/* [0] provider, [1] kubernetes */
 	double			 lat_ms[2];
 	double			 last_ok;	/* epoch of the last good refresh, 0 = never */
+	char			*sched;		/* batch_scheduler */
+	json_t			*kueue;		/* its registration (kueue), or NULL */
+	double			 probe_age;	/* seconds since the last batch probe, -1 never */
 };
 
 static long call_timeout_ms = PROV_TIMEOUT_MS;
@@ -193,6 +197,8 @@ job_free(struct job *j)
 		memset(j->token, 0, strlen(j->token));
 	free(j->token);
 	free(j->pcid);
+	free(j->sched);
+	json_decref(j->kueue);
 	memset(&j->creds, 0, sizeof(j->creds));
 	prov_pools_cleanup(&j->pools);
 	kube_capacity_cleanup(&j->kube);
@@ -234,7 +240,8 @@ load_jobs(struct job **out, size_t *n, struct err *e)
 	    "SELECT k.id, k.name, k.api_server, k.ca_cert, k.credentials_sealed,"
 	    " k.provider_cluster_id, c.id, c.provider, c.region, c.account::text, c.external_id,"
 	    " p.control_plane_role, p.cluster_role,"
-	    " coalesce(extract(epoch FROM k.last_refresh_at), 0)"
+	    " coalesce(extract(epoch FROM k.last_refresh_at), 0), k.batch_scheduler,"
+	    " k.kueue::text, coalesce(extract(epoch FROM now() - k.batch_probe_at), -1)"
 	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
 	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id ORDER BY k.id";
 	struct db *c = NULL;
@@ -267,6 +274,9 @@ load_jobs(struct job **out, size_t *n, struct err *e)
 		j->ca = dup(r, i, 3);
 		j->pcid = dup(r, i, 5);
 		j->last_ok = atof(db_val(r, i, 13) ? db_val(r, i, 13) : "0");
+		j->sched = dup(r, i, 14);
+		j->kueue = db_val(r, i, 15) ? json_loads(db_val(r, i, 15), 0, NULL) : NULL;
+		j->probe_age = atof(db_val(r, i, 16) ? db_val(r, i, 16) : "-1");
 		prov_pools_init(&j->pools);
 		j->ops = prov_ops_get(db_val(r, i, 7));
 		kube_capacity_init(&j->kube, j->ops ? j->ops->pool_label : NULL,
@@ -388,6 +398,30 @@ now_ms(void)
 	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* What the cluster's batch scheduler allows, read again (writer thread, a few GETs on
+ * the member, no transaction open) and stored; a drift shows in GET cluster and explain. */
+static void
+probe(struct job *j)
+{
+	json_t *p = cluster_batch_probe(&j->k, j->sched,
+	    json_is_true(json_object_get(j->kueue, "elastic_jobs")),
+	    json_string_value(json_object_get(j->kueue, "cluster_queue")));
+	struct err e = { 0 };
+	struct db *c = NULL;
+
+	if (p != NULL && (c = db_acquire(5000, &e)) != NULL)
+		cluster_set_probe(c, j->id, p, &e);
+	if (err_is_set(&e))
+		log_warn(NULL, "poller", "batch probe not stored", "{s:s, s:s}", "cluster", j->id,
+		    "code", e.code);
+	if (p != NULL && strcmp(json_string_value(json_object_get(p, "condition")),
+	    "mismatch") == 0)
+		log_info(NULL, "poller", "batch scheduler mismatch", "{s:s, s:s}", "cluster",
+		    j->name, "message", json_string_value(json_object_get(p, "message")));
+	db_release(c);
+	json_decref(p);
+}
+
 /* Writes one finished cluster (writer thread): its rows, or its failure. */
 static void
 record(struct job *j)
@@ -414,7 +448,10 @@ record(struct job *j)
 		    j->id, "code", e.code);
 	if (res->error[0] == '\0' && res->written)
 		j->last_ok = (double)time(NULL);
-	else
+	if (res->error[0] == '\0' && res->written && strcmp(j->sched, "kueue") == 0 &&
+	    (j->probe_age < 0 || j->probe_age >= PROBE_S))
+		probe(j);
+	if (res->error[0] != '\0' || !res->written)
 		log_info(NULL, "poller", "cluster refresh failed", "{s:s, s:s, s:s}",
 		    "cluster", j->name, "provider", j->cloud.provider, "error", res->error);
 }

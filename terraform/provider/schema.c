@@ -426,6 +426,13 @@ static const struct tf_attr cloud_iam_attrs[] = {
 	END
 };
 
+static const struct tf_attr kueue_attrs[] = {
+	{"elastic_jobs", NULL, TY_BOOL, 0, NULL, F_OPT | F_COMP, NULL, "Kueue runs elastic jobs (ElasticJobsViaWorkloadSlices); default false."},
+	{"cluster_queue", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "ClusterQueue of the LocalQueues fleetd ensures; default fleetd."},
+	{"local_queue_prefix", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "LocalQueue name = prefix + fleetd queue name; default empty."},
+	END
+};
+
 static const struct tf_attr cluster_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Cluster id (uuid); the import id."},
 	{"cloud_id", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, NULL, "The active cloud it belongs to."},
@@ -437,6 +444,8 @@ static const struct tf_attr cluster_attrs[] = {
 	{"provider_cluster_id", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_len512, "GKE cluster path, AKS resource id or HyperPod ARN; immutable."},
 	{"labels", NULL, TY_MAP, TY_STR, NULL, F_OPT | F_COMP, chk_labels, "Labels (at most 64, values at most 63 characters)."},
 	{"batch_scheduler", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_batch, "none (default), volcano, yunikorn, kai or kueue."},
+	{"kueue", NULL, TY_OBJ, 0, kueue_attrs, F_OPT | F_COMP, NULL, "Kueue settings (batch_scheduler kueue only)."},
+	{"batch_scheduler_condition", "batch_scheduler_probe.condition", TY_STR, 0, NULL, F_COMP | F_VOL, NULL, "What fleetd read on the member: verified, mismatch or unverified (kueue only)."},
 	{"environment", NULL, TY_STR, 0, NULL, F_COMP, NULL, "The cloud's environment."},
 	{"provider_type", "provider", TY_STR, 0, NULL, F_COMP, NULL, "The cloud's provider."},
 	{"region", NULL, TY_STR, 0, NULL, F_COMP, NULL, "The cloud's region."},

@@ -252,6 +252,25 @@ has "kubectl: get pods -w streams (initial ADDED events)" "^ADDED +[a-z]"
 run "kubectl: delete -f (JSON)" kubectl delete -f "$fx"
 fail "kubectl: delete again is NotFound" 'NotFound|not found' kubectl delete -f "$fx"
 
+# ---- issue 13: ConfigMaps and Kueue's kinds in discovery; a KubeRay sample with its
+# ConfigMap applied as a user would; Kueue's webhook on the GKE cluster (batch scheduler
+# kueue, elastic jobs off) refuses a queue-name with in-tree autoscaling
+run "kubectl: api-resources (ConfigMaps, Kueue)" kubectl api-resources
+has "kubectl: api-resources lists configmaps" "^configmaps +cm +v1 +true +ConfigMap"
+echo "$out" | grep -Eq "^localqueues .*kueue.x-k8s.io/v1beta1 +true +LocalQueue" ||
+	bad "kubectl: no localqueues in api-resources"
+run "kubectl: apply of the KubeRay RayJob sample with its ConfigMap" \
+	kubectl apply -f "$shared/kuberay/samples/ray-job.sample.yaml"
+has "kubectl: the sample's ConfigMap was created" "configmap/ray-job-code-sample (created|unchanged)"
+run "kubectl: get the sample's ConfigMap" kubectl get configmap ray-job-code-sample -o name
+run "kubectl: delete the sample" kubectl delete -f "$shared/kuberay/samples/ray-job.sample.yaml"
+sed -e 's/^  name: rayjob-sample$/  name: rayjob-kueue\n  labels:\n    kueue.x-k8s.io\/queue-name: user-queue/' \
+	-e 's/^spec:$/spec:\n  shutdownAfterJobFinishes: true/' \
+	-e 's/^  rayClusterSpec:$/  rayClusterSpec:\n    enableInTreeAutoscaling: true/' "$work/rj.yaml" >"$work/rjk.yaml"
+fail "kubectl: Kueue's webhook refuses queue-name with in-tree autoscaling" \
+	'admission webhook "vrayjob.kb.io" denied the request: spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use autoscaling when workload slicing is enabled' \
+	kubectl apply --server-side -f "$work/rjk.yaml"
+fail "kubectl: nothing was stored" 'NotFound|not found' kubectl get rayjob rayjob-kueue
 
 echo "# kubectl done at ${SECONDS}s"
 wait "$gpid" "$apid" "$spid"

@@ -13,4 +13,5 @@ resource "fleet_cluster" "this" {
   provider_cluster_id = var.provider_cluster_id
   labels              = var.labels
   batch_scheduler     = var.batch_scheduler
+  kueue               = var.kueue
 }

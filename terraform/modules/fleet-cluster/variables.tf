@@ -52,3 +52,13 @@ variable "batch_scheduler" {
   type        = string
   default     = "none"
 }
+
+variable "kueue" {
+  description = "With batch_scheduler kueue: what the member's Kueue allows (elastic_jobs) and where fleetd's LocalQueues point (cluster_queue, local_queue_prefix); null = fleetd's defaults."
+  type = object({
+    elastic_jobs       = optional(bool)
+    cluster_queue      = optional(string)
+    local_queue_prefix = optional(string)
+  })
+  default = null
+}
