@@ -340,29 +340,12 @@ cleanup:
 
 /* ---- RSA PKCS#1 v1.5 / SHA-256 ---- */
 
+/*
+ * An RSA key from PEM text: the private key, or for the public side
+ * SubjectPublicKeyInfo first, then an X.509 certificate.
+ */
 static EVP_PKEY *
-load_private(const char *pem)
-{
-	EVP_PKEY *pk = NULL;
-	BIO *bio;
-
-	if (pem == NULL)
-		return NULL;
-	bio = BIO_new_mem_buf(pem, -1);
-	if (bio == NULL)
-		return NULL;
-	pk = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
-	BIO_free(bio);
-	if (pk != NULL && !EVP_PKEY_is_a(pk, "RSA")) {
-		EVP_PKEY_free(pk);
-		pk = NULL;
-	}
-	return pk;
-}
-
-/* SubjectPublicKeyInfo first, then an X.509 certificate. */
-static EVP_PKEY *
-load_public(const char *pem)
+load_rsa(const char *pem, bool private_key)
 {
 	EVP_PKEY *pk = NULL;
 	X509 *cert = NULL;
@@ -373,8 +356,11 @@ load_public(const char *pem)
 	bio = BIO_new_mem_buf(pem, -1);
 	if (bio == NULL)
 		return NULL;
-	pk = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
-	if (pk == NULL && BIO_reset(bio) == 1) {
+	if (private_key)
+		pk = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	else
+		pk = PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+	if (pk == NULL && !private_key && BIO_reset(bio) == 1) {
 		cert = PEM_read_bio_X509(bio, NULL, NULL, NULL);
 		if (cert != NULL)
 			pk = X509_get_pubkey(cert);
@@ -392,7 +378,7 @@ bool
 crypto_rs256_sign(const char *pem_private, const void *msg, size_t len,
     uint8_t **sig, size_t *siglen, struct err *e)
 {
-	EVP_PKEY *pk = load_private(pem_private);
+	EVP_PKEY *pk = load_rsa(pem_private, true);
 	EVP_MD_CTX *md = NULL;
 	uint8_t *buf = NULL;
 	size_t n = 0;
@@ -425,7 +411,7 @@ bool
 crypto_rs256_verify(const char *pem_public, const void *msg, size_t len,
     const uint8_t *sig, size_t siglen)
 {
-	EVP_PKEY *pk = load_public(pem_public);
+	EVP_PKEY *pk = load_rsa(pem_public, false);
 	EVP_MD_CTX *md = NULL;
 	bool ok = false;
 

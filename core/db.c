@@ -526,6 +526,42 @@ db_count(struct db *c, const char *sql, int n, const char *const *params, long l
 }
 
 bool
+db_claim(const char *sql, int n, const char *const *params, PGresult **out, struct err *e)
+{
+	struct db *c = db_acquire(5000, e);
+	bool ok;
+
+	*out = NULL;
+	if (c == NULL)
+		return false;
+	ok = db_begin(c, e) && db_exec(c, sql, n, params, out, e) && db_commit(c, e);
+	if (!ok) {
+		db_rollback(c);
+		PQclear(*out);
+		*out = NULL;
+	}
+	db_release(c);
+	return ok;
+}
+
+bool
+db_delete_unused(struct db *c, const char *id, const char *sql_used, const char *code,
+    const char *in_use, const char *const *sqls, int n, struct err *e)
+{
+	const char *p[1] = { id };
+	long long used;
+
+	if (!db_count(c, sql_used, 1, p, &used, e))
+		return false;
+	if (used > 0)
+		return err_set(e, 409, code, in_use, used);
+	for (int i = 0; i < n; i++)
+		if (!db_exec(c, sqls[i], 1, p, NULL, e))
+			return false;
+	return true;
+}
+
+bool
 db_list_json(struct db *c, const char *sql, int n, const char *const *params, json_t **out,
 	     struct err *e)
 {

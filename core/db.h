@@ -36,6 +36,16 @@ bool	 db_exec(struct db *c, const char *sql, int n, const char *const *params,
 typedef bool (*db_tx_fn)(struct db *c, void *arg, struct err *e);
 bool	 db_tx(db_tx_fn fn, void *arg, struct err *e);
 
+/* A claim: sql on a pooled connection in its own transaction, committed (and the
+ * connection returned) before the caller reads *out, which it then owns. */
+bool	 db_claim(const char *sql, int n, const char *const *params, PGresult **out,
+	    struct err *e);
+/* The delete of a row that others may still need: sql_used counts them (any -> 409 code,
+ * in_use its message with %lld the count), else each of the n statements of sqls runs with
+ * $1 = id, in order. */
+bool	 db_delete_unused(struct db *c, const char *id, const char *sql_used, const char *code,
+	    const char *in_use, const char *const *sqls, int n, struct err *e);
+
 /* NOTIFY channel, payload: at once outside a transaction, after a successful COMMIT inside
  * one (dropped on rollback).  A NOTIFY inside a transaction makes the commits of all
  * notifying transactions wait for each other, WAL flush included (Postgres holds one lock

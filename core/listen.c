@@ -8,9 +8,7 @@ PGconn *
 listen_open(const char *url, const char *channel)
 {
 	PGconn *c = PQconnectdb(url);
-	PGresult *r;
 	char *ident, sql[160];
-	bool ok;
 
 	if (PQstatus(c) != CONNECTION_OK) {
 		PQfinish(c);
@@ -19,14 +17,21 @@ listen_open(const char *url, const char *channel)
 	ident = PQescapeIdentifier(c, channel, 64);
 	snprintf(sql, sizeof(sql), "LISTEN %s", ident ? ident : "\"\"");
 	PQfreemem(ident);
-	r = PQexec(c, sql);
-	ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-	PQclear(r);
-	if (!ok) {
+	if (!listen_exec(c, sql, 0, NULL, PGRES_COMMAND_OK)) {
 		PQfinish(c);
 		return NULL;
 	}
 	return c;
+}
+
+bool
+listen_exec(PGconn *c, const char *sql, int n, const char *const *params, ExecStatusType want)
+{
+	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+	bool ok = PQresultStatus(r) == want;
+
+	PQclear(r);
+	return ok;
 }
 
 bool

@@ -9,6 +9,9 @@
 
 /* Connects to url and LISTENs on channel; NULL when the database cannot be reached. */
 PGconn	*listen_open(const char *url, const char *channel);
+/* Runs sql with n text params on such a connection; true when its status is want. */
+bool	 listen_exec(PGconn *c, const char *sql, int n, const char *const *params,
+	    ExecStatusType want);
 /* Waits up to ms for a notification (all pending ones are consumed); true when one came. */
 bool	 listen_wait(PGconn *c, int ms);
 /* Is the connection still up (a lost one is reopened by the caller)? */

@@ -64,21 +64,15 @@ claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct
 {
 	char lim[16], lease[16], cls[16];
 	const char *p[4] = { who, lim, lease, cls };
-	struct db *c;
 	PGresult *r = NULL;
-	bool ok = false;
 
 	*jobs = NULL;
 	*n = 0;
 	snprintf(lim, sizeof(lim), "%d", limit);
 	snprintf(lease, sizeof(lease), "%d", DISPATCH_LEASE_S);
 	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
-	if ((c = db_acquire(5000, e)) == NULL)
+	if (!db_claim(sql_claim, 4, p, &r, e))
 		return false;
-	if (!db_begin(c, e) || !db_exec(c, sql_claim, 4, p, &r, e) || !db_commit(c, e)) {
-		db_rollback(c);
-		goto cleanup;
-	}
 	*jobs = calloc((size_t)PQntuples(r) + 1, sizeof(**jobs));
 	if (*jobs == NULL)
 		abort();
@@ -99,11 +93,8 @@ claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct
 		j->priority = atoi(PQgetvalue(r, i, 9));
 		(*jobs)[(*n)++] = j;
 	}
-	ok = true;
-cleanup:
 	PQclear(r);
-	db_release(c);
-	return ok;
+	return true;
 }
 
 /* ---- recording */
@@ -897,27 +888,22 @@ loop_connect(void)
 	PGconn *c = listen_open(cfg.database_url, "fleet_dispatch");
 	char cls[16];
 	const char *p[2] = { cls, cfg.instance_id };
-	PGresult *r;
 	bool ok;
 
 	if (c == NULL)
 		return NULL;
 	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
-	r = PQexecParams(c, "SELECT pg_advisory_lock($1::int, hashtext($2))", 2, NULL, p, NULL,
-	    NULL, 0);
-	ok = PQresultStatus(r) == PGRES_TUPLES_OK;
-	PQclear(r);
+	ok = listen_exec(c, "SELECT pg_advisory_lock($1::int, hashtext($2))", 2, p,
+	    PGRES_TUPLES_OK);
 	if (ok) {
 		/* A replica restarted under the same name holds its old claims' lock again:
 		 * release them, or they would wait for the lease. */
 		const char *q[1] = { cfg.instance_id };
 
-		r = PQexecParams(c, "UPDATE jobs SET claimed_by = NULL, next_try_at ="
+		ok = listen_exec(c, "UPDATE jobs SET claimed_by = NULL, next_try_at ="
 		    " greatest(next_try_at, claimed_at + interval '" DISPATCH_INFLIGHT_S
-		    " seconds') WHERE claimed_by = $1 AND state = 'admitted'", 1, NULL, q, NULL,
-		    NULL, 0);
-		ok = PQresultStatus(r) == PGRES_COMMAND_OK;
-		PQclear(r);
+		    " seconds') WHERE claimed_by = $1 AND state = 'admitted'", 1, q,
+		    PGRES_COMMAND_OK);
 	}
 	if (!ok) {
 		PQfinish(c);

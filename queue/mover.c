@@ -545,22 +545,14 @@ mover_round(const char *who, struct mover_stats *st, struct err *e)
 	char lease[16], lim[16];
 	const char *p[3] = { who, lease, lim };
 	struct mjob *jobs = NULL;
-	struct db *c;
 	PGresult *r = NULL;
 	int n = 0;
 	bool ok = false;
 
 	snprintf(lease, sizeof(lease), "%d", MOVER_LEASE_S);
 	snprintf(lim, sizeof(lim), "%d", MOVER_BATCH);
-	if ((c = db_acquire(5000, e)) == NULL)
+	if (!db_claim(sql_claim, 3, p, &r, e))
 		return false;
-	if (!db_begin(c, e) || !db_exec(c, sql_claim, 3, p, &r, e) || !db_commit(c, e)) {
-		db_rollback(c);
-		db_release(c);
-		PQclear(r);
-		return false;
-	}
-	db_release(c);
 	n = PQntuples(r);
 	jobs = calloc((size_t)n + 1, sizeof(*jobs));
 	for (int i = 0; i < n; i++) {

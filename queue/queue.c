@@ -385,16 +385,11 @@ queue_delete(struct db *c, const char *id, struct err *e)
 {
 	static const char sql_used[] = "SELECT count(*) FROM jobs WHERE queue_id = $1::uuid"
 	    " AND state NOT IN ('succeeded','failed','cancelled')";
-	static const char sql_del[] = "DELETE FROM jobs WHERE queue_id = $1::uuid;";
-	static const char sql_q[] = "DELETE FROM queues WHERE id = $1::uuid";
-	const char *p[1] = { id };
-	long long n;
+	static const char *const sql_del[] = { "DELETE FROM jobs WHERE queue_id = $1::uuid;",
+	    "DELETE FROM queues WHERE id = $1::uuid" };
 
 	if (!db_uuid_ok(id))
 		return err_set(e, 404, "queue.not_found", "queue not found");
-	if (!db_count(c, sql_used, 1, p, &n, e))
-		return false;
-	if (n > 0)
-		return err_set(e, 409, "queue.in_use", "the queue holds %lld unfinished jobs", n);
-	return db_exec(c, sql_del, 1, p, NULL, e) && db_exec(c, sql_q, 1, p, NULL, e);
+	return db_delete_unused(c, id, sql_used, "queue.in_use",
+	    "the queue holds %lld unfinished jobs", sql_del, 2, e);
 }

@@ -227,20 +227,12 @@ updater_round(struct updater_stats *st, struct err *e)
 	char lim[16];
 	const char *p[1] = { lim };
 	struct ujob *jobs = NULL;
-	struct db *c;
 	PGresult *r = NULL;
 	int n;
 
 	snprintf(lim, sizeof(lim), "%d", UPDATER_BATCH);
-	if ((c = db_acquire(5000, e)) == NULL)
+	if (!db_claim(sql_claim, 1, p, &r, e))
 		return false;
-	if (!db_begin(c, e) || !db_exec(c, sql_claim, 1, p, &r, e) || !db_commit(c, e)) {
-		db_rollback(c);
-		db_release(c);
-		PQclear(r);
-		return false;
-	}
-	db_release(c);
 	n = PQntuples(r);
 	jobs = calloc((size_t)n + 1, sizeof(*jobs));
 	if (jobs == NULL)

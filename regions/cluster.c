@@ -512,17 +512,12 @@ cluster_delete(struct db *c, const char *id, struct err *e)
 {
 	static const char sql_used[] = "SELECT count(*) FROM jobs WHERE cluster_id = $1::uuid"
 	    " AND state IN ('admitted', 'dispatched', 'running', 'moving', 'preempted')";
-	static const char sql_del[] = "DELETE FROM clusters WHERE id = $1::uuid";
-	static const char sql_detach[] = "UPDATE jobs SET cluster_id = NULL WHERE cluster_id = $1::uuid";
-	const char *p[1] = { id };
-	long long n;
+	static const char *const sql_del[] = {
+	    "UPDATE jobs SET cluster_id = NULL WHERE cluster_id = $1::uuid",
+	    "DELETE FROM clusters WHERE id = $1::uuid" };
 
-	if (!db_count(c, sql_used, 1, p, &n, e))
-		return false;
-	if (n > 0)
-		return err_set(e, 409, "cluster.in_use", "%lld jobs are placed on this cluster; "
-		    "drain it first", n);
-	return db_exec(c, sql_detach, 1, p, NULL, e) && db_exec(c, sql_del, 1, p, NULL, e);
+	return db_delete_unused(c, id, sql_used, "cluster.in_use",
+	    "%lld jobs are placed on this cluster; drain it first", sql_del, 2, e);
 }
 
 bool
