@@ -145,6 +145,22 @@ test_status(void **state)
 		unlink(out);
 	}
 
+	/* in use: a queue with unfinished jobs and a cluster jobs are placed on stay (409);
+	 * a queue without jobs goes */
+	harness_call("DELETE", root, NULL, "/v1/queues/%s", qa);
+	harness_expect_problem(NULL, 409, "queue.in_use", NULL);
+	{
+		char *cl = harness_sql_str("SELECT id FROM clusters WHERE name = 'qs-1'");
+
+		harness_call("DELETE", root, NULL, "/v1/clusters/%s", cl);
+		harness_expect_problem(NULL, 409, "cluster.in_use", NULL);
+		assert_int_equal(harness_sql_long("SELECT count(*) FROM clusters WHERE name ="
+		    " 'qs-1'"), 1);
+		free(cl);
+	}
+	assert_int_equal(harness_call("DELETE", root, NULL, "/v1/queues/%s", qb), 204);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM queues WHERE name = 'qa'"), 1);
+
 	/* scope and input */
 	harness_call("GET", other, NULL, "/v1/queues/%s/status", qa);
 	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
