@@ -281,7 +281,6 @@ room_check(struct db *c, json_t *job, json_t *new, bool grow, int gen, json_t **
 	const char *env = json_string_value(json_object_get(job, "environment"));
 	const char *cluster = json_string_value(json_object_get(job, "cluster_id"));
 	const char *what = grow ? "the added workers" : "the upgrade's second Ray cluster";
-	struct sched_config conf;
 	struct sched_model *m = NULL;
 	struct sched_cluster *k;
 	struct sched_job *cur, *jd = NULL;
@@ -296,10 +295,7 @@ room_check(struct db *c, json_t *job, json_t *new, bool grow, int gen, json_t **
 	*extra = NULL;
 	*allocs = NULL;
 	*xallocs = NULL;
-	sched_config_default(&conf);
-	conf.stale_after = cfg.snapshot_max_age_s;
-	conf.max_candidates = 0;
-	if (!loader_model_cfg(c, env, &conf, &m, &pools, e))
+	if (!loader_model_plan(c, env, cfg.snapshot_max_age_s, &m, &pools, e))
 		goto cleanup;
 	k = cluster ? sched_model_find_cluster(m, cluster) : NULL;
 	cur = sched_model_find_job(m, id);

@@ -502,6 +502,18 @@ loader_model_pools(struct db *c, const char *env, int stale_after, struct sched_
 }
 
 bool
+loader_model_plan(struct db *c, const char *env, int stale_after, struct sched_model **out,
+		  json_t **pools, struct err *e)
+{
+	struct sched_config cfg;
+
+	sched_config_default(&cfg);
+	cfg.stale_after = stale_after;
+	cfg.max_candidates = 0;
+	return loader_model_cfg(c, env, &cfg, out, pools, e);
+}
+
+bool
 loader_model_cfg(struct db *c, const char *env, const struct sched_config *conf,
 		 struct sched_model **out, json_t **pools, struct err *e)
 {

@@ -18,6 +18,10 @@ bool	loader_model(struct db *c, const char *env, int stale_after, struct sched_m
  * "name" under {"_names": {id: name}}. */
 bool	loader_model_pools(struct db *c, const char *env, int stale_after,
 	    struct sched_model **out, json_t **pools, struct err *e);
+/* The model of a one-job plan (a move, a spec update): default configuration with
+ * stale_after and every candidate cluster (max_candidates 0). */
+bool	loader_model_plan(struct db *c, const char *env, int stale_after,
+	    struct sched_model **out, json_t **pools, struct err *e);
 /* Same with a full configuration (NULL = defaults). */
 bool	loader_model_cfg(struct db *c, const char *env, const struct sched_config *cfg,
 	    struct sched_model **out, json_t **pools, struct err *e);

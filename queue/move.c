@@ -193,7 +193,6 @@ plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **pl
 {
 	const char *env = json_string_value(json_object_get(job, "environment"));
 	const char *src = json_string_value(json_object_get(job, "cluster_id"));
-	struct sched_config conf;
 	struct sched_model *m = NULL;
 	struct sched_placement pl;
 	struct arena *a = arena_new();
@@ -202,10 +201,7 @@ plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **pl
 	struct sched_job *j;
 	bool ok = false;
 
-	sched_config_default(&conf);
-	conf.stale_after = cfg.snapshot_max_age_s;
-	conf.max_candidates = 0;
-	if (!loader_model_cfg(c, env, &conf, &m, &pools, e))
+	if (!loader_model_plan(c, env, cfg.snapshot_max_age_s, &m, &pools, e))
 		goto cleanup;
 	j = sched_model_find_job(m, json_string_value(json_object_get(job, "id")));
 	if (j == NULL) {
