@@ -47,10 +47,10 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
 	harness_db_create("cron", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
-	oper = harness_token(dburl, "operator", ENV);
-	viewer = harness_token(dburl, "viewer", ENV);
-	other = harness_token(dburl, "admin", "other");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
+	oper = harness_keep(harness_token(dburl, "operator", ENV));
+	viewer = harness_keep(harness_token(dburl, "viewer", ENV));
+	other = harness_keep(harness_token(dburl, "admin", "other"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"other\"}");
 	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
@@ -64,18 +64,6 @@ setup(void **state)
 	}
 	harness_register(&cs, admin, CLUSTER, NULL, NULL);
 	harness_wait_capacity(names, 60);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
-	free(oper);
-	free(viewer);
-	free(other);
 	return 0;
 }
 
@@ -358,5 +346,5 @@ main(void)
 		cmocka_unit_test(test_policies),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

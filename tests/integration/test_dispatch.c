@@ -214,33 +214,21 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
 	harness_db_create("disp", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
 	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,"
 	    "\"preempt\":true}");
 	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
 	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":200}}");
-	hp_id = register_cluster("test-hp-usw2");
-	aks_id = register_cluster("test-aks-eus");
-	gke_id = register_cluster("test-gke-usc1");
+	hp_id = harness_keep(register_cluster("test-hp-usw2"));
+	aks_id = harness_keep(register_cluster("test-aks-eus"));
+	gke_id = harness_keep(register_cluster("test-gke-usc1"));
 	/* GKE's h100 looks full until the stockout test frees it (as a poller would see) */
 	harness_sql("UPDATE capacity SET max_nodes = nodes, free_accel = 0, topology = jsonb_build_object("
 	    "'nodes', (SELECT jsonb_agg(n || '{\"free_accel\": 0}') FROM jsonb_array_elements("
 	    "topology->'nodes') n)) WHERE cluster_id = '%s' AND pool = 'h100'", gke_id);
 	harness_sql("UPDATE clusters SET stockout_timeout_s = 2");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
-	free(hp_id);
-	free(aks_id);
-	free(gke_id);
 	return 0;
 }
 
@@ -553,5 +541,5 @@ main(void)
 		cmocka_unit_test(test_preemption),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -21,7 +21,7 @@ static const char *const env[] = { "FLEETD_WORKERS=scheduler",
 
 static struct fleetd_proc fd;
 static char dburl[512];
-static char *admin, *a, *b;	/* a, b: the two jobs (freed in teardown) */
+static char *admin, *a, *b;	/* a, b: the two jobs (kept: freed by the group teardown) */
 
 static int
 setup(void **state)
@@ -29,21 +29,10 @@ setup(void **state)
 	(void)state;
 	harness_db_create("sched_idle", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"idle\"}");
 	harness_seed_cluster("idle", "gke", "us-central1", "active", "idle-1", H100, 1, 8, 1, false);
 	harness_post_created(admin, "/v1/queues", "{\"name\":\"qi\",\"environment\":\"idle\",\"nominal_quota\":{\"" H100 "\":8}}");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	assert_int_equal(harness_teardown(&fd, dburl, NULL), 0);
-	free(admin);
-	free(a);
-	free(b);
 	return 0;
 }
 
@@ -89,8 +78,8 @@ test_idle_skips_and_sql_change_seen(void **state)
 	double end;
 
 	(void)state;
-	a = submit("first");
-	b = submit("second");	/* the cluster has 8: it waits for the first */
+	a = harness_keep(submit("first"));
+	b = harness_keep(submit("second"));	/* the cluster has 8: it waits for the first */
 	end = harness_now_s() + 30;
 	while (state_is(a, "admitted") != 1 && harness_now_s() < end)
 		usleep(100 * 1000);
@@ -122,5 +111,5 @@ main(void)
 		cmocka_unit_test(test_idle_skips_and_sql_change_seen),
 	};
 
-	return cmocka_run_group_tests_name("scheduler_idle", tests, setup, teardown);
+	return cmocka_run_group_tests_name("scheduler_idle", tests, setup, harness_group_teardown);
 }

@@ -22,7 +22,6 @@ static struct harness_cs cs;
 static struct fleetd_proc fd;
 static char dburl[512];
 static char *admin;
-static char *secrets[MAX_SECRETS];
 static const char *what[MAX_SECRETS];
 static int nsecrets;
 
@@ -31,9 +30,9 @@ plant(const char *kind, const char *s)
 {
 	assert_true(nsecrets < MAX_SECRETS);
 	assert_true(s != NULL && strlen(s) >= 8);
-	secrets[nsecrets] = strdup(s);
 	what[nsecrets++] = kind;
-	harness_secret(s);	/* and no later answer may hold it */
+	/* the harness keeps it (harness_secrets): no later answer may hold it */
+	harness_secret(s);
 }
 
 static int
@@ -45,18 +44,7 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,janitor,iam-verify");
 	harness_cs_env_add(&cs, "FLEETD_LOG_LEVEL=debug");
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
-	for (int i = 0; i < nsecrets; i++)
-		free(secrets[i]);
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	return 0;
 }
 
@@ -148,8 +136,11 @@ scan_tables(void)
 	PGresult *t = harness_sql_result("SELECT quote_ident(table_name) FROM"
 	    " information_schema.tables WHERE table_schema = 'public' AND table_type ="
 	    " 'BASE TABLE' ORDER BY 1");
-	int found = 0, tables = PQntuples(t);
+	int found = 0, tables = PQntuples(t), n;
+	const char *const *secrets = harness_secrets(&n);
 	long rows = 0;
+
+	assert_int_equal(n, nsecrets);
 
 	for (int i = 0; i < tables; i++) {
 		const char *tb = PQgetvalue(t, i, 0);
@@ -178,9 +169,11 @@ static int
 scan_log(void)
 {
 	char *log = harness_slurp(fd.log);
-	int found = 0;
+	int found = 0, n;
+	const char *const *secrets = harness_secrets(&n);
 
 	assert_non_null(log);
+	assert_int_equal(n, nsecrets);
 	for (int s = 0; s < nsecrets; s++)
 		if (strstr(log, secrets[s]) != NULL) {
 			print_error("secret scan: %s found in fleetd's log\n", what[s]);
@@ -218,5 +211,5 @@ main(void)
 		cmocka_unit_test(test_planted_secrets),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

@@ -30,7 +30,7 @@ setup(void **state)
 	(void)state;
 	harness_db_create("status_unreadable", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, env);
-	admin = harness_token(dburl, "admin", "*");
+	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"dark\"}");
 	/* its credentials are not a sealed value: every read of the member fails */
 	harness_seed_cluster("dark", "gke", "us-central1", "active", "dark-1", H100, 1, 8, 1, false);
@@ -41,15 +41,6 @@ setup(void **state)
 	    " '{\"kind\":\"RayJob\"}', 'running', 1, k.id, now(), now()"
 	    " FROM generate_series(1, %d) i, queues q, clusters k"
 	    " WHERE q.name = 'qd' AND k.name = 'dark-1'", NJOBS);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	assert_int_equal(harness_teardown(&fd, dburl, NULL), 0);
-	free(admin);
 	return 0;
 }
 
@@ -94,5 +85,5 @@ main(void)
 		cmocka_unit_test(test_noted_once_then_quiet),
 	};
 
-	return cmocka_run_group_tests_name("status_unreadable", tests, setup, teardown);
+	return cmocka_run_group_tests_name("status_unreadable", tests, setup, harness_group_teardown);
 }
