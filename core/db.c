@@ -577,6 +577,31 @@ db_list_json(struct db *c, const char *sql, int n, const char *const *params, js
 }
 
 bool
+db_list_page(struct db *c, const char *sql, int limit, const char *after,
+	     const char *const *filters, int nf, const char *const *envs, int nenvs,
+	     json_t **out, struct err *e)
+{
+	const char *p[11];
+	char lim[16], *lit;
+	bool ok;
+
+	if (nf < 0 || nf > 8)
+		return err_set(e, 500, "db.error", "too many list filters (%d)", nf);
+	if (!db_cursor_ok(after, false, e))
+		return false;
+	lit = db_scope_array(envs, nenvs);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	p[0] = after ? after : "";
+	p[1] = lim;
+	for (int i = 0; i < nf; i++)
+		p[2 + i] = filters[i];
+	p[2 + nf] = lit;
+	ok = db_list_json(c, sql, 3 + nf, p, out, e);
+	free(lit);
+	return ok;
+}
+
+bool
 db_uuid_ok(const char *s)
 {
 	uuid_t u;

@@ -74,6 +74,12 @@ bool	 db_count(struct db *c, const char *sql, int n, const char *const *params,
 /* Every row's first column (JSON text) as a new array in *out. */
 bool	 db_list_json(struct db *c, const char *sql, int n, const char *const *params,
 	    json_t **out, struct err *e);
+/* One page of a uuid-keyed list: checks the after cursor (db_cursor_ok), then db_list_json
+ * of sql with $1 = after ('' when NULL), $2 = limit, $3.. = the nf filters (NULL: no
+ * filter), and last the db_scope_array of envs (NULL: every environment).  nf <= 8. */
+bool	 db_list_page(struct db *c, const char *sql, int limit, const char *after,
+	    const char *const *filters, int nf, const char *const *envs, int nenvs,
+	    json_t **out, struct err *e);
 /* Whether s is a UUID (ids in paths are checked before they reach SQL's ::uuid). */
 bool	 db_uuid_ok(const char *s);
 /* A list's after cursor (decoded): NULL, or a uuid (serial: decimal digits, a bigint id);

@@ -326,20 +326,9 @@ queue_list(struct db *c, int limit, const char *after, const char *environment,
 	static const char sql[] = "SELECT " QUEUE_JSON " FROM queues"
 	    " WHERE ($1 = '' OR id > $1::uuid) AND ($3::text IS NULL OR environment = $3)"
 	    " AND ($4::text[] IS NULL OR environment = ANY($4::text[])) ORDER BY id LIMIT $2";
-	char lim[16], *lit;
-	bool ok;
+	const char *f[1] = { environment };
 
-	if (!db_cursor_ok(after, false, e))
-		return false;
-	lit = db_scope_array(envs, nenvs);
-	snprintf(lim, sizeof(lim), "%d", limit);
-	{
-		const char *p[4] = { after ? after : "", lim, environment, lit };
-
-		ok = db_list_json(c, sql, 4, p, out, e);
-	}
-	free(lit);
-	return ok;
+	return db_list_page(c, sql, limit, after, f, 1, envs, nenvs, out, e);
 }
 
 bool

@@ -445,21 +445,9 @@ cluster_list(struct db *c, int limit, const char *after, const char *environment
 	    " AND ($6::text IS NULL OR k.cloud_id::text = $6)"
 	    " AND ($7::text[] IS NULL OR c.environment = ANY($7::text[]))"
 	    " ORDER BY k.id LIMIT $2";
-	char lim[16], *lit;
-	bool ok;
+	const char *f[4] = { environment, region, provider, cloud_id };
 
-	if (!db_cursor_ok(after, false, e))
-		return false;
-	lit = db_scope_array(envs, nenvs);
-	snprintf(lim, sizeof(lim), "%d", limit);
-	{
-		const char *p[7] = { after ? after : "", lim, environment, region, provider,
-		    cloud_id, lit };
-
-		ok = db_list_json(c, sql, 7, p, out, e);
-	}
-	free(lit);
-	return ok;
+	return db_list_page(c, sql, limit, after, f, 4, envs, nenvs, out, e);
 }
 
 bool
