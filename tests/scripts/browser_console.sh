@@ -9,26 +9,9 @@ build=$(cd "${FLEETD_BUILD_DIR:-$top/build/asan}" && pwd)
 out=$build/browser-artifacts
 command -v chromium >/dev/null || { echo "FAIL: chromium is missing (scripts/deps.sh)"; exit 1; }
 bash "$top/tests/lib/ensure_npm.sh" "$top/tests/browser"
-state=$(mktemp -d /tmp/fleetd-browser.XXXXXX)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-url=http://127.0.0.1:$port
-runpid=
-cleanup() {
-	if [ -n "$runpid" ]; then kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true; fi
-	bash "$top/scripts/pg.sh" stop "$state/pg" >/dev/null 2>&1 || true
-	rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; tail -n 20 "$state/run.out" "$state/fleetd.log" >&2 || true; exit 1; }
-
-env -u DATABASE_URL FLEET_STATE_DIR="$state" FLEET_BIN="$build" FLEETD_LISTEN=127.0.0.1:$port \
-	bash "$top/scripts/run.sh" >"$state/run.out" 2>&1 &
-runpid=$!
-for _ in $(seq 600); do grep -q "fleetd is serving" "$state/run.out" 2>/dev/null && break; sleep 0.2; done
-grep -q "fleetd is serving" "$state/run.out" || fail "run.sh did not come up"
-grep -q "demo fleet registered" "$state/demo.log" || fail "demo registration failed"
-admin=$(cat "$state/admin.token")
-api() { curl -sf -H "Authorization: Bearer $admin" -H 'Content-Type: application/json' "$@"; }
+. "$top/tests/lib/run_stack.sh"
+run_stack_start browser
+admin=$tok
 scoped_env=$(api "$url/v1/environments" | python3 -c 'import json,sys; print(json.load(sys.stdin)["items"][-1]["name"])')
 mk() { api -X POST "$url/v1/tokens" -d "{\"name\":\"$1\",\"role\":\"$2\",\"environments\":[\"$3\"]}" |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])'; }

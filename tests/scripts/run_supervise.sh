@@ -5,27 +5,9 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLEETD_BUILD_DIR:-$top/build/asan}
-state=$(mktemp -d /tmp/fleetd-run-test.XXXXXX)
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-url=http://127.0.0.1:$port
-runpid=
-cleanup() {
-	if [ -n "$runpid" ]; then kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true; fi
-	bash "$top/scripts/pg.sh" stop "$state/pg" >/dev/null 2>&1 || true
-	rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; tail -n 20 "$state/run.out" "$state/fleetd.log" >&2 || true; exit 1; }
-
+. "$top/tests/lib/run_stack.sh"
 # DATABASE_URL unset: run.sh starts its own Postgres under the state folder, as make run does
-env -u DATABASE_URL FLEET_STATE_DIR="$state" FLEET_BIN="$build" FLEETD_LISTEN=127.0.0.1:$port \
-	FLEETD_MAX_RESTARTS=3 bash "$top/scripts/run.sh" >"$state/run.out" 2>&1 &
-runpid=$!
-for _ in $(seq 600); do grep -q "fleetd is serving" "$state/run.out" 2>/dev/null && break; sleep 0.2; done
-grep -q "fleetd is serving" "$state/run.out" || fail "run.sh did not come up"
-grep -q "demo fleet registered" "$state/demo.log" || fail "demo registration failed"
-tok=$(cat "$state/admin.token")
-api() { curl -sf -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' "$@"; }
+run_stack_start run-test FLEETD_MAX_RESTARTS=3
 # the README's first job, submitted the README's way (fleetctl and examples/first-job.json)
 job=$(FLEET_URL=$url FLEET_TOKEN=$tok "$build/fleetctl" jobs submit -f "$top/examples/first-job.json" |
 	sed -n 's/^job \([0-9a-f-]*\) submitted.*/\1/p')
