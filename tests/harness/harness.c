@@ -613,3 +613,17 @@ harness_sh(const char *fmt, ...)
 	st = system(cmd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
+
+void
+harness_roles(const char *dburl, const char *env, struct harness_roles *r)
+{
+	char body[160];
+
+	r->admin = harness_keep(harness_token(dburl, "admin", "*"));
+	r->oper = harness_keep(harness_token(dburl, "operator", env));
+	r->viewer = harness_keep(harness_token(dburl, "viewer", env));
+	r->other = harness_keep(harness_token(dburl, "admin", "other"));
+	snprintf(body, sizeof(body), "{\"name\":\"%s\"}", env);
+	harness_post_created(r->admin, "/v1/environments", body);
+	harness_post_created(r->admin, "/v1/environments", "{\"name\":\"other\"}");
+}

@@ -76,6 +76,13 @@ void	harness_raise_nofile(long n);
 long	harness_rss_kb(pid_t pid);
 /* `fleetd token create`; returns malloc'd secret. */
 char	*harness_token(const char *dburl, const char *role, const char *envs);
+/* The four callers a route is attacked as: an admin of every environment, an operator and a
+ * viewer of env, an admin of "other"; their tokens are kept (harness_keep). */
+struct harness_roles {
+	char	*admin, *oper, *viewer, *other;
+};
+/* Makes those tokens and creates the environments env and "other" as the admin. */
+void	harness_roles(const char *dburl, const char *env, struct harness_roles *r);
 /* Runs a shell command, returns its exit status. */
 int	harness_sh(const char *fmt, ...) HARNESS_FMT(1, 2);
 /* Whole file as a malloc'd string (NULL when missing). */

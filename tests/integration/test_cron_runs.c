@@ -36,6 +36,7 @@ setup(void **state)
 	const char *const names[] = { CLUSTER, NULL };
 	const char *const queues[] = { "qf", "qr", "qa", "qi", NULL };
 	json_t *fleet = harness_fleet_json();
+	struct harness_roles r;
 
 	(void)state;
 	/* runs last 400 simulated seconds: a run every 60 s overlaps the previous ones */
@@ -47,12 +48,11 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
 	harness_db_create("cron", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_keep(harness_token(dburl, "admin", "*"));
-	oper = harness_keep(harness_token(dburl, "operator", ENV));
-	viewer = harness_keep(harness_token(dburl, "viewer", ENV));
-	other = harness_keep(harness_token(dburl, "admin", "other"));
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"other\"}");
+	harness_roles(dburl, ENV, &r);
+	admin = r.admin;
+	oper = r.oper;
+	viewer = r.viewer;
+	other = r.other;
 	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	for (int i = 0; queues[i] != NULL; i++) {
 		char b[256];

@@ -30,6 +30,7 @@ static int
 setup(void **state)
 {
 	const char *const names[] = { CLUSTER, NULL };
+	struct harness_roles r;
 
 	(void)state;
 	harness_cs_start(&cs, NULL, "4");
@@ -38,12 +39,11 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
 	harness_db_create("specupd", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_keep(harness_token(dburl, "admin", "*"));
-	oper = harness_keep(harness_token(dburl, "operator", ENV));
-	viewer = harness_keep(harness_token(dburl, "viewer", ENV));
-	other = harness_keep(harness_token(dburl, "admin", "other"));
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"other\"}");
+	harness_roles(dburl, ENV, &r);
+	admin = r.admin;
+	oper = r.oper;
+	viewer = r.viewer;
+	other = r.other;
 	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
 	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
 	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":64}}");
