@@ -211,14 +211,25 @@ delete_object(const struct dispatch_target *t, const struct status_job *j,
 	return true;
 }
 
-/* Applies a changed copy of the manifest; *rv gets the new resourceVersion. */
+/* Applies a changed copy of the manifest; ref gets the new resourceVersion.  Level, not
+ * edge: when the live object already shows the change (applied in an earlier cycle whose
+ * transaction then failed, say while the database restarted) it is not applied again and
+ * ref gets the live object's resourceVersion. */
 static bool
 reapply(const struct dispatch_target *t, const struct status_job *j, json_t *m,
-    struct kube_ref *ref, bool *gone)
+    const json_t *live, bool already, struct kube_ref *ref, bool *gone)
 {
 	struct err e = { 0 };
 
 	*gone = false;
+	if (already && live != NULL) {
+		const char *rv = json_string_value(json_object_get(json_object_get(live,
+		    "metadata"), "resourceVersion"));
+
+		memset(ref, 0, sizeof(*ref));
+		snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", rv ? rv : "");
+		return true;
+	}
 	if (kube_apply(&t->pc, m, ref, NULL, &e))
 		return true;
 	*gone = e.status == 404;
@@ -256,12 +267,16 @@ signal_checkpoint(const struct dispatch_target *t, const struct status_job *j)
 }
 
 static void
-act_preempted(const struct dispatch_target *t, struct status_job *j, struct status_stats *st)
+act_preempted(const struct dispatch_target *t, struct status_job *j, const json_t *live,
+    struct status_stats *st)
 {
 	struct settle s = { .j = j, .cluster_id = t->id };
 	struct kube_ref ref;
 	json_t *m, *ann;
-	bool gone = false, rayjob = strcmp(j->kind, "RayJob") == 0;
+	const char *asked = json_string_value(json_object_get(json_object_get(json_object_get(
+	    live, "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	bool gone = false, rayjob = strcmp(j->kind, "RayJob") == 0, signalled;
+	bool suspended = json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
 
 	if (j->manifest == NULL) {
 		s.to = "pending";
@@ -274,8 +289,10 @@ act_preempted(const struct dispatch_target *t, struct status_job *j, struct stat
 		m = json_deep_copy(j->manifest);
 		json_object_set_new(json_object_get(json_object_get(m, "metadata"), "annotations"),
 		    "fleet.io/checkpoint-requested", json_string(j->deadline));
-		signal_checkpoint(t, j);
-		if (reapply(t, j, m, &ref, &gone)) {
+		signalled = asked != NULL && strcmp(asked, j->deadline) == 0;
+		if (!signalled)
+			signal_checkpoint(t, j);
+		if (reapply(t, j, m, live, signalled, &ref, &gone)) {
 			s.manifest = m;
 			s.rv = ref.resource_version;
 			s.event_type = "checkpoint_requested";
@@ -302,7 +319,7 @@ act_preempted(const struct dispatch_target *t, struct status_job *j, struct stat
 	} else if (rayjob) {
 		m = json_deep_copy(j->manifest);
 		json_object_set_new(json_object_get(m, "spec"), "suspend", json_true());
-		if (!reapply(t, j, m, &ref, &gone) && !gone) {
+		if (!reapply(t, j, m, live, suspended, &ref, &gone) && !gone) {
 			json_decref(m);
 			return;
 		}
@@ -472,7 +489,7 @@ status_act(const struct dispatch_target *t, struct status_job *j,
 		s.clear_object = true;
 		settle(&s, st);
 	} else if (strcmp(j->state, "preempted") == 0) {
-		act_preempted(t, j, st);
+		act_preempted(t, j, seen->live, st);
 	} else if (seen->live == NULL) {
 		act_vanished(t, j, st);
 	} else {

@@ -506,6 +506,17 @@ test_preemption(void **state)
 	assert_non_null(o);
 	seed_pool(hp_id, "hyperpod", o, 3, 0);
 	json_decref(o);
+	/* The database fails the transaction that records each change on the cluster once
+	 * (as when it restarts between the apply and the commit): the next cycle finds the
+	 * change on the live object and records it without applying it again. */
+	harness_sql("CREATE SEQUENCE fail_ckpt; CREATE SEQUENCE fail_susp;"
+	    " CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+	    " IF NEW.type = 'checkpoint_requested' THEN IF nextval('fail_ckpt') = 1 THEN"
+	    " RAISE EXCEPTION 'fail once'; END IF; END IF; IF NEW.message LIKE"
+	    " 'preempted; suspended on the cluster%%' THEN IF nextval('fail_susp') = 1 THEN"
+	    " RAISE EXCEPTION 'fail once'; END IF; END IF; RETURN NEW; END $$;"
+	    " CREATE TRIGGER fail_once BEFORE INSERT ON job_events FOR EACH ROW WHEN (NEW.job_id ="
+	    " '%s') EXECUTE FUNCTION fail_once()", victim);
 	hi = submit("RayJob", "urgent", 1, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
 	    "\"priority_class\":\"high\"");
 	wait_state(victim, "pending", 1, 30);
@@ -515,8 +526,13 @@ test_preemption(void **state)
 	ann = json_object_get(json_object_get(o, "metadata"), "annotations");
 	assert_non_null(json_object_get(ann, "fleet.io/checkpoint-requested"));
 	assert_true(json_is_true(json_object_get(json_object_get(o, "spec"), "suspend")));
-	json_decref(o);
 	assert_true(has_event(victim, "checkpoint_requested", "", ""));
+	/* dispatch, checkpoint annotation, suspend: one apply each */
+	assert_int_equal(harness_sql_long("SELECT nextval('fail_ckpt') + nextval('fail_susp')"), 6);
+	assert_int_equal(sim_applies("test-hp-usw2", json_string_value(json_object_get(
+	    json_object_get(o, "metadata"), "namespace")), "rayjobs", name), 3);
+	harness_sql("DROP TRIGGER fail_once ON job_events");
+	json_decref(o);
 	gap = (double)harness_sql_long("SELECT (extract(epoch from max(at) FILTER (WHERE to_state ="
 	    " 'pending' AND from_state = 'preempted') - min(at) FILTER (WHERE to_state ="
 	    " 'preempted')) * 1000)::bigint FROM job_events WHERE job_id = '%s'", victim);
