@@ -5,15 +5,21 @@
 
 #include "core/err.h"
 
-static void
-fill(struct err *e, int status, const char *code, const char *fmt, va_list ap)
+/* The one filling of an error: every err_* that takes a format goes through it.
+ * A NULL e (callers that only want the false) is left alone. */
+static bool
+fill(struct err *e, int status, const char *code, const char *pointer, const char *fmt,
+     va_list ap)
 {
+	if (e == NULL)
+		return false;
 	e->status = status;
 	snprintf(e->code, sizeof(e->code), "%s", code);
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	e->detail[0] = '\0';
-	e->pointer[0] = '\0';
+	snprintf(e->pointer, sizeof(e->pointer), "%s", pointer ? pointer : "");
 	e->retry_after = 0;
+	return false;
 }
 
 bool
@@ -21,10 +27,8 @@ err_set(struct err *e, int status, const char *code, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (e == NULL)
-		return false;
 	va_start(ap, fmt);
-	fill(e, status, code, fmt, ap);
+	fill(e, status, code, NULL, fmt, ap);
 	va_end(ap);
 	return false;
 }
@@ -35,12 +39,9 @@ err_field(struct err *e, int status, const char *code, const char *pointer,
 {
 	va_list ap;
 
-	if (e == NULL)
-		return false;
 	va_start(ap, fmt);
-	fill(e, status, code, fmt, ap);
+	fill(e, status, code, pointer, fmt, ap);
 	va_end(ap);
-	snprintf(e->pointer, sizeof(e->pointer), "%s", pointer ? pointer : "");
 	return false;
 }
 
