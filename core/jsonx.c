@@ -55,8 +55,8 @@ jsonx_only(json_t *obj, const char *const *allowed, const char *prefix, struct e
 	return true;
 }
 
-static bool
-member(json_t *obj, const char *key, const char *prefix, bool required, json_t **out,
+bool
+jsonx_member(json_t *obj, const char *key, const char *prefix, bool required, json_t **out,
        char *ptr, size_t ptrlen, struct err *e)
 {
 	snprintf(ptr, ptrlen, "%s/%s", prefix ? prefix : "", key);
@@ -72,6 +72,7 @@ member(json_t *obj, const char *key, const char *prefix, bool required, json_t *
 static bool is_string(const json_t *v) { return json_is_string(v); }
 static bool is_integer(const json_t *v) { return json_is_integer(v); }
 static bool is_boolean(const json_t *v) { return json_is_boolean(v); }
+static bool is_object(const json_t *v) { return json_is_object(v); }
 
 static bool
 is_number(const json_t *v)
@@ -87,7 +88,7 @@ typed(json_t *obj, const char *key, const char *prefix, bool required,
 {
 	char ptr[128];
 
-	if (!member(obj, key, prefix, required, v, ptr, sizeof(ptr), e))
+	if (!jsonx_member(obj, key, prefix, required, v, ptr, sizeof(ptr), e))
 		return false;
 	if (*v != NULL && !is_kind(*v))
 		return err_field(e, 400, "api.wrong_type", ptr, "%s must be %s", key, kind);
@@ -143,6 +144,19 @@ jsonx_bool(json_t *obj, const char *key, const char *prefix, bool required,
 		return false;
 	if (v != NULL)
 		*out = json_is_true(v);
+	return true;
+}
+
+bool
+jsonx_obj(json_t *obj, const char *key, const char *prefix, bool required, json_t **out,
+	  struct err *e)
+{
+	json_t *v;
+
+	*out = NULL;
+	if (!typed(obj, key, prefix, required, is_object, "an object", &v, e))
+		return false;
+	*out = v;
 	return true;
 }
 

@@ -23,6 +23,13 @@ bool	 jsonx_num(json_t *obj, const char *key, const char *prefix, bool required,
 	    double *out, struct err *e);
 bool	 jsonx_bool(json_t *obj, const char *key, const char *prefix, bool required,
 	    bool *out, struct err *e);
+/* An object member: *out borrowed from obj, NULL when absent or null (and not required). */
+bool	 jsonx_obj(json_t *obj, const char *key, const char *prefix, bool required,
+	    json_t **out, struct err *e);
+/* Member key of obj into *out (NULL when absent or null: 400 api.missing_field when
+ * required) and its JSON pointer prefix/key into ptr, for checks the getters above lack. */
+bool	 jsonx_member(json_t *obj, const char *key, const char *prefix, bool required,
+	    json_t **out, char *ptr, size_t ptrlen, struct err *e);
 /* Valid UTF-8, no NUL bytes. */
 /* A name of an object (environment, cloud, cluster, queue): 2..max characters, a lowercase
  * letter, then lowercase letters, digits and '-'. */

@@ -98,29 +98,13 @@ static bool
 cpu_member(json_t *o, const char *prefix, int64_t *out, struct err *e)
 {
 	char ptr[128];
-	json_t *v = json_object_get(o, "cpu");
+	json_t *v;
 
-	snprintf(ptr, sizeof(ptr), "%s/cpu", prefix);
-	if (v == NULL || json_is_null(v))
-		return err_field(e, 400, "api.missing_field", ptr, "cpu is required");
+	if (!jsonx_member(o, "cpu", prefix, true, &v, ptr, sizeof(ptr), e))
+		return false;
 	if (!jobspec_parse_cpu(v, out))
 		return err_field(e, 400, "jobspec.invalid_quantity", ptr,
 		    "cpu must be a positive quantity such as \"4\", \"500m\" or 2.5");
-	return true;
-}
-
-/* Member key of o into *v (NULL when absent or null: 400 api.missing_field when required),
- * its JSON pointer into ptr. */
-static bool
-member(json_t *o, const char *key, const char *prefix, bool required, char ptr[128],
-    json_t **v, struct err *e)
-{
-	*v = json_object_get(o, key);
-	snprintf(ptr, 128, "%s/%s", prefix, key);
-	if (*v != NULL && json_is_null(*v))
-		*v = NULL;
-	if (*v == NULL && required)
-		return err_field(e, 400, "api.missing_field", ptr, "%s is required", key);
 	return true;
 }
 
@@ -131,31 +115,13 @@ memory_member(json_t *o, const char *key, const char *prefix, bool required, int
 	char ptr[128];
 	json_t *v;
 
-	if (!member(o, key, prefix, required, ptr, &v, e))
+	if (!jsonx_member(o, key, prefix, required, &v, ptr, sizeof(ptr), e))
 		return false;
 	if (v == NULL)
 		return true;
 	if (!jobspec_parse_memory(v, out))
 		return err_field(e, 400, "jobspec.invalid_quantity", ptr,
 		    "%s must be a positive quantity of bytes such as \"16Gi\" or \"1G\"", key);
-	return true;
-}
-
-static bool
-object_member(json_t *o, const char *key, const char *prefix, bool required, json_t **out,
-	      struct err *e)
-{
-	char ptr[128];
-	json_t *v;
-
-	*out = NULL;
-	if (!member(o, key, prefix, required, ptr, &v, e))
-		return false;
-	if (v == NULL)
-		return true;
-	if (!json_is_object(v))
-		return err_field(e, 400, "api.wrong_type", ptr, "%s must be an object", key);
-	*out = v;
 	return true;
 }
 
@@ -167,7 +133,7 @@ parse_head(json_t *root, struct job_spec *s, struct err *e)
 	static const char *const keys[] = { "cpu", "memory", "ray_start_params", NULL };
 	json_t *h;
 
-	if (!object_member(root, "head", "", true, &h, e) || !jsonx_only(h, keys, "/head", e))
+	if (!jsonx_obj(root, "head", "", true, &h, e) || !jsonx_only(h, keys, "/head", e))
 		return false;
 	return cpu_member(h, "/head", &s->head_cpu_milli, e) &&
 	    memory_member(h, "memory", "/head", true, &s->head_memory_bytes, e) &&
@@ -182,7 +148,7 @@ parse_accel(json_t *g, const char *prefix, struct jobspec_group *out, struct err
 	json_t *a;
 	bool has_count = false;
 
-	if (!object_member(g, "accelerator", prefix, false, &a, e))
+	if (!jsonx_obj(g, "accelerator", prefix, false, &a, e))
 		return false;
 	if (a == NULL)
 		return true;
@@ -398,7 +364,7 @@ parse_constraints(json_t *root, struct job_spec *s, struct err *e)
 	json_t *c;
 	bool spot = false;
 
-	if (!object_member(root, "constraints", "", false, &c, e))
+	if (!jsonx_obj(root, "constraints", "", false, &c, e))
 		return false;
 	if (c == NULL)
 		return true;
@@ -425,7 +391,7 @@ parse_checkpoint(json_t *root, struct job_spec *s, struct err *e)
 	const char *uri = NULL, *p;
 	json_t *c;
 
-	if (!object_member(root, "checkpoint", "", false, &c, e))
+	if (!jsonx_obj(root, "checkpoint", "", false, &c, e))
 		return false;
 	if (c == NULL)
 		return true;
@@ -454,7 +420,7 @@ parse_redis(json_t *g, struct jobspec_gcs *out, struct err *e)
 	json_t *sec;
 
 	if (!jsonx_str(g, "redis_address", "/gcs_fault_tolerance", true, &addr, e) ||
-	    !object_member(g, "redis_password_secret", "/gcs_fault_tolerance", false, &sec, e))
+	    !jsonx_obj(g, "redis_password_secret", "/gcs_fault_tolerance", false, &sec, e))
 		return false;
 	if (addr[0] == '\0' || strlen(addr) > 253 || strpbrk(addr, " \t\r\n\"") != NULL)
 		return invalid(e, "/gcs_fault_tolerance/redis_address",
@@ -526,7 +492,7 @@ parse_rayjob_opts(json_t *root, struct job_spec *s, struct err *e)
 	    &s->active_deadline_seconds, e) ||
 	    !int_member(root, "backoff_limit", "", 0, 100, NULL, &s->backoff_limit, e) ||
 	    !jsonx_str(root, "submission_mode", "", false, &mode, e) ||
-	    !object_member(root, "deletion_policy", "", false, &d, e))
+	    !jsonx_obj(root, "deletion_policy", "", false, &d, e))
 		return false;
 	if (mode != NULL) {
 		size_t i;
@@ -598,7 +564,7 @@ parse_kind_fields(json_t *root, struct job_spec *s, struct err *e)
 		if (v[0] == '\0' || strlen(v) > 65536)
 			return invalid(e, "/entrypoint", "entrypoint must not be empty");
 		dup_str(&s->entrypoint, v);
-		if (!object_member(root, "runtime_env", "", false, &o, e) ||
+		if (!jsonx_obj(root, "runtime_env", "", false, &o, e) ||
 		    !parse_rayjob_opts(root, s, e))
 			return false;
 		s->runtime_env = json_incref(o);
@@ -626,7 +592,7 @@ parse_kind_fields(json_t *root, struct job_spec *s, struct err *e)
 	}
 	if (s->kind != JOBSPEC_RAYSERVICE)
 		return not_for_kind(root, "serve_config", s, "RayService", e);
-	if (!object_member(root, "serve_config", "", true, &o, e))
+	if (!jsonx_obj(root, "serve_config", "", true, &o, e))
 		return false;
 	if (!json_is_array(json_object_get(o, "applications")))
 		return invalid(e, "/serve_config/applications",
