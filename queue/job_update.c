@@ -241,38 +241,6 @@ no_capacity(const struct sched_model *m, const struct sched_job *j,
  * free capacity now: a RayService upgrade runs the new Ray cluster next to the old one, a
  * RayCluster grow adds workers. *extra gets the footprint (NULL when nothing is added);
  * *allocs (grow) the added pods' allocations in the placement's form. */
-/* The added pods as explain shows allocations (sched_explain.c's form), marked with the
- * update's generation. */
-static json_t *
-explain_allocs(const struct sched_model *m, const struct sched_job *jd,
-    const struct sched_cluster *k, const struct sched_alloc *al, size_t n, const int *map,
-    int gen)
-{
-	json_t *arr = json_array();
-
-	for (size_t i = 0; i < n; i++) {
-		const struct sched_node *nd = al[i].node >= 0 && !al[i].grown &&
-		    (size_t)al[i].node < k->n_nodes ? &k->nodes[al[i].node] : NULL;
-		json_t *o = json_pack("{s:s?, s:b, s:i, s:i, s:s, s:I, s:I, s:I, s:s, s:b, s:i}",
-		    "node", nd ? nd->id : NULL, "grown", nd == NULL || nd->id == NULL, "group",
-		    map[al[i].group], "pods", al[i].pods, "flavor", sched_model_name(m,
-		    m->flavor_name[jd->groups[al[i].group].flavor]), "accelerators",
-		    (json_int_t)al[i].res.v[SCHED_ACCEL], "cpu_millis",
-		    (json_int_t)al[i].res.v[SCHED_CPU], "memory_mib",
-		    (json_int_t)al[i].res.v[SCHED_MEM], "role", "worker", "spot", al[i].pool >= 0 &&
-		    (size_t)al[i].pool < k->n_pools && k->pools[al[i].pool].spot, "spec_update", gen);
-
-		if (json_object_get(o, "node") == NULL)
-			json_object_set_new(o, "node", json_null());
-		if (nd != NULL && nd->rack >= 0)
-			json_object_set_new(o, "rack", json_string(sched_model_name(m, nd->rack)));
-		if (nd != NULL && nd->slice >= 0)
-			json_object_set_new(o, "slice", json_string(sched_model_name(m, nd->slice)));
-		json_array_append_new(arr, o);
-	}
-	return arr;
-}
-
 static bool
 room_check(struct db *c, json_t *job, json_t *new, bool grow, int gen, json_t **extra,
     json_t **allocs, json_t **xallocs, struct err *e)
@@ -337,7 +305,7 @@ room_check(struct db *c, json_t *job, json_t *new, bool grow, int gen, json_t **
 		struct sched_placement pl;
 		json_t *pj;
 
-		*xallocs = explain_allocs(m, jd, k, al, n, map, gen);
+		*xallocs = sched_explain_allocs(m, jd, k->idx, al, n, map, gen);
 		for (size_t i = 0; i < n; i++)
 			al[i].group = map[al[i].group];
 		memset(&pl, 0, sizeof(pl));

@@ -389,5 +389,11 @@ json_t			*sched_decision_to_json(const struct sched_model *m,
 /* Fresh per-cluster view for one job (pending: position and blocking reason per
  * cluster; admitted: its cluster and allocations). */
 json_t			*sched_explain_job(struct sched_model *m, const struct sched_job *j);
+/* Allocations al[0..n) of j on cluster (an index; -1: none) as explain shows them. map
+ * (NULL: none) renumbers the group member; gen >= 0 adds "spec_update": gen (the pods a
+ * spec update added, queue/job_update.c). */
+json_t			*sched_explain_allocs(const struct sched_model *m,
+			    const struct sched_job *j, int cluster, const struct sched_alloc *al,
+			    size_t n, const int *map, int gen);
 
 #endif

@@ -18,9 +18,9 @@ str_or_null(const char *s)
 	return s != NULL ? json_string(s) : json_null();
 }
 
-static json_t *
-allocs_json(const struct sched_model *m, const struct sched_job *j, int cluster,
-	    const struct sched_alloc *al, size_t n)
+json_t *
+sched_explain_allocs(const struct sched_model *m, const struct sched_job *j, int cluster,
+		     const struct sched_alloc *al, size_t n, const int *map, int gen)
 {
 	const struct sched_cluster *c = cluster >= 0 ? m->clusters[cluster] : NULL;
 	json_t *arr = json_array();
@@ -34,7 +34,7 @@ allocs_json(const struct sched_model *m, const struct sched_job *j, int cluster,
 		const struct sched_node *nd = node != NULL ? &c->nodes[al[i].node] : NULL;
 		json_t *o = json_pack("{s:o, s:b, s:i, s:i, s:s, s:I, s:I, s:I, s:s, s:b}",
 		    "node", str_or_null(node), "grown", al[i].grown || node == NULL,
-		    "group", al[i].group, "pods", al[i].pods,
+		    "group", map != NULL ? map[al[i].group] : al[i].group, "pods", al[i].pods,
 		    "flavor", sched_model_name(m, m->flavor_name[f]),
 		    "accelerators", (json_int_t)al[i].res.v[SCHED_ACCEL],
 		    "cpu_millis", (json_int_t)al[i].res.v[SCHED_CPU],
@@ -47,6 +47,8 @@ allocs_json(const struct sched_model *m, const struct sched_job *j, int cluster,
 			json_object_set_new(o, "rack", json_string(sched_model_name(m, nd->rack)));
 		if (nd != NULL && nd->slice >= 0)
 			json_object_set_new(o, "slice", json_string(sched_model_name(m, nd->slice)));
+		if (gen >= 0)
+			json_object_set_new(o, "spec_update", json_integer(gen));
 		json_array_append_new(arr, o);
 	}
 	return arr;
@@ -141,8 +143,8 @@ sched_decision_to_json(const struct sched_model *m, const struct sched_decision 
 	if (d->outcome == SCHED_OUT_ADMIT) {
 		json_object_set_new(o, "cluster", json_string(m->clusters[d->place.cluster]->id));
 		json_object_set_new(o, "score", num_or_null(d->place.score));
-		json_object_set_new(o, "allocations", allocs_json(m, j, d->place.cluster,
-		    d->place.allocs, d->place.n_allocs));
+		json_object_set_new(o, "allocations", sched_explain_allocs(m, j, d->place.cluster,
+		    d->place.allocs, d->place.n_allocs, NULL, -1));
 		json_object_set_new(o, "topology", topology_json(m, j, d->place.cluster,
 		    d->place.allocs, d->place.n_allocs));
 		json_object_set_new(o, "victims", vic);
@@ -207,7 +209,8 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 		return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "job", j->id, "queue", q->id,
 		    "state", names[j->state],
 		    "cluster", j->cluster >= 0 ? json_string(m->clusters[j->cluster]->id) : json_null(),
-		    "allocations", allocs_json(m, j, j->cluster, j->allocs, j->n_allocs),
+		    "allocations", sched_explain_allocs(m, j, j->cluster, j->allocs, j->n_allocs,
+		    NULL, -1),
 		    "topology", topology_json(m, j, j->cluster, j->allocs, j->n_allocs));
 	}
 	quota = sched_quota_check(m, j);
