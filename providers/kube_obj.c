@@ -294,27 +294,19 @@ bool
 kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e)
 {
 	size_t n = json_array_size(objs), i;
-	struct apply_one *a = calloc(n ? n : 1, sizeof(*a));
-	char **bodies = calloc(n ? n : 1, sizeof(*bodies));
-	bool ok = false;
+	struct err *errs = calloc(n ? n : 1, sizeof(*errs));
+	bool ok = true;
 
-	if (a == NULL || bodies == NULL) {
-		err_set(e, 500, "kube.oom", "out of memory");
-		goto cleanup;
-	}
-	if (!apply_run(k, objs, a, bodies, e))
-		goto cleanup;
-	for (i = 0; i < n; i++)	/* the first failure, in the objects' order */
-		if (!apply_result(&a[i], NULL, e))
-			goto cleanup;
-	ok = true;
-cleanup:
-	for (i = 0; a != NULL && i < n; i++)
-		free(a[i].body);
-	for (i = 0; bodies != NULL && i < n; i++)
-		free(bodies[i]);
-	free(a);
-	free(bodies);
+	if (errs == NULL)
+		return err_set(e, 500, "kube.oom", "out of memory");
+	kube_apply_each(k, objs, NULL, errs);
+	for (i = 0; i < n && ok; i++)	/* the first failure, in the objects' order */
+		if (errs[i].status != 0) {
+			if (e != NULL)
+				*e = errs[i];
+			ok = false;
+		}
+	free(errs);
 	return ok;
 }
 
@@ -336,7 +328,7 @@ kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *ref
 		if (e.status != 0)
 			errs[i] = e;
 		else
-			apply_result(&a[i], &refs[i], &errs[i]);
+			apply_result(&a[i], refs != NULL ? &refs[i] : NULL, &errs[i]);
 	}
 	for (i = 0; a != NULL && i < n; i++)
 		free(a[i].body);
