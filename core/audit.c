@@ -80,20 +80,11 @@ audit_list(struct db *c, int limit, const char *after, const struct audit_filter
 	    " AND ($5::text IS NULL OR actor_id::text = $5 OR actor_name = $5)"
 	    " AND ($6::timestamptz IS NULL OR at >= $6::timestamptz)"
 	    " AND ($7::timestamptz IS NULL OR at < $7::timestamptz)"
-	    " AND ($8::boolean OR environment = ANY($9::text[]))"
+	    " AND ($8::text[] IS NULL OR environment = ANY($8::text[]))"
 	    " ORDER BY id DESC LIMIT $2";
-	char lim[16], *lit = db_scope_array(f->envs, f->nenvs);
-	bool all = lit == NULL && f->envs != NULL;	/* NULL from "*" */
-	const char *p[9] = { after ? after : "", lim, f->resource_type, f->resource_id,
-	    f->actor, f->since, f->until, all ? "true" : "false", lit ? lit : "{}" };
-	bool ok;
+	static const char *const none[1] = { NULL };	/* no environment: no row */
+	const char *p[5] = { f->resource_type, f->resource_id, f->actor, f->since, f->until };
 
-	if (!db_cursor_ok(after, true, e)) {
-		free(lit);
-		return false;
-	}
-	snprintf(lim, sizeof(lim), "%d", limit);
-	ok = db_list_json(c, sql, 9, p, out, e);
-	free(lit);
-	return ok;
+	return db_list_page(c, sql, limit, after, DB_CURSOR_SERIAL, p, 5,
+	    f->envs != NULL ? f->envs : none, f->envs != NULL ? f->nenvs : 0, out, e);
 }

@@ -578,8 +578,8 @@ db_list_json(struct db *c, const char *sql, int n, const char *const *params, js
 
 bool
 db_list_page(struct db *c, const char *sql, int limit, const char *after,
-	     const char *const *filters, int nf, const char *const *envs, int nenvs,
-	     json_t **out, struct err *e)
+	     enum db_cursor kind, const char *const *filters, int nf, const char *const *envs,
+	     int nenvs, json_t **out, struct err *e)
 {
 	const char *p[11];
 	char lim[16], *lit;
@@ -587,7 +587,7 @@ db_list_page(struct db *c, const char *sql, int limit, const char *after,
 
 	if (nf < 0 || nf > 8)
 		return err_set(e, 500, "db.error", "too many list filters (%d)", nf);
-	if (!db_cursor_ok(after, false, e))
+	if (kind != DB_CURSOR_TEXT && !db_cursor_ok(after, kind == DB_CURSOR_SERIAL, e))
 		return false;
 	lit = db_scope_array(envs, nenvs);
 	snprintf(lim, sizeof(lim), "%d", limit);

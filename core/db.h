@@ -74,12 +74,19 @@ bool	 db_count(struct db *c, const char *sql, int n, const char *const *params,
 /* Every row's first column (JSON text) as a new array in *out. */
 bool	 db_list_json(struct db *c, const char *sql, int n, const char *const *params,
 	    json_t **out, struct err *e);
-/* One page of a uuid-keyed list: checks the after cursor (db_cursor_ok), then db_list_json
- * of sql with $1 = after ('' when NULL), $2 = limit, $3.. = the nf filters (NULL: no
- * filter), and last the db_scope_array of envs (NULL: every environment).  nf <= 8. */
+/* What a list's after cursor is, for db_list_page's check. */
+enum db_cursor {
+	DB_CURSOR_UUID,		/* a uuid id (db_cursor_ok) */
+	DB_CURSOR_SERIAL,	/* decimal digits, a bigint id (db_cursor_ok serial) */
+	DB_CURSOR_TEXT,		/* not checked: the SQL compares it as text */
+};
+/* One page of a list, the one paging of every list function: checks the after cursor as
+ * kind says, then db_list_json of sql with $1 = after ('' when NULL), $2 = limit, $3.. =
+ * the nf filters (NULL: no filter), and last the db_scope_array of envs (NULL: every
+ * environment; no environment at all takes envs non-NULL with nenvs 0).  nf <= 8. */
 bool	 db_list_page(struct db *c, const char *sql, int limit, const char *after,
-	    const char *const *filters, int nf, const char *const *envs, int nenvs,
-	    json_t **out, struct err *e);
+	    enum db_cursor kind, const char *const *filters, int nf, const char *const *envs,
+	    int nenvs, json_t **out, struct err *e);
 /* Whether s is a UUID (ids in paths are checked before they reach SQL's ::uuid). */
 bool	 db_uuid_ok(const char *s);
 /* A list's after cursor (decoded): NULL, or a uuid (serial: decimal digits, a bigint id);

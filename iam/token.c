@@ -139,14 +139,8 @@ token_list(struct db *c, int limit, const char *after, const char *const *envs, 
 	static const char sql[] = "SELECT " TOKEN_JSON " FROM api_tokens WHERE id::text > $1"
 	    " AND ($3::text[] IS NULL OR (NOT ('*' = ANY(environments))"
 	    " AND environments <@ $3::text[])) ORDER BY id LIMIT $2";
-	char lim[16], *scope = db_scope_array(envs, nenvs);
-	const char *p[3] = { after ? after : "", lim, scope };
-	bool ok;
 
-	snprintf(lim, sizeof(lim), "%d", limit);
-	ok = db_list_json(c, sql, 3, p, out, e);
-	free(scope);
-	return ok;
+	return db_list_page(c, sql, limit, after, DB_CURSOR_TEXT, NULL, 0, envs, nenvs, out, e);
 }
 
 bool

@@ -106,20 +106,15 @@ events_read(struct db *c, long long after, long long upto, const struct events_f
 	    " 'type', v.type, 'from_state', v.from_state, 'to_state', v.to_state,"
 	    " 'attempt', v.attempt, 'message', v.message, 'data', v.data)::text"
 	    " FROM job_events v JOIN jobs j ON j.id = v.job_id JOIN queues q ON q.id = j.queue_id"
-	    " WHERE v.seq > $1::bigint AND ($2::bigint IS NULL OR v.seq <= $2::bigint)"
-	    "  AND ($3::uuid IS NULL OR v.job_id = $3::uuid)"
-	    "  AND ($4::text IS NULL OR j.environment = $4::text)"
-	    "  AND ($5::text[] IS NULL OR j.environment = ANY($5::text[]))"
-	    " ORDER BY v.seq LIMIT $6::int";
-	char a[24], u[24], lim[16];
-	char *scope = db_scope_array(f->envs, f->nenvs);
-	const char *p[6] = { a, upto > 0 ? u : NULL, f->job_id, f->environment, scope, lim };
-	bool ok;
+	    " WHERE v.seq > $1::bigint AND ($3::bigint IS NULL OR v.seq <= $3::bigint)"
+	    "  AND ($4::uuid IS NULL OR v.job_id = $4::uuid)"
+	    "  AND ($5::text IS NULL OR j.environment = $5::text)"
+	    "  AND ($6::text[] IS NULL OR j.environment = ANY($6::text[]))"
+	    " ORDER BY v.seq LIMIT $2::int";
+	char a[24], u[24];
+	const char *p[3] = { upto > 0 ? u : NULL, f->job_id, f->environment };
 
 	snprintf(a, sizeof(a), "%lld", after);
 	snprintf(u, sizeof(u), "%lld", upto);
-	snprintf(lim, sizeof(lim), "%d", limit);
-	ok = db_list_json(c, sql, 6, p, out, e);
-	free(scope);
-	return ok;
+	return db_list_page(c, sql, limit, a, DB_CURSOR_TEXT, p, 3, f->envs, f->nenvs, out, e);
 }

@@ -277,21 +277,10 @@ job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
 	    " AND ($7::text IS NULL OR k.name = $7 OR k.id::text = $7)"
 	    " AND ($8::text[] IS NULL OR j.environment = ANY($8::text[]))"
 	    " ORDER BY j.id LIMIT $2";
-	char lim[16], *scope;
-	bool ok;
+	const char *p[5] = { f->state, f->queue, f->environment, f->region, f->cluster };
 
-	if (!db_cursor_ok(after, false, e))
-		return false;
-	snprintf(lim, sizeof(lim), "%d", limit);
-	scope = db_scope_array(f->envs, f->nenvs);
-	{
-		const char *p[8] = { after ? after : "", lim, f->state, f->queue, f->environment,
-		    f->region, f->cluster, scope };
-
-		ok = db_list_json(c, sql, 8, p, out, e);
-	}
-	free(scope);
-	return ok;
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 5, f->envs, f->nenvs, out,
+	    e);
 }
 
 bool

@@ -575,29 +575,20 @@ move_operation_list(struct db *c, int limit, const char *after, const char *stat
 	    "  FROM operations p WHERE p.id = $1::uuid))"
 	    " AND ($3::text IS NULL OR (" OP_STATE ") = $3)"
 	    " AND ($4::text IS NULL OR o.environment = $4)"
-	    " AND ($5::boolean OR o.environment = ANY($6::text[]))"
+	    " AND ($5::text[] IS NULL OR o.environment = ANY($5::text[]))"
 	    " ORDER BY o.created_at DESC, o.id DESC LIMIT $2";
 	static const char *const states[] = { "running", "succeeded", "failed", "cancelled", NULL };
-	char lim[16], *lit = db_scope_array(envs, nenvs);
-	bool all = lit == NULL && envs != NULL, known = state == NULL, ok;
-	const char *p[6] = { after ? after : "", lim, state, environment,
-	    all ? "true" : "false", lit ? lit : "{}" };
+	static const char *const none[1] = { NULL };	/* no environment: no row */
+	const char *p[2] = { state, environment };
+	bool known = state == NULL;
 
 	for (int i = 0; !known && states[i] != NULL; i++)
 		known = strcmp(state, states[i]) == 0;
-	if (!known) {
-		free(lit);
+	if (!known)
 		return err_field(e, 400, "api.bad_query", "/query/state",
 		    "state must be running, succeeded, failed or cancelled");
-	}
-	if (!db_cursor_ok(after, false, e)) {
-		free(lit);
-		return false;
-	}
-	snprintf(lim, sizeof(lim), "%d", limit);
-	ok = db_list_json(c, sql, 6, p, out, e);
-	free(lit);
-	return ok;
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 2,
+	    envs != NULL ? envs : none, envs != NULL ? nenvs : 0, out, e);
 }
 
 bool

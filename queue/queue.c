@@ -328,7 +328,7 @@ queue_list(struct db *c, int limit, const char *after, const char *environment,
 	    " AND ($4::text[] IS NULL OR environment = ANY($4::text[])) ORDER BY id LIMIT $2";
 	const char *f[1] = { environment };
 
-	return db_list_page(c, sql, limit, after, f, 1, envs, nenvs, out, e);
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, f, 1, envs, nenvs, out, e);
 }
 
 bool

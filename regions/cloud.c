@@ -28,17 +28,9 @@ cloud_list(struct db *c, int limit, const char *after, const char *environment,
 	    " AND ($4::text IS NULL OR c.provider = $4) AND ($5::text IS NULL OR c.region = $5)"
 	    " AND ($6::text[] IS NULL OR c.environment = ANY($6::text[]))"
 	    " ORDER BY c.id LIMIT $2";
-	char lim[16], *lit;
-	const char *p[6] = { after ? after : "", lim, environment, provider, region, NULL };
-	bool ok = false;
+	const char *f[3] = { environment, provider, region };
 
-	if (!db_cursor_ok(after, false, e))
-		return false;
-	p[5] = lit = db_scope_array(envs, nenvs);
-	snprintf(lim, sizeof(lim), "%d", limit);
-	ok = db_list_json(c, sql, 6, p, out, e);
-	free(lit);
-	return ok;
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, f, 3, envs, nenvs, out, e);
 }
 
 bool

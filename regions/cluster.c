@@ -447,7 +447,8 @@ cluster_list(struct db *c, int limit, const char *after, const char *environment
 	    " ORDER BY k.id LIMIT $2";
 	const char *f[4] = { environment, region, provider, cloud_id };
 
-	return db_list_page(c, sql, limit, after, f, 4, envs, nenvs, out, e);
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, f, 4, envs, nenvs, out,
+	    e);
 }
 
 bool

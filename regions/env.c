@@ -89,17 +89,8 @@ env_list(struct db *c, int limit, const char *after, const char *const *only, in
 	static const char sql[] = "SELECT " ENV_JSON " FROM environments"
 	    " WHERE name > $1 AND ($3::text[] IS NULL OR name = ANY($3::text[]))"
 	    " ORDER BY name LIMIT $2";
-	char lim[16], *filter = db_scope_array(only, nonly);
-	const char *p[3];
-	bool ok;
 
-	snprintf(lim, sizeof(lim), "%d", limit);
-	p[0] = after ? after : "";
-	p[1] = lim;
-	p[2] = filter;
-	ok = db_list_json(c, sql, 3, p, out, e);
-	free(filter);
-	return ok;
+	return db_list_page(c, sql, limit, after, DB_CURSOR_TEXT, NULL, 0, only, nonly, out, e);
 }
 
 bool
