@@ -213,6 +213,21 @@ void	harness_job_print_events(const char *token, const char *id);
  * reference); fails the test after timeout_s, printing its events and naming fleetd's log. */
 json_t	*harness_job_wait(const char *token, const char *id, const char *state, int attempt,
 	    double timeout_s);
+/* The same over SQL, polled every 50 ms, for a state that may last only a moment; fails the
+ * test after timeout_s, printing the job's row and events (the SQL helpers' database). */
+void	harness_job_wait_row(const char *id, const char *state, int attempt, double timeout_s);
+/* job_events rows (SQL) of job id of type whose data->>'reason' is reason (NULL: any). */
+long	harness_job_event_count(const char *id, const char *type, const char *reason);
+/* Polls that count every 100 ms until there is one; fails the test after timeout_s. */
+void	harness_job_wait_event(const char *id, const char *type, const char *reason,
+	    double timeout_s);
+/* POST /v1/priority-classes {name, value, preempt (only when true)}, which must answer 201. */
+void	harness_pclass(const char *token, const char *name, int value, bool preempt);
+/* POST /v1/queues {name, environment env, default_priority_class pclass (NULL: none),
+ * nominal_quota {flavor: quota} (flavor NULL: none)}, which must answer 201; returns the
+ * answer, borrowed from harness_r. */
+json_t	*harness_queue(const char *token, const char *env, const char *name, const char *pclass,
+	    const char *flavor, int quota);
 /* POST /v1/clusters/{id}/cordon (on) or /uncordon, which must answer 200 and say so. */
 void	harness_cordon(const char *token, const char *cluster_id, bool on);
 /* Submits (as token; must answer 201) a job of kind (RayJob: an entrypoint; RayService: one

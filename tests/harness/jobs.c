@@ -1,5 +1,6 @@
-/* jobs: a job's state, history and waits over fleetd's API, and cluster cordons — what the
- * tests of scheduling, dispatch, moves and sweeps all need. */
+/* jobs: a job's state, history and waits over fleetd's API (and over SQL for short-lived
+ * states and events), queues and priority classes, and cluster cordons — what the tests
+ * of scheduling, dispatch, moves and sweeps all need. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -61,6 +62,93 @@ harness_job_wait(const char *token, const char *id, const char *state, int attem
 	    state, attempt, js(j, "state"), harness_ji(j, "attempt"), js(j, "reason"),
 	    harness_log());
 	return NULL;
+}
+
+/* The job's row and events as SQL sees them, for failure messages. */
+static void
+print_job_rows(const char *id)
+{
+	char *cur = harness_sql_str("SELECT coalesce((SELECT state || ' a' || attempt || ' ' ||"
+	    " coalesce(reason, '') FROM jobs WHERE id = '%s'), 'no such job')", id);
+	char *ev = harness_sql_str("SELECT coalesce(string_agg(format('  %%s %%s->%%s a%%s %%s',"
+	    " type, coalesce(from_state, ''), coalesce(to_state, ''), attempt, message), E'\\n'"
+	    " ORDER BY id), '') FROM job_events WHERE job_id = '%s'", id);
+
+	print_message("job %s is %s; events:\n%s\n", id, cur, ev);
+	free(cur);
+	free(ev);
+}
+
+void
+harness_job_wait_row(const char *id, const char *state, int attempt, double timeout_s)
+{
+	double end = harness_now_s() + timeout_s;
+
+	while (harness_now_s() < end) {
+		if (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = '%s' AND"
+		    " (%d = 0 OR attempt = %d)", id, state, attempt, attempt) == 1)
+			return;
+		usleep(50 * 1000);
+	}
+	print_job_rows(id);
+	fail_msg("job %s: want %s (attempt %d) within %.0f s; fleetd log %s", id, state, attempt,
+	    timeout_s, harness_log());
+}
+
+long
+harness_job_event_count(const char *id, const char *type, const char *reason)
+{
+	return harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
+	    " '%s' AND ('%s' = '' OR data->>'reason' = '%s')", id, type, reason ? reason : "",
+	    reason ? reason : "");
+}
+
+void
+harness_job_wait_event(const char *id, const char *type, const char *reason,
+		       double timeout_s)
+{
+	double end = harness_now_s() + timeout_s;
+
+	while (harness_now_s() < end) {
+		if (harness_job_event_count(id, type, reason) > 0)
+			return;
+		usleep(100 * 1000);
+	}
+	print_job_rows(id);
+	fail_msg("job %s: no %s event (reason %s) within %.0f s; fleetd log %s", id, type,
+	    reason ? reason : "any", timeout_s, harness_log());
+}
+
+void
+harness_pclass(const char *token, const char *name, int value, bool preempt)
+{
+	json_t *b = json_pack("{s:s, s:i}", "name", name, "value", value);
+	char *text;
+
+	if (preempt)
+		json_object_set_new(b, "preempt", json_true());
+	text = json_dumps(b, JSON_COMPACT);
+	json_decref(b);
+	harness_post_created(token, "/v1/priority-classes", text);
+	free(text);
+}
+
+json_t *
+harness_queue(const char *token, const char *env, const char *name, const char *pclass,
+	      const char *flavor, int quota)
+{
+	json_t *b = json_pack("{s:s, s:s}", "name", name, "environment", env), *q;
+	char *text;
+
+	if (pclass != NULL)
+		json_object_set_new(b, "default_priority_class", json_string(pclass));
+	if (flavor != NULL)
+		json_object_set_new(b, "nominal_quota", json_pack("{s:i}", flavor, quota));
+	text = json_dumps(b, JSON_COMPACT);
+	json_decref(b);
+	q = harness_post_created(token, "/v1/queues", text);
+	free(text);
+	return q;
 }
 
 void

@@ -53,15 +53,9 @@ setup(void **state)
 	oper = r.oper;
 	viewer = r.viewer;
 	other = r.other;
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	for (int i = 0; queues[i] != NULL; i++) {
-		char b[256];
-
-		snprintf(b, sizeof(b), "{\"name\":\"%s\",\"environment\":\"" ENV "\","
-		    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":%d}}",
-		    queues[i], QUOTA);
-		harness_post_created(admin, "/v1/queues", b);
-	}
+	harness_pclass(admin, "low", 10, false);
+	for (int i = 0; queues[i] != NULL; i++)
+		harness_queue(admin, ENV, queues[i], "low", H100, QUOTA);
 	harness_register(&cs, admin, CLUSTER, NULL, NULL);
 	harness_wait_capacity(names, 60);
 	return 0;
@@ -100,44 +94,6 @@ submit(char id[40], const char *queue, const char *name, const char *schedule,
 	free(b);
 	harness_expect_status(NULL, 201);
 	snprintf(id, 40, "%s", harness_js(harness_r.json, "id"));
-}
-
-static void
-wait_state(const char *id, const char *state, double timeout)
-{
-	double end = harness_now_s() + timeout;
-
-	while (harness_now_s() < end) {
-		json_t *j = harness_get_ok(admin, "/v1/jobs/%s", id);
-
-		if (strcmp(harness_js(j, "state"), state) == 0)
-			return;
-		usleep(200 * 1000);
-	}
-	fail_msg("job %s not %s in %.0f s: %s; fleetd log %s", id, state, timeout,
-	    harness_r.body, fd.log);
-}
-
-static long
-events_of(const char *id, const char *type, const char *reason)
-{
-	return harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
-	    " '%s' AND ('%s' = '' OR data->>'reason' = '%s')", id, type, reason ? reason : "",
-	    reason ? reason : "");
-}
-
-static void
-wait_event(const char *id, const char *type, const char *reason, double timeout)
-{
-	double end = harness_now_s() + timeout;
-
-	while (harness_now_s() < end) {
-		if (events_of(id, type, reason) > 0)
-			return;
-		usleep(200 * 1000);
-	}
-	fail_msg("job %s: no %s event (%s) in %.0f s; fleetd log %s", id, type,
-	    reason ? reason : "any", timeout, fd.log);
 }
 
 /* Names of the cron's child RayJobs still running on the member (a new array). */
@@ -265,10 +221,10 @@ test_policies(void **state)
 	submit(fid, "qf", "forbid", "* * * * *", "Forbid");
 	submit(rid, "qr", "replace", "* * * * *", "Replace");
 	submit(aid, "qa", "allow", "* * * * *", "Allow");
-	wait_state(idle, "running", 60);
-	wait_state(fid, "running", 60);
-	wait_state(rid, "running", 60);
-	wait_state(aid, "running", 60);
+	json_decref(harness_job_wait(admin, idle, "running", 0, 60));
+	json_decref(harness_job_wait(admin, fid, "running", 0, 60));
+	json_decref(harness_job_wait(admin, rid, "running", 0, 60));
+	json_decref(harness_job_wait(admin, aid, "running", 0, 60));
 
 	/* a cron between runs holds nothing (before: one gang from admission on) */
 	end = harness_now_s() + 5;
@@ -278,8 +234,8 @@ test_policies(void **state)
 	assert_int_equal(runs_of(idle), 0);
 
 	/* Forbid: the second run is skipped while the first runs */
-	wait_event(fid, "cron.run_started", NULL, 60);
-	wait_event(fid, "cron.run_skipped", "forbid", 60);
+	harness_job_wait_event(fid, "cron.run_started", NULL, 60);
+	harness_job_wait_event(fid, "cron.run_skipped", "forbid", 60);
 	if (!settle_runs(fid, 1, &n))
 		fail_msg("Forbid: %zu runs on the member, %ld counted", n, runs_of(fid));
 	ex = harness_get_ok(viewer, "/v1/jobs/%s/events", fid);	/* as the API shows it */
@@ -288,12 +244,12 @@ test_policies(void **state)
 	assert_true(usage_of("qf") <= GPUS);
 
 	/* Replace: the running run is stopped for the new one */
-	wait_event(rid, "cron.run_started", NULL, 60);
+	harness_job_wait_event(rid, "cron.run_started", NULL, 60);
 	s = harness_sql_str("SELECT data->>'run' FROM job_events WHERE job_id = '%s' AND type ="
 	    " 'cron.run_started' ORDER BY id LIMIT 1", rid);
 	snprintf(first, sizeof(first), "%s", s);
 	free(s);
-	wait_event(rid, "cron.run_replaced", NULL, 60);
+	harness_job_wait_event(rid, "cron.run_replaced", NULL, 60);
 	end = harness_now_s() + 20;
 	do {
 		kids = active_children(rid);
@@ -319,7 +275,7 @@ test_policies(void **state)
 	ex = harness_get_ok(viewer, "/v1/jobs/%s/placement", aid);
 	assert_string_equal(harness_js(ex, "cron.concurrency_policy"), "Allow");
 	assert_int_equal(json_array_size(harness_jp(ex, "cron.runs")), 2);
-	wait_event(aid, "cron.run_skipped", "quota", 60);
+	harness_job_wait_event(aid, "cron.run_skipped", "quota", 60);
 	if (!settle_runs(aid, 2, &n))
 		fail_msg("Allow: %zu runs on the member, %ld counted", n, runs_of(aid));
 	u = usage_of("qa");
@@ -330,7 +286,7 @@ test_policies(void **state)
 
 	/* cancelling the cron ends its runs with it (the garbage collector) */
 	harness_call("POST", oper, "{}", "/v1/jobs/%s/cancel", aid);
-	wait_state(aid, "cancelled", 60);
+	json_decref(harness_job_wait(admin, aid, "cancelled", 0, 60));
 	assert_int_equal(count_children(aid), 0);
 	assert_int_equal(usage_of("qa"), 0);
 	ex = harness_get_ok(viewer, "/v1/jobs/%s/placement", aid);

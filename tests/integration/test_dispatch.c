@@ -31,37 +31,6 @@ static struct harness_cs cs;
 static char dburl[512];
 static char *admin;
 
-static char *
-job_events_text(const char *id)
-{
-	char *out = harness_sql_str("SELECT coalesce(string_agg(format('  %%s %%s->%%s a%%s %%s', "
-	    "type, coalesce(from_state, ''), coalesce(to_state, ''), attempt, message), E'\\n' "
-	    "ORDER BY id), '') FROM job_events WHERE job_id = '%s'", id);
-
-	return out;
-}
-
-/* Waits until job id is in state (and attempt when > 0); fails with its events. */
-static void
-wait_state(const char *id, const char *state, int attempt, double timeout)
-{
-	double end = harness_now_s() + timeout;
-
-	while (harness_now_s() < end) {
-		if (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = '%s' AND"
-		    " (%d = 0 OR attempt = %d)", id, state, attempt, attempt) == 1)
-			return;
-		usleep(100 * 1000);
-	}
-	{
-		char *ev = job_events_text(id), *cur = harness_sql_str("SELECT state || ' a' ||"
-		    " attempt || ' ' || coalesce(reason, '') FROM jobs WHERE id = '%s'", id);
-
-		fail_msg("job %s: want %s (attempt %d), have %s; events:\n%s\nfleetd log %s", id,
-		    state, attempt, cur, ev, fd.log);
-	}
-}
-
 /* ---- cloudsim */
 
 /* The stored object (as applied) of name on cluster, or NULL. */
@@ -216,11 +185,9 @@ setup(void **state)
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,"
-	    "\"preempt\":true}");
-	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
-	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":200}}");
+	harness_pclass(admin, "low", 10, false);
+	harness_pclass(admin, "high", 1000, true);
+	harness_queue(admin, ENV, "ml", "low", H100, 200);
 	hp_id = harness_keep(register_cluster("test-hp-usw2"));
 	aks_id = harness_keep(register_cluster("test-aks-eus"));
 	gke_id = harness_keep(register_cluster("test-gke-usc1"));
@@ -292,7 +259,7 @@ test_lifecycle(void **state)
 	json_t *applied, *mj;
 
 	(void)state;
-	wait_state(id, "running", 1, 30);
+	harness_job_wait_row(id, "running", 1, 30);
 	object_name(JOBSPEC_RAYJOB, "lifecycle", id, 1, name, sizeof(name));
 	applied = sim_object("test-hp-usw2", name, NULL);
 	assert_non_null(applied);
@@ -304,7 +271,7 @@ test_lifecycle(void **state)
 	assert_int_equal(json_dump_file(applied, file, JSON_INDENT(2)), 0);
 	assert_int_equal(harness_sh(FLEETD_SOURCE_DIR "/../shared/tools/validate-manifest "
 	    "--quiet %s", file), 0);
-	wait_state(id, "succeeded", 1, 40);
+	harness_job_wait_row(id, "succeeded", 1, 40);
 	assert_true(has_event(id, "submitted", "", "pending"));
 	assert_true(has_event(id, "state", "pending", "admitted"));
 	assert_true(has_event(id, "state", "admitted", "dispatched"));
@@ -347,13 +314,13 @@ test_cancel(void **state)
 	json_t *o;
 
 	(void)state;
-	wait_state(id, "running", 1, 30);
+	harness_job_wait_row(id, "running", 1, 30);
 	object_name(JOBSPEC_RAYCLUSTER, "cancelme", id, 1, name, sizeof(name));
 	o = sim_object("test-hp-usw2", name, NULL);
 	assert_non_null(o);
 	json_decref(o);
 	cancel(id);
-	wait_state(id, "cancelled", 1, 20);
+	harness_job_wait_row(id, "cancelled", 1, 20);
 	o = sim_object("test-hp-usw2", name, NULL);
 	assert_null(o);
 	assert_true(has_event(id, "cancel_requested", "", ""));
@@ -394,13 +361,13 @@ test_exactly_once(void **state)
 	    " AND claimed_by IS NOT NULL", id) == 1);
 	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	wait_state(id, "running", 1,
+	harness_job_wait_row(id, "running", 1,
 	    60);	/* takeover waits out a dead apply (DISPATCH_INFLIGHT_S) */
 	assert_int_equal(sim_applies("test-hp-usw2", ns, "rayclusters", name), 1);
 	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
 	    " to_state = 'dispatched' AND data->>'reused' = 'true'", id) == 1);
 	cancel(id);
-	wait_state(id, "cancelled", 1, 20);
+	harness_job_wait_row(id, "cancelled", 1, 20);
 	free(id);
 }
 
@@ -454,7 +421,7 @@ test_stockout(void **state)
 	id = submit("RayJob", "stock", 1, "\"constraints\":{\"regions\":[\"eastus\","
 	    "\"us-central1\"],\"spot\":false}");
 	enq = harness_sql_str("SELECT enqueued_at::text FROM jobs WHERE id = '%s'", id);
-	wait_state(id, "dispatched", 1, 20);
+	harness_job_wait_row(id, "dispatched", 1, 20);
 	assert_true(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND cluster_id = '%s'",
 	    id, aks_id) == 1);
 	/* the poller now sees GKE's h100 as it is */
@@ -462,7 +429,7 @@ test_stockout(void **state)
 	seed_pool(gke_id, "gke", pool, (int)json_integer_value(json_object_get(pool, "max")),
 	    (int)json_integer_value(json_object_get(pool, "free_accelerators")));
 	json_decref(pool);
-	wait_state(id, "running", 2, 60);
+	harness_job_wait_row(id, "running", 2, 60);
 	assert_true(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND cluster_id = '%s'"
 	    " AND enqueued_at::text = '%s'", id, gke_id, enq) == 1);
 	assert_true(harness_sql_long("SELECT count(*) FROM stockouts WHERE cluster_id = '%s' AND"
@@ -476,7 +443,7 @@ test_stockout(void **state)
 	o = sim_object("test-aks-eus", name, NULL);
 	assert_null(o);
 	cancel(id);
-	wait_state(id, "cancelled", 2, 20);
+	harness_job_wait_row(id, "cancelled", 2, 20);
 	free(enq);
 	free(id);
 }
@@ -493,7 +460,7 @@ test_preemption(void **state)
 	(void)state;
 	victim = submit("RayJob", "victim", 2, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
 	    "\"checkpoint\":{\"uri\":\"s3://ckpt/victim\",\"grace_seconds\":2}");
-	wait_state(victim, "running", 1, 30);
+	harness_job_wait_row(victim, "running", 1, 30);
 	/* the poller sees the victim's pods: the pool is full */
 	for (int i = 0; i < 50; i++) {
 		o = sim_pool("test-hp-usw2", "p5");
@@ -519,7 +486,7 @@ test_preemption(void **state)
 	    " '%s') EXECUTE FUNCTION fail_once()", victim);
 	hi = submit("RayJob", "urgent", 1, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
 	    "\"priority_class\":\"high\"");
-	wait_state(victim, "pending", 1, 30);
+	harness_job_wait_row(victim, "pending", 1, 30);
 	object_name(JOBSPEC_RAYJOB, "victim", victim, 1, name, sizeof(name));
 	o = sim_object("test-hp-usw2", name, NULL);
 	assert_non_null(o);
@@ -538,10 +505,10 @@ test_preemption(void **state)
 	    " 'preempted')) * 1000)::bigint FROM job_events WHERE job_id = '%s'", victim);
 	if (gap < 1900)
 		fail_msg("suspended %.0f ms after preemption, before the 2 s grace", gap);
-	wait_state(hi, "running", 1, 40);
+	harness_job_wait_row(hi, "running", 1, 40);
 	cancel(hi);
 	cancel(victim);
-	wait_state(hi, "cancelled", 1, 20);
+	harness_job_wait_row(hi, "cancelled", 1, 20);
 	free(victim);
 	free(hi);
 }

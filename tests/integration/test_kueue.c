@@ -33,6 +33,7 @@ static int
 setup(void **state)
 {
 	json_t *f = harness_fleet_json(), *c;
+	struct harness_roles r;
 	size_t i;
 
 	(void)state;
@@ -47,29 +48,15 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
 	harness_db_create("kueue", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	admin = harness_token(dburl, "admin", "*");
-	viewer = harness_token(dburl, "viewer", ENV);
-	operator_ = harness_token(dburl, "operator", ENV);
-	other_admin = harness_token(dburl, "admin", "other");
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
-	harness_post_created(admin, "/v1/environments", "{\"name\":\"other\"}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"high\",\"value\":1000}");
-	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
-	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":64}}");
+	harness_roles(dburl, ENV, &r);
+	admin = r.admin;
+	viewer = r.viewer;
+	operator_ = r.oper;
+	other_admin = r.other;
+	harness_pclass(admin, "low", 10, false);
+	harness_pclass(admin, "high", 1000, false);
+	harness_queue(admin, ENV, "ml", "low", H100, 64);
 	harness_register(&cs, admin, GKE, NULL, cluster_id);
-	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	(void)state;
-	harness_teardown(&fd, dburl, &cs);
-	free(admin);
-	free(viewer);
-	free(operator_);
-	free(other_admin);
 	return 0;
 }
 
@@ -358,5 +345,5 @@ main(void)
 		cmocka_unit_test(test_jobs),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
 }

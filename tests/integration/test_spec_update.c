@@ -44,14 +44,11 @@ setup(void **state)
 	oper = r.oper;
 	viewer = r.viewer;
 	other = r.other;
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
-	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":64}}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,"
-	    "\"preempt\":true}");
+	harness_pclass(admin, "low", 10, false);
+	harness_queue(admin, ENV, "ml", "low", H100, 64);
+	harness_pclass(admin, "high", 1000, true);
 	/* one GPU of quota: a high-priority job preempts what holds it */
-	harness_post_created(admin, "/v1/queues", "{\"name\":\"one\",\"environment\":\"" ENV
-	    "\",\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":1}}");
+	harness_queue(admin, ENV, "one", "low", H100, 1);
 	harness_register(&cs, admin, CLUSTER, NULL, NULL);
 	harness_wait_capacity(names, 60);
 	return 0;
@@ -73,26 +70,6 @@ spec_body(const char *kind, const char *name, const char *image, int replicas, i
 	    "\"serve_config\":{\"applications\":[{\"name\":\"app\",\"import_path\":"
 	    "\"serve:app\"}]}," : "", replicas, cpu);
 	return b;
-}
-
-static long
-events_of(const char *id, const char *type)
-{
-	return harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
-	    " '%s'", id, type);
-}
-
-static void
-wait_event(const char *id, const char *type, double timeout)
-{
-	double end = harness_now_s() + timeout;
-
-	while (harness_now_s() < end) {
-		if (events_of(id, type) > 0)
-			return;
-		usleep(200 * 1000);
-	}
-	fail_msg("job %s: no %s event in %.0f s; fleetd log %s", id, type, timeout, fd.log);
 }
 
 /* PUT the spec with If-Match of version ("*" when < 0, none when 0); returns the status. */
@@ -183,28 +160,6 @@ signal_objects_wait(const char *ns, const char *id, int attempt, int want)
 	return n;
 }
 
-/* Waits until job id runs attempt; its GET answer (new reference). */
-static json_t *
-wait_running_attempt(const char *id, long attempt, double timeout)
-{
-	double end = harness_now_s() + timeout;
-
-	while (harness_now_s() < end) {
-		json_t *j = harness_get_ok(admin, "/v1/jobs/%s", id);
-
-		if (strcmp(harness_js(j, "state"), "running") == 0 && harness_ji(j, "attempt") ==
-		    attempt)
-			return json_incref(j);
-		if (strcmp(harness_js(j, "state"), "failed") == 0)
-			break;
-		usleep(200 * 1000);
-	}
-	fail_msg("job %s not running attempt %ld in %.0f s: %s; events:\n%s\nfleetd log %s", id,
-	    attempt, timeout, harness_r.body, harness_sql_rows("SELECT type, attempt, message"
-	    " FROM job_events WHERE job_id = '%s' ORDER BY id", id), fd.log);
-	return NULL;
-}
-
 /* The serve endpoint of job j (GET answer) names the Service <object>-serve-svc on the
  * cluster, port 8000, and that Service exists on the member. */
 static void
@@ -247,7 +202,7 @@ test_rayservice_stable_endpoint(void **state)
 	    "\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":"
 	    "\"4\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":1}}]}");
 	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
-	j = wait_running_attempt(id, 1, 40);
+	j = harness_job_wait(admin, id, "running", 1, 40);
 	snprintf(name, sizeof(name), "%s", harness_js(j, "object_name"));
 	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest",
 	    id), "metadata.namespace"));
@@ -290,7 +245,7 @@ test_rayservice_stable_endpoint(void **state)
 
 		assert_true(st == 200 || st == 202);
 	}
-	j = wait_running_attempt(id, 2, 60);
+	j = harness_job_wait(admin, id, "running", 2, 60);
 	assert_string_equal(harness_js(j, "object_name"), name);
 	check_endpoint(j, name, ns);
 	json_decref(j);
@@ -328,7 +283,7 @@ test_rayservice_stable_endpoint(void **state)
 		if (strstr(harness_js(pr, "detail"), "Queue one has room for 0 more " H100
 		    " accelerators, the update needs 1 (1 missing)") == NULL)
 			fail_msg("detail does not name the quota: %s", harness_r.body);
-		assert_int_equal(events_of(id, "spec_update_requested"), 0);
+		assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
 		j = harness_get_ok(admin, "/v1/jobs/%s", id);
 		assert_true(json_is_null(json_object_get(j, "spec_update")));
 		free(upd);
@@ -377,7 +332,7 @@ test_rayservice_upgrade(void **state)
 		harness_expect_problem(NULL, 422, "job.field_immutable", "/name");
 		free(bad);
 	}
-	assert_int_equal(events_of(id, "spec_update_requested"), 0);
+	assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
 
 	/* the upgrade */
 	assert_int_equal(put_spec(oper, id, v, upd), 202);
@@ -392,13 +347,13 @@ test_rayservice_upgrade(void **state)
 	/* a second update while this one runs */
 	v = harness_ji(harness_r.json, "version");
 	assert_int_equal(put_spec(oper, id, v, upd), 409);
-	wait_event(id, "spec_applied", 20);
-	wait_event(id, "upgrade_in_progress", 20);
+	harness_job_wait_event(id, "spec_applied", NULL, 20);
+	harness_job_wait_event(id, "upgrade_in_progress", NULL, 20);
 	/* the old cluster's footprint is held while both run */
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
 	    " spec_update->>'upgrade' = 'true' AND spec_update->'old_spec'->>'image' IS NULL", id),
 	    1);
-	wait_event(id, "upgrade_complete", 30);
+	harness_job_wait_event(id, "upgrade_complete", NULL, 30);
 	j = harness_job_wait(admin, id, "running", 0, 10);
 	json_decref(j);
 	end = harness_now_s() + 20;
@@ -451,7 +406,7 @@ test_raycluster_resize(void **state)
 	free(upd);
 	/* unchanged: 200, nothing recorded */
 	assert_int_equal(put_spec(oper, id, v, body), 200);
-	assert_int_equal(events_of(id, "spec_update_requested"), 0);
+	assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
 	/* a grow beyond the cluster's free GPUs: refused, naming the capacity missing (to its
 	 * operator only: a viewer, no token and another environment's admin learn nothing) */
 	upd = spec_body("RayCluster", "rc", NULL, 30, 4);
@@ -465,7 +420,7 @@ test_raycluster_resize(void **state)
 	    strstr(harness_js(harness_r.json, "detail"), " free " H100 " accelerators (nodes and "
 	    "growth), the update needs 29 (") == NULL)
 		fail_msg("detail does not name the capacity: %s", harness_r.body);
-	assert_int_equal(events_of(id, "spec_update_requested"), 0);
+	assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
 	free(upd);
 	upd = spec_body("RayCluster", "rc", NULL, 2, 4);
 	assert_int_equal(put_spec(oper, id, v, upd), 202);
@@ -491,7 +446,7 @@ test_raycluster_resize(void **state)
 		if (added != 1)
 			fail_msg("explain does not show the added worker: %s", harness_r.body);
 	}
-	wait_event(id, "spec_applied", 20);
+	harness_job_wait_event(id, "spec_applied", NULL, 20);
 	end = harness_now_s() + 10;
 	for (;;) {
 		m = harness_get_ok(admin, "/v1/jobs/%s/manifest", id);

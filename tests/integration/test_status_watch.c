@@ -39,9 +39,8 @@ setup(void **state)
 	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
 	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
-	harness_post_created(admin, "/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	harness_post_created(admin, "/v1/queues", "{\"name\":\"ml\",\"environment\":\"" ENV "\","
-	    "\"default_priority_class\":\"low\",\"nominal_quota\":{\"" H100 "\":200}}");
+	harness_pclass(admin, "low", 10, false);
+	harness_queue(admin, ENV, "ml", "low", H100, 200);
 	harness_register(&cs, admin, "test-hp-usw2", NULL, NULL);
 	harness_register(&cs, admin, "test-aks-eus", NULL, NULL);
 	harness_wait_capacity(names, 60);
@@ -59,21 +58,6 @@ submit(const char *name, const char *provider)
 	    "\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\""
 	    H100 "\",\"count\":8}}],\"constraints\":{\"providers\":[\"%s\"]}}", name, provider);
 	return strdup(harness_js(harness_post_created(admin, "/v1/jobs", body), "id"));
-}
-
-static void
-wait_state(const char *id, const char *st, double timeout)
-{
-	double end = harness_now_s() + timeout;
-
-	while (harness_now_s() < end) {
-		if (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state = '%s'",
-		    id, st) == 1)
-			return;
-		usleep(50 * 1000);
-	}
-	fail_msg("job %s never became %s (is %s)", id, st, harness_sql_str("SELECT state FROM "
-	    "jobs WHERE id = '%s'", id));
 }
 
 /* Milliseconds between the member's RayJob entering state on cluster and the job's
@@ -110,7 +94,7 @@ test_watch_follows_and_relists(void **state)
 	double lag;
 
 	(void)state;
-	wait_state(id, "running", 40);
+	harness_job_wait_row(id, "running", 0, 40);
 	lag = lag_ms("test-hp-usw2", id, "Running", "running");
 	print_message("status lag Running -> running: %.0f ms\n", lag);
 	assert_true(lag < 2500);	/* watch + 50 ms cycle; generous under ASan and load */
@@ -123,7 +107,7 @@ test_watch_follows_and_relists(void **state)
 	    harness_metric("fleetd_status_watch_relists_total ") <= relists; i++)
 		usleep(100 * 1000);
 	assert_true(harness_metric("fleetd_status_watch_relists_total ") > relists);
-	wait_state(id, "succeeded", 40);	/* still followed after the relist */
+	harness_job_wait_row(id, "succeeded", 0, 40);	/* still followed after the relist */
 	lag = lag_ms("test-hp-usw2", id, "Complete", "succeeded");
 	print_message("status lag Complete -> succeeded: %.0f ms\n", lag);
 	assert_true(lag < 2500);
@@ -137,10 +121,10 @@ test_refused_watch_is_polled(void **state)
 	long lists = (long)harness_metric("fleetd_status_member_calls_total{call=\"list\"} ");
 
 	(void)state;
-	wait_state(id, "running", 40);
+	harness_job_wait_row(id, "running", 0, 40);
 	assert_true(harness_metric("fleetd_status_watch_refusals_total ") >= 1);
 	assert_true(harness_metric("fleetd_status_member_calls_total{call=\"list\"} ") > lists);
-	wait_state(id, "succeeded", 40);
+	harness_job_wait_row(id, "succeeded", 0, 40);
 	free(id);
 }
 
