@@ -10,15 +10,12 @@
 
 #include <cmocka.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <pthread.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "providers/creds_int.h"
 #include "providers/kube.h"
 #include "providers/provider.h"
+#include "tests/unit/providers/fake_server.h"
 
 static const char *GKE_POOLS =
     "{\"nodePools\":[{\"name\":\"h100\",\"config\":{\"machineType\":\"a3-highgpu-8g\","
@@ -498,66 +495,6 @@ test_ops(void **state)
 	assert_ptr_equal(prov_ops_get("hyperpod"), &prov_hyperpod_ops);
 	assert_null(prov_ops_get("eks"));
 	assert_null(prov_ops_get(NULL));
-}
-
-/* ---- a tiny HTTP server that answers every request with one fixed body */
-
-struct fake {
-	int		 fd;
-	int		 port;
-	const char	*body;
-	int		 served;
-	pthread_t	 thr;
-};
-
-static void *
-fake_main(void *arg)
-{
-	struct fake *f = arg;
-	char buf[8192], head[256];
-	int c;
-
-	while ((c = accept(f->fd, NULL, NULL)) >= 0) {
-		ssize_t n = recv(c, buf, sizeof(buf) - 1, 0);
-
-		if (n > 0) {
-			snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: "
-			    "application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-			    strlen(f->body));
-			if (send(c, head, strlen(head), MSG_NOSIGNAL) < 0 ||
-			    send(c, f->body, strlen(f->body), MSG_NOSIGNAL) < 0)
-				f->served--;
-			f->served++;
-		}
-		close(c);
-	}
-	return NULL;
-}
-
-static void
-fake_start(struct fake *f, const char *body)
-{
-	struct sockaddr_in a = { 0 };
-	socklen_t len = sizeof(a);
-
-	f->body = body;
-	f->served = 0;
-	f->fd = socket(AF_INET, SOCK_STREAM, 0);
-	a.sin_family = AF_INET;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(f->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(f->fd, 64), 0);
-	getsockname(f->fd, (struct sockaddr *)&a, &len);
-	f->port = ntohs(a.sin_port);
-	assert_int_equal(pthread_create(&f->thr, NULL, fake_main, f), 0);
-}
-
-static void
-fake_stop(struct fake *f)
-{
-	shutdown(f->fd, SHUT_RDWR);
-	close(f->fd);
-	pthread_join(f->thr, NULL);
 }
 
 /* An API server that pages forever is cut off; a truncated answer is an error. */
