@@ -32,7 +32,10 @@ static const struct {
 static void
 key_of(int k, const char *ns, const char *name, char *out, size_t n)
 {
-	snprintf(out, n, "%s/%s/%s", kinds[k].plural, kinds[k].namespaced ? ns : "", name);
+	/* a key longer than out is cut (names are DNS-1123, far shorter) */
+	if (snprintf(out, n, "%s/%s/%s", kinds[k].plural, kinds[k].namespaced ? ns : "",
+	    name) >= (int)n)
+		out[n - 1] = '\0';
 }
 
 json_t *
