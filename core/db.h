@@ -31,6 +31,12 @@ void	 db_rollback(struct db *c);
  * connection loss -> 503 "db.unavailable", else 500. */
 bool	 db_exec(struct db *c, const char *sql, int n, const char *const *params,
 	    PGresult **out, struct err *e);
+/* Inside a transaction: queues sql (text and params copied) to be sent in one pipeline with
+ * the transaction's next statement or with its COMMIT, saving its round trip; for writes
+ * whose result nobody reads (the audit row).  A failure fails that statement or the
+ * COMMIT with sql's own error (as db_exec's).  Outside a transaction: db_exec at once. */
+bool	 db_exec_later(struct db *c, const char *sql, int n, const char *const *params,
+	    struct err *e);
 /* Runs fn inside one transaction on a pooled connection; retries once on
  * serialization failure or deadlock. */
 typedef bool (*db_tx_fn)(struct db *c, void *arg, struct err *e);
