@@ -44,9 +44,21 @@ HANDLER(h_job_list)
 		free(cur);
 	}
 	{
-		char *text = arena_printf(rq->arena, "{\"items\":%s,\"next\":%s}", pg.items, next);
+		/* memcpy, not a printf: vsnprintf's measuring pass over a page of 20 jobs was a
+		 * third of fleetd's CPU on this route (bench/profiles/list.txt) */
+		size_t nn = strlen(next), len = 10 + pg.len + 8 + nn + 1;
+		char *text = arena_alloc(rq->arena, len + 1), *w = text;
 
-		rq_reply_text(rq, 200, text, strlen(text));
+		memcpy(w, "{\"items\":", 9);
+		w += 9;
+		memcpy(w, pg.items, pg.len);
+		w += pg.len;
+		memcpy(w, ",\"next\":", 8);
+		w += 8;
+		memcpy(w, next, nn);
+		w += nn;
+		*w++ = '}';
+		rq_reply_text(rq, 200, text, (size_t)(w - text));
 	}
 	return true;
 }

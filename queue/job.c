@@ -204,14 +204,16 @@ host_fits(struct db *c, const char *env, const struct job_spec *s, struct err *e
 bool
 job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 {
-	/* the job and its first event in one round trip (the scheduler is woken after the
-	 * commit: db_notify) */
+	/* the job, its first event and the job as GET answers it (JOB_JSON over the inserted
+	 * row) in one round trip (the scheduler is woken after the commit: db_notify) */
 	static const char sql[] = "WITH j AS (INSERT INTO jobs (id, name, environment, queue_id,"
 	    " kind, priority_class, priority, spec) VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int,"
-	    " $8::jsonb) RETURNING id, attempt, environment),"
+	    " $8::jsonb) RETURNING *),"
 	    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message)"
 	    " SELECT id, 'submitted', NULL, 'pending', attempt, 'job submitted' FROM j)"
-	    " SELECT 1 FROM j";
+	    " SELECT " JOB_JSON " FROM j JOIN queues q ON q.id = j.queue_id"
+	    " LEFT JOIN clusters k ON k.id = j.cluster_id LEFT JOIN clouds c ON c.id = k.cloud_id";
+	PGresult *r = NULL;
 	struct job_spec s;
 	json_t *spec_in = NULL, *queue = NULL, *pc = NULL, *canon = NULL;
 	const char *env = NULL, *pcname;
@@ -252,11 +254,16 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 		    json_string_value(json_object_get(queue, "id")), jobspec_kind_name(s.kind),
 		    pcname ? pcname : "default", prio, spec_s };
 
-		if (!db_exec(c, sql, 8, p, NULL, e) || !db_notify(c, "fleet_sched", env, e))
+		if (!db_exec(c, sql, 8, p, &r, e) || !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
-	ok = job_get(c, id, false, out, e);
+	if (PQntuples(r) != 1 || (*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL)) == NULL) {
+		err_set(e, 500, "db.bad_row", "cannot read the job");
+		goto cleanup;
+	}
+	ok = true;
 cleanup:
+	PQclear(r);
 	jobspec_cleanup(&s);
 	json_decref(spec_in);
 	json_decref(queue);

@@ -302,6 +302,16 @@ submit_until(int n, long want)
 		    seq++, n);
 		harness_http(&r, "POST", harness_url(&api, "/v1/jobs"), admin, body, NULL);
 		got = r.status;
+		if (got == 201) {
+			/* the answer is JOB_JSON of the inserted row (one statement) and the
+			 * audit row went with the COMMIT (db_exec_later) */
+			const char *id = json_string_value(json_object_get(r.json, "id"));
+
+			same_as_reference(r.json);
+			assert_int_equal(harness_sql_long("SELECT count(*) FROM audit_log WHERE"
+			    " action = 'job.submit' AND resource_id = '%s' AND after->>'id' = '%s'",
+			    id, id), 1);
+		}
 		harness_http_free(&r);
 		if (got == want)
 			return;
