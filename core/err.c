@@ -5,43 +5,23 @@
 
 #include "core/err.h"
 
-/* The one filling of an error: every err_* that takes a format goes through it.
- * A NULL e (callers that only want the false) is left alone. */
-static bool
-fill(struct err *e, int status, const char *code, const char *pointer, const char *fmt,
-     va_list ap)
-{
-	if (e == NULL)
-		return false;
-	e->status = status;
-	snprintf(e->code, sizeof(e->code), "%s", code);
-	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-	e->detail[0] = '\0';
-	snprintf(e->pointer, sizeof(e->pointer), "%s", pointer ? pointer : "");
-	e->retry_after = 0;
-	return false;
-}
-
-bool
-err_set(struct err *e, int status, const char *code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fill(e, status, code, NULL, fmt, ap);
-	va_end(ap);
-	return false;
-}
-
+/* err_set is err_field with no pointer (core/err.h). */
 bool
 err_field(struct err *e, int status, const char *code, const char *pointer,
 	  const char *fmt, ...)
 {
 	va_list ap;
 
+	if (e == NULL)
+		return false;
+	e->status = status;
+	snprintf(e->code, sizeof(e->code), "%s", code);
 	va_start(ap, fmt);
-	fill(e, status, code, pointer, fmt, ap);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
+	e->detail[0] = '\0';
+	snprintf(e->pointer, sizeof(e->pointer), "%s", pointer ? pointer : "");
+	e->retry_after = 0;
 	return false;
 }
 

@@ -14,12 +14,13 @@ struct err {
 };
 
 /* Fills e (when not NULL) and returns false, so callers can write
- * `return err_set(e, 404, "x.not_found", "x %s not found", id);`. */
-bool err_set(struct err *e, int status, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-/* Same, with a JSON pointer naming the field at fault. */
+ * `return err_field(e, 400, "x.bad", "/name", "name %s is taken", name);`; pointer is the
+ * JSON pointer naming the field at fault, NULL for none. */
 bool err_field(struct err *e, int status, const char *code, const char *pointer,
 	       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* err_field with no pointer: `return err_set(e, 404, "x.not_found", "x %s not found", id);`
+ * (fmt and its arguments are the ...). */
+#define err_set(e, status, code, ...) err_field((e), (status), (code), NULL, __VA_ARGS__)
 /* Sets the optional detail sentence; returns false. */
 bool err_detail(struct err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void err_clear(struct err *e);
