@@ -75,8 +75,8 @@ kube_parse_quantity(const char *s, bool milli, long long *out)
 	return true;
 }
 
-static json_t *
-load(const char *body, size_t len, const char *kind, struct err *e)
+json_t *
+kube_list_load(const char *body, size_t len, const char *kind, struct err *e)
 {
 	json_t *j = body ? json_loadb(body, len, 0, NULL) : NULL;
 
@@ -200,27 +200,45 @@ parse_node(json_t *it, struct kube_capacity *out)
 	return true;
 }
 
-bool
-kube_parse_nodes(const char *body, size_t len, struct kube_capacity *out, char **next,
-    struct err *e)
+/* One page of a NodeList or PodList: item(it, i, out, e) for each item, then *next
+ * (metadata.continue) and the page count. */
+static bool
+parse_page(const char *body, size_t len, const char *kind,
+    bool (*item)(json_t *, size_t, struct kube_capacity *, struct err *),
+    struct kube_capacity *out, char **next, struct err *e)
 {
-	json_t *j = load(body, len, "node list", e), *it;
+	json_t *j = kube_list_load(body, len, kind, e), *it;
 	size_t i;
 
 	*next = NULL;
 	if (j == NULL)
 		return false;
 	json_array_foreach(json_object_get(j, "items"), i, it)
-		if (!parse_node(it, out)) {
+		if (!item(it, i, out, e)) {
 			json_decref(j);
-			return err_set(e, 502, "kube.bad_answer", "node list: item %zu has no name "
-			    "or unreadable allocatable", i);
+			return false;
 		}
 	prov_json_next(json_object_get(json_object_get(j, "metadata"), "continue"),
 	    next);
 	out->pages++;
 	json_decref(j);
 	return true;
+}
+
+static bool
+node_item(json_t *it, size_t i, struct kube_capacity *out, struct err *e)
+{
+	if (!parse_node(it, out))
+		return err_set(e, 502, "kube.bad_answer", "node list: item %zu has no name "
+		    "or unreadable allocatable", i);
+	return true;
+}
+
+bool
+kube_parse_nodes(const char *body, size_t len, struct kube_capacity *out, char **next,
+    struct err *e)
+{
+	return parse_page(body, len, "node list", node_item, out, next, e);
 }
 
 /* Effective request of a pod: max(sum of containers, largest init container) + overhead. */
@@ -258,52 +276,44 @@ pod_request(json_t *spec, long long r[3])
 	return true;
 }
 
+static bool
+pod_item(json_t *it, size_t i, struct kube_capacity *out, struct err *e)
+{
+	json_t *spec = json_object_get(it, "spec"), *u;
+	const char *node = json_string_value(json_object_get(spec, "nodeName")),
+	    *phase = json_string_value(json_object_get(json_object_get(it, "status"),
+	    "phase"));
+	long long r[3];
+
+	if (node == NULL || node[0] == '\0')
+		return true;	/* pending: holds nothing yet */
+	if (phase != NULL && (strcmp(phase, "Succeeded") == 0 ||
+	    strcmp(phase, "Failed") == 0))
+		return true;
+	if (!pod_request(spec, r))
+		return err_set(e, 502, "kube.bad_answer", "pod list: item %zu has an "
+		    "unreadable resource request", i);
+	u = json_object_get(out->use, node);
+	if (u == NULL) {
+		u = json_pack("[I, I, I]", (json_int_t)0, (json_int_t)0, (json_int_t)0);
+		json_object_set_new(out->use, node, u);
+	}
+	for (int k = 0; k < 3; k++) {
+		json_int_t sum = json_integer_value(json_array_get(u, (size_t)k));
+
+		/* saturate: requests beyond 2^60 on one node are nonsense anyway */
+		sum = sum > (1LL << 60) - r[k] ? (1LL << 60) : sum + r[k];
+		json_array_set_new(u, (size_t)k, json_integer(sum));
+	}
+	out->pods++;
+	return true;
+}
+
 bool
 kube_parse_pods(const char *body, size_t len, struct kube_capacity *out, char **next,
     struct err *e)
 {
-	json_t *j = load(body, len, "pod list", e), *it;
-	size_t i;
-
-	*next = NULL;
-	if (j == NULL)
-		return false;
-	json_array_foreach(json_object_get(j, "items"), i, it) {
-		json_t *spec = json_object_get(it, "spec"), *u;
-		const char *node = json_string_value(json_object_get(spec, "nodeName")),
-		    *phase = json_string_value(json_object_get(json_object_get(it, "status"),
-		    "phase"));
-		long long r[3];
-
-		if (node == NULL || node[0] == '\0')
-			continue;	/* pending: holds nothing yet */
-		if (phase != NULL && (strcmp(phase, "Succeeded") == 0 ||
-		    strcmp(phase, "Failed") == 0))
-			continue;
-		if (!pod_request(spec, r)) {
-			json_decref(j);
-			return err_set(e, 502, "kube.bad_answer", "pod list: item %zu has an "
-			    "unreadable resource request", i);
-		}
-		u = json_object_get(out->use, node);
-		if (u == NULL) {
-			u = json_pack("[I, I, I]", (json_int_t)0, (json_int_t)0, (json_int_t)0);
-			json_object_set_new(out->use, node, u);
-		}
-		for (int k = 0; k < 3; k++) {
-			json_int_t sum = json_integer_value(json_array_get(u, (size_t)k));
-
-			/* saturate: requests beyond 2^60 on one node are nonsense anyway */
-			sum = sum > (1LL << 60) - r[k] ? (1LL << 60) : sum + r[k];
-			json_array_set_new(u, (size_t)k, json_integer(sum));
-		}
-		out->pods++;
-	}
-	prov_json_next(json_object_get(json_object_get(j, "metadata"), "continue"),
-	    next);
-	out->pages++;
-	json_decref(j);
-	return true;
+	return parse_page(body, len, "pod list", pod_item, out, next, e);
 }
 
 void

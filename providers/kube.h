@@ -119,5 +119,8 @@ bool	 kube_check(const struct prov_cluster *k, struct err *e);
  * kube.forbidden, 404 kube.not_found, 409 kube.conflict, 422 kube.invalid, 429
  * kube.throttled, else 502 kube.bad_status.  Always returns false. */
 bool	 kube_status_err(const struct http_resp *r, const char *what, struct err *e);
+/* A Kubernetes list answer (body of len bytes): a JSON object with an items array, new
+ * reference; else NULL and 502 kube.bad_answer "<kind>: answer is not a list". */
+json_t	*kube_list_load(const char *body, size_t len, const char *kind, struct err *e);
 
 #endif

@@ -444,12 +444,8 @@ kube_list_events(const struct prov_cluster *k, const char *ns, const char *kind,
 		kube_status_err(&r, "list events", e);
 		goto cleanup;
 	}
-	if ((j = body_json(&r, e)) == NULL)
+	if ((j = kube_list_load(r.body, r.body_len, "event list", e)) == NULL)
 		goto cleanup;
-	if (!json_is_array(json_object_get(j, "items"))) {
-		err_set(e, 502, "kube.bad_answer", "event list has no items");
-		goto cleanup;
-	}
 	*items = json_incref(json_object_get(j, "items"));
 	ok = true;
 cleanup:

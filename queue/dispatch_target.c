@@ -368,11 +368,8 @@ list_page(const struct prov_cluster *k, const char *url, json_t *items, char **n
 		kube_status_err(&r, "list", e);
 		goto cleanup;
 	}
-	j = r.body ? json_loadb(r.body, r.body_len, 0, NULL) : NULL;
-	if (!json_is_object(j) || !json_is_array(json_object_get(j, "items"))) {
-		err_set(e, 502, "kube.bad_answer", "list answer is not a kubernetes list");
+	if ((j = kube_list_load(r.body, r.body_len, "list", e)) == NULL)
 		goto cleanup;
-	}
 	json_array_foreach(json_object_get(j, "items"), i, it)
 		if (json_is_object(it))
 			json_array_append(items, it);
