@@ -285,7 +285,6 @@ char	*cs_pct_decode(const char *s, size_t n);	/* '+' kept unless form */
 char	*cs_form_decode(const char *s, size_t n);	/* '+' -> ' ' */
 char	*cs_form_get(const char *body, const char *key);	/* decoded value, malloc'd */
 void	 cs_copy(char *dst, size_t n, const char *src);	/* truncating; NULL -> "" */
-unsigned cs_hash(const char *s);			/* FNV-1a: stable made-up ids */
 long long cs_parse_quantity(const char *s, bool cpu);	/* cpu: millicores; -1 bad */
 long long cs_json_quantity(json_t *v, bool cpu);
 bool	 cs_dns1123_label(const char *s, size_t max);

@@ -7,6 +7,7 @@
 
 #include "cloudsim/cs.h"
 #include "core/crypto.h"
+#include "core/hash.h"
 
 const char *
 cs_provider_name(enum cs_provider p)
@@ -95,7 +96,7 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 	if (cl->provider == CS_GKE) {
 		char block[48];
 
-		snprintf(block, sizeof(block), "%08x", cs_hash(p->rack_prefix));
+		snprintf(block, sizeof(block), "%08x", hash_str(p->rack_prefix));
 		json_object_set_new(l, "cloud.google.com/gke-nodepool", json_string(p->name));
 		json_object_set_new(l, "cloud.google.com/gke-os-distribution",
 		    json_string("cos"));
@@ -103,7 +104,7 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 		json_object_set_new(l, "cloud.google.com/gce-topology-subblock",
 		    json_string(n->rack));
 		json_object_set_new(l, "cloud.google.com/gce-topology-host",
-		    json_sprintf("%08x", cs_hash(n->name)));
+		    json_sprintf("%08x", hash_str(n->name)));
 		if (p->spot)
 			json_object_set_new(l, "cloud.google.com/gke-spot", json_string("true"));
 		if (mt->accel != NULL && mt->tpu) {
@@ -137,9 +138,9 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 		json_object_set_new(l, "sagemaker.amazonaws.com/node-health-status",
 		    json_string("Schedulable"));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-1",
-		    json_sprintf("nn-%08x", cs_hash(cl->name)));
+		    json_sprintf("nn-%08x", hash_str(cl->name)));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-2",
-		    json_sprintf("nn-%08x", cs_hash(p->rack_prefix)));
+		    json_sprintf("nn-%08x", hash_str(p->rack_prefix)));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-3",
 		    json_string(n->rack));
 		if (p->spot)
@@ -180,7 +181,7 @@ cs_node_build(struct cs_pool *p, int idx, double now)
 {
 	struct cs_cluster *cl = p->cl;
 	struct cs_node *n = calloc(1, sizeof(*n));
-	unsigned h = cs_hash(p->rack_prefix);
+	unsigned h = hash_str(p->rack_prefix);
 
 	if (n == NULL)
 		abort();
@@ -192,13 +193,13 @@ cs_node_build(struct cs_pool *p, int idx, double now)
 	    p->nodes_per_rack > 0 ? idx / p->nodes_per_rack : 0);
 	if (cl->provider == CS_GKE)
 		snprintf(n->name, sizeof(n->name), "gke-%.24s-%.16s-%08x-%04x", cl->name, p->name,
-		    h, (unsigned)(cs_hash(n->rack) + (unsigned)idx) & 0xffff);
+		    h, (unsigned)(hash_str(n->rack) + (unsigned)idx) & 0xffff);
 	else if (cl->provider == CS_AKS)
 		snprintf(n->name, sizeof(n->name), "aks-%.12s-%08u-vmss%06x", p->name,
 		    h % 100000000u, (unsigned)idx);
 	else
 		snprintf(n->name, sizeof(n->name), "hyperpod-i-0%08x%08x", h,
-		    cs_hash(cl->name) + (unsigned)idx);
+		    hash_str(cl->name) + (unsigned)idx);
 	n->cpu_m = (long long)p->mt->vcpus * 1000 - 500;
 	n->mem_b = (long long)p->mt->mem_gib * 1024 * 1024 * 1024 / 100 * 95;
 	if (p->mt->accel != NULL && p->mt->tpu)

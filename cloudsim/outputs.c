@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cloudsim/cs.h"
+#include "core/hash.h"
 
 char *
 cs_hyperpod_arn(const struct cs_cluster *cl)
@@ -13,7 +14,7 @@ cs_hyperpod_arn(const struct cs_cluster *cl)
 	char *s = NULL;
 
 	if (asprintf(&s, "arn:aws:sagemaker:%s:%s:cluster/%08x%04x", cl->region, cl->account,
-	    cs_hash(cl->name), cs_hash(cl->region) & 0xffff) < 0)
+	    hash_str(cl->name), hash_str(cl->region) & 0xffff) < 0)
 		abort();
 	return s;
 }

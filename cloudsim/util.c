@@ -229,16 +229,6 @@ cs_copy(char *dst, size_t n, const char *src)
 	dst[l] = '\0';
 }
 
-unsigned
-cs_hash(const char *s)
-{
-	unsigned h = 2166136261u;
-
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
 /* Kubernetes resource quantity: "2", "500m", "1.5", "64Gi", "1G", "100Mi", "1e3". */
 long long
 cs_parse_quantity(const char *s, bool cpu)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hash.h"
 #include "core/listen.h"
 #include "core/log.h"
 #include "queue/admit_cache.h"
@@ -35,11 +36,7 @@ static char *listen_url;
 static unsigned
 slot_of(const char *key)
 {
-	uint32_t h = 2166136261u;
-
-	for (; *key != '\0'; key++)
-		h = (h ^ (unsigned char)*key) * 16777619u;
-	return h % SLOTS;
+	return hash_str(key) % SLOTS;
 }
 
 bool

@@ -14,6 +14,7 @@
 #include <uuid/uuid.h>
 
 #include "core/arena.h"
+#include "core/hash.h"
 #include "core/textbuf.h"
 #include "queue/job_text.h"
 
@@ -184,11 +185,7 @@ static struct {
 static unsigned
 bucket_of(const char *id)
 {
-	uint32_t h = 2166136261u;
-
-	for (; *id != '\0'; id++)
-		h = (h ^ (unsigned char)*id) * 16777619u;
-	return h % CACHE_BUCKETS;
+	return hash_str(id) % CACHE_BUCKETS;
 }
 
 static struct entry **
