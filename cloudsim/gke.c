@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 
 static json_t *
 gke_taints(json_t *taints)
@@ -140,14 +141,8 @@ quota_add(json_t *q, const char *metric, double usage)
 static json_t *
 project_cfg(struct cs *cs, const char *project)
 {
-	json_t *p;
-	size_t i;
-
-	json_array_foreach(json_object_get(json_object_get(cs->fleet, "gcp"), "projects"), i, p)
-		if (strcmp(json_string_value(json_object_get(p, "id")) ?
-		    json_string_value(json_object_get(p, "id")) : "", project) == 0)
-			return p;
-	return NULL;
+	return jsonx_find(json_object_get(json_object_get(cs->fleet, "gcp"), "projects"), "id",
+	    project);
 }
 
 static void

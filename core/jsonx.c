@@ -206,6 +206,21 @@ jsonx_at(json_t *obj, const char *key, const char *key2)
 	return json_string_value(v);
 }
 
+json_t *
+jsonx_find(json_t *arr, const char *key, const char *value)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(arr, i, v) {
+		const char *s = jsonx_at(v, key, NULL);
+
+		if (strcmp(s ? s : "", value) == 0)
+			return v;
+	}
+	return NULL;
+}
+
 bool
 jsonx_name_ok(const char *s, size_t max)
 {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "providers/kube.h"
 #include "queue/cron.h"
@@ -132,18 +133,13 @@ meta_map(json_t *o, const char *map, const char *k)
 static bool
 owned(json_t *item, const char *cron, const char *cron_uid)
 {
-	json_t *refs = json_object_get(json_object_get(item, "metadata"), "ownerReferences"), *r;
-	size_t i;
+	json_t *refs = json_object_get(json_object_get(item, "metadata"), "ownerReferences");
 
 	if (strcmp(meta_map(item, "labels", CRON_LABEL), cron) != 0)
 		return false;
 	if (json_array_size(refs) == 0 || cron_uid[0] == '\0')
 		return true;
-	json_array_foreach(refs, i, r)
-		if (strcmp(json_string_value(json_object_get(r, "uid")) ?
-		    json_string_value(json_object_get(r, "uid")) : "", cron_uid) == 0)
-			return true;
-	return false;
+	return jsonx_find(refs, "uid", cron_uid) != NULL;
 }
 
 static int
@@ -153,19 +149,6 @@ child_cmp(const void *a, const void *b)
 	int c = strcmp(x->created, y->created);
 
 	return c ? c : strcmp(x->c.name, y->c.name);
-}
-
-static json_t *
-run_of(json_t *runs, const char *name)
-{
-	json_t *r;
-	size_t i;
-
-	json_array_foreach(runs, i, r)
-		if (strcmp(json_string_value(json_object_get(r, "name")) ?
-		    json_string_value(json_object_get(r, "name")) : "", name) == 0)
-			return r;
-	return NULL;
 }
 
 /* What the job row says: its spec, environment, queue and counted runs. */
@@ -338,7 +321,7 @@ outcome(const struct row *w, const struct child *v, const struct cron_verdict *v
 		switch (vd[i].action) {
 		case CRON_RUN:
 			if (v[i].c.known) {
-				json_array_append(rc->runs, run_of(w->runs, name));
+				json_array_append(rc->runs, jsonx_find(w->runs, "name", name));
 				break;
 			}
 			json_array_append_new(rc->runs, json_pack("{s:s, s:s, s:s, s:s, s:I}",
@@ -423,7 +406,7 @@ children_of(const struct status_job *j, json_t *cron, json_t *items, json_t *run
 		    meta_map(it, "annotations", CRON_SCHEDULED));
 		status_map("RayJob", it, &obs);
 		snprintf(c->word, sizeof(c->word), "%s", obs.word);
-		c->c.known = run_of(runs, c->c.name) != NULL;
+		c->c.known = jsonx_find(runs, "name", c->c.name) != NULL;
 		c->c.active = obs.phase != STATUS_SUCCEEDED && obs.phase != STATUS_FAILED &&
 		    meta(it, "deletionTimestamp")[0] == '\0';
 	}
