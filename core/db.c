@@ -365,7 +365,12 @@ pipeline_run(struct db *c, struct step *st, int n)
 		if (t->sync_after && (x = PQgetResult(conn)) != NULL)
 			PQclear(x);
 	}
-	PQexitPipelineMode(conn);
+	if (!PQexitPipelineMode(conn)) {
+		/* results left unread (a connection lost mid-way): never reuse it */
+		PQfinish(conn);
+		c->conn = NULL;
+		sent = false;
+	}
 	if (!sent) {
 		for (int i = 0; i < n; i++) {
 			PQclear(st[i].r);

@@ -321,7 +321,11 @@ struct sched_placement {
 	size_t			 n_allocs;
 	struct sched_candidate	*cands;		/* winner first, then by score */
 	size_t			 n_cands;
-	uint32_t		 counts[SCHED_NREASONS];
+	/* SCHED_NREASONS counts of clusters by reason: in the arena given to sched_place (the
+	 * model's scratch, valid until its next call, when none); NULL in a pending decision
+	 * of a lean_pending cycle, which keeps its reason only (8 bytes instead of 76 in each
+	 * of 100,000 pending decisions) */
+	uint32_t		*counts;
 	enum sched_reason	 reason;	/* the most telling reason when nothing fits */
 };
 

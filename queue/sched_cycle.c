@@ -260,7 +260,14 @@ settle(struct sched_model *m, struct arena *a, struct sched_decision *d, bool al
 		p->n_cands = 0;
 		p->allocs = NULL;
 		p->n_allocs = 0;
+		p->counts = NULL;
 		return;
+	}
+	if (p->counts != NULL) {
+		uint32_t *k = arena_alloc(a, sizeof(*k) * SCHED_NREASONS);
+
+		memcpy(k, p->counts, sizeof(*k) * SCHED_NREASONS);
+		p->counts = k;
 	}
 	if (p->cands != NULL) {
 		struct sched_candidate *c = arena_alloc(a, p->n_cands * sizeof(*c) + 1);

@@ -125,7 +125,7 @@ sched_decision_to_json(const struct sched_model *m, const struct sched_decision 
 	for (i = 0; i < d->place.n_cands; i++)
 		json_array_append_new(cands, cluster_ref(m, d->place.cands[i].cluster,
 		    d->place.cands[i].reason, d->place.cands[i].score));
-	for (r = SCHED_R_OUTSCORED; r < SCHED_NREASONS; r++)
+	for (r = SCHED_R_OUTSCORED; r < SCHED_NREASONS && d->place.counts != NULL; r++)
 		if (d->place.counts[r] > 0)
 			json_object_set_new(rej, sched_reason_code(r),
 			    json_integer(d->place.counts[r]));

@@ -49,6 +49,8 @@ struct sched_model {
 	size_t			  c_cap;
 	struct arena		 *place_tmp;	/* cfg.lean_pending: where a cycle tries its
 						 * placements; an admission copies its own out */
+	uint32_t		  counts_scratch[SCHED_NREASONS];	/* sched_place without
+							 * an arena */
 	size_t			 *env_clusters;	/* clusters per interned environment */
 	size_t			  n_env;
 	bool			  finalized;

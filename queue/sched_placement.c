@@ -375,6 +375,12 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 	memset(out, 0, sizeof(*out));
 	out->cluster = -1;
 	out->score = NAN;
+	if (a != NULL) {
+		out->counts = arena_alloc(a, sizeof(*out->counts) * SCHED_NREASONS);
+	} else {
+		memset(m->counts_scratch, 0, sizeof(m->counts_scratch));
+		out->counts = m->counts_scratch;
+	}
 	n = evaluate(m, j, quota, &visited);
 	rows = m->c_scratch;
 	for (;;) {

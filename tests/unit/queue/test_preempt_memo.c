@@ -1,5 +1,7 @@
 /* test_preempt_memo: a cycle does not search again for victims for a job equal to one whose
- * search just failed while the model stayed the same, and that changes no decision. */
+ * search just failed while the model stayed the same, and that changes no decision; nor do
+ * the scheduler's lean pending decisions (reason only, no candidates or counts: issue 17's
+ * memory at 100,000 pending jobs), whose admissions keep every detail. */
 #include "sched_fixture.h"
 
 #define U SCHED_UNSET
@@ -85,6 +87,9 @@ pick(int lo, int hi)
 
 /* A random fleet with jobs of few shapes (many equal); distinct: every job its own price
  * limit, high enough to filter nothing, so no two jobs are equal and nothing is skipped. */
+/* world() builds a model whose cycles keep lean pending decisions (the scheduler's way). */
+static bool world_lean;
+
 static struct sched_model *
 world(uint64_t seed, bool distinct)
 {
@@ -97,6 +102,7 @@ world(uint64_t seed, bool distinct)
 	sched_config_default(&cfg);
 	cfg.max_candidates = 4;
 	cfg.starve_after = 120;
+	cfg.lean_pending = world_lean;
 	m = sched_model_new(&cfg, FX_NOW);
 	n = pick(1, 4);
 	for (i = 0; i < n; i++) {
@@ -140,14 +146,20 @@ test_same_decisions_as_without(void **state)
 
 	(void)state;
 	for (seed = 1; seed <= 300; seed++) {
-		struct sched_model *m[2] = { world(seed * 7919, false), world(seed * 7919, true) };
-		struct sched_cycle cy[2];
+		struct sched_model *m[3];
+		struct sched_cycle cy[3];
 		struct arena *a = arena_new();
 		int round, k;
 		size_t i, v;
 
+		m[0] = world(seed * 7919, false);
+		m[1] = world(seed * 7919, true);
+		world_lean = true;
+		m[2] = world(seed * 7919, false);
+		world_lean = false;
+
 		for (round = 0; round < 4; round++) {
-			for (k = 0; k < 2; k++) {
+			for (k = 0; k < 3; k++) {
 				sched_model_set_now(m[k], FX_NOW + round * 60);
 				sched_cycle_run(m[k], a, &cy[k]);
 			}
@@ -166,11 +178,32 @@ test_same_decisions_as_without(void **state)
 				for (v = 0; v < x->n_victims; v++)
 					assert_int_equal(x->victims[v], y->victims[v]);
 			}
+			/* lean pending decisions: the same decisions; an admission keeps all its
+			 * detail (candidates, rejections by reason), a pending one its reason */
+			assert_int_equal(cy[0].n, cy[2].n);
+			for (i = 0; i < cy[0].n; i++) {
+				const struct sched_decision *x = &cy[0].d[i], *z = &cy[2].d[i];
+
+				assert_int_equal(x->job, z->job);
+				assert_int_equal(x->outcome, z->outcome);
+				assert_int_equal(x->reason, z->reason);
+				assert_int_equal(x->place.cluster, z->place.cluster);
+				if (x->outcome == SCHED_OUT_ADMIT) {
+					json_t *jx = sched_decision_to_json(m[0], x);
+					json_t *jz = sched_decision_to_json(m[2], z);
+
+					assert_true(json_equal(jx, jz));
+					json_decref(jx);
+					json_decref(jz);
+				} else {
+					assert_null(z->place.counts);
+				}
+			}
 			/* the next round: victims back in line, some admitted jobs finish */
 			for (i = 0; i < sched_model_n_jobs(m[0]); i++) {
 				bool done = pick(0, 2) == 0;
 
-				for (k = 0; k < 2; k++) {
+				for (k = 0; k < 3; k++) {
 					struct sched_job *j = sched_model_job(m[k], i);
 
 					if (j->state == SCHED_PREEMPTED)
@@ -183,6 +216,7 @@ test_same_decisions_as_without(void **state)
 		arena_free(a);
 		sched_model_free(m[0]);
 		sched_model_free(m[1]);
+		sched_model_free(m[2]);
 	}
 	assert_true(hits > 100);	/* the memo was used */
 	assert_true(preempted > 20);	/* and evictions happened around it */
