@@ -250,6 +250,25 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 	fail_msg("fleetd did not become healthy");
 }
 
+void
+harness_fleetd_cs(struct fleetd_proc *p, char *dburl, size_t urllen, const char *tag,
+		  const struct harness_cs *cs, const char *const *env)
+{
+	const char *all[128];
+	int n = 0;
+
+	for (int i = 0; i < cs->nenv && cs->env[i] != NULL; i++)
+		all[n++] = cs->env[i];
+	for (int i = 0; env != NULL && env[i] != NULL; i++) {
+		if (n == (int)(sizeof(all) / sizeof(all[0])) - 1)
+			fail_msg("harness_fleetd_cs: more than %d env entries", n);
+		all[n++] = env[i];
+	}
+	all[n] = NULL;
+	harness_db_create(tag, dburl, urllen);
+	harness_fleetd_start(p, dburl, all);
+}
+
 int
 harness_fleetd_stop(struct fleetd_proc *p)
 {

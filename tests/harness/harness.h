@@ -66,6 +66,11 @@ int	harness_free_port(void);
  * FLEETD_TLS_KEY among them it serves HTTPS: p->url is https://, and p->ca names the
  * certificate to trust. */
 void	harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env);
+/* The usual start of a test against cloudsim: creates database t_<tag>_* (its URL into
+ * dburl) and starts fleetd on it with cs's env, then env's "NAME=value" lines
+ * (NULL-terminated, may be NULL; later ones win). */
+void	harness_fleetd_cs(struct fleetd_proc *p, char *dburl, size_t urllen, const char *tag,
+	    const struct harness_cs *cs, const char *const *env);
 /* SIGTERM and wait; returns the exit status. */
 int	harness_fleetd_stop(struct fleetd_proc *p);
 /* Lifts this process's soft limit of open files to n (as far as the hard limit allows); a
@@ -272,8 +277,11 @@ bool	harness_json_eq(json_t *a, json_t *b);
 
 /* The JSON file at path (new reference); fails the test when it cannot be read. */
 json_t	*harness_json_file(const char *path);
-/* got must equal the golden file at path; FLEET_UPDATE_GOLDEN=1 rewrites the file instead. */
+/* got must equal the golden file at path; FLEETD_UPDATE_GOLDEN=1 rewrites the file instead. */
 void	harness_golden(const char *path, const char *got);
+/* The same for JSON: got must equal (json_equal) the JSON file at path; the update writes it
+ * indented by 2. */
+void	harness_golden_json(const char *path, json_t *got);
 
 /* ---- cloudsim */
 

@@ -28,35 +28,32 @@
 static struct fleetd_proc fd;
 static struct harness_cs cs;
 static char dburl[512];
-static char *admin, *oper, *viewer, *other;
+static struct harness_roles R;	/* the four attack tokens (harness_roles) */
 
 static int
 setup(void **state)
 {
+	const char *const env[] = {
+		"FLEETD_WORKERS=poller,scheduler,dispatch,status",
+		"FLEETD_POLL_INTERVAL_MS=1000",
+		"FLEETD_SCHEDULER_INTERVAL_MS=300",
+		NULL,
+	};
 	const char *const names[] = { CLUSTER, NULL };
 	const char *const queues[] = { "qf", "qr", "qa", "qi", NULL };
 	json_t *fleet = harness_fleet_json();
-	struct harness_roles r;
 
 	(void)state;
 	/* runs last 400 simulated seconds: a run every 60 s overlaps the previous ones */
 	json_object_set_new(json_object_get(fleet, "sim"), "job_run_s", json_integer(400));
 	harness_cs_start_json(&cs, fleet, "20");
 	json_decref(fleet);
-	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,scheduler,dispatch,status");
-	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=1000");
-	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
-	harness_db_create("cron", dburl, sizeof(dburl));
-	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	harness_roles(dburl, ENV, &r);
-	admin = r.admin;
-	oper = r.oper;
-	viewer = r.viewer;
-	other = r.other;
-	harness_pclass(admin, "low", 10, false);
+	harness_fleetd_cs(&fd, dburl, sizeof(dburl), "cron", &cs, env);
+	harness_roles(dburl, ENV, &R);
+	harness_pclass(R.admin, "low", 10, false);
 	for (int i = 0; queues[i] != NULL; i++)
-		harness_queue(admin, ENV, queues[i], "low", H100, QUOTA);
-	harness_register(&cs, admin, CLUSTER, NULL, NULL);
+		harness_queue(R.admin, ENV, queues[i], "low", H100, QUOTA);
+	harness_register(&cs, R.admin, CLUSTER, NULL, NULL);
 	harness_wait_capacity(names, 60);
 	return 0;
 }
@@ -90,7 +87,7 @@ submit(char id[40], const char *queue, const char *name, const char *schedule,
 
 	snprintf(cron, sizeof(cron), "{\"concurrency_policy\":\"%s\"}", policy ? policy : "");
 	b = cron_body("RayCronJob", queue, name, schedule, policy ? cron : NULL);
-	harness_call("POST", oper, b, "/v1/jobs");
+	harness_call("POST", R.oper, b, "/v1/jobs");
 	free(b);
 	harness_expect_status(NULL, 201);
 	snprintf(id, 40, "%s", harness_js(harness_r.json, "id"));
@@ -160,7 +157,7 @@ static long
 usage_of(const char *queue)
 {
 	char *qid = harness_sql_str("SELECT id FROM queues WHERE name = '%s'", queue);
-	json_t *st = harness_get_ok(viewer, "/v1/queues/%s/status", qid), *f;
+	json_t *st = harness_get_ok(R.viewer, "/v1/queues/%s/status", qid), *f;
 	long u = -1;
 	size_t i;
 
@@ -185,18 +182,18 @@ test_refusals(void **state)
 
 	(void)state;
 	b = cron_body("RayCronJob", "qf", "bad", "* * * * *", "{\"concurrency_policy\":\"Sometimes\"}");
-	harness_call("POST", oper, b, "/v1/jobs");
+	harness_call("POST", R.oper, b, "/v1/jobs");
 	harness_expect_problem(NULL, 422, "jobspec.invalid_value", "/cron/concurrency_policy");
 	free(b);
 	b = cron_body("RayJob", "qf", "notcron", NULL, "{\"concurrency_policy\":\"Allow\"}");
-	harness_call("POST", oper, b, "/v1/jobs");
+	harness_call("POST", R.oper, b, "/v1/jobs");
 	harness_expect_problem(NULL, 422, "jobspec.not_applicable", "/cron");
 	free(b);
 	/* the new field as viewer, another environment's admin, no token: nothing created */
 	b = cron_body("RayCronJob", "qf", "attack", "* * * * *", "{\"concurrency_policy\":\"Allow\"}");
-	harness_call("POST", viewer, b, "/v1/jobs");
+	harness_call("POST", R.viewer, b, "/v1/jobs");
 	harness_expect_status(NULL, 403);
-	if (harness_call("POST", other, b, "/v1/jobs") != 403 && harness_r.status != 404)
+	if (harness_call("POST", R.other, b, "/v1/jobs") != 403 && harness_r.status != 404)
 		fail_msg("another environment's admin submitted: %ld %s", harness_r.status,
 		    harness_r.body);
 	harness_call("POST", NULL, b, "/v1/jobs");
@@ -221,10 +218,10 @@ test_policies(void **state)
 	submit(fid, "qf", "forbid", "* * * * *", "Forbid");
 	submit(rid, "qr", "replace", "* * * * *", "Replace");
 	submit(aid, "qa", "allow", "* * * * *", "Allow");
-	json_decref(harness_job_wait(admin, idle, "running", 0, 60));
-	json_decref(harness_job_wait(admin, fid, "running", 0, 60));
-	json_decref(harness_job_wait(admin, rid, "running", 0, 60));
-	json_decref(harness_job_wait(admin, aid, "running", 0, 60));
+	json_decref(harness_job_wait(R.admin, idle, "running", 0, 60));
+	json_decref(harness_job_wait(R.admin, fid, "running", 0, 60));
+	json_decref(harness_job_wait(R.admin, rid, "running", 0, 60));
+	json_decref(harness_job_wait(R.admin, aid, "running", 0, 60));
 
 	/* a cron between runs holds nothing (before: one gang from admission on) */
 	end = harness_now_s() + 5;
@@ -238,7 +235,7 @@ test_policies(void **state)
 	harness_job_wait_event(fid, "cron.run_skipped", "forbid", 60);
 	if (!settle_runs(fid, 1, &n))
 		fail_msg("Forbid: %zu runs on the member, %ld counted", n, runs_of(fid));
-	ex = harness_get_ok(viewer, "/v1/jobs/%s/events", fid);	/* as the API shows it */
+	ex = harness_get_ok(R.viewer, "/v1/jobs/%s/events", fid);	/* as the API shows it */
 	assert_non_null(strstr(harness_r.body, "\"cron.run_skipped\""));
 	assert_non_null(strstr(harness_r.body, "concurrency_policy Forbid"));
 	assert_true(usage_of("qf") <= GPUS);
@@ -272,7 +269,7 @@ test_policies(void **state)
 		usleep(200 * 1000);
 	}
 	assert_int_equal(usage_of("qa"), 2 * GPUS);
-	ex = harness_get_ok(viewer, "/v1/jobs/%s/placement", aid);
+	ex = harness_get_ok(R.viewer, "/v1/jobs/%s/placement", aid);
 	assert_string_equal(harness_js(ex, "cron.concurrency_policy"), "Allow");
 	assert_int_equal(json_array_size(harness_jp(ex, "cron.runs")), 2);
 	harness_job_wait_event(aid, "cron.run_skipped", "quota", 60);
@@ -285,11 +282,11 @@ test_policies(void **state)
 	    runs_of(fid), runs_of(rid), runs_of(aid), u, QUOTA);
 
 	/* cancelling the cron ends its runs with it (the garbage collector) */
-	harness_call("POST", oper, "{}", "/v1/jobs/%s/cancel", aid);
-	json_decref(harness_job_wait(admin, aid, "cancelled", 0, 60));
+	harness_call("POST", R.oper, "{}", "/v1/jobs/%s/cancel", aid);
+	json_decref(harness_job_wait(R.admin, aid, "cancelled", 0, 60));
 	assert_int_equal(count_children(aid), 0);
 	assert_int_equal(usage_of("qa"), 0);
-	ex = harness_get_ok(viewer, "/v1/jobs/%s/placement", aid);
+	ex = harness_get_ok(R.viewer, "/v1/jobs/%s/placement", aid);
 	assert_int_equal(json_array_size(harness_jp(ex, "cron.runs")), 0);
 	assert_string_equal(harness_js(ex, "cron.holds"), "nothing: the job has ended");
 }

@@ -181,8 +181,7 @@ setup(void **state)
 	harness_cs_env_add(&cs, "FLEETD_SNAPSHOT_MAX_AGE=1000000");
 	harness_cs_env_add(&cs, "FLEETD_WORKERS=scheduler,dispatch,status");
 	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
-	harness_db_create("disp", dburl, sizeof(dburl));
-	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	harness_fleetd_cs(&fd, dburl, sizeof(dburl), "disp", &cs, NULL);
 	admin = harness_keep(harness_token(dburl, "admin", "*"));
 	harness_post_created(admin, "/v1/environments", "{\"name\":\"" ENV "\"}");
 	harness_pclass(admin, "low", 10, false);

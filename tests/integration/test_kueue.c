@@ -26,14 +26,18 @@
 static struct fleetd_proc fd;
 static struct harness_cs cs;
 static char dburl[512];
-static char *admin, *viewer, *operator_, *other_admin;
+static struct harness_roles R;	/* the four attack tokens (harness_roles) */
 static char cluster_id[40];
 
 static int
 setup(void **state)
 {
+	const char *const env[] = {
+		"FLEETD_WORKERS=poller,scheduler,dispatch,status",
+		"FLEETD_SCHEDULER_INTERVAL_MS=300",
+		NULL,
+	};
 	json_t *f = harness_fleet_json(), *c;
-	struct harness_roles r;
 	size_t i;
 
 	(void)state;
@@ -44,19 +48,12 @@ setup(void **state)
 			    "cluster_queues", "fleetd"));
 	harness_cs_start_json(&cs, f, "10");
 	json_decref(f);
-	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,scheduler,dispatch,status");
-	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
-	harness_db_create("kueue", dburl, sizeof(dburl));
-	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	harness_roles(dburl, ENV, &r);
-	admin = r.admin;
-	viewer = r.viewer;
-	operator_ = r.oper;
-	other_admin = r.other;
-	harness_pclass(admin, "low", 10, false);
-	harness_pclass(admin, "high", 1000, false);
-	harness_queue(admin, ENV, "ml", "low", H100, 64);
-	harness_register(&cs, admin, GKE, NULL, cluster_id);
+	harness_fleetd_cs(&fd, dburl, sizeof(dburl), "kueue", &cs, env);
+	harness_roles(dburl, ENV, &R);
+	harness_pclass(R.admin, "low", 10, false);
+	harness_pclass(R.admin, "high", 1000, false);
+	harness_queue(R.admin, ENV, "ml", "low", H100, 64);
+	harness_register(&cs, R.admin, GKE, NULL, cluster_id);
 	return 0;
 }
 
@@ -64,7 +61,7 @@ setup(void **state)
 static long
 put_cluster(const char *token, const char *sched, const char *kueue)
 {
-	json_t *c = json_incref(harness_get_ok(admin, "/v1/clusters/%s", cluster_id)), *body;
+	json_t *c = json_incref(harness_get_ok(R.admin, "/v1/clusters/%s", cluster_id)), *body;
 	char etag[64], hdr[96], *text;
 	const char *hd[] = { hdr, NULL };
 	long st;
@@ -94,24 +91,24 @@ test_registration(void **state)
 	(void)state;
 	/* the new field, attacked: viewer and operator are not admins, another environment's
 	 * admin does not see the cluster, no token is no caller */
-	assert_int_equal(put_cluster(viewer, "kueue", "{\"elastic_jobs\":true}"), 403);
-	assert_int_equal(put_cluster(operator_, "kueue", "{\"elastic_jobs\":true}"), 403);
-	assert_int_equal(put_cluster(other_admin, "kueue", "{\"elastic_jobs\":true}"), 404);
+	assert_int_equal(put_cluster(R.viewer, "kueue", "{\"elastic_jobs\":true}"), 403);
+	assert_int_equal(put_cluster(R.oper, "kueue", "{\"elastic_jobs\":true}"), 403);
+	assert_int_equal(put_cluster(R.other, "kueue", "{\"elastic_jobs\":true}"), 404);
 	assert_int_equal(put_cluster(NULL, "kueue", "{\"elastic_jobs\":true}"), 401);
 	/* settings only with kueue, and Kubernetes names */
-	assert_int_equal(put_cluster(admin, "none", "{\"elastic_jobs\":true}"), 400);
+	assert_int_equal(put_cluster(R.admin, "none", "{\"elastic_jobs\":true}"), 400);
 	harness_expect_problem(NULL, 400, "cluster.bad_kueue", "/kueue");
-	assert_int_equal(put_cluster(admin, "kueue", "{\"cluster_queue\":\"Bad_Q\"}"), 400);
+	assert_int_equal(put_cluster(R.admin, "kueue", "{\"cluster_queue\":\"Bad_Q\"}"), 400);
 	harness_expect_problem(NULL, 400, "cluster.bad_kueue", "/kueue/cluster_queue");
-	assert_int_equal(put_cluster(admin, "kueue", "{\"elastic\":true}"), 400);
+	assert_int_equal(put_cluster(R.admin, "kueue", "{\"elastic\":true}"), 400);
 	harness_expect_problem(NULL, 400, "api.unknown_field", "/kueue/elastic");
-	c = json_incref(harness_get_ok(viewer, "/v1/clusters/%s", cluster_id));
+	c = json_incref(harness_get_ok(R.viewer, "/v1/clusters/%s", cluster_id));
 	assert_string_equal(harness_js(c, "batch_scheduler"), "none");	/* nothing changed */
 	assert_true(json_is_null(harness_jp(c, "kueue")));
 	json_decref(c);
 
 	/* registered as elastic: the probe reads Kueue's ConfigMap and says it is not */
-	assert_int_equal(put_cluster(admin, "kueue", "{\"elastic_jobs\":true}"), 200);
+	assert_int_equal(put_cluster(R.admin, "kueue", "{\"elastic_jobs\":true}"), 200);
 	c = json_incref(harness_r.json);
 	assert_true(json_is_true(harness_jp(c, "kueue.elastic_jobs")));
 	assert_string_equal(harness_js(c, "kueue.cluster_queue"), "fleetd");
@@ -123,9 +120,9 @@ test_registration(void **state)
 	json_decref(c);
 
 	/* as it is: verified; LocalQueues get a prefix */
-	assert_int_equal(put_cluster(admin, "kueue", "{\"elastic_jobs\":false,"
+	assert_int_equal(put_cluster(R.admin, "kueue", "{\"elastic_jobs\":false,"
 	    "\"local_queue_prefix\":\"fq-\"}"), 200);
-	c = json_incref(harness_get_ok(viewer, "/v1/clusters/%s", cluster_id));
+	c = json_incref(harness_get_ok(R.viewer, "/v1/clusters/%s", cluster_id));
 	assert_string_equal(harness_js(c, "batch_scheduler_probe.condition"), "verified");
 	assert_true(json_is_true(harness_jp(c, "batch_scheduler_probe.ray_integration")));
 	assert_true(json_is_true(harness_jp(c, "batch_scheduler_probe.cluster_queue_exists")));
@@ -244,7 +241,7 @@ submit(const char *name, const char *groups, const char *extra)
 	    "\"head\":{\"cpu\":\"1\",\"memory\":\"4Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
 	    "%s,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\","
 	    "\"count\":2}}]%s}", name, groups, extra);
-	return strdup(harness_js(harness_post_created(admin, "/v1/jobs", body), "id"));
+	return strdup(harness_js(harness_post_created(R.admin, "/v1/jobs", body), "id"));
 }
 
 static bool
@@ -257,7 +254,7 @@ running(void *arg)
 static json_t *
 object_of(const char *id)
 {
-	json_t *m = json_incref(harness_get_ok(admin, "/v1/jobs/%s/manifest", id)), *out;
+	json_t *m = json_incref(harness_get_ok(R.admin, "/v1/jobs/%s/manifest", id)), *out;
 	struct http_result r = { 0 };
 	char path[300];
 
@@ -289,7 +286,7 @@ test_jobs(void **state)
 	assert_null(json_object_get(harness_jp(o, "metadata.labels"), "kueue.x-k8s.io/queue-name"));
 	assert_true(json_is_true(harness_jp(o, "spec.rayClusterSpec.enableInTreeAutoscaling")));
 	json_decref(o);
-	ex = json_incref(harness_get_ok(viewer, "/v1/jobs/%s/placement", el));
+	ex = json_incref(harness_get_ok(R.viewer, "/v1/jobs/%s/placement", el));
 	assert_true(json_is_false(harness_jp(ex, "batch_scheduler.gated")));
 	assert_string_equal(harness_js(ex, "batch_scheduler.kind"), "kueue");
 	assert_non_null(strstr(harness_js(ex, "batch_scheduler.detail"), "does not gate it"));
@@ -325,7 +322,7 @@ test_jobs(void **state)
 	assert_int_equal(r.status, 200);
 	assert_int_equal(harness_ji(r.json, "value"), 1000);
 	harness_http_free(&r);
-	ex = json_incref(harness_get_ok(viewer, "/v1/jobs/%s/placement", fx));
+	ex = json_incref(harness_get_ok(R.viewer, "/v1/jobs/%s/placement", fx));
 	assert_true(json_is_true(harness_jp(ex, "batch_scheduler.gated")));
 	assert_string_equal(harness_js(ex, "batch_scheduler.local_queue"), "fq-ml");
 	assert_string_equal(harness_js(ex, "batch_scheduler.probe.condition"), "verified");

@@ -24,32 +24,29 @@
 static struct fleetd_proc fd;
 static struct harness_cs cs;
 static char dburl[512];
-static char *admin, *oper, *viewer, *other;
+static struct harness_roles R;	/* the four attack tokens (harness_roles) */
 
 static int
 setup(void **state)
 {
+	const char *const env[] = {
+		"FLEETD_WORKERS=poller,scheduler,dispatch,status,updater",
+		"FLEETD_POLL_INTERVAL_MS=1000",
+		"FLEETD_SCHEDULER_INTERVAL_MS=300",
+		NULL,
+	};
 	const char *const names[] = { CLUSTER, NULL };
-	struct harness_roles r;
 
 	(void)state;
 	harness_cs_start(&cs, NULL, "4");
-	harness_cs_env_add(&cs, "FLEETD_WORKERS=poller,scheduler,dispatch,status,updater");
-	harness_cs_env_add(&cs, "FLEETD_POLL_INTERVAL_MS=1000");
-	harness_cs_env_add(&cs, "FLEETD_SCHEDULER_INTERVAL_MS=300");
-	harness_db_create("specupd", dburl, sizeof(dburl));
-	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
-	harness_roles(dburl, ENV, &r);
-	admin = r.admin;
-	oper = r.oper;
-	viewer = r.viewer;
-	other = r.other;
-	harness_pclass(admin, "low", 10, false);
-	harness_queue(admin, ENV, "ml", "low", H100, 64);
-	harness_pclass(admin, "high", 1000, true);
+	harness_fleetd_cs(&fd, dburl, sizeof(dburl), "specupd", &cs, env);
+	harness_roles(dburl, ENV, &R);
+	harness_pclass(R.admin, "low", 10, false);
+	harness_queue(R.admin, ENV, "ml", "low", H100, 64);
+	harness_pclass(R.admin, "high", 1000, true);
 	/* one GPU of quota: a high-priority job preempts what holds it */
-	harness_queue(admin, ENV, "one", "low", H100, 1);
-	harness_register(&cs, admin, CLUSTER, NULL, NULL);
+	harness_queue(R.admin, ENV, "one", "low", H100, 1);
+	harness_register(&cs, R.admin, CLUSTER, NULL, NULL);
 	harness_wait_capacity(names, 60);
 	return 0;
 }
@@ -201,18 +198,18 @@ test_rayservice_stable_endpoint(void **state)
 	    "{\"uri\":\"s3://ckpt/endpoint\",\"grace_seconds\":1},\"head\":{\"cpu\":\"1\","
 	    "\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":"
 	    "\"4\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":1}}]}");
-	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
-	j = harness_job_wait(admin, id, "running", 1, 40);
+	id = strdup(harness_js(harness_post_created(R.oper, "/v1/jobs", body), "id"));
+	j = harness_job_wait(R.admin, id, "running", 1, 40);
 	snprintf(name, sizeof(name), "%s", harness_js(j, "object_name"));
-	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest",
+	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(R.admin, "/v1/jobs/%s/manifest",
 	    id), "metadata.namespace"));
 	check_endpoint(j, name, ns);
 	json_decref(j);
 	/* a viewer reads the endpoint too; no token and another environment's admin do not */
-	j = harness_get_ok(viewer, "/v1/jobs/%s", id);
+	j = harness_get_ok(R.viewer, "/v1/jobs/%s", id);
 	assert_string_equal(harness_js(j, "serve_endpoint.namespace"), ns);
 	assert_int_equal(harness_call("GET", NULL, NULL, "/v1/jobs/%s", id), 401);
-	assert_int_equal(harness_call("GET", other, NULL, "/v1/jobs/%s", id), 404);
+	assert_int_equal(harness_call("GET", R.other, NULL, "/v1/jobs/%s", id), 404);
 	assert_null(strstr(harness_r.body, "serve-svc"));
 
 	/* a high-priority job takes the queue's one GPU: the service is preempted (deleted
@@ -222,7 +219,7 @@ test_rayservice_stable_endpoint(void **state)
 	    "\"2.52.0\",\"entrypoint\":\"python t.py\",\"head\":{\"cpu\":\"1\",\"memory\":"
 	    "\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"4\","
 	    "\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":1}}]}");
-	hi = strdup(harness_js(harness_post_created(oper, "/v1/jobs", hib), "id"));
+	hi = strdup(harness_js(harness_post_created(R.oper, "/v1/jobs", hib), "id"));
 	end = harness_now_s() + 40;
 	while (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state IN"
 	    " ('dispatched', 'running')", hi) == 0 && harness_now_s() < end)
@@ -233,7 +230,7 @@ test_rayservice_stable_endpoint(void **state)
 		    " message FROM job_events WHERE job_id IN ('%s', '%s') ORDER BY id", id, hi));
 	end = harness_now_s() + 20;
 	do {	/* deleted after the grace: pending, no endpoint */
-		j = harness_get_ok(admin, "/v1/jobs/%s", id);
+		j = harness_get_ok(R.admin, "/v1/jobs/%s", id);
 		if (strcmp(harness_js(j, "state"), "pending") == 0)
 			break;
 		usleep(200 * 1000);
@@ -241,11 +238,11 @@ test_rayservice_stable_endpoint(void **state)
 	assert_string_equal(harness_js(j, "state"), "pending");
 	assert_true(json_is_null(json_object_get(j, "serve_endpoint")));
 	{
-		long st = harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", hi);
+		long st = harness_call("POST", R.admin, "{}", "/v1/jobs/%s/cancel", hi);
 
 		assert_true(st == 200 || st == 202);
 	}
-	j = harness_job_wait(admin, id, "running", 2, 60);
+	j = harness_job_wait(R.admin, id, "running", 2, 60);
 	assert_string_equal(harness_js(j, "object_name"), name);
 	check_endpoint(j, name, ns);
 	json_decref(j);
@@ -276,24 +273,24 @@ test_rayservice_stable_endpoint(void **state)
 		snprintf(upd, strlen(body) + 64, "%.*s\"image\":\"rayproject/ray:2.52.0-gpu-new\",%s",
 		    (int)(strstr(body, "\"ray_version\"") - body), body, strstr(body,
 		    "\"ray_version\""));
-		j = harness_get_ok(admin, "/v1/jobs/%s", id);
-		assert_int_equal(put_spec(oper, id, harness_ji(j, "version"), upd), 409);
+		j = harness_get_ok(R.admin, "/v1/jobs/%s", id);
+		assert_int_equal(put_spec(R.oper, id, harness_ji(j, "version"), upd), 409);
 		harness_expect_problem(NULL, 409, "job.update_no_room", NULL);
 		pr = harness_r.json;
 		if (strstr(harness_js(pr, "detail"), "Queue one has room for 0 more " H100
 		    " accelerators, the update needs 1 (1 missing)") == NULL)
 			fail_msg("detail does not name the quota: %s", harness_r.body);
 		assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
-		j = harness_get_ok(admin, "/v1/jobs/%s", id);
+		j = harness_get_ok(R.admin, "/v1/jobs/%s", id);
 		assert_true(json_is_null(json_object_get(j, "spec_update")));
 		free(upd);
 	}
 	{
-		long st = harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", id);
+		long st = harness_call("POST", R.admin, "{}", "/v1/jobs/%s/cancel", id);
 
 		assert_true(st == 200 || st == 202);
 	}
-	json_decref(harness_job_wait(admin, id, "cancelled", 0, 30));
+	json_decref(harness_job_wait(R.admin, id, "cancelled", 0, 30));
 	/* cancelled: the object and its attempt's signal objects are gone */
 	assert_int_equal(signal_objects_wait(ns, id, 2, 0), 0);
 	free(hi);
@@ -310,32 +307,32 @@ test_rayservice_upgrade(void **state)
 	double end;
 
 	(void)state;
-	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
-	j = harness_job_wait(admin, id, "running", 0, 40);
+	id = strdup(harness_js(harness_post_created(R.oper, "/v1/jobs", body), "id"));
+	j = harness_job_wait(R.admin, id, "running", 0, 40);
 	v = harness_ji(j, "version");
 	json_decref(j);
-	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(admin, "/v1/jobs/%s/manifest",
+	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(R.admin, "/v1/jobs/%s/manifest",
 	    id), "metadata.namespace"));
 
 	/* refusals first: nothing changes */
 	upd = spec_body("RayService", "serve", "rayproject/ray:2.52.0-gpu-new", 1, 4);
-	assert_int_equal(put_spec(oper, id, 0, upd), 428);
+	assert_int_equal(put_spec(R.oper, id, 0, upd), 428);
 	harness_expect_problem(NULL, 428, "api.precondition_required", NULL);
-	assert_int_equal(put_spec(oper, id, v + 7, upd), 412);
+	assert_int_equal(put_spec(R.oper, id, v + 7, upd), 412);
 	assert_int_equal(put_spec(NULL, id, v, upd), 401);
-	assert_int_equal(put_spec(viewer, id, v, upd), 403);
-	assert_int_equal(put_spec(other, id, v, upd), 404);
+	assert_int_equal(put_spec(R.viewer, id, v, upd), 403);
+	assert_int_equal(put_spec(R.other, id, v, upd), 404);
 	{
 		char *bad = spec_body("RayService", "serve-renamed", NULL, 1, 4);
 
-		assert_int_equal(put_spec(oper, id, v, bad), 422);
+		assert_int_equal(put_spec(R.oper, id, v, bad), 422);
 		harness_expect_problem(NULL, 422, "job.field_immutable", "/name");
 		free(bad);
 	}
 	assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
 
 	/* the upgrade */
-	assert_int_equal(put_spec(oper, id, v, upd), 202);
+	assert_int_equal(put_spec(R.oper, id, v, upd), 202);
 	assert_string_equal(harness_js(harness_r.json, "spec.image"),
 	    "rayproject/ray:2.52.0-gpu-new");
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM audit_log WHERE action ="
@@ -346,7 +343,7 @@ test_rayservice_upgrade(void **state)
 	assert_string_equal(harness_js(harness_r.json, "spec_update.state"), "pending");
 	/* a second update while this one runs */
 	v = harness_ji(harness_r.json, "version");
-	assert_int_equal(put_spec(oper, id, v, upd), 409);
+	assert_int_equal(put_spec(R.oper, id, v, upd), 409);
 	harness_job_wait_event(id, "spec_applied", NULL, 20);
 	harness_job_wait_event(id, "upgrade_in_progress", NULL, 20);
 	/* the old cluster's footprint is held while both run */
@@ -354,7 +351,7 @@ test_rayservice_upgrade(void **state)
 	    " spec_update->>'upgrade' = 'true' AND spec_update->'old_spec'->>'image' IS NULL", id),
 	    1);
 	harness_job_wait_event(id, "upgrade_complete", NULL, 30);
-	j = harness_job_wait(admin, id, "running", 0, 10);
+	j = harness_job_wait(R.admin, id, "running", 0, 10);
 	json_decref(j);
 	end = harness_now_s() + 20;
 	while (!pods_run(ns, "rayproject/ray:2.52.0-gpu-new", &n) && harness_now_s() < end)
@@ -367,7 +364,7 @@ test_rayservice_upgrade(void **state)
 	{
 		static const char *const want[] = { "spec_update_requested", "spec_applied",
 			"upgrade_in_progress", "upgrade_complete" };
-		json_t *items = json_object_get(harness_get_ok(viewer, "/v1/jobs/%s/events"
+		json_t *items = json_object_get(harness_get_ok(R.viewer, "/v1/jobs/%s/events"
 		    "?limit=500", id), "items"), *x;
 		size_t i, w = 0;
 
@@ -391,30 +388,30 @@ test_raycluster_resize(void **state)
 	double end;
 
 	(void)state;
-	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id"));
-	j = harness_job_wait(admin, id, "running", 0, 40);
+	id = strdup(harness_js(harness_post_created(R.oper, "/v1/jobs", body), "id"));
+	j = harness_job_wait(R.admin, id, "running", 0, 40);
 	v = harness_ji(j, "version");
 	json_decref(j);
 	/* a RayCluster takes sizes only */
 	upd = spec_body("RayCluster", "rc", NULL, 2, 6);
-	assert_int_equal(put_spec(oper, id, v, upd), 422);
+	assert_int_equal(put_spec(R.oper, id, v, upd), 422);
 	harness_expect_problem(NULL, 422, "job.field_immutable", "/worker_groups/0/cpu");
 	free(upd);
 	upd = spec_body("RayCluster", "rc", "rayproject/ray:2.52.0-gpu", 1, 4);
-	assert_int_equal(put_spec(oper, id, v, upd), 422);
+	assert_int_equal(put_spec(R.oper, id, v, upd), 422);
 	harness_expect_problem(NULL, 422, "job.field_immutable", "/image");
 	free(upd);
 	/* unchanged: 200, nothing recorded */
-	assert_int_equal(put_spec(oper, id, v, body), 200);
+	assert_int_equal(put_spec(R.oper, id, v, body), 200);
 	assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
 	/* a grow beyond the cluster's free GPUs: refused, naming the capacity missing (to its
 	 * operator only: a viewer, no token and another environment's admin learn nothing) */
 	upd = spec_body("RayCluster", "rc", NULL, 30, 4);
-	assert_int_equal(put_spec(viewer, id, v, upd), 403);
+	assert_int_equal(put_spec(R.viewer, id, v, upd), 403);
 	assert_int_equal(put_spec(NULL, id, v, upd), 401);
-	assert_int_equal(put_spec(other, id, v, upd), 404);
+	assert_int_equal(put_spec(R.other, id, v, upd), 404);
 	assert_null(strstr(harness_r.body, "free"));
-	assert_int_equal(put_spec(oper, id, v, upd), 409);
+	assert_int_equal(put_spec(R.oper, id, v, upd), 409);
 	harness_expect_problem(NULL, 409, "job.update_no_room", NULL);
 	if (strstr(harness_js(harness_r.json, "detail"), "Cluster " CLUSTER " has ") == NULL ||
 	    strstr(harness_js(harness_r.json, "detail"), " free " H100 " accelerators (nodes and "
@@ -423,9 +420,9 @@ test_raycluster_resize(void **state)
 	assert_int_equal(harness_job_event_count(id, "spec_update_requested", NULL), 0);
 	free(upd);
 	upd = spec_body("RayCluster", "rc", NULL, 2, 4);
-	assert_int_equal(put_spec(oper, id, v, upd), 202);
+	assert_int_equal(put_spec(R.oper, id, v, upd), 202);
 	/* the added worker is in the placement and in explain, and the update in the job */
-	j = harness_get_ok(viewer, "/v1/jobs/%s", id);
+	j = harness_get_ok(R.viewer, "/v1/jobs/%s", id);
 	assert_int_equal(harness_ji(j, "spec_update.generation"), 1);
 	assert_false(json_is_true(harness_jp(j, "spec_update.upgrade")));
 	assert_int_equal(json_integer_value(json_object_get(harness_jp(j,
@@ -439,7 +436,7 @@ test_raycluster_resize(void **state)
 			if (harness_ji(x, "group") == 1)
 				pods += harness_ji(x, "pods");
 		assert_int_equal(pods, 2);
-		json_array_foreach(harness_jp(harness_get_ok(viewer, "/v1/jobs/%s/placement", id),
+		json_array_foreach(harness_jp(harness_get_ok(R.viewer, "/v1/jobs/%s/placement", id),
 		    "decision.allocations"), i, x)
 			if (harness_ji(x, "spec_update") == 1 && harness_ji(x, "group") == 1)
 				added += harness_ji(x, "pods");
@@ -449,7 +446,7 @@ test_raycluster_resize(void **state)
 	harness_job_wait_event(id, "spec_applied", NULL, 20);
 	end = harness_now_s() + 10;
 	for (;;) {
-		m = harness_get_ok(admin, "/v1/jobs/%s/manifest", id);
+		m = harness_get_ok(R.admin, "/v1/jobs/%s/manifest", id);
 		if (harness_ji(m, "spec.workerGroupSpecs.0.replicas") == 2)
 			break;
 		if (harness_now_s() > end)
@@ -458,7 +455,7 @@ test_raycluster_resize(void **state)
 	}
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
 	    " spec_update->>'phase' = 'done' AND spec_update->>'upgrade' = 'false'", id), 1);
-	j = harness_get_ok(admin, "/v1/jobs/%s", id);
+	j = harness_get_ok(R.admin, "/v1/jobs/%s", id);
 	assert_string_equal(harness_js(j, "spec_update.state"), "done");
 	assert_true(harness_js(j, "spec_update.finished_at")[0] != '\0');
 	free(upd);
@@ -478,9 +475,9 @@ test_rayjob_refused(void **state)
 	    "[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"4\",\"memory\":\"64Gi\","
 	    "\"accelerator\":{\"flavor\":\"" H100 "\",\"count\":1}}]}");
 	/* the scheduler moves it on meanwhile: If-Match * (its version does not matter) */
-	snprintf(id, sizeof(id), "%s", harness_js(harness_post_created(oper, "/v1/jobs", body),
+	snprintf(id, sizeof(id), "%s", harness_js(harness_post_created(R.oper, "/v1/jobs", body),
 	    "id"));
-	assert_int_equal(put_spec(oper, id, -1, body), 409);
+	assert_int_equal(put_spec(R.oper, id, -1, body), 409);
 	harness_expect_problem(NULL, 409, "job.update_not_allowed", "/kind");
 }
 
