@@ -497,13 +497,23 @@ harness_json_file(const char *path)
 	return j;
 }
 
+/* FLEETD_UPDATE_GOLDEN=1 (README; FLEET_UPDATE_GOLDEN, set to anything, is the older name):
+ * golden files are rewritten instead of compared. */
+static bool
+update_golden(void)
+{
+	const char *v = getenv("FLEETD_UPDATE_GOLDEN");
+
+	return (v != NULL && strcmp(v, "1") == 0) || getenv("FLEET_UPDATE_GOLDEN") != NULL;
+}
+
 void
 harness_golden(const char *path, const char *got)
 {
 	char *want;
 
 	assert_non_null(got);
-	if (getenv("FLEET_UPDATE_GOLDEN") != NULL) {
+	if (update_golden()) {
 		FILE *f = fopen(path, "w");
 
 		assert_non_null(f);
@@ -512,11 +522,37 @@ harness_golden(const char *path, const char *got)
 	}
 	want = harness_slurp(path);
 	if (want == NULL)
-		fail_msg("missing golden %s (FLEET_UPDATE_GOLDEN=1 writes it)", path);
+		fail_msg("missing golden %s (FLEETD_UPDATE_GOLDEN=1 writes it)", path);
 	if (strcmp(want, got) != 0) {
 		fprintf(stderr, "--- want %s\n%s--- got\n%s---\n", path, want, got);
 		free(want);
 		fail_msg("%s differs", path);
 	}
 	free(want);
+}
+
+void
+harness_golden_json(const char *path, json_t *got)
+{
+	char *text = json_dumps(got, JSON_INDENT(2));
+	json_error_t je;
+	json_t *want;
+
+	assert_non_null(text);
+	if (update_golden()) {
+		FILE *f = fopen(path, "w");
+
+		if (f == NULL)
+			fail_msg("cannot write %s", path);
+		fprintf(f, "%s\n", text);
+		fclose(f);
+	}
+	want = json_load_file(path, 0, &je);
+	if (want == NULL)
+		fail_msg("%s: missing golden file (%s); run with FLEETD_UPDATE_GOLDEN=1", path,
+		    je.text);
+	if (!json_equal(want, got))
+		fail_msg("%s differs from what the test made:\n%s", path, text);
+	json_decref(want);
+	free(text);
 }

@@ -14,6 +14,7 @@
 
 #include "providers/jobspec.h"
 #include "providers/kuberay.h"
+#include "tests/harness/harness.h"
 
 #define FIXTURES "tests/fixtures/kuberay"
 
@@ -110,27 +111,10 @@ test_refusals(void **state)
 static void
 compare_golden(const char *name, json_t *m)
 {
-	char path[256], *text = json_dumps(m, JSON_INDENT(2));
-	const char *upd = getenv("FLEETD_UPDATE_GOLDEN");
-	json_error_t je;
-	json_t *want;
+	char path[256];
 
 	snprintf(path, sizeof(path), FIXTURES "/%s.json", name);
-	if (upd != NULL && strcmp(upd, "1") == 0) {
-		FILE *f = fopen(path, "w");
-
-		if (f == NULL)
-			fail_msg("cannot write %s", path);
-		fprintf(f, "%s\n", text);
-		fclose(f);
-	}
-	want = json_load_file(path, 0, &je);
-	if (want == NULL)
-		fail_msg("%s: missing golden (%s); run with FLEETD_UPDATE_GOLDEN=1", path, je.text);
-	if (!json_equal(want, m))
-		fail_msg("%s differs from the rendered manifest:\n%s", path, text);
-	json_decref(want);
-	free(text);
+	harness_golden_json(path, m);
 }
 
 static json_t *

@@ -13,6 +13,7 @@
 
 #include "providers/kuberay.h"
 #include "tests/unit/providers/kuberay_cases.h"
+#include "tests/harness/harness.h"
 
 #define FIXTURES "tests/fixtures/kuberay"
 
@@ -318,27 +319,10 @@ check_manifest(const struct corpus_case *c, json_t *m)
 static void
 compare_golden(const struct corpus_case *c, json_t *m)
 {
-	char path[256], *text = json_dumps(m, JSON_INDENT(2));
-	const char *upd = getenv("FLEETD_UPDATE_GOLDEN");
-	json_error_t je;
-	json_t *want;
+	char path[256];
 
 	snprintf(path, sizeof(path), FIXTURES "/%s.json", c->name);
-	if (upd != NULL && strcmp(upd, "1") == 0) {
-		FILE *f = fopen(path, "w");
-
-		if (f == NULL)
-			fail_msg("cannot write %s", path);
-		fprintf(f, "%s\n", text);
-		fclose(f);
-	}
-	want = json_load_file(path, 0, &je);
-	if (want == NULL)
-		fail_msg("%s: missing golden file (%s); run with FLEETD_UPDATE_GOLDEN=1", path, je.text);
-	if (!json_equal(want, m))
-		fail_msg("%s differs from the rendered manifest:\n%s", path, text);
-	json_decref(want);
-	free(text);
+	harness_golden_json(path, m);
 }
 
 static void
