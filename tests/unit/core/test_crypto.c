@@ -15,6 +15,7 @@
 #include <openssl/pem.h>
 
 #include "core/crypto.h"
+#include "core/textbuf.h"
 
 #define VEC FLEETD_SOURCE_DIR "/../shared/testvectors/"
 
@@ -29,23 +30,14 @@ load_json(const char *path)
 	return v;
 }
 
+/* The whole file (malloc'd); fails the test when it cannot be read. */
 static char *
 slurp(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
+	char *buf = textbuf_read_file(path, NULL);
 
-	if (f == NULL)
-		fail_msg("cannot open %s", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
+	if (buf == NULL)
+		fail_msg("cannot read %s", path);
 	return buf;
 }
 

@@ -12,6 +12,7 @@
 #include <ftw.h>
 
 #include "core/sigv4.h"
+#include "core/textbuf.h"
 
 #define SUITE FLEETD_SOURCE_DIR "/../shared/testvectors/sigv4/"
 
@@ -61,23 +62,11 @@ static char *
 slurp_case(const char *dir, const char *ext)
 {
 	const char *name = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-	char path[512];
-	FILE *f;
-	char *buf;
-	long n;
+	char path[512], *buf;
 
 	snprintf(path, sizeof(path), SUITE "%s/%s.%s", dir, name, ext);
-	f = fopen(path, "rb");
-	if (f == NULL)
-		fail_msg("cannot open %s", path);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
+	if ((buf = textbuf_read_file(path, NULL)) == NULL)
+		fail_msg("cannot read %s", path);
 	return buf;
 }
 
