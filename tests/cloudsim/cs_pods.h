@@ -8,6 +8,11 @@
 
 #define AP "application/apply-patch+yaml"
 
+/* member clusters of cloudsim/fleets/test.json */
+#define GKE "test-gke-usc1"
+#define AKS "test-aks-eus"
+#define HP "test-hp-usw2"
+
 /* A RayCluster (or RayJob when job) whose one worker group has `workers` pods with
  * `gpus` GPUs each and the given pod spec extras (JSON members, may be ""). */
 static inline char *

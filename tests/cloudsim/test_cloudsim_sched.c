@@ -8,10 +8,6 @@
 
 #include "cs_pods.h"
 
-#define GKE "test-gke-usc1"
-#define AKS "test-aks-eus"
-#define HP "test-hp-usw2"
-
 static struct csh H;
 
 static int

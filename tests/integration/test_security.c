@@ -34,22 +34,23 @@ static const char CA[] = "-----BEGIN CERTIFICATE-----\\n"
     "+ZQIw4LvGp0s73psaZ+62p/e6wuvrFFWBahifh5EW4LCBRWHSsrQhWaMZVwmU3hEOByODk+9JS+6amyi"
     "\\n-----END CERTIFICATE-----\\n";
 
+/* One call to replica p; returns the status, the answer in *out (the caller frees it) or
+ * freed when out is NULL. */
 static long
 call(struct fleetd_proc *p, const char *method, const char *path, const char *token,
      const char *body, const char *const *hdr, struct http_result *out)
 {
 	struct http_result r;
-	char url[512];
-	long st;
 
-	snprintf(url, sizeof(url), "%s%s", p->url, path);
-	harness_http(&r, method, url, token, body, hdr);
-	st = r.status;
-	if (out != NULL)
-		*out = r;
-	else
+	harness_http(&r, method, harness_url(p, "%s", path), token, body, hdr);
+	if (out == NULL) {
+		long st = r.status;
+
 		harness_http_free(&r);
-	return st;
+		return st;
+	}
+	*out = r;
+	return r.status;
 }
 
 static int
