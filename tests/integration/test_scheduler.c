@@ -33,22 +33,6 @@ static char *admin, *scoped;
 
 /* ---- helpers */
 
-static void
-post_ok(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-post_ok(const char *path, const char *fmt, ...)
-{
-	char body[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(body, sizeof(body), fmt, ap);
-	va_end(ap);
-	harness_call_to(&api);
-	harness_post_created(admin, path, body);
-}
-
 /* Submits over the API through p; returns the job id (malloc'd). */
 static char *
 submit_via(const struct fleetd_proc *p, const char *env, const char *queue, const char *flavor,
@@ -85,8 +69,10 @@ setup(void **state)
 	scoped = harness_token(dburl, "operator", "bad");
 	for (size_t i = 0; i < 6; i++) {
 		static const char *const envs[] = { "fair", "floor", "pre", "bad", "ha", "big" };
+		char body[64];
 
-		post_ok("/v1/environments", "{\"name\":\"%s\"}", envs[i]);
+		snprintf(body, sizeof(body), "{\"name\":\"%s\"}", envs[i]);
+		harness_post_created(admin, "/v1/environments", body);
 	}
 	harness_seed_cluster("fair", "gke", "us-central1", "active", "fair-1", H100, 4, 8, 2, false);
 	harness_seed_cluster("floor", "aks", "eastus", "active", "floor-1", A100, 1, 8, 1, false);
@@ -99,29 +85,26 @@ setup(void **state)
 	harness_seed_cluster("ha", "aks", "westeurope", "active", "ha-2", H100, 0, 0, 6, false);
 	harness_seed_cluster("big", "gke", "asia-east1", "active", "big-1", H100, 0, 0, 16, false);
 	harness_seed_cluster("big", "aks", "japaneast", "active", "big-2", H100, 0, 0, 16, false);
-	post_ok("/v1/priority-classes", "{\"name\":\"low\",\"value\":10}");
-	post_ok("/v1/priority-classes", "{\"name\":\"high\",\"value\":1000,\"preempt\":true}");
+	harness_pclass(admin, "low", 10, false);
+	harness_pclass(admin, "high", 1000, true);
 	/* fair: A (weight 2) and B (weight 1) borrow everything from a lender with 24 */
-	post_ok("/v1/queues", "{\"name\":\"qa\",\"environment\":\"fair\",\"cohort\":\"research\","
-	    "\"weight\":2,\"nominal_quota\":{\"" H100 "\":0}}");
-	post_ok("/v1/queues", "{\"name\":\"qb\",\"environment\":\"fair\",\"cohort\":\"research\","
-	    "\"weight\":1,\"nominal_quota\":{\"" H100 "\":0}}");
-	post_ok("/v1/queues",
-	    "{\"name\":\"lender\",\"environment\":\"fair\",\"cohort\":\"research\","
-	    "\"nominal_quota\":{\"" H100 "\":24}}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"qa\",\"environment\":\"fair\","
+	    "\"cohort\":\"research\",\"weight\":2,\"nominal_quota\":{\"" H100 "\":0}}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"qb\",\"environment\":\"fair\","
+	    "\"cohort\":\"research\",\"weight\":1,\"nominal_quota\":{\"" H100 "\":0}}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"lender\",\"environment\":"
+	    "\"fair\",\"cohort\":\"research\",\"nominal_quota\":{\"" H100 "\":24}}");
 	/* floor: C has a floor of 6; D weighs 10 but owns nothing; 8 accelerators exist */
-	post_ok("/v1/queues", "{\"name\":\"qc\",\"environment\":\"floor\",\"cohort\":\"lab\","
-	    "\"nominal_quota\":{\"" A100 "\":6}}");
-	post_ok("/v1/queues", "{\"name\":\"qd\",\"environment\":\"floor\",\"cohort\":\"lab\","
-	    "\"weight\":10,\"nominal_quota\":{\"" A100 "\":0}}");
-	post_ok("/v1/queues", "{\"name\":\"lender\",\"environment\":\"floor\",\"cohort\":\"lab\","
-	    "\"nominal_quota\":{\"" A100 "\":10}}");
-	post_ok("/v1/queues",
-	    "{\"name\":\"qp\",\"environment\":\"pre\",\"default_priority_class\":"
-	    "\"low\",\"nominal_quota\":{\"" H100 "\":8}}");
-	post_ok("/v1/queues", "{\"name\":\"qx\",\"environment\":\"bad\"}");
-	post_ok("/v1/queues", "{\"name\":\"qh\",\"environment\":\"ha\"}");
-	post_ok("/v1/queues", "{\"name\":\"qbig\",\"environment\":\"big\"}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"qc\",\"environment\":\"floor\","
+	    "\"cohort\":\"lab\",\"nominal_quota\":{\"" A100 "\":6}}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"qd\",\"environment\":\"floor\","
+	    "\"cohort\":\"lab\",\"weight\":10,\"nominal_quota\":{\"" A100 "\":0}}");
+	harness_post_created(admin, "/v1/queues", "{\"name\":\"lender\",\"environment\":"
+	    "\"floor\",\"cohort\":\"lab\",\"nominal_quota\":{\"" A100 "\":10}}");
+	harness_queue(admin, "pre", "qp", "low", H100, 8);
+	harness_queue(admin, "bad", "qx", NULL, NULL, 0);
+	harness_queue(admin, "ha", "qh", NULL, NULL, 0);
+	harness_queue(admin, "big", "qbig", NULL, NULL, 0);
 	return 0;
 }
 
