@@ -355,6 +355,16 @@ kube_status_err(const struct http_resp *r, const char *what, struct err *e)
 	return false;
 }
 
+json_t *
+kube_list_answer(const struct http_resp *r, const char *what, struct err *e)
+{
+	if (r->status != 200) {
+		kube_status_err(r, what, e);
+		return NULL;
+	}
+	return kube_list_load(r->body, r->body_len, what, e);
+}
+
 /* ---- requests */
 
 struct list_ctx {

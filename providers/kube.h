@@ -122,5 +122,8 @@ bool	 kube_status_err(const struct http_resp *r, const char *what, struct err *e
 /* A Kubernetes list answer (body of len bytes): a JSON object with an items array, new
  * reference; else NULL and 502 kube.bad_answer "<kind>: answer is not a list". */
 json_t	*kube_list_load(const char *body, size_t len, const char *kind, struct err *e);
+/* The answer r to a list call: 200 and kube_list_load of its body, else NULL and e
+ * (kube_status_err); what names the call in messages. */
+json_t	*kube_list_answer(const struct http_resp *r, const char *what, struct err *e);
 
 #endif

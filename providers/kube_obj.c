@@ -440,11 +440,7 @@ kube_list_events(const struct prov_cluster *k, const char *ns, const char *kind,
 	free(sel);
 	if (!call(k, "GET", url, NULL, NULL, &r, e))
 		goto cleanup;
-	if (r.status != 200) {
-		kube_status_err(&r, "list events", e);
-		goto cleanup;
-	}
-	if ((j = kube_list_load(r.body, r.body_len, "event list", e)) == NULL)
+	if ((j = kube_list_answer(&r, "list events", e)) == NULL)
 		goto cleanup;
 	*items = json_incref(json_object_get(j, "items"));
 	ok = true;

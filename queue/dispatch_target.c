@@ -364,11 +364,7 @@ list_page(const struct prov_cluster *k, const char *url, json_t *items, char **n
 	rq.retry.max_delay_ms = 1000;
 	if (!http_do(&rq, &r, e))
 		goto cleanup;
-	if (r.status != 200) {
-		kube_status_err(&r, "list", e);
-		goto cleanup;
-	}
-	if ((j = kube_list_load(r.body, r.body_len, "list", e)) == NULL)
+	if ((j = kube_list_answer(&r, "list", e)) == NULL)
 		goto cleanup;
 	json_array_foreach(json_object_get(j, "items"), i, it)
 		if (json_is_object(it))
