@@ -410,6 +410,26 @@ cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char *kind,
 	    json_sprintf("%lld", ++cl->rv));
 }
 
+/* A GET of nodes or pods (items, taken): the one named (404 when items is empty), or with
+ * name NULL the list. */
+static void
+reply_items(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural,
+    const char *kind, const char *name, json_t *items)
+{
+	char list[32];
+
+	if (name != NULL) {
+		if (json_array_size(items) == 0)
+			cs_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", plural, name);
+		else
+			cs_reply_object(cs, rq, kind, json_array_get(items, 0));
+		json_decref(items);
+		return;
+	}
+	snprintf(list, sizeof(list), "%sList", kind);
+	cs_kube_list(cs, cl, rq, list, "v1", items);
+}
+
 static void
 nodes(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 {
@@ -434,15 +454,7 @@ nodes(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 		cs_watch_start(cs, cl, rq, "nodes", NULL);
 		return;
 	}
-	if (rq->nseg == 6) {
-		if (json_array_size(items) == 0)
-			cs_reply_error(rq, 404, "NotFound", "nodes \"%s\" not found", rq->seg[5]);
-		else
-			cs_reply_object(cs, rq, "Node", json_array_get(items, 0));
-		json_decref(items);
-		return;
-	}
-	cs_kube_list(cs, cl, rq, "NodeList", "v1", items);
+	reply_items(cs, cl, rq, "nodes", "Node", rq->nseg == 6 ? rq->seg[5] : NULL, items);
 }
 
 static void
@@ -464,15 +476,7 @@ pods(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *ns,
 			continue;
 		json_array_append_new(items, cs_pod_json(p));
 	}
-	if (name != NULL) {
-		if (json_array_size(items) == 0)
-			cs_reply_error(rq, 404, "NotFound", "pods \"%s\" not found", name);
-		else
-			cs_reply_object(cs, rq, "Pod", json_array_get(items, 0));
-		json_decref(items);
-		return;
-	}
-	cs_kube_list(cs, cl, rq, "PodList", "v1", items);
+	reply_items(cs, cl, rq, "pods", "Pod", name, items);
 }
 
 static void
