@@ -328,7 +328,6 @@ check_identity(const struct prov_cloud *c, const char *rid, const char *kind,
     const char *bearer, json_t *checks, char principal[64], bool *passed, struct err *e)
 {
 	char url[2048], why[400], check[64], ptr[64];
-	struct http_req rq = { 0 };
 	struct http_resp r;
 	json_t *mi = NULL;
 	const char *tag, *pid;
@@ -337,9 +336,7 @@ check_identity(const struct prov_cloud *c, const char *rid, const char *kind,
 	principal[0] = '\0';
 	snprintf(url, sizeof(url), "%s%s?api-version=" API_MSI, cfg.arm_url, rid);
 	snprintf(ptr, sizeof(ptr), "/%s", kind);
-	rq.url = url;
-	rq.bearer = bearer;
-	if (!prov_call(&rq, &r, e))
+	if (!prov_get(url, bearer, &r, e))
 		return false;
 	snprintf(check, sizeof(check), "%s_exists", kind);
 	if (r.status != 200) {
@@ -418,7 +415,6 @@ check_federation(const struct prov_cloud *c, const char *cp, const char *bearer,
 	const char *subject = cfg.azure_principal_id ? cfg.azure_principal_id :
 	    cfg.azure_client_id ? cfg.azure_client_id : "";
 	char url[1400], issuer[160], why[512];
-	struct http_req rq = { 0 };
 	struct http_resp r = { 0 };
 	json_t *list = NULL, *f;
 	size_t i;
@@ -429,9 +425,7 @@ check_federation(const struct prov_cloud *c, const char *cp, const char *bearer,
 	    cfg.azure_tenant ? cfg.azure_tenant : "");
 	snprintf(url, sizeof(url), "%s%s/federatedIdentityCredentials?api-version=" API_MSI,
 	    cfg.arm_url, cp);
-	rq.url = url;
-	rq.bearer = bearer;
-	if (!prov_call(&rq, &r, e))
+	if (!prov_get(url, bearer, &r, e))
 		return false;
 	if (r.status != 200) {
 		creds_json_error(&r, why, sizeof(why));

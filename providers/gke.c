@@ -363,7 +363,6 @@ check_sa(const struct prov_cloud *c, const char *email, const char *kind, const 
     json_t *checks, struct err *e)
 {
 	char url[1024], why[400], check[64], ptr[64];
-	struct http_req rq = { 0 };
 	struct http_resp r;
 	json_t *sa = NULL;
 	bool ok = false;
@@ -371,9 +370,7 @@ check_sa(const struct prov_cloud *c, const char *email, const char *kind, const 
 	snprintf(url, sizeof(url), "%s/v1/projects/%s/serviceAccounts/%s", cfg.gcp_iam_url,
 	    c->project, email);
 	snprintf(ptr, sizeof(ptr), "/%s", kind);
-	rq.url = url;
-	rq.bearer = bearer;
-	if (!prov_call(&rq, &r, e))
+	if (!prov_get(url, bearer, &r, e))
 		return false;
 	snprintf(check, sizeof(check), "%s_exists", kind);
 	if (r.status != 200) {

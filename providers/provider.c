@@ -277,6 +277,16 @@ prov_call(struct http_req *rq, struct http_resp *r, struct err *e)
 }
 
 bool
+prov_get(const char *url, const char *bearer, struct http_resp *r, struct err *e)
+{
+	struct http_req rq = { 0 };
+
+	rq.url = url;
+	rq.bearer = bearer;
+	return prov_call(&rq, r, e);
+}
+
+bool
 prov_verified(bool all, struct err *e)
 {
 	if (err_is_set(e))

@@ -230,6 +230,8 @@ bool	 prov_cluster_id_ok(const struct prov_pool_job *job, const char *prefix, co
 /* One synchronous phase-2 call: PROV_TIMEOUT_MS, two attempts.  False with e when no
  * answer arrived (r is then cleaned up); any status is an answer. */
 bool	 prov_call(struct http_req *rq, struct http_resp *r, struct err *e);
+/* prov_call of a GET of url with the bearer token. */
+bool	 prov_get(const char *url, const char *bearer, struct http_resp *r, struct err *e);
 /* The end of every verify_pair: false with 422 "iam.verification_failed" when a check
  * failed (!all), false when e is already set, else true. */
 bool	 prov_verified(bool all, struct err *e);
