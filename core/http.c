@@ -1,6 +1,8 @@
 /* http: libcurl multi-interface batch (no thread per request) with per-request
- * timeouts, retries with backoff, Retry-After, body caps; http_do is a batch of one. */
+ * timeouts, retries with backoff, Retry-After, body caps; http_do is a batch of one.
+ * Every batch of a thread draws on that thread's connection, TLS session and DNS caches. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #define RETRY_BASE_DEFAULT_MS	100
 #define RETRY_MAX_DEFAULT_MS	10000
 #define POLL_MAX_MS		1000
+#define KEEP_CONNS		256	/* idle connections one thread keeps open */
 
 /* One request and its current attempt; owns deep copies of everything in req. */
 struct call {
@@ -40,11 +43,66 @@ struct http_batch {
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
+static atomic_long connects;	/* connections opened, process-wide */
 
 static void
 global_init(void)
 {
 	global_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ---- the thread's caches ----
+ * Without them every batch (a fetch, an apply round) had its own multi handle and so its
+ * own connection cache: each call to a member or cloud opened a new TCP connection, made a
+ * full TLS handshake and loaded its CA again.  Now all batches and http_do calls of a
+ * thread share one curl share object holding the connection cache, the TLS sessions and
+ * DNS.  One per thread because libcurl does not support one connection cache used by
+ * concurrent threads; the dispatcher keeps a cluster's work on one thread, so its calls
+ * find the connection.  libcurl reuses a connection (or a TLS session) only for a request
+ * whose TLS settings match, CA blob included: a cluster with another CA never gets a
+ * connection verified against a different one.  Freed when the thread ends. */
+static pthread_key_t share_key;
+static pthread_once_t share_once = PTHREAD_ONCE_INIT;
+
+static void
+share_free(void *sh)
+{
+	curl_share_cleanup(sh);	/* closes the kept connections */
+}
+
+static void
+share_key_init(void)
+{
+	if (pthread_key_create(&share_key, share_free) != 0)
+		abort();
+}
+
+/* This thread's share, made on first use; NULL when it cannot be made (calls then
+ * simply do not share). */
+static CURLSH *
+thread_share(void)
+{
+	CURLSH *sh;
+
+	pthread_once(&share_once, share_key_init);
+	if ((sh = pthread_getspecific(share_key)) != NULL)
+		return sh;
+	if ((sh = curl_share_init()) == NULL)
+		return NULL;
+	if (curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK ||
+	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
+	    pthread_setspecific(share_key, sh) != 0) {
+		curl_share_cleanup(sh);
+		return NULL;
+	}
+	return sh;
+}
+
+long
+http_connects(void)
+{
+	return atomic_load(&connects);
 }
 
 static int64_t
@@ -343,6 +401,7 @@ call_start(struct http_batch *b, struct call *c)
 {
 	const struct http_req *r = &c->req;
 	CURL *h = curl_easy_init();
+	CURLSH *sh;
 	bool ok;
 
 	resp_reset(&c->resp);
@@ -371,6 +430,8 @@ call_start(struct http_batch *b, struct call *c)
 
 		ok = curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob) == CURLE_OK;
 	}
+	if (ok && (sh = thread_share()) != NULL)
+		ok = curl_easy_setopt(h, CURLOPT_SHARE, sh) == CURLE_OK;
 	if (!ok || curl_multi_add_handle(b->multi, h) != CURLM_OK) {
 		curl_easy_cleanup(h);
 		c->easy = NULL;
@@ -450,10 +511,12 @@ static void
 call_finish(struct http_batch *b, struct call *c, CURLcode rc)
 {
 	struct err e = { 0 };
-	long status = 0;
+	long status = 0, opened = 0;
 	bool retry;
 
 	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &opened) == CURLE_OK)
+		atomic_fetch_add(&connects, opened);
 	curl_multi_remove_handle(b->multi, c->easy);
 	curl_easy_cleanup(c->easy);
 	c->easy = NULL;
@@ -549,7 +612,11 @@ http_batch_new(int max_concurrency)
 		return NULL;
 	b->max = max_concurrency > 0 ? max_concurrency : HTTP_CONCURRENCY_DEFAULT;
 	b->multi = curl_multi_init();
-	if (b->multi == NULL) {
+	/* the cap applies to the thread's shared cache; curl's default (4 per handle of
+	 * this multi) closed the connections of a finished round down to a few */
+	if (b->multi == NULL ||
+	    curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long)KEEP_CONNS) != CURLM_OK) {
+		curl_multi_cleanup(b->multi);
 		free(b);
 		return NULL;
 	}

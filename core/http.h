@@ -76,6 +76,11 @@ struct http_resp {
  * must be released with http_resp_cleanup. */
 bool	http_do(const struct http_req *req, struct http_resp *resp, struct err *e);
 
+/* Connections this process has opened so far (new TCP connections; a call that reused
+ * a kept connection adds none).  Every batch and http_do call of a thread shares that
+ * thread's kept connections, TLS sessions and DNS answers. */
+long	http_connects(void);
+
 /* First value of header name (case-insensitive), or NULL. */
 const char *http_resp_header(const struct http_resp *resp, const char *name);
 void	http_resp_cleanup(struct http_resp *resp);

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,6 +46,8 @@ struct srv {
 	int		 max_inflight;
 	int		 inflight;
 	SSL_CTX		*_Atomic tls;	/* when set, connections speak TLS */
+	int		 tls_conns;	/* TLS connections accepted (handshake done) */
+	int		 tls_resumed;	/* of which resumed a TLS session */
 };
 
 static struct srv S;
@@ -177,32 +180,64 @@ route(int fd, const char *method, const char *path, const char *head, const char
 	}
 }
 
-/* TLS connections get one fixed answer once the handshake succeeded. */
+/* Waits until fd is readable; false when the server stops first. */
+static bool
+wait_readable(int fd)
+{
+	while (!atomic_load(&S.stop)) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, 20) > 0)
+			return true;
+	}
+	return false;
+}
+
+/* TLS connections are kept alive and answer every request with "tls" once the handshake
+ * succeeded ("/slow" after 100 ms; "/close" then closes); the server counts them and how
+ * many resumed a TLS session. */
 static void
 conn_tls(int fd, SSL_CTX *ctx)
 {
-	static const char answer[] = "HTTP/1.1 200 X\r\nContent-Length: 3\r\n"
-	    "Connection: close\r\n\r\ntls";
+	static const char answer[] = "HTTP/1.1 200 X\r\nContent-Length: 3\r\n\r\ntls",
+	    last[] = "HTTP/1.1 200 X\r\nContent-Length: 3\r\nConnection: close\r\n\r\ntls";
 	SSL *ssl = SSL_new(ctx);
-	char req[8192];
+	char req[8192], *end;
 	int len = 0;
 
 	SSL_set_fd(ssl, fd);
-	if (SSL_accept(ssl) == 1) {
-		while (len < (int)sizeof(req) - 1) {
-			int r = SSL_read(ssl, req + len, (int)sizeof(req) - 1 - len);
+	if (SSL_accept(ssl) != 1)
+		goto out;
+	pthread_mutex_lock(&S.mu);
+	S.tls_conns++;
+	S.tls_resumed += SSL_session_reused(ssl) ? 1 : 0;
+	pthread_mutex_unlock(&S.mu);
+	while (len < (int)sizeof(req) - 1) {
+		int r;
 
-			if (r <= 0)
-				break;
-			len += r;
-			req[len] = '\0';
-			if (strstr(req, "\r\n\r\n") != NULL) {
-				SSL_write(ssl, answer, (int)strlen(answer));
-				SSL_shutdown(ssl);
-				break;
+		if (SSL_pending(ssl) == 0 && !wait_readable(fd))
+			break;
+		if ((r = SSL_read(ssl, req + len, (int)sizeof(req) - 1 - len)) <= 0)
+			break;
+		len += r;
+		req[len] = '\0';
+		while ((end = strstr(req, "\r\n\r\n")) != NULL) {
+			int used = (int)(end + 4 - req);
+
+			if (strncmp(req, "GET /close", 10) == 0) {
+				SSL_write(ssl, last, (int)strlen(last));
+				goto done;
 			}
+			if (strncmp(req, "GET /slow", 9) == 0)
+				sleep_ms(100);
+			SSL_write(ssl, answer, (int)strlen(answer));
+			memmove(req, req + used, (size_t)(len - used) + 1);
+			len -= used;
 		}
 	}
+done:
+	SSL_shutdown(ssl);
+out:
 	SSL_free(ssl);
 	close(fd);
 }

@@ -429,6 +429,148 @@ test_tls_ca_pem(void **state)
 	EVP_PKEY_free(key2);
 }
 
+static int
+tls_count(const int *field)
+{
+	int n;
+
+	pthread_mutex_lock(&S.mu);
+	n = *field;
+	pthread_mutex_unlock(&S.mu);
+	return n;
+}
+
+/* One GET with trusted CA ca; the status it got (0: no answer). */
+static long
+tls_get(const char *u, const char *ca)
+{
+	struct http_req req = { .url = u, .ca_pem = ca, .timeout_ms = 5000 };
+	struct http_resp resp;
+	struct err e = { 0 };
+	long status = 0;
+
+	if (http_do(&req, &resp, &e) && resp.body != NULL && strcmp(resp.body, "tls") == 0)
+		status = resp.status;
+	http_resp_cleanup(&resp);
+	return status;
+}
+
+struct tls_thread {
+	const char	*url;
+	const char	*ca;
+	long		 status;
+};
+
+static void *
+tls_thread_main(void *arg)
+{
+	struct tls_thread *t = arg;
+
+	t->status = tls_get(t->url, t->ca);
+	return NULL;
+}
+
+/* n GETs of u at once on a batch of their own (as each fetch and apply round makes one). */
+static void
+tls_round(const char *u, const char *ca, int n)
+{
+	struct http_batch *b = http_batch_new(n);
+	struct result r[8];
+	struct err e = { 0 };
+
+	assert_true(n <= 8);
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < n; i++) {
+		struct http_req req = { .url = u, .ca_pem = ca, .timeout_ms = 5000,
+		    .done = collect, .user = &r[i] };
+
+		assert_true(http_batch_add(b, &req, &e));
+	}
+	assert_true(http_batch_run(b, &e));
+	http_batch_free(b);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(r[i].status, 200);
+		assert_string_equal(r[i].body, "tls");
+	}
+}
+
+/* Calls to one server share the thread's kept connection: http_do's, and those of batches
+ * made and freed per call, which each had their own connection cache and so a new TCP
+ * connection, TLS handshake and CA load per call.  A round of parallel calls keeps its
+ * connections (curl's default cap of 4 per handle of a multi closed them again).  A new
+ * connection resumes the thread's TLS session.  A call trusting another CA never gets a
+ * connection verified against a different one; another thread has its own connections. */
+static void
+test_tls_reuse(void **state)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	EVP_PKEY *key, *key2;
+	X509 *cert, *cert2;
+	char *pem = make_cert(&key, &cert), *other = make_cert(&key2, &cert2), *both;
+	char u[64], slow[64], last[64];
+	struct tls_thread t;
+	pthread_t thr;
+	long opened = http_connects();
+	int resumed;
+
+	(void)state;
+	assert_int_equal(SSL_CTX_use_certificate(ctx, cert), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, key), 1);
+	atomic_store(&S.tls, ctx);
+	snprintf(u, sizeof(u), "https://127.0.0.1:%d/", S.port);
+	snprintf(slow, sizeof(slow), "https://127.0.0.1:%d/slow", S.port);
+	snprintf(last, sizeof(last), "https://127.0.0.1:%d/close", S.port);
+
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(tls_get(u, pem), 200);
+	assert_int_equal(tls_count(&S.tls_conns), 1);
+	assert_int_equal(tls_count(&S.tls_resumed), 0);
+	assert_int_equal(http_connects() - opened, 1);
+	for (int i = 0; i < 3; i++)
+		tls_round(u, pem, 1);
+	assert_int_equal(tls_count(&S.tls_conns), 1);
+
+	tls_round(slow, pem, 8);		/* 7 more, all kept */
+	assert_int_equal(tls_count(&S.tls_conns), 8);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(tls_get(u, pem), 200);
+	tls_round(slow, pem, 8);
+	assert_int_equal(tls_count(&S.tls_conns), 8);
+	assert_int_equal(http_connects() - opened, 8);
+
+	for (int i = 0; i < 8; i++)		/* the server closes each of them */
+		assert_int_equal(tls_get(last, pem), 200);
+	resumed = tls_count(&S.tls_resumed);
+	assert_int_equal(tls_get(u, pem), 200);	/* a new one resumes the TLS session */
+	assert_int_equal(tls_count(&S.tls_conns), 9);
+	assert_int_equal(tls_count(&S.tls_resumed), resumed + 1);
+
+	assert_int_equal(tls_get(u, other), 0);	/* not through the kept connection */
+	assert_int_equal(tls_count(&S.tls_conns), 9);
+	assert_non_null(both = malloc(strlen(pem) + strlen(other) + 1));
+	strcpy(both, other);
+	strcat(both, pem);
+	assert_int_equal(tls_get(u, both), 200);	/* another CA blob: a connection of its own */
+	assert_int_equal(tls_count(&S.tls_conns), 10);
+	assert_int_equal(tls_get(u, pem), 200);
+	assert_int_equal(tls_count(&S.tls_conns), 10);
+
+	t = (struct tls_thread){ .url = u, .ca = pem };
+	assert_int_equal(pthread_create(&thr, NULL, tls_thread_main, &t), 0);
+	assert_int_equal(pthread_join(thr, NULL), 0);
+	assert_int_equal(t.status, 200);
+	assert_int_equal(tls_count(&S.tls_conns), 11);
+	assert_int_equal(tls_count(&S.tls_resumed), resumed + 1);
+
+	free(pem);
+	free(other);
+	free(both);
+	X509_free(cert);
+	X509_free(cert2);
+	EVP_PKEY_free(key);
+	EVP_PKEY_free(key2);
+}
+
 /* With no stream open, a poll still waits its time: the status watcher's loop calls it
  * between rounds and spun a core while every member refused its watches. */
 static void
@@ -462,6 +604,7 @@ main(void)
 		T(test_pagination),
 		T(test_transport_errors),
 		T(test_tls_ca_pem),
+		T(test_tls_reuse),
 		cmocka_unit_test(test_streams_poll_idle_waits),
 	};
 
