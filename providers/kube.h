@@ -92,8 +92,8 @@ bool	 kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref
  * among them); true when all were applied, else e says the first refusal. */
 bool	 kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e);
 /* Server-side apply of every object of the array at once, each with its own outcome:
- * refs[i] as kube_apply fills it (refs may be NULL), or errs[i] (status != 0) when object
- * i was refused or its call failed. */
+ * refs[i] as kube_apply fills it (refs may be NULL: the answers are then not parsed),
+ * or errs[i] (status != 0) when object i was refused or its call failed. */
 void	 kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *refs,
 	    struct err *errs);
 /* GET of an API path (discovery, any object): true when the cluster answered, with its

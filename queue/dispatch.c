@@ -744,8 +744,8 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 	errs = calloc(k + n + 1, sizeof(*errs));
 	if (refs == NULL || errs == NULL)
 		abort();
-	if (k > 0)
-		kube_apply_each(&t->pc, sig, refs, errs);
+	if (k > 0)	/* only their errors count: their answers are not parsed */
+		kube_apply_each(&t->pc, sig, NULL, errs);
 	for (i = 0; i < k; i++)
 		if (errs[i].status != 0 && mb.state[owner[i]] == M_LIVE)
 			many_fail(&mb, owner[i], &errs[i], false, st);
