@@ -8,6 +8,7 @@
 
 #include "api/metrics.h"
 #include "core/db.h"
+#include "core/http.h"
 #include "core/textbuf.h"
 
 #define MAX_SERIES	512
@@ -145,6 +146,11 @@ metrics_render(size_t *len)
 	    "fleetd_db_pool_connections{state=\"idle\"} %d\n"
 	    "# HELP fleetd_db_pool_size Database pool size.\n"
 	    "# TYPE fleetd_db_pool_size gauge\nfleetd_db_pool_size %d\n", in_use, idle, size);
+	textbuf_appendf(&b, &n, &cap,
+	    "# HELP fleetd_http_client_connections_total Connections opened to members and clouds"
+	    " (a call on a kept connection opens none).\n"
+	    "# TYPE fleetd_http_client_connections_total counter\n"
+	    "fleetd_http_client_connections_total %ld\n", http_connects());
 	for (int i = 0; i < nw; i++)
 		w[i](&b, &n, &cap);
 	*len = n;

@@ -116,6 +116,8 @@ q "INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, prio
 	DELETE FROM jobs WHERE id = '$seed_id'"
 curl -sf -X POST "$FLEETD_CLOUDSIM_URL/_sim/faults" -d '{"service":"k8s","latency_ms":20}' >/dev/null
 start_fleetd dispatch
+conns() { curl -sf "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2}'; }
+c0=$(conns)
 perf_begin "$fpid" "$work/dispatch.perf"
 t0=$(q "UPDATE jobs SET next_try_at = now() WHERE environment = 'bench';
 	SELECT pg_notify('fleet_dispatch', ''); SELECT extract(epoch from now())" | tail -1)
@@ -133,7 +135,8 @@ perf_end dispatch "fleetd dispatching $jobs admitted jobs over $nclusters cluste
 applies=$(curl -sf "$FLEETD_CLOUDSIM_URL/_sim/state" | python3 -c 'import json,sys
 a = json.load(sys.stdin)["applies"]; print(sum(v for k, v in a.items() if k.startswith("b-")))')
 tput=$(python3 -c "print(f'{$done_n/$span:.0f}')")
-echo "dispatched $done_n/$jobs in ${span}s ($tput jobs/s), admitted->dispatched p50 ${p50}s p99 ${p99}s, applies $applies"
+opened=$(( $(conns) - c0 ))
+echo "dispatched $done_n/$jobs in ${span}s ($tput jobs/s), admitted->dispatched p50 ${p50}s p99 ${p99}s, applies $applies, connections opened $opened"
 kill "$fpid"; wait "$fpid" 2>/dev/null || true
 
 # ---- stockout: s-a's pool is full and cannot grow; the job runs on s-b afterwards
@@ -184,6 +187,7 @@ fi
 	echo "|---|---|"
 	echo "| jobs dispatched | $done_n of $jobs (server-side applies: $applies) |"
 	echo "| throughput | $tput jobs/s (all in ${span} s) |"
+	echo "| connections fleetd opened to members | $opened (fleetd_http_client_connections_total) |"
 	echo "| admitted -> dispatched, median | ${p50} s |"
 	echo "| admitted -> dispatched, p99 | ${p99} s |"
 	if [ "$ran" = 1 ]; then
