@@ -81,14 +81,17 @@ while time.time() < end:
 sys.exit("no refresh %d in %s" % (n, log))
 PY
 }
+# connections fleetd opened so far (a warm refresh should reuse the kept ones)
+conns() { curl -sf "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2; f = 1} END {if (!f) print 0}'; }
 # measure DBURL LOG CONC: cold refresh at start, then $refreshes NOTIFY-triggered ones.
 # Sets cold_ms, warm_ms (median network phase), warm_wall (median NOTIFY -> logged, ms),
-# ok_n, fail_n, cpu_fleetd / cpu_cloudsim (CPU seconds per warm refresh).
+# ok_n, fail_n, cpu_fleetd / cpu_cloudsim (CPU seconds per warm refresh), conns_warm
+# (connections opened per warm refresh).
 measure() {
 	local t0 line walls=() nets=() c0 s0
 	start_fleetd "$1" poller "$2" "${3/#solo/256}"
 	read -r _ cold_ms ok_n fail_n <<<"$(wait_refresh "$2" 1)"
-	c0=$(cpu_s "$fpid"); s0=$(cpu_s "$cspid")
+	c0=$(cpu_s "$fpid"); s0=$(cpu_s "$cspid"); n0=$(conns)
 	[ "$3" = solo ] || perf_begin "$fpid" "$2.perf"	# where fleetd's CPU goes
 	# one psql session notifies and says when (server clock), so no client start-up counts
 	coproc PQ { psql -qAt "$1"; }
@@ -108,6 +111,7 @@ measure() {
 	wait "$qp" 2>/dev/null || true
 	forget "$qp"
 	cpu_fleetd=$(python3 -c "print(round(($(cpu_s "$fpid") - $c0) / $refreshes, 2))")
+	conns_warm=$(python3 -c "print(round(($(conns) - $n0) / $refreshes, 1))")
 	cpu_cloudsim=$(python3 -c "print(round(($(cpu_s "$cspid") - $s0) / $refreshes, 2))")
 	warm_wall=$(printf '%s\n' "${walls[@]}" | median)
 	warm_ms=$(printf '%s\n' "${nets[@]}" | median)
@@ -147,10 +151,10 @@ for l in sys.stdin:
     if m:
         (s if m.group(1) == "sum" else c)[m.group(2)] = float(m.group(3))
 print(", ".join("%s %.0f ms" % (k, 1000 * s[k] / c[k]) for k in s if c.get(k)))')
-	echo "fleet, $dc connections: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n failed $fail_n, VmHWM ${rss} kB, CPU/refresh fleetd ${cpu_fleetd}s cloudsim ${cpu_cloudsim}s; mean call latency: $lat_avg"
+	echo "fleet, $dc connections: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n failed $fail_n, VmHWM ${rss} kB, CPU/refresh fleetd ${cpu_fleetd}s cloudsim ${cpu_cloudsim}s, connections opened/refresh ${conns_warm}; mean call latency: $lat_avg"
 	ratio_cold=$(python3 -c "print(f'{$cold_ms / $slow_cold:.1f}')")
 	ratio_warm=$(python3 -c "print(f'{$warm_wall / $slow_warm:.1f}')")
-	rows+="| all $nreg clusters, $dc poller connections | ${cold_ms%.*} ms (${ratio_cold}x) | ${warm_ms%.*} ms | ${warm_wall} ms (${ratio_warm}x) | $ok_n ok, $fail_n failed | $((rss / 1024)) MB | fleetd ${cpu_fleetd} s, cloudsim ${cpu_cloudsim} s | $lat_avg |"$'\n'
+	rows+="| all $nreg clusters, $dc poller connections | ${cold_ms%.*} ms (${ratio_cold}x) | ${warm_ms%.*} ms | ${warm_wall} ms (${ratio_warm}x) | $ok_n ok, $fail_n failed | $((rss / 1024)) MB | fleetd ${cpu_fleetd} s, cloudsim ${cpu_cloudsim} s; ${conns_warm} connections opened | $lat_avg |"$'\n'
 	[ "$dc" = "${concs##* }" ] || stop_fleetd
 done
 
@@ -189,7 +193,7 @@ stop_fleetd
 	echo
 	echo "cloudsim fleet from \`bench/capacity_fleet.py gen\`: $ncl clouds (environment x provider x region; $nreal distinct real catalog regions, each used by up to 4 environments because fleetd allows one cloud per environment, provider and region), $nreg member clusters of the three providers, ${lat} ms added to every provider, identity and Kubernetes call. Registration through the API (phase 1, \`/_sim/iam\`, phase 2, clusters). Refresh: cold = first after start (credentials fetched), warm = median of $refreshes NOTIFY-triggered ones; network = the poller's own \`ms\`, wall = NOTIFY until the refresh is logged (rows written). Ratios: cold network / slowest solo cold, warm wall / slowest solo warm wall (target ≤ 3x); search / ${lat} ms (target ≤ 1.5x)."
 	echo
-	echo "| refresh | cold (network) | warm (network) | warm (wall) | clusters | fleetd VmHWM | CPU per warm refresh | mean call latency |"
+	echo "| refresh | cold (network) | warm (network) | warm (wall) | clusters | fleetd VmHWM | CPU (and connections opened) per warm refresh | mean call latency |"
 	echo "|---|---|---|---|---|---|---|---|"
 	printf '%s' "$solo_rows"
 	printf '%s' "$rows"
