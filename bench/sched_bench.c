@@ -11,16 +11,8 @@
 #include "core/config.h"
 #include "core/db.h"
 #include "core/err.h"
+#include "core/mono.h"
 #include "queue/scheduler.h"
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Peak resident set of this process in kB (VmHWM), 0 when unknown. */
 static long
@@ -89,7 +81,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	pending0 = count(sql_pending, env);
-	t0 = now_s();
+	t0 = mono_s();
 	while (cycles < max_cycles) {
 		if (!scheduler_cycle(env, "sched_bench", &st, &e)) {
 			fprintf(stderr, "sched_bench: cycle %d: %s %s\n", cycles, e.code, e.msg);
@@ -106,9 +98,9 @@ main(int argc, char **argv)
 		    st.load_s, st.decide_s, st.commit_s);
 		if (st.admitted == 0 && st.preempted == 0)
 			break;
-		done = now_s() - t0;	/* the last admission is committed */
+		done = mono_s() - t0;	/* the last admission is committed */
 	}
-	wall = now_s() - t0;
+	wall = mono_s() - t0;
 	recorded = count(sql_recorded, env);
 	printf("{\"environment\":\"%s\",\"pending\":%ld,\"cycles\":%d,\"admitted\":%zu,"
 	    "\"recorded\":%ld,\"seconds\":%.3f,\"seconds_with_last_cycle\":%.3f,\"load_s\":%.3f,\"decide_s\":%.3f,\"commit_s\":%.3f,"

@@ -5,16 +5,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "core/mono.h"
 #include "queue/sched_trace.h"
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void
 table(const struct sched_trace_config *c, const struct sched_trace_result *r)
@@ -55,7 +47,7 @@ main(int argc, char **argv)
 		c.seed = strtoull(argv[2], NULL, 0);
 	if (getenv("TRACE_MAX_HOLDS") != NULL)
 		c.max_holds = atoi(getenv("TRACE_MAX_HOLDS"));
-	t0 = now_s();
+	t0 = mono_s();
 	if (!sched_trace_run(&c, &r, &e)) {
 		fprintf(stderr, "sched_trace: %s: %s\n", e.code, e.msg);
 		return 1;
@@ -66,7 +58,7 @@ main(int argc, char **argv)
 	    c.rack_nodes, (long long)c.cycle_s);
 	printf("simulated %.1f h in %zu cycles (%zu with demand above capacity), utilization"
 	    " %.1f %%, %zu preemptions, wall %.1f s\n\n", (double)r.sim_s / 3600.0, r.cycles,
-	    r.contended_cycles, r.utilization, r.preemptions, now_s() - t0);
+	    r.contended_cycles, r.utilization, r.preemptions, mono_s() - t0);
 	table(&c, &r);
 	for (i = 0; i < r.n_teams; i++) {
 		if (r.teams[i].dev_mean > dev)

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cloudsim/cs.h"
+#include "core/mono.h"
 
 #define HIST_MAX	512	/* events kept per cluster (the real cache keeps ~100/kind) */
 #define FULL_SYNC_S	1.0	/* resync even when the cluster's rv did not move */
@@ -50,15 +51,6 @@ struct cs_stream {
 };
 
 static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
-
-static double
-wall(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static long long
 rv_of(json_t *o)
@@ -244,7 +236,7 @@ cs_watch_sync(struct cs *cs, struct cs_cluster *cl)
 		w->log = json_object();
 		w->synced_rv = -1;
 	}
-	if (cl->rv == w->synced_rv && wall() - w->synced_at < FULL_SYNC_S)
+	if (cl->rv == w->synced_rv && mono_s() - w->synced_at < FULL_SYNC_S)
 		return;
 	seen = json_object();
 	json_array_foreach(cl->namespaces, i, v)
@@ -307,7 +299,7 @@ cs_watch_sync(struct cs *cs, struct cs_cluster *cl)
 	append(w, &c);
 	free(c.v);
 	w->synced_rv = cl->rv;
-	w->synced_at = wall();
+	w->synced_at = mono_s();
 	if (!first)
 		pthread_cond_broadcast(&changed);
 }
@@ -441,8 +433,8 @@ cs_watch_start(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const ch
 	s->bookmarks = bm != NULL && (strcmp(bm, "true") == 0 || strcmp(bm, "1") == 0);
 	if (timeout <= 0 || timeout > MAX_TIMEOUT_S)
 		timeout = MAX_TIMEOUT_S;
-	s->deadline = wall() + (double)timeout;
-	s->next_bookmark = wall() + BOOKMARK_S;
+	s->deadline = mono_s() + (double)timeout;
+	s->next_bookmark = mono_s() + BOOKMARK_S;
 	cs_watch_sync(cs, cl);
 	s->gen = cl->wc->gen;
 	if (rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0) {
@@ -496,7 +488,7 @@ cs_stream_read(struct cs_stream *s, char *buf, size_t max)
 				s->off = s->len = 0;
 			return (long)n;
 		}
-		if (s->done || cs_http_stopping() || wall() >= s->deadline)
+		if (s->done || cs_http_stopping() || mono_s() >= s->deadline)
 			return 0;
 		pthread_mutex_lock(&cs->lock);
 		cl = cs_cluster_find(cs, s->cluster);
@@ -506,14 +498,14 @@ cs_stream_read(struct cs_stream *s, char *buf, size_t max)
 		}
 		cs_watch_sync(cs, cl);
 		pull(s, cl);
-		if (s->len == 0 && s->bookmarks && wall() >= s->next_bookmark) {
+		if (s->len == 0 && s->bookmarks && mono_s() >= s->next_bookmark) {
 			json_t *b = json_pack("{s:s, s:s, s:{s:o}}", "kind", kind_of_res(s->res),
 			    "apiVersion", cs_kind_of(s->res) ? "ray.io/v1" : "v1", "metadata",
 			    "resourceVersion", json_sprintf("%lld", s->last));
 
 			emit(s, "BOOKMARK", b);
 			json_decref(b);
-			s->next_bookmark = wall() + BOOKMARK_S;
+			s->next_bookmark = mono_s() + BOOKMARK_S;
 		}
 		if (s->len == 0) {
 			struct timespec ts;

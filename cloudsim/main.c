@@ -11,6 +11,7 @@
 
 #include "cloudsim/cs.h"
 #include "core/log.h"
+#include "core/mono.h"
 
 struct cs *cs_g;
 static volatile sig_atomic_t stop;
@@ -136,8 +137,7 @@ main(int argc, char **argv)
 	cs.time_scale = o.scale;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	cs.wall0 = ts.tv_sec + ts.tv_nsec / 1e9;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	cs.mono0 = ts.tv_sec + ts.tv_nsec / 1e9;
+	cs.mono0 = mono_s();
 	cs.next_fault = 1;
 	cs.apply_counts = json_object();
 	cs.crds = json_object();

@@ -11,6 +11,7 @@
 
 #include "cloudsim/cs.h"
 #include "core/crypto.h"
+#include "core/mono.h"
 
 void
 cs_vec_push(struct cs_vec *v, void *p)
@@ -33,19 +34,10 @@ cs_vec_del(struct cs_vec *v, size_t i)
 	v->n--;
 }
 
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 double
 cs_now(const struct cs *cs)
 {
-	return cs->wall0 + (mono() - cs->mono0) * cs->time_scale;
+	return cs->wall0 + (mono_s() - cs->mono0) * cs->time_scale;
 }
 
 double

@@ -14,6 +14,7 @@
 #include "core/config.h"
 #include "core/listen.h"
 #include "core/log.h"
+#include "core/mono.h"
 #include "queue/loader.h"
 #include "core/textbuf.h"
 #include "queue/scheduler.h"
@@ -64,15 +65,6 @@ static const char sql_preempt[] =
     " INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
     " SELECT u.id, 'state', u.old, 'preempted', u.attempt, 'preempted for a higher priority job',"
     " jsonb_build_object('by', u.by) FROM u";
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 json_t *
 scheduler_placement_json(struct sched_model *m, const struct sched_placement *place,
@@ -369,7 +361,7 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	struct arena *a = NULL;
 	json_t *pools = NULL;
 	struct db *c;
-	double t0 = now_s(), t1, t2;
+	double t0 = mono_s(), t1, t2;
 	bool ok = false;
 
 	memset(st, 0, sizeof(*st));
@@ -389,16 +381,16 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 		db_rollback(c);
 		goto cleanup;
 	}
-	t1 = now_s();
+	t1 = mono_s();
 	a = arena_new();
 	sched_cycle_run(m, a, &cy);
-	t2 = now_s();
+	t2 = mono_s();
 	st->pending = cy.n;
 	if (!commit_lanes(c, m, &cy, pools, who, f, st, e))
 		goto cleanup;
 	st->load_s = t1 - t0;
 	st->decide_s = t2 - t1;
-	st->commit_s = now_s() - t2;
+	st->commit_s = mono_s() - t2;
 	ok = true;
 cleanup:
 	arena_free(a);
@@ -539,7 +531,7 @@ loop(void *arg)
 			struct sched_stats st;
 			struct fence f = { .env = S.envs[k] };
 			struct err e = { 0 };
-			double t0 = now_s();
+			double t0 = mono_s();
 
 			if (!S.leader[k])
 				continue;
@@ -559,7 +551,7 @@ loop(void *arg)
 			atomic_fetch_add(&S.cycles, 1);
 			atomic_fetch_add(&S.admitted, st.admitted);
 			atomic_fetch_add(&S.preempted, st.preempted);
-			S.last_cycle_s = now_s() - t0;
+			S.last_cycle_s = mono_s() - t0;
 			if (st.admitted > 0 || st.preempted > 0)
 				log_info(NULL, "scheduler", "cycle", "{s:s, s:i, s:i, s:i, s:f}",
 				    "environment", S.envs[k], "pending", (int)st.pending, "admitted",

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/listen.h"
 #include "core/log.h"
+#include "core/mono.h"
 #include "core/textbuf.h"
 #include "core/worker_thread.h"
 #include "queue/cron.h"
@@ -392,15 +393,6 @@ static struct {
 	struct worker_thread	 th;
 	struct dispatch_pool	*pool;
 } S;
-
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* With watches the loop wakes every WATCH_CYCLE_MS but reads the database only when a
  * watch saw a change (then syncs only those clusters, from the watch caches: no member

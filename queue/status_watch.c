@@ -14,6 +14,7 @@
 #include "core/db.h"
 #include "core/http.h"
 #include "core/log.h"
+#include "core/mono.h"
 #include "core/textbuf.h"
 #include "core/worker_thread.h"
 #include "queue/status_int.h"
@@ -70,15 +71,6 @@ static struct {
 	atomic_ulong		 lists, watches, relists, refusals, events;
 } W = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int
 kind_index(const char *kind)
 {
@@ -129,7 +121,7 @@ status_watch_want(const char *cluster_id, const char *kind)
 	pthread_mutex_lock(&W.mu);
 	c = cluster(cluster_id, true);
 	c->s[k].want = true;
-	c->wanted_at = now_s();
+	c->wanted_at = mono_s();
 	pthread_mutex_unlock(&W.mu);
 }
 
@@ -146,7 +138,7 @@ status_watch_list(const char *cluster_id, const char *kind, const char *ns)
 		return NULL;
 	pthread_mutex_lock(&W.mu);
 	c = cluster(cluster_id, false);
-	if (c != NULL && c->s[k].synced && c->refused_until <= now_s()) {
+	if (c != NULL && c->s[k].synced && c->refused_until <= mono_s()) {
 		out = json_array();
 		json_object_foreach(c->s[k].items, key, v)
 			if (strncmp(key, ns, nl) == 0 && key[nl] == '/')
@@ -169,7 +161,7 @@ status_watch_take_dirty(const char *cluster_id, bool *following)
 	if ((c = cluster(cluster_id, false)) != NULL) {
 		d = c->dirty;
 		c->dirty = false;
-		*following = c->refused_until <= now_s();
+		*following = c->refused_until <= mono_s();
 		for (int k = 0; k < NKINDS; k++)
 			if (c->s[k].want && !c->s[k].synced)
 				*following = false;
@@ -289,7 +281,7 @@ static void
 on_end(void *user, long status, const struct err *e)
 {
 	struct wstream *s = user;
-	double now = now_s();
+	double now = mono_s();
 
 	pthread_mutex_lock(&W.mu);
 	s->open = false;
@@ -347,7 +339,7 @@ start_stream(struct wstream *s)
 		    sizeof(rv), &e)) {
 			pthread_mutex_lock(&W.mu);
 			s->fails++;
-			s->retry_at = now_s() + (s->fails < 6 ? 0.2 * (1 << s->fails) : 10.0);
+			s->retry_at = mono_s() + (s->fails < 6 ? 0.2 * (1 << s->fails) : 10.0);
 			pthread_mutex_unlock(&W.mu);
 			return;
 		}
@@ -382,7 +374,7 @@ start_stream(struct wstream *s)
 	if (s->open)
 		atomic_fetch_add(&W.watches, 1);
 	else
-		s->retry_at = now_s() + 5;
+		s->retry_at = mono_s() + 5;
 	pthread_mutex_unlock(&W.mu);
 }
 
@@ -411,7 +403,7 @@ loop(void *arg)
 	while (worker_thread_running(&W.th)) {
 		struct wstream *todo[64];
 		int n = 0;
-		double now = now_s();
+		double now = mono_s();
 
 		pthread_mutex_lock(&W.mu);
 		for (struct wcluster *c = W.all; c != NULL && n < 64; c = c->next) {

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/listen.h"
 #include "core/log.h"
+#include "core/mono.h"
 #include "core/worker_thread.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
@@ -25,22 +26,13 @@ poll_loop_kick(void)
 	atomic_store(&P.kicked, true);
 }
 
-static double
-mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Waits up to ms for a NOTIFY, a kick or the stop flag, in slices of 200 ms. */
 static void
 wait_for(PGconn *c, int ms)
 {
-	double until = mono() + ms / 1000.0;
+	double until = mono_s() + ms / 1000.0;
 
-	while (worker_thread_running(&P.th) && !atomic_load(&P.kicked) && mono() < until)
+	while (worker_thread_running(&P.th) && !atomic_load(&P.kicked) && mono_s() < until)
 		if (listen_wait(c, 200))
 			break;
 }
