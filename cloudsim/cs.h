@@ -375,6 +375,9 @@ void	 cs_reply_header(struct cs_req *rq, const char *name, const char *value);
 /* Error in the family's own shape; code is the family's code/reason. */
 void	 cs_reply_error(struct cs_req *rq, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Kubernetes' 404 for a path it does not serve ("the server could not find the requested
+ * resource"). */
+void	 cs_reply_no_resource(struct cs_req *rq);
 bool	 cs_http_start(struct cs *cs, const char *host, int port, int kube_port,
 	    const char *key_pem, const char *cert_pem, struct err *e);
 void	 cs_http_stop(void);

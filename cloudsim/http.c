@@ -137,6 +137,13 @@ aad_error(const char *code, const char *msg)
 }
 
 void
+cs_reply_no_resource(struct cs_req *rq)
+{
+	cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
+	    "resource");
+}
+
+void
 cs_reply_error(struct cs_req *rq, int status, const char *code, const char *fmt, ...)
 {
 	char msg[1024];
@@ -497,8 +504,7 @@ process(struct cs_req *rq)
 	}
 	if (fn == NULL) {
 		if (rq->fam == FAM_K8S)
-			cs_reply_error(rq, 404, "NotFound", "the server could not find the "
-			    "requested resource");
+			cs_reply_no_resource(rq);
 		else
 			cs_reply_error(rq, 404, "not_found", "no such endpoint");
 		return;

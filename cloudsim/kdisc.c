@@ -297,8 +297,7 @@ openapi(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 	    strcmp(rq->seg[5], "ray.io") == 0 && strcmp(rq->seg[6], "v1") == 0) {
 		openapi_ray(cs, rq);
 	} else {
-		cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
-		    "resource");
+		cs_reply_no_resource(rq);
 	}
 }
 
@@ -349,8 +348,7 @@ cs_kube_discovery(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 	} else if (rq->nseg == 4 && strcmp(rq->seg[2], "openapi") == 0 &&
 	    strcmp(rq->seg[3], "v2") == 0) {
 		/* like a server whose v2 document is gone: clients use v3 */
-		cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
-		    "resource");
+		cs_reply_no_resource(rq);
 	} else {
 		return false;
 	}

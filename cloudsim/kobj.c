@@ -734,8 +734,7 @@ cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char 
 	size_t i;
 
 	if (cs_kind_of(plural) == NULL || (sub != NULL && strcmp(sub, "status") != 0)) {
-		cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
-		    "resource");
+		cs_reply_no_resource(rq);
 		return;
 	}
 	if (ns != NULL && !cs_ns_exists(cl, ns) && strcmp(m, "GET") != 0) {

@@ -292,8 +292,7 @@ cs_kplain_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 		if (kinds[k].namespaced && ns == NULL && rest == 2)
 			return false;
 		if (strcmp(kinds[k].group, "kueue.x-k8s.io") == 0 && !cs_kueue_on(cl)) {
-			cs_reply_error(rq, 404, "NotFound", "the server could not find the "
-			    "requested resource");	/* no Kueue CRDs here */
+			cs_reply_no_resource(rq);	/* no Kueue CRDs here */
 			return true;
 		}
 		if (ns != NULL && !cs_ns_exists(cl, ns)) {

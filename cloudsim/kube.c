@@ -573,11 +573,9 @@ core_api(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 		else if (strcmp(res, "events") == 0 && rq->nseg == 7)
 			events(cs, cl, rq, ns);
 		else
-			cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
-			    "resource");
+			cs_reply_no_resource(rq);
 	} else {
-		cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
-		    "resource");
+		cs_reply_no_resource(rq);
 	}
 }
 
@@ -597,8 +595,7 @@ cs_kube_handle(struct cs *cs, struct cs_req *rq)
 	struct cs_cluster *cl = cs_cluster_find(cs, rq->seg[1]);
 
 	if (cl == NULL) {
-		cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
-		    "resource");
+		cs_reply_no_resource(rq);
 		return;
 	}
 	if (!authorized(cl, rq)) {
@@ -625,10 +622,8 @@ cs_kube_handle(struct cs *cs, struct cs_req *rq)
 			cs_kube_ray(cs, cl, rq, rq->seg[6], rq->seg[7],
 			    rq->nseg >= 9 ? rq->seg[8] : NULL, rq->nseg == 10 ? rq->seg[9] : NULL);
 		else
-			cs_reply_error(rq, 404, "NotFound", "the server could not find the "
-			    "requested resource");
+			cs_reply_no_resource(rq);
 	} else {
-		cs_reply_error(rq, 404, "NotFound", "the server could not find the requested "
-		    "resource");
+		cs_reply_no_resource(rq);
 	}
 }
