@@ -44,6 +44,15 @@ col(const char *name, const char *type, int prio)
 	    strcmp(name, "Name") == 0 ? "name" : "", "description", "", "priority", prio);
 }
 
+/* Appends a string column per name (NULL-terminated) to cols (NULL: nothing); the ones
+ * from index wide on (-1: none) only show with -o wide (priority 1). */
+static void
+add_cols(json_t *cols, const char *const *names, int wide)
+{
+	for (int i = 0; cols != NULL && names[i] != NULL; i++)
+		json_array_append_new(cols, col(names[i], "string", wide >= 0 && i >= wide));
+}
+
 static const char *
 str(json_t *o, const char *path, const char *def)
 {
@@ -55,21 +64,15 @@ str(json_t *o, const char *path, const char *def)
 static json_t *
 pod_cells(struct cs *cs, json_t *p, json_t *cols)
 {
+	static const char *const names[] = {
+	    "Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", NULL };
 	json_t *cs0 = json_array_get(cs_jpath(p, "status.phase") ? json_object_get(
 	    json_object_get(p, "status"), "containerStatuses") : NULL, 0);
 	const char *phase = str(p, "status.phase", "Pending"),
 	    *waiting = cs_jpath(cs0, "state.waiting.reason");
 	bool ready = strcmp(phase, "Running") == 0;
 
-	if (cols != NULL) {
-		json_array_append_new(cols, col("Name", "string", 0));
-		json_array_append_new(cols, col("Ready", "string", 0));
-		json_array_append_new(cols, col("Status", "string", 0));
-		json_array_append_new(cols, col("Restarts", "string", 0));
-		json_array_append_new(cols, col("Age", "string", 0));
-		json_array_append_new(cols, col("IP", "string", 1));
-		json_array_append_new(cols, col("Node", "string", 1));
-	}
+	add_cols(cols, names, 5);
 	return json_pack("[s, s, s, s, o, s, s]", str(p, "metadata.name", ""), ready ? "1/1" :
 	    "0/1", waiting ? waiting : phase, "0", age(cs, cs_jpath(p,
 	    "metadata.creationTimestamp")), str(p, "status.podIP", "<none>"), str(p,
@@ -79,17 +82,13 @@ pod_cells(struct cs *cs, json_t *p, json_t *cols)
 static json_t *
 node_cells(struct cs *cs, json_t *n, json_t *cols)
 {
+	static const char *const names[] = {
+	    "Name", "Status", "Roles", "Age", "Version", NULL };
 	json_t *c = json_array_get(json_object_get(json_object_get(n, "status"), "conditions"),
 	    0);
 	char st[64];
 
-	if (cols != NULL) {
-		json_array_append_new(cols, col("Name", "string", 0));
-		json_array_append_new(cols, col("Status", "string", 0));
-		json_array_append_new(cols, col("Roles", "string", 0));
-		json_array_append_new(cols, col("Age", "string", 0));
-		json_array_append_new(cols, col("Version", "string", 0));
-	}
+	add_cols(cols, names, -1);
 	snprintf(st, sizeof(st), "%s%s", strcmp(str(c, "status", ""), "True") == 0 ? "Ready" :
 	    "NotReady", json_is_true(json_object_get(json_object_get(n, "spec"),
 	    "unschedulable")) ? ",SchedulingDisabled" : "");
@@ -101,11 +100,9 @@ node_cells(struct cs *cs, json_t *n, json_t *cols)
 static json_t *
 ns_cells(struct cs *cs, json_t *n, json_t *cols)
 {
-	if (cols != NULL) {
-		json_array_append_new(cols, col("Name", "string", 0));
-		json_array_append_new(cols, col("Status", "string", 0));
-		json_array_append_new(cols, col("Age", "string", 0));
-	}
+	static const char *const names[] = { "Name", "Status", "Age", NULL };
+
+	add_cols(cols, names, -1);
 	return json_pack("[s, s, o]", str(n, "metadata.name", ""), "Active", age(cs, cs_jpath(n,
 	    "metadata.creationTimestamp")));
 }
@@ -113,13 +110,10 @@ ns_cells(struct cs *cs, json_t *n, json_t *cols)
 static json_t *
 event_cells(struct cs *cs, json_t *e, json_t *cols)
 {
-	if (cols != NULL) {
-		json_array_append_new(cols, col("Last Seen", "string", 0));
-		json_array_append_new(cols, col("Type", "string", 0));
-		json_array_append_new(cols, col("Reason", "string", 0));
-		json_array_append_new(cols, col("Object", "string", 0));
-		json_array_append_new(cols, col("Message", "string", 0));
-	}
+	static const char *const names[] = {
+	    "Last Seen", "Type", "Reason", "Object", "Message", NULL };
+
+	add_cols(cols, names, -1);
 	return json_pack("[o, s, s, o, s]", age(cs, cs_jpath(e, "lastTimestamp")), str(e, "type",
 	    ""), str(e, "reason", ""), json_sprintf("%s/%s", str(e, "involvedObject.kind", ""),
 	    str(e, "involvedObject.name", "")), str(e, "message", ""));
