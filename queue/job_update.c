@@ -104,6 +104,7 @@ grow_job(struct sched_model *m, const char *id, const char *queue_id, json_t *ol
 	if ((jd = loader_add_job(m, gid, queue_id, 0, false, m->now, SCHED_PENDING, new, e)) ==
 	    NULL)
 		goto cleanup;
+	sched_job_own_groups(m, jd);	/* its groups are rewritten below */
 	copy = *jd;
 	jd->n_groups = 0;
 	jd->n_req = 0;

@@ -241,6 +241,7 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 	j = sched_model_add_job(m, id, queue_id, priority, enqueued_at, st, e);
 	if (j == NULL)
 		goto cleanup;
+	sched_job_build_groups(m, j);	/* kept (shared when equal) below */
 	j->can_preempt = can_preempt;
 	j->topo = s.topology == JOBSPEC_TOPO_HOST ? SCHED_TOPO_HOST :
 	    s.topology == JOBSPEC_TOPO_RACK ? SCHED_TOPO_RACK :
@@ -280,9 +281,11 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 	for (size_t i = 0; i < s.nproviders; i++)
 		if (!sched_job_allow_provider(m, j, s.providers[i], e))
 			goto fail;
+	sched_job_keep_groups(m, j);
 	goto cleanup;
 fail:
 	j->state = SCHED_FINISHED;	/* in the model but never decided on */
+	sched_job_keep_groups(m, j);
 	j = NULL;
 cleanup:
 	jobspec_cleanup(&s);

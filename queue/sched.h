@@ -206,6 +206,9 @@ struct sched_job {
 	/* placement of admitted/running jobs */
 	int			 cluster;	/* -1 none */
 	bool			 in_flight;	/* reservation not yet in the snapshot */
+	bool			 shared_groups;	/* groups and req are shared with equal pending
+						 * jobs (sched_job_keep_groups): copied before
+						 * any write (sched_job_own_groups) */
 	struct sched_alloc	*allocs;
 	size_t			 n_allocs;
 	/* Jobs whose admission evicted this one (ids, in the arena): it never evicts them
@@ -259,6 +262,15 @@ struct sched_job	*sched_model_add_job(struct sched_model *m, const char *id,
 bool			 sched_job_add_group(struct sched_model *m, struct sched_job *j,
 			    const char *flavor, int min, int max, struct sched_vec pod,
 			    struct err *e);
+/* Building a job's groups without an allocation per job: sched_job_build_groups points j
+ * at the model's scratch arrays (call before its first sched_job_add_group), and
+ * sched_job_keep_groups then stores them: a pending job shares one copy with every
+ * pending job of equal groups (at 100,000 pending jobs of a few shapes that is 160 bytes
+ * less per job), any other job gets its own, sized to what it has.  A write to a shared
+ * job's groups or req goes after sched_job_own_groups. */
+void			 sched_job_build_groups(struct sched_model *m, struct sched_job *j);
+void			 sched_job_keep_groups(struct sched_model *m, struct sched_job *j);
+void			 sched_job_own_groups(struct sched_model *m, struct sched_job *j);
 /* Records that job id `by` evicted j (see evicted_by); a repeated id is kept once. */
 bool			 sched_job_evicted_by(struct sched_model *m, struct sched_job *j,
 			    const char *by);

@@ -272,6 +272,8 @@ prepare_job(struct sched_model *m, struct sched_job *j, struct err *e)
 		return err_set(e, 400, "queue.no_groups", "job %s has no worker groups", j->id);
 	if ((j->state == SCHED_ADMITTED || j->state == SCHED_RUNNING) && j->cluster < 0)
 		return err_set(e, 409, "queue.no_cluster", "admitted job %s has no cluster", j->id);
+	if (j->state != SCHED_PENDING)	/* pending ones may share equal groups: the same */
+		sched_job_own_groups(m, j);	/* counts and req are written back */
 	for (g = 0; g < j->n_groups; g++)
 		if (j->groups[g].count == 0 && j->state != SCHED_PENDING)
 			j->groups[g].count = j->groups[g].min;
@@ -376,6 +378,7 @@ sched_model_requeue_job(struct sched_model *m, struct sched_job *j)
 	free(j->allocs);
 	j->allocs = NULL;
 	j->n_allocs = 0;
+	sched_job_own_groups(m, j);
 	for (g = 0; g < j->n_groups; g++)
 		j->groups[g].count = 0;
 	sched_job_request(j, false, j->req, &j->n_req);

@@ -49,6 +49,10 @@ struct sched_model {
 	size_t			  c_cap;
 	struct arena		 *place_tmp;	/* cfg.lean_pending: where a cycle tries its
 						 * placements; an admission copies its own out */
+	struct sched_group	  g_scratch[SCHED_MAX_GROUPS];	/* sched_job_build_groups */
+	struct sched_flavor_req	  r_scratch[SCHED_MAX_GROUPS];
+	struct sched_job	**g_shared;	/* open addressing: a job of each shape shared */
+	size_t			  g_cap, g_n;
 	uint32_t		  counts_scratch[SCHED_NREASONS];	/* sched_place without
 							 * an arena */
 	size_t			 *env_clusters;	/* clusters per interned environment */

@@ -166,6 +166,7 @@ sched_model_free(struct sched_model *m)
 	for (f = 0; f < SCHED_MAX_FLAVORS; f++)
 		free(m->by_flavor[f]);
 	arena_free(m->place_tmp);
+	free(m->g_shared);
 	free(m->clusters);
 	free(m->queues);
 	free(m->jobs);
@@ -383,6 +384,148 @@ sched_model_add_job(struct sched_model *m, const char *id, const char *queue, in
 	return j;
 }
 
+void
+sched_job_build_groups(struct sched_model *m, struct sched_job *j)
+{
+	memset(m->g_scratch, 0, sizeof(m->g_scratch));
+	memset(m->r_scratch, 0, sizeof(m->r_scratch));
+	j->groups = m->g_scratch;
+	j->req = m->r_scratch;
+	j->n_groups = j->n_req = 0;
+	j->cap_groups = SCHED_MAX_GROUPS;
+	j->shared_groups = false;
+}
+
+static uint64_t
+groups_hash(const struct sched_job *j)
+{
+	uint64_t h = 14695981039346656037ULL;
+	int64_t v[] = { j->n_groups, j->n_req };
+
+#define MIX(x) (h = (h ^ (uint64_t)(x)) * 1099511628211ULL)
+	for (size_t i = 0; i < 2; i++)
+		MIX(v[i]);
+	for (int g = 0; g < j->n_groups; g++) {
+		const struct sched_group *gr = &j->groups[g];
+
+		MIX(gr->flavor);
+		MIX(gr->min);
+		MIX(gr->max);
+		MIX(gr->count);
+		MIX(gr->head);
+		MIX(gr->hosts);
+		for (int r = 0; r < SCHED_NRES; r++)
+			MIX(gr->pod.v[r]);
+	}
+	for (int q = 0; q < j->n_req; q++) {
+		MIX(j->req[q].flavor);
+		for (int r = 0; r < SCHED_NRES; r++)
+			MIX(j->req[q].v.v[r]);
+	}
+#undef MIX
+	return h;
+}
+
+static bool
+groups_equal(const struct sched_job *a, const struct sched_job *b)
+{
+	if (a->n_groups != b->n_groups || a->n_req != b->n_req)
+		return false;
+	for (int g = 0; g < a->n_groups; g++) {
+		const struct sched_group *x = &a->groups[g], *y = &b->groups[g];
+
+		if (x->flavor != y->flavor || x->min != y->min || x->max != y->max ||
+		    x->count != y->count || x->head != y->head || x->hosts != y->hosts)
+			return false;
+		for (int r = 0; r < SCHED_NRES; r++)
+			if (x->pod.v[r] != y->pod.v[r])
+				return false;
+	}
+	for (int q = 0; q < a->n_req; q++) {
+		if (a->req[q].flavor != b->req[q].flavor)
+			return false;
+		for (int r = 0; r < SCHED_NRES; r++)
+			if (a->req[q].v.v[r] != b->req[q].v.v[r])
+				return false;
+	}
+	return true;
+}
+
+/* j's groups and req into arrays of its own, exactly as long (at least one entry). */
+static void
+groups_copy(struct sched_model *m, struct sched_job *j)
+{
+	int n = j->n_groups > 0 ? j->n_groups : 1;
+	struct sched_group *ng = arena_alloc(m->arena, (size_t)n * sizeof(*ng));
+	struct sched_flavor_req *nr = arena_alloc(m->arena, (size_t)n * sizeof(*nr));
+
+	memcpy(ng, j->groups, (size_t)j->n_groups * sizeof(*ng));
+	memcpy(nr, j->req, (size_t)j->n_req * sizeof(*nr));
+	j->groups = ng;
+	j->req = nr;
+	j->cap_groups = n;
+	j->shared_groups = false;
+}
+
+void
+sched_job_own_groups(struct sched_model *m, struct sched_job *j)
+{
+	if (j->shared_groups)
+		groups_copy(m, j);
+}
+
+void
+sched_job_keep_groups(struct sched_model *m, struct sched_job *j)
+{
+	uint64_t h;
+	size_t i;
+
+	if (j->groups != m->g_scratch)
+		return;		/* not built in the scratch (or kept already) */
+	if (j->state != SCHED_PENDING) {
+		groups_copy(m, j);
+		return;
+	}
+	if (m->g_n * 2 >= m->g_cap) {	/* grow: rehash the shared jobs */
+		size_t cap = m->g_cap ? m->g_cap * 2 : 256;
+		struct sched_job **t = calloc(cap, sizeof(*t));
+
+		if (t == NULL) {
+			groups_copy(m, j);
+			return;
+		}
+		for (i = 0; i < m->g_cap; i++)
+			if (m->g_shared[i] != NULL) {
+				size_t k = groups_hash(m->g_shared[i]) & (cap - 1);
+
+				while (t[k] != NULL)
+					k = (k + 1) & (cap - 1);
+				t[k] = m->g_shared[i];
+			}
+		free(m->g_shared);
+		m->g_shared = t;
+		m->g_cap = cap;
+	}
+	h = groups_hash(j);
+	for (i = h & (m->g_cap - 1); m->g_shared[i] != NULL; i = (i + 1) & (m->g_cap - 1)) {
+		struct sched_job *o = m->g_shared[i];
+
+		/* a job that took its own copy since still holds the shape's first arrays
+		 * only if it is still shared; else this slot's shape is gone: skip it */
+		if (o->shared_groups && groups_equal(o, j)) {
+			j->groups = o->groups;
+			j->req = o->req;
+			j->cap_groups = o->cap_groups;
+			j->shared_groups = true;
+			return;
+		}
+	}
+	groups_copy(m, j);
+	j->shared_groups = true;
+	m->g_shared[i] = j;
+	m->g_n++;
+}
+
 bool
 sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flavor, int min,
 		    int max, struct sched_vec pod, struct err *e)
@@ -417,6 +560,7 @@ sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flav
 		}
 		j->groups = ng;
 		j->req = nr;
+		j->shared_groups = false;	/* a copy now: its own */
 		j->cap_groups = cap;
 	}
 	g = &j->groups[j->n_groups++];

@@ -446,6 +446,7 @@ sched_apply(struct sched_model *m, struct sched_job *j, int cluster, struct sche
 	j->admitted_at = m->now;
 	j->hold_cluster = -1;
 	if (was_pending) {
+		sched_job_own_groups(m, j);	/* counts and req change: its own copy */
 		for (g = 0; g < j->n_groups; g++)
 			j->groups[g].count = j->groups[g].min;
 		sched_job_request(j, true, j->req, &j->n_req);
