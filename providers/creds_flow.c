@@ -36,6 +36,16 @@ chain_fail(struct prov_fetch *f, struct chain *ch, const struct err *e)
 	free(ch);
 }
 
+/* The chain's last step filled *ch->out: cached for the cloud and role; ch wiped and
+ * freed. */
+static void
+chain_done(struct chain *ch)
+{
+	creds_cache_put(ch->cloud.id, ch->role, ch->out);
+	memset(ch, 0, sizeof(*ch));
+	free(ch);
+}
+
 void
 creds_json_error(const struct http_resp *r, char *out, size_t n)
 {
@@ -151,11 +161,8 @@ gcp_impersonate_done(struct prov_fetch *f, void *ctx, struct http_resp *r,
 {
 	struct chain *ch = ctx;
 
-	if (!token_step(f, ch, r, e, "gcp generateAccessToken", ch->out))
-		return;
-	creds_cache_put(ch->cloud.id, ch->role, ch->out);
-	memset(ch, 0, sizeof(*ch));
-	free(ch);
+	if (token_step(f, ch, r, e, "gcp generateAccessToken", ch->out))
+		chain_done(ch);
 }
 
 /* POSTs body (form-encoded, holding a secret) to url as a step of f; wipes and frees body
@@ -280,11 +287,8 @@ aks_assert_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const stru
 {
 	struct chain *ch = ctx;
 
-	if (!token_step(f, ch, r, e, "azure federated sign-in", ch->out))
-		return;
-	creds_cache_put(ch->cloud.id, ch->role, ch->out);
-	memset(ch, 0, sizeof(*ch));
-	free(ch);
+	if (token_step(f, ch, r, e, "azure federated sign-in", ch->out))
+		chain_done(ch);
 }
 
 /* Step 2: fleetd's exchange token (in ch->base) as the identity's client assertion. */
@@ -446,13 +450,10 @@ sts_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err 
 		chain_fail(f, ch, &pe);
 		return;
 	}
-	if (!prov_aws_parse_assume_role(r->body, r->body_len, ch->out, &pe)) {
+	if (!prov_aws_parse_assume_role(r->body, r->body_len, ch->out, &pe))
 		chain_fail(f, ch, &pe);
-		return;
-	}
-	creds_cache_put(ch->cloud.id, ch->role, ch->out);
-	memset(ch, 0, sizeof(*ch));
-	free(ch);
+	else
+		chain_done(ch);
 }
 
 static bool
