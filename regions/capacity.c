@@ -18,42 +18,6 @@ max_age(void)
 	return cfg.snapshot_max_age_s > 0 ? cfg.snapshot_max_age_s : 120;
 }
 
-/* "{a,b}" of the caller's environments, NULL when unrestricted. */
-static char *
-envs_literal(const char *const *envs, int n)
-{
-	size_t len = 3;
-	char *s;
-
-	if (envs == NULL)
-		return NULL;
-	for (int i = 0; i < n; i++) {
-		if (strcmp(envs[i], "*") == 0)
-			return NULL;
-		len += strlen(envs[i]) * 2 + 3;
-	}
-	s = malloc(len);
-	if (s == NULL)
-		abort();
-	strcpy(s, "{");
-	for (int i = 0; i < n; i++) {
-		char *p = s + strlen(s);
-
-		*p++ = '"';
-		for (const char *c = envs[i]; *c; c++) {
-			if (*c == '"' || *c == '\\')
-				*p++ = '\\';
-			*p++ = *c;
-		}
-		*p++ = '"';
-		*p++ = i + 1 < n ? ',' : '}';
-		*p = '\0';
-	}
-	if (n == 0)
-		strcat(s, "}");
-	return s;
-}
-
 /* Answers of GET /v1/capacity, by filter: valid while the server's snapshot is the one
  * they were read after (nothing committed since: pg_current_snapshot() is the same) and
  * within the same second of now() (the answer's freshness and ages are in seconds).
@@ -168,7 +132,7 @@ capacity_summary_text(struct db *c, const struct capacity_filter *f, struct aren
 	    "  AND ($4::text IS NULL OR cap.flavor = $4)"
 	    "  AND ($5::text[] IS NULL OR cl.environment = ANY($5::text[]))"
 	    " GROUP BY cl.environment, cl.region, cl.provider, cap.flavor, cap.spot) t";
-	char *envs = envs_literal(f->envs, f->nenvs), age[16], *key = NULL, *snap = NULL;
+	char *envs = db_scope_array(f->envs, f->nenvs), age[16], *key = NULL, *snap = NULL;
 	PGresult *r = NULL;
 	long long sec = 0;
 	bool ok = false;
