@@ -39,48 +39,66 @@ jint(json_t *v)
 	return prov_json_count(v, 0);
 }
 
-bool
-prov_aks_parse_agent_pools(const char *body, size_t len, struct prov_pools *out, char **next,
-    struct err *e)
+/* One ARM list page: item(v, i, out, ctx, e) for each member of value, then the page count
+ * and *next (nextLink). */
+static bool
+arm_page(const char *body, size_t len, const char *what,
+    bool (*item)(json_t *, size_t, struct prov_pools *, void *, struct err *), void *ctx,
+    struct prov_pools *out, char **next, struct err *e)
 {
-	json_t *j = load(body, len, "aks agent pools", e), *v;
+	json_t *j = load(body, len, what, e), *v;
 	size_t i;
 
 	*next = NULL;
 	if (j == NULL)
 		return false;
-	json_array_foreach(json_object_get(j, "value"), i, v) {
-		json_t *pr = json_object_get(v, "properties");
-		const char *name = json_string_value(json_object_get(v, "name")),
-		    *size = json_string_value(json_object_get(pr, "vmSize")),
-		    *prio = json_string_value(json_object_get(pr, "scaleSetPriority"));
-		struct prov_pool *p;
-
-		if (name == NULL || size == NULL || jint(json_object_get(pr, "count")) < 0) {
+	json_array_foreach(json_object_get(j, "value"), i, v)
+		if (!item(v, i, out, ctx, e)) {
 			json_decref(j);
-			return err_set(e, 502, "prov.bad_answer", "aks agent pools: pool %zu lacks "
-			    "name, vmSize or a sane count", i);
+			return false;
 		}
-		p = prov_pools_add(out);
-		snprintf(p->name, sizeof(p->name), "%s", name);
-		snprintf(p->machine_type, sizeof(p->machine_type), "%s", size);
-		p->nodes = (int)jint(json_object_get(pr, "count"));
-		p->spot = prio != NULL && strcmp(prio, "Spot") == 0;
-		p->autoscaling = json_is_true(json_object_get(pr, "enableAutoScaling"));
-		p->min_nodes = p->max_nodes = p->nodes;
-		if (p->autoscaling) {
-			p->min_nodes = (int)jint(json_object_get(pr, "minCount"));
-			p->max_nodes = (int)jint(json_object_get(pr, "maxCount"));
-		}
-		if (p->max_nodes < p->nodes)
-			p->max_nodes = p->nodes;
-		if (p->min_nodes < 0)
-			p->min_nodes = 0;
-	}
 	out->pages++;
 	prov_json_next(json_object_get(j, "nextLink"), next);
 	json_decref(j);
 	return true;
+}
+
+static bool
+agent_pool(json_t *v, size_t i, struct prov_pools *out, void *ctx, struct err *e)
+{
+	json_t *pr = json_object_get(v, "properties");
+	const char *name = json_string_value(json_object_get(v, "name")),
+	    *size = json_string_value(json_object_get(pr, "vmSize")),
+	    *prio = json_string_value(json_object_get(pr, "scaleSetPriority"));
+	struct prov_pool *p;
+
+	(void)ctx;
+	if (name == NULL || size == NULL || jint(json_object_get(pr, "count")) < 0)
+		return err_set(e, 502, "prov.bad_answer", "aks agent pools: pool %zu lacks "
+		    "name, vmSize or a sane count", i);
+	p = prov_pools_add(out);
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->machine_type, sizeof(p->machine_type), "%s", size);
+	p->nodes = (int)jint(json_object_get(pr, "count"));
+	p->spot = prio != NULL && strcmp(prio, "Spot") == 0;
+	p->autoscaling = json_is_true(json_object_get(pr, "enableAutoScaling"));
+	p->min_nodes = p->max_nodes = p->nodes;
+	if (p->autoscaling) {
+		p->min_nodes = (int)jint(json_object_get(pr, "minCount"));
+		p->max_nodes = (int)jint(json_object_get(pr, "maxCount"));
+	}
+	if (p->max_nodes < p->nodes)
+		p->max_nodes = p->nodes;
+	if (p->min_nodes < 0)
+		p->min_nodes = 0;
+	return true;
+}
+
+bool
+prov_aks_parse_agent_pools(const char *body, size_t len, struct prov_pools *out, char **next,
+    struct err *e)
+{
+	return arm_page(body, len, "aks agent pools", agent_pool, NULL, out, next, e);
 }
 
 static const char *
@@ -118,38 +136,48 @@ restricted(json_t *sku, const char *location)
 	return false;
 }
 
+static bool
+sku(json_t *v, size_t i, struct prov_pools *out, void *location, struct err *e)
+{
+	const char *name = json_string_value(json_object_get(v, "name")),
+	    *rt = json_string_value(json_object_get(v, "resourceType")),
+	    *fam = json_string_value(json_object_get(v, "family")),
+	    *cpu = capability(v, "vCPUs"), *gpu = capability(v, "GPUs");
+
+	(void)i;
+	(void)e;
+	if (name == NULL || (rt != NULL && strcmp(rt, "virtualMachines") != 0))
+		return true;
+	json_object_set_new(json_object_get(out->extra, "skus"), name, json_pack(
+	    "{s:i, s:i, s:s, s:b}", "vcpus", cpu ? atoi(cpu) : 0, "gpus", gpu ? atoi(gpu) : 0,
+	    "family", fam ? fam : "", "restricted", restricted(v, location)));
+	return true;
+}
+
 bool
 prov_aks_parse_skus(const char *body, size_t len, const char *location,
     struct prov_pools *out, char **next, struct err *e)
 {
-	json_t *j = load(body, len, "compute skus", e), *v, *skus;
-	size_t i;
-
-	*next = NULL;
-	if (j == NULL)
-		return false;
 	if (out->extra == NULL)
 		out->extra = json_object();
-	skus = json_object_get(out->extra, "skus");
-	if (skus == NULL) {
-		skus = json_object();
-		json_object_set_new(out->extra, "skus", skus);
-	}
-	json_array_foreach(json_object_get(j, "value"), i, v) {
-		const char *name = json_string_value(json_object_get(v, "name")),
-		    *rt = json_string_value(json_object_get(v, "resourceType")),
-		    *fam = json_string_value(json_object_get(v, "family")),
-		    *cpu = capability(v, "vCPUs"), *gpu = capability(v, "GPUs");
+	if (json_object_get(out->extra, "skus") == NULL)
+		json_object_set_new(out->extra, "skus", json_object());
+	return arm_page(body, len, "compute skus", sku, (void *)location, out, next, e);
+}
 
-		if (name == NULL || (rt != NULL && strcmp(rt, "virtualMachines") != 0))
-			continue;
-		json_object_set_new(skus, name, json_pack("{s:i, s:i, s:s, s:b}", "vcpus",
-		    cpu ? atoi(cpu) : 0, "gpus", gpu ? atoi(gpu) : 0, "family", fam ? fam : "",
-		    "restricted", restricted(v, location)));
-	}
-	out->pages++;
-	prov_json_next(json_object_get(j, "nextLink"), next);
-	json_decref(j);
+static bool
+usage(json_t *v, size_t i, struct prov_pools *out, void *ctx, struct err *e)
+{
+	const char *m = json_string_value(json_object_get(json_object_get(v, "name"),
+	    "value"));
+	json_t *l = json_object_get(v, "limit"), *u = json_object_get(v, "currentValue");
+
+	(void)i;
+	(void)ctx;
+	(void)e;
+	if (m == NULL || !json_is_number(l) || !json_is_number(u))
+		return true;
+	prov_pools_add_quota(out, m, json_number_value(l), json_number_value(u));
 	return true;
 }
 
@@ -157,25 +185,7 @@ bool
 prov_aks_parse_usages(const char *body, size_t len, struct prov_pools *out, char **next,
     struct err *e)
 {
-	json_t *j = load(body, len, "compute usages", e), *v;
-	size_t i;
-
-	*next = NULL;
-	if (j == NULL)
-		return false;
-	json_array_foreach(json_object_get(j, "value"), i, v) {
-		const char *m = json_string_value(json_object_get(json_object_get(v, "name"),
-		    "value"));
-		json_t *l = json_object_get(v, "limit"), *u = json_object_get(v, "currentValue");
-
-		if (m == NULL || !json_is_number(l) || !json_is_number(u))
-			continue;
-		prov_pools_add_quota(out, m, json_number_value(l), json_number_value(u));
-	}
-	out->pages++;
-	prov_json_next(json_object_get(j, "nextLink"), next);
-	json_decref(j);
-	return true;
+	return arm_page(body, len, "compute usages", usage, NULL, out, next, e);
 }
 
 static double
