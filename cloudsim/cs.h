@@ -273,6 +273,7 @@ extern struct cs *cs_g;
 /* ---- util.c */
 void	 cs_vec_push(struct cs_vec *v, void *p);
 void	 cs_vec_del(struct cs_vec *v, size_t i);	/* keeps order */
+void	 cs_vec_free(struct cs_vec *v, void (*fn)(void *));	/* fn on each, then empty */
 double	 cs_now(const struct cs *cs);			/* sim clock, epoch seconds */
 double	 cs_wall(const struct cs *cs);			/* auth clock incl. skew */
 void	 cs_rfc3339(double t, char out[32]);

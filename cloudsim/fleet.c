@@ -489,17 +489,6 @@ cs_fleet_load(struct cs *cs, const char *path, struct err *e)
 	return cs_ident_load(cs, root, e);
 }
 
-static void
-vec_free(struct cs_vec *v, void (*fn)(void *))
-{
-	size_t i;
-
-	for (i = 0; i < v->n; i++)
-		fn(v->v[i]);
-	free(v->v);
-	memset(v, 0, sizeof(*v));
-}
-
 static void node_free_v(void *p) { cs_node_free(p); }
 static void pod_free_v(void *p) { cs_pod_free(p); }
 static void obj_free_v(void *p) { cs_object_free(p); }
@@ -512,9 +501,9 @@ cs_fleet_free(struct cs *cs)
 	for (i = 0; cs->clusters != NULL && i < cs->nclusters; i++) {
 		struct cs_cluster *cl = &cs->clusters[i];
 
-		vec_free(&cl->nodes, node_free_v);
-		vec_free(&cl->pods, pod_free_v);
-		vec_free(&cl->objects, obj_free_v);
+		cs_vec_free(&cl->nodes, node_free_v);
+		cs_vec_free(&cl->pods, pod_free_v);
+		cs_vec_free(&cl->objects, obj_free_v);
 		for (j = 0; cl->pools != NULL && j < cl->npools; j++) {
 			json_decref(cl->pools[j].extra_labels);
 			json_decref(cl->pools[j].extra_taints);

@@ -414,28 +414,17 @@ mi_free(void *p)
 	free(p);
 }
 
-static void
-vfree(struct cs_vec *v, void (*fn)(void *))
-{
-	size_t i;
-
-	for (i = 0; i < v->n; i++)
-		fn(v->v[i]);
-	free(v->v);
-	memset(v, 0, sizeof(*v));
-}
-
 void
 cs_ident_free(struct cs *cs)
 {
-	vfree(&cs->gsas, gsa_free);
-	vfree(&cs->roles, role_free);
-	vfree(&cs->users, free);
-	vfree(&cs->apps, free);
-	vfree(&cs->mis, mi_free);
-	vfree(&cs->subs, free);
-	vfree(&cs->tokens, free);
-	vfree(&cs->faults, free);
+	cs_vec_free(&cs->gsas, gsa_free);
+	cs_vec_free(&cs->roles, role_free);
+	cs_vec_free(&cs->users, free);
+	cs_vec_free(&cs->apps, free);
+	cs_vec_free(&cs->mis, mi_free);
+	cs_vec_free(&cs->subs, free);
+	cs_vec_free(&cs->tokens, free);
+	cs_vec_free(&cs->faults, free);
 	free(cs->fleetd_gcp_key_pem);
 	cs->fleetd_gcp_key_pem = NULL;
 }

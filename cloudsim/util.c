@@ -34,6 +34,15 @@ cs_vec_del(struct cs_vec *v, size_t i)
 	v->n--;
 }
 
+void
+cs_vec_free(struct cs_vec *v, void (*fn)(void *))
+{
+	for (size_t i = 0; i < v->n; i++)
+		fn(v->v[i]);
+	free(v->v);
+	memset(v, 0, sizeof(*v));
+}
+
 double
 cs_now(const struct cs *cs)
 {
