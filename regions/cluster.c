@@ -520,14 +520,32 @@ cluster_set_cordon(struct db *c, const char *id, bool cordoned, json_t **out, st
 }
 
 char *
+cluster_open_token(const uint8_t key[32], const char *sealed, const char *id, struct err *e)
+{
+	char *text = crypto_open(key, sealed, id, e), *tok = NULL;
+	json_t *j;
+
+	if (text == NULL)
+		return NULL;
+	j = json_loads(text, 0, NULL);
+	if (json_string_value(json_object_get(j, "token")) != NULL)
+		tok = strdup(json_string_value(json_object_get(j, "token")));
+	else
+		err_set(e, 500, "cluster.bad_credentials", "stored credentials are unreadable");
+	json_decref(j);
+	memset(text, 0, strlen(text));
+	free(text);
+	return tok;
+}
+
+char *
 cluster_token(struct db *c, const char *id, struct err *e)
 {
 	static const char sql[] = "SELECT credentials_sealed FROM clusters WHERE id = $1::uuid";
 	const char *p[1] = { id };
 	PGresult *r = NULL;
 	uint8_t key[32];
-	char *plain = NULL, *tok = NULL;
-	json_t *cred = NULL;
+	char *tok = NULL;
 
 	if (!cluster_master_key(key, e) || !db_exec(c, sql, 1, p, &r, e))
 		goto cleanup;
@@ -535,21 +553,9 @@ cluster_token(struct db *c, const char *id, struct err *e)
 		err_set(e, 404, "cluster.not_found", "cluster not found");
 		goto cleanup;
 	}
-	plain = crypto_open(key, PQgetvalue(r, 0, 0), id, e);
-	if (plain == NULL)
-		goto cleanup;
-	cred = json_loads(plain, 0, NULL);
-	if (json_string_value(json_object_get(cred, "token")) != NULL)
-		tok = strdup(json_string_value(json_object_get(cred, "token")));
-	else
-		err_set(e, 500, "cluster.bad_credentials", "stored credentials are unreadable");
+	tok = cluster_open_token(key, PQgetvalue(r, 0, 0), id, e);
 cleanup:
-	if (plain != NULL) {
-		memset(plain, 0, strlen(plain));
-		free(plain);
-	}
 	memset(key, 0, sizeof(key));
-	json_decref(cred);
 	PQclear(r);
 	return tok;
 }

@@ -96,5 +96,9 @@ bool	cluster_set_cordon(struct db *c, const char *id, bool cordoned, json_t **ou
 	    struct err *e);
 /* Decrypted bearer token of a cluster (malloc'd). */
 char	*cluster_token(struct db *c, const char *id, struct err *e);
+/* The bearer token of sealed credentials (crypto_open with key and the cluster id as the
+ * associated data), malloc'd; NULL with e when they do not open or hold no token. */
+char	*cluster_open_token(const uint8_t key[32], const char *sealed, const char *id,
+	    struct err *e);
 
 #endif

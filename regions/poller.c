@@ -207,25 +207,6 @@ job_free(struct job *j)
 /* ---- reading clusters */
 
 static char *
-open_token(const uint8_t key[32], const char *sealed, const char *id, struct err *e)
-{
-	char *text = crypto_open(key, sealed, id, e), *tok = NULL;
-	json_t *j;
-
-	if (text == NULL)
-		return NULL;
-	j = json_loads(text, 0, NULL);
-	if (json_string_value(json_object_get(j, "token")) != NULL)
-		tok = strdup(json_string_value(json_object_get(j, "token")));
-	else
-		err_set(e, 500, "poller.bad_credentials", "cluster credentials lack a token");
-	json_decref(j);
-	memset(text, 0, strlen(text));
-	free(text);
-	return tok;
-}
-
-static char *
 dup(const PGresult *r, int row, int col)
 {
 	const char *v = db_val(r, row, col);
@@ -289,7 +270,7 @@ load_jobs(struct job **out, size_t *n, struct err *e)
 			j->prov_done = j->kube_done = true;
 			j->kerr = j->perr;
 		}
-		j->token = open_token(key, db_val(r, i, 4), j->id, &j->kerr);
+		j->token = cluster_open_token(key, db_val(r, i, 4), j->id, &j->kerr);
 		if (j->token == NULL) {
 			j->perr = j->kerr;
 			j->prov_done = j->kube_done = true;
