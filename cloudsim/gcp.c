@@ -238,25 +238,38 @@ cleanup:
 /* POST .../serviceAccounts/E:getIamPolicy — who may impersonate E: its token creators
  * (roles/iam.serviceAccountTokenCreator), as the IAM API answers.  Readable from the
  * account's own project, like GET. */
+/* The service account email of project seg[4] ("-": any) that token t may act on with
+ * permission perm; NULL when it answered 404 or 403 itself. */
+static struct cs_gsa *
+gsa_of(struct cs *cs, struct cs_req *rq, struct cs_token *t, const char *email,
+    const char *perm)
+{
+	struct cs_gsa *g = cs_gsa_find(cs, email);
+
+	if (g == NULL || (strcmp(rq->seg[4], "-") && strcmp(rq->seg[4], g->project))) {
+		cs_reply_error(rq, 404, "NOT_FOUND", "Unknown service account");
+		return NULL;
+	}
+	if (strcmp(t->tenant, g->project) != 0) {
+		cs_reply_error(rq, 403, "PERMISSION_DENIED", "Permission '%s' denied on resource "
+		    "(or it may not exist).", perm);
+		return NULL;
+	}
+	return g;
+}
+
 static void
 iam_policy(struct cs *cs, struct cs_req *rq, struct cs_token *t)
 {
 	char *email = strndup(rq->seg[6], (size_t)(strstr(rq->seg[6], ":getIamPolicy") -
 	    rq->seg[6]));
-	struct cs_gsa *g = cs_gsa_find(cs, email);
+	struct cs_gsa *g = gsa_of(cs, rq, t, email, "iam.serviceAccounts.getIamPolicy");
 	json_t *members, *v, *pol;
 	size_t i;
 
 	free(email);
-	if (g == NULL || (strcmp(rq->seg[4], "-") && strcmp(rq->seg[4], g->project))) {
-		cs_reply_error(rq, 404, "NOT_FOUND", "Unknown service account");
+	if (g == NULL)
 		return;
-	}
-	if (strcmp(t->tenant, g->project) != 0) {
-		cs_reply_error(rq, 403, "PERMISSION_DENIED", "Permission "
-		    "'iam.serviceAccounts.getIamPolicy' denied on resource (or it may not exist).");
-		return;
-	}
 	members = json_array();
 	json_array_foreach(g->token_creators, i, v)
 		if (json_is_string(v))
@@ -291,16 +304,8 @@ service_account(struct cs *cs, struct cs_req *rq)
 		cs_reply_error(rq, 404, "NOT_FOUND", "Requested entity was not found.");
 		return;
 	}
-	g = cs_gsa_find(cs, rq->seg[6]);
-	if (g == NULL || (strcmp(rq->seg[4], "-") && strcmp(rq->seg[4], g->project))) {
-		cs_reply_error(rq, 404, "NOT_FOUND", "Unknown service account");
+	if ((g = gsa_of(cs, rq, t, rq->seg[6], "iam.serviceAccounts.get")) == NULL)
 		return;
-	}
-	if (strcmp(t->tenant, g->project) != 0) {
-		cs_reply_error(rq, 403, "PERMISSION_DENIED", "Permission 'iam.serviceAccounts.get' "
-		    "denied on resource (or it may not exist).");
-		return;
-	}
 	cs_reply_json(rq, 200, json_pack("{s:o, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "name",
 	    json_sprintf("projects/%s/serviceAccounts/%s", g->project, g->email), "projectId",
 	    g->project, "uniqueId", g->unique_id, "email", g->email, "displayName",
