@@ -75,6 +75,9 @@ void	 sched_capacity_give(struct sched_model *m, struct sched_cluster *c,
 	    const struct sched_alloc *allocs, size_t n);
 int	 sched_group_pods(const struct sched_job *j, int g);
 int	 sched_pair_cmp(const void *a, const void *b);
+/* The order victims are taken in (sched_preempt.c): lowest priority first, then newest
+ * admitted, then model index. */
+int	 sched_victim_cmp(const struct sched_job *x, const struct sched_job *y);
 enum sched_reason sched_pack_scratch(struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c, size_t *n_allocs);
 bool	 sched_reclaims(const struct sched_model *m, const struct sched_job *j);

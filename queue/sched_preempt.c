@@ -12,20 +12,26 @@ struct cand {
 	bool	cross;		/* from another queue of the cohort */
 };
 
+int
+sched_victim_cmp(const struct sched_job *x, const struct sched_job *y)
+{
+	if (x->priority != y->priority)
+		return x->priority < y->priority ? -1 : 1;
+	if (x->admitted_at != y->admitted_at)
+		return x->admitted_at > y->admitted_at ? -1 : 1;
+	return x->idx - y->idx;
+}
+
+/* Cohort borrowers first, then the victim order. */
 static int
 cand_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sched_model *m = arg;
 	const struct cand *x = a, *y = b;
-	const struct sched_job *jx = m->jobs[x->job], *jy = m->jobs[y->job];
 
 	if (x->cross != y->cross)
 		return x->cross ? -1 : 1;
-	if (jx->priority != jy->priority)
-		return jx->priority < jy->priority ? -1 : 1;
-	if (jx->admitted_at != jy->admitted_at)
-		return jx->admitted_at > jy->admitted_at ? -1 : 1;
-	return jx->idx - jy->idx;
+	return sched_victim_cmp(m->jobs[x->job], m->jobs[y->job]);
 }
 
 /* vq uses more than its nominal quota of a resource that both v and j use. */

@@ -453,13 +453,8 @@ static int
 victim_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sim *s = arg;
-	const struct sched_job *x = s->jobs[*(const int *)a].j, *y = s->jobs[*(const int *)b].j;
 
-	if (x->priority != y->priority)
-		return x->priority < y->priority ? -1 : 1;
-	if (x->admitted_at != y->admitted_at)
-		return x->admitted_at > y->admitted_at ? -1 : 1;
-	return x->idx - y->idx;
+	return sched_victim_cmp(s->jobs[*(const int *)a].j, s->jobs[*(const int *)b].j);
 }
 
 /* The floor cannot hold j even when every borrowing queue gives back what it borrowed
