@@ -77,15 +77,21 @@ end_target(const char *cluster_id, struct dispatch_target **t, struct err *e)
 	return ok;
 }
 
-/* Applies a copy of the source manifest changed by fn (annotation, suspend). */
+/* Applies a copy of the source manifest with the checkpoint annotation or suspended —
+ * level-triggered: an object that already carries it (an earlier visit applied it, then
+ * could not record that: the database went away) is not applied again; *had gets the
+ * annotation's value then (the request the job already saw). */
 static bool
 source_reapply(struct mjob *m, const struct dispatch_target *src, const char *annotation,
-	       bool suspend, struct err *e)
+	       bool suspend, char *had, size_t hadn, struct err *e)
 {
 	json_t *copy, *meta, *ann, *live = NULL;
+	const char *seen;
 	struct kube_ref ref;
-	bool ok;
+	bool ok, done;
 
+	if (had != NULL && hadn > 0)
+		had[0] = '\0';
 	/* A server-side apply creates what is absent: a source that vanished (finished and
 	 * collected, deleted by hand) has nothing left to signal or stop, never re-create it */
 	if (!kube_get_object(&src->pc, "ray.io/v1", m->kind, jsonx_at(m->manifest, "metadata",
@@ -95,7 +101,15 @@ source_reapply(struct mjob *m, const struct dispatch_target *src, const char *an
 		err_clear(e);
 		return true;
 	}
+	seen = json_string_value(json_object_get(json_object_get(json_object_get(live,
+	    "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	done = annotation != NULL ? seen != NULL && seen[0] != '\0' :
+	    json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
+	if (done && annotation != NULL && had != NULL)
+		snprintf(had, hadn, "%s", seen);
 	json_decref(live);
+	if (done || (annotation == NULL && !suspend))
+		return true;
 	copy = json_deep_copy(m->manifest);
 	meta = json_object_get(copy, "metadata");
 	ann = json_object_get(meta, "annotations");
@@ -148,6 +162,19 @@ rfc3339_ok(const char *s)
 	return end != NULL && *end == '\0' && strlen(s) == 20;
 }
 
+/* Seconds since the epoch of an RFC 3339 UTC time as fleetd writes it; -1 when not one. */
+static long long
+rfc3339_epoch(const char *s)
+{
+	struct tm tm;
+
+	if (s == NULL || !rfc3339_ok(s))
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return (long long)timegm(&tm);
+}
+
 /* An evacuated job restarts from its last acknowledged checkpoint. */
 static void
 resume_annotate(json_t *obj, const char *uri)
@@ -197,6 +224,28 @@ signal_request(struct mjob *m, const struct dispatch_target *src, const char *re
 	json_decref(cm);
 }
 
+/* The checkpoint_requested_at the source's signal already carries (a request made by an
+ * earlier visit); false when there is none. */
+static bool
+signal_requested_at(struct mjob *m, const struct dispatch_target *src, char *out, size_t n)
+{
+	const char *ns = jsonx_at(m->manifest, "metadata", "namespace"), *at;
+	struct err e = { 0 };
+	json_t *cm = NULL;
+	char name[64];
+	bool ok;
+
+	signal_name(m->id, m->attempt, name, sizeof(name));
+	if (!kube_get_object(&src->pc, "v1", "ConfigMap", ns, name, &cm, &e))
+		return false;
+	at = jsonx_at(cm, "data", "checkpoint_requested_at");
+	ok = at != NULL && rfc3339_ok(at);
+	if (ok)
+		snprintf(out, n, "%s", at);
+	json_decref(cm);
+	return ok;
+}
+
 /* The job's acknowledgement of the request made at requested_at, if any: fills
  * m->patch's "ack" and returns true. */
 static bool
@@ -233,8 +282,8 @@ target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 {
 	struct dispatch_job dj;
 	struct kube_ref ref;
-	json_t *obj;
-	bool ok;
+	json_t *obj, *live = NULL;
+	bool ok, reused = false;
 
 	memset(&dj, 0, sizeof(dj));
 	snprintf(dj.id, sizeof(dj.id), "%s", m->id);
@@ -249,8 +298,31 @@ target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 		return false;
 	if (jsonx_at(m->move, "resume_from", NULL) != NULL)	/* evacuated: last acknowledged */
 		resume_annotate(obj, jsonx_at(m->move, "resume_from", NULL));
-	ok = kube_ensure_namespace(&dst->pc, jsonx_at(obj, "metadata", "namespace"), e) &&
-	    kube_apply(&dst->pc, obj, &ref, NULL, e);
+	ok = kube_ensure_namespace(&dst->pc, jsonx_at(obj, "metadata", "namespace"), e);
+	/* Once per attempt, as dispatch's apply_once: an object of this attempt already there
+	 * (an earlier visit applied it, then could not record it) is taken as applied */
+	if (ok && kube_get_object(&dst->pc, "ray.io/v1", m->kind, jsonx_at(obj, "metadata",
+	    "namespace"), jsonx_at(obj, "metadata", "name"), &live, e)) {
+		const char *la = json_string_value(json_object_get(json_object_get(
+		    json_object_get(live, "metadata"), "annotations"), "fleet.io/attempt"));
+		char at[16];
+
+		snprintf(at, sizeof(at), "%d", dj.attempt);
+		reused = la != NULL && strcmp(la, at) == 0 && jsonx_at(live, "metadata", "uid");
+		if (reused) {
+			snprintf(ref.uid, sizeof(ref.uid), "%s", jsonx_at(live, "metadata", "uid"));
+			snprintf(ref.resource_version, sizeof(ref.resource_version), "%s",
+			    jsonx_at(live, "metadata", "resourceVersion") ? jsonx_at(live,
+			    "metadata", "resourceVersion") : "");
+		}
+	} else if (ok && e->status != 404) {
+		ok = false;
+	}
+	if (ok && !reused) {
+		err_clear(e);
+		ok = kube_apply(&dst->pc, obj, &ref, NULL, e);
+	}
+	json_decref(live);
 	if (ok)
 		json_object_set_new(m->patch, "target_object", json_pack("{s:O, s:s, s:s}",
 		    "manifest", obj, "uid", ref.uid, "resource_version", ref.resource_version));
@@ -333,7 +405,8 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 	json_t *ck = json_object_get(m->spec, "checkpoint");
 	json_t *gj = json_object_get(ck, "grace_seconds");
 	int grace = json_is_integer(gj) ? (int)json_integer_value(gj) : 30;	/* 0: none */
-	char deadline[32], now[32];
+	char deadline[64], now[64], had[64];
+	long long epoch;
 
 	if (x->src == NULL || x->service)
 		return go(m, PH_SUSPENDED, NULL);	/* nothing to stop first */
@@ -343,13 +416,23 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 	}
 	rfc3339_in(grace, deadline, sizeof(deadline));
 	rfc3339_in(0, now, sizeof(now));
-	if (!source_reapply(m, x->src, deadline, false, e))
+	if (!source_reapply(m, x->src, deadline, false, had, sizeof(had), e))
 		return OUT_RETRY;
-	signal_request(m, x->src, now, deadline, grace);
+	epoch = (long long)time(NULL) + grace;
+	if (had[0] != '\0') {
+		/* asked already (the visit that applied it could not record it): the job keeps
+		 * the deadline and request it was given */
+		snprintf(deadline, sizeof(deadline), "%s", had);
+		if (rfc3339_epoch(had) >= 0)
+			epoch = rfc3339_epoch(had);
+		if (!signal_requested_at(m, x->src, now, sizeof(now)))
+			signal_request(m, x->src, now, deadline, grace);
+	} else {
+		signal_request(m, x->src, now, deadline, grace);
+	}
 	json_object_set_new(m->patch, "requested_at", json_string(now));
 	json_object_set_new(m->patch, "deadline", json_string(deadline));
-	json_object_set_new(m->patch, "deadline_epoch",
-	    json_integer((json_int_t)time(NULL) + grace));
+	json_object_set_new(m->patch, "deadline_epoch", json_integer((json_int_t)epoch));
 	return go(m, PH_CHECKPOINTING, "checkpoint requested at the source");
 }
 
@@ -367,8 +450,13 @@ ph_checkpointing(struct mjob *m, struct ends *x, struct err *e)
 			return OUT_WAIT;
 		why = "checkpoint acknowledged; stopped at the source";
 	}
-	if (strcmp(m->kind, "RayJob") == 0 && !source_reapply(m, x->src, NULL, true, e))
-		return OUT_RETRY;
+	if (strcmp(m->kind, "RayJob") == 0) {
+		/* the event says so: the suspend is a re-apply of the source attempt's object */
+		if (!source_reapply(m, x->src, NULL, true, NULL, 0, e))
+			return OUT_RETRY;
+		why = strcmp(why, "stopped at the source") == 0 ? "suspended and stopped at the "
+		    "source" : "checkpoint acknowledged; suspended and stopped at the source";
+	}
 	if (!source_delete(m, x->src, e))
 		return OUT_RETRY;
 	return go(m, PH_SUSPENDED, why);

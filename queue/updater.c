@@ -56,6 +56,32 @@ ujob_free(struct ujob *u)
 	json_decref(u->manifest);
 }
 
+/* The annotation that names the spec_update generation an applied object carries. */
+#define SPEC_GENERATION	"fleet.io/spec-generation"
+
+/* Level-triggered: the object on the member carries this update's generation already (an
+ * earlier visit applied it, then could not record that: the database went away, the
+ * lease ran out), so it is not applied a second time.  Any doubt (cannot read): apply. */
+static bool
+applied_already(const struct dispatch_target *t, json_t *obj, int generation)
+{
+	struct err e = { 0 };
+	json_t *live = NULL;
+	const char *g;
+	char want[16];
+	bool same;
+
+	if (!kube_get_object(&t->pc, "ray.io/v1", jsonx_at(obj, "kind", NULL), jsonx_at(obj,
+	    "metadata", "namespace"), jsonx_at(obj, "metadata", "name"), &live, &e))
+		return false;
+	g = json_string_value(json_object_get(json_object_get(json_object_get(live, "metadata"),
+	    "annotations"), SPEC_GENERATION));
+	snprintf(want, sizeof(want), "%d", generation);
+	same = g != NULL && strcmp(g, want) == 0;
+	json_decref(live);
+	return same;
+}
+
 static void
 apply(struct ujob *u, const struct dispatch_target *t)
 {
@@ -74,7 +100,16 @@ apply(struct ujob *u, const struct dispatch_target *t)
 	dj.spec = u->spec;
 	dj.placement = u->placement;
 	obj = dispatch_render(&dj, t, &e);
-	if (obj == NULL || !kube_apply(&t->pc, obj, &ref, NULL, &e)) {
+	if (obj != NULL) {
+		json_t *md = json_object_get(obj, "metadata");
+
+		if (json_object_get(md, "annotations") == NULL)
+			json_object_set_new(md, "annotations", json_object());
+		json_object_set_new(json_object_get(md, "annotations"), SPEC_GENERATION,
+		    json_sprintf("%d", u->generation));
+	}
+	if (obj == NULL || (!applied_already(t, obj, u->generation) &&
+	    !kube_apply(&t->pc, obj, &ref, NULL, &e))) {
 		json_decref(obj);
 		if (e.status == 422 || e.status == 400 || e.status == 409) {
 			u->phase = "failed";

@@ -463,6 +463,59 @@ test_raycluster_resize(void **state)
 	free(id);
 }
 
+/* The database goes away between the updater's apply and its record (a trigger fails the
+ * first record of the update; the lease is then cut short, as a restarted replica's would
+ * run out): the retry finds the update's generation on the live object and does not apply
+ * it again — the object gets its dispatch and one update (before: three applies, one
+ * spec_applied event to account for them). */
+static void
+test_update_record_lost(void **state)
+{
+	char *body = spec_body("RayCluster", "rl", NULL, 1, 4), *upd, *id, key[400];
+	json_t *j, *st;
+	long v;
+	double end;
+
+	(void)state;
+	id = harness_keep(strdup(harness_js(harness_post_created(oper, "/v1/jobs", body), "id")));
+	j = harness_job_wait(admin, id, "running", 0, 40);
+	v = harness_ji(j, "version");
+	snprintf(key, sizeof(key), CLUSTER "/%s/rayclusters/%s", harness_js(harness_get_ok(admin,
+	    "/v1/jobs/%s/manifest", id), "metadata.namespace"), harness_js(j, "object_name"));
+	json_decref(j);
+	harness_sql("CREATE SEQUENCE upd_lost; CREATE FUNCTION upd_lost() RETURNS trigger"
+	    " LANGUAGE plpgsql AS $f$ BEGIN IF NEW.id = '%s' AND OLD.spec_update->>'phase' ="
+	    " 'pending' AND NEW.spec_update->>'phase' = 'done' AND nextval('upd_lost') = 1 THEN"
+	    " RAISE EXCEPTION 'injected: the database went away'; END IF; RETURN NEW; END $f$;"
+	    " CREATE TRIGGER upd_lost BEFORE UPDATE ON jobs FOR EACH ROW EXECUTE FUNCTION"
+	    " upd_lost()", id);
+	upd = spec_body("RayCluster", "rl", NULL, 2, 4);
+	assert_int_equal(put_spec(oper, id, v, upd), 202);
+	end = harness_now_s() + 40;
+	while (harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	    " spec_update->>'phase' = 'done'", id) == 0) {
+		if (harness_now_s() > end)
+			fail_msg("the update did not finish (fleetd log %s)", harness_log());
+		/* the failed record left the lease: it runs out at once */
+		harness_sql("UPDATE jobs SET spec_update = spec_update || jsonb_build_object("
+		    "'next_at', now()) WHERE id = '%s' AND (SELECT is_called FROM upd_lost)", id);
+		usleep(200 * 1000);
+	}
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM upd_lost WHERE is_called"), 1);
+	harness_sql("DROP TRIGGER upd_lost ON jobs; DROP FUNCTION upd_lost()");
+	st = harness_sim_get(&cs, "/_sim/state");
+	if (json_integer_value(json_object_get(json_object_get(st, "applies"), key)) != 2)
+		fail_msg("%s applied %lld times, want 2 (dispatch, the update once)", key,
+		    (long long)json_integer_value(json_object_get(json_object_get(st, "applies"),
+		    key)));
+	json_decref(st);
+	assert_int_equal(events_of(id, "spec_applied"), 1);
+	assert_int_equal(harness_call("POST", oper, NULL, "/v1/jobs/%s/cancel", id), 200);
+	json_decref(harness_job_wait(admin, id, "cancelled", 0, 40));
+	free(upd);
+	free(body);
+}
+
 static void
 test_rayjob_refused(void **state)
 {
@@ -488,6 +541,7 @@ main(void)
 		cmocka_unit_test(test_rayservice_stable_endpoint),
 		cmocka_unit_test(test_rayservice_upgrade),
 		cmocka_unit_test(test_raycluster_resize),
+		cmocka_unit_test(test_update_record_lost),
 		cmocka_unit_test(test_rayjob_refused),
 	};
 
