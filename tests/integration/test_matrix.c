@@ -369,7 +369,7 @@ print_table(void)
 	    "mode", "outcome");
 	for (int n = 0; n < ncells; n++) {
 		const struct cell *c = &cells[n];
-		char out[260];
+		char out[400];
 
 		if (c->submit_status != 201) {
 			snprintf(out, sizeof(out), "refused %ld %s", c->submit_status, c->refused);
@@ -384,7 +384,27 @@ print_table(void)
 			    " job_id = '%s' AND type <> 'state' ORDER BY id DESC LIMIT 1), '')", c->id,
 			    c->id);
 
-			snprintf(out, sizeof(out), "NOT RUNNING (%s) %.200s", c->note, why);
+			char *obj = harness_sql_str("SELECT coalesce((SELECT manifest->"
+			    "'metadata'->>'namespace' || '/' || lower(kind) || 's/' ||"
+			    " object_name FROM jobs WHERE id = '%s'), '')", c->id);
+			struct http_result r = { 0 };
+			char path[300];
+			const char *slash = strchr(obj, '/');
+
+			/* what the member says about the object (status, version): tells a status
+			 * the operator never set from one fleetd never saw */
+			if (slash != NULL) {
+				snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%.*s/%s",
+				    (int)(slash - obj), obj, slash + 1);
+				harness_kube(&F.cs, &r, clusters[c->prov], "GET", path, NULL, NULL);
+			}
+			snprintf(out, sizeof(out), "NOT RUNNING (%s) %.100s | live rv %s state "
+			    "'%s' jds '%s' svc '%s'", c->note, why, harness_js(r.json,
+			    "metadata.resourceVersion"), harness_js(r.json, "status.state"),
+			    harness_js(r.json, "status.jobDeploymentStatus"), harness_js(r.json,
+			    "status.serviceStatus"));
+			harness_http_free(&r);
+			free(obj);
 			free(why);
 			bad++;
 		}
@@ -393,6 +413,15 @@ print_table(void)
 		    out);
 	}
 	printf("cells: %d running, %d refused at submit, %d failed\n\n", ok, refused, bad);
+	if (bad > 0 && harness_call("GET", F.admin, NULL, "/metrics") == 200) {
+		const char *l = harness_r.body;
+
+		for (const char *nl; l != NULL && *l != '\0'; l = nl ? nl + 1 : NULL) {
+			nl = strchr(l, '\n');
+			if (strncmp(l, "fleetd_status_", 14) == 0)
+				printf("%.*s\n", nl ? (int)(nl - l) : (int)strlen(l), l);
+		}
+	}
 	fflush(stdout);
 }
 
