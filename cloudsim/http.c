@@ -1,6 +1,7 @@
 /* cloudsim http: two libmicrohttpd daemons (plain HTTP for the provider APIs and /_sim,
  * TLS for the member Kubernetes API servers), request parsing, fault injection, routing
  * and error replies in each service family's own shape. */
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -429,6 +430,25 @@ injected_code(enum cs_family fam, int status)
 	}
 }
 
+/* True when the client closed its connection (it gave up, or its process died) while
+ * the request waited: the peer's FIN shows as POLLRDHUP even behind a TLS close_notify
+ * nobody has read yet.  The API server cancels such a request's context, so a write
+ * delayed by a fault never reaches storage. */
+static bool
+client_gone(const struct cs_req *rq)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->con,
+	    MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd p;
+
+	if (ci == NULL)
+		return false;
+	p.fd = ci->connect_fd;
+	p.events = POLLRDHUP;
+	p.revents = 0;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 /* Applies latency, hangs and injected errors; true when the request was answered. */
 static bool
 inject(struct cs *cs, struct cs_req *rq)
@@ -449,7 +469,7 @@ inject(struct cs *cs, struct cs_req *rq)
 		rq->drop = true;
 		return true;
 	}
-	if (f.latency_ms > 0 && !nap(f.latency_ms)) {
+	if (f.latency_ms > 0 && (!nap(f.latency_ms) || client_gone(rq))) {
 		rq->drop = true;
 		return true;
 	}

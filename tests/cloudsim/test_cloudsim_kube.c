@@ -334,6 +334,8 @@ test_hang_is_per_cluster(void **state)
 {
 	struct csh_resp f, r;
 	struct timespec t0, t1;
+	char body[2048];
+	long before;
 
 	(void)state;
 	f = csh_sim(&H, "POST", "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":"
@@ -351,6 +353,24 @@ test_hang_is_per_cluster(void **state)
 	assert_true(t1.tv_sec - t0.tv_sec < 1);
 	csh_resp_free(&r);
 	csh_timeout_s = 20;
+	/* a client that gave up during the injected latency: like the API server cancelling
+	 * the request's context, the apply never reaches storage */
+	f = csh_sim(&H, "POST", "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"" GKE
+	    "\",\"latency_ms\":2500}");
+	assert_int_equal(f.status, 201);
+	csh_resp_free(&f);
+	before = applies(GKE "/team-a/rayclusters/rc-a");
+	snprintf(body, sizeof(body), RC, 2);
+	csh_timeout_s = 1;
+	r = csh_kube(&H, GKE, "PATCH", "/apis/ray.io/v1/namespaces/team-a/rayclusters/rc-a?"
+	    "fieldManager=fleetd", "application/apply-patch+yaml", body);
+	assert_int_equal(r.curl_rc, CURLE_OPERATION_TIMEDOUT);
+	csh_resp_free(&r);
+	csh_timeout_s = 20;
+	sleep(3);
+	f = csh_sim(&H, "DELETE", "/_sim/faults", NULL);
+	csh_resp_free(&f);
+	assert_int_equal(applies(GKE "/team-a/rayclusters/rc-a"), before);
 	f = csh_sim(&H, "POST", "/_sim/faults", "{\"service\":\"k8s\",\"region\":"
 	    "\"us-central1\",\"error_rate\":1,\"error_status\":503,\"count\":1}");
 	csh_resp_free(&f);
