@@ -107,6 +107,10 @@ bool	 kube_get_object(const struct prov_cluster *k, const char *api_version,
 /* Idempotent: an absent object is success with *existed false (existed may be NULL). */
 bool	 kube_delete_object(const struct prov_cluster *k, const char *api_version,
 	    const char *kind, const char *ns, const char *name, bool *existed, struct err *e);
+/* JSON merge patch (RFC 7386, field manager fleetd) of an object fleetd does not own
+ * whole (a RayCronJob's run); 404 kube.not_found when it is gone. */
+bool	 kube_patch_object(const struct prov_cluster *k, const char *api_version,
+	    const char *kind, const char *ns, const char *name, json_t *patch, struct err *e);
 /* Events of ns about the object (kind, name); *items is a new array. */
 bool	 kube_list_events(const struct prov_cluster *k, const char *ns, const char *kind,
 	    const char *name, json_t **items, struct err *e);

@@ -417,6 +417,31 @@ cleanup:
 }
 
 bool
+kube_patch_object(const struct prov_cluster *k, const char *api_version, const char *kind,
+    const char *ns, const char *name, json_t *patch, struct err *e)
+{
+	char path[1024], url[2048], *body = NULL;
+	struct http_resp r = { 0 };
+	bool ok = false;
+
+	if (name == NULL || !kube_object_path(api_version, kind, ns, name, path, sizeof(path)))
+		return err_set(e, 400, "kube.bad_object", "bad object reference");
+	url_of(k, path, "fieldManager=fleetd", url, sizeof(url));
+	if ((body = json_dumps(patch, JSON_COMPACT)) == NULL)
+		return err_set(e, 500, "kube.oom", "cannot encode the patch");
+	if (!call(k, "PATCH", url, "application/merge-patch+json", body, &r, e))
+		goto cleanup;
+	if (r.status == 200)
+		ok = true;
+	else
+		kube_status_err(&r, "patch object", e);
+cleanup:
+	free(body);
+	http_resp_cleanup(&r);
+	return ok;
+}
+
+bool
 kube_list_events(const struct prov_cluster *k, const char *ns, const char *kind,
     const char *name, json_t **items, struct err *e)
 {

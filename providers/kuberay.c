@@ -791,7 +791,13 @@ kind_spec(const struct ctx *c)
 			json_object_set_new(o, "timeZone", json_string(c->s->time_zone));
 		if (c->in->suspend)
 			json_object_set_new(o, "suspend", json_true());
+		/* every run is created suspended (KubeRay copies the template into each child
+		 * RayJob): fleetd places the run against the capacity and quota of that moment,
+		 * writes its nodes into the child and lifts suspend (queue/cron.c), as Kueue
+		 * does for the jobs it admits; the template's pins only name the nodes of the
+		 * cron's admission */
 		json_object_set_new(o, "jobTemplate", rayjob_spec(c, false));
+		json_object_set_new(json_object_get(o, "jobTemplate"), "suspend", json_true());
 		return o;
 	case JOBSPEC_RAYSERVICE:
 		o = json_pack("{s:o, s:{s:s}}", "serveConfigV2", yaml_string(c->s->serve_config),
@@ -820,8 +826,10 @@ scheduler_labels(const struct ctx *c, json_t *labels)
 	case KUBERAY_SCHED_NONE:
 		return;
 	case KUBERAY_SCHED_KUEUE:
-		if (c->s->kind == JOBSPEC_RAYSERVICE)
-			return;	/* Kueue does not manage RayService */
+		/* Kueue does not manage RayService nor RayCronJob, and KubeRay copies none of
+		 * the cron's labels into the RayJobs it creates */
+		if (c->s->kind == JOBSPEC_RAYSERVICE || c->s->kind == JOBSPEC_RAYCRONJOB)
+			return;
 		/* Kueue's RayJob/RayCluster webhook refuses queue-name with
 		 * enableInTreeAutoscaling unless the cluster runs elastic jobs (workload
 		 * slices): never emit that pair; an elastic job is left to KubeRay alone */
@@ -890,6 +898,11 @@ kuberay_kueue_gated(const struct kuberay_input *in, const char **reason)
 	}
 	if (in->spec != NULL && in->spec->kind == JOBSPEC_RAYSERVICE) {
 		*reason = "Kueue does not manage RayService: KubeRay runs it directly";
+		return false;
+	}
+	if (in->spec != NULL && in->spec->kind == JOBSPEC_RAYCRONJOB) {
+		*reason = "Kueue has no RayCronJob integration and KubeRay copies none of the "
+		    "cron's labels into its runs: fleetd places and admits each run itself";
 		return false;
 	}
 	if (elastic && !in->batch.kueue_elastic) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/arena.h"
 #include "core/config.h"
 #include "core/jsonx.h"
 #include "core/log.h"
@@ -17,6 +18,7 @@
 #include "queue/cron.h"
 #include "queue/job.h"
 #include "queue/loader.h"
+#include "queue/scheduler.h"
 
 #define MAX_CHILDREN	64
 
@@ -27,6 +29,7 @@ cron_why_name(enum cron_why w)
 	case CRON_WHY_FORBID:	return "forbid";
 	case CRON_WHY_QUOTA:	return "quota";
 	case CRON_WHY_REPLACED:	return "replaced";
+	case CRON_WHY_CAPACITY:	return "capacity";
 	case CRON_WHY_NONE:	break;
 	}
 	return "";
@@ -110,6 +113,9 @@ struct child {
 	char			 scheduled[40];
 	char			 uid[64];
 	char			 word[64];
+	bool			 suspended;	/* as created from the template: not placed yet */
+	json_t			*place;		/* the run's placement when fleetd places it now */
+	const char		*nofit;		/* capacity: the scheduler's reason code */
 };
 
 static const char *
@@ -157,6 +163,8 @@ struct row {
 	json_t	*runs;
 	char	 env[64];
 	char	 queue_id[40];
+	char	 queue[64];
+	int	 priority;
 	char	*runs_text;		/* as read: the update's precondition */
 	enum jobspec_cron_policy policy;
 };
@@ -164,9 +172,10 @@ struct row {
 static bool
 row_load(struct db *c, const struct status_job *j, struct row *w, struct err *e)
 {
-	static const char sql[] = "SELECT spec::text, environment, queue_id::text,"
-	    " coalesce(cron_runs, '[]'::jsonb)::text FROM jobs"
-	    " WHERE id = $1::uuid AND attempt = $2::int AND state = 'running'";
+	static const char sql[] = "SELECT j.spec::text, j.environment, j.queue_id::text,"
+	    " coalesce(j.cron_runs, '[]'::jsonb)::text, q.name, j.priority FROM jobs j"
+	    " JOIN queues q ON q.id = j.queue_id"
+	    " WHERE j.id = $1::uuid AND j.attempt = $2::int AND j.state = 'running'";
 	char at[16];
 	const char *p[2] = { j->id, at };
 	PGresult *r = NULL;
@@ -181,6 +190,8 @@ row_load(struct db *c, const struct status_job *j, struct row *w, struct err *e)
 	w->runs = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
 	snprintf(w->env, sizeof(w->env), "%s", PQgetvalue(r, 0, 1));
 	snprintf(w->queue_id, sizeof(w->queue_id), "%s", PQgetvalue(r, 0, 2));
+	snprintf(w->queue, sizeof(w->queue), "%s", PQgetvalue(r, 0, 4));
+	w->priority = atoi(PQgetvalue(r, 0, 5));
 	if ((w->runs_text = strdup(PQgetvalue(r, 0, 3))) == NULL)
 		abort();
 	w->policy = JOBSPEC_CRON_FORBID;
@@ -229,6 +240,122 @@ cleanup:
 		    j->id, "error", e.msg);
 	sched_model_free(m);
 	return k;
+}
+
+/* Places the runs that go on now (verdict CRON_RUN, new, still suspended as created) on
+ * the cron's cluster in a fresh model of the environment: the runs replaced now give their
+ * room back first; each placed run takes its room before the next.  A run that does not
+ * fit becomes CRON_SKIP (capacity, or quota when the model says so); when Replace's newest
+ * run does not fit, the runs it would have replaced go on.  False when the model or the
+ * cluster's snapshot cannot be read: nothing is decided this cycle. */
+static bool
+place_runs(struct db *c, const struct dispatch_target *t, const struct status_job *j,
+    const struct row *w, struct child *v, struct cron_verdict *vd, size_t n)
+{
+	struct sched_model *m = NULL;
+	struct sched_cluster *k;
+	struct arena *a = arena_new();
+	json_t *pools = NULL;
+	struct err e = { 0 };
+	char id[160];
+	bool ok = false, replace_failed = false;
+
+	if (!loader_model_plan(c, w->env, cfg.snapshot_max_age_s, &m, &pools, &e))
+		goto cleanup;
+	if ((k = sched_model_find_cluster(m, t->id)) == NULL) {
+		err_set(&e, 503, "status.no_snapshot", "the cron's cluster has no fresh capacity "
+		    "snapshot");
+		goto cleanup;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sched_job *rj;
+
+		if (vd[i].action != CRON_STOP)
+			continue;
+		snprintf(id, sizeof(id), "%s#run:%s", j->id, v[i].c.name);
+		rj = sched_model_find_job(m, id);
+		if (rj != NULL && (rj->state == SCHED_ADMITTED || rj->state == SCHED_RUNNING)) {
+			sched_release(m, rj);
+			rj->state = SCHED_FINISHED;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sched_placement pl;
+		struct sched_alloc *al = NULL;
+		struct sched_job *probe;
+		enum sched_reason why;
+		size_t na = 0;
+
+		if (vd[i].action != CRON_RUN || v[i].c.known || !v[i].suspended)
+			continue;
+		snprintf(id, sizeof(id), "%s#run:%s", j->id, v[i].c.name);
+		probe = loader_add_job(m, id, w->queue_id, w->priority, false, (int64_t)time(NULL),
+		    SCHED_PENDING, w->spec, &e);
+		if (probe == NULL)
+			goto cleanup;
+		if ((why = sched_quota_check(m, probe)) == SCHED_R_CHOSEN)
+			why = sched_pack(m, probe, k, a, &al, &na);
+		if (why != SCHED_R_CHOSEN) {
+			verdict(&vd[i], CRON_SKIP, why == SCHED_R_OVER_QUOTA ||
+			    why == SCHED_R_BORROWING_LIMIT ? CRON_WHY_QUOTA : CRON_WHY_CAPACITY);
+			v[i].nofit = sched_reason_code(why);
+			replace_failed = replace_failed || w->policy == JOBSPEC_CRON_REPLACE;
+			continue;
+		}
+		sched_apply(m, probe, k->idx, al, na);
+		memset(&pl, 0, sizeof(pl));
+		pl.cluster = k->idx;
+		pl.allocs = al;
+		pl.n_allocs = na;
+		v[i].place = scheduler_placement_json(m, &pl, pools);
+	}
+	for (size_t i = 0; i < n && replace_failed; i++)
+		if (vd[i].action == CRON_STOP)
+			verdict(&vd[i], CRON_RUN, CRON_WHY_NONE);
+	ok = true;
+cleanup:
+	if (!ok)
+		log_warn(NULL, "status", "cron: cannot place the runs", "{s:s, s:s}", "job", j->id,
+		    "error", e.msg);
+	json_decref(pools);
+	sched_model_free(m);
+	arena_free(a);
+	return ok;
+}
+
+/* Writes run i's placement into its child (pinned like the cron's jobTemplate, rendered
+ * for the run's nodes) and lifts suspend: KubeRay then creates the run's Ray cluster
+ * there (network call: no transaction held). */
+static bool
+start_run(const struct dispatch_target *t, const struct status_job *j, const struct row *w,
+    const struct child *r, struct err *e)
+{
+	struct dispatch_job dj;
+	json_t *m, *tmpl, *patch;
+	bool ok;
+
+	memset(&dj, 0, sizeof(dj));
+	snprintf(dj.id, sizeof(dj.id), "%s", j->id);
+	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", t->id);
+	snprintf(dj.environment, sizeof(dj.environment), "%s", w->env);
+	snprintf(dj.queue, sizeof(dj.queue), "%s", w->queue);
+	dj.attempt = j->attempt;
+	dj.priority = w->priority;
+	dj.spec = w->spec;
+	dj.placement = r->place;
+	if ((m = dispatch_render(&dj, t, e)) == NULL)
+		return false;
+	tmpl = json_object_get(json_object_get(m, "spec"), "jobTemplate");
+	if (!json_is_object(tmpl)) {
+		json_decref(m);
+		return err_set(e, 422, "kuberay.bad_input", "no jobTemplate rendered");
+	}
+	json_object_set_new(tmpl, "suspend", json_false());
+	patch = json_pack("{s:O}", "spec", tmpl);
+	ok = kube_patch_object(&t->pc, "ray.io/v1", "RayJob", j->ns, r->c.name, patch, e);
+	json_decref(patch);
+	json_decref(m);
+	return ok;
 }
 
 struct record {
@@ -324,16 +451,23 @@ outcome(const struct row *w, const struct child *v, const struct cron_verdict *v
 				json_array_append(rc->runs, jsonx_find(w->runs, "name", name));
 				break;
 			}
-			json_array_append_new(rc->runs, json_pack("{s:s, s:s, s:s, s:s, s:I}",
+			json_array_append_new(rc->runs, json_pack("{s:s, s:s, s:s, s:s, s:I, s:O?}",
 			    "name", name, "uid", v[i].uid, "scheduled_at", v[i].scheduled,
-			    "started_at", now, "started_epoch", (json_int_t)tn));
+			    "started_at", now, "started_epoch", (json_int_t)tn, "placement",
+			    v[i].place));
 			event(rc->events, "cron.run_started", json_pack("{s:s, s:s, s:s}", "run",
 			    name, "scheduled_at", v[i].scheduled, "concurrency_policy", pol),
 			    "run %s started (scheduled %s); it counts against the queue's quota "
 			    "while it runs", name, v[i].scheduled[0] ? v[i].scheduled : "now");
 			break;
 		case CRON_SKIP:
-			if (vd[i].why == CRON_WHY_QUOTA)
+			if (vd[i].why == CRON_WHY_CAPACITY)
+				event(rc->events, "cron.run_skipped", json_pack("{s:s, s:s, s:s, s:s}",
+				    "run", name, "reason", "capacity", "concurrency_policy", pol,
+				    "why", v[i].nofit ? v[i].nofit : ""), "run %s skipped: the "
+				    "cluster has no room for it now (%s); deleted from the cluster",
+				    name, v[i].nofit ? v[i].nofit : "no fit");
+			else if (vd[i].why == CRON_WHY_QUOTA)
 				event(rc->events, "cron.run_skipped", json_pack("{s:s, s:s, s:s, s:i}",
 				    "run", name, "reason", "quota", "concurrency_policy", pol, "room",
 				    room), "run %s skipped: another run does not fit the queue's quota "
@@ -407,6 +541,7 @@ children_of(const struct status_job *j, json_t *cron, json_t *items, json_t *run
 		status_map("RayJob", it, &obs);
 		snprintf(c->word, sizeof(c->word), "%s", obs.word);
 		c->c.known = jsonx_find(runs, "name", c->c.name) != NULL;
+		c->suspended = json_is_true(json_object_get(json_object_get(it, "spec"), "suspend"));
 		c->c.active = obs.phase != STATUS_SUCCEEDED && obs.phase != STATUS_FAILED &&
 		    meta(it, "deletionTimestamp")[0] == '\0';
 	}
@@ -485,9 +620,11 @@ cron_sync(const struct dispatch_target *t, const struct status_job *j, json_t *c
 		goto cleanup;	/* nothing new: the usual cycle */
 	if (fresh && (room = room_of(c, j, &w)) < 0)
 		goto cleanup;
+	cron_decide(w.policy, cc, n, room, vd);
+	if (fresh && !place_runs(c, t, j, &w, v, vd, n))
+		goto cleanup;	/* again next cycle */
 	db_release(c);	/* no connection held across the member's calls */
 	c = NULL;
-	cron_decide(w.policy, cc, n, room, vd);
 	for (size_t i = 0; i < n; i++) {
 		bool existed = false;
 
@@ -499,6 +636,16 @@ cron_sync(const struct dispatch_target *t, const struct status_job *j, json_t *c
 			goto cleanup;	/* again next cycle */
 		}
 		st->deleted += existed;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].place == NULL)
+			continue;
+		if (!start_run(t, j, &w, &v[i], &e)) {
+			/* still suspended (or gone): not counted, placed again next cycle */
+			status_unreadable(j, t->name, &e);
+			err_clear(&e);
+			verdict(&vd[i], CRON_IGNORE, CRON_WHY_NONE);
+		}
 	}
 	rc.runs = json_array();
 	rc.events = json_array();
@@ -517,5 +664,7 @@ cleanup:
 	json_decref(w.spec);
 	json_decref(w.runs);
 	free(w.runs_text);
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		json_decref(v[i].place);
 	free(v);
 }

@@ -34,7 +34,10 @@ enum cron_action {
 	CRON_DONE,		/* a counted run that finished: cron.run_finished */
 };
 
-enum cron_why { CRON_WHY_NONE, CRON_WHY_FORBID, CRON_WHY_QUOTA, CRON_WHY_REPLACED };
+enum cron_why {
+	CRON_WHY_NONE, CRON_WHY_FORBID, CRON_WHY_QUOTA, CRON_WHY_REPLACED,
+	CRON_WHY_CAPACITY	/* the cluster has no room for the run now (queue/cron.c) */
+};
 
 struct cron_verdict {
 	enum cron_action action;
@@ -47,14 +50,20 @@ struct cron_verdict {
  * does not fit is skipped, whatever the policy.  Pure. */
 void		 cron_decide(enum jobspec_cron_policy p, const struct cron_child *v, size_t n,
 		    int room, struct cron_verdict *out);
-const char	*cron_why_name(enum cron_why w);	/* "forbid", "quota", "replaced", "" */
+const char	*cron_why_name(enum cron_why w);	/* "forbid", "quota", "replaced",
+							 * "capacity", "" */
 
 /* A finished run (status.endTime) whose ttlSecondsAfterFinished (its own spec's) has
  * passed at now: fleetd deletes it, or the member would keep every run ever made (the CRD
  * has no history limit).  Pure. */
 bool		 cron_expired(json_t *child, long long now);
 
-/* Sorts and acts on the children (RayJob items of the namespace, any cron) of cron job j
+/* Each run is created suspended (the renderer's jobTemplate): a run that goes on is
+ * placed by the scheduler's model against the capacity and quota of that moment, on the
+ * cron's cluster, and fleetd writes that placement into the child (its rayClusterSpec,
+ * pinned like any job) and lifts suspend; a run with no room is skipped (reason
+ * "capacity").  The run's placement is kept in jobs.cron_runs[].placement.
+ * Sorts and acts on the children (RayJob items of the namespace, any cron) of cron job j
  * whose live RayCronJob is cron: deletes what the policy refuses, then records the runs and
  * their events in one transaction (nothing written when nothing changed). */
 void		 cron_sync(const struct dispatch_target *t, const struct status_job *j,

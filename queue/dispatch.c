@@ -311,9 +311,6 @@ cleanup:
 
 static pthread_mutex_t ns_mu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *ns_known;	/* "cluster/ns" -> true */
-/* Kueue objects known to be on a member ("cluster/object"): applied once per process,
- * again after the cache is dropped (a namespace that went away). */
-static json_t *kueue_known;
 
 static bool
 ns_ensure(const struct dispatch_target *t, const char *ns, struct err *e)
@@ -345,17 +342,19 @@ ns_forget(const struct dispatch_target *t, const char *ns)
 	snprintf(key, sizeof(key), "%s/%s", t->id, ns);
 	pthread_mutex_lock(&ns_mu);
 	json_object_del(ns_known, key);
-	json_object_clear(kueue_known);	/* its LocalQueue went with it */
 	pthread_mutex_unlock(&ns_mu);
 }
 
 
 /* The LocalQueue (and WorkloadPriorityClass) the manifest's Kueue labels name, server-side
- * applied (field manager fleetd, idempotent) before the first object of that queue lands:
- * Kueue leaves a job whose LocalQueue is missing inadmissible. */
+ * applied (field manager fleetd, idempotent) before each Ray object that names them:
+ * Kueue leaves a job whose LocalQueue is missing inadmissible, and a LocalQueue deleted
+ * on the member meanwhile must come back with the next job (no per-process "already
+ * applied" cache).  seen (may be NULL): the objects applied by this batch already, so
+ * a batch of one queue's jobs applies them once. */
 static bool
 kueue_ensure(const struct dispatch_job *j, const struct dispatch_target *t,
-    const json_t *manifest, struct err *e)
+    const json_t *manifest, json_t *seen, struct err *e)
 {
 	json_t *objs, *o, *todo = NULL;
 	size_t i;
@@ -367,29 +366,21 @@ kueue_ensure(const struct dispatch_job *j, const struct dispatch_target *t,
 	    NULL)
 		return false;
 	todo = json_array();
-	pthread_mutex_lock(&ns_mu);
-	if (kueue_known == NULL)
-		kueue_known = json_object();
 	json_array_foreach(objs, i, o) {
-		char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), key[1200];
+		char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
-		snprintf(key, sizeof(key), "%s/%.1100s", t->id, spec ? spec : "");
-		free(spec);
-		if (json_object_get(kueue_known, key) == NULL)
+		if (seen == NULL || spec == NULL || json_object_get(seen, spec) == NULL)
 			json_array_append(todo, o);
+		free(spec);
 	}
-	pthread_mutex_unlock(&ns_mu);
-	if (json_array_size(todo) > 0 && (ok = kube_apply_all(&t->pc, todo, e))) {
-		pthread_mutex_lock(&ns_mu);
+	if (json_array_size(todo) > 0 && (ok = kube_apply_all(&t->pc, todo, e)) && seen != NULL)
 		json_array_foreach(todo, i, o) {
-			char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), key[1200];
+			char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 
-			snprintf(key, sizeof(key), "%s/%.1100s", t->id, spec ? spec : "");
+			if (spec != NULL)
+				json_object_set_new(seen, spec, json_true());
 			free(spec);
-			json_object_set_new(kueue_known, key, json_true());
 		}
-		pthread_mutex_unlock(&ns_mu);
-	}
 	json_decref(todo);
 	json_decref(objs);
 	return ok;
@@ -416,7 +407,7 @@ apply_once(struct outcome *o, struct err *e)
 	snprintf(at, sizeof(at), "%d", o->j->attempt);
 	if (!ns_ensure(o->t, ns, e))
 		return false;
-	if (!kueue_ensure(o->j, o->t, o->manifest, e)) {
+	if (!kueue_ensure(o->j, o->t, o->manifest, NULL, e)) {
 		if (e->status == 404)
 			ns_forget(o->t, ns);
 		return false;
@@ -671,7 +662,7 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 	struct dispatch_target *t = NULL;
 	struct err e = { 0 }, *errs = NULL;
 	struct kube_ref *refs = NULL;
-	json_t *sig = json_array(), *ray = json_array();
+	json_t *sig = json_array(), *ray = json_array(), *kueue_seen = json_object();
 	size_t *owner = NULL, cap = 0, i, k;
 	struct db *c;
 	bool ok;
@@ -719,9 +710,10 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 			many_fail(&mb, i, &e, true, st);
 			continue;
 		}
-		/* the job's LocalQueue (cached: one apply per queue and cluster) before it */
+		/* the job's LocalQueue (once per batch) before it */
 		if (!ns_ensure(t, json_string_value(json_object_get(json_object_get(o->manifest,
-		    "metadata"), "namespace")), &e) || !kueue_ensure(o->j, t, o->manifest, &e) ||
+		    "metadata"), "namespace")), &e) ||
+		    !kueue_ensure(o->j, t, o->manifest, kueue_seen, &e) ||
 		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
 			if (e.status == 404)
 				ns_forget(t, json_string_value(json_object_get(json_object_get(
@@ -817,6 +809,7 @@ cleanup:
 	free(errs);
 	json_decref(sig);
 	json_decref(ray);
+	json_decref(kueue_seen);
 	dispatch_target_free(t);
 }
 
@@ -978,8 +971,6 @@ dispatch_stop(void)
 	pthread_mutex_lock(&ns_mu);
 	json_decref(ns_known);
 	ns_known = NULL;
-	json_decref(kueue_known);
-	kueue_known = NULL;
 	pthread_mutex_unlock(&ns_mu);
 }
 

@@ -120,8 +120,26 @@ explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err 
 		json_decref(runs);
 		runs = json_array();
 	}
-	json_array_foreach(runs, i, run)
+	json_array_foreach(runs, i, run) {
+		json_t *nodes = json_array(), *a;
+		size_t k;
+
+		/* the nodes the run was placed on (queue/cron.c), each once */
+		json_array_foreach(json_object_get(json_object_get(run, "placement"), "allocs"),
+		    k, a) {
+			json_t *nd = json_object_get(a, "node"), *x;
+			size_t q;
+			bool seen = false;
+
+			json_array_foreach(nodes, q, x)
+				seen = seen || json_equal(x, nd);
+			if (json_is_string(nd) && !seen)
+				json_array_append(nodes, nd);
+		}
+		json_object_set_new(run, "nodes", nodes);
+		json_object_del(run, "placement");
 		json_object_del(run, "started_epoch");
+	}
 	if (strcmp(state, "running") != 0)
 		json_array_clear(runs);		/* counted only while the cron runs */
 	json_object_set_new(out, "cron", json_pack("{s:s, s:o, s:s}", "concurrency_policy",

@@ -372,7 +372,8 @@ load_upgrade_old(struct sched_model *m, PGresult *r, int i, struct err *e)
 
 /* A running RayCronJob holds nothing itself: each of its runs (the child RayJobs the
  * status worker counted, queue/cron.c) is a job "<id>#run:<name>" of the model, admitted
- * on the cron's cluster with the cron's placement, in flight until a snapshot newer than
+ * on the cron's cluster with the placement the run got when it started (the cron's own
+ * for a run fleetd did not place), in flight until a snapshot newer than
  * the run's start shows its pods.  So every running run counts against the queue's quota
  * and the cluster's capacity, and between runs the cron counts nothing. */
 static bool
@@ -403,8 +404,16 @@ load_cron_runs(struct sched_model *m, PGresult *r, int i, struct err *e)
 			err_clear(e);
 			continue;
 		}
-		ok = load_placement(m, j, PQgetvalue(r, i, 7), in_flight, at,
-		    PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e);
+		if (json_is_object(json_object_get(run, "placement"))) {
+			/* placed for this run when it started (queue/cron.c) */
+			char *pl = json_dumps(json_object_get(run, "placement"), JSON_COMPACT);
+
+			ok = load_placement(m, j, PQgetvalue(r, i, 7), in_flight, at, pl, e);
+			free(pl);
+		} else {
+			ok = load_placement(m, j, PQgetvalue(r, i, 7), in_flight, at,
+			    PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e);
+		}
 	}
 	json_decref(runs);
 	json_decref(spec);

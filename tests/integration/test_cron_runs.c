@@ -22,6 +22,7 @@
 #define ENV	"test"
 #define H100	"nvidia-h100-80gb"
 #define CLUSTER	"test-hp-usw2"
+#define L4	"nvidia-l4"	/* the g6 pool: two nodes of 8, for test_run_placed */
 #define GPUS	2		/* one run: one worker of 2 GPUs */
 #define QUOTA	4		/* each queue: two runs */
 
@@ -40,7 +41,7 @@ setup(void **state)
 		NULL,
 	};
 	const char *const names[] = { CLUSTER, NULL };
-	const char *const queues[] = { "qf", "qr", "qa", "qi", NULL };
+	const char *const queues[] = { "qf", "qr", "qa", "qi", "qp", NULL };
 	json_t *fleet = harness_fleet_json();
 
 	(void)state;
@@ -52,7 +53,8 @@ setup(void **state)
 	harness_roles(dburl, ENV, &R);
 	harness_pclass(R.admin, "low", 10, false);
 	for (int i = 0; queues[i] != NULL; i++)
-		harness_queue(R.admin, ENV, queues[i], "low", H100, QUOTA);
+		harness_queue(R.admin, ENV, queues[i], "low", strcmp(queues[i], "qp") == 0 ? L4 :
+		    H100, strcmp(queues[i], "qp") == 0 ? 16 : QUOTA);
 	harness_register(&cs, R.admin, CLUSTER, NULL, NULL);
 	harness_wait_capacity(names, 60);
 	return 0;
@@ -202,6 +204,110 @@ test_refusals(void **state)
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs"), 0);
 }
 
+/* The node a worker of the cron's run is Running on (cloudsim's pods) into node, "" none. */
+static void
+run_worker_node(const char *id, char *node, size_t n)
+{
+	char *ns = harness_sql_str("SELECT manifest->'metadata'->>'namespace' FROM jobs WHERE"
+	    " id = '%s'", id);
+	struct http_result r = { 0 };
+	char path[512];
+	json_t *it;
+	size_t i;
+
+	node[0] = '\0';
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods?labelSelector=fleet.io%%2F"
+	    "job-id%%3D%s", ns, id);
+	harness_kube(&cs, &r, CLUSTER, "GET", path, NULL, NULL);
+	json_array_foreach(json_object_get(r.json, "items"), i, it) {
+		const char *role = json_string_value(json_object_get(harness_jp(it,
+		    "metadata.labels"), "fleet.io/role"));
+
+		if (role != NULL && strcmp(role, "worker") == 0 &&
+		    strcmp(harness_js(it, "status.phase"), "Running") == 0)
+			snprintf(node, n, "%s", harness_js(it, "spec.nodeName"));
+	}
+	harness_http_free(&r);
+	free(ns);
+}
+
+/* A run is placed when it starts, against the capacity of that moment: the nodes the cron
+ * was admitted on are taken by another job between runs, and the next run still runs, on
+ * the other node (before: every run was pinned to the cron's admission nodes and stayed
+ * Pending behind the other job, counted all the same). */
+static void
+test_run_placed(void **state)
+{
+	static char cid[40], bid[40], b[2048], node[128], other_node[128], ran_on[128];
+	char *s;
+	json_t *ex;
+	double end;
+
+	(void)state;
+	/* one worker of 8 L4: a whole node of the g6 pool (two nodes); a run every 5
+	 * simulated minutes (15 s here), the first one 5 minutes after the cron lands */
+	snprintf(b, sizeof(b), "{\"environment\":\"" ENV "\",\"kind\":\"RayCronJob\","
+	    "\"queue\":\"qp\",\"name\":\"placed\",\"ray_version\":\"2.52.0\",\"entrypoint\":"
+	    "\"python t.py\",\"schedule\":\"@every 5m\",\"head\":{\"cpu\":\"1\",\"memory\":"
+	    "\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"8\","
+	    "\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" L4 "\",\"count\":8}}]}");
+	snprintf(cid, sizeof(cid), "%s", harness_js(harness_post_created(R.oper, "/v1/jobs", b),
+	    "id"));
+	json_decref(harness_job_wait(R.admin, cid, "running", 0, 60));
+	s = harness_sql_str("SELECT coalesce((SELECT a->>'node' FROM jsonb_array_elements("
+	    "placement->'allocs') a WHERE (a->>'group')::int = 1 LIMIT 1), '') FROM jobs WHERE"
+	    " id = '%s'", cid);
+	snprintf(node, sizeof(node), "%s", s);
+	free(s);
+	assert_true(node[0] != '\0');
+
+	/* between runs the cron holds nothing: a RayJob of the same shape takes its node */
+	snprintf(b, sizeof(b), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\","
+	    "\"queue\":\"qp\",\"name\":\"taker\",\"ray_version\":\"2.52.0\",\"entrypoint\":"
+	    "\"python t.py\",\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},\"worker_groups\":"
+	    "[{\"name\":\"gpu\",\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\","
+	    "\"accelerator\":{\"flavor\":\"" L4 "\",\"count\":8}}]}");
+	snprintf(bid, sizeof(bid), "%s", harness_js(harness_post_created(R.oper, "/v1/jobs", b),
+	    "id"));
+	json_decref(harness_job_wait(R.admin, bid, "running", 0, 60));
+	s = harness_sql_str("SELECT coalesce((SELECT a->>'node' FROM jsonb_array_elements("
+	    "placement->'allocs') a WHERE (a->>'group')::int = 1 LIMIT 1), '') FROM jobs WHERE"
+	    " id = '%s'", bid);
+	if (strcmp(s, node) != 0 || harness_job_event_count(cid, "cron.run_started", NULL) != 0)
+		fail_msg("premise: the other job should take the cron's node %s before the "
+		    "first run (it took %s; runs started %ld)", node, s,
+		    harness_job_event_count(cid, "cron.run_started", NULL));
+	free(s);
+
+	/* the run: placed on the other node, and it runs there */
+	harness_job_wait_event(cid, "cron.run_started", NULL, 60);
+	s = harness_sql_str("SELECT coalesce((SELECT a->>'node' FROM jsonb_array_elements("
+	    "cron_runs->0->'placement'->'allocs') a WHERE (a->>'group')::int = 1 LIMIT 1), '')"
+	    " FROM jobs WHERE id = '%s'", cid);
+	snprintf(other_node, sizeof(other_node), "%s", s);
+	free(s);
+	end = harness_now_s() + 30;
+	do {
+		run_worker_node(cid, ran_on, sizeof(ran_on));
+		if (ran_on[0] == '\0')
+			usleep(300 * 1000);
+	} while (ran_on[0] == '\0' && harness_now_s() < end);
+	if (ran_on[0] == '\0')
+		fail_msg("the run does not run (placed on '%s'; the cron's node %s is taken); "
+		    "fleetd log %s", other_node, node, fd.log);
+	assert_string_equal(ran_on, other_node);	/* where the scheduler placed it */
+	assert_string_not_equal(ran_on, node);
+	ex = harness_get_ok(R.viewer, "/v1/jobs/%s/placement", cid);
+	assert_string_equal(json_string_value(harness_jp(ex, "cron.runs.0.nodes.0")),
+	    other_node);
+	print_message("run placed: cron admitted on %s, taken; the run runs on %s\n", node,
+	    other_node);
+	harness_call("POST", R.oper, "{}", "/v1/jobs/%s/cancel", cid);
+	harness_call("POST", R.oper, "{}", "/v1/jobs/%s/cancel", bid);
+	json_decref(harness_job_wait(R.admin, cid, "cancelled", 0, 60));
+	json_decref(harness_job_wait(R.admin, bid, "cancelled", 0, 60));
+}
+
 static void
 test_policies(void **state)
 {
@@ -296,6 +402,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_run_placed),
 		cmocka_unit_test(test_policies),
 	};
 

@@ -272,7 +272,7 @@ static void
 test_jobs(void **state)
 {
 	char *el = submit("elastic", "\"min_replicas\":1,\"max_replicas\":2", ""),
-	    *fx = submit("fixed", "\"replicas\":1", ",\"priority_class\":\"high\"");
+	    *fx = submit("fixed", "\"replicas\":1", ",\"priority_class\":\"high\""), *again;
 	json_t *o, *lq, *ex;
 	struct http_result r = { 0 };
 
@@ -329,6 +329,22 @@ test_jobs(void **state)
 	json_decref(ex);
 	json_decref(lq);
 	json_decref(o);
+
+	/* the LocalQueue deleted on the member: the next job of the queue brings it back
+	 * (before: applied once per process, the job stayed held "Inadmissible") */
+	harness_kube(&cs, &r, GKE, "DELETE", "/apis/kueue.x-k8s.io/v1beta1/namespaces/" NS
+	    "/localqueues/fq-ml", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	harness_http_free(&r);
+	again = submit("again", "\"replicas\":1", "");
+	if (!harness_wait(running, again, 60))
+		fail_msg("job not running after its LocalQueue was deleted: %s; fleetd log %s",
+		    harness_sql_rows("SELECT name, state, coalesce(reason, '') FROM jobs"), fd.log);
+	harness_kube(&cs, &r, GKE, "GET", "/apis/kueue.x-k8s.io/v1beta1/namespaces/" NS
+	    "/localqueues/fq-ml", NULL, NULL);
+	assert_int_equal(r.status, 200);
+	harness_http_free(&r);
+	free(again);
 	free(el);
 	free(fx);
 }

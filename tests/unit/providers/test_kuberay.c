@@ -274,9 +274,10 @@ check_manifest(const struct corpus_case *c, json_t *m)
 	/* issue 13: never the pair Kueue's webhook refuses (queue-name + in-tree autoscaling) */
 	if (json_object_get(labels, "kueue.x-k8s.io/queue-name") != NULL)
 		assert_false(json_is_true(json_object_get(cluster, "enableInTreeAutoscaling")));
-	if (c->in.batch.kind == KUBERAY_SCHED_KUEUE && c->kind != 2)
+	/* RayService and RayCronJob are not Kueue's: never labelled */
+	if (c->in.batch.kind == KUBERAY_SCHED_KUEUE)
 		assert_true((json_object_get(labels, "kueue.x-k8s.io/queue-name") != NULL) ==
-		    !c->elastic);
+		    (!c->elastic && c->kind != 2 && c->kind != 3));
 	assert_int_equal(regcomp(&re, "^[a-z]([-a-z0-9]*[a-z0-9])?$", REG_EXTENDED | REG_NOSUB), 0);
 	if (regexec(&re, name, 0, NULL, 0) != 0 || (int)strlen(name) > kuberay_name_max(
 	    (enum jobspec_kind)c->kind))
@@ -307,8 +308,12 @@ check_manifest(const struct corpus_case *c, json_t *m)
 		assert_null(json_object_get(spec, "suspend"));	/* Kueue owns it */
 	if (c->kind == 2)
 		assert_non_null(str_at(spec, "serveConfigV2"));
-	if (c->kind == 3)
+	if (c->kind == 3) {
 		assert_string_equal(str_at(spec, "schedule"), "0 */6 * * *");
+		/* every run is created suspended: fleetd places it, then lifts suspend */
+		assert_true(json_is_true(json_object_get(json_object_get(spec, "jobTemplate"),
+		    "suspend")));
+	}
 	if (c->in.checkpoint_deadline != NULL)
 		assert_string_equal(str_at(json_object_get(md, "annotations"),
 		    "fleet.io/checkpoint-requested"), c->in.checkpoint_deadline);

@@ -52,7 +52,7 @@ static void
 test_kueue_compat(void **state)
 {
 	static const struct {
-		int	 kind;		/* 0 RayJob, 1 RayCluster, 2 RayService */
+		int	 kind;		/* 0 RayJob, 1 RayCluster, 2 RayService, 3 RayCronJob */
 		int	 elastic;	/* the job's worker group autoscales */
 		bool	 cluster_elastic; /* registration: elastic jobs allowed */
 		int	 idx;		/* 3: priority class high, queue prod-inference; 4: none */
@@ -69,6 +69,10 @@ test_kueue_compat(void **state)
 		{ 1, 1, true, 3, true, true, true, 2 },
 		{ 2, 0, false, 3, false, false, false, 0 },	/* RayService: not Kueue's */
 		{ 2, 1, true, 3, false, false, false, 0 },
+		/* RayCronJob: Kueue has no integration for it and KubeRay copies no label of
+		 * the cron into its runs, which fleetd places itself (before: labelled) */
+		{ 3, 0, false, 3, false, false, false, 0 },
+		{ 3, 1, true, 3, false, false, false, 0 },
 	};
 
 	(void)state;
@@ -104,6 +108,14 @@ test_kueue_compat(void **state)
 		assert_non_null(why);
 		if (t[i].kind < 2 && t[i].elastic && !t[i].cluster_elastic)
 			assert_non_null(strstr(why, "does not gate it"));
+		if (t[i].kind == 3) {
+			json_t *tmpl = json_object_get(json_object_get(m, "spec"), "jobTemplate");
+
+			assert_non_null(strstr(why, "RayCronJob"));
+			/* every run is created suspended: fleetd places it, then lifts suspend */
+			assert_true(json_is_true(json_object_get(tmpl, "suspend")));
+			assert_true(json_is_true(json_object_get(tmpl, "shutdownAfterJobFinishes")));
+		}
 		objs = kuberay_kueue_objects(m, "fleetd", 1000, &e);
 		assert_non_null(objs);
 		assert_int_equal(json_array_size(objs), t[i].objects);

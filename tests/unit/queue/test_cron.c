@@ -69,6 +69,7 @@ why_char(enum cron_why w)
 	case CRON_WHY_FORBID:	return 'f';
 	case CRON_WHY_QUOTA:	return 'q';
 	case CRON_WHY_REPLACED:	return 'r';
+	case CRON_WHY_CAPACITY:	return 'c';
 	case CRON_WHY_NONE:	return '.';
 	}
 	return '?';
