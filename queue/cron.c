@@ -245,9 +245,10 @@ cleanup:
 /* Places the runs that go on now (verdict CRON_RUN, new, still suspended as created) on
  * the cron's cluster in a fresh model of the environment: the runs replaced now give their
  * room back first; each placed run takes its room before the next.  A run that does not
- * fit becomes CRON_SKIP (capacity, or quota when the model says so); when Replace's newest
- * run does not fit, the runs it would have replaced go on.  False when the model or the
- * cluster's snapshot cannot be read: nothing is decided this cycle. */
+ * fit becomes CRON_SKIP (capacity, or quota when the model says so; a cordoned cluster is
+ * "capacity" with its code); when Replace's newest run does not fit, the runs it would
+ * have replaced go on.  False when the model or the cluster's snapshot cannot be read, or
+ * the cluster is not ready: nothing is decided this cycle (the runs wait, suspended). */
 static bool
 place_runs(struct db *c, const struct dispatch_target *t, const struct status_job *j,
     const struct row *w, struct child *v, struct cron_verdict *vd, size_t n)
@@ -293,7 +294,14 @@ place_runs(struct db *c, const struct dispatch_target *t, const struct status_jo
 		    SCHED_PENDING, w->spec, &e);
 		if (probe == NULL)
 			goto cleanup;
-		if ((why = sched_quota_check(m, probe)) == SCHED_R_CHOSEN)
+		why = sched_cluster_filter(m, probe, k);
+		if (why == SCHED_R_NOT_READY || why == SCHED_R_UNREACHABLE ||
+		    why == SCHED_R_STALE) {
+			err_set(&e, 503, "status.no_snapshot", "the cron's cluster cannot be placed "
+			    "on now (%s)", sched_reason_code(why));
+			goto cleanup;	/* the run waits, suspended */
+		}
+		if (why == SCHED_R_CHOSEN && (why = sched_quota_check(m, probe)) == SCHED_R_CHOSEN)
 			why = sched_pack(m, probe, k, a, &al, &na);
 		if (why != SCHED_R_CHOSEN) {
 			verdict(&vd[i], CRON_SKIP, why == SCHED_R_OVER_QUOTA ||
