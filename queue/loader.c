@@ -389,7 +389,7 @@ load_cron_runs(struct sched_model *m, PGresult *r, int i, struct err *e)
 	json_array_foreach(runs, k, run) {
 		int64_t at = json_integer_value(json_object_get(run, "started_epoch"));
 		const char *name = json_string_value(json_object_get(run, "name"));
-		bool in_flight = on == NULL || on->observed_at < at;
+		bool in_flight = on == NULL || on->observed_at <= at;
 		struct sched_job *j;
 		char id[160];
 
@@ -436,7 +436,7 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 		return load_cron_runs(m, r, i, e);
 	/* A running job is in the snapshot once the snapshot is newer than the moment its
 	 * pods were seen running; an older snapshot does not show it yet (in flight). */
-	if (!in_flight && on != NULL && on->observed_at < atoll(PQgetvalue(r, i, 8)))
+	if (!in_flight && on != NULL && on->observed_at <= atoll(PQgetvalue(r, i, 8)))
 		in_flight = true;
 	spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
 	j = loader_add_job(m, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),

@@ -50,6 +50,7 @@ struct job {
 	bool			 retried;	/* credentials refreshed once after a 401 */
 	bool			 prov_done, kube_done;
 	struct err		 perr, kerr;	/* provider / kubernetes failure */
+	double			 began_ms;	/* monotonic, when the fetch began */
 	int			 calls[2], errors[2];	/* [0] provider, [1] kubernetes */
 	double			 lat_ms[2];
 	double			 last_ok;	/* epoch of the last good refresh, 0 = never */
@@ -170,11 +171,21 @@ kube_finished(struct prov_fetch *f)
 	settle(j);
 }
 
+static double
+now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static void
 job_start(struct job *j, struct http_batch *b)
 {
 	struct err e = { 0 };
 
+	j->began_ms = now_ms();
 	fetch_init(&j->fk, b, kube_finished, j);
 	if (!kube_capacity_begin(&j->fk, &j->k, &j->kube, &e)) {
 		prov_fetch_fail(&j->fk, &e);
@@ -370,15 +381,6 @@ poller_metrics(char **buf, size_t *len, size_t *cap)
 
 /* ---- the refresh */
 
-static double
-now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* What the cluster's batch scheduler allows, read again (writer thread, a few GETs on
  * the member, no transaction open) and stored; a drift shows in GET cluster and explain. */
 static void
@@ -411,6 +413,7 @@ record(struct job *j)
 	struct err e = { 0 };
 
 	res->cluster_id = j->id;
+	res->age_s = (now_ms() - j->began_ms) / 1e3;
 	if (err_is_set(&j->kerr) || err_is_set(&j->perr) || !j->prov_done || !j->kube_done) {
 		const struct err *fe = err_is_set(&j->kerr) ? &j->kerr : &j->perr;
 

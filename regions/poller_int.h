@@ -17,6 +17,8 @@ struct poller_result {
 	const char		*provider;	/* NULL on failure */
 	struct prov_pools	*pools;		/* NULL on failure */
 	struct kube_capacity	*kube;
+	double			 age_s;		/* seconds since the fetch began: the rows
+						 * show the cluster as it was then */
 	char			 error[320];	/* "" on success */
 	bool			 written;	/* out: rows replaced */
 	int			 rows;		/* out */

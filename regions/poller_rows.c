@@ -143,7 +143,9 @@ struct write_arg {
 };
 
 /* One statement per cluster (one round trip): upsert the rows, delete the cluster's rows
- * that are gone, mark the cluster ready.  The first row of a (pool, flavor) wins, as
+ * that are gone, mark the cluster ready.  observed_at is when the fetch began, not now: a
+ * job whose pods came up while the fetch ran is not in these rows, and the loader must go
+ * on counting it (queue/loader.c compares observed_at with the job's started_at).  The first row of a (pool, flavor) wins, as
  * before.  Its own transaction, atomic like the multi-statement one it replaces. */
 static bool
 write_ok(struct db *c, void *varg, struct err *e)
@@ -159,7 +161,7 @@ write_ok(struct db *c, void *varg, struct err *e)
 	    "  round((x->>'price_hour')::numeric, 4)::float8, (x->>'accel_per_node')::int,"
 	    "  (x->>'nodes')::int, (x->>'max_nodes')::int, (x->>'autoscaling')::boolean,"
 	    "  (x->>'quota_left')::int, (x->>'reserved')::int, (x->>'free_accel')::int,"
-	    "  (x->>'free_cpu_m')::bigint, (x->>'free_mem')::bigint, x->'topology', now() FROM r"
+	    "  (x->>'free_cpu_m')::bigint, (x->>'free_mem')::bigint, x->'topology', now() - make_interval(secs => $3::float8) FROM r"
 	    "  ON CONFLICT (cluster_id, pool, flavor) DO UPDATE SET machine_type ="
 	    "  excluded.machine_type, spot = excluded.spot, price_hour = excluded.price_hour,"
 	    "  accel_per_node = excluded.accel_per_node, nodes = excluded.nodes, max_nodes ="
@@ -173,13 +175,14 @@ write_ok(struct db *c, void *varg, struct err *e)
 	    " failing_since = NULL,"
 	    " last_error = NULL WHERE id = $1::uuid RETURNING (SELECT count(*) FROM ins)";
 	struct write_arg *a = varg;
-	char *rows = json_dumps(a->rows, JSON_COMPACT);
+	char *rows = json_dumps(a->rows, JSON_COMPACT), age[32];
 	PGresult *r = NULL;
 	bool ok;
 
 	if (rows == NULL)
 		return err_set(e, 500, "poller.oom", "out of memory");
-	ok = db_exec(c, sql, 2, (const char *const[]){ a->res->cluster_id, rows }, &r, e);
+	snprintf(age, sizeof(age), "%.3f", a->res->age_s > 0 ? a->res->age_s : 0);
+	ok = db_exec(c, sql, 3, (const char *const[]){ a->res->cluster_id, rows, age }, &r, e);
 	a->res->rows = ok && PQntuples(r) == 1 ? atoi(db_val(r, 0, 0)) : 0;
 	PQclear(r);
 	free(rows);

@@ -276,6 +276,31 @@ test_throttled(void **state)
 	harness_sim(&L, "DELETE", "/_sim/faults", NULL, NULL);
 }
 
+/* The rows are stamped with the moment the fetch began: pods that came up while it ran
+ * are not in them, and a later stamp made the loader take such a job as already counted
+ * (its node looked free: two jobs on one node's GPUs). */
+static void
+test_observed_when_fetched(void **state)
+{
+	char *before, *late;
+
+	(void)state;
+	assert_int_equal(harness_sim(&L, "POST", "/_sim/faults", "{\"service\":\"k8s\","
+	    "\"latency_ms\":1500}", NULL), 201);
+	before = query1("SELECT now()::text", 0, NULL);
+	refresh();
+	late = query1("SELECT count(*) FROM capacity WHERE observed_at > $1::timestamptz +"
+	    " interval '1 second' OR observed_at < $1::timestamptz", 1,
+	    (const char *const[]){ before });
+	assert_string_equal(late, "0");
+	free(late);
+	late = query1("SELECT count(*) > 0 FROM capacity WHERE observed_at >= $1::timestamptz",
+	    1, (const char *const[]){ before });
+	assert_string_equal(late, "t");
+	free(before);
+	free(late);
+}
+
 static void
 test_hang_and_unreachable(void **state)
 {
@@ -410,6 +435,7 @@ main(void)
 		cmocka_unit_test_setup(test_ground_truth, clean),
 		cmocka_unit_test_setup(test_expired_tokens, clean),
 		cmocka_unit_test_setup(test_throttled, clean),
+		cmocka_unit_test_setup(test_observed_when_fetched, clean),
 		cmocka_unit_test_setup(test_hang_and_unreachable, clean),
 		cmocka_unit_test_setup(test_wrong_ca, clean),
 		cmocka_unit_test_setup(test_summary_and_search, clean),
