@@ -369,7 +369,7 @@ list_page(const struct prov_cluster *k, const char *url, json_t *items, char **n
 	json_array_foreach(json_object_get(j, "items"), i, it)
 		if (json_is_object(it))
 			json_array_append(items, it);
-	if (rv != NULL)
+	if (rv != NULL && rv[0] == '\0')	/* the first page's: a watch from it misses none */
 		snprintf(rv, rvn, "%s", json_string_value(json_object_get(json_object_get(j,
 		    "metadata"), "resourceVersion")) ? json_string_value(json_object_get(
 		    json_object_get(j, "metadata"), "resourceVersion")) : "");
@@ -400,6 +400,8 @@ dispatch_kube_list_rv(const struct prov_cluster *k, const char *path, const char
 	int pages = 0;
 
 	*items = NULL;
+	if (rv != NULL && rvn > 0)
+		rv[0] = '\0';
 	while (n > 0 && k->api_server[n - 1] == '/')
 		n--;
 	for (;;) {

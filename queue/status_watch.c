@@ -138,7 +138,10 @@ status_watch_list(const char *cluster_id, const char *kind, const char *ns)
 		return NULL;
 	pthread_mutex_lock(&W.mu);
 	c = cluster(cluster_id, false);
-	if (c != NULL && c->s[k].synced && c->refused_until <= mono_s()) {
+	/* a stream that failed and waits to reconnect may have missed changes: its cache is
+	 * not served meanwhile (the cycle lists), though it stays synced to resume from */
+	if (c != NULL && c->s[k].synced && c->s[k].fails == 0 &&
+	    c->refused_until <= mono_s()) {
 		out = json_array();
 		json_object_foreach(c->s[k].items, key, v)
 			if (strncmp(key, ns, nl) == 0 && key[nl] == '/')
@@ -163,7 +166,7 @@ status_watch_take_dirty(const char *cluster_id, bool *following)
 		c->dirty = false;
 		*following = c->refused_until <= mono_s();
 		for (int k = 0; k < NKINDS; k++)
-			if (c->s[k].want && !c->s[k].synced)
+			if (c->s[k].want && (!c->s[k].synced || c->s[k].fails > 0))
 				*following = false;
 	}
 	pthread_mutex_unlock(&W.mu);
