@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +111,9 @@ launch(struct harness_cs *cs, const char *fleet, const char *time_scale)
 	if (cs->pid < 0)
 		fail_msg("fork failed");
 	if (cs->pid == 0) {
+		/* ends with the test, however the test ends (a failed setup or teardown
+		 * jumps past harness_cs_stop; one such cloudsim went on simulating) */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		snprintf(path, sizeof(path), "%s/cloudsim.log", cs->dir);
 		if (freopen(path, "w", stdout) == NULL || freopen(path, "a", stderr) == NULL)
 			_exit(126);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -213,6 +214,7 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 	if (p->pid == 0) {
 		int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
+		prctl(PR_SET_PDEATHSIG, SIGTERM);	/* ends with the test, however it ends */
 		dup2(fd, 1);
 		dup2(fd, 2);
 		setenv("DATABASE_URL", dburl, 1);
