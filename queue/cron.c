@@ -338,20 +338,11 @@ static bool
 start_run(const struct dispatch_target *t, const struct status_job *j, const struct row *w,
     const struct child *r, struct err *e)
 {
-	struct dispatch_job dj;
 	json_t *m, *tmpl, *patch;
 	bool ok;
 
-	memset(&dj, 0, sizeof(dj));
-	snprintf(dj.id, sizeof(dj.id), "%s", j->id);
-	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", t->id);
-	snprintf(dj.environment, sizeof(dj.environment), "%s", w->env);
-	snprintf(dj.queue, sizeof(dj.queue), "%s", w->queue);
-	dj.attempt = j->attempt;
-	dj.priority = w->priority;
-	dj.spec = w->spec;
-	dj.placement = r->place;
-	if ((m = dispatch_render(&dj, t, e)) == NULL)
+	if ((m = dispatch_render_for(t, j->id, w->env, w->queue, j->attempt, w->spec, r->place,
+	    e)) == NULL)
 		return false;
 	tmpl = json_object_get(json_object_get(m, "spec"), "jobTemplate");
 	if (!json_is_object(tmpl)) {

@@ -73,6 +73,11 @@ void	dispatch_job_free(struct dispatch_job *j);
  * 422 "kuberay.*" when the spec cannot be expressed there. */
 json_t	*dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t,
 	    struct err *e);
+/* The same for a job known by its parts (the mover's next attempt, a spec update, a cron
+ * run): attempt on t with spec and placement. */
+json_t	*dispatch_render_for(const struct dispatch_target *t, const char *id,
+	    const char *environment, const char *queue, int attempt, json_t *spec,
+	    json_t *placement, struct err *e);
 /* The attempt's checkpoint-signal objects (kuberay_signal_objects), or its ConfigMap alone
  * (a new JSON object) when configmap_only; NULL + e on an unrenderable job. */
 json_t	*dispatch_signal_render(const struct dispatch_job *j, const struct dispatch_target *t,

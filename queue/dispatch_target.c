@@ -226,6 +226,23 @@ dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t, s
 }
 
 json_t *
+dispatch_render_for(const struct dispatch_target *t, const char *id, const char *environment,
+    const char *queue, int attempt, json_t *spec, json_t *placement, struct err *e)
+{
+	struct dispatch_job dj;
+
+	memset(&dj, 0, sizeof(dj));
+	snprintf(dj.id, sizeof(dj.id), "%s", id);
+	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", t->id);
+	snprintf(dj.environment, sizeof(dj.environment), "%s", environment);
+	snprintf(dj.queue, sizeof(dj.queue), "%s", queue);
+	dj.attempt = attempt;
+	dj.spec = spec;
+	dj.placement = placement;
+	return dispatch_render(&dj, t, e);
+}
+
+json_t *
 dispatch_signal_render(const struct dispatch_job *j, const struct dispatch_target *t,
     const struct kuberay_signal *sig, bool configmap_only, struct err *e)
 {

@@ -280,20 +280,12 @@ signal_acked(struct mjob *m, const struct dispatch_target *src, const char *requ
 static bool
 target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 {
-	struct dispatch_job dj;
 	struct kube_ref ref;
 	json_t *obj, *live = NULL;
 	bool ok, reused = false;
 
-	memset(&dj, 0, sizeof(dj));
-	snprintf(dj.id, sizeof(dj.id), "%s", m->id);
-	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", dst->id);
-	snprintf(dj.environment, sizeof(dj.environment), "%s", m->environment);
-	snprintf(dj.queue, sizeof(dj.queue), "%s", m->queue);
-	dj.attempt = m->attempt + 1;
-	dj.spec = m->spec;
-	dj.placement = json_object_get(m->move, "to");
-	obj = dispatch_render(&dj, dst, e);
+	obj = dispatch_render_for(dst, m->id, m->environment, m->queue, m->attempt + 1, m->spec,
+	    json_object_get(m->move, "to"), e);
 	if (obj == NULL)
 		return false;
 	if (jsonx_at(m->move, "resume_from", NULL) != NULL)	/* evacuated: last acknowledged */
@@ -307,7 +299,7 @@ target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 		    json_object_get(live, "metadata"), "annotations"), "fleet.io/attempt"));
 		char at[16];
 
-		snprintf(at, sizeof(at), "%d", dj.attempt);
+		snprintf(at, sizeof(at), "%d", m->attempt + 1);
 		reused = la != NULL && strcmp(la, at) == 0 && jsonx_at(live, "metadata", "uid");
 		if (reused) {
 			snprintf(ref.uid, sizeof(ref.uid), "%s", jsonx_at(live, "metadata", "uid"));

@@ -85,21 +85,13 @@ applied_already(const struct dispatch_target *t, json_t *obj, int generation)
 static void
 apply(struct ujob *u, const struct dispatch_target *t)
 {
-	struct dispatch_job dj;
 	struct kube_ref ref;
 	struct err e = { 0 };
 	json_t *obj;
 	bool upgrade = json_is_true(json_object_get(u->update, "upgrade"));
 
-	memset(&dj, 0, sizeof(dj));
-	snprintf(dj.id, sizeof(dj.id), "%s", u->id);
-	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", u->cluster_id);
-	snprintf(dj.environment, sizeof(dj.environment), "%s", u->environment);
-	snprintf(dj.queue, sizeof(dj.queue), "%s", u->queue);
-	dj.attempt = u->attempt;
-	dj.spec = u->spec;
-	dj.placement = u->placement;
-	obj = dispatch_render(&dj, t, &e);
+	obj = dispatch_render_for(t, u->id, u->environment, u->queue, u->attempt, u->spec,
+	    u->placement, &e);
 	if (obj != NULL) {
 		json_t *md = json_object_get(obj, "metadata");
 

@@ -89,29 +89,8 @@ csh_count_phase(json_t *items, const char *phase)
 	return n;
 }
 
-/* Whether cluster has an event with reason whose involved object name starts with who. */
-static inline bool
-csh_has_event(struct csh *h, const char *cluster, const char *who, const char *reason)
-{
-	struct csh_resp r = csh_kube(h, cluster, "GET", "/api/v1/namespaces/default/events",
-	    NULL, NULL);
-	bool found = false;
-	size_t i;
-	json_t *e;
-
-	json_array_foreach(json_object_get(r.json, "items"), i, e) {
-		const char *n = json_string_value(json_object_get(json_object_get(e,
-		    "involvedObject"), "name"));
-
-		if (n && strncmp(n, who, strlen(who)) == 0 &&
-		    strcmp(json_string_value(json_object_get(e, "reason")), reason) == 0)
-			found = true;
-	}
-	csh_resp_free(&r);
-	return found;
-}
-
-/* The message of the latest event with reason about a pod named who* (malloc'd), or NULL. */
+/* The message of the latest event with reason about an object named who* (malloc'd, "" for
+ * an event without one), or NULL when there is none. */
 static inline char *
 csh_event_message(struct csh *h, const char *cluster, const char *who, const char *reason)
 {
@@ -124,15 +103,27 @@ csh_event_message(struct csh *h, const char *cluster, const char *who, const cha
 	json_array_foreach(json_object_get(r.json, "items"), i, e) {
 		const char *n = json_string_value(json_object_get(json_object_get(e,
 		    "involvedObject"), "name"));
+		const char *m = json_string_value(json_object_get(e, "message"));
 
 		if (n && strncmp(n, who, strlen(who)) == 0 &&
 		    strcmp(json_string_value(json_object_get(e, "reason")), reason) == 0) {
 			free(out);
-			out = strdup(json_string_value(json_object_get(e, "message")));
+			out = strdup(m ? m : "");
 		}
 	}
 	csh_resp_free(&r);
 	return out;
+}
+
+/* Whether cluster has an event with reason whose involved object name starts with who. */
+static inline bool
+csh_has_event(struct csh *h, const char *cluster, const char *who, const char *reason)
+{
+	char *m = csh_event_message(h, cluster, who, reason);
+	bool found = m != NULL;
+
+	free(m);
+	return found;
 }
 
 struct csh_want {

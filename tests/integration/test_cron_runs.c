@@ -231,6 +231,15 @@ run_worker_node(const char *id, char *node, size_t n)
 	free(ns);
 }
 
+/* The node of job id's first worker allocation (malloc'd, "" when none). */
+static char *
+worker_node(const char *id)
+{
+	return harness_sql_str("SELECT coalesce((SELECT a->>'node' FROM jsonb_array_elements("
+	    "placement->'allocs') a WHERE (a->>'group')::int = 1 LIMIT 1), '') FROM jobs WHERE"
+	    " id = '%s'", id);
+}
+
 /* A run is placed when it starts, against the capacity of that moment: the nodes the cron
  * was admitted on are taken by another job between runs, and the next run still runs, on
  * the other node (before: every run was pinned to the cron's admission nodes and stayed
@@ -254,9 +263,7 @@ test_run_placed(void **state)
 	snprintf(cid, sizeof(cid), "%s", harness_js(harness_post_created(R.oper, "/v1/jobs", b),
 	    "id"));
 	json_decref(harness_job_wait(R.admin, cid, "running", 0, 60));
-	s = harness_sql_str("SELECT coalesce((SELECT a->>'node' FROM jsonb_array_elements("
-	    "placement->'allocs') a WHERE (a->>'group')::int = 1 LIMIT 1), '') FROM jobs WHERE"
-	    " id = '%s'", cid);
+	s = worker_node(cid);
 	snprintf(node, sizeof(node), "%s", s);
 	free(s);
 	assert_true(node[0] != '\0');
@@ -270,9 +277,7 @@ test_run_placed(void **state)
 	snprintf(bid, sizeof(bid), "%s", harness_js(harness_post_created(R.oper, "/v1/jobs", b),
 	    "id"));
 	json_decref(harness_job_wait(R.admin, bid, "running", 0, 60));
-	s = harness_sql_str("SELECT coalesce((SELECT a->>'node' FROM jsonb_array_elements("
-	    "placement->'allocs') a WHERE (a->>'group')::int = 1 LIMIT 1), '') FROM jobs WHERE"
-	    " id = '%s'", bid);
+	s = worker_node(bid);
 	if (strcmp(s, node) != 0 || harness_job_event_count(cid, "cron.run_started", NULL) != 0)
 		fail_msg("premise: the other job should take the cron's node %s before the "
 		    "first run (it took %s; runs started %ld)", node, s,
