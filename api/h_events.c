@@ -8,8 +8,8 @@
 #include "api/handlers.h"
 #include "api/sse.h"
 #include "core/crypto.h"
-#include "queue/events.h"
-#include "queue/job.h"
+#include "queue/jobs/events.h"
+#include "queue/jobs/job.h"
 
 /* follow=true, or an EventSource-style Accept: text/event-stream, asks for the stream. */
 static bool

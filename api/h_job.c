@@ -5,10 +5,10 @@
 #include "api/crud.h"
 #include "api/handlers.h"
 #include "core/crypto.h"
-#include "queue/explain.h"
-#include "queue/job.h"
-#include "queue/job_update.h"
-#include "queue/job_text.h"
+#include "queue/jobs/explain.h"
+#include "queue/jobs/job.h"
+#include "queue/change/job_update.h"
+#include "queue/jobs/job_text.h"
 
 static const struct crud jobs = {
 	.type = "job", .code = "queue.job_not_found", .noun = "job", .collection = "/v1/jobs",

@@ -3,8 +3,8 @@
 
 #include "api/crud.h"
 #include "api/handlers.h"
-#include "queue/explain.h"
-#include "queue/queue.h"
+#include "queue/jobs/explain.h"
+#include "queue/jobs/queue.h"
 
 static const struct crud queues = {
 	.type = "queue", .code = "queue.not_found", .noun = "queue",

@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "core/migrate.h"
 #include "iam/token.h"
-#include "queue/admit_cache.h"
+#include "queue/jobs/admit_cache.h"
 
 static void
 usage(FILE *f)

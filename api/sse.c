@@ -16,7 +16,7 @@
 #include "core/listen.h"
 #include "core/log.h"
 #include "core/textbuf.h"
-#include "queue/events.h"
+#include "queue/jobs/events.h"
 
 #define RING		8192
 #define FILL_BYTES	(32 * 1024)	/* frames prepared per refill */

@@ -12,7 +12,7 @@
 #include "core/db.h"
 #include "core/err.h"
 #include "core/mono.h"
-#include "queue/scheduler.h"
+#include "queue/sched/scheduler.h"
 
 /* Peak resident set of this process in kB (VmHWM), 0 when unknown. */
 static long

@@ -6,7 +6,7 @@
 #include <time.h>
 
 #include "core/mono.h"
-#include "queue/sched_trace.h"
+#include "bench/sim/sched_trace.h"
 
 static void
 table(const struct sched_trace_config *c, const struct sched_trace_result *r)

@@ -16,7 +16,7 @@
 
 #include <libpq-fe.h>
 
-#include "queue/job.h"
+#include "queue/jobs/job.h"
 #include "tests/integration/harness.h"
 
 static const char *const env_api[] = { "FLEETD_WORKERS=none", NULL };

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "queue/sched.h"
+#include "queue/sched/sched.h"
 
 #define FX_NOW	1000000
 

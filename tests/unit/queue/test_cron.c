@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "queue/cron.h"
+#include "queue/follow/cron.h"
 #include "tests/unit/queue/sched_fixture.h"
 
 /* Children oldest first, written "K" counted and active, "N" new and active, "k" counted

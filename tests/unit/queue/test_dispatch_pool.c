@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "queue/dispatch.h"
+#include "queue/dispatch/dispatch.h"
 
 #define KEYS	10
 #define PER_KEY	100

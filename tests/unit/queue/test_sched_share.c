@@ -6,7 +6,7 @@
 
 #include <jansson.h>
 
-#include "queue/loader.h"
+#include "queue/sched/loader.h"
 
 #define U SCHED_UNSET
 

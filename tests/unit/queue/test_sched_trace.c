@@ -3,7 +3,7 @@
  * and cycle; asserts the fairness targets of bench/trace.sh, which runs the 10,000-job one. */
 #include "sched_fixture.h"
 
-#include "queue/sched_trace.h"
+#include "bench/sim/sched_trace.h"
 
 static void
 small_trace(struct sched_trace_config *c, uint64_t seed)

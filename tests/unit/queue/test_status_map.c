@@ -7,8 +7,8 @@
 
 #include <string.h>
 
-#include "queue/dispatch.h"
-#include "queue/status.h"
+#include "queue/dispatch/dispatch.h"
+#include "queue/follow/status.h"
 
 struct map_case {
 	const char		*kind;

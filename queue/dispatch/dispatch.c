@@ -1,0 +1,995 @@
+/* dispatch: claim admitted jobs (SKIP LOCKED; the claim of a replica that is gone — its
+ * liveness advisory lock released — is taken over once it is DISPATCH_INFLIGHT_S (20 s)
+ * old, beyond an apply's 15 s timeout, so the next claimant's GET sees an apply still in
+ * flight instead of repeating it), apply each to its member cluster outside any
+ * transaction, and record the result in a new transaction. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/listen.h"
+#include "core/log.h"
+#include "providers/kube.h"
+#include "providers/kuberay.h"
+#include "core/textbuf.h"
+#include "core/ticker.h"
+#include "queue/dispatch/dispatch.h"
+#include "queue/jobs/job.h"
+
+#define CLAIM_PER_THREAD	4
+#define IDLE_WAKE_MS		1000
+
+/* first: never claimed in this attempt (the scheduler clears claimed_at and tries; a
+ * retry counts a try; a replica that restarts keeps claimed_at) */
+static const char sql_claim[] =
+    "UPDATE jobs j SET claimed_by = $1, claimed_at = now() FROM queues q,"
+    " (SELECT x.id, x.claimed_at IS NULL AND x.tries = 0 AS first FROM jobs x"
+    "  WHERE x.state = 'admitted' AND x.next_try_at <= now() AND x.cluster_id IS NOT NULL"
+    "  AND (x.claimed_by IS NULL OR x.claimed_at < now() - make_interval(secs => $3::int)"
+    "   OR (x.claimed_at < now() - interval '" DISPATCH_INFLIGHT_S " seconds'"
+    "   AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
+    "    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    "    AND l.classid = $4::int::oid AND l.objid = hashtext(x.claimed_by)::oid"
+    "    AND l.objsubid = 2 AND l.granted)))"
+    "  ORDER BY x.priority DESC, x.enqueued_at FOR UPDATE SKIP LOCKED LIMIT $2::int) s"
+    " WHERE q.id = j.queue_id AND j.id = s.id"
+    " RETURNING j.id, j.attempt, j.cluster_id, j.environment, q.name, j.tries,"
+    " j.spec::text, j.placement::text, s.first, j.priority";
+
+static struct {
+	atomic_ulong	claimed, dispatched, reused, retried, failed, replaced, withdrawn;
+} M;
+
+static void
+count(const struct dispatch_stats *st)
+{
+	atomic_fetch_add(&M.claimed, st->claimed);
+	atomic_fetch_add(&M.dispatched, st->dispatched);
+	atomic_fetch_add(&M.reused, st->reused);
+	atomic_fetch_add(&M.retried, st->retried);
+	atomic_fetch_add(&M.failed, st->failed);
+	atomic_fetch_add(&M.replaced, st->replaced);
+	atomic_fetch_add(&M.withdrawn, st->withdrawn);
+}
+
+/* Claims up to limit jobs for who and commits. *jobs is a new array of heap jobs. */
+static bool
+claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct err *e)
+{
+	char lim[16], lease[16], cls[16];
+	const char *p[4] = { who, lim, lease, cls };
+	PGresult *r = NULL;
+
+	*jobs = NULL;
+	*n = 0;
+	snprintf(lim, sizeof(lim), "%d", limit);
+	snprintf(lease, sizeof(lease), "%d", DISPATCH_LEASE_S);
+	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
+	if (!db_claim(sql_claim, 4, p, &r, e))
+		return false;
+	*jobs = calloc((size_t)PQntuples(r) + 1, sizeof(**jobs));
+	if (*jobs == NULL)
+		abort();
+	for (int i = 0; i < PQntuples(r); i++) {
+		struct dispatch_job *j = calloc(1, sizeof(*j));
+
+		if (j == NULL)
+			abort();
+		snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, i, 0));
+		j->attempt = atoi(PQgetvalue(r, i, 1));
+		snprintf(j->cluster_id, sizeof(j->cluster_id), "%s", PQgetvalue(r, i, 2));
+		snprintf(j->environment, sizeof(j->environment), "%s", PQgetvalue(r, i, 3));
+		snprintf(j->queue, sizeof(j->queue), "%s", PQgetvalue(r, i, 4));
+		j->tries = atoi(PQgetvalue(r, i, 5));
+		j->spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+		j->placement = json_loads(PQgetvalue(r, i, 7), 0, NULL);
+		j->first = PQgetvalue(r, i, 8)[0] == 't';
+		j->priority = atoi(PQgetvalue(r, i, 9));
+		(*jobs)[(*n)++] = j;
+	}
+	PQclear(r);
+	return true;
+}
+
+/* ---- recording */
+
+struct outcome {
+	const struct dispatch_job	*j;
+	const struct dispatch_target	*t;
+	const char			*who;
+	json_t				*manifest;
+	struct kube_ref			 ref;
+	bool				 reused;
+};
+
+/* admitted -> dispatched when the job is still this claim's: *mine false otherwise (and
+ * nothing written).  False only on a database error. */
+static bool
+record_row(struct db *c, const struct outcome *o, bool *mine, struct err *e)
+{
+	static const char sql[] = "UPDATE jobs SET object_name = $3, object_uid = $4,"
+	    " object_rv = $5, manifest = $6::jsonb, dispatched_at = now(), claimed_by = NULL,"
+	    " claimed_at = NULL, tries = 0, next_try_at = now()"
+	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int"
+	    " AND claimed_by = $7 AND NOT cancel_requested RETURNING id";
+	json_t *md = json_object_get(o->manifest, "metadata"), *data;
+	const char *name = json_string_value(json_object_get(md, "name")),
+	    *ns = json_string_value(json_object_get(md, "namespace"));
+	char at[16], *ms = json_dumps(o->manifest, JSON_COMPACT), reason[160];
+	const char *p[7] = { o->j->id, at, name, o->ref.uid, o->ref.resource_version, ms,
+	    o->who };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	*mine = false;
+	snprintf(at, sizeof(at), "%d", o->j->attempt);
+	if (!db_exec(c, sql, 7, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 0) {
+		ok = true;
+		goto cleanup;
+	}
+	snprintf(reason, sizeof(reason), "applied to %s", o->t->name);
+	data = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "cluster", o->t->name, "namespace",
+	    ns ? ns : "", "object", name ? name : "", "kind",
+	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
+	    "reused", o->reused);
+	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e);
+	json_decref(data);
+	*mine = ok;
+cleanup:
+	PQclear(r);
+	free(ms);
+	return ok;
+}
+
+/* record_row in a transaction of its own; "dispatch.changed" when not this claim's. */
+static bool
+record_tx(struct db *c, void *arg, struct err *e)
+{
+	struct outcome *o = arg;
+	bool mine;
+
+	if (!record_row(c, o, &mine, e))
+		return false;
+	if (!mine)
+		return err_set(e, 409, "dispatch.changed", "the job changed while it was applied");
+	return db_notify(c, "fleet_status", "", e);
+}
+
+/* Transient failure: release the claim and try later, or place again after too many. */
+static void
+retry_later(const char *who, const struct dispatch_job *j, const struct err *why,
+    struct dispatch_stats *st)
+{
+	static const char sql[] = "UPDATE jobs SET claimed_by = NULL, claimed_at = NULL,"
+	    " tries = tries + 1, next_try_at = now() + make_interval(secs =>"
+	    " least(power(2, tries), 60) * (0.75 + random() / 2))"
+	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int AND claimed_by = $3"
+	    " RETURNING tries";
+	char at[16], msg[800];
+	const char *p[3] = { j->id, at, who };
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	json_t *data;
+
+	snprintf(at, sizeof(at), "%d", j->attempt);
+	snprintf(msg, sizeof(msg), "%s%s%s", why->msg, why->detail[0] ? ": " : "", why->detail);
+	data = json_pack("{s:s, s:i}", "code", why->code, "status", why->status);
+	if ((c = db_acquire(5000, &e)) == NULL)
+		goto cleanup;
+	if (!db_begin(c, &e) || !db_exec(c, sql, 3, p, &r, &e) || PQntuples(r) == 0) {
+		db_rollback(c);
+		goto cleanup;
+	}
+	if (atoi(PQgetvalue(r, 0, 0)) >= DISPATCH_MAX_TRIES) {
+		char reason[1000];
+
+		snprintf(reason, sizeof(reason), "the cluster did not take the job after %d tries "
+		    "(%s); placing it again", DISPATCH_MAX_TRIES, msg);
+		if (!job_transition(c, j->id, "admitted", "pending", reason, data, &e))
+			goto fail;
+		st->replaced++;
+	} else {
+		if (!job_event(c, j->id, "dispatch_retry", msg, data, &e))
+			goto fail;
+		st->retried++;
+	}
+	if (db_commit(c, &e))
+		goto cleanup;
+fail:
+	db_rollback(c);
+cleanup:
+	if (e.status != 0)
+		log_warn(NULL, "dispatch", "cannot record a retry", "{s:s, s:s}", "job", j->id,
+		    "error", e.msg);
+	json_decref(data);
+	PQclear(r);
+	db_release(c);
+}
+
+/* Permanent refusal (422, unrenderable): the job fails with the cluster's message. */
+static void
+fail_job(const char *who, const struct dispatch_job *j, const struct err *why,
+    struct dispatch_stats *st)
+{
+	static const char sql[] = "UPDATE jobs SET claimed_by = NULL, claimed_at = NULL"
+	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int AND claimed_by = $3"
+	    " RETURNING id";
+	char at[16], reason[800];
+	const char *p[3] = { j->id, at, who };
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	json_t *data = json_pack("{s:s, s:i, s:s}", "code", why->code, "status", why->status,
+	    "message", why->detail[0] ? why->detail : why->msg);
+
+	snprintf(at, sizeof(at), "%d", j->attempt);
+	snprintf(reason, sizeof(reason), "%s%s%s", why->msg, why->detail[0] ? ": " : "",
+	    why->detail);
+	if ((c = db_acquire(5000, &e)) != NULL) {
+		if (db_begin(c, &e) && db_exec(c, sql, 3, p, &r, &e) && PQntuples(r) == 1 &&
+		    job_transition(c, j->id, "admitted", "failed", reason, data, &e) &&
+		    db_commit(c, &e))
+			st->failed++;
+		else
+			db_rollback(c);
+	}
+	if (e.status != 0)
+		log_warn(NULL, "dispatch", "cannot record a failure", "{s:s, s:s}", "job", j->id,
+		    "error", e.msg);
+	json_decref(data);
+	PQclear(r);
+	db_release(c);
+}
+
+/* After a failed record: what is the job now?  Deletes the object unless the job is
+ * this attempt on its way (claimable again, or recorded by another replica). */
+static void
+after_changed(const struct outcome *o, struct dispatch_stats *st)
+{
+	static const char sql[] = "SELECT state, attempt, coalesce(cluster_id::text, ''),"
+	    " coalesce(object_name, '') FROM jobs WHERE id = $1::uuid";
+	const char *p[1] = { o->j->id };
+	const char *mine = json_string_value(json_object_get(json_object_get(o->manifest,
+	    "metadata"), "name"));
+	json_t *md = json_object_get(o->manifest, "metadata");
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	bool keep = true, existed = false;
+
+	if ((c = db_acquire(5000, &e)) == NULL || !db_exec(c, sql, 1, p, &r, &e))
+		goto cleanup;	/* cannot tell: the next claim finds the object */
+	if (PQntuples(r) == 1) {
+		const char *state = PQgetvalue(r, 0, 0);
+
+		bool live = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0 ||
+		    strcmp(state, "running") == 0;
+
+		keep = (atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (live ||
+		    strcmp(state, "succeeded") == 0)) ||
+		    /* a RayService's later attempt on this cluster owns the same object */
+		    (live && strcmp(PQgetvalue(r, 0, 2), o->t->id) == 0 && mine != NULL &&
+		    (strcmp(state, "admitted") == 0 || strcmp(PQgetvalue(r, 0, 3), mine) == 0) &&
+		    strcmp(json_string_value(json_object_get(o->manifest, "kind")),
+		    "RayService") == 0);
+	} else {
+		keep = false;
+	}
+	if (keep || !kube_delete_object(&o->t->pc, "ray.io/v1",
+	    json_string_value(json_object_get(o->manifest, "kind")),
+	    json_string_value(json_object_get(md, "namespace")),
+	    json_string_value(json_object_get(md, "name")), &existed, &e))
+		goto cleanup;
+	dispatch_signal_delete_for(&o->t->pc, o->manifest, "dispatch");
+	st->withdrawn++;
+	if (PQntuples(r) == 1) {
+		json_t *d = json_pack("{s:s, s:s, s:b}", "cluster", o->t->name, "object",
+		    json_string_value(json_object_get(md, "name")), "existed", existed);
+
+		job_event(c, o->j->id, "withdrawn", "the job changed while it was applied; the "
+		    "object was deleted", d, &e);
+		json_decref(d);
+	}
+cleanup:
+	if (e.status != 0)
+		log_warn(NULL, "dispatch", "cannot settle a changed job", "{s:s, s:s}", "job",
+		    o->j->id, "error", e.msg);
+	PQclear(r);
+	db_release(c);
+}
+
+/* ---- applying */
+
+static pthread_mutex_t ns_mu = PTHREAD_MUTEX_INITIALIZER;
+static json_t *ns_known;	/* "cluster/ns" -> true */
+
+static bool
+ns_ensure(const struct dispatch_target *t, const char *ns, struct err *e)
+{
+	char key[200];
+	bool known;
+
+	snprintf(key, sizeof(key), "%s/%s", t->id, ns);
+	pthread_mutex_lock(&ns_mu);
+	if (ns_known == NULL)
+		ns_known = json_object();
+	known = json_object_get(ns_known, key) != NULL;
+	pthread_mutex_unlock(&ns_mu);
+	if (known)
+		return true;
+	if (!kube_ensure_namespace(&t->pc, ns, e))
+		return false;
+	pthread_mutex_lock(&ns_mu);
+	json_object_set_new(ns_known, key, json_true());
+	pthread_mutex_unlock(&ns_mu);
+	return true;
+}
+
+static void
+ns_forget(const struct dispatch_target *t, const char *ns)
+{
+	char key[200];
+
+	snprintf(key, sizeof(key), "%s/%s", t->id, ns);
+	pthread_mutex_lock(&ns_mu);
+	json_object_del(ns_known, key);
+	pthread_mutex_unlock(&ns_mu);
+}
+
+
+/* The LocalQueue (and WorkloadPriorityClass) the manifest's Kueue labels name, server-side
+ * applied (field manager fleetd, idempotent) before each Ray object that names them:
+ * Kueue leaves a job whose LocalQueue is missing inadmissible, and a LocalQueue deleted
+ * on the member meanwhile must come back with the next job (no per-process "already
+ * applied" cache).  seen (may be NULL): the objects applied by this batch already, so
+ * a batch of one queue's jobs applies them once. */
+static bool
+kueue_ensure(const struct dispatch_job *j, const struct dispatch_target *t,
+    const json_t *manifest, json_t *seen, struct err *e)
+{
+	json_t *objs, *o, *todo = NULL;
+	size_t i;
+	bool ok = true;
+
+	if (strcmp(t->batch_scheduler, "kueue") != 0)
+		return true;
+	if ((objs = kuberay_kueue_objects(manifest, t->kueue_cluster_queue, j->priority, e)) ==
+	    NULL)
+		return false;
+	todo = json_array();
+	json_array_foreach(objs, i, o) {
+		char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+
+		if (seen == NULL || spec == NULL || json_object_get(seen, spec) == NULL)
+			json_array_append(todo, o);
+		free(spec);
+	}
+	if (json_array_size(todo) > 0 && (ok = kube_apply_all(&t->pc, todo, e)) && seen != NULL)
+		json_array_foreach(todo, i, o) {
+			char *spec = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+
+			if (spec != NULL)
+				json_object_set_new(seen, spec, json_true());
+			free(spec);
+		}
+	json_decref(todo);
+	json_decref(objs);
+	return ok;
+}
+
+static bool
+permanent(const struct err *e)
+{
+	return e->status == 422 || e->status == 400;
+}
+
+/* Exactly once per attempt: an object of this attempt that is already there (a replica
+ * died between apply and record) is taken as applied.  True when o->ref is filled. */
+static bool
+apply_once(struct outcome *o, struct err *e)
+{
+	json_t *md = json_object_get(o->manifest, "metadata"), *live = NULL;
+	const char *kind = json_string_value(json_object_get(o->manifest, "kind")),
+	    *ns = json_string_value(json_object_get(md, "namespace")),
+	    *name = json_string_value(json_object_get(md, "name"));
+	char at[16];
+	bool ok = false;
+
+	snprintf(at, sizeof(at), "%d", o->j->attempt);
+	if (!ns_ensure(o->t, ns, e))
+		return false;
+	if (!kueue_ensure(o->j, o->t, o->manifest, NULL, e)) {
+		if (e->status == 404)
+			ns_forget(o->t, ns);
+		return false;
+	}
+	/* CONTRACTS.md: the signal ConfigMap, the pods' service account and its Role and
+	 * RoleBinding exist before the Ray object of the attempt (idempotent apply) */
+	if (!dispatch_signal_apply(o->j, o->t, NULL, false, e))
+		return false;
+	/* The attempt's first claim skips the GET: nothing of it can be there yet. */
+	if (!o->j->first && kube_get_object(&o->t->pc, "ray.io/v1", kind, ns, name, &live, e)) {
+		json_t *lmd = json_object_get(live, "metadata");
+		const char *la = json_string_value(json_object_get(json_object_get(lmd,
+		    "annotations"), "fleet.io/attempt")),
+		    *uid = json_string_value(json_object_get(lmd, "uid")),
+		    *rv = json_string_value(json_object_get(lmd, "resourceVersion"));
+
+		if (la != NULL && strcmp(la, at) == 0 && uid != NULL) {
+			snprintf(o->ref.uid, sizeof(o->ref.uid), "%s", uid);
+			snprintf(o->ref.resource_version, sizeof(o->ref.resource_version), "%s",
+			    rv ? rv : "");
+			o->reused = true;
+			ok = true;
+			goto cleanup;
+		}
+	} else if (!o->j->first && e->status != 404) {
+		goto cleanup;
+	}
+	err_clear(e);
+	ok = kube_apply(&o->t->pc, o->manifest, &o->ref, NULL, e);
+	if (!ok && e->status == 404)
+		ns_forget(o->t, ns);	/* the namespace went away: create it next time */
+cleanup:
+	json_decref(live);
+	return ok;
+}
+
+/* Deletes the object of the previous attempt (suspended at preemption, or left by a
+ * withdrawal) on the cluster it was placed on — unless it is the object just applied: a
+ * RayService keeps its name across attempts, so on the same cluster the previous attempt's
+ * object is this one, re-applied (its serve Service stays) — and that attempt's
+ * checkpoint-signal objects (always: their names carry the attempt). */
+static void
+delete_previous(const struct dispatch_job *j, const json_t *manifest)
+{
+	static const char sql[] = "SELECT cluster_id::text FROM placements WHERE job_id ="
+	    " $1::uuid AND attempt = $2::int AND cluster_id IS NOT NULL ORDER BY id DESC LIMIT 1";
+	const char *kind = json_string_value(json_object_get(manifest, "kind")),
+	    *ns = json_string_value(json_object_get(json_object_get(manifest, "metadata"),
+	    "namespace")), *sname = json_string_value(json_object_get(j->spec, "name"));
+	struct dispatch_target *t = NULL;
+	char at[16], name[64];
+	const char *p[2] = { j->id, at };
+	struct err e = { 0 };
+	struct db *c;
+	PGresult *r = NULL;
+	int k;
+
+	for (k = 0; k < 4 && strcmp(jobspec_kind_name((enum jobspec_kind)k), kind) != 0; k++)
+		;
+	snprintf(at, sizeof(at), "%d", j->attempt - 1);
+	if (j->attempt < 2 || k == 4 || sname == NULL || !kuberay_object_name(
+	    (enum jobspec_kind)k, sname, j->id, j->attempt - 1, name, sizeof(name)))
+		return;
+	if ((c = db_acquire(5000, &e)) == NULL)
+		return;
+	if (db_exec(c, sql, 2, p, &r, &e) && PQntuples(r) == 1)
+		dispatch_target_load(c, PQgetvalue(r, 0, 0), &t, &e);
+	db_release(c);
+	if (t == NULL)
+		goto cleanup;
+	/* the previous attempt's signal objects go either way: this attempt has its own */
+	if (!(strcmp(t->id, j->cluster_id) == 0 && strcmp(name, json_string_value(
+	    json_object_get(json_object_get(manifest, "metadata"), "name"))) == 0) &&
+	    !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e))
+		log_warn(NULL, "dispatch", "cannot delete the previous attempt", "{s:s, s:s, s:s}",
+		    "job", j->id, "object", name, "error", e.msg);
+	else if (!dispatch_signal_delete(&t->pc, ns, j->id, j->attempt - 1, &e))
+		log_warn(NULL, "dispatch", "cannot delete the previous attempt's signal objects",
+		    "{s:s, s:s}", "job", j->id, "error", e.msg);
+cleanup:
+	PQclear(r);
+	dispatch_target_free(t);
+}
+
+/* A user image that looks like a CPU build on NVIDIA workers: a warning in the job's events
+ * (once per attempt); cloudsim, like a real node, crash-loops such pods. */
+static void
+warn_image(const struct dispatch_job *j)
+{
+	struct job_spec s;
+	struct err e = { 0 };
+	struct db *c;
+	char msg[512];
+
+	memset(&s, 0, sizeof(s));
+	if (!jobspec_from_json(j->spec, &s, &e))
+		return;
+	if (kuberay_image_warning(&s, msg, sizeof(msg)) && (c = db_acquire(5000, &e)) != NULL) {
+		json_t *d = json_pack("{s:s}", "image", s.image);
+
+		if (!dispatch_event_once(c, j->id, j->attempt, "warning", "image_cpu_build", msg, d,
+		    &e))
+			log_warn(NULL, "dispatch", "cannot record the image warning", "{s:s}", "job",
+			    j->id);
+		json_decref(d);
+		db_release(c);
+	}
+	jobspec_cleanup(&s);
+}
+
+void
+dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
+{
+	struct outcome o;
+	struct dispatch_target *t = NULL;
+	struct err e = { 0 };
+	struct db *c;
+	bool ok;
+
+	memset(&o, 0, sizeof(o));
+	o.j = j;
+	o.who = who;
+	if ((c = db_acquire(5000, &e)) == NULL) {
+		retry_later(who, j, &e, st);
+		return;
+	}
+	ok = dispatch_target_load(c, j->cluster_id, &t, &e);
+	db_release(c);
+	if (!ok) {
+		(e.status == 404 ? fail_job : retry_later)(who, j, &e, st);
+		return;
+	}
+	o.t = t;
+	if (j->spec == NULL || j->placement == NULL)
+		err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
+	else
+		o.manifest = dispatch_render(j, t, &e);
+	if (o.manifest == NULL) {
+		fail_job(who, j, &e, st);
+	} else if (!apply_once(&o, &e)) {
+		(permanent(&e) ? fail_job : retry_later)(who, j, &e, st);
+	} else if (!db_tx(record_tx, &o, &e)) {
+		if (strcmp(e.code, "dispatch.changed") == 0)
+			after_changed(&o, st);
+		else
+			retry_later(who, j, &e, st);	/* the next try finds the object */
+	} else {
+		st->dispatched++;
+		st->reused += o.reused;
+		delete_previous(j, o.manifest);
+		warn_image(j);
+	}
+	json_decref(o.manifest);
+	dispatch_target_free(t);
+}
+
+/* ---- many jobs of one cluster at once */
+
+static size_t *
+grow_idx(size_t *p, size_t *cap, size_t need)
+{
+	if (need <= *cap)
+		return p;
+	*cap = need < 16 ? 16 : 2 * need;
+	if ((p = realloc(p, *cap * sizeof(*p))) == NULL)
+		abort();
+	return p;
+}
+
+struct many {
+	struct outcome	*o;
+	size_t		 n;
+	unsigned char	*state;		/* enum many_state per job */
+};
+
+enum many_state { M_LIVE, M_DONE, M_APPLIED, M_RECORDED, M_CHANGED };
+
+/* Records every applied job of the batch in one transaction. */
+static bool
+record_many_tx(struct db *c, void *arg, struct err *e)
+{
+	struct many *mb = arg;
+	bool any = false;
+
+	for (size_t i = 0; i < mb->n; i++) {
+		bool mine;
+
+		if (mb->state[i] == M_RECORDED || mb->state[i] == M_CHANGED)
+			mb->state[i] = M_APPLIED;	/* a retried transaction starts over */
+		if (mb->state[i] != M_APPLIED)
+			continue;
+		if (!record_row(c, &mb->o[i], &mine, e))
+			return false;
+		mb->state[i] = mine ? M_RECORDED : M_CHANGED;
+		any |= mine;
+	}
+	return !any || db_notify(c, "fleet_status", "", e);
+}
+
+/* Job i of the batch failed with e: failed for good or retried later, like dispatch_one. */
+static void
+many_fail(struct many *mb, size_t i, const struct err *e, bool permanent_only,
+    struct dispatch_stats *st)
+{
+	const struct outcome *o = &mb->o[i];
+
+	if (permanent_only || permanent(e))
+		fail_job(o->who, o->j, e, st);
+	else
+		retry_later(o->who, o->j, e, st);
+	mb->state[i] = M_DONE;
+}
+
+/* The GET of dispatch_one for a job claimed before in this attempt: its object may be
+ * there already (a replica died between apply and record).  False on a failed GET. */
+static bool
+many_reuse(struct outcome *o, struct err *e)
+{
+	json_t *md = json_object_get(o->manifest, "metadata"), *live = NULL, *lmd;
+	const char *la, *uid, *rv;
+	char at[16];
+
+	snprintf(at, sizeof(at), "%d", o->j->attempt);
+	if (!kube_get_object(&o->t->pc, "ray.io/v1",
+	    json_string_value(json_object_get(o->manifest, "kind")),
+	    json_string_value(json_object_get(md, "namespace")),
+	    json_string_value(json_object_get(md, "name")), &live, e)) {
+		if (e->status != 404)
+			return false;
+		err_clear(e);
+		return true;
+	}
+	lmd = json_object_get(live, "metadata");
+	la = json_string_value(json_object_get(json_object_get(lmd, "annotations"),
+	    "fleet.io/attempt"));
+	uid = json_string_value(json_object_get(lmd, "uid"));
+	rv = json_string_value(json_object_get(lmd, "resourceVersion"));
+	if (la != NULL && strcmp(la, at) == 0 && uid != NULL) {
+		snprintf(o->ref.uid, sizeof(o->ref.uid), "%s", uid);
+		snprintf(o->ref.resource_version, sizeof(o->ref.resource_version), "%s",
+		    rv ? rv : "");
+		o->reused = true;
+	}
+	json_decref(live);
+	return true;
+}
+
+void
+dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct dispatch_stats *st)
+{
+	struct many mb = { 0 };
+	struct dispatch_target *t = NULL;
+	struct err e = { 0 }, *errs = NULL;
+	struct kube_ref *refs = NULL;
+	json_t *sig = json_array(), *ray = json_array(), *kueue_seen = json_object();
+	size_t *owner = NULL, cap = 0, i, k;
+	struct db *c;
+	bool ok;
+
+	if (n == 0)
+		goto cleanup;
+	if (n == 1) {
+		dispatch_one(who, jobs[0], st);
+		goto cleanup;
+	}
+	mb.n = n;
+	mb.o = calloc(n, sizeof(*mb.o));
+	mb.state = calloc(n, 1);
+	if (mb.o == NULL || mb.state == NULL || sig == NULL || ray == NULL)
+		abort();
+	for (i = 0; i < n; i++) {
+		mb.o[i].j = jobs[i];
+		mb.o[i].who = who;
+	}
+	if ((c = db_acquire(5000, &e)) == NULL) {
+		for (i = 0; i < n; i++)
+			many_fail(&mb, i, &e, false, st);
+		goto cleanup;
+	}
+	ok = dispatch_target_load(c, jobs[0]->cluster_id, &t, &e);
+	db_release(c);
+	for (i = 0; i < n && !ok; i++)
+		(e.status == 404 ? fail_job : retry_later)(who, jobs[i], &e, st);
+	if (!ok)
+		goto cleanup;
+	/* render each job and its signal objects (CONTRACTS.md: ServiceAccount, ConfigMap,
+	 * Role, RoleBinding before the Ray object of the attempt) */
+	for (i = 0; i < n; i++) {
+		struct outcome *o = &mb.o[i];
+		json_t *objs, *obj;
+		size_t x;
+
+		o->t = t;
+		err_clear(&e);
+		if (o->j->spec == NULL || o->j->placement == NULL)
+			err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
+		else
+			o->manifest = dispatch_render(o->j, t, &e);
+		if (o->manifest == NULL) {
+			many_fail(&mb, i, &e, true, st);
+			continue;
+		}
+		/* the job's LocalQueue (once per batch) before it */
+		if (!ns_ensure(t, json_string_value(json_object_get(json_object_get(o->manifest,
+		    "metadata"), "namespace")), &e) ||
+		    !kueue_ensure(o->j, t, o->manifest, kueue_seen, &e) ||
+		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
+			if (e.status == 404)
+				ns_forget(t, json_string_value(json_object_get(json_object_get(
+				    o->manifest, "metadata"), "namespace")));
+			many_fail(&mb, i, &e, false, st);
+			continue;
+		}
+		if (json_is_object(objs))
+			objs = json_pack("[o]", objs);
+		json_array_foreach(objs, x, obj) {
+			owner = grow_idx(owner, &cap, json_array_size(sig) + 1);
+			owner[json_array_size(sig)] = i;
+			json_array_append(sig, obj);
+		}
+		json_decref(objs);
+	}
+	/* one round of concurrent applies for every signal object of the batch */
+	k = json_array_size(sig);
+	refs = calloc(k + n + 1, sizeof(*refs));
+	errs = calloc(k + n + 1, sizeof(*errs));
+	if (refs == NULL || errs == NULL)
+		abort();
+	if (k > 0)	/* only their errors count: their answers are not parsed */
+		kube_apply_each(&t->pc, sig, NULL, errs);
+	for (i = 0; i < k; i++)
+		if (errs[i].status != 0 && mb.state[owner[i]] == M_LIVE)
+			many_fail(&mb, owner[i], &errs[i], false, st);
+	/* a job claimed before in this attempt may find its object there (exactly once) */
+	for (i = 0; i < n; i++) {
+		if (mb.state[i] != M_LIVE || jobs[i]->first)
+			continue;
+		err_clear(&e);
+		if (!many_reuse(&mb.o[i], &e))
+			many_fail(&mb, i, &e, false, st);
+		else if (mb.o[i].reused)
+			mb.state[i] = M_APPLIED;
+	}
+	/* and one round for the Ray objects */
+	owner = grow_idx(owner, &cap, n);
+	for (i = 0, k = 0; i < n; i++)
+		if (mb.state[i] == M_LIVE) {
+			owner[k++] = i;
+			json_array_append(ray, mb.o[i].manifest);
+		}
+	if (k > 0)
+		kube_apply_each(&t->pc, ray, refs, errs);
+	for (i = 0; i < k; i++) {
+		struct outcome *o = &mb.o[owner[i]];
+
+		if (errs[i].status != 0) {
+			if (errs[i].status == 404)	/* the namespace went away */
+				ns_forget(t, json_string_value(json_object_get(json_object_get(
+				    o->manifest, "metadata"), "namespace")));
+			many_fail(&mb, owner[i], &errs[i], false, st);
+			continue;
+		}
+		o->ref = refs[i];
+		mb.state[owner[i]] = M_APPLIED;
+	}
+	/* one transaction records them all; if it fails, each on its own as dispatch_one */
+	err_clear(&e);
+	if (!db_tx(record_many_tx, &mb, &e)) {
+		for (i = 0; i < n; i++) {
+			if (mb.state[i] != M_APPLIED && mb.state[i] != M_RECORDED &&
+			    mb.state[i] != M_CHANGED)
+				continue;
+			err_clear(&e);
+			if (db_tx(record_tx, &mb.o[i], &e))
+				mb.state[i] = M_RECORDED;
+			else if (strcmp(e.code, "dispatch.changed") == 0)
+				mb.state[i] = M_CHANGED;
+			else
+				many_fail(&mb, i, &e, false, st);	/* the next try finds the object */
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (mb.state[i] == M_CHANGED) {
+			after_changed(&mb.o[i], st);
+		} else if (mb.state[i] == M_RECORDED) {
+			st->dispatched++;
+			st->reused += mb.o[i].reused;
+			delete_previous(jobs[i], mb.o[i].manifest);
+			warn_image(jobs[i]);
+		}
+	}
+cleanup:
+	for (i = 0; mb.o != NULL && i < n; i++)
+		json_decref(mb.o[i].manifest);
+	free(mb.o);
+	free(mb.state);
+	free(owner);
+	free(refs);
+	free(errs);
+	json_decref(sig);
+	json_decref(ray);
+	json_decref(kueue_seen);
+	dispatch_target_free(t);
+}
+
+/* ---- the loop */
+
+#define BATCH_MAX	32	/* claimed jobs of one cluster per task */
+
+static struct {
+	bool			 started;
+	PGconn			*conn;		/* the loop's: LISTEN and the liveness lock */
+	struct dispatch_pool	*pool;
+	atomic_size_t		 inflight;	/* claimed jobs queued or being applied */
+} S;
+
+struct batch {
+	struct dispatch_job	*jobs[BATCH_MAX];
+	size_t			 n;
+};
+
+static void
+task_drop(void *arg)
+{
+	struct batch *b = arg;
+
+	for (size_t i = 0; i < b->n; i++)
+		dispatch_job_free(b->jobs[i]);
+	atomic_fetch_sub(&S.inflight, b->n);
+	free(b);
+}
+
+static void
+task_run(void *arg)
+{
+	struct batch *b = arg;
+	struct dispatch_stats st = { 0 };
+
+	dispatch_many(cfg.instance_id, b->jobs, b->n, &st);
+	count(&st);
+	task_drop(b);
+}
+
+/* Hands the claimed jobs to the pool, one task per cluster (BATCH_MAX jobs at most). */
+static void
+queue_jobs(struct dispatch_job **jobs, size_t n)
+{
+	atomic_fetch_add(&S.inflight, n);
+	for (size_t i = 0; i < n; i++) {
+		struct batch *b;
+
+		if (jobs[i] == NULL)
+			continue;
+		if ((b = calloc(1, sizeof(*b))) == NULL)
+			abort();
+		for (size_t k = i; k < n && b->n < BATCH_MAX; k++)
+			if (jobs[k] != NULL && strcmp(jobs[k]->cluster_id, jobs[i]->cluster_id) == 0) {
+				b->jobs[b->n++] = jobs[k];
+				if (k != i)
+					jobs[k] = NULL;
+			}
+		dispatch_pool_add(S.pool, b->jobs[0]->cluster_id, task_run, task_drop, b);
+		jobs[i] = NULL;
+	}
+}
+
+/* The loop's connection: LISTEN fleet_dispatch and hold this replica's liveness lock. */
+static PGconn *
+loop_connect(void)
+{
+	PGconn *c = listen_open(cfg.database_url, "fleet_dispatch");
+	char cls[16];
+	const char *p[2] = { cls, cfg.instance_id };
+	bool ok;
+
+	if (c == NULL)
+		return NULL;
+	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
+	ok = listen_exec(c, "SELECT pg_advisory_lock($1::int, hashtext($2))", 2, p,
+	    PGRES_TUPLES_OK);
+	if (ok) {
+		/* A replica restarted under the same name holds its old claims' lock again:
+		 * release them, or they would wait for the lease. */
+		const char *q[1] = { cfg.instance_id };
+
+		ok = listen_exec(c, "UPDATE jobs SET claimed_by = NULL, next_try_at ="
+		    " greatest(next_try_at, claimed_at + interval '" DISPATCH_INFLIGHT_S
+		    " seconds') WHERE claimed_by = $1 AND state = 'admitted'", 1, q,
+		    PGRES_COMMAND_OK);
+	}
+	if (!ok) {
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* One round of the loop (core/ticker): claim what the pool has room for, hand it out,
+ * and wait on the loop's LISTEN connection for a NOTIFY (a short wait while claims fill
+ * the room, else IDLE_WAKE_MS); the ticker's own wait is 0, or 1 s without a connection. */
+static void
+round_once(void)
+{
+	int threads = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
+	int cap = threads * CLAIM_PER_THREAD, room;
+	struct dispatch_job **jobs = NULL;
+	struct err e = { 0 };
+	size_t n = 0;
+
+	if (S.conn == NULL || PQstatus(S.conn) != CONNECTION_OK) {
+		if (S.conn != NULL)
+			PQfinish(S.conn);
+		if ((S.conn = loop_connect()) == NULL)
+			return;
+	}
+	room = cap - (int)atomic_load(&S.inflight);
+	if (room > 0 && !claim(cfg.instance_id, room, &jobs, &n, &e))
+		log_warn(NULL, "dispatch", "claim failed", "{s:s}", "error", e.msg);
+	queue_jobs(jobs, n);
+	free(jobs);
+	atomic_fetch_add(&M.claimed, n);
+	listen_wait(S.conn, room <= 0 || (int)n == room ? 50 : IDLE_WAKE_MS);
+}
+
+static long
+period_ms(void)
+{
+	return S.conn != NULL ? 0 : 1000;
+}
+
+static struct ticker ticker = TICKER_INIT(round_once, period_ms);
+
+bool
+dispatch_start(struct err *e)
+{
+	int threads = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
+
+	S.pool = dispatch_pool_new(threads);
+	if (!ticker_start(&ticker, "dispatch.start", "cannot start the dispatch thread", e)) {
+		dispatch_pool_free(S.pool);
+		S.pool = NULL;
+		return false;
+	}
+	S.started = true;
+	return true;
+}
+
+void
+dispatch_stop(void)
+{
+	if (!S.started)
+		return;
+	ticker_stop(&ticker);
+	dispatch_pool_wait(S.pool);
+	if (S.conn != NULL)
+		PQfinish(S.conn);	/* releases the liveness lock: claims left become claimable */
+	S.conn = NULL;
+	dispatch_pool_free(S.pool);
+	S.pool = NULL;
+	S.started = false;
+	pthread_mutex_lock(&ns_mu);
+	json_decref(ns_known);
+	ns_known = NULL;
+	pthread_mutex_unlock(&ns_mu);
+}
+
+void
+dispatch_metrics(char **buf, size_t *len, size_t *cap)
+{
+	textbuf_appendf(buf, len, cap,
+	    "# HELP fleetd_dispatch_jobs_total Claimed jobs by outcome on this replica.\n"
+	    "# TYPE fleetd_dispatch_jobs_total counter\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"claimed\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"dispatched\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"reused\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"retried\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"failed\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"replaced\"} %lu\n"
+	    "fleetd_dispatch_jobs_total{outcome=\"withdrawn\"} %lu\n"
+	    "# HELP fleetd_dispatch_inflight Claimed jobs queued or being applied.\n"
+	    "# TYPE fleetd_dispatch_inflight gauge\nfleetd_dispatch_inflight %zu\n",
+	    atomic_load(&M.claimed), atomic_load(&M.dispatched), atomic_load(&M.reused),
+	    atomic_load(&M.retried), atomic_load(&M.failed), atomic_load(&M.replaced),
+	    atomic_load(&M.withdrawn), atomic_load(&S.inflight));
+}

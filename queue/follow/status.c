@@ -1,0 +1,502 @@
+/* status: the status worker — each cycle loads the followed jobs, reads every member
+ * cluster once (Ray objects, pods and Warning events per namespace, in parallel, one
+ * thread per cluster at most) and acts on each job (status_act.c). */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "core/config.h"
+#include "core/listen.h"
+#include "core/log.h"
+#include "core/mono.h"
+#include "core/textbuf.h"
+#include "core/worker_thread.h"
+#include "queue/follow/cron.h"
+#include "queue/follow/status_int.h"
+
+#define CYCLE_MS	1000
+#define SEL_MANAGED	STATUS_SEL_MANAGED
+#define WATCH_CYCLE_MS	50	/* with watches: how soon a change is acted on */
+
+static const char sql_jobs[] =
+    "SELECT j.id, j.state, j.kind, j.attempt, j.cluster_id, j.manifest::text,"
+    " j.cancel_requested, coalesce(j.checkpoint_deadline <= now(), false),"
+    " coalesce(to_char(j.checkpoint_deadline AT TIME ZONE 'UTC',"
+    "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''),"
+    " coalesce(j.finished_at + make_interval(secs => coalesce((j.manifest->'spec'->>"
+    "  'ttlSecondsAfterFinished')::int, 0)) <= now(), false),"
+    " coalesce(extract(epoch from now() - (SELECT min(v.at) FROM job_events v WHERE"
+    "  v.job_id = j.id AND v.attempt = j.attempt AND v.type = 'cluster_event' AND"
+    "  v.data->>'reason' = 'FailedScheduling')), -1),"
+    " EXISTS (SELECT 1 FROM job_events v WHERE v.job_id = j.id AND v.attempt = j.attempt"
+    "  AND v.type = 'cluster_event' AND v.data->>'reason' IN ('FailedScaleUp',"
+    "  'NotTriggerScaleUp')),"
+    " k.stockout_timeout_s, coalesce(j.placement->>'flavor', 'cpu'),"
+    " coalesce(j.reason LIKE 'spot%', false), coalesce(j.spec->'checkpoint'->>'grace_seconds',"
+    "  '30'), coalesce(jsonb_array_length(j.cron_runs), 0)"
+    " FROM jobs j JOIN clusters k ON k.id = j.cluster_id"
+    " WHERE j.state IN ('dispatched', 'running', 'preempted')"
+    " OR (j.state IN ('succeeded', 'failed', 'cancelled') AND j.object_uid IS NOT NULL)"
+    " ORDER BY j.cluster_id, j.id";
+
+/* The jobs of one cluster for one cycle. */
+struct batch {
+	char			 cluster_id[40];
+	struct status_job	*v;
+	size_t			 n, cap;
+	struct status_stats	 st;
+};
+
+static void
+batch_free(void *arg)
+{
+	struct batch *b = arg;
+
+	if (b == NULL)
+		return;
+	for (size_t i = 0; i < b->n; i++)
+		json_decref(b->v[i].manifest);
+	free(b->v);
+	free(b);
+}
+
+static void
+job_row(PGresult *r, int i, struct status_job *j)
+{
+	const char *name, *ns;
+
+	memset(j, 0, sizeof(*j));
+	snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, i, 0));
+	snprintf(j->state, sizeof(j->state), "%s", PQgetvalue(r, i, 1));
+	snprintf(j->kind, sizeof(j->kind), "%s", PQgetvalue(r, i, 2));
+	j->attempt = atoi(PQgetvalue(r, i, 3));
+	if (!PQgetisnull(r, i, 5))
+		j->manifest = json_loads(PQgetvalue(r, i, 5), 0, NULL);
+	name = json_string_value(json_object_get(json_object_get(j->manifest, "metadata"),
+	    "name"));
+	ns = json_string_value(json_object_get(json_object_get(j->manifest, "metadata"),
+	    "namespace"));
+	if (name == NULL || ns == NULL) {
+		json_decref(j->manifest);
+		j->manifest = NULL;
+	}
+	snprintf(j->object, sizeof(j->object), "%s", name ? name : "");
+	snprintf(j->ns, sizeof(j->ns), "%s", ns ? ns : "");
+	j->cancel = PQgetvalue(r, i, 6)[0] == 't';
+	j->deadline_passed = PQgetvalue(r, i, 7)[0] == 't';
+	snprintf(j->deadline, sizeof(j->deadline), "%s", PQgetvalue(r, i, 8));
+	j->ttl_due = PQgetvalue(r, i, 9)[0] == 't';
+	j->pending_for = atof(PQgetvalue(r, i, 10));
+	j->scale_failed = PQgetvalue(r, i, 11)[0] == 't';
+	j->stockout_timeout_s = atoi(PQgetvalue(r, i, 12));
+	snprintf(j->flavor, sizeof(j->flavor), "%s", PQgetvalue(r, i, 13));
+	j->spot_loss = PQgetvalue(r, i, 14)[0] == 't';
+	j->grace_s = atoi(PQgetvalue(r, i, 15));
+	j->cron_runs = atoi(PQgetvalue(r, i, 16));
+}
+
+/* Followed jobs grouped by cluster: *out is a new array of struct batch *. */
+static bool
+load(struct batch ***out, size_t *n, struct err *e)
+{
+	struct db *c = db_acquire(5000, e);
+	struct batch *b = NULL;
+	PGresult *r = NULL;
+
+	*out = NULL;
+	*n = 0;
+	if (c == NULL)
+		return false;
+	if (!db_exec(c, sql_jobs, 0, NULL, &r, e)) {
+		db_release(c);
+		return false;
+	}
+	db_release(c);
+	*out = calloc((size_t)PQntuples(r) + 1, sizeof(**out));
+	if (*out == NULL)
+		abort();
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (b == NULL || strcmp(b->cluster_id, PQgetvalue(r, i, 4)) != 0) {
+			if ((b = calloc(1, sizeof(*b))) == NULL)
+				abort();
+			snprintf(b->cluster_id, sizeof(b->cluster_id), "%s", PQgetvalue(r, i, 4));
+			(*out)[(*n)++] = b;
+		}
+		if (b->n == b->cap) {
+			b->cap = b->cap ? b->cap * 2 : 8;
+			if ((b->v = realloc(b->v, b->cap * sizeof(*b->v))) == NULL)
+				abort();
+		}
+		job_row(r, i, &b->v[b->n++]);
+	}
+	PQclear(r);
+	return true;
+}
+
+/* ---- reading one namespace */
+
+struct nsview {
+	json_t	*objects;	/* "Kind/name" -> live object */
+	json_t	*children;	/* RayJobs of RayCronJobs (queue/cron.c), NULL when unread */
+	json_t	*pods;		/* pod name -> {job, attempt, node} */
+	json_t	*events;	/* Warning events about pods */
+};
+
+static const char *
+plural(const char *kind)
+{
+	return strcmp(kind, "RayJob") == 0 ? "rayjobs" : strcmp(kind, "RayCluster") == 0 ?
+	    "rayclusters" : strcmp(kind, "RayService") == 0 ? "rayservices" : "raycronjobs";
+}
+
+static bool
+read_objects(const struct dispatch_target *t, const char *ns, const char *kind,
+    struct nsview *v, struct err *e)
+{
+	char path[256], key[160];
+	json_t *items, *it;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/%s", ns, plural(kind));
+	status_watch_want(t->id, kind);
+	if ((items = status_watch_list(t->id, kind, ns)) == NULL) {
+		status_watch_count_list();
+		if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
+			return false;
+	}
+	json_array_foreach(items, i, it) {
+		const char *name = json_string_value(json_object_get(json_object_get(it,
+		    "metadata"), "name"));
+
+		if (name == NULL)
+			continue;
+		snprintf(key, sizeof(key), "%s/%s", kind, name);
+		json_object_set(v->objects, key, it);
+	}
+	json_decref(items);
+	return true;
+}
+
+static bool
+read_pods(const struct dispatch_target *t, const char *ns, struct nsview *v, struct err *e)
+{
+	char path[256];
+	json_t *items, *it;
+	size_t i;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
+	status_watch_want(t->id, "Pod");
+	status_watch_want(t->id, "Event");
+	if ((items = status_watch_list(t->id, "Pod", ns)) == NULL) {
+		status_watch_count_list();
+		if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
+			return false;
+	}
+	json_array_foreach(items, i, it) {
+		json_t *md = json_object_get(it, "metadata"), *lb = json_object_get(md, "labels");
+		const char *name = json_string_value(json_object_get(md, "name")),
+		    *job = json_string_value(json_object_get(lb, "fleet.io/job-id")),
+		    *at = json_string_value(json_object_get(lb, "fleet.io/attempt")),
+		    *node = json_string_value(json_object_get(json_object_get(it, "spec"),
+		    "nodeName"));
+
+		if (name != NULL && job != NULL && at != NULL)
+			json_object_set_new(v->pods, name, json_pack("{s:s, s:i, s:b}", "job", job,
+			    "attempt", atoi(at), "scheduled", node != NULL && node[0] != '\0'));
+	}
+	json_decref(items);
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
+	if ((v->events = status_watch_list(t->id, "Event", ns)) != NULL)
+		return true;
+	status_watch_count_list();
+	return dispatch_kube_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e);
+}
+
+/* What the namespace view says about job j. */
+static void
+seen_of(const struct nsview *v, const struct status_job *j, struct status_seen *s)
+{
+	const char *name;
+	json_t *p, *ev;
+	char key[160];
+	size_t i;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(key, sizeof(key), "%s/%s", j->kind, j->object);
+	s->live = json_object_get(v->objects, key);
+	s->events = json_array();
+	json_object_foreach(v->pods, name, p)
+		if (strcmp(json_string_value(json_object_get(p, "job")), j->id) == 0 &&
+		    json_integer_value(json_object_get(p, "attempt")) == j->attempt &&
+		    !json_is_true(json_object_get(p, "scheduled")))
+			s->unscheduled++;
+	json_array_foreach(v->events, i, ev) {
+		json_t *io = json_object_get(ev, "involvedObject");
+		const char *pod = json_string_value(json_object_get(io, "name"));
+
+		p = pod ? json_object_get(v->pods, pod) : NULL;
+		if (p == NULL || strcmp(json_string_value(json_object_get(p, "job")), j->id) != 0 ||
+		    json_integer_value(json_object_get(p, "attempt")) != j->attempt)
+			continue;
+		json_array_append(s->events, ev);
+		s->spot = s->spot || status_event_spot(json_string_value(json_object_get(ev,
+		    "reason")), json_string_value(json_object_get(ev, "message")));
+	}
+}
+
+static bool
+active(const struct status_job *j)
+{
+	return strcmp(j->state, "dispatched") == 0 || strcmp(j->state, "running") == 0;
+}
+
+/* Reads namespace ns of the batch (only what its jobs need) and acts on its jobs. */
+static void
+sync_ns(const struct dispatch_target *t, struct batch *b, const char *ns)
+{
+	struct nsview v = { json_object(), NULL, json_object(), NULL };
+	const char *kinds[4] = { NULL };
+	struct err e = { 0 };
+	bool need = false, ok = true, crons = false;
+	int nk = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct status_job *j = &b->v[i];
+		int k;
+
+		if (strcmp(j->ns, ns) != 0 || !active(j) || j->cancel)
+			continue;
+		need = true;
+		crons = crons || strcmp(j->kind, "RayCronJob") == 0;
+		for (k = 0; k < nk && strcmp(kinds[k], j->kind) != 0; k++)
+			;
+		if (k == nk && nk < 4)
+			kinds[nk++] = j->kind;
+	}
+	for (int k = 0; k < nk && ok; k++)
+		ok = read_objects(t, ns, kinds[k], &v, &e);
+	if (ok && need)
+		ok = read_pods(t, ns, &v, &e);
+	if (ok && crons) {
+		char path[256];
+
+		/* a cron's runs carry KubeRay's label only (the CRD's jobTemplate has no
+		 * metadata), so the managed-by watches do not see them: listed here */
+		snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/rayjobs", ns);
+		status_watch_count_list();
+		ok = dispatch_kube_list(&t->pc, path, "labelSelector=ray.io%2Fcronjob-name",
+		    &v.children, &e);
+	}
+	if (v.events == NULL)
+		v.events = json_array();
+	for (size_t i = 0; i < b->n; i++) {
+		struct status_job *j = &b->v[i];
+		struct status_seen s;
+
+		if (strcmp(j->ns, ns) != 0)
+			continue;
+		if (!ok && active(j) && !j->cancel) {
+			status_unreadable(j, t->name, &e);
+			continue;
+		}
+		seen_of(&v, j, &s);
+		status_act(t, j, &s, &b->st);
+		if (strcmp(j->kind, "RayCronJob") == 0 && strcmp(j->state, "running") == 0 &&
+		    !j->cancel && s.live != NULL && v.children != NULL)
+			cron_sync(t, j, s.live, v.children, &b->st);
+		json_decref(s.events);
+	}
+	b->st.errors += !ok;
+	json_decref(v.objects);
+	json_decref(v.children);
+	json_decref(v.pods);
+	json_decref(v.events);
+}
+
+static struct {
+	atomic_ulong	cycles, transitions, events, deleted, errors;
+} M;
+
+static void
+sync_cluster(void *arg)
+{
+	struct batch *b = arg;
+	struct dispatch_target *t = NULL;
+	struct err e = { 0 };
+	struct db *c = db_acquire(5000, &e);
+	json_t *done = json_object();
+
+	if (c == NULL || !dispatch_target_load(c, b->cluster_id, &t, &e)) {
+		db_release(c);
+		for (size_t i = 0; i < b->n; i++)
+			status_unreadable(&b->v[i], b->cluster_id, &e);
+		b->st.errors++;
+		goto cleanup;
+	}
+	db_release(c);
+	for (size_t i = 0; i < b->n; i++) {
+		const char *ns = b->v[i].ns;
+
+		if (json_object_get(done, ns) != NULL)
+			continue;
+		json_object_set_new(done, ns, json_true());
+		sync_ns(t, b, ns);
+	}
+cleanup:
+	atomic_fetch_add(&M.transitions, b->st.transitions);
+	atomic_fetch_add(&M.events, b->st.events);
+	atomic_fetch_add(&M.deleted, b->st.deleted);
+	atomic_fetch_add(&M.errors, b->st.errors);
+	json_decref(done);
+	dispatch_target_free(t);
+}
+
+static void
+sync_task(void *arg)
+{
+	sync_cluster(arg);
+	batch_free(arg);
+}
+
+bool
+status_cycle(struct status_stats *st, struct err *e)
+{
+	struct batch **v;
+	size_t n;
+
+	memset(st, 0, sizeof(*st));
+	if (!load(&v, &n, e))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		sync_cluster(v[i]);
+		st->clusters++;
+		st->jobs += v[i]->n;
+		st->transitions += v[i]->st.transitions;
+		st->events += v[i]->st.events;
+		st->deleted += v[i]->st.deleted;
+		st->errors += v[i]->st.errors;
+		batch_free(v[i]);
+	}
+	free(v);
+	atomic_fetch_add(&M.cycles, 1);
+	return true;
+}
+
+/* ---- the loop: a cluster still busy from an earlier cycle is skipped, never waited on */
+
+static struct {
+	struct worker_thread	 th;
+	struct dispatch_pool	*pool;
+} S;
+
+/* With watches the loop wakes every WATCH_CYCLE_MS but reads the database only when a
+ * watch saw a change (then syncs only those clusters, from the watch caches: no member
+ * call) or once a CYCLE_MS (every cluster: timers, and clusters polled because they
+ * refuse watches). Without watches: every CYCLE_MS, every cluster, by lists. */
+static void *
+loop(void *arg)
+{
+	PGconn *c = NULL;
+	double last_full = 0;
+
+	(void)arg;
+	while (worker_thread_running(&S.th)) {
+		struct batch **v = NULL;
+		struct err e = { 0 };
+		size_t n = 0;
+		bool full = true;
+
+		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
+			if (c != NULL)
+				PQfinish(c);
+			if ((c = listen_open(cfg.database_url, "fleet_status")) == NULL) {
+				struct timespec ts = { 1, 0 };
+
+				nanosleep(&ts, NULL);
+				continue;
+			}
+		}
+		if (status_watch_on()) {
+			full = mono_s() - last_full >= CYCLE_MS / 1000.0;
+			if (!full && !status_watch_any_dirty()) {
+				listen_wait(c, WATCH_CYCLE_MS);
+				continue;
+			}
+			if (full)
+				last_full = mono_s();
+		}
+		if (!load(&v, &n, &e))
+			log_warn(NULL, "status", "cannot load followed jobs", "{s:s}", "error", e.msg);
+		for (size_t i = 0; i < n; i++) {
+			bool following, dirty = status_watch_take_dirty(v[i]->cluster_id,
+			    &following);
+
+			(void)following;	/* a polled cluster is never dirty: full cycles */
+
+			if ((!full && !dirty) || dispatch_pool_busy(S.pool, v[i]->cluster_id))
+				batch_free(v[i]);	/* nothing new, or still at it */
+			else
+				dispatch_pool_add(S.pool, v[i]->cluster_id, sync_task, batch_free, v[i]);
+		}
+		free(v);
+		atomic_fetch_add(&M.cycles, 1);
+		listen_wait(c, status_watch_on() ? WATCH_CYCLE_MS : CYCLE_MS);
+	}
+	if (c != NULL)
+		PQfinish(c);
+	return NULL;
+}
+
+bool
+status_start(struct err *e)
+{
+	S.pool = dispatch_pool_new(cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16);
+	if (!status_watch_start(e)) {
+		dispatch_pool_free(S.pool);
+		S.pool = NULL;
+		return false;
+	}
+	if (!worker_thread_start(&S.th, loop, "status.start", "cannot start the status thread",
+	    e)) {
+		status_watch_stop();
+		dispatch_pool_free(S.pool);
+		S.pool = NULL;
+		return false;
+	}
+	return true;
+}
+
+void
+status_stop(void)
+{
+	if (!S.th.started)
+		return;
+	worker_thread_stop(&S.th);
+	dispatch_pool_free(S.pool);
+	status_watch_stop();
+	S.pool = NULL;
+}
+
+void
+status_metrics(char **buf, size_t *len, size_t *cap)
+{
+	textbuf_appendf(buf, len, cap,
+	    "# HELP fleetd_status_cycles_total Status sync cycles on this replica.\n"
+	    "# TYPE fleetd_status_cycles_total counter\nfleetd_status_cycles_total %lu\n"
+	    "# HELP fleetd_status_transitions_total Job state changes from cluster status.\n"
+	    "# TYPE fleetd_status_transitions_total counter\nfleetd_status_transitions_total %lu\n"
+	    "# HELP fleetd_status_events_total Cluster events surfaced as job events.\n"
+	    "# TYPE fleetd_status_events_total counter\nfleetd_status_events_total %lu\n"
+	    "# HELP fleetd_status_deleted_total Objects deleted (cancel, TTL, withdrawal).\n"
+	    "# TYPE fleetd_status_deleted_total counter\nfleetd_status_deleted_total %lu\n"
+	    "# HELP fleetd_status_errors_total Cluster reads that failed.\n"
+	    "# TYPE fleetd_status_errors_total counter\nfleetd_status_errors_total %lu\n",
+	    atomic_load(&M.cycles), atomic_load(&M.transitions), atomic_load(&M.events),
+	    atomic_load(&M.deleted), atomic_load(&M.errors));
+	status_watch_metrics(buf, len, cap);
+}

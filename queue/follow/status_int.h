@@ -1,0 +1,65 @@
+/* status_int: what status.c (reading clusters) and status_act.c (acting on jobs) share. */
+#ifndef FLEET_QUEUE_STATUS_INT_H
+#define FLEET_QUEUE_STATUS_INT_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "queue/dispatch/dispatch.h"
+#include "queue/follow/status.h"
+
+/* One followed job as the cycle loaded it. */
+struct status_job {
+	char	id[40];
+	char	state[16];
+	char	kind[16];
+	char	object[64];
+	char	ns[64];
+	char	deadline[40];		/* checkpoint deadline, RFC 3339, "" when none */
+	char	flavor[48];
+	int	attempt;
+	int	stockout_timeout_s;
+	bool	cancel;
+	bool	deadline_passed;
+	bool	ttl_due;
+	bool	scale_failed;		/* the autoscaler said it cannot grow */
+	double	pending_for;		/* seconds since the first FailedScheduling, -1 none */
+	bool	spot_loss;		/* preempted because spot capacity was reclaimed */
+	int	grace_s;		/* the spec's checkpoint grace (30 without one) */
+	int	cron_runs;		/* RayCronJob: runs counted (queue/cron.c) */
+	json_t	*manifest;		/* as applied, NULL when never applied */
+};
+
+/* What the cluster showed about one job this cycle. */
+struct status_seen {
+	json_t	*live;			/* the object, NULL when absent from the list */
+	int	unscheduled;		/* pods of this attempt without a node */
+	bool	spot;			/* a pod of this attempt got a spot reclaim notice */
+	json_t	*events;		/* array of Warning events about its pods */
+};
+
+#define STATUS_SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"
+
+/* ---- status_watch.c: the clusters' objects as watches keep them */
+bool	status_watch_start(struct err *e);	/* no-op when status-watch is 0 */
+void	status_watch_stop(void);
+bool	status_watch_on(void);
+/* The status cycle needs kind ("RayJob", "Pod", "Event", ...) of this cluster. */
+void	status_watch_want(const char *cluster_id, const char *kind);
+/* A new array of the kind's objects in ns when its watch is in sync, else NULL (list it). */
+json_t	*status_watch_list(const char *cluster_id, const char *kind, const char *ns);
+/* Whether something changed on the cluster since the last call (and clears it);
+ * *following: every kind the cycle needs is kept by a watch. */
+bool	status_watch_take_dirty(const char *cluster_id, bool *following);
+bool	status_watch_any_dirty(void);
+void	status_watch_count_list(void);		/* a list the cycle made itself */
+void	status_watch_metrics(char **buf, size_t *len, size_t *cap);
+
+/* Acts on one job: cancel, TTL, preemption, state mapping, stockout, spot loss. */
+void	status_act(const struct dispatch_target *t, struct status_job *j,
+	    const struct status_seen *seen, struct status_stats *st);
+/* Reports once per attempt that the cluster could not be read (why: e->code). */
+void	status_unreadable(const struct status_job *j, const char *cluster, const struct err *why);
+
+#endif

@@ -1,0 +1,555 @@
+/* loader: Postgres rows -> a sched model (queue/sched_model.c builds the model itself and
+ * knows no SQL; this file is the only reader of the tables for it).  Memory is counted in
+ * MiB, cpu in millicores. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "providers/jobspec.h"
+#include "queue/sched/loader.h"
+
+static const char sql_clusters[] =
+    "SELECT k.id::text, c.environment, c.region, c.provider, k.state = 'ready',"
+    " k.cordoned, c.state = 'active', cap.pool, cap.flavor, cap.spot, cap.price_hour,"
+    " cap.accel_per_node, greatest(cap.max_nodes - cap.nodes, 0), cap.topology::text,"
+    " extract(epoch from cap.observed_at)::bigint,"
+    " coalesce(extract(epoch from s.at)::bigint, 0), cap.machine_type, k.name"
+    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+    " JOIN capacity cap ON cap.cluster_id = k.id"
+    " LEFT JOIN stockouts s ON s.cluster_id = k.id AND s.flavor = cap.flavor"
+    " WHERE ($1::text IS NULL OR c.environment = $1) ORDER BY k.id, cap.pool, cap.flavor";
+static const char sql_queues[] =
+    "SELECT id::text, environment, cohort, weight, queueing_strategy, nominal_quota::text,"
+    " borrowing_limit::text, lending_limit::text FROM queues"
+    " WHERE ($1::text IS NULL OR environment = $1)";
+/* Read through a cursor 2,000 rows at a time, so that the specs of every job are never
+ * held at once (WITH HOLD: also outside a transaction, where the server keeps the rows). */
+#define SQL_JOBS \
+    "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false)," \
+    " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text," \
+    " k.id::text, extract(epoch from coalesce(j.started_at, j.dispatched_at, j.updated_at))::bigint," \
+    " j.placement::text, j.move->'to'::text," \
+    " CASE WHEN j.spec_update->>'phase' IN ('pending','upgrading') AND" \
+    " j.spec_update->>'upgrade' = 'true' THEN j.spec_update->'old_spec' END::text," \
+    " CASE WHEN j.state = 'pending' AND j.attempt > 0 THEN (SELECT string_agg(DISTINCT" \
+    " e.data->>'by', ',') FROM job_events e WHERE e.job_id = j.id AND" \
+    " e.to_state = 'preempted' AND e.data ? 'by') END," \
+    " CASE WHEN j.kind = 'RayCronJob' AND j.state = 'running' THEN" \
+    " coalesce(j.cron_runs, '[]'::jsonb) END::text" \
+    " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
+    " LEFT JOIN clusters k ON k.id = j.cluster_id" \
+    " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')" \
+    " AND ($1::text IS NULL OR j.environment = $1)"
+static const char sql_jobs[] = "DECLARE loader_jobs NO SCROLL CURSOR WITH HOLD FOR " SQL_JOBS;
+
+static int64_t
+mib(int64_t bytes)
+{
+	return bytes / (1024 * 1024);
+}
+
+static int64_t
+num(json_t *o, const char *k, int64_t dflt)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* One capacity row: a pool and its nodes. */
+static bool
+add_pool(struct sched_model *m, struct sched_cluster *k, PGresult *r, int i, struct err *e)
+{
+	const char *flavor = PQgetvalue(r, i, 8);
+	bool spot = PQgetvalue(r, i, 9)[0] == 't';
+	int accel = atoi(PQgetvalue(r, i, 11));
+	json_t *topo = json_loads(PQgetvalue(r, i, 13), 0, NULL), *n;
+	struct sched_pool *p = sched_cluster_add_pool(m, k, flavor, spot,
+	    atof(PQgetvalue(r, i, 10)), e);
+	size_t idx;
+	bool ok = false;
+
+	if (p == NULL)
+		goto cleanup;
+	p->grow_nodes = atoi(PQgetvalue(r, i, 12));
+	p->stockout_at = atoll(PQgetvalue(r, i, 15));
+	p->stockout_penalty = p->stockout_at > 0 ? 1.0 : 0.0;	/* decays from stockout_at */
+	json_array_foreach(json_object_get(topo, "nodes"), idx, n) {
+		struct sched_vec fr = { { num(n, "free_accel", 0), num(n, "free_cpu_m", 0),
+		    mib(num(n, "free_mem", 0)) } };
+		struct sched_vec al = { { num(n, "alloc_accel", accel),
+		    num(n, "alloc_cpu_m", fr.v[SCHED_CPU]),
+		    mib(num(n, "alloc_mem", num(n, "free_mem", 0))) } };
+
+		if (json_is_false(json_object_get(n, "ready")))
+			continue;
+		if (!sched_pool_add_node(m, k, p, json_string_value(json_object_get(n, "name")),
+		    json_string_value(json_object_get(n, "rack")),
+		    json_string_value(json_object_get(n, "slice")),
+		    json_string_value(json_object_get(n, "shape")), al, fr, e))
+			goto cleanup;
+		if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0)
+			p->node_alloc = al;
+	}
+	ok = true;
+cleanup:
+	json_decref(topo);
+	return ok;
+}
+
+static void
+note_pool(json_t *pools, PGresult *r, int i)
+{
+	json_t *arr, *names;
+
+	if (pools == NULL)
+		return;
+	arr = json_object_get(pools, PQgetvalue(r, i, 0));
+	if (arr == NULL) {
+		arr = json_array();
+		json_object_set_new(pools, PQgetvalue(r, i, 0), arr);
+	}
+	names = json_object_get(pools, "_names");
+	if (names == NULL) {
+		names = json_object();
+		json_object_set_new(pools, "_names", names);
+	}
+	json_object_set_new(names, PQgetvalue(r, i, 0), json_string(PQgetvalue(r, i, 17)));
+	json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:f, s:i}",
+	    "pool", PQgetvalue(r, i, 7), "machine_type", PQgetvalue(r, i, 16),
+	    "flavor", PQgetvalue(r, i, 8), "spot", PQgetvalue(r, i, 9)[0] == 't',
+	    "price_hour", atof(PQgetvalue(r, i, 10)), "accel_per_node",
+	    atoi(PQgetvalue(r, i, 11))));
+}
+
+static bool
+load_clusters(struct db *c, struct sched_model *m, const char *env, json_t *pools,
+	      struct err *e)
+{
+	const char *p[1] = { env };
+	PGresult *r = NULL;
+	struct sched_cluster *k = NULL;
+	const char *last = "";
+	bool ok = false;
+
+	if (!db_exec(c, sql_clusters, 1, p, &r, e))
+		return false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		if (strcmp(last, PQgetvalue(r, i, 0)) != 0) {
+			last = PQgetvalue(r, i, 0);
+			k = sched_model_add_cluster(m, last, PQgetvalue(r, i, 1),
+			    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), e);
+			if (k == NULL)
+				goto cleanup;
+			k->ready = PQgetvalue(r, i, 4)[0] == 't';
+			k->cordoned = PQgetvalue(r, i, 5)[0] == 't';
+			k->reachable = PQgetvalue(r, i, 6)[0] == 't' && k->ready;
+			k->observed_at = atoll(PQgetvalue(r, i, 14));
+		}
+		if (atoll(PQgetvalue(r, i, 14)) < k->observed_at)
+			k->observed_at = atoll(PQgetvalue(r, i, 14));
+		if (!add_pool(m, k, r, i, e))
+			goto cleanup;
+		note_pool(pools, r, i);
+	}
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+static int64_t
+limit_of(json_t *o, const char *flavor, int64_t dflt)
+{
+	json_t *v = json_object_get(o, flavor);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static bool
+load_queues(struct db *c, struct sched_model *m, const char *env, struct err *e)
+{
+	const char *p[1] = { env };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql_queues, 1, p, &r, e))
+		return false;
+	for (int i = 0; i < PQntuples(r); i++) {
+		json_t *nom = json_loads(PQgetvalue(r, i, 5), 0, NULL);
+		json_t *bl = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+		json_t *ll = json_loads(PQgetvalue(r, i, 7), 0, NULL);
+		struct sched_queue *q = sched_model_add_queue(m, PQgetvalue(r, i, 0),
+		    PQgetvalue(r, i, 1), PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2),
+		    atof(PQgetvalue(r, i, 3)), strcmp(PQgetvalue(r, i, 4), "strict_fifo") == 0 ?
+		    SCHED_STRICT_FIFO : SCHED_BEST_EFFORT_FIFO, e);
+		const char *flavor;
+		json_t *v;
+		bool qok = q != NULL;
+
+		if (qok) {
+			/* Heads and cpu-only workers are bounded by capacity, not by quota. */
+			struct sched_quota free_cpu;
+
+			for (int rr = 0; rr < SCHED_NRES; rr++) {
+				free_cpu.nominal.v[rr] = SCHED_UNSET;
+				free_cpu.borrow_limit.v[rr] = SCHED_UNSET;
+				free_cpu.lend_limit.v[rr] = SCHED_UNSET;
+			}
+			qok = sched_queue_set_quota(m, q, "cpu", &free_cpu, e);
+		}
+
+		json_object_foreach(nom, flavor, v) {
+			struct sched_quota quota;
+
+			if (!qok)
+				break;
+			for (int rr = 0; rr < SCHED_NRES; rr++) {
+				quota.nominal.v[rr] = SCHED_UNSET;
+				quota.borrow_limit.v[rr] = SCHED_UNSET;
+				quota.lend_limit.v[rr] = SCHED_UNSET;
+			}
+			quota.nominal.v[SCHED_ACCEL] = json_integer_value(v);
+			quota.borrow_limit.v[SCHED_ACCEL] = limit_of(bl, flavor, SCHED_UNSET);
+			quota.lend_limit.v[SCHED_ACCEL] = limit_of(ll, flavor, SCHED_UNSET);
+			qok = sched_queue_set_quota(m, q, flavor, &quota, e);
+		}
+		json_decref(nom);
+		json_decref(bl);
+		json_decref(ll);
+		if (!qok)
+			goto cleanup;
+	}
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+struct sched_job *
+loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int priority,
+	       bool can_preempt, int64_t enqueued_at, enum sched_state st, json_t *spec,
+	       struct err *e)
+{
+	struct job_spec s;
+	struct sched_job *j = NULL;
+
+	memset(&s, 0, sizeof(s));
+	if (!jobspec_from_json(spec, &s, e))
+		return NULL;
+	j = sched_model_add_job(m, id, queue_id, priority, enqueued_at, st, e);
+	if (j == NULL)
+		goto cleanup;
+	sched_job_build_groups(m, j);	/* kept (shared when equal) below */
+	j->can_preempt = can_preempt;
+	j->topo = s.topology == JOBSPEC_TOPO_HOST ? SCHED_TOPO_HOST :
+	    s.topology == JOBSPEC_TOPO_RACK ? SCHED_TOPO_RACK :
+	    s.topology == JOBSPEC_TOPO_SLICE ? SCHED_TOPO_SLICE : SCHED_TOPO_NONE;
+	if (s.slice_shape != NULL)
+		j->shape = sched_model_intern(m, s.slice_shape);
+	j->spot = s.spot == JOBSPEC_SPOT_ONLY ? SCHED_SPOT_ONLY :
+	    s.spot == JOBSPEC_SPOT_NEVER ? SCHED_SPOT_NEVER : SCHED_SPOT_ANY;
+	j->max_price = s.has_max_price ? s.max_price : 0;
+	{
+		struct sched_vec head = { { 0, s.head_cpu_milli, mib(s.head_memory_bytes) } };
+
+		if (!sched_job_add_group(m, j, "cpu", 1, 1, head, e))
+			goto fail;
+		j->groups[0].head = true;
+	}
+	for (size_t i = 0; i < s.ngroups; i++) {
+		const struct jobspec_group *g = &s.groups[i];
+		int hosts = jobspec_group_hosts(&s, g);
+		struct sched_vec pod = { { g->accel_flavor ? g->accel_count : 0, g->cpu_milli,
+		    mib(g->memory_bytes) } };
+
+		int min = g->min_replicas * hosts, max = g->max_replicas * hosts;
+
+		if (max <= 0)
+			continue;	/* a group that may have no workers takes no room */
+		if (min <= 0)
+			min = hosts;	/* an elastic group starts with one replica */
+		if (!sched_job_add_group(m, j, g->accel_flavor ? g->accel_flavor : "cpu", min, max,
+		    pod, e))
+			goto fail;
+		j->groups[j->n_groups - 1].hosts = hosts;
+	}
+	for (size_t i = 0; i < s.nregions; i++)
+		if (!sched_job_allow_region(m, j, s.regions[i], e))
+			goto fail;
+	for (size_t i = 0; i < s.nproviders; i++)
+		if (!sched_job_allow_provider(m, j, s.providers[i], e))
+			goto fail;
+	sched_job_keep_groups(m, j);
+	goto cleanup;
+fail:
+	j->state = SCHED_FINISHED;	/* in the model but never decided on */
+	sched_job_keep_groups(m, j);
+	j = NULL;
+cleanup:
+	jobspec_cleanup(&s);
+	return j;
+}
+
+/* Placement jsonb: {"cluster", "allocs": [{"group", "node", "pods"}]}. */
+static bool
+load_placement(struct sched_model *m, struct sched_job *j, const char *cluster,
+	       bool in_flight, int64_t at, const char *placement, struct err *e)
+{
+	json_t *pl = placement ? json_loads(placement, 0, NULL) : NULL, *a;
+	size_t i;
+	bool ok;
+
+	ok = sched_job_set_cluster(m, j, cluster, in_flight, at, e);
+	json_array_foreach(json_object_get(pl, "allocs"), i, a) {
+		if (!ok)
+			break;
+		ok = sched_job_add_alloc(m, j, (int)json_integer_value(json_object_get(a, "group")),
+		    json_string_value(json_object_get(a, "node")),
+		    (int)json_integer_value(json_object_get(a, "pods")), e);
+	}
+	json_decref(pl);
+	return ok;
+}
+
+/* A moving job holds its source (above) and its reserved target: a second job in the
+ * model, admitted and in flight, so no other decision can take that capacity.  Its quota
+ * counts twice for the length of the move, which errs on the safe side. */
+static bool
+load_move_target(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	json_t *to = json_loads(PQgetvalue(r, i, 10), 0, NULL);
+	json_t *spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+	const char *cluster = json_string_value(json_object_get(to, "cluster"));
+	char id[64];
+	struct sched_job *j;
+	bool ok = true;
+
+	snprintf(id, sizeof(id), "%s#move", PQgetvalue(r, i, 0));
+	if (cluster != NULL && sched_model_find_cluster(m, cluster) != NULL) {
+		j = loader_add_job(m, id, PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)), false,
+		    atoll(PQgetvalue(r, i, 4)), SCHED_ADMITTED, spec, e);
+		if (j == NULL) {
+			ok = false;
+		} else {
+			char *text = json_dumps(to, JSON_COMPACT);
+
+			ok = load_placement(m, j, cluster, true, (int64_t)time(NULL), text, e);
+			free(text);
+		}
+	}
+	json_decref(to);
+	json_decref(spec);
+	return ok;
+}
+
+/* A RayService upgrading with a new Ray cluster (queue/job_update.c) runs both clusters
+ * until KubeRay switches: the old spec is a second job in the model, admitted and in flight
+ * on the same cluster, so its footprint counts against quota and capacity meanwhile. */
+static bool
+load_upgrade_old(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	json_t *spec = json_loads(PQgetvalue(r, i, 11), 0, NULL);
+	struct sched_job *j;
+	char id[64];
+	bool ok;
+
+	snprintf(id, sizeof(id), "%s#upgrade", PQgetvalue(r, i, 0));
+	j = spec == NULL ? NULL : loader_add_job(m, id, PQgetvalue(r, i, 1),
+	    atoi(PQgetvalue(r, i, 2)), false, atoll(PQgetvalue(r, i, 4)), SCHED_ADMITTED, spec, e);
+	json_decref(spec);
+	if (j == NULL) {
+		log_warn(NULL, "scheduler", "upgrade footprint skipped", "{s:s}", "job",
+		    PQgetvalue(r, i, 0));
+		err_clear(e);
+		return true;
+	}
+	ok = load_placement(m, j, PQgetvalue(r, i, 7), true, (int64_t)time(NULL),
+	    PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e);
+	return ok;
+}
+
+/* A running RayCronJob holds nothing itself: each of its runs (the child RayJobs the
+ * status worker counted, queue/cron.c) is a job "<id>#run:<name>" of the model, admitted
+ * on the cron's cluster with the placement the run got when it started (the cron's own
+ * for a run fleetd did not place), in flight until a snapshot newer than
+ * the run's start shows its pods.  So every running run counts against the queue's quota
+ * and the cluster's capacity, and between runs the cron counts nothing. */
+static bool
+load_cron_runs(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	json_t *runs = json_loads(PQgetvalue(r, i, 13), 0, NULL), *run;
+	json_t *spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+	struct sched_cluster *on = PQgetisnull(r, i, 7) ? NULL :
+	    sched_model_find_cluster(m, PQgetvalue(r, i, 7));
+	size_t k;
+	bool ok = true;
+
+	json_array_foreach(runs, k, run) {
+		int64_t at = json_integer_value(json_object_get(run, "started_epoch"));
+		const char *name = json_string_value(json_object_get(run, "name"));
+		bool in_flight = on == NULL || on->observed_at <= at;
+		struct sched_job *j;
+		char id[160];
+
+		if (name == NULL || on == NULL || !ok)
+			continue;
+		snprintf(id, sizeof(id), "%s#run:%s", PQgetvalue(r, i, 0), name);
+		j = loader_add_job(m, id, PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)), false,
+		    atoll(PQgetvalue(r, i, 4)), in_flight ? SCHED_ADMITTED : SCHED_RUNNING, spec, e);
+		if (j == NULL) {
+			log_warn(NULL, "scheduler", "cron run skipped", "{s:s, s:s}", "job", id,
+			    "error", e->msg);
+			err_clear(e);
+			continue;
+		}
+		if (json_is_object(json_object_get(run, "placement"))) {
+			/* placed for this run when it started (queue/cron.c) */
+			char *pl = json_dumps(json_object_get(run, "placement"), JSON_COMPACT);
+
+			ok = load_placement(m, j, PQgetvalue(r, i, 7), in_flight, at, pl, e);
+			free(pl);
+		} else {
+			ok = load_placement(m, j, PQgetvalue(r, i, 7), in_flight, at,
+			    PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e);
+		}
+	}
+	json_decref(runs);
+	json_decref(spec);
+	return ok;
+}
+
+/* One row of sql_jobs into m; false only on a failure that stops the load. */
+static bool
+load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	const char *state = PQgetvalue(r, i, 5);
+	bool pending = strcmp(state, "pending") == 0;
+	bool in_flight = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0;
+	struct sched_cluster *on = PQgetisnull(r, i, 7) ? NULL :
+	    sched_model_find_cluster(m, PQgetvalue(r, i, 7));
+	json_t *spec;
+	struct sched_job *j;
+
+	if (!PQgetisnull(r, i, 13))
+		return load_cron_runs(m, r, i, e);
+	/* A running job is in the snapshot once the snapshot is newer than the moment its
+	 * pods were seen running; an older snapshot does not show it yet (in flight). */
+	if (!in_flight && on != NULL && on->observed_at <= atoll(PQgetvalue(r, i, 8)))
+		in_flight = true;
+	spec = json_loads(PQgetvalue(r, i, 6), 0, NULL);
+	j = loader_add_job(m, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+	    atoi(PQgetvalue(r, i, 2)), PQgetvalue(r, i, 3)[0] == 't',
+	    atoll(PQgetvalue(r, i, 4)), pending ? SCHED_PENDING :
+	    in_flight ? SCHED_ADMITTED : SCHED_RUNNING, spec, e);
+	json_decref(spec);
+	if (j == NULL) {
+		/* One unreadable job must not stop the environment's scheduling. */
+		log_warn(NULL, "scheduler", "job skipped", "{s:s, s:s}", "job",
+		    PQgetvalue(r, i, 0), "error", e->msg);
+		err_clear(e);
+		return true;
+	}
+	if (pending && !PQgetisnull(r, i, 12)) {
+		/* the jobs that evicted it (comma-separated ids): never evicted back */
+		char *list = strdup(PQgetvalue(r, i, 12)), *save = NULL, *id;
+
+		if (list == NULL)
+			return err_set(e, 500, "sched.oom", "out of memory");
+		for (id = strtok_r(list, ",", &save); id != NULL; id = strtok_r(NULL, ",", &save))
+			sched_job_evicted_by(m, j, id);
+		free(list);
+	}
+	if (!pending && on != NULL && !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
+	    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))
+		return false;
+	if (!pending && on != NULL && !PQgetisnull(r, i, 11) && !load_upgrade_old(m, r, i, e))
+		return false;
+	return PQgetisnull(r, i, 10) || load_move_target(m, r, i, e);
+}
+
+static bool
+load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
+{
+	const char *p[1] = { env };
+	PGresult *r = NULL;
+	struct err ignored = { 0 };
+	bool ok = false;
+
+	if (!db_exec(c, sql_jobs, 1, p, NULL, e))
+		return false;
+	do {
+		PQclear(r);
+		if (!db_exec(c, "FETCH 2000 FROM loader_jobs", 0, NULL, &r, e))
+			goto cleanup;
+		for (int i = 0; i < PQntuples(r); i++)
+			if (!load_job_row(m, r, i, e))
+				goto cleanup;
+	} while (PQntuples(r) > 0);
+	ok = true;
+cleanup:
+	PQclear(r);
+	ok = db_exec(c, "CLOSE loader_jobs", 0, NULL, NULL, ok ? e : &ignored) && ok;
+	return ok;
+}
+
+bool
+loader_model(struct db *c, const char *env, int stale_after, struct sched_model **out,
+	     struct err *e)
+{
+	return loader_model_pools(c, env, stale_after, out, NULL, e);
+}
+
+bool
+loader_model_pools(struct db *c, const char *env, int stale_after, struct sched_model **out,
+		   json_t **pools, struct err *e)
+{
+	struct sched_config cfg;
+
+	sched_config_default(&cfg);
+	if (stale_after > 0)
+		cfg.stale_after = stale_after;
+	return loader_model_cfg(c, env, &cfg, out, pools, e);
+}
+
+bool
+loader_model_plan(struct db *c, const char *env, int stale_after, struct sched_model **out,
+		  json_t **pools, struct err *e)
+{
+	struct sched_config cfg;
+
+	sched_config_default(&cfg);
+	cfg.stale_after = stale_after;
+	cfg.max_candidates = 0;
+	return loader_model_cfg(c, env, &cfg, out, pools, e);
+}
+
+bool
+loader_model_cfg(struct db *c, const char *env, const struct sched_config *conf,
+		 struct sched_model **out, json_t **pools, struct err *e)
+{
+	struct sched_config cfg;
+	struct sched_model *m;
+
+	if (conf != NULL)
+		cfg = *conf;
+	else
+		sched_config_default(&cfg);
+	m = sched_model_new(&cfg, (int64_t)time(NULL));
+	if (m == NULL)
+		return err_set(e, 500, "sched.oom", "out of memory");
+	if (pools != NULL)
+		*pools = json_object();
+	if (!load_clusters(c, m, env, pools ? *pools : NULL, e) || !load_queues(c, m, env, e) ||
+	    !load_jobs(c, m, env, e) || !sched_model_finalize(m, e)) {
+		sched_model_free(m);
+		if (pools != NULL) {
+			json_decref(*pools);
+			*pools = NULL;
+		}
+		return false;
+	}
+	*out = m;
+	return true;
+}

@@ -1,0 +1,89 @@
+/* sched_int: the model's private layout, shared by the sched_*.c files only. */
+#ifndef FLEET_QUEUE_SCHED_INT_H
+#define FLEET_QUEUE_SCHED_INT_H
+
+#include "queue/sched/sched.h"
+
+struct sched_map {
+	const char	**keys;
+	int		 *vals;
+	size_t		  cap, n;
+};
+
+struct sched_pair {
+	int64_t		 key;
+	int		 idx;
+};
+
+struct sched_model {
+	struct sched_config	  cfg;
+	int64_t			  now;
+	struct arena		 *arena;
+	struct sched_map	  names;	/* interned strings -> id */
+	const char		**name_of;
+	size_t			  n_names, cap_names;
+	struct sched_map	  cluster_ids, queue_ids, job_ids;
+	int			  flavor_name[SCHED_MAX_FLAVORS];
+	int			  n_flavors;
+	int			  cpu_flavor;	/* "cpu" (heads, cpu-only workers): on-demand pools
+						 * only, whatever the job's spot and price; -1 none */
+	struct sched_cluster	**clusters;
+	size_t			  n_clusters, cap_clusters;
+	struct sched_queue	**queues;
+	size_t			  n_queues, cap_queues;
+	struct sched_job	**jobs;
+	size_t			  n_jobs, cap_jobs;
+	struct sched_cohort	 *cohorts;
+	size_t			  n_cohorts;
+	int			 *by_flavor[SCHED_MAX_FLAVORS];	/* cluster indices */
+	size_t			  n_by_flavor[SCHED_MAX_FLAVORS];
+	/* scratch for packing, sized to the largest cluster plus growth */
+	struct sched_vec	 *s_free;
+	unsigned char		 *s_used;
+	struct sched_pair	 *s_order;
+	int			 *s_pool;
+	size_t			  s_cap;
+	struct sched_alloc	 *a_scratch;	/* allocs of the last pack */
+	size_t			  a_cap;
+	void			 *c_scratch;	/* per-candidate working rows */
+	size_t			  c_cap;
+	struct arena		 *place_tmp;	/* cfg.lean_pending: where a cycle tries its
+						 * placements; an admission copies its own out */
+	struct sched_group	  g_scratch[SCHED_MAX_GROUPS];	/* sched_job_build_groups */
+	struct sched_flavor_req	  r_scratch[SCHED_MAX_GROUPS];
+	struct sched_job	**g_shared;	/* open addressing: a job of each shape shared */
+	size_t			  g_cap, g_n;
+	uint32_t		  counts_scratch[SCHED_NREASONS];	/* sched_place without
+							 * an arena */
+	size_t			 *env_clusters;	/* clusters per interned environment */
+	size_t			  n_env;
+	bool			  finalized;
+};
+
+int	 sched_map_get(const struct sched_map *mp, const char *k);
+void	*sched_grow(void *p, size_t *cap, size_t need, size_t size);
+void	 sched_pool_refresh(struct sched_pool *p, const struct sched_cluster *c, int pool);
+void	 sched_queue_refresh(struct sched_model *m, struct sched_queue *q);
+bool	 sched_vec_fits(const struct sched_vec *free, const struct sched_vec *need);
+int64_t	 sched_vec_count(const struct sched_vec *free, const struct sched_vec *pod);
+bool	 sched_pool_matches(const struct sched_model *m, const struct sched_job *j,
+	    const struct sched_pool *p, int flavor);
+void	 sched_scratch_ensure(struct sched_model *m, size_t n);
+void	 sched_capacity_take(struct sched_model *m, struct sched_cluster *c,
+	    struct sched_alloc *allocs, size_t n);
+void	 sched_capacity_give(struct sched_model *m, struct sched_cluster *c,
+	    const struct sched_alloc *allocs, size_t n);
+int	 sched_group_pods(const struct sched_job *j, int g);
+int	 sched_pair_cmp(const void *a, const void *b);
+/* The order victims are taken in (sched_preempt.c): lowest priority first, then newest
+ * admitted, then model index. */
+int	 sched_victim_cmp(const struct sched_job *x, const struct sched_job *y);
+enum sched_reason sched_pack_scratch(struct sched_model *m, const struct sched_job *j,
+	    const struct sched_cluster *c, size_t *n_allocs);
+bool	 sched_reclaims(const struct sched_model *m, const struct sched_job *j);
+bool	 sched_pool_open(const struct sched_model *m, const struct sched_job *j,
+	    const struct sched_pool *p);
+enum sched_reason sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
+	    const struct sched_cluster *c);
+
+#endif

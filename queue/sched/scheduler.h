@@ -1,0 +1,33 @@
+/* scheduler: one leader per environment (Postgres advisory lock), woken by LISTEN/NOTIFY
+ * and a timer; each cycle decides on an in-memory model and commits in batches. */
+#ifndef FLEET_QUEUE_SCHEDULER_H
+#define FLEET_QUEUE_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/db.h"
+#include "core/err.h"
+#include "queue/sched/sched.h"
+
+struct sched_stats {
+	size_t	pending;	/* jobs considered */
+	size_t	admitted;	/* admissions committed */
+	size_t	preempted;	/* victims committed */
+	double	load_s, decide_s, commit_s;
+};
+
+/* One cycle for env on pooled connections: load, decide, commit.  Safe to call only
+ * from the environment's leader (tests and the benchmark call it directly). */
+bool	scheduler_cycle(const char *env, const char *who, struct sched_stats *st, struct err *e);
+/* The jobs.placement document of a placement: what the dispatcher renders from.
+ * pools as loader_model_pools gives them. */
+json_t	*scheduler_placement_json(struct sched_model *m, const struct sched_placement *place,
+	    json_t *pools);
+bool	scheduler_start(struct err *e);
+void	scheduler_stop(void);
+/* Environments this replica leads right now (for tests and /metrics). */
+int	scheduler_leading(void);
+void	scheduler_metrics(char **buf, size_t *len, size_t *cap);
+
+#endif
