@@ -1,6 +1,6 @@
 /* sse: Server-Sent Event streams of job events.  One hub thread per replica polls (every
  * 250 ms, or at once on another replica's NOTIFY fleet_events) for new job_events, numbers
- * them (queue/events.c), keeps the recent ones in a ring and
+ * them (queue/jobs/events.c), keeps the recent ones in a ring and
  * resumes the suspended connections that have something to send; no thread waits per
  * stream (MHD_ALLOW_SUSPEND_RESUME). */
 #ifndef FLEET_API_SSE_H

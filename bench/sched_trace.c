@@ -1,4 +1,4 @@
-/* sched_trace: replays the synthetic multi-team trace of queue/sched_trace.c through the
+/* sched_trace: replays the synthetic multi-team trace of bench/sim/sched_trace.c through the
  * scheduler's model and cycle in simulated time and prints the per-team quality table
  * (markdown) and the targets' verdicts.  usage: sched_trace [JOBS [SEED]] */
 #include <stdio.h>

@@ -41,7 +41,7 @@ enum jobspec_gcs_ft {
 	JOBSPEC_GCS_FT_REDIS,	/* external redis, password from a secret */
 };
 
-/* RayCronJob runs that overlap (the CRD has no such field: fleetd enforces it, queue/cron.c). */
+/* RayCronJob runs that overlap (the CRD has no such field: fleetd enforces it, queue/follow/cron.c). */
 enum jobspec_cron_policy {
 	JOBSPEC_CRON_FORBID,	/* default: a run does not start while one runs */
 	JOBSPEC_CRON_ALLOW,	/* runs overlap; each running one must fit the quota */

@@ -1,6 +1,6 @@
 /* jobspec_cron: the job spec's "cron" options of a RayCronJob (the concurrency policy
  * fleetd enforces on the runs; the RayCronJob CRD has no such field).  The renderer does
- * not use them: queue/cron.c does. */
+ * not use them: queue/follow/cron.c does. */
 #include <string.h>
 
 #include "core/jsonx.h"

@@ -793,7 +793,7 @@ kind_spec(const struct ctx *c)
 			json_object_set_new(o, "suspend", json_true());
 		/* every run is created suspended (KubeRay copies the template into each child
 		 * RayJob): fleetd places the run against the capacity and quota of that moment,
-		 * writes its nodes into the child and lifts suspend (queue/cron.c), as Kueue
+		 * writes its nodes into the child and lifts suspend (queue/follow/cron.c), as Kueue
 		 * does for the jobs it admits; the template's pins only name the nodes of the
 		 * cron's admission */
 		json_object_set_new(o, "jobTemplate", rayjob_spec(c, false));

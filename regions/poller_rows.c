@@ -145,7 +145,7 @@ struct write_arg {
 /* One statement per cluster (one round trip): upsert the rows, delete the cluster's rows
  * that are gone, mark the cluster ready.  observed_at is when the fetch began, not now: a
  * job whose pods came up while the fetch ran is not in these rows, and the loader must go
- * on counting it (queue/loader.c compares observed_at with the job's started_at).  The first row of a (pool, flavor) wins, as
+ * on counting it (queue/sched/loader.c compares observed_at with the job's started_at).  The first row of a (pool, flavor) wins, as
  * before.  Its own transaction, atomic like the multi-statement one it replaces. */
 static bool
 write_ok(struct db *c, void *varg, struct err *e)

@@ -1,6 +1,6 @@
 /* move: the request side of moves (POST .../move, drains) — validation, planning on a fresh
  * model restricted to the target, the reservation (state 'moving' with jobs.move), and
- * drains as operations over many moves.  The background side is queue/mover.c. */
+ * drains as operations over many moves.  The background side is queue/change/mover.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* mover: the background worker of moves (queue/move.c takes the request and reserves);
+/* mover: the background worker of moves (queue/change/move.c takes the request and reserves);
  * each visit claims due moving jobs (SKIP LOCKED), commits, talks to the member
  * clusters with no transaction open, then records the next phase in a new transaction.
  * The source lets go only after the target is reserved (move.c); for RayService the

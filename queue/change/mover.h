@@ -1,4 +1,4 @@
-/* mover: carries out moves reserved by queue/move.c, one step per visit, recording the
+/* mover: carries out moves reserved by queue/change/move.c, one step per visit, recording the
  * phase in jobs.move so a replica that dies mid-move leaves a job the next one resumes:
  * reserved -> checkpointing -> suspended -> applied (-> ready for RayService) -> done. */
 #ifndef FLEET_QUEUE_MOVER_H

@@ -1,4 +1,4 @@
-/* updater: the worker of spec updates (queue/job_update.c records them). Each round claims
+/* updater: the worker of spec updates (queue/change/job_update.c records them). Each round claims
  * open updates (SKIP LOCKED, a lease in spec_update.next_at), commits, re-renders and
  * server-side applies the job's object on its member cluster, or reads the RayService's
  * upgrade status, with no transaction open; then records the phase and the job events in a

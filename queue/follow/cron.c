@@ -1,6 +1,6 @@
 /* cron: which runs of a RayCronJob may run (the concurrency policy, cron_decide) and
  * which are counted (jobs.cron_runs, cron_sync); the scheduler's model reads the runs in
- * queue/loader.c.  The policy is enforced by deleting the child RayJob that must not run:
+ * queue/sched/loader.c.  The policy is enforced by deleting the child RayJob that must not run:
  * it works with every KubeRay version (older RayCronJob controllers ignore spec.suspend,
  * and un-suspending makes the controller start the missed run at once, late instead of
  * skipped). */

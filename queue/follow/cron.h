@@ -1,9 +1,9 @@
 /* cron: the runs of a RayCronJob — the child RayJobs KubeRay's RayCronJob controller
  * creates on the schedule (label ray.io/cronjob-name, owner reference to the cron).
  * fleetd counts each running child against the queue's quota and the cluster's capacity
- * (jobs.cron_runs, read by queue/loader.c) and enforces the spec's concurrency policy,
+ * (jobs.cron_runs, read by queue/sched/loader.c) and enforces the spec's concurrency policy,
  * which the CRD does not have, by deleting the child that must not run.  Called by the
- * status worker (queue/status.c); the decision table itself is pure (cron_decide). */
+ * status worker (queue/follow/status.c); the decision table itself is pure (cron_decide). */
 #ifndef FLEET_QUEUE_CRON_H
 #define FLEET_QUEUE_CRON_H
 
@@ -36,7 +36,7 @@ enum cron_action {
 
 enum cron_why {
 	CRON_WHY_NONE, CRON_WHY_FORBID, CRON_WHY_QUOTA, CRON_WHY_REPLACED,
-	CRON_WHY_CAPACITY	/* the cluster has no room for the run now (queue/cron.c) */
+	CRON_WHY_CAPACITY	/* the cluster has no room for the run now (queue/follow/cron.c) */
 };
 
 struct cron_verdict {

@@ -142,7 +142,7 @@ load(struct batch ***out, size_t *n, struct err *e)
 
 struct nsview {
 	json_t	*objects;	/* "Kind/name" -> live object */
-	json_t	*children;	/* RayJobs of RayCronJobs (queue/cron.c), NULL when unread */
+	json_t	*children;	/* RayJobs of RayCronJobs (queue/follow/cron.c), NULL when unread */
 	json_t	*pods;		/* pod name -> {job, attempt, node} */
 	json_t	*events;	/* Warning events about pods */
 };

@@ -27,7 +27,7 @@ struct status_job {
 	double	pending_for;		/* seconds since the first FailedScheduling, -1 none */
 	bool	spot_loss;		/* preempted because spot capacity was reclaimed */
 	int	grace_s;		/* the spec's checkpoint grace (30 without one) */
-	int	cron_runs;		/* RayCronJob: runs counted (queue/cron.c) */
+	int	cron_runs;		/* RayCronJob: runs counted (queue/follow/cron.c) */
 	json_t	*manifest;		/* as applied, NULL when never applied */
 };
 

@@ -1,5 +1,5 @@
 /* explain: GET /v1/jobs/{id}/placement's entry point — loads a fresh model for a pending
- * job (rendered by queue/sched_explain.c, the model side) or returns the recorded
+ * job (rendered by queue/sched/sched_explain.c, the model side) or returns the recorded
  * placement of the others. */
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +99,7 @@ explain_placed(struct db *c, const char *id, json_t *job, json_t **out, struct e
 	return true;
 }
 
-/* A RayCronJob's runs as the scheduler counts them (queue/cron.c, queue/loader.c). */
+/* A RayCronJob's runs as the scheduler counts them (queue/follow/cron.c, queue/sched/loader.c). */
 static bool
 explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err *e)
 {
@@ -124,7 +124,7 @@ explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err 
 		json_t *nodes = json_array(), *a;
 		size_t k;
 
-		/* the nodes the run was placed on (queue/cron.c), each once */
+		/* the nodes the run was placed on (queue/follow/cron.c), each once */
 		json_array_foreach(json_object_get(json_object_get(run, "placement"), "allocs"),
 		    k, a) {
 			json_t *nd = json_object_get(a, "node"), *x;

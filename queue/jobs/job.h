@@ -30,7 +30,7 @@
 	" j.spec_update->'finished_at', 'extra', j.spec_update->'extra')) END"
 
 /* SQL rendering of a job j joined with queues q, clusters k and clouds c. */
-/* queue/job_text.c writes the same members from the columns (GET /v1/jobs/{id}, GET
+/* queue/jobs/job_text.c writes the same members from the columns (GET /v1/jobs/{id}, GET
  * /v1/jobs): a member added here goes there too; test_api_reads compares the two. */
 #define JOB_JSON \
 	"json_build_object('id', j.id, 'name', j.name, 'environment', j.environment," \

@@ -1,7 +1,7 @@
 /* job_text: GET /v1/jobs/{id} and the job list answered as JSON text written straight from
  * the row's columns — no json_build_object in SQL, no parse and re-serialize in fleetd
  * (jsonb columns are copied as the server prints them).  Same members, same order and the
- * same timestamp form as JOB_JSON (queue/job.h).  Lists keep the text of recently listed
+ * same timestamp form as JOB_JSON (queue/jobs/job.h).  Lists keep the text of recently listed
  * jobs in memory, keyed by the xmin of the job row and of its queue, cluster and cloud
  * rows: any committed change to one of them changes the key, so a page is one small query
  * for ids and keys plus one query for the rows not cached (or changed) — never stale. */

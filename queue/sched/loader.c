@@ -1,4 +1,4 @@
-/* loader: Postgres rows -> a sched model (queue/sched_model.c builds the model itself and
+/* loader: Postgres rows -> a sched model (queue/sched/sched_model.c builds the model itself and
  * knows no SQL; this file is the only reader of the tables for it).  Memory is counted in
  * MiB, cpu in millicores. */
 #include <stdlib.h>
@@ -344,7 +344,7 @@ load_move_target(struct sched_model *m, PGresult *r, int i, struct err *e)
 	return ok;
 }
 
-/* A RayService upgrading with a new Ray cluster (queue/job_update.c) runs both clusters
+/* A RayService upgrading with a new Ray cluster (queue/change/job_update.c) runs both clusters
  * until KubeRay switches: the old spec is a second job in the model, admitted and in flight
  * on the same cluster, so its footprint counts against quota and capacity meanwhile. */
 static bool
@@ -371,7 +371,7 @@ load_upgrade_old(struct sched_model *m, PGresult *r, int i, struct err *e)
 }
 
 /* A running RayCronJob holds nothing itself: each of its runs (the child RayJobs the
- * status worker counted, queue/cron.c) is a job "<id>#run:<name>" of the model, admitted
+ * status worker counted, queue/follow/cron.c) is a job "<id>#run:<name>" of the model, admitted
  * on the cron's cluster with the placement the run got when it started (the cron's own
  * for a run fleetd did not place), in flight until a snapshot newer than
  * the run's start shows its pods.  So every running run counts against the queue's quota
@@ -405,7 +405,7 @@ load_cron_runs(struct sched_model *m, PGresult *r, int i, struct err *e)
 			continue;
 		}
 		if (json_is_object(json_object_get(run, "placement"))) {
-			/* placed for this run when it started (queue/cron.c) */
+			/* placed for this run when it started (queue/follow/cron.c) */
 			char *pl = json_dumps(json_object_get(run, "placement"), JSON_COMPACT);
 
 			ok = load_placement(m, j, PQgetvalue(r, i, 7), in_flight, at, pl, e);

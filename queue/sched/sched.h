@@ -213,7 +213,7 @@ struct sched_job {
 	size_t			 n_allocs;
 	/* Jobs whose admission evicted this one (ids, in the arena): it never evicts them
 	 * back, so a preemption cannot turn into a preempt-requeue cycle.  The scheduler
-	 * persists them as the "by" of its preempted events (queue/loader.c reads them). */
+	 * persists them as the "by" of its preempted events (queue/sched/loader.c reads them). */
 	const char		**evicted_by;
 	int			 n_evicted_by;
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
@@ -407,7 +407,7 @@ json_t			*sched_decision_to_json(const struct sched_model *m,
 json_t			*sched_explain_job(struct sched_model *m, const struct sched_job *j);
 /* Allocations al[0..n) of j on cluster (an index; -1: none) as explain shows them. map
  * (NULL: none) renumbers the group member; gen >= 0 adds "spec_update": gen (the pods a
- * spec update added, queue/job_update.c). */
+ * spec update added, queue/change/job_update.c). */
 json_t			*sched_explain_allocs(const struct sched_model *m,
 			    const struct sched_job *j, int cluster, const struct sched_alloc *al,
 			    size_t n, const int *map, int gen);

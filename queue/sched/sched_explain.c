@@ -1,4 +1,4 @@
-/* sched_explain: the model side of GET /v1/jobs/{id}/placement (queue/explain.c loads the
+/* sched_explain: the model side of GET /v1/jobs/{id}/placement (queue/jobs/explain.c loads the
  * model and calls it): a decision with every candidate and why it lost, or, for a pending
  * job, its queue position and the one blocking reason per cluster. */
 #include <math.h>

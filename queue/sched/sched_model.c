@@ -1,5 +1,5 @@
 /* sched_model: the scheduler's in-memory model and its builders (sched_model_add_*,
- * no SQL: queue/loader.c feeds it from Postgres, tests and benches feed it directly), and
+ * no SQL: queue/sched/loader.c feeds it from Postgres, tests and benches feed it directly), and
  * the index, usage and in-flight reservations it derives at finalize. */
 #include <stdlib.h>
 #include <string.h>

@@ -122,7 +122,7 @@ collect(const struct sched_model *m, const struct sched_job *j, struct cand **ou
 		    v == j || vq->env != q->env || (v->flavor_mask & j->flavor_mask) == 0 ||
 		    evicted_me(j, v))
 			continue;
-		/* "<id>#move", "#upgrade", "#run:<name>" (queue/loader.c): footprints held for a
+		/* "<id>#move", "#upgrade", "#run:<name>" (queue/sched/loader.c): footprints held for a
 		 * job, not jobs; the commit cannot evict them, so a plan must not count on it */
 		if (strchr(v->id, '#') != NULL)
 			continue;

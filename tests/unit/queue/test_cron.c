@@ -186,7 +186,7 @@ test_spec(void **state)
 	}
 }
 
-/* A cron's counted runs ("<id>#run:<name>", queue/loader.c) hold quota like jobs but are no
+/* A cron's counted runs ("<id>#run:<name>", queue/sched/loader.c) hold quota like jobs but are no
  * jobs the scheduler's commit can evict (it skips ids with '#'): a reclaim must never count
  * on evicting one, or the preemptor would be admitted over quota while the run goes on. */
 static void

@@ -1,4 +1,4 @@
-/* test_sched_trace: a small multi-team trace (queue/sched_trace.c: bursty arrivals, mixed
+/* test_sched_trace: a small multi-team trace (bench/sim/sched_trace.c: bursty arrivals, mixed
  * gangs, topologies and priorities, simulated time) replayed through the scheduler's model
  * and cycle; asserts the fairness targets of bench/trace.sh, which runs the 10,000-job one. */
 #include "sched_fixture.h"
