@@ -5,9 +5,9 @@
 #include "api/crud.h"
 #include "api/handlers.h"
 #include "core/crypto.h"
+#include "queue/change/change.h"
 #include "queue/jobs/explain.h"
 #include "queue/jobs/job.h"
-#include "queue/change/job_update.h"
 #include "queue/jobs/job_text.h"
 
 static const struct crud jobs = {

@@ -3,8 +3,8 @@
 
 #include "api/handlers.h"
 #include "core/jsonx.h"
+#include "queue/change/change.h"
 #include "queue/jobs/job.h"
-#include "queue/change/move.h"
 #include "regions/cluster.h"
 #include "regions/env.h"
 

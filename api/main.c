@@ -14,7 +14,7 @@
 #include "core/log.h"
 #include "core/migrate.h"
 #include "iam/token.h"
-#include "queue/jobs/admit_cache.h"
+#include "queue/jobs/submit_cache.h"
 
 static void
 usage(FILE *f)
@@ -138,16 +138,16 @@ cmd_serve(char **rest, int n, struct err *e)
 	signal(SIGPIPE, SIG_IGN);
 	if (!token_listen_start(cfg.database_url, e))
 		return 1;
-	admit_cache_start(cfg.database_url);	/* submit checks kept until capacity changes */
+	submit_cache_start(cfg.database_url);	/* submit checks kept until capacity changes */
 	if (!server_start(e)) {
-		admit_cache_stop();
+		submit_cache_stop();
 		token_listen_stop();
 		return 1;
 	}
 	if (!workers_start(e)) {
 		server_stop();
 		workers_stop();
-		admit_cache_stop();
+		submit_cache_stop();
 		token_listen_stop();
 		return 1;
 	}
@@ -157,7 +157,7 @@ cmd_serve(char **rest, int n, struct err *e)
 	log_info(NULL, "api", "shutting down", "{s:i}", "signal", sig);
 	server_stop();
 	workers_stop();
-	admit_cache_stop();
+	submit_cache_stop();
 	token_listen_stop();
 	log_info(NULL, "api", "stopped", NULL);
 	return 0;

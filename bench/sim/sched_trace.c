@@ -8,9 +8,9 @@
 
 #include <jansson.h>
 
+#include "bench/sim/sched_trace.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/sched_int.h"
-#include "bench/sim/sched_trace.h"
 
 #define FLAVOR		"nvidia-h100-80gb"
 #define ACCEL_NODE	8

@@ -9,8 +9,8 @@
 
 #include "core/config.h"
 #include "providers/jobspec.h"
+#include "queue/change/change.h"
 #include "queue/jobs/job.h"
-#include "queue/change/job_update.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/sched_int.h"
 #include "queue/sched/scheduler.h"

@@ -9,9 +9,9 @@
 
 #include "core/config.h"
 #include "core/jsonx.h"
+#include "queue/change/change.h"
 #include "queue/jobs/job.h"
 #include "queue/sched/loader.h"
-#include "queue/change/move.h"
 #include "queue/sched/scheduler.h"
 #include "regions/catalog.h"
 #include "regions/cluster.h"

@@ -15,10 +15,9 @@
 #include "core/log.h"
 #include "core/worker_thread.h"
 #include "providers/kube.h"
+#include "queue/change/change.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
-#include "queue/change/move.h"
-#include "queue/change/mover.h"
 
 #define MOVER_BATCH	8
 #define MOVER_LEASE_S	120
@@ -65,14 +64,14 @@ mjob_free(struct mjob *m)
 
 /* The cluster of one end of the move. */
 static bool
-end_target(const char *cluster_id, struct dispatch_target **t, struct err *e)
+end_target(const char *cluster_id, struct member **t, struct err *e)
 {
 	struct db *c = db_acquire(5000, e);
 	bool ok;
 
 	if (c == NULL)
 		return false;
-	ok = dispatch_target_load(c, cluster_id, t, e);
+	ok = member_load(c, cluster_id, t, e);
 	db_release(c);
 	return ok;
 }
@@ -82,7 +81,7 @@ end_target(const char *cluster_id, struct dispatch_target **t, struct err *e)
  * could not record that: the database went away) is not applied again; *had gets the
  * annotation's value then (the request the job already saw). */
 static bool
-source_reapply(struct mjob *m, const struct dispatch_target *src, const char *annotation,
+source_reapply(struct mjob *m, const struct member *src, const char *annotation,
 	       bool suspend, char *had, size_t hadn, struct err *e)
 {
 	json_t *copy, *meta, *ann, *live = NULL;
@@ -130,7 +129,7 @@ source_reapply(struct mjob *m, const struct dispatch_target *src, const char *an
 
 /* The source's object, then its attempt's signal objects (the acknowledgement is read). */
 static bool
-source_delete(struct mjob *m, const struct dispatch_target *src, struct err *e)
+source_delete(struct mjob *m, const struct member *src, struct err *e)
 {
 	if (!kube_delete_object(&src->pc, "ray.io/v1", m->kind,
 	    jsonx_at(m->manifest, "metadata", "namespace"),
@@ -200,7 +199,7 @@ signal_name(const char *job_id, int attempt, char *out, size_t n)
  * the job's ack keys, owned by another manager, stay).  Best effort: the annotation on
  * the Ray object carries the same request. */
 static void
-signal_request(struct mjob *m, const struct dispatch_target *src, const char *requested_at,
+signal_request(struct mjob *m, const struct member *src, const char *requested_at,
 	       const char *deadline, int grace)
 {
 	const char *ns = jsonx_at(m->manifest, "metadata", "namespace");
@@ -227,7 +226,7 @@ signal_request(struct mjob *m, const struct dispatch_target *src, const char *re
 /* The checkpoint_requested_at the source's signal already carries (a request made by an
  * earlier visit); false when there is none. */
 static bool
-signal_requested_at(struct mjob *m, const struct dispatch_target *src, char *out, size_t n)
+signal_requested_at(struct mjob *m, const struct member *src, char *out, size_t n)
 {
 	const char *ns = jsonx_at(m->manifest, "metadata", "namespace"), *at;
 	struct err e = { 0 };
@@ -249,7 +248,7 @@ signal_requested_at(struct mjob *m, const struct dispatch_target *src, char *out
 /* The job's acknowledgement of the request made at requested_at, if any: fills
  * m->patch's "ack" and returns true. */
 static bool
-signal_acked(struct mjob *m, const struct dispatch_target *src, const char *requested_at)
+signal_acked(struct mjob *m, const struct member *src, const char *requested_at)
 {
 	const char *ns = jsonx_at(m->manifest, "metadata", "namespace");
 	const char *echo, *uri, *at;
@@ -278,7 +277,7 @@ signal_acked(struct mjob *m, const struct dispatch_target *src, const char *requ
 
 /* Renders and applies the next attempt at the target; fills the patch with the object. */
 static bool
-target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
+target_apply(struct mjob *m, const struct member *dst, struct err *e)
 {
 	struct kube_ref ref;
 	json_t *obj, *live = NULL;
@@ -323,7 +322,7 @@ target_apply(struct mjob *m, const struct dispatch_target *dst, struct err *e)
 }
 
 static bool
-target_ready(struct mjob *m, const struct dispatch_target *dst, struct err *e)
+target_ready(struct mjob *m, const struct member *dst, struct err *e)
 {
 	json_t *tobj = json_object_get(json_object_get(m->move, "target_object"), "manifest");
 	json_t *live = NULL, *conds;
@@ -368,8 +367,8 @@ enum outcome {
 
 /* Both ends of the move for one visit (src NULL when there is nothing at the source). */
 struct ends {
-	struct dispatch_target	*src;
-	struct dispatch_target	*dst;
+	struct member	*src;
+	struct member	*dst;
 	bool			 service;	/* RayService: the target is ready first */
 };
 
@@ -525,8 +524,8 @@ out:
 		m->why = m->why_buf;	/* e dies with this call: record_tx reads why later */
 		m->abandon = m->tries > 30;
 	}
-	dispatch_target_free(x.src);
-	dispatch_target_free(x.dst);
+	member_free(x.src);
+	member_free(x.dst);
 }
 
 /* The job lands at the target: the next attempt is the target's object. */

@@ -11,9 +11,9 @@
 #include "core/log.h"
 #include "core/ticker.h"
 #include "providers/kube.h"
+#include "queue/change/change.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
-#include "queue/change/job_update.h"
 
 #define UPDATER_BATCH	8
 #define UPDATER_LEASE_S	"60"
@@ -63,7 +63,7 @@ ujob_free(struct ujob *u)
  * earlier visit applied it, then could not record that: the database went away, the
  * lease ran out), so it is not applied a second time.  Any doubt (cannot read): apply. */
 static bool
-applied_already(const struct dispatch_target *t, json_t *obj, int generation)
+applied_already(const struct member *t, json_t *obj, int generation)
 {
 	struct err e = { 0 };
 	json_t *live = NULL;
@@ -83,7 +83,7 @@ applied_already(const struct dispatch_target *t, json_t *obj, int generation)
 }
 
 static void
-apply(struct ujob *u, const struct dispatch_target *t)
+apply(struct ujob *u, const struct member *t)
 {
 	struct kube_ref ref;
 	struct err e = { 0 };
@@ -126,7 +126,7 @@ apply(struct ujob *u, const struct dispatch_target *t)
 /* RayService: UpgradeInProgress True while the pending cluster comes up; done when it is
  * False (or absent) with Ready True on a status of this generation. */
 static void
-follow(struct ujob *u, const struct dispatch_target *t)
+follow(struct ujob *u, const struct member *t)
 {
 	struct err e = { 0 };
 	json_t *live = NULL, *conds, *c;
@@ -183,7 +183,7 @@ follow(struct ujob *u, const struct dispatch_target *t)
 static void
 visit(struct ujob *u)
 {
-	struct dispatch_target *t = NULL;
+	struct member *t = NULL;
 	struct err e = { 0 };
 	struct db *c = db_acquire(5000, &e);
 	bool ok;
@@ -192,7 +192,7 @@ visit(struct ujob *u)
 		u->delay_s = 5;
 		return;
 	}
-	ok = dispatch_target_load(c, u->cluster_id, &t, &e);
+	ok = member_load(c, u->cluster_id, &t, &e);
 	db_release(c);
 	if (!ok) {
 		u->delay_s = 5;
@@ -202,7 +202,7 @@ visit(struct ujob *u)
 		apply(u, t);
 	else
 		follow(u, t);
-	dispatch_target_free(t);
+	member_free(t);
 }
 
 static const char sql_record[] =

@@ -15,10 +15,10 @@
 #include "core/config.h"
 #include "core/listen.h"
 #include "core/log.h"
-#include "providers/kube.h"
-#include "providers/kuberay.h"
 #include "core/textbuf.h"
 #include "core/ticker.h"
+#include "providers/kube.h"
+#include "providers/kuberay.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
 
@@ -101,7 +101,7 @@ claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct
 
 struct outcome {
 	const struct dispatch_job	*j;
-	const struct dispatch_target	*t;
+	const struct member	*t;
 	const char			*who;
 	json_t				*manifest;
 	struct kube_ref			 ref;
@@ -313,7 +313,7 @@ static pthread_mutex_t ns_mu = PTHREAD_MUTEX_INITIALIZER;
 static json_t *ns_known;	/* "cluster/ns" -> true */
 
 static bool
-ns_ensure(const struct dispatch_target *t, const char *ns, struct err *e)
+ns_ensure(const struct member *t, const char *ns, struct err *e)
 {
 	char key[200];
 	bool known;
@@ -335,7 +335,7 @@ ns_ensure(const struct dispatch_target *t, const char *ns, struct err *e)
 }
 
 static void
-ns_forget(const struct dispatch_target *t, const char *ns)
+ns_forget(const struct member *t, const char *ns)
 {
 	char key[200];
 
@@ -353,7 +353,7 @@ ns_forget(const struct dispatch_target *t, const char *ns)
  * applied" cache).  seen (may be NULL): the objects applied by this batch already, so
  * a batch of one queue's jobs applies them once. */
 static bool
-kueue_ensure(const struct dispatch_job *j, const struct dispatch_target *t,
+kueue_ensure(const struct dispatch_job *j, const struct member *t,
     const json_t *manifest, json_t *seen, struct err *e)
 {
 	json_t *objs, *o, *todo = NULL;
@@ -457,7 +457,7 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	const char *kind = json_string_value(json_object_get(manifest, "kind")),
 	    *ns = json_string_value(json_object_get(json_object_get(manifest, "metadata"),
 	    "namespace")), *sname = json_string_value(json_object_get(j->spec, "name"));
-	struct dispatch_target *t = NULL;
+	struct member *t = NULL;
 	char at[16], name[64];
 	const char *p[2] = { j->id, at };
 	struct err e = { 0 };
@@ -474,7 +474,7 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	if ((c = db_acquire(5000, &e)) == NULL)
 		return;
 	if (db_exec(c, sql, 2, p, &r, &e) && PQntuples(r) == 1)
-		dispatch_target_load(c, PQgetvalue(r, 0, 0), &t, &e);
+		member_load(c, PQgetvalue(r, 0, 0), &t, &e);
 	db_release(c);
 	if (t == NULL)
 		goto cleanup;
@@ -489,7 +489,7 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 		    "{s:s, s:s}", "job", j->id, "error", e.msg);
 cleanup:
 	PQclear(r);
-	dispatch_target_free(t);
+	member_free(t);
 }
 
 /* A user image that looks like a CPU build on NVIDIA workers: a warning in the job's events
@@ -508,7 +508,7 @@ warn_image(const struct dispatch_job *j)
 	if (kuberay_image_warning(&s, msg, sizeof(msg)) && (c = db_acquire(5000, &e)) != NULL) {
 		json_t *d = json_pack("{s:s}", "image", s.image);
 
-		if (!dispatch_event_once(c, j->id, j->attempt, "warning", "image_cpu_build", msg, d,
+		if (!job_event_once(c, j->id, j->attempt, "warning", "image_cpu_build", msg, d,
 		    &e))
 			log_warn(NULL, "dispatch", "cannot record the image warning", "{s:s}", "job",
 			    j->id);
@@ -522,7 +522,7 @@ void
 dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 {
 	struct outcome o;
-	struct dispatch_target *t = NULL;
+	struct member *t = NULL;
 	struct err e = { 0 };
 	struct db *c;
 	bool ok;
@@ -534,7 +534,7 @@ dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 		retry_later(who, j, &e, st);
 		return;
 	}
-	ok = dispatch_target_load(c, j->cluster_id, &t, &e);
+	ok = member_load(c, j->cluster_id, &t, &e);
 	db_release(c);
 	if (!ok) {
 		(e.status == 404 ? fail_job : retry_later)(who, j, &e, st);
@@ -561,7 +561,7 @@ dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 		warn_image(j);
 	}
 	json_decref(o.manifest);
-	dispatch_target_free(t);
+	member_free(t);
 }
 
 /* ---- many jobs of one cluster at once */
@@ -659,7 +659,7 @@ void
 dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct dispatch_stats *st)
 {
 	struct many mb = { 0 };
-	struct dispatch_target *t = NULL;
+	struct member *t = NULL;
 	struct err e = { 0 }, *errs = NULL;
 	struct kube_ref *refs = NULL;
 	json_t *sig = json_array(), *ray = json_array(), *kueue_seen = json_object();
@@ -687,7 +687,7 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 			many_fail(&mb, i, &e, false, st);
 		goto cleanup;
 	}
-	ok = dispatch_target_load(c, jobs[0]->cluster_id, &t, &e);
+	ok = member_load(c, jobs[0]->cluster_id, &t, &e);
 	db_release(c);
 	for (i = 0; i < n && !ok; i++)
 		(e.status == 404 ? fail_job : retry_later)(who, jobs[i], &e, st);
@@ -810,7 +810,7 @@ cleanup:
 	json_decref(sig);
 	json_decref(ray);
 	json_decref(kueue_seen);
-	dispatch_target_free(t);
+	member_free(t);
 }
 
 /* ---- the loop */

@@ -11,8 +11,9 @@
 
 #include "core/db.h"
 #include "core/err.h"
-#include "providers/provider.h"
 #include "providers/kuberay.h"
+#include "providers/provider.h"
+#include "queue/member.h"
 
 #define DISPATCH_MAX_TRIES	8	/* transient failures before the job is placed again */
 #define DISPATCH_LEASE_S	600	/* a claim older than this is taken over regardless */
@@ -21,22 +22,6 @@
  * cluster): its claim is taken over only after this long, beyond any apply's timeout,
  * so the next claimant's GET sees that apply and does not repeat it. */
 #define DISPATCH_INFLIGHT_S	"20"
-
-/* A member cluster as the workers call it (heap, dispatch_target_free). */
-struct dispatch_target {
-	char			id[40];
-	char			name[64];
-	char			provider[16];
-	char			batch_scheduler[16];
-	bool			kueue_elastic;	/* cluster_kueue_elastic of its row */
-	char			kueue_cluster_queue[64];
-	char			kueue_lq_prefix[32];
-	int			stockout_timeout_s;
-	char			*api_server;
-	char			*ca_pem;
-	char			*token;
-	struct prov_cluster	pc;	/* points into this struct */
-};
 
 /* One admitted job as claimed (heap, dispatch_job_free). */
 struct dispatch_job {
@@ -63,30 +48,26 @@ struct dispatch_stats {
 	size_t	withdrawn;	/* the job changed meanwhile: object deleted */
 };
 
-/* Loads cluster id with its decrypted token; 404 "cluster.not_found". */
-bool	dispatch_target_load(struct db *c, const char *cluster_id,
-	    struct dispatch_target **out, struct err *e);
-void	dispatch_target_free(struct dispatch_target *t);
 void	dispatch_job_free(struct dispatch_job *j);
 
 /* Renders the job's manifest for its placement on t (pure apart from the inputs);
  * 422 "kuberay.*" when the spec cannot be expressed there. */
-json_t	*dispatch_render(const struct dispatch_job *j, const struct dispatch_target *t,
+json_t	*dispatch_render(const struct dispatch_job *j, const struct member *t,
 	    struct err *e);
 /* The same for a job known by its parts (the mover's next attempt, a spec update, a cron
  * run): attempt on t with spec and placement. */
-json_t	*dispatch_render_for(const struct dispatch_target *t, const char *id,
+json_t	*dispatch_render_for(const struct member *t, const char *id,
 	    const char *environment, const char *queue, int attempt, json_t *spec,
 	    json_t *placement, struct err *e);
 /* The attempt's checkpoint-signal objects (kuberay_signal_objects), or its ConfigMap alone
  * (a new JSON object) when configmap_only; NULL + e on an unrenderable job. */
-json_t	*dispatch_signal_render(const struct dispatch_job *j, const struct dispatch_target *t,
+json_t	*dispatch_signal_render(const struct dispatch_job *j, const struct member *t,
 	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);
 /* Whether Kueue gates j on t (the queue-name label) and the sentence why (static text). */
-const char *dispatch_kueue_reason(const struct dispatch_job *j, const struct dispatch_target *t,
+const char *dispatch_kueue_reason(const struct dispatch_job *j, const struct member *t,
 	    bool *gated);
 /* Renders and server-side applies them, in order (network call: no transaction held). */
-bool	 dispatch_signal_apply(const struct dispatch_job *j, const struct dispatch_target *t,
+bool	 dispatch_signal_apply(const struct dispatch_job *j, const struct member *t,
 	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);
 /* Deletes attempt's checkpoint-signal objects (RoleBinding, Role, ServiceAccount, ConfigMap
  * fleet-signal-<8hex>-<attempt>) from ns: once that attempt's Ray object is gone for good.
@@ -99,20 +80,6 @@ bool	 dispatch_signal_delete(const struct prov_cluster *pc, const char *ns,
  * the objects are small and the next attempt's are distinct. */
 void	 dispatch_signal_delete_for(const struct prov_cluster *pc, const json_t *manifest,
 	    const char *who);
-/* Every item of a (paged) list at path with query (may be NULL); *items is a new array.
- * 502 kube.bad_answer on garbage, kube_status_err mapping on non-200. */
-bool	dispatch_kube_list(const struct prov_cluster *k, const char *path, const char *query,
-	    json_t **items, struct err *e);
-/* The same, and rv gets the list's metadata.resourceVersion (where a watch resumes). */
-bool	dispatch_kube_list_rv(const struct prov_cluster *k, const char *path, const char *query,
-	    json_t **items, char *rv, size_t rvn, struct err *e);
-/* Percent-encodes s for a query string into out; false when it does not fit. */
-bool	dispatch_query_escape(const char *s, char *out, size_t n);
-/* Appends a job event unless one with the same type and data.key exists for the job's
- * current attempt (attempt must still be the job's).  data gets "key". */
-bool	dispatch_event_once(struct db *c, const char *job_id, int attempt, const char *type,
-	    const char *key, const char *message, json_t *data, struct err *e);
-
 /* The claim -> apply -> record of one claimed job (fills st). */
 void	dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st);
 /* The same for n claimed jobs of one cluster at once: one target load, the signal objects

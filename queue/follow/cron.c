@@ -250,7 +250,7 @@ cleanup:
  * have replaced go on.  False when the model or the cluster's snapshot cannot be read, or
  * the cluster is not ready: nothing is decided this cycle (the runs wait, suspended). */
 static bool
-place_runs(struct db *c, const struct dispatch_target *t, const struct status_job *j,
+place_runs(struct db *c, const struct member *t, const struct status_job *j,
     const struct row *w, struct child *v, struct cron_verdict *vd, size_t n)
 {
 	struct sched_model *m = NULL;
@@ -335,7 +335,7 @@ cleanup:
  * for the run's nodes) and lifts suspend: KubeRay then creates the run's Ray cluster
  * there (network call: no transaction held). */
 static bool
-start_run(const struct dispatch_target *t, const struct status_job *j, const struct row *w,
+start_run(const struct member *t, const struct status_job *j, const struct row *w,
     const struct child *r, struct err *e)
 {
 	json_t *m, *tmpl, *patch;
@@ -563,7 +563,7 @@ any_child(const struct status_job *j, json_t *cron, json_t *items)
 
 /* Deletes the cron's finished runs past their TTL (no event: the run's end was one). */
 static void
-expire(const struct dispatch_target *t, const struct status_job *j, json_t *cron,
+expire(const struct member *t, const struct status_job *j, json_t *cron,
     json_t *items, struct status_stats *st)
 {
 	long long now = (long long)time(NULL);
@@ -587,7 +587,7 @@ expire(const struct dispatch_target *t, const struct status_job *j, json_t *cron
 }
 
 void
-cron_sync(const struct dispatch_target *t, const struct status_job *j, json_t *cron,
+cron_sync(const struct member *t, const struct status_job *j, json_t *cron,
 	  json_t *children, struct status_stats *st)
 {
 	struct child *v = calloc(MAX_CHILDREN, sizeof(*v));

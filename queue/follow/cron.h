@@ -66,7 +66,7 @@ bool		 cron_expired(json_t *child, long long now);
  * Sorts and acts on the children (RayJob items of the namespace, any cron) of cron job j
  * whose live RayCronJob is cron: deletes what the policy refuses, then records the runs and
  * their events in one transaction (nothing written when nothing changed). */
-void		 cron_sync(const struct dispatch_target *t, const struct status_job *j,
+void		 cron_sync(const struct member *t, const struct status_job *j,
 		    json_t *cron, json_t *children, struct status_stats *st);
 
 #endif

@@ -155,7 +155,7 @@ plural(const char *kind)
 }
 
 static bool
-read_objects(const struct dispatch_target *t, const char *ns, const char *kind,
+read_objects(const struct member *t, const char *ns, const char *kind,
     struct nsview *v, struct err *e)
 {
 	char path[256], key[160];
@@ -166,7 +166,7 @@ read_objects(const struct dispatch_target *t, const char *ns, const char *kind,
 	status_watch_want(t->id, kind);
 	if ((items = status_watch_list(t->id, kind, ns)) == NULL) {
 		status_watch_count_list();
-		if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
+		if (!member_list(&t->pc, path, SEL_MANAGED, &items, e))
 			return false;
 	}
 	json_array_foreach(items, i, it) {
@@ -183,7 +183,7 @@ read_objects(const struct dispatch_target *t, const char *ns, const char *kind,
 }
 
 static bool
-read_pods(const struct dispatch_target *t, const char *ns, struct nsview *v, struct err *e)
+read_pods(const struct member *t, const char *ns, struct nsview *v, struct err *e)
 {
 	char path[256];
 	json_t *items, *it;
@@ -194,7 +194,7 @@ read_pods(const struct dispatch_target *t, const char *ns, struct nsview *v, str
 	status_watch_want(t->id, "Event");
 	if ((items = status_watch_list(t->id, "Pod", ns)) == NULL) {
 		status_watch_count_list();
-		if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e))
+		if (!member_list(&t->pc, path, SEL_MANAGED, &items, e))
 			return false;
 	}
 	json_array_foreach(items, i, it) {
@@ -214,7 +214,7 @@ read_pods(const struct dispatch_target *t, const char *ns, struct nsview *v, str
 	if ((v->events = status_watch_list(t->id, "Event", ns)) != NULL)
 		return true;
 	status_watch_count_list();
-	return dispatch_kube_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e);
+	return member_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e);
 }
 
 /* What the namespace view says about job j. */
@@ -257,7 +257,7 @@ active(const struct status_job *j)
 
 /* Reads namespace ns of the batch (only what its jobs need) and acts on its jobs. */
 static void
-sync_ns(const struct dispatch_target *t, struct batch *b, const char *ns)
+sync_ns(const struct member *t, struct batch *b, const char *ns)
 {
 	struct nsview v = { json_object(), NULL, json_object(), NULL };
 	const char *kinds[4] = { NULL };
@@ -289,7 +289,7 @@ sync_ns(const struct dispatch_target *t, struct batch *b, const char *ns)
 		 * metadata), so the managed-by watches do not see them: listed here */
 		snprintf(path, sizeof(path), "/apis/ray.io/v1/namespaces/%s/rayjobs", ns);
 		status_watch_count_list();
-		ok = dispatch_kube_list(&t->pc, path, "labelSelector=ray.io%2Fcronjob-name",
+		ok = member_list(&t->pc, path, "labelSelector=ray.io%2Fcronjob-name",
 		    &v.children, &e);
 	}
 	if (v.events == NULL)
@@ -326,12 +326,12 @@ static void
 sync_cluster(void *arg)
 {
 	struct batch *b = arg;
-	struct dispatch_target *t = NULL;
+	struct member *t = NULL;
 	struct err e = { 0 };
 	struct db *c = db_acquire(5000, &e);
 	json_t *done = json_object();
 
-	if (c == NULL || !dispatch_target_load(c, b->cluster_id, &t, &e)) {
+	if (c == NULL || !member_load(c, b->cluster_id, &t, &e)) {
 		db_release(c);
 		for (size_t i = 0; i < b->n; i++)
 			status_unreadable(&b->v[i], b->cluster_id, &e);
@@ -353,7 +353,7 @@ cleanup:
 	atomic_fetch_add(&M.deleted, b->st.deleted);
 	atomic_fetch_add(&M.errors, b->st.errors);
 	json_decref(done);
-	dispatch_target_free(t);
+	member_free(t);
 }
 
 static void

@@ -10,8 +10,8 @@
 
 #include "core/log.h"
 #include "providers/kube.h"
-#include "queue/jobs/job.h"
 #include "queue/follow/status_int.h"
+#include "queue/jobs/job.h"
 
 /* One transaction: optional row updates, then an optional transition. */
 struct settle {
@@ -161,7 +161,7 @@ note_once(const struct status_job *j, const char *type, const char *key, const c
 	if ((c = db_acquire(5000, &e)) == NULL)
 		return;
 	/* autocommit: once it ran, the note is in the database */
-	if (dispatch_event_once(c, j->id, j->attempt, type, key, msg, data, &e)) {
+	if (job_event_once(c, j->id, j->attempt, type, key, msg, data, &e)) {
 		st->events++;
 		noted_seen(h, true);
 	}
@@ -193,7 +193,7 @@ mget(json_t *manifest, const char *k)
  * reads an acknowledgement, and never of an attempt status deletes); true when the object
  * is gone (absent already counts). */
 static bool
-delete_object(const struct dispatch_target *t, const struct status_job *j,
+delete_object(const struct member *t, const struct status_job *j,
     struct status_stats *st)
 {
 	struct err e = { 0 };
@@ -216,7 +216,7 @@ delete_object(const struct dispatch_target *t, const struct status_job *j,
  * transaction then failed, say while the database restarted) it is not applied again and
  * ref gets the live object's resourceVersion. */
 static bool
-reapply(const struct dispatch_target *t, const struct status_job *j, json_t *m,
+reapply(const struct member *t, const struct status_job *j, json_t *m,
     const json_t *live, bool already, struct kube_ref *ref, bool *gone)
 {
 	struct err e = { 0 };
@@ -241,7 +241,7 @@ reapply(const struct dispatch_target *t, const struct status_job *j, json_t *m,
 /* The checkpoint signal the pods see (CONTRACTS.md): the ConfigMap of the attempt with
  * the request, its deadline, the grace (capped for spot loss) and the reason. */
 static void
-signal_checkpoint(const struct dispatch_target *t, const struct status_job *j)
+signal_checkpoint(const struct member *t, const struct status_job *j)
 {
 	enum kuberay_provider p = KUBERAY_HYPERPOD;
 	struct kuberay_signal sig;
@@ -267,7 +267,7 @@ signal_checkpoint(const struct dispatch_target *t, const struct status_job *j)
 }
 
 static void
-act_preempted(const struct dispatch_target *t, struct status_job *j, const json_t *live,
+act_preempted(const struct member *t, struct status_job *j, const json_t *live,
     struct status_stats *st)
 {
 	struct settle s = { .j = j, .cluster_id = t->id };
@@ -381,7 +381,7 @@ stocked_out(const struct status_job *j, const struct status_seen *seen)
 }
 
 static void
-act_live(const struct dispatch_target *t, struct status_job *j, const struct status_seen *seen,
+act_live(const struct member *t, struct status_job *j, const struct status_seen *seen,
     struct status_stats *st)
 {
 	struct settle s = { .j = j, .cluster_id = t->id };
@@ -438,7 +438,7 @@ act_live(const struct dispatch_target *t, struct status_job *j, const struct sta
 
 /* The object is not in the list: confirm with a GET, then the job fails. */
 static void
-act_vanished(const struct dispatch_target *t, struct status_job *j, struct status_stats *st)
+act_vanished(const struct member *t, struct status_job *j, struct status_stats *st)
 {
 	struct settle s = { .j = j, .cluster_id = t->id };
 	struct err e = { 0 };
@@ -467,7 +467,7 @@ act_vanished(const struct dispatch_target *t, struct status_job *j, struct statu
 }
 
 void
-status_act(const struct dispatch_target *t, struct status_job *j,
+status_act(const struct member *t, struct status_job *j,
     const struct status_seen *seen, struct status_stats *st)
 {
 	struct settle s = { .j = j, .cluster_id = t->id };

@@ -57,7 +57,7 @@ void	status_watch_count_list(void);		/* a list the cycle made itself */
 void	status_watch_metrics(char **buf, size_t *len, size_t *cap);
 
 /* Acts on one job: cancel, TTL, preemption, state mapping, stockout, spot loss. */
-void	status_act(const struct dispatch_target *t, struct status_job *j,
+void	status_act(const struct member *t, struct status_job *j,
 	    const struct status_seen *seen, struct status_stats *st);
 /* Reports once per attempt that the cluster could not be read (why: e->code). */
 void	status_unreadable(const struct status_job *j, const char *cluster, const struct err *why);

@@ -55,7 +55,7 @@ struct wstream {
 
 struct wcluster {
 	char			 id[40];
-	struct dispatch_target	*t;
+	struct member	*t;
 	struct wstream		 s[NKINDS];
 	double			 wanted_at;
 	double			 refused_until;
@@ -304,7 +304,7 @@ on_end(void *user, long status, const struct err *e)
 		    "cluster", s->c->id, "kind", kinds[s->k].kind, "status", (int)status);
 	} else {
 		if (status == 401) {		/* the token may have been rotated */
-			dispatch_target_free(s->c->t);
+			member_free(s->c->t);
 			s->c->t = NULL;
 		}
 		s->fails++;
@@ -322,7 +322,7 @@ on_end(void *user, long status, const struct err *e)
 static void
 start_stream(struct wstream *s)
 {
-	const struct dispatch_target *t = s->c->t;
+	const struct member *t = s->c->t;
 	struct http_header h[1] = { { "Accept", "application/json" } };
 	struct http_req rq = { 0 };
 	struct err e = { 0 };
@@ -338,7 +338,7 @@ start_stream(struct wstream *s)
 	pthread_mutex_unlock(&W.mu);
 	if (!synced) {
 		atomic_fetch_add(&W.lists, 1);
-		if (!dispatch_kube_list_rv(&t->pc, kinds[s->k].path, kinds[s->k].query, &items, rv,
+		if (!member_list_rv(&t->pc, kinds[s->k].path, kinds[s->k].query, &items, rv,
 		    sizeof(rv), &e)) {
 			pthread_mutex_lock(&W.mu);
 			s->fails++;
@@ -385,14 +385,14 @@ start_stream(struct wstream *s)
 static bool
 load_target(struct wcluster *c)
 {
-	struct dispatch_target *t = NULL;
+	struct member *t = NULL;
 	struct err e = { 0 };
 	struct db *d = db_acquire(5000, &e);
 	bool ok;
 
 	if (d == NULL)
 		return false;
-	ok = dispatch_target_load(d, c->id, &t, &e);
+	ok = member_load(d, c->id, &t, &e);
 	db_release(d);
 	if (ok)
 		c->t = t;
@@ -474,7 +474,7 @@ status_watch_stop(void)
 			json_decref(c->s[k].items);
 			free(c->s[k].buf);
 		}
-		dispatch_target_free(c->t);
+		member_free(c->t);
 		free(c);
 	}
 }

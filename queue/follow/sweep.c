@@ -17,8 +17,8 @@
 #include "core/worker_thread.h"
 #include "providers/kube.h"
 #include "queue/dispatch/dispatch.h"
-#include "queue/jobs/job.h"
 #include "queue/follow/sweep.h"
+#include "queue/jobs/job.h"
 
 #define SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"
 
@@ -127,7 +127,7 @@ object_row(const char *kind, json_t *it)
 
 /* Every fleetd object of the cluster; false when the cluster cannot be listed. */
 static bool
-list_objects(const struct dispatch_target *t, json_t **rows, json_t **keys, struct err *e)
+list_objects(const struct member *t, json_t **rows, json_t **keys, struct err *e)
 {
 	*rows = json_array();
 	*keys = json_array();
@@ -137,7 +137,7 @@ list_objects(const struct dispatch_target *t, json_t **rows, json_t **keys, stru
 		size_t i;
 
 		snprintf(path, sizeof(path), "/apis/ray.io/v1/%s", plurals[k]);
-		if (!dispatch_kube_list(&t->pc, path, SEL_MANAGED, &items, e)) {
+		if (!member_list(&t->pc, path, SEL_MANAGED, &items, e)) {
 			if (e->status == 404) {	/* kind not served by this member */
 				err_clear(e);
 				continue;
@@ -264,7 +264,7 @@ cleanup:
 static bool
 sweep_cluster(const char *cluster_id, struct sweep_stats *st, struct err *e)
 {
-	struct dispatch_target *t = NULL;
+	struct member *t = NULL;
 	struct judge_arg ja = { .cluster_id = cluster_id };
 	struct db *c = db_acquire(5000, e);
 	bool del = cfg.orphan_sweep == NULL || strcmp(cfg.orphan_sweep, "report") != 0;
@@ -272,7 +272,7 @@ sweep_cluster(const char *cluster_id, struct sweep_stats *st, struct err *e)
 
 	if (c == NULL)
 		return false;
-	ok = dispatch_target_load(c, cluster_id, &t, e);
+	ok = member_load(c, cluster_id, &t, e);
 	db_release(c);
 	if (!ok || !list_objects(t, &ja.rows, &ja.keys, e)) {
 		ok = false;
@@ -324,7 +324,7 @@ cleanup:
 	free(ja.v);
 	json_decref(ja.rows);
 	json_decref(ja.keys);
-	dispatch_target_free(t);
+	member_free(t);
 	return ok;
 }
 

@@ -6,9 +6,9 @@
 
 #include "core/jsonx.h"
 #include "providers/jobspec.h"
-#include "queue/jobs/admit_cache.h"
 #include "queue/jobs/job.h"
 #include "queue/jobs/queue.h"
+#include "queue/jobs/submit_cache.h"
 #include "regions/catalog.h"
 
 static const char sql_event[] =
@@ -57,13 +57,13 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 
 	/* both reads are kept in memory until capacity, clusters or clouds change */
 	snprintf(key, sizeof(key), "unseen\x1f%s", env);
-	if (!admit_cache_get(key, kept, &gen)) {
+	if (!submit_cache_get(key, kept, &gen)) {
 		if (!db_exec(c, sql_unseen, 1, pe, &ru, e))
 			return false;
 		kept[0] = atoll(PQgetvalue(ru, 0, 0));
 		kept[1] = 0;
 		PQclear(ru);
-		admit_cache_put(key, kept, gen);
+		submit_cache_put(key, kept, gen);
 	}
 	if (kept[0] > 0)
 		return true;
@@ -107,13 +107,13 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 			return false;
 		snprintf(key, sizeof(key), "most\x1f%s\x1f%s\x1f%s\x1f%s", env, g->accel_flavor,
 		    spot ? spot : "any", pl ? pl : "*");
-		if (!admit_cache_get(key, kept, &gen)) {
+		if (!submit_cache_get(key, kept, &gen)) {
 			if (!db_exec(c, sql, 4, p, &r, e))
 				return false;
 			kept[0] = atoll(PQgetvalue(r, 0, 0));
 			kept[1] = atoll(PQgetvalue(r, 0, 1));
 			PQclear(r);
-			admit_cache_put(key, kept, gen);
+			submit_cache_put(key, kept, gen);
 		}
 		most = kept[0];
 		rack = kept[1];
@@ -392,5 +392,32 @@ job_cancel(struct db *c, const char *id, const char *reason, json_t **out, struc
 	ok = job_get(c, id, false, out, e);
 cleanup:
 	json_decref(cur);
+	return ok;
+}
+
+bool
+job_event_once(struct db *c, const char *job_id, int attempt, const char *type,
+    const char *key, const char *message, json_t *data, struct err *e)
+{
+	static const char sql[] =
+	    "INSERT INTO job_events (job_id, type, attempt, message, data)"
+	    " SELECT j.id, $2, j.attempt, $3, $4::jsonb FROM jobs j"
+	    " WHERE j.id = $1::uuid AND j.attempt = $5::int AND NOT EXISTS (SELECT 1 FROM"
+	    " job_events v WHERE v.job_id = j.id AND v.attempt = j.attempt AND v.type = $2"
+	    " AND v.data->>'key' = $6)";
+	json_t *d = data ? json_deep_copy(data) : json_object();
+	char at[16], *ds;
+	bool ok;
+
+	json_object_set_new(d, "key", json_string(key));
+	ds = json_dumps(d, JSON_COMPACT);
+	snprintf(at, sizeof(at), "%d", attempt);
+	{
+		const char *p[6] = { job_id, type, message ? message : "", ds, at, key };
+
+		ok = db_exec(c, sql, 6, p, NULL, e);
+	}
+	free(ds);
+	json_decref(d);
 	return ok;
 }

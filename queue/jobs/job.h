@@ -70,6 +70,10 @@ bool	job_transition(struct db *c, const char *id, const char *from, const char *
 /* Appends an event that is not a state change (observed on the cluster, etc.). */
 bool	job_event(struct db *c, const char *id, const char *type, const char *message,
 	    json_t *data, struct err *e);
+/* Appends a job event unless one with the same type and data.key exists for the job's
+ * current attempt (attempt must still be the job's).  data gets "key". */
+bool	job_event_once(struct db *c, const char *job_id, int attempt, const char *type,
+	    const char *key, const char *message, json_t *data, struct err *e);
 /* pending/admitted -> cancelled at once; dispatched/running -> cancel_requested for the
  * status worker, which deletes the object and then records cancelled. */
 bool	job_cancel(struct db *c, const char *id, const char *reason, json_t **out,

@@ -15,8 +15,8 @@
 #include "core/listen.h"
 #include "core/log.h"
 #include "core/mono.h"
-#include "queue/sched/loader.h"
 #include "core/textbuf.h"
+#include "queue/sched/loader.h"
 #include "queue/sched/scheduler.h"
 
 #define BATCH		500

@@ -114,12 +114,12 @@ test_escape(void **state)
 	char out[32];
 
 	(void)state;
-	assert_true(dispatch_query_escape("a-Z_0.~", out, sizeof(out)));
+	assert_true(member_query_escape("a-Z_0.~", out, sizeof(out)));
 	assert_string_equal(out, "a-Z_0.~");
-	assert_true(dispatch_query_escape("a=b/c+d", out, sizeof(out)));
+	assert_true(member_query_escape("a=b/c+d", out, sizeof(out)));
 	assert_string_equal(out, "a%3Db%2Fc%2Bd");
-	assert_false(dispatch_query_escape("0123456789012345678901234567890123", out, sizeof(out)));
-	assert_false(dispatch_query_escape("==========", out, 30));
+	assert_false(member_query_escape("0123456789012345678901234567890123", out, sizeof(out)));
+	assert_false(member_query_escape("==========", out, 30));
 }
 
 int

@@ -1,4 +1,4 @@
-/* admit_cache: a small table of numbers by key, valid for one generation; the listener
+/* submit_cache: a small table of numbers by key, valid for one generation; the listener
  * thread bumps the generation on every NOTIFY fleet_capacity and on every (re)connect or
  * loss of its connection, so a value read before a change is never served after it. */
 #include <pthread.h>
@@ -12,7 +12,7 @@
 #include "core/hash.h"
 #include "core/listen.h"
 #include "core/log.h"
-#include "queue/jobs/admit_cache.h"
+#include "queue/jobs/submit_cache.h"
 
 #define SLOTS 512
 
@@ -40,7 +40,7 @@ slot_of(const char *key)
 }
 
 bool
-admit_cache_get(const char *key, long long v[2], unsigned long *gen)
+submit_cache_get(const char *key, long long v[2], unsigned long *gen)
 {
 	struct slot *s = &table.slots[slot_of(key)];
 	bool hit = false;
@@ -59,7 +59,7 @@ admit_cache_get(const char *key, long long v[2], unsigned long *gen)
 }
 
 void
-admit_cache_put(const char *key, const long long v[2], unsigned long gen)
+submit_cache_put(const char *key, const long long v[2], unsigned long gen)
 {
 	struct slot *s = &table.slots[slot_of(key)];
 
@@ -110,7 +110,7 @@ loop(void *arg)
 }
 
 bool
-admit_cache_start(const char *url)
+submit_cache_start(const char *url)
 {
 	free(listen_url);
 	if ((listen_url = strdup(url ? url : "")) == NULL)
@@ -124,7 +124,7 @@ admit_cache_start(const char *url)
 }
 
 void
-admit_cache_stop(void)
+submit_cache_stop(void)
 {
 	if (!atomic_load(&run))
 		return;

@@ -1,0 +1,245 @@
+/* dispatch_render: a claimed job's KubeRay manifest and checkpoint-signal objects for its
+ * placement on a member cluster, and their removal once an attempt is gone. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "providers/jobspec.h"
+#include "providers/kube.h"
+#include "providers/kuberay.h"
+#include "queue/dispatch/dispatch.h"
+
+void
+dispatch_job_free(struct dispatch_job *j)
+{
+	if (j == NULL)
+		return;
+	json_decref(j->spec);
+	json_decref(j->placement);
+	free(j);
+}
+
+static const char *
+pstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* The pool of worker groups without accelerators when it differs from the main pool. */
+static const char *
+cpu_pool_of(const struct job_spec *s, json_t *placement, const char *main)
+{
+	json_t *a;
+	size_t i;
+
+	json_array_foreach(json_object_get(placement, "allocs"), i, a) {
+		json_int_t g = json_integer_value(json_object_get(a, "group"));
+		const char *pool = pstr(a, "pool");
+
+		if (g < 1 || (size_t)g > s->ngroups || pool == NULL)
+			continue;
+		if (s->groups[g - 1].accel_flavor == NULL && (main == NULL ||
+		    strcmp(pool, main) != 0))
+			return pool;
+	}
+	return NULL;
+}
+
+/* The renderer's input for j on t; s (parsed here) and tpu back it.  On failure fills e;
+ * the caller releases s with jobspec_cleanup either way. */
+static bool
+fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_input *in,
+    struct job_spec *s, char *tpu, size_t tn, char *lq, size_t lqn, struct err *e)
+{
+	struct kuberay_placement *p = &in->placement;
+	json_t *pl = j->placement;
+	const char *prov = pstr(pl, "provider") ? pstr(pl, "provider") : t->provider;
+
+	memset(in, 0, sizeof(*in));
+	memset(s, 0, sizeof(*s));
+	if (!jobspec_from_json(j->spec, s, e))
+		return false;
+	if (!kuberay_provider_from_name(prov, &p->provider))
+		return err_set(e, 422, "kuberay.bad_placement", "unknown provider %.16s", prov);
+	if (!kuberay_scheduler_from_name(t->batch_scheduler, &in->batch.kind))
+		in->batch.kind = KUBERAY_SCHED_NONE;
+	if (in->batch.kind == KUBERAY_SCHED_KUEUE) {
+		/* the LocalQueue fleetd ensures for the job's queue (dispatch_kueue_apply) */
+		in->batch.kueue_elastic = t->kueue_elastic;
+		snprintf(lq, lqn, "%s%s", t->kueue_lq_prefix, j->queue);
+		in->batch.queue = lq;
+	}
+	in->spec = s;
+	in->job_id = j->id;
+	in->attempt = j->attempt;
+	in->environment = j->environment;
+	in->queue = j->queue;
+	p->cluster = t->name;
+	p->pool = pstr(pl, "pool");
+	p->head_pool = pstr(pl, "head_pool");
+	p->cpu_pool = cpu_pool_of(s, pl, p->pool);
+	p->machine_type = pstr(pl, "machine_type");
+	p->spot = json_is_true(json_object_get(pl, "spot"));
+	if (s->topology == JOBSPEC_TOPO_RACK)
+		p->rack_id = pstr(pl, "rack");
+	if (s->topology == JOBSPEC_TOPO_HOST)
+		p->host = pstr(pl, "host");
+	if (s->topology == JOBSPEC_TOPO_SLICE && pstr(pl, "flavor") != NULL) {
+		const char *f = pstr(pl, "flavor");
+		size_t n = strlen(f);
+
+		snprintf(tpu, tn, "%s%s", f, n > 6 && strcmp(f + n - 6, "-slice") == 0 ?
+		    "" : "-slice");
+		p->tpu_accelerator = tpu;
+	}
+	return true;
+}
+
+/* The scheduler's allocations as the renderer's pins (nodes borrowed from placement);
+ * NULL when there are none.  Caller frees. */
+static struct kuberay_pin *
+pins_of(json_t *placement, size_t *n)
+{
+	json_t *allocs = json_object_get(placement, "allocs"), *a;
+	struct kuberay_pin *pins;
+	size_t i;
+
+	*n = 0;
+	if (json_array_size(allocs) == 0)
+		return NULL;
+	pins = calloc(json_array_size(allocs), sizeof(*pins));
+	if (pins == NULL)
+		return NULL;
+	json_array_foreach(allocs, i, a) {
+		pins[*n].group = (int)json_integer_value(json_object_get(a, "group"));
+		pins[*n].node = json_is_true(json_object_get(a, "grown")) ? NULL : pstr(a, "node");
+		(*n)++;
+	}
+	return pins;
+}
+
+json_t *
+dispatch_render(const struct dispatch_job *j, const struct member *t, struct err *e)
+{
+	struct kuberay_input in;
+	struct kuberay_pin *pins = NULL;
+	struct job_spec s;
+	json_t *out = NULL;
+	char tpu[64], lq[128];
+
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e)) {
+		pins = pins_of(j->placement, &in.placement.npins);
+		in.placement.pins = pins;
+		out = kuberay_render(&in, e);
+	}
+	jobspec_cleanup(&s);
+	free(pins);
+	return out;
+}
+
+json_t *
+dispatch_render_for(const struct member *t, const char *id, const char *environment,
+    const char *queue, int attempt, json_t *spec, json_t *placement, struct err *e)
+{
+	struct dispatch_job dj;
+
+	memset(&dj, 0, sizeof(dj));
+	snprintf(dj.id, sizeof(dj.id), "%s", id);
+	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", t->id);
+	snprintf(dj.environment, sizeof(dj.environment), "%s", environment);
+	snprintf(dj.queue, sizeof(dj.queue), "%s", queue);
+	dj.attempt = attempt;
+	dj.spec = spec;
+	dj.placement = placement;
+	return dispatch_render(&dj, t, e);
+}
+
+json_t *
+dispatch_signal_render(const struct dispatch_job *j, const struct member *t,
+    const struct kuberay_signal *sig, bool configmap_only, struct err *e)
+{
+	struct kuberay_input in;
+	struct job_spec s;
+	json_t *out = NULL;
+	char tpu[64], lq[128];
+
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e))
+		out = configmap_only ? kuberay_signal_configmap(&in, sig, e) :
+		    kuberay_signal_objects(&in, sig, e);
+	jobspec_cleanup(&s);
+	return out;
+}
+
+bool
+dispatch_signal_apply(const struct dispatch_job *j, const struct member *t,
+    const struct kuberay_signal *sig, bool configmap_only, struct err *e)
+{
+	json_t *objs = dispatch_signal_render(j, t, sig, configmap_only, e);
+	bool ok = objs != NULL;
+
+	if (objs != NULL && json_is_object(objs))
+		objs = json_pack("[o]", objs);
+	/* ServiceAccount, ConfigMap, Role and RoleBinding name each other but need no order:
+	 * applied at once, one round trip instead of four */
+	ok = ok && kube_apply_all(&t->pc, objs, e);
+	json_decref(objs);
+	return ok;
+}
+
+const char *
+dispatch_kueue_reason(const struct dispatch_job *j, const struct member *t,
+    bool *gated)
+{
+	struct kuberay_input in;
+	struct job_spec s;
+	struct err e = { 0 };
+	const char *why = NULL;
+	char tpu[64], lq[128];
+
+	*gated = false;
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), &e))
+		*gated = kuberay_kueue_gated(&in, &why);
+	jobspec_cleanup(&s);
+	return why;
+}
+
+bool
+dispatch_signal_delete(const struct prov_cluster *pc, const char *ns, const char *job_id,
+    int attempt, struct err *e)
+{
+	static const char *const kinds[4][2] = {
+		{ "rbac.authorization.k8s.io/v1", "RoleBinding" },
+		{ "rbac.authorization.k8s.io/v1", "Role" },
+		{ "v1", "ServiceAccount" },
+		{ "v1", "ConfigMap" },
+	};
+	char name[64];
+
+	if (ns == NULL || job_id == NULL || !kuberay_signal_name(job_id, attempt, name,
+	    sizeof(name)))
+		return true;	/* no such objects were ever named */
+	for (size_t i = 0; i < 4; i++)
+		if (!kube_delete_object(pc, kinds[i][0], kinds[i][1], ns, name, NULL, e))
+			return false;
+	return true;
+}
+
+void
+dispatch_signal_delete_for(const struct prov_cluster *pc, const json_t *manifest,
+    const char *who)
+{
+	json_t *md = json_object_get(manifest, "metadata"), *l = json_object_get(md, "labels");
+	const char *id = json_string_value(json_object_get(l, "fleet.io/job-id"));
+	const char *at = json_string_value(json_object_get(l, "fleet.io/attempt"));
+	struct err e = { 0 };
+
+	if (id == NULL || at == NULL)
+		return;
+	if (!dispatch_signal_delete(pc, json_string_value(json_object_get(md, "namespace")), id,
+	    atoi(at), &e))
+		log_warn(NULL, who, "cannot delete an attempt's signal objects", "{s:s, s:s, s:s}",
+		    "job", id, "attempt", at, "error", e.msg);
+}
