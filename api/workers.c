@@ -14,6 +14,7 @@
 #include "queue/follow/status.h"
 #include "queue/follow/sweep.h"
 #include "queue/sched/scheduler.h"
+#include "regions/lease.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
 
@@ -60,6 +61,7 @@ workers_start(struct err *e)
 		for (size_t i = 0; i < NWORKERS; i++)
 			if (table[i].metrics != NULL)
 				metrics_register(table[i].metrics);
+		metrics_register(lease_metrics);	/* the clusters this replica holds */
 		registered = true;
 	}
 	for (size_t i = 0; i < NWORKERS; i++) {

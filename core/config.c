@@ -100,6 +100,9 @@ static const struct ckey keys[] = {
 	{ "workers", C_STR, S(workers),
 	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep",
 	  "FLEETD_WORKERS", false, "background loops this replica runs (comma list; none = API only)" },
+	{ "lease-ttl", C_INT, S(lease_ttl_s), "10", "FLEETD_LEASE_TTL", false,
+	  "seconds a member cluster's lease lasts unrenewed: how long a dead replica's clusters"
+	  " wait before another takes them" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
 	{ "status-watch", C_INT, S(status_watch), "1", "FLEETD_STATUS_WATCH", false,
@@ -240,6 +243,8 @@ config_load(int argc, char **argv, int first, char ***rest, int *nrest, struct e
 	}
 	if (cfg.threads < 1 || cfg.db_pool < 1)
 		return err_set(e, 400, "config.bad_value", "threads and db-pool must be at least 1");
+	if (cfg.lease_ttl_s < 3)	/* renewed every second, given up a second early */
+		return err_set(e, 400, "config.bad_value", "lease-ttl must be at least 3 seconds");
 	if (rest != NULL) {
 		*rest = positional;
 		*nrest = np;

@@ -46,6 +46,7 @@ struct config {
 	char	*gcp_principal;
 	char	*instance_id;		/* replica name in logs and claims */
 	char	*workers;		/* background loops to run, comma list */
+	int	 lease_ttl_s;		/* a cluster lease lasts this long unrenewed */
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
 	int	 status_watch;		/* 1: status follows watches, 0: polls */
 	int	 poll_concurrency;	/* capacity refresh calls in flight */

@@ -18,6 +18,7 @@
 #include "core/worker_thread.h"
 #include "queue/follow/cron.h"
 #include "queue/follow/status_int.h"
+#include "regions/lease.h"
 
 #define CYCLE_MS	1000
 #define SEL_MANAGED	STATUS_SEL_MANAGED
@@ -40,8 +41,9 @@ static const char sql_jobs[] =
     " coalesce(j.reason LIKE 'spot%', false), coalesce(j.spec->'checkpoint'->>'grace_seconds',"
     "  '30'), coalesce(jsonb_array_length(j.cron_runs), 0)"
     " FROM jobs j JOIN clusters k ON k.id = j.cluster_id"
-    " WHERE j.state IN ('dispatched', 'running', 'preempted')"
-    " OR (j.state IN ('succeeded', 'failed', 'cancelled') AND j.object_uid IS NOT NULL)"
+    " WHERE j.cluster_id = ANY($1::uuid[]) AND (j.state IN ('dispatched', 'running',"
+    " 'preempted') OR (j.state IN ('succeeded', 'failed', 'cancelled') AND"
+    " j.object_uid IS NOT NULL))"
     " ORDER BY j.cluster_id, j.id";
 
 /* The jobs of one cluster for one cycle. */
@@ -104,19 +106,27 @@ job_row(PGresult *r, int i, struct status_job *j)
 static bool
 load(struct batch ***out, size_t *n, struct err *e)
 {
-	struct db *c = db_acquire(5000, e);
+	struct db *c = NULL;
 	struct batch *b = NULL;
 	PGresult *r = NULL;
+	char *held = lease_ids();	/* only the clusters this replica holds */
+	bool ok;
 
 	*out = NULL;
 	*n = 0;
-	if (c == NULL)
-		return false;
-	if (!db_exec(c, sql_jobs, 0, NULL, &r, e)) {
-		db_release(c);
+	if (strcmp(held, "{}") == 0) {
+		free(held);
+		return true;
+	}
+	if ((c = db_acquire(5000, e)) == NULL) {
+		free(held);
 		return false;
 	}
+	ok = db_exec(c, sql_jobs, 1, (const char *const[]){ held }, &r, e);
 	db_release(c);
+	free(held);
+	if (!ok)
+		return false;
 	*out = calloc((size_t)PQntuples(r) + 1, sizeof(**out));
 	if (*out == NULL)
 		abort();
@@ -455,10 +465,13 @@ loop(void *arg)
 bool
 status_start(struct err *e)
 {
+	if (!lease_start(e))
+		return false;
 	S.pool = dispatch_pool_new(cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16);
 	if (!status_watch_start(e)) {
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
+		lease_stop();
 		return false;
 	}
 	if (!worker_thread_start(&S.th, loop, "status.start", "cannot start the status thread",
@@ -466,6 +479,7 @@ status_start(struct err *e)
 		status_watch_stop();
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
+		lease_stop();
 		return false;
 	}
 	return true;
@@ -480,6 +494,7 @@ status_stop(void)
 	dispatch_pool_free(S.pool);
 	status_watch_stop();
 	S.pool = NULL;
+	lease_stop();
 }
 
 void

@@ -12,6 +12,7 @@
 #include "providers/kube.h"
 #include "queue/follow/status_int.h"
 #include "queue/jobs/job.h"
+#include "regions/lease.h"
 
 /* One transaction: optional row updates, then an optional transition. */
 struct settle {
@@ -50,6 +51,8 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	bool ok = false;
 
 	snprintf(at, sizeof(at), "%d", s->j->attempt);
+	if (!lease_fence(c, s->cluster_id, e))	/* another replica follows it now */
+		goto cleanup;
 	if (!db_exec(c, sql_row, 7, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {

@@ -19,6 +19,7 @@
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/sweep.h"
 #include "queue/jobs/job.h"
+#include "regions/lease.h"
 
 #define SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"
 
@@ -183,6 +184,8 @@ judge_tx(struct db *c, void *varg, struct err *e)
 	a->v = NULL;
 	a->n = 0;
 	snprintf(age, sizeof(age), "%d", cfg.orphan_min_age_s);
+	if (!lease_fence(c, a->cluster_id, e))	/* another replica sweeps it now */
+		goto cleanup;
 	{
 		const char *p[3] = { a->cluster_id, rows, age };
 
@@ -332,19 +335,23 @@ bool
 sweep_round(struct sweep_stats *st, struct err *e)
 {
 	static const char sql[] = "SELECT id::text FROM clusters WHERE state = 'ready'"
-	    " ORDER BY id";
+	    " AND id = ANY($1::uuid[]) ORDER BY id";	/* the clusters this replica holds */
+	char *held = lease_ids();
 	struct db *c = db_acquire(5000, e);
 	PGresult *r = NULL;
 	char (*ids)[40] = NULL;
 	int n = 0;
+	bool ok;
 
-	if (c == NULL)
-		return false;
-	if (!db_exec(c, sql, 0, NULL, &r, e)) {
-		db_release(c);
+	if (c == NULL) {
+		free(held);
 		return false;
 	}
+	ok = db_exec(c, sql, 1, (const char *const[]){ held }, &r, e);
 	db_release(c);
+	free(held);
+	if (!ok)
+		return false;
 	n = PQntuples(r);
 	ids = calloc((size_t)n + 1, sizeof(*ids));
 	for (int i = 0; i < n; i++)
@@ -428,12 +435,21 @@ loop(void *arg)
 bool
 sweep_start(struct err *e)
 {
-	return worker_thread_start(&T, loop, "sweep.start", "cannot start the orphan sweep "
-	    "thread", e);
+	if (!lease_start(e))
+		return false;
+	if (!worker_thread_start(&T, loop, "sweep.start", "cannot start the orphan sweep "
+	    "thread", e)) {
+		lease_stop();
+		return false;
+	}
+	return true;
 }
 
 void
 sweep_stop(void)
 {
+	if (!T.started)
+		return;
 	worker_thread_stop(&T);
+	lease_stop();
 }
