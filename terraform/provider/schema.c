@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "regions/catalog.h"
 #include "tf.h"
 
 /* ------------------------------------------------------------------ checks */
@@ -640,10 +639,10 @@ tf_validate_cloud(const struct tf_res *r, json_t *config, struct tf_diags *d)
 	};
 
 	(void)r;
-	if (!prov || !catalog_provider_valid(prov))
+	if (!prov || !tf_provider_valid(prov))
 		return;
-	if (region && !catalog_region_valid(prov, region)) {
-		json_t *all = catalog_regions_list(prov);
+	if (region && !tf_region_valid(prov, region)) {
+		json_t *all = tf_regions_list(prov);
 		char *list = json_dumps(all, JSON_COMPACT);
 		tf_diag(d, true, "region", "Invalid attribute value",
 		    "Attribute \"region\": %s is not a %s region; valid: %s.", region, prov,

@@ -149,4 +149,11 @@ bool	tf_data_read(const struct tf_res *r, json_t *config, json_t **state, struct
 bool	tf_rpc(const char *method, const uint8_t *in, size_t inlen, uint8_t **out,
 	    size_t *outlen);
 
+/* regions.c: names from regions/catalog_regions.def (the data fleetd's catalog is built
+ * from).  The lists are new arrays; tf_regions_list is NULL for an unknown provider. */
+bool	 tf_provider_valid(const char *provider);
+json_t	*tf_providers_list(void);
+bool	 tf_region_valid(const char *provider, const char *region);
+json_t	*tf_regions_list(const char *provider);
+
 #endif

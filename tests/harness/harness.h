@@ -1,8 +1,8 @@
 /* harness: what integration and cloudsim tests share (library fleet_harness) — scratch
  * databases, fleetd and cloudsim processes, a fleet registered through the API, HTTP calls
  * with problem+json checks, SQL and time.  Every function fails the running cmocka test
- * itself on anything unexpected, so a test reads as its cases only.  See
- * /work/notes/harness-ready.md or CONTRIBUTING.md ("Adding a test") for an example. */
+ * itself on anything unexpected, so a test reads as its cases only.  See CONTRIBUTING.md
+ * ("Adding a test") for an example; tests/integration/test_moves.c is a model. */
 #ifndef FLEET_TESTS_HARNESS_H
 #define FLEET_TESTS_HARNESS_H
 
