@@ -421,7 +421,7 @@ apply_once(struct outcome *o, struct err *e)
 			ns_forget(o->t, ns);
 		return false;
 	}
-	/* CONTRACTS.md: the signal ConfigMap, the pods' service account and its Role and
+	/* docs/design/contracts.md: the signal ConfigMap, the pods' service account and its Role and
 	 * RoleBinding exist before the Ray object of the attempt (idempotent apply) */
 	if (!dispatch_signal_apply(o->j, o->t, NULL, false, e))
 		return false;
@@ -702,7 +702,7 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 		(e.status == 404 ? fail_job : retry_later)(who, jobs[i], &e, st);
 	if (!ok)
 		goto cleanup;
-	/* render each job and its signal objects (CONTRACTS.md: ServiceAccount, ConfigMap,
+	/* render each job and its signal objects (docs/design/contracts.md: ServiceAccount, ConfigMap,
 	 * Role, RoleBinding before the Ray object of the attempt) */
 	for (i = 0; i < n; i++) {
 		struct outcome *o = &mb.o[i];

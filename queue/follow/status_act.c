@@ -241,7 +241,7 @@ reapply(const struct member *t, const struct status_job *j, json_t *m,
 	return false;
 }
 
-/* The checkpoint signal the pods see (CONTRACTS.md): the ConfigMap of the attempt with
+/* The checkpoint signal the pods see (docs/design/contracts.md): the ConfigMap of the attempt with
  * the request, its deadline, the grace (capped for spot loss) and the reason. */
 static void
 signal_checkpoint(const struct member *t, const struct status_job *j)
