@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "providers/kube.h"
 #include "queue/follow/status_int.h"
@@ -26,6 +27,7 @@ struct settle {
 	bool			 clear_object;	/* the object is gone or no longer ours */
 	bool			 stockout;	/* upsert stockouts (cluster, flavor) */
 	bool			 spot_deadline;	/* checkpoint_deadline = now() + grace */
+	bool			 release;	/* clear this worker's claim (claim()) */
 	const char		*event_type;	/* plain event, with reason as message */
 };
 
@@ -39,21 +41,24 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	    "  least(coalesce((spec->'checkpoint'->>'grace_seconds')::int, 30), (SELECT CASE"
 	    "  c.provider WHEN 'hyperpod' THEN 120 ELSE 30 END FROM clusters k JOIN clouds c"
 	    "  ON c.id = k.cloud_id WHERE k.id = jobs.cluster_id))) ELSE"
-	    "  checkpoint_deadline END, updated_at = now()"
+	    "  checkpoint_deadline END, updated_at = now(),"
+	    " claimed_by = CASE WHEN $8::boolean THEN NULL ELSE claimed_by END,"
+	    " claimed_at = CASE WHEN $8::boolean THEN NULL ELSE claimed_at END"
 	    " WHERE id = $1::uuid AND attempt = $2::int AND state = $3 RETURNING id";
 	static const char sql_stock[] = "INSERT INTO stockouts (cluster_id, flavor, at)"
 	    " VALUES ($1::uuid, $2, now()) ON CONFLICT (cluster_id, flavor) DO UPDATE SET at = now()";
 	struct settle *s = arg;
 	char at[16], *ms = s->manifest ? json_dumps(s->manifest, JSON_COMPACT) : NULL;
-	const char *p[7] = { s->j->id, at, s->j->state, ms, s->rv,
-	    s->clear_object ? "true" : "false", s->spot_deadline ? "true" : "false" };
+	const char *p[8] = { s->j->id, at, s->j->state, ms, s->rv,
+	    s->clear_object ? "true" : "false", s->spot_deadline ? "true" : "false",
+	    s->release ? "true" : "false" };
 	PGresult *r = NULL;
 	bool ok = false;
 
 	snprintf(at, sizeof(at), "%d", s->j->attempt);
 	if (!lease_fence(c, s->cluster_id, e))	/* another replica follows it now */
 		goto cleanup;
-	if (!db_exec(c, sql_row, 7, p, &r, e))
+	if (!db_exec(c, sql_row, 8, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {
 		err_set(e, 409, "status.changed", "the job changed meanwhile");
@@ -269,17 +274,73 @@ signal_checkpoint(const struct member *t, const struct status_job *j)
 	json_decref(cm);
 }
 
+/* Takes preempted job j for this replica before the member is changed (checkpoint request,
+ * suspension or deletion after the grace): every replica's status worker follows every
+ * job, and two that act on one loaded row both apply.  The row must still be as loaded
+ * (preempted, this attempt, the same checkpoint request); a claim of another replica holds
+ * until its record clears it (settle's release) or for DISPATCH_INFLIGHT_S, beyond an
+ * apply's timeout, when that replica died.  *again: a claim was there (an earlier action
+ * may have reached the member without its record).  False when not taken. */
+static bool
+claim(const struct status_job *j, bool *again)
+{
+	static const char sql[] = "WITH o AS (SELECT id, claimed_by FROM jobs WHERE id = $1::uuid"
+	    " FOR UPDATE) UPDATE jobs j SET claimed_by = $3, claimed_at = now() FROM o"
+	    " WHERE j.id = o.id AND j.attempt = $2::int AND j.state = 'preempted'"
+	    " AND coalesce(j.manifest->'metadata'->'annotations'->>"
+	    "'fleet.io/checkpoint-requested', '') = $4 AND (j.claimed_by IS NULL OR"
+	    " j.claimed_by = $3 OR j.claimed_at < now() - interval '" DISPATCH_INFLIGHT_S
+	    " seconds') RETURNING o.claimed_by IS NOT NULL";
+	const char *asked = json_string_value(json_object_get(json_object_get(json_object_get(
+	    j->manifest, "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	char at[16];
+	const char *p[4] = { j->id, at, cfg.instance_id, asked ? asked : "" };
+	struct err e = { 0 };
+	PGresult *r = NULL;
+	bool ok;
+
+	*again = false;
+	snprintf(at, sizeof(at), "%d", j->attempt);
+	if (!db_claim(sql, 4, p, &r, &e)) {
+		log_warn(NULL, "status", "cannot claim", "{s:s, s:s}", "job", j->id, "error",
+		    e.msg);
+		return false;
+	}
+	ok = PQntuples(r) == 1;
+	*again = ok && PQgetvalue(r, 0, 0)[0] == 't';
+	PQclear(r);
+	return ok;
+}
+
+/* After a claim that was there before: the member's object as it is now (the list or
+ * watch cache the cycle read may predate that earlier apply).  *fresh NULL when absent;
+ * false when it cannot be read. */
+static bool
+read_fresh(const struct member *t, const struct status_job *j, json_t **fresh)
+{
+	struct err e = { 0 };
+
+	*fresh = NULL;
+	if (kube_get_object(&t->pc, "ray.io/v1", j->kind, mget(j->manifest, "namespace"),
+	    mget(j->manifest, "name"), fresh, &e))
+		return true;
+	if (e.status == 404)
+		return true;
+	status_unreadable(j, t->name, &e);
+	return false;
+}
+
 static void
-act_preempted(const struct member *t, struct status_job *j, const json_t *live,
+act_preempted(const struct member *t, struct status_job *j, const json_t *seen_live,
     struct status_stats *st)
 {
-	struct settle s = { .j = j, .cluster_id = t->id };
+	struct settle s = { .j = j, .cluster_id = t->id, .release = true };
 	struct kube_ref ref;
-	json_t *m, *ann;
-	const char *asked = json_string_value(json_object_get(json_object_get(json_object_get(
-	    live, "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
-	bool gone = false, rayjob = strcmp(j->kind, "RayJob") == 0, signalled;
-	bool suspended = json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
+	json_t *m, *ann, *fresh = NULL;
+	const json_t *live = seen_live;
+	const char *asked;
+	bool gone = false, rayjob = strcmp(j->kind, "RayJob") == 0, signalled, again, ask;
+	bool suspended;
 
 	if (j->manifest == NULL) {
 		s.to = "pending";
@@ -288,7 +349,20 @@ act_preempted(const struct member *t, struct status_job *j, const json_t *live,
 		return;
 	}
 	ann = json_object_get(json_object_get(j->manifest, "metadata"), "annotations");
-	if (json_object_get(ann, "fleet.io/checkpoint-requested") == NULL && j->deadline[0]) {
+	ask = json_object_get(ann, "fleet.io/checkpoint-requested") == NULL && j->deadline[0];
+	if ((!ask && !j->deadline_passed) || !claim(j, &again))
+		return;
+	if (again) {
+		if (!read_fresh(t, j, &fresh))
+			return;
+		live = fresh;
+	}
+	asked = json_string_value(json_object_get(json_object_get(json_object_get(live,
+	    "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	suspended = json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
+	if (ask) {
+		bool recorded = false;
+
 		m = json_deep_copy(j->manifest);
 		json_object_set_new(json_object_get(json_object_get(m, "metadata"), "annotations"),
 		    "fleet.io/checkpoint-requested", json_string(j->deadline));
@@ -301,20 +375,23 @@ act_preempted(const struct member *t, struct status_job *j, const json_t *live,
 			s.event_type = "checkpoint_requested";
 			s.reason = "checkpoint requested";
 			s.data = json_pack("{s:s, s:s}", "deadline", j->deadline, "cluster", t->name);
-			if (settle(&s, st)) {
+			s.release = !j->deadline_passed;	/* else kept for the suspension */
+			if ((recorded = settle(&s, st))) {
 				json_decref(j->manifest);
 				j->manifest = json_incref(m);
 			}
 			json_decref(s.data);
 			memset(&s, 0, sizeof(s));
 			s.j = j;
+			s.cluster_id = t->id;
+			s.release = true;
 		}
 		json_decref(m);
-		if (!gone && !j->deadline_passed)
-			return;
+		/* the suspension waits for the request's record: the next cycle finds the
+		 * request on the object and records it (the suspend apply would drop it) */
+		if (!gone && (!recorded || !j->deadline_passed))
+			goto cleanup;
 	}
-	if (!j->deadline_passed && !gone)
-		return;
 	s.to = "pending";
 	s.clear_object = true;
 	if (gone) {
@@ -324,20 +401,22 @@ act_preempted(const struct member *t, struct status_job *j, const json_t *live,
 		json_object_set_new(json_object_get(m, "spec"), "suspend", json_true());
 		if (!reapply(t, j, m, live, suspended, &ref, &gone) && !gone) {
 			json_decref(m);
-			return;
+			goto cleanup;
 		}
 		s.manifest = gone ? NULL : m;
 		s.rv = gone ? NULL : ref.resource_version;
 		s.reason = "preempted; suspended on the cluster after the grace period";
 		settle(&s, st);
 		json_decref(m);
-		return;
+		goto cleanup;
 	} else {
 		if (!delete_object(t, j, st))
-			return;
+			goto cleanup;
 		s.reason = "preempted; deleted from the cluster after the grace period";
 	}
 	settle(&s, st);
+cleanup:
+	json_decref(fresh);
 }
 
 /* Surfaces the Warning events of the job's pods (once each) and the operator's status. */
