@@ -372,6 +372,33 @@ cs_ns_exists(struct cs_cluster *cl, const char *ns)
 	return false;
 }
 
+/* The component that posts an event with this reason. */
+static const char *
+component(const char *reason)
+{
+	static const struct {
+		const char *reason, *component;
+	} by[] = {
+		{ "FailedScheduling", "default-scheduler" },
+		{ "Scheduled", "default-scheduler" },
+		{ "TriggeredScaleUp", "cluster-autoscaler" },
+		{ "NotTriggerScaleUp", "cluster-autoscaler" },
+		{ "FailedScaleUp", "cluster-autoscaler" },
+		{ "TaintManagerEviction", "taint-eviction-controller" },
+		{ "SpotInterruption", "aws-node-termination-handler" },
+		{ "RebalanceRecommendation", "aws-node-termination-handler" },
+		{ "Cordon", "aws-node-termination-handler" },
+		{ "CordonAndDrain", "aws-node-termination-handler" },
+		{ "PreemptScheduled", "custom-plugin-monitor" },	/* AKS node problem detector */
+		{ "Preempt", "custom-plugin-monitor" },
+	};
+
+	for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
+		if (strcmp(by[i].reason, reason) == 0)
+			return by[i].component;
+	return "kubelet";
+}
+
 void
 cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char *kind,
     const char *name, const char *uid, const char *type, const char *reason, const char *msg)
@@ -406,8 +433,7 @@ cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char *kind,
 	    "apiVersion", strcmp(kind, "Pod") == 0 || strcmp(kind, "Node") == 0 ? "v1" :
 	    "ray.io/v1",
 	    "reason", reason, "message", msg, "type", type, "source", "component",
-	    strcmp(reason, "FailedScheduling") == 0 || strcmp(reason, "Scheduled") == 0 ?
-	    "default-scheduler" : strstr(reason, "ScaleUp") ? "cluster-autoscaler" : "kubelet",
+	    component(reason),
 	    "firstTimestamp", ts, "lastTimestamp", ts, "count", 1, "reportingComponent", ""));
 	json_object_set_new(json_object_get(json_array_get(cl->events,
 	    json_array_size(cl->events) - 1), "metadata"), "resourceVersion",

@@ -215,7 +215,10 @@ run "kubectl: describe node" kubectl describe "$node"
 has "kubectl: describe node shows labels and allocatable" "Allocatable"
 fail "kubectl: get of a missing RayJob is NotFound" 'NotFound|not found' kubectl get rayjob nope
 
-sed -n '1,/^---/p' "$shared/kuberay/samples/ray-job.sample.yaml" | grep -v '^---$' >"$work/rj.yaml"
+# run-seconds: the job stays Running through the checks below (the default 20 s could end
+# before kubectl wait starts on a loaded machine)
+sed -n '1,/^---/p' "$shared/kuberay/samples/ray-job.sample.yaml" | grep -v '^---$' |
+	sed 's/^metadata:$/metadata:\n  annotations:\n    cloudsim.fleet.io\/run-seconds: "300"/' >"$work/rj.yaml"
 rjname=$(sed -n 's/^  name: //p' "$work/rj.yaml" | head -1)
 run "kubectl: apply --server-side --dry-run=server (YAML)" \
 	kubectl apply --server-side --dry-run=server -f "$work/rj.yaml"
