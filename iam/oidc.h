@@ -44,8 +44,8 @@ struct oidc_keyset;
 struct oidc_keyset *oidc_keyset_new(void);
 void	oidc_keyset_free(struct oidc_keyset *ks);	/* accepts NULL */
 /* Merges a JWKS fetched at now: new keys are added, keys still listed stay (a key that
- * came back is live again), keys no longer listed are marked gone at now and dropped once
- * past grace.  Members that are not usable signing keys are skipped; false (e set) when
+ * came back is live again), keys no longer listed are marked gone at now, refused
+ * (auth.key_retired) past grace and forgotten a day later.  Members that are not usable signing keys are skipped; false (e set) when
  * the document is not a JWKS or holds no usable key. */
 bool	oidc_keyset_merge(struct oidc_keyset *ks, json_t *jwks, time_t now, long grace,
 	    struct err *e);

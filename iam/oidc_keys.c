@@ -16,6 +16,7 @@
 #define FETCH_TIMEOUT_MS	5000L
 #define FETCH_MAX_BODY		(1024 * 1024)
 #define MAX_KEYS		64
+#define RETIRED_KEEP		86400	/* a retired key is remembered (to say so) this long */
 
 /* ---- the key set ---- */
 
@@ -106,7 +107,7 @@ oidc_keyset_merge(struct oidc_keyset *ks, json_t *jwks, time_t now, long grace,
 			continue;
 		if (k->gone_at == 0)
 			k->gone_at = now;
-		if (now - k->gone_at > grace)
+		if (now - k->gone_at > grace + RETIRED_KEEP || nout >= MAX_KEYS)
 			continue;		/* freed with the old array below */
 		out[nout++] = *k;
 		*k = (struct oidc_key){ 0 };

@@ -88,8 +88,13 @@ test_rfc_vectors(void **state)
 	jwk_free(k);
 	free(sig);
 	json_decref(pub);
-	/* RFC 7520 4.1: the cookbook key, kid and use "sig" */
-	k = jwk_from_json(json_object_get(json_object_get(c, "input"), "key"), &e);
+	/* RFC 7520 4.1: the cookbook key (its public members), kid and use "sig" */
+	assert_null(jwk_from_json(json_object_get(json_object_get(c, "input"), "key"), &e));
+	pub = public_jwk(json_object_get(json_object_get(c, "input"), "key"),
+	    "bilbo.baggins@hobbiton.example");
+	json_object_set_new(pub, "use", json_string("sig"));
+	k = jwk_from_json(pub, &e);
+	json_decref(pub);
 	assert_non_null(k);
 	assert_string_equal(jwk_kid(k), "bilbo.baggins@hobbiton.example");
 	{
@@ -264,8 +269,9 @@ test_forged(void **state)
 	policy_init(&p);
 	assert_true(oidc_keyset_merge(ks, jwks, NOW, p.grace, &e));
 	t = compose("{\"alg\":\"none\",\"kid\":\"k1\"}", claims, "");
-	assert_false(oidc_is_jwt(t));		/* empty signature: not even a JWT shape */
+	assert_true(oidc_is_jwt(t));		/* an empty signature: still a JWT's shape */
 	assert_null(oidc_verify(&p, ks, t, NOW, &e));
+	assert_string_equal(e.code, "auth.bad_alg");
 	free(t);
 	/* HS256 with the public key's PEM as the secret (the classic key confusion) */
 	t = compose("{\"alg\":\"HS256\",\"kid\":\"k1\"}", claims, "x");
@@ -320,7 +326,7 @@ test_rotation(void **state)
 	    "\"exp\":1700009999}";
 	json_t *cook = json_load_file(VEC "rfc7520-4.1-rs256.json", 0, NULL);
 	json_t *k1 = public_jwk(json_object_get(a2, "jwk_private"), "k1");
-	json_t *k2 = json_deep_copy(json_object_get(json_object_get(cook, "input"), "key"));
+	json_t *k2 = public_jwk(json_object_get(json_object_get(cook, "input"), "key"), "k2");
 	json_t *both = jwks_of(k2, k1), *only2 = jwks_of(k2, NULL);
 	struct oidc_keyset *ks = oidc_keyset_new();
 	struct oidc_policy p;
@@ -345,8 +351,12 @@ test_rotation(void **state)
 	json_decref(c);
 	assert_true(oidc_keyset_merge(ks, only2, NOW + 100, p.grace, &e));
 	assert_true(oidc_keyset_merge(ks, only2, NOW + 101 + p.grace, p.grace, &e));
-	assert_int_equal(oidc_keyset_count(ks), 1);			/* dropped */
+	assert_int_equal(oidc_keyset_count(ks), 2);			/* remembered */
 	assert_null(oidc_verify(&p, ks, t, NOW + 101 + p.grace, &e));
+	assert_string_equal(e.code, "auth.key_retired");
+	assert_true(oidc_keyset_merge(ks, only2, NOW + 101 + p.grace + 86400, p.grace, &e));
+	assert_int_equal(oidc_keyset_count(ks), 1);			/* forgotten */
+	assert_null(oidc_verify(&p, ks, t, NOW + 101 + p.grace + 86400, &e));
 	assert_string_equal(e.code, "auth.unknown_key");
 	assert_false(oidc_keyset_merge(ks, json_object_get(cook, "input"), NOW, 1, &e));
 	free(t);
