@@ -25,6 +25,7 @@
 #include "core/textbuf.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "iam/oidc.h"
 #include "iam/token.h"
 
 static struct MHD_Daemon *daemon_;
@@ -230,14 +231,17 @@ static bool
 authenticate(struct request *rq, struct err *e)
 {
 	const char *h = rq_header(rq, "Authorization");
-	struct token_principal p;
+	struct token_principal p = { 0 };
 
 	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 || h[7] == '\0')
 		return err_set(e, 401, "auth.missing_token", "a bearer token is required");
-	if (!token_authenticate(h + 7, rq->arena, &p, e))
+	/* a JWT is the OpenID provider's access token; anything else a static token */
+	if (oidc_enabled() && oidc_is_jwt(h + 7) ? !oidc_authenticate(h + 7, rq->arena, &p, e) :
+	    !token_authenticate(h + 7, rq->arena, &p, e))
 		return false;
 	snprintf(rq->actor.id, sizeof(rq->actor.id), "%s", p.id);
 	snprintf(rq->actor.name, sizeof(rq->actor.name), "%s", p.name);
+	snprintf(rq->actor.team, sizeof(rq->actor.team), "%s", p.team);
 	rq->role = (enum role)p.role;
 	rq->envs = (const char *const *)p.envs;
 	rq->nenvs = p.nenvs;

@@ -63,6 +63,15 @@ struct config {
 	int	 sse_per_token;		/* event streams one token may hold open */
 	int	 sse_max_streams;	/* event streams of this replica */
 	char	*console_dir;		/* the web console's files */
+	char	*oidc_issuer;		/* OpenID provider; unset: static tokens only */
+	char	*oidc_audience;		/* the aud fleetd's access tokens carry */
+	char	*oidc_groups_claim;	/* claim listing the user's groups */
+	char	*oidc_groups;		/* JSON group map: role, environments, team */
+	char	*oidc_ca;		/* PEM file of CAs for the provider; unset: system */
+	int	 oidc_leeway;		/* seconds of clock skew on exp, nbf, iat */
+	int	 oidc_key_grace;	/* seconds a key gone from the JWKS still verifies */
+	int	 oidc_refresh_min;	/* seconds between JWKS fetches on unknown kids */
+	int	 oidc_jwks_max_age;	/* seconds after which the JWKS is fetched again */
 };
 
 extern struct config cfg;
