@@ -98,7 +98,7 @@ static const struct ckey keys[] = {
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
 	{ "workers", C_STR, S(workers),
-	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep",
+	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep,webhooks",
 	  "FLEETD_WORKERS", false, "background loops this replica runs (comma list; none = API only)" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
@@ -136,6 +136,16 @@ static const struct ckey keys[] = {
 	  false, "milliseconds between orphan sweeps" },
 	{ "orphan-min-age", C_INT, S(orphan_min_age_s), "60", "FLEETD_ORPHAN_MIN_AGE", false,
 	  "seconds a job's state must be settled before its stray objects count as orphans" },
+	{ "webhook-interval-ms", C_INT, S(webhook_interval_ms), "1000",
+	  "FLEETD_WEBHOOK_INTERVAL_MS", false, "milliseconds between rounds of the webhooks worker" },
+	{ "webhook-timeout-ms", C_INT, S(webhook_timeout_ms), "10000", "FLEETD_WEBHOOK_TIMEOUT_MS",
+	  false, "milliseconds one webhook delivery attempt may take" },
+	{ "webhook-max-attempts", C_INT, S(webhook_max_attempts), "8",
+	  "FLEETD_WEBHOOK_MAX_ATTEMPTS", false, "attempts before a delivery is dead-lettered" },
+	{ "webhook-backoff-ms", C_INT, S(webhook_backoff_ms), "1000", "FLEETD_WEBHOOK_BACKOFF_MS",
+	  false, "first retry delay of a webhook delivery (doubles each attempt, jittered)" },
+	{ "webhook-backoff-max-ms", C_INT, S(webhook_backoff_max_ms), "600000",
+	  "FLEETD_WEBHOOK_BACKOFF_MAX_MS", false, "cap on one webhook retry delay" },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

@@ -62,6 +62,11 @@ struct config {
 	int	 sse_per_token;		/* event streams one token may hold open */
 	int	 sse_max_streams;	/* event streams of this replica */
 	char	*console_dir;		/* the web console's files */
+	int	 webhook_interval_ms;	/* the webhooks worker's round */
+	int	 webhook_timeout_ms;	/* one delivery attempt */
+	int	 webhook_max_attempts;	/* then the delivery is dead */
+	int	 webhook_backoff_ms;	/* first retry delay (doubles, jittered) */
+	int	 webhook_backoff_max_ms;	/* cap on one retry delay */
 };
 
 extern struct config cfg;
