@@ -69,32 +69,32 @@ HANDLER(h_webhook_delete)
 	return crud_delete(rq, &hooks, e);
 }
 
+/* The bodies are read after the endpoint is found: another environment's is 404 first. */
 struct rotate_arg {
-	long	 grace;
+	json_t	*body;		/* may be NULL */
 	char	*secret;
 };
 
 static bool
 rotate(struct db *c, const char *id, void *arg, json_t **out, struct err *e)
 {
-	struct rotate_arg *a = arg;
-
-	return webhook_rotate(c, id, a->grace, out, &a->secret, e);
-}
-
-HANDLER(h_webhook_rotate)
-{
 	static const char *const allowed[] = { "grace_seconds", NULL };
-	struct rotate_arg a = { WEBHOOK_GRACE_DEFAULT_S, NULL };
+	struct rotate_arg *a = arg;
 	long long grace = WEBHOOK_GRACE_DEFAULT_S;
 
-	if (rq->json != NULL && (!jsonx_only(rq->json, allowed, "", e) ||
-	    !jsonx_int(rq->json, "grace_seconds", "", false, &grace, e)))
+	if (a->body != NULL && (!jsonx_only(a->body, allowed, "", e) ||
+	    !jsonx_int(a->body, "grace_seconds", "", false, &grace, e)))
 		return false;
 	if (grace < 0 || grace > WEBHOOK_GRACE_MAX_S)
 		return err_field(e, 422, "webhook.bad_grace", "/grace_seconds",
 		    "grace_seconds must be 0 to %d", WEBHOOK_GRACE_MAX_S);
-	a.grace = (long)grace;
+	return webhook_rotate(c, id, (long)grace, out, &a->secret, e);
+}
+
+HANDLER(h_webhook_rotate)
+{
+	struct rotate_arg a = { rq->json, NULL };
+
 	if (!crud_action(rq, &hooks, rq_param(rq, "id"), "rotate_secret", rotate, &a, e)) {
 		free(a.secret);
 		return false;
@@ -106,21 +106,17 @@ HANDLER(h_webhook_rotate)
 static bool
 replay(struct db *c, const char *id, void *arg, json_t **out, struct err *e)
 {
-	return webhook_replay(c, id, *(long long *)arg, out, e);
+	static const char *const allowed[] = { "from_event", NULL };
+	long long from = 0;
+
+	if (!jsonx_only(arg, allowed, "", e) || !jsonx_int(arg, "from_event", "", true, &from, e))
+		return false;
+	return webhook_replay(c, id, from, out, e);
 }
 
 HANDLER(h_webhook_replay)
 {
-	static const char *const allowed[] = { "from_event", NULL };
-	long long from = 0;
-
-	if (!jsonx_only(rq->json, allowed, "", e) ||
-	    !jsonx_int(rq->json, "from_event", "", true, &from, e))
-		return false;
-	if (from < 1)
-		return err_field(e, 422, "webhook.bad_from_event", "/from_event",
-		    "from_event must be an event id (1 or more)");
-	return crud_action(rq, &hooks, rq_param(rq, "id"), "replay", replay, &from, e);
+	return crud_action(rq, &hooks, rq_param(rq, "id"), "replay", replay, rq->json, e);
 }
 
 HANDLER(h_webhook_deliveries)
