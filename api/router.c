@@ -80,6 +80,14 @@ const struct route routes[] = {
 	{ "GET", "/v1/operations/{id}", h_operation_get, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/events", h_events, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/operations/{id}/cancel", h_operation_cancel, ROLE_OPERATOR, 0 },
+
+	{ "GET", "/v1/webhooks", h_webhook_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/webhooks", h_webhook_create, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/webhooks/{id}", h_webhook_get, ROLE_VIEWER, 0 },
+	{ "DELETE", "/v1/webhooks/{id}", h_webhook_delete, ROLE_ADMIN, 0 },
+	{ "POST", "/v1/webhooks/{id}/rotate-secret", h_webhook_rotate, ROLE_ADMIN, R_BODY_OPT },
+	{ "POST", "/v1/webhooks/{id}/replay", h_webhook_replay, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/webhooks/{id}/deliveries", h_webhook_deliveries, ROLE_VIEWER, 0 },
 };
 const size_t nroutes = sizeof(routes) / sizeof(routes[0]);
 

@@ -13,6 +13,7 @@
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
 #include "queue/follow/sweep.h"
+#include "queue/hooks/delivery.h"
 #include "queue/sched/scheduler.h"
 #include "regions/lease.h"
 #include "regions/poll_loop.h"
@@ -35,6 +36,7 @@ static const struct worker table[] = {
 	{ "janitor",	janitor_start,		janitor_stop,		NULL },
 	{ "sweep",	sweep_start,		sweep_stop,		sweep_metrics },
 	{ "iam-verify",	iam_verify_start,	iam_verify_stop,	iam_verify_metrics },
+	{ "webhooks",	delivery_start,		delivery_stop,		delivery_metrics },
 };
 
 #define NWORKERS	(sizeof(table) / sizeof(table[0]))

@@ -98,7 +98,7 @@ static const struct ckey keys[] = {
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
 	{ "workers", C_STR, S(workers),
-	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep",
+	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep,webhooks",
 	  "FLEETD_WORKERS", false, "background loops this replica runs (comma list; none = API only)" },
 	{ "lease-ttl", C_INT, S(lease_ttl_s), "10", "FLEETD_LEASE_TTL", false,
 	  "seconds a member cluster's lease lasts unrenewed: how long a dead replica's clusters"
@@ -157,6 +157,16 @@ static const struct ckey keys[] = {
 	  "fewest seconds between JWKS fetches (an unknown kid asks for one)" },
 	{ "oidc-jwks-max-age", C_INT, S(oidc_jwks_max_age), "3600", "FLEETD_OIDC_JWKS_MAX_AGE",
 	  false, "seconds after which the JWKS is fetched again" },
+	{ "webhook-interval-ms", C_INT, S(webhook_interval_ms), "1000",
+	  "FLEETD_WEBHOOK_INTERVAL_MS", false, "milliseconds between rounds of the webhooks worker" },
+	{ "webhook-timeout-ms", C_INT, S(webhook_timeout_ms), "10000", "FLEETD_WEBHOOK_TIMEOUT_MS",
+	  false, "milliseconds one webhook delivery attempt may take" },
+	{ "webhook-max-attempts", C_INT, S(webhook_max_attempts), "8",
+	  "FLEETD_WEBHOOK_MAX_ATTEMPTS", false, "attempts before a delivery is dead-lettered" },
+	{ "webhook-backoff-ms", C_INT, S(webhook_backoff_ms), "1000", "FLEETD_WEBHOOK_BACKOFF_MS",
+	  false, "first retry delay of a webhook delivery (doubles each attempt, jittered)" },
+	{ "webhook-backoff-max-ms", C_INT, S(webhook_backoff_max_ms), "600000",
+	  "FLEETD_WEBHOOK_BACKOFF_MAX_MS", false, "cap on one webhook retry delay" },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

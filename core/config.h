@@ -72,6 +72,11 @@ struct config {
 	int	 oidc_key_grace;	/* seconds a key gone from the JWKS still verifies */
 	int	 oidc_refresh_min;	/* seconds between JWKS fetches on unknown kids */
 	int	 oidc_jwks_max_age;	/* seconds after which the JWKS is fetched again */
+	int	 webhook_interval_ms;	/* the webhooks worker's round */
+	int	 webhook_timeout_ms;	/* one delivery attempt */
+	int	 webhook_max_attempts;	/* then the delivery is dead */
+	int	 webhook_backoff_ms;	/* first retry delay (doubles, jittered) */
+	int	 webhook_backoff_max_ms;	/* cap on one retry delay */
 };
 
 extern struct config cfg;

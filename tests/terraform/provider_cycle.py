@@ -180,6 +180,10 @@ def run(build, work):
         expect(outs["hp_state"]["value"] == "active" and outs["gke_regions"]["value"] > 3 and
                outs["aks_roles"]["value"] >= 1 and "@" in outs["gke_sa"]["value"],
                "data sources and typed iam_required read back")
+        hooks = sim.api("GET", f"/v1/webhooks?environment={ENV}")["items"]
+        expect(len(hooks) == 1 and hooks[0]["types"] == ["job.state_changed", "job.failed"] and
+               outs["webhook_secret"]["value"].startswith("whsec_"),
+               "fleet_webhook created; its secret is a sensitive output")
         tf.plan_clean("after the first apply")
 
         # in-place update
