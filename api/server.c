@@ -285,9 +285,27 @@ run_handler(struct request *rq, struct err *e)
 	return false;
 }
 
+static bool
+takes_body(const struct route *r)
+{
+	return r != NULL && (r->flags & (R_BODY | R_BODY_OPT)) != 0;
+}
+
+/* Whether the headers say a body follows (a length above zero, or chunks). */
+static bool
+announces_body(struct request *rq)
+{
+	const char *cl = rq_header(rq, "Content-Length");
+	const char *te = rq_header(rq, "Transfer-Encoding");
+
+	return (cl != NULL && strtoll(cl, NULL, 10) != 0) || (te != NULL && te[0] != '\0');
+}
+
 /* What the headers alone decide: the route, the token, the role, the scope of a global
  * write and a declared body size.  Runs before any byte of the body is read, so that a
- * request without a valid token never makes fleetd buffer its body. */
+ * request without a valid token never makes fleetd buffer its body: a public route takes
+ * none and refuses one on the headers (MHD then closes), so the whole body budget is
+ * left to authenticated requests. */
 static bool
 admit(struct request *rq, char *allow, size_t allowlen, struct err *e)
 {
@@ -308,6 +326,8 @@ admit(struct request *rq, char *allow, size_t allowlen, struct err *e)
 	if (cl != NULL && strtoll(cl, NULL, 10) > cfg.body_limit)
 		return err_set(e, 413, "api.body_too_large", "request body is larger than %ld bytes",
 		    cfg.body_limit);
+	if ((rq->route->flags & R_PUBLIC) && announces_body(rq))
+		return err_set(e, 413, "api.body_not_allowed", "this route takes no request body");
 	return true;
 }
 
@@ -547,7 +567,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
 			rq->status = 408;
 			return MHD_NO;	/* closes the connection */
 		}
-		if (!rq->answered)
+		if (!rq->answered && takes_body(rq->route))	/* others: read, never held */
 			body_append(rq, upload, *upload_size);
 		if (rq->body_too_large || rq->body_over_budget)
 			body_release(rq);
