@@ -285,6 +285,20 @@ run_handler(struct request *rq, struct err *e)
 	return false;
 }
 
+/* Whether the request carries FLEETD_METRICS_TOKEN (compared in constant time). */
+static bool
+metrics_token_ok(struct request *rq)
+{
+	const char *h = rq_header(rq, "Authorization");
+	size_t n;
+
+	if (cfg.metrics_token == NULL || cfg.metrics_token[0] == '\0' || h == NULL ||
+	    strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	n = strlen(cfg.metrics_token);
+	return strlen(h + 7) == n && crypto_equal(h + 7, cfg.metrics_token, n);
+}
+
 static bool
 takes_body(const struct route *r)
 {
@@ -314,7 +328,9 @@ admit(struct request *rq, char *allow, size_t allowlen, struct err *e)
 	rq->route = router_match(rq, allow, allowlen, e);
 	if (rq->route == NULL)
 		return false;
-	if (!(rq->route->flags & R_PUBLIC)) {
+	if ((rq->route->flags & R_METRICS) && metrics_token_ok(rq)) {
+		rq->role = ROLE_VIEWER;
+	} else if (!(rq->route->flags & R_PUBLIC)) {
 		if (!authenticate(rq, e))
 			return false;
 		if (rq->role < rq->route->min_role)
@@ -322,6 +338,10 @@ admit(struct request *rq, char *allow, size_t allowlen, struct err *e)
 		if ((rq->route->flags & R_GLOBAL) && !rq_env_visible(rq, "*"))
 			return err_set(e, 403, "auth.global_object", "only a token for every "
 			    "environment may change objects shared by all environments");
+		if ((rq->route->flags & R_METRICS) && !rq_env_visible(rq, "*"))
+			return err_set(e, 403, "auth.metrics_forbidden", "metrics name every "
+			    "environment: only the metrics token or a token for every environment "
+			    "may read them");
 	}
 	if (cl != NULL && strtoll(cl, NULL, 10) > cfg.body_limit)
 		return err_set(e, 413, "api.body_too_large", "request body is larger than %ld bytes",
