@@ -98,7 +98,9 @@ unknown_region(struct db *c, const char *env, const char *region, struct err *e)
 	return false;
 }
 
-/* Checks the target against the job's environment; fills the set of target cluster ids. */
+/* Fills the set of target cluster ids, looked up in the job's environment only: a cluster
+ * or cloud of another environment is not found (404), the same answer as one that does
+ * not exist, so a move tells nothing about other environments. */
 static bool
 target_clusters(struct db *c, const char *env, const struct target *t, json_t **ids,
 		struct err *e)
@@ -106,25 +108,18 @@ target_clusters(struct db *c, const char *env, const struct target *t, json_t **
 	static const char sql[] = "SELECT k.id::text, c.environment, k.cordoned, c.region"
 	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
 	    " WHERE ($1::text IS NULL OR c.region = $1) AND ($2::text IS NULL OR"
-	    " c.id::text = $2) AND ($3::text IS NULL OR k.id::text = $3)"
-	    " AND ($4::boolean OR c.environment = $5 OR $3::text IS NOT NULL OR $2::text IS NOT NULL)";
-	const char *p[5] = { t->region, t->cloud_id, t->cluster_id, "false", env };
+	    " c.id::text = $2) AND ($3::text IS NULL OR k.id::text = $3) AND c.environment = $4";
+	const char *p[4] = { t->region, t->cloud_id, t->cluster_id, env };
 	PGresult *r = NULL;
 	bool ok = false;
 
 	if (t->region != NULL && !catalog_region_valid("gke", t->region) &&
 	    !catalog_region_valid("aks", t->region) && !catalog_region_valid("hyperpod", t->region))
 		return unknown_region(c, env, t->region, e);
-	if (!db_exec(c, sql, 5, p, &r, e))
+	if (!db_exec(c, sql, 4, p, &r, e))
 		return false;
 	*ids = json_array();
 	for (int i = 0; i < PQntuples(r); i++) {
-		if (strcmp(PQgetvalue(r, i, 1), env) != 0) {
-			err_set(e, 409, "move.cross_environment", "moves never cross environments");
-			err_detail(e, "The target belongs to environment %s, the job to %s.",
-			    PQgetvalue(r, i, 1), env);
-			goto cleanup;
-		}
 		if (t->cluster_id != NULL && PQgetvalue(r, i, 2)[0] == 't') {
 			err_field(e, 409, "cluster.cordoned", "/target/cluster_id",
 			    "the target cluster is cordoned");
@@ -135,6 +130,8 @@ target_clusters(struct db *c, const char *env, const struct target *t, json_t **
 	if (json_array_size(*ids) == 0 && (t->cluster_id != NULL || t->cloud_id != NULL)) {
 		err_field(e, 404, t->cluster_id ? "cluster.not_found" : "cloud.not_found",
 		    t->cluster_id ? "/target/cluster_id" : "/target/cloud_id", "target not found");
+		err_detail(e, "Moves stay in the job's environment: no %s with this id there.",
+		    t->cluster_id ? "cluster" : "cloud");
 		goto cleanup;
 	}
 	ok = true;
