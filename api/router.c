@@ -9,7 +9,7 @@
 const struct route routes[] = {
 	{ "GET", "/healthz", h_healthz, ROLE_NONE, R_PUBLIC | R_NOTX },
 	{ "GET", "/readyz", h_readyz, ROLE_NONE, R_PUBLIC | R_NOTX },
-	{ "GET", "/metrics", h_metrics, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
+	{ "GET", "/metrics", h_metrics, ROLE_VIEWER, R_METRICS | R_NOTX | R_RAW },
 	{ "GET", "/openapi.yaml", h_openapi, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
 	{ "GET", "/", h_console_index, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
 	{ "GET", "/console/app.js", h_console_js, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },

@@ -113,6 +113,8 @@ static const struct ckey keys[] = {
 	  false, "folder of the web console's files (index.html, app.js, app.css)" },
 	{ "sse-heartbeat", C_INT, S(sse_heartbeat_s), "15", "FLEETD_SSE_HEARTBEAT", false,
 	  "seconds between heartbeats of an idle event stream" },
+	{ "metrics-token", C_STR, S(metrics_token), NULL, "FLEETD_METRICS_TOKEN", true,
+	  "bearer token a scraper sends to /metrics (a token for every environment also may)" },
 	{ "sse-per-token", C_INT, S(sse_per_token), "16", "FLEETD_SSE_PER_TOKEN", false,
 	  "event streams one token may hold open (429 above)" },
 	{ "sse-max-streams", C_INT, S(sse_max_streams), "512", "FLEETD_SSE_MAX_STREAMS", false,

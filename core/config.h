@@ -60,6 +60,7 @@ struct config {
 	int	 sweep_interval_ms;
 	int	 orphan_min_age_s;	/* a job's last change this old before its strays count */
 	int	 sse_heartbeat_s;	/* seconds between SSE heartbeats */
+	char	*metrics_token;		/* bearer token for /metrics; secret */
 	int	 sse_per_token;		/* event streams one token may hold open */
 	int	 sse_max_streams;	/* event streams of this replica */
 	char	*console_dir;		/* the web console's files */

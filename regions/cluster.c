@@ -425,7 +425,10 @@ cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *i
 
 		ok = write_row(c, sql, 13, p, 7, in, id, out, e);
 	}
-	if (!ok && e->status == 409)
+	if (!ok && e->status == 409 && strstr(e->detail, "provider_cluster_id") != NULL)
+		err_field(e, 409, "cluster.exists", "/provider_cluster_id",
+		    "another registration already uses this provider cluster id");
+	else if (!ok && e->status == 409)
 		err_field(e, 409, "cluster.exists", "/name",
 		    "the cloud already has a cluster named %s", in->name);
 	free(sealed);

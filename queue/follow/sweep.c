@@ -28,14 +28,31 @@ static const char *const plurals[] = { "rayjobs", "rayclusters", "rayservices",
 	"raycronjobs" };
 
 /* Which listed objects (a jsonb array of {kind, namespace, name, job_id, attempt,
- * environment}) are orphans on cluster $1, and why.  NULL reason: a live attempt. */
+ * environment}) are orphans on cluster $1, and why.  NULL reason: a live attempt, or an
+ * object the sweep may not judge.  Labels are anyone's: an object is judged only when its
+ * environment label is the cluster's environment and, for a known job, that job is of the
+ * cluster's environment and, once it was ever placed, the cluster is one of its clusters
+ * of record (now, a move's source or target, a placement, a fenced attempt); anything else
+ * is left alone and nothing is written about it (another environment's job history least
+ * of all). */
 static const char sql_judge[] =
-    "SELECT o->>'kind', o->>'namespace', o->>'name', o->>'job_id', o->>'attempt',"
-    " coalesce(j.environment, o->>'environment'), r.reason FROM"
+    "WITH ke AS (SELECT c.environment FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+    "  WHERE k.id = $1::uuid)"
+    " SELECT o->>'kind', o->>'namespace', o->>'name', o->>'job_id', o->>'attempt',"
+    " ke.environment, r.reason FROM ke CROSS JOIN"
     " jsonb_array_elements($2::jsonb) o LEFT JOIN jobs j ON j.id = (o->>'job_id')::uuid"
     " CROSS JOIN LATERAL (SELECT CASE"
-    "  WHEN j.id IS NULL THEN CASE WHEN o->>'job_id' IS NOT NULL AND EXISTS (SELECT 1 FROM"
-    "   environments v WHERE v.name = o->>'environment') THEN 'unknown_job' END"
+    "  WHEN o->>'environment' IS DISTINCT FROM ke.environment THEN NULL"
+    "  WHEN j.id IS NULL THEN CASE WHEN o->>'job_id' IS NOT NULL THEN 'unknown_job' END"
+    "  WHEN j.environment <> ke.environment THEN NULL"
+    "  WHEN (j.cluster_id IS NOT NULL OR EXISTS (SELECT 1 FROM placements p"
+    "   WHERE p.job_id = j.id)) AND j.cluster_id IS DISTINCT FROM $1::uuid"
+    "   AND (j.move->'from'->>'cluster_id')::uuid IS DISTINCT FROM $1::uuid"
+    "   AND (j.move->'to'->>'cluster')::uuid IS DISTINCT FROM $1::uuid"
+    "   AND NOT EXISTS (SELECT 1 FROM placements p WHERE p.job_id = j.id"
+    "   AND p.cluster_id = $1::uuid)"
+    "   AND NOT EXISTS (SELECT 1 FROM orphans x WHERE x.job_id = j.id"
+    "   AND x.cluster_id = $1::uuid) THEN NULL"
     "  WHEN j.updated_at > now() - make_interval(secs => $3::int) THEN NULL"
     "  WHEN (o->>'attempt') IS NULL THEN NULL"
     "  WHEN j.state IN ('admitted', 'dispatched', 'running', 'preempted')"

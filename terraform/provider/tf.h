@@ -122,6 +122,9 @@ struct tf_conf {
 	bool	 configured;
 };
 extern struct tf_conf tf_conf;
+/* Whether url may carry the token: https://, or http:// to a loopback host (localhost,
+ * 127.0.0.0/8, ::1) only. */
+bool	tf_url_ok(const char *url);
 /* Set by StopProvider (Ctrl-C in Terraform): waits in progress give up at their next turn. */
 extern _Atomic int tf_stopping;
 /* One API call.  *out is the parsed body (may be NULL); *status the HTTP status.
