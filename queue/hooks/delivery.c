@@ -16,6 +16,7 @@
 #include "core/ticker.h"
 #include "queue/hooks/delivery.h"
 #include "queue/hooks/webhook.h"
+#include "regions/cluster.h"
 #include "queue/jobs/events.h"
 
 #define CLAIM_MAX	32	/* deliveries claimed at once */
@@ -120,11 +121,11 @@ done(struct http_batch *b, const struct http_req *req, struct http_resp *resp,
 static bool
 sign(struct slot *s, const char *sealed, const char *prev_sealed, struct err *e)
 {
-	char *sec = webhook_open(s->webhook, sealed, e), *prev = NULL;
+	char *sec = cluster_open(s->webhook, sealed, e), *prev = NULL;
 
 	if (sec == NULL)
 		return false;
-	if (prev_sealed != NULL && (prev = webhook_open(s->webhook, prev_sealed, e)) == NULL) {
+	if (prev_sealed != NULL && (prev = cluster_open(s->webhook, prev_sealed, e)) == NULL) {
 		memset(sec, 0, strlen(sec));
 		free(sec);
 		return false;

@@ -86,32 +86,6 @@ webhook_url_ok(const char *url, struct err *e)
 	return true;
 }
 
-char *
-webhook_seal(const char *id, const char *secret, struct err *e)
-{
-	uint8_t key[32];
-	char *s;
-
-	if (!cluster_master_key(key, e))
-		return NULL;
-	s = crypto_seal(key, secret, id, e);
-	memset(key, 0, sizeof(key));
-	return s;
-}
-
-char *
-webhook_open(const char *id, const char *sealed, struct err *e)
-{
-	uint8_t key[32];
-	char *s;
-
-	if (!cluster_master_key(key, e))
-		return NULL;
-	s = crypto_open(key, sealed, id, e);
-	memset(key, 0, sizeof(key));
-	return s;
-}
-
 void
 webhook_sign(const char *secret, const char *prev, long long ts, const char *body,
 	     size_t len, char out[WEBHOOK_SIG_MAX])
@@ -154,7 +128,7 @@ new_secret(const char *id, char **secret, char **sealed, struct err *e)
 	*secret = malloc(strlen(b) + 7);
 	snprintf(*secret, strlen(b) + 7, "whsec_%s", b);
 	free(b);
-	*sealed = webhook_seal(id, *secret, e);
+	*sealed = cluster_seal(id, *secret, e);
 	if (*sealed == NULL) {
 		free(*secret);
 		*secret = NULL;

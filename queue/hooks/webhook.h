@@ -44,9 +44,6 @@ bool	webhook_replay(struct db *c, const char *id, long long from_event, json_t *
 bool	webhook_deliveries(struct db *c, const char *id, const char *state, int limit,
 	    const char *after, const char *const *envs, int nenvs, json_t **out, struct err *e);
 
-/* Seals / opens a secret with the master key, bound to endpoint id.  malloc'd. */
-char	*webhook_seal(const char *id, const char *secret, struct err *e);
-char	*webhook_open(const char *id, const char *sealed, struct err *e);
 /* The Fleet-Signature value for body sent at ts: "t=<ts>,v1=<hex HMAC-SHA256 of
  * "<ts>.<body>" keyed with secret>", and a second v1= with prev when not NULL. */
 void	webhook_sign(const char *secret, const char *prev, long long ts, const char *body,
