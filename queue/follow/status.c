@@ -236,7 +236,7 @@ static struct {
 } N = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 static json_t *
-nodes_of(const struct member *t)
+nodes_of(const struct member *t, bool fresh)
 {
 	json_t *c, *items = NULL, *it, *out = NULL;
 	struct err e = { 0 };
@@ -247,7 +247,7 @@ nodes_of(const struct member *t)
 	if (N.by_cluster == NULL)
 		N.by_cluster = json_object();
 	c = json_object_get(N.by_cluster, t->id);
-	if (c != NULL && now - json_real_value(json_object_get(c, "at")) < NODES_TTL_S)
+	if (c != NULL && !fresh && now - json_real_value(json_object_get(c, "at")) < NODES_TTL_S)
 		out = json_incref(json_object_get(c, "nodes"));
 	pthread_mutex_unlock(&N.mu);
 	if (out != NULL)
@@ -341,8 +341,17 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 		ok = read_objects(t, ns, kinds[k], &v, &e);
 	if (ok && need)
 		ok = read_pods(t, ns, &v, &e);
-	if (ok && need)
-		v.nodes = nodes_of(t);
+	if (ok && need) {
+		json_t *ev;
+		size_t i;
+		bool notice = false;
+
+		/* a reclaim notice: the node's taint is read now, not from the cache */
+		json_array_foreach(v.events, i, ev)
+			notice = notice || status_event_spot(json_string_value(json_object_get(ev,
+			    "reason")), json_string_value(json_object_get(ev, "message")));
+		v.nodes = nodes_of(t, notice);
+	}
 	if (ok && crons) {
 		char path[256];
 

@@ -201,19 +201,14 @@ worker_node(const char *id, int attempt)
 	json_array_foreach(json_object_get(r.json, "items"), i, p) {
 		json_t *lb = json_object_get(json_object_get(p, "metadata"), "labels");
 
-		if (strcmp(harness_js(lb, "ray.io/node-type"), "worker") == 0 &&
-		    atoi(harness_js(lb, "fleet.io/attempt")) == attempt &&
+		const char *type = json_string_value(json_object_get(lb, "ray.io/node-type")),
+		    *at = json_string_value(json_object_get(lb, "fleet.io/attempt"));
+
+		if (type != NULL && strcmp(type, "worker") == 0 && at != NULL &&
+		    atoi(at) == attempt &&
 		    json_is_string(json_object_get(json_object_get(p, "spec"), "nodeName")))
 			out = strdup(harness_js(json_object_get(p, "spec"), "nodeName"));
 	}
-	if (out == NULL)
-		json_array_foreach(json_object_get(r.json, "items"), i, p)
-			print_message("no worker of attempt %d on a node: %s %s %s %s\n", attempt,
-			    harness_js(json_object_get(p, "metadata"), "name"),
-			    harness_js(json_object_get(json_object_get(p, "metadata"), "labels"),
-			    "ray.io/node-type"), harness_js(json_object_get(json_object_get(p,
-			    "metadata"), "labels"), "fleet.io/attempt"), harness_js(json_object_get(p,
-			    "spec"), "nodeName"));
 	free(r.body);
 	free(r.headers);
 	json_decref(r.json);
