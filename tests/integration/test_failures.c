@@ -270,12 +270,41 @@ test_preemption_retried_elsewhere(void **state)
 	free(id);
 }
 
+/* The queue's bound (max_infra_retries 0, the spec naming none): the first reclaim fails
+ * the job as preemption, saying why it was not retried. */
+static void
+test_queue_bound(void **state)
+{
+	char *id, *n1, body[300];
+	json_t *f;
+
+	(void)state;
+	id = harness_submit(oper, ENV, "strict", "RayJob", "strict", "default", H100, 8, 1);
+	json_decref(harness_job_wait(oper, id, "running", 1, 60));
+	n1 = worker_node(id, 1);
+	assert_non_null(n1);
+	snprintf(body, sizeof(body), "{\"cluster\":\"" CLUSTER "\",\"node\":\"%s\",\"notice_s\":"
+	    "120}", n1);
+	harness_sim_post(&F.cs, "/_sim/preempt", body);
+	json_decref(harness_job_wait(oper, id, "failed", 1, 90));
+	f = event_data(id, "failure");
+	assert_non_null(f);
+	assert_string_equal(harness_js(f, "class"), "preemption");
+	assert_string_equal(harness_js(json_object_get(f, "retry"), "why"),
+	    "max_infra_retries reached");
+	assert_int_equal(harness_sql_long("SELECT infra_retries FROM jobs WHERE id = '%s'", id), 0);
+	json_decref(f);
+	free(n1);
+	free(id);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_oom_classified_and_kept),
 		cmocka_unit_test(test_preemption_retried_elsewhere),
+		cmocka_unit_test(test_queue_bound),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
