@@ -51,6 +51,12 @@ bool	status_class_retried(const char *cls);
  * or NULL, word/message the status as mapped, findings status_classify's. */
 json_t	*status_postmortem(json_t *pods, json_t *events, json_t *nodes, const char *kind,
 	    json_t *live, const char *word, const char *message, json_t *findings);
+struct member;
+/* queue/follow/postmortem_keep.c: before an attempt's object is deleted (cancel, sweep),
+ * keeps its post-mortem unless one is kept already; reads the member (no transaction
+ * open); logs and returns on any failure. */
+void	status_postmortem_keep(const struct member *t, const char *job, int attempt,
+	    const char *ns, const char *kind, const char *trigger);
 
 struct status_stats {
 	size_t	clusters, jobs;

@@ -760,6 +760,8 @@ status_act(const struct member *t, struct status_job *j,
 		s.reason = "the object was deleted after ttlSecondsAfterFinished";
 		settle(&s, st);
 	} else if (j->cancel) {
+		if (j->manifest != NULL)
+			status_postmortem_keep(t, j->id, j->attempt, j->ns, j->kind, "cancelled");
 		if (!delete_object(t, j, st))
 			return;
 		s.to = "cancelled";

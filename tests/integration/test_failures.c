@@ -298,6 +298,25 @@ test_queue_bound(void **state)
 	free(id);
 }
 
+/* A cancelled attempt: its post-mortem is kept before fleetd deletes its object. */
+static void
+test_cancel_kept(void **state)
+{
+	char *id = harness_submit(oper, ENV, "ml", "RayJob", "cancelled", "default", H100, 8, -1);
+	json_t *pm, *it;
+
+	(void)state;
+	json_decref(harness_job_wait(oper, id, "running", 1, 60));
+	harness_call("POST", oper, NULL, "/v1/jobs/%s/cancel", id);
+	json_decref(harness_job_wait(oper, id, "cancelled", 1, 60));
+	pm = harness_get_ok(viewer, "/v1/jobs/%s/postmortem", id);
+	it = json_array_get(json_object_get(pm, "items"), 0);
+	assert_non_null(it);
+	assert_string_equal(harness_js(it, "trigger"), "cancelled");
+	assert_true(json_array_size(json_object_get(json_object_get(it, "record"), "pods")) >= 2);
+	free(id);
+}
+
 int
 main(void)
 {
@@ -305,6 +324,7 @@ main(void)
 		cmocka_unit_test(test_oom_classified_and_kept),
 		cmocka_unit_test(test_preemption_retried_elsewhere),
 		cmocka_unit_test(test_queue_bound),
+		cmocka_unit_test(test_cancel_kept),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
