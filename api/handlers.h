@@ -61,6 +61,7 @@ HANDLER(h_job_update_spec);
 HANDLER(h_job_events);
 HANDLER(h_job_manifest);
 HANDLER(h_job_placement);
+HANDLER(h_job_postmortem);
 HANDLER(h_job_move);
 HANDLER(h_cluster_drain);
 HANDLER(h_region_drain);

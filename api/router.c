@@ -73,6 +73,7 @@ const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/events", h_job_events, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/jobs/{id}/manifest", h_job_manifest, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/jobs/{id}/placement", h_job_placement, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/jobs/{id}/postmortem", h_job_postmortem, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/jobs/{id}/move", h_job_move, ROLE_OPERATOR, R_BODY },
 	{ "POST", "/v1/clusters/{id}/drain", h_cluster_drain, ROLE_OPERATOR, R_BODY_OPT },
 	{ "POST", "/v1/regions/{environment}/{region}/drain", h_region_drain, ROLE_OPERATOR, R_BODY_OPT },

@@ -17,6 +17,7 @@
 #include "core/worker_thread.h"
 #include "providers/kube.h"
 #include "queue/dispatch/dispatch.h"
+#include "queue/follow/status.h"
 #include "queue/follow/sweep.h"
 #include "queue/jobs/job.h"
 #include "regions/lease.h"
@@ -309,6 +310,10 @@ sweep_cluster(const char *cluster_id, struct sweep_stats *st, struct err *e)
 
 		st->orphans++;
 		count_reason(o->reason);
+		/* what the attempt looked like, unless kept as it ended */
+		if (del && o->job[0] && o->attempt[0] && strcmp(o->reason, "unknown_job") != 0)
+			status_postmortem_keep(t, o->job, atoi(o->attempt), o->ns, o->kind,
+			    "swept");
 		if (del && !kube_delete_object(&t->pc, "ray.io/v1", o->kind, o->ns, o->name, NULL,
 		    &de)) {
 			atomic_fetch_add(&M.failed, 1);
