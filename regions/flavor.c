@@ -151,9 +151,17 @@ machine_valid(json_t *mt, size_t i, json_t **out, struct err *e)
 		if (!label_name_ok(v, strlen(v)))
 			return err_field(e, 422, BAD, ptr, "not a kubernetes label value");
 	}
-	*out = json_pack("{s:s, s:s, s:I, s:I, s:I, s:f, s:f}", "provider", prov, "machine_type",
-	    type, "accelerators_per_node", (json_int_t)per, "vcpus", (json_int_t)vcpus,
-	    "memory_gib", (json_int_t)mem, "on_demand_hour", od, "spot_hour", spot);
+	/* what was given, and only that (an absent member reads as 0) */
+	*out = json_pack("{s:s, s:s, s:I}", "provider", prov, "machine_type", type,
+	    "accelerators_per_node", (json_int_t)per);
+	if (json_object_get(mt, "vcpus") != NULL)
+		json_object_set_new(*out, "vcpus", json_integer(vcpus));
+	if (json_object_get(mt, "memory_gib") != NULL)
+		json_object_set_new(*out, "memory_gib", json_integer(mem));
+	if (json_object_get(mt, "on_demand_hour") != NULL)
+		json_object_set_new(*out, "on_demand_hour", json_real(od));
+	if (json_object_get(mt, "spot_hour") != NULL)
+		json_object_set_new(*out, "spot_hour", json_real(spot));
 	if (lab != NULL)
 		json_object_set_new(*out, "node_label", json_pack("{s:s, s:s}", "key", k, "value",
 		    v));
