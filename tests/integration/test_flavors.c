@@ -225,11 +225,26 @@ test_added_flavor_runs(void **state)
 		char *mt = harness_sql_str("SELECT min(machine_type) FROM capacity WHERE pool ="
 		    " (SELECT placement->>'pool' FROM jobs WHERE id = '%s')", id);
 
+		char *man = harness_sql_str("SELECT manifest::text FROM jobs WHERE id = '%s'", id);
+		char file[600];
+		FILE *f;
+
 		print_message("job %s placed on pool %s (%s)\n", id, pool, mt);
 		assert_string_equal(pool, "b300");
 		assert_string_equal(mt, B300_MT);
+		/* the rendered RayJob pins the workers to the machine type and passes the real
+		 * KubeRay schemas */
+		assert_non_null(strstr(man, "\"node.kubernetes.io/instance-type\": \"" B300_MT "\""));
+		snprintf(file, sizeof(file), "%s/b300.json", cs.dir);
+		f = fopen(file, "w");
+		assert_non_null(f);
+		fputs(man, f);
+		fclose(f);
+		assert_int_equal(harness_sh(FLEETD_SOURCE_DIR "/../shared/tools/validate-manifest "
+		    "--quiet %s", file), 0);
 		free(pool);
 		free(mt);
+		free(man);
 	}
 }
 
