@@ -413,10 +413,25 @@ bool
 flavor_delete(struct db *c, const char *name, struct err *e)
 {
 	static const char sql[] = "DELETE FROM flavors WHERE name = $1";
+	/* an added flavor that queues or unfinished jobs still name stays (an override may
+	 * go: the built-in of the same name takes its place) */
+	static const char sql_used[] = "SELECT (SELECT count(*) FROM queues WHERE"
+	    " nominal_quota ? $1 OR borrowing_limit ? $1 OR lending_limit ? $1) + (SELECT"
+	    " count(*) FROM jobs WHERE state NOT IN ('succeeded', 'failed', 'cancelled') AND"
+	    " EXISTS (SELECT 1 FROM jsonb_array_elements(spec->'worker_groups') g WHERE"
+	    " g->'accelerator'->>'flavor' = $1))";
 	const char *p[1] = { name };
 	PGresult *r = NULL;
+	long long used = 0;
 	bool gone;
 
+	if (catalog_builtin_flavor(name) == NULL) {
+		if (!db_count(c, sql_used, 1, p, &used, e))
+			return false;
+		if (used > 0)
+			return err_set(e, 409, "catalog.flavor_in_use", "flavor is named by %lld "
+			    "queues or unfinished jobs", used);
+	}
 	if (!db_exec(c, sql, 1, p, &r, e))
 		return false;
 	gone = atoi(PQcmdTuples(r)) > 0;

@@ -31,7 +31,8 @@ bool	flavor_list(struct db *c, int limit, const char *after, json_t **out, struc
 bool	flavor_put(struct db *c, const char *name, json_t *body, bool *created, json_t **out,
 	    struct err *e);
 /* Deletes the row: a built-in returns to its shipped definition.  409
- * "catalog.builtin_flavor" for a built-in without a row (built-ins cannot be deleted). */
+ * "catalog.builtin_flavor" for a built-in without a row (built-ins cannot be deleted), 409
+ * "catalog.flavor_in_use" for an added flavor a queue's quota or an unfinished job names. */
 bool	flavor_delete(struct db *c, const char *name, struct err *e);
 
 #endif

@@ -246,6 +246,9 @@ test_added_flavor_runs(void **state)
 		free(mt);
 		free(man);
 	}
+	/* in use by queue qb300 and the job: it stays */
+	harness_call("DELETE", R.admin, NULL, "/v1/flavors/" B300);
+	harness_expect_problem(NULL, 409, "catalog.flavor_in_use", NULL);
 }
 
 int
