@@ -1,5 +1,5 @@
 /* flavor: the catalog's flavors as rows — the built-ins of regions/catalog.c and what an
- * admin added or overrode in table flavors (migrations/0016) — validation of their specs,
+ * admin added or overrode in table flavors (migrations/0017) — validation of their specs,
  * and flavor_sync, which keeps the catalog's in-memory overlay in step with the table.  The
  * lookups themselves (catalog_flavor_get, catalog_machine_lookup) stay in catalog.c. */
 #ifndef FLEET_REGIONS_FLAVOR_H

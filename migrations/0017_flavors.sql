@@ -1,4 +1,4 @@
--- 0016: the accelerator catalog as data (issue 26).  The built-in flavors stay compiled in
+-- 0017: the accelerator catalog as data (issue 26).  The built-in flavors stay compiled in
 -- (regions/catalog.c) as defaults; a row here adds a flavor or overrides a built-in one
 -- with the same name (deleting the row restores the built-in).  spec is the validated
 -- body of PUT /v1/flavors/{name} (regions/flavor.c).  Every change bumps
