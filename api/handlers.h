@@ -53,6 +53,11 @@ HANDLER(h_pc_get);
 HANDLER(h_pc_replace);
 HANDLER(h_pc_delete);
 
+HANDLER(h_flavor_list);
+HANDLER(h_flavor_get);
+HANDLER(h_flavor_put);
+HANDLER(h_flavor_delete);
+
 HANDLER(h_job_submit);
 HANDLER(h_job_list);
 HANDLER(h_job_get);

@@ -17,6 +17,7 @@
 #include "iam/oidc.h"
 #include "iam/token.h"
 #include "queue/jobs/submit_cache.h"
+#include "regions/catalog.h"
 
 static void
 usage(FILE *f)
@@ -230,6 +231,7 @@ main(int argc, char **argv)
 	if (rc == 1)
 		fprintf(stderr, "fleetd: %s%s%s\n", e.msg, e.detail[0] ? ": " : "", e.detail);
 	db_pool_close();
+	catalog_overlay_clear();	/* the flavors read from the database (regions/flavor.c) */
 	token_cache_flush();
 	config_cleanup();
 	curl_global_cleanup();

@@ -64,6 +64,10 @@ const struct route routes[] = {
 	{ "GET", "/v1/priority-classes/{id}", h_pc_get, ROLE_VIEWER, 0 },
 	{ "PUT", "/v1/priority-classes/{id}", h_pc_replace, ROLE_ADMIN, R_BODY | R_GLOBAL },
 	{ "DELETE", "/v1/priority-classes/{id}", h_pc_delete, ROLE_ADMIN, R_GLOBAL },
+	{ "GET", "/v1/flavors", h_flavor_list, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/flavors/{name}", h_flavor_get, ROLE_VIEWER, 0 },
+	{ "PUT", "/v1/flavors/{name}", h_flavor_put, ROLE_ADMIN, R_BODY | R_GLOBAL },
+	{ "DELETE", "/v1/flavors/{name}", h_flavor_delete, ROLE_ADMIN, R_GLOBAL },
 
 	{ "GET", "/v1/jobs", h_job_list, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/jobs", h_job_submit, ROLE_OPERATOR, R_BODY },

@@ -10,6 +10,7 @@
 #include "queue/jobs/queue.h"
 #include "queue/jobs/submit_cache.h"
 #include "regions/catalog.h"
+#include "regions/flavor.h"
 
 static const char sql_event[] =
     "INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
@@ -55,6 +56,18 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 	unsigned long gen;
 	char key[320];
 
+	/* the catalog is data (regions/flavor.c): an unknown flavor is refused whatever the
+	 * fleet has seen */
+	if (!flavor_sync(c, e))
+		return false;
+	for (size_t i = 0; i < s->ngroups; i++) {
+		char fp[64];
+
+		snprintf(fp, sizeof(fp), "/worker_groups/%zu/accelerator/flavor", i);
+		if (s->groups[i].accel_flavor != NULL &&
+		    !catalog_flavor_check(s->groups[i].accel_flavor, fp, e))
+			return false;
+	}
 	/* both reads are kept in memory until capacity, clusters or clouds change */
 	snprintf(key, sizeof(key), "unseen\x1f%s", env);
 	if (!submit_cache_get(key, kept, &gen)) {
@@ -103,8 +116,6 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 		if (g->accel_flavor == NULL)
 			continue;
 		snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/accelerator/flavor", i);
-		if (!catalog_flavor_check(g->accel_flavor, ptr, e))
-			return false;
 		snprintf(key, sizeof(key), "most\x1f%s\x1f%s\x1f%s\x1f%s", env, g->accel_flavor,
 		    spot ? spot : "any", pl ? pl : "*");
 		if (!submit_cache_get(key, kept, &gen)) {

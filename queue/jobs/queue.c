@@ -8,6 +8,7 @@
 #include "core/jsonx.h"
 #include "queue/jobs/queue.h"
 #include "regions/catalog.h"
+#include "regions/flavor.h"
 #include "regions/env.h"
 
 #define PC_JSON "json_build_object('id', id, 'name', name, 'value', value, 'preempt', preempt," \
@@ -238,7 +239,7 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	    strcmp(f->strategy, "strict_fifo") != 0)
 		return err_field(e, 400, "queue.bad_strategy", "/queueing_strategy",
 		    "queueing_strategy must be best_effort_fifo or strict_fifo");
-	if (!quota_valid(nq, "/nominal_quota", e) || !quota_valid(bl, "/borrowing_limit", e) ||
+	if (!flavor_sync(c, e) || !quota_valid(nq, "/nominal_quota", e) || !quota_valid(bl, "/borrowing_limit", e) ||
 	    !quota_valid(ll, "/lending_limit", e))
 		return false;
 	if (f->pc != NULL) {

@@ -45,6 +45,21 @@ variable "fleetd_token" {
   default_priority_class = fleet_priority_class.production.name
   queueing_strategy      = "strict_fifo"
 }''',
+    "fleet_flavor": '''resource "fleet_flavor" "gb300" {
+  name       = "nvidia-gb300-nvl72"
+  kind       = "gpu"
+  memory_gib = 288
+  rack_size  = 18 # nodes per NVLink domain: 18 trays of 4 GPUs
+  machine_types = [{
+    provider              = "gke"
+    machine_type          = "a4x-maxgpu-4g-metal"
+    accelerators_per_node = 4
+    node_label = {
+      key   = "cloud.google.com/gke-accelerator"
+      value = "nvidia-gb300"
+    }
+  }]
+}''',
     "fleet_api_token": '''resource "fleet_api_token" "ci" {
   name         = "ci-readonly"
   role         = "viewer"
@@ -129,6 +144,7 @@ IMPORTS = {
     "fleet_environment": ("the environment's name", "prod"),
     "fleet_queue": ("the queue id", "3f0c6a9e-5a55-4d0e-9a4e-2f1f3e7c9b10"),
     "fleet_priority_class": ("the priority class id", "5b1f0f38-0c44-4b8f-8d38-6f0b4d2f3a21"),
+    "fleet_flavor": ("the flavor's name", "nvidia-gb300-nvl72"),
     "fleet_api_token": ("the token id (the secret is not returned again: it stays empty)",
                         "7c2d9a51-1e6b-4f4a-9b0e-3d5c8f1a2b34"),
     "fleet_webhook": ("the webhook id (the secret is not returned again: it stays empty)",

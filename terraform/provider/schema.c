@@ -474,6 +474,36 @@ static const struct tf_attr cluster_attrs[] = {
 	META, END
 };
 
+static const struct tf_attr flavor_label_attrs[] = {
+	{"key", NULL, TY_STR, 0, NULL, F_REQ, NULL, "Label key (cloud.google.com/gke-accelerator)."},
+	{"value", NULL, TY_STR, 0, NULL, F_REQ, NULL, "Label value."},
+	END
+};
+
+static const struct tf_attr flavor_machine_attrs[] = {
+	{"provider", NULL, TY_STR, 0, NULL, F_REQ, chk_provider, "gke, aks or hyperpod."},
+	{"machine_type", NULL, TY_STR, 0, NULL, F_REQ, NULL, "As the provider names it (a4x-highgpu-4g, ml.p6-b200.48xlarge)."},
+	{"accelerators_per_node", NULL, TY_NUM, 0, NULL, F_REQ, NULL, "GPUs, or TPU chips per host (1 to 64)."},
+	{"vcpus", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "vCPUs per node."},
+	{"memory_gib", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "Host memory per node, GiB."},
+	{"on_demand_hour", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "USD per node-hour."},
+	{"spot_hour", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "USD per spot node-hour; 0 or absent: no spot."},
+	{"node_label", NULL, TY_OBJ, 0, flavor_label_attrs, F_OPT, NULL, "The node label naming the accelerator on this machine type."},
+	END
+};
+
+static const struct tf_attr flavor_attrs[] = {
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Flavor name (what jobs and quotas name); the import id. The name of a built-in flavor overrides it."},
+	{"kind", NULL, TY_STR, 0, NULL, F_REQ, NULL, "gpu or tpu."},
+	{"memory_gib", NULL, TY_NUM, 0, NULL, F_REQ, NULL, "Accelerator memory per device (per chip for a TPU), GiB."},
+	{"k8s_resource", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "Extended resource; default nvidia.com/gpu or google.com/tpu."},
+	{"rack_size", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP, NULL, "Nodes per NVLink domain (GB200 NVL72: 18); 0 = none."},
+	{"machine_types", NULL, TY_LIST, TY_OBJ, flavor_machine_attrs, F_REQ, NULL, "The provider machine types that carry it (1 to 32)."},
+	{"builtin", NULL, TY_BOOL, 0, NULL, F_COMP, NULL, "A flavor fleetd ships (this resource overrides it)."},
+	{"version", NULL, TY_NUM, 0, NULL, F_COMP | F_VOL, NULL, "Object version (ETag)."},
+	END
+};
+
 /* data sources */
 static const struct tf_attr regions_attrs[] = {
 	{"provider_type", "provider", TY_STR, 0, NULL, F_OPT, chk_provider, "Only this provider's regions."},
@@ -512,13 +542,14 @@ static const struct tf_attr capacity_attrs[] = {
 	END
 };
 
-extern const struct tf_ops tf_ops_cloud, tf_ops_cloud_iam, tf_ops_cluster;
+extern const struct tf_ops tf_ops_cloud, tf_ops_cloud_iam, tf_ops_cluster, tf_ops_flavor;
 
 const struct tf_res tf_resources[] = {
 	{"fleet_environment", environment_attrs, "/v1/environments", "name", NULL, "An environment (dev, staging, prod, ...)."},
 	{"fleet_queue", queue_attrs, "/v1/queues", "id", NULL, "A queue of one environment with its quota."},
 	{"fleet_priority_class", priority_class_attrs, "/v1/priority-classes", "id", NULL, "A priority class."},
 	{"fleet_api_token", api_token_attrs, "/v1/tokens", "id", NULL, "An API token; the secret is returned once."},
+	{"fleet_flavor", flavor_attrs, "/v1/flavors", "name", &tf_ops_flavor, "An accelerator flavor of the catalog, added or overriding a built-in one (admin of every environment)."},
 	{"fleet_webhook", webhook_attrs, "/v1/webhooks", "id", NULL, "A webhook endpoint for an environment's job events; the secret is returned once."},
 	{"fleet_cloud", cloud_attrs, "/v1/clouds", "id", &tf_ops_cloud, "A cloud, phase 1 of registration."},
 	{"fleet_cloud_iam", cloud_iam_attrs, "/v1/clouds", "cloud_id", &tf_ops_cloud_iam, "Phase 2: verifies and locks a cloud's IAM pair."},

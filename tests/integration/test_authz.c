@@ -52,6 +52,7 @@ static const char *const TOKOBJ[3] = { "f0000000-0000-4000-8000-000000000001",
 static const char *const HOOK[3] = { "80000000-0000-4000-8000-000000000001",
 	"80000000-0000-4000-8000-000000000002", "80000000-0000-4000-8000-0000000000ff" };
 static const char *const PC = "90000000-0000-4000-8000-000000000001";
+static const char *const FLAVOR = "nvidia-gb200";	/* built in: always there */
 
 static int cells, violations;
 
@@ -246,7 +247,9 @@ fill(const struct route_row *r, int k, char *out, size_t n)
 			char name[32];
 
 			snprintf(name, sizeof(name), "%.*s", (int)(end - p - 1), p + 1);
-			if (strcmp(name, "name") == 0 || strcmp(name, "environment") == 0)
+			if (strncmp(prev, "flavors/", 8) == 0)
+				v = FLAVOR;	/* global: a built-in flavor */
+			else if (strcmp(name, "name") == 0 || strcmp(name, "environment") == 0)
 				v = ENV[k];
 			else if (strcmp(name, "region") == 0)
 				v = "us-central1";
@@ -288,7 +291,8 @@ fill(const struct route_row *r, int k, char *out, size_t n)
 static bool
 global(const struct route_row *r)
 {
-	return strncmp(r->pattern, "/v1/priority-classes", 20) == 0;
+	return strncmp(r->pattern, "/v1/priority-classes", 20) == 0 ||
+	    strncmp(r->pattern, "/v1/flavors", 11) == 0;
 }
 
 /* Does the route name an object of an environment (vs. a collection or a global one)? */
@@ -336,7 +340,8 @@ request(const struct route_row *r, int t, int k, struct http_result *h)
 	/* a collection read is asked for the scope's environment */
 	if (strcmp(r->method, "GET") == 0 && strchr(r->pattern, '{') == NULL &&
 	    strncmp(r->pattern, "/v1/", 4) == 0 && strcmp(r->pattern, "/v1/tokens") != 0 &&
-	    strcmp(r->pattern, "/v1/priority-classes") != 0)
+	    strcmp(r->pattern, "/v1/priority-classes") != 0 &&
+	    strcmp(r->pattern, "/v1/flavors") != 0)
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "?environment=%s",
 		    ENV[k]);
 	if (strcmp(r->method, "PUT") == 0 || strcmp(r->method, "DELETE") == 0)

@@ -89,6 +89,7 @@ resource "fleet_environment" "e" {{
   description = "{v.get('env_desc', 'managed by terraform')}"
 }}
 
+{v.get('flavor', '')}
 resource "fleet_priority_class" "normal" {{
   name  = "tf-normal"
   value = 100
@@ -348,4 +349,25 @@ provider "fleet" {
 }
 data "fleet_capacity" "all" {}
 output "rows" { value = length(data.fleet_capacity.all.items) }
+'''
+
+
+# issue 26: a flavor fleetd does not ship, added by the admin without a rebuild
+FLAVOR_TF = '''
+resource "fleet_flavor" "b300" {
+  name       = "tf-b300"
+  kind       = "gpu"
+  memory_gib = 288
+  machine_types = [{
+    provider              = "hyperpod"
+    machine_type          = "ml.p6-b300.48xlarge"
+    accelerators_per_node = 8
+    vcpus                 = 192
+    on_demand_hour        = 140.5
+    node_label = {
+      key   = "node.kubernetes.io/instance-type"
+      value = "ml.p6-b300.48xlarge"
+    }
+  }]
+}
 '''
