@@ -32,7 +32,11 @@ cleanup() {
 		done <"$f"
 	done
 	for d in "$out"/*/w/pg; do
-		[ -d "$d" ] && bash "$top/scripts/pg.sh" destroy "$d" >/dev/null 2>&1
+		if [ -f "$d/home" ]; then	# dbfailover's Patroni pair (scripts/pg_ha.sh)
+			bash "$top/scripts/pg_ha.sh" destroy "$d" >/dev/null 2>&1
+		elif [ -d "$d" ]; then
+			bash "$top/scripts/pg.sh" destroy "$d" >/dev/null 2>&1
+		fi
 	done
 }
 trap cleanup EXIT
