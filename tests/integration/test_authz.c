@@ -24,6 +24,7 @@ struct route_row {
 	int	role;		/* 0 none (public), 1 viewer, 2 operator, 3 admin */
 	bool	body;		/* R_BODY */
 	bool	star;		/* R_GLOBAL: writes a global object, '*' tokens only */
+	bool	metrics;	/* R_METRICS: names every environment, '*' tokens only */
 };
 
 static struct route_row rt[MAX_ROUTES];
@@ -97,6 +98,7 @@ parse_router(void)
 		r->role = role_of(role);
 		r->body = strstr(flags, "R_BODY") != NULL;
 		r->star = strstr(flags, "R_GLOBAL") != NULL;
+		r->metrics = strstr(flags, "R_METRICS") != NULL;
 		if (strstr(flags, "R_PUBLIC") != NULL)
 			r->role = 0;
 		else if (r->role == 0)
@@ -419,6 +421,11 @@ cell(const struct route_row *r, int t, int k)
 	} else if (tok_role[t] < r->role) {
 		if (h.status != 403)
 			violation(r, t, k, &h, "403: the role is too low");
+	} else if (r->metrics) {
+		/* /metrics names every environment's queues and clusters: the matrix's tokens
+		 * are scoped to one environment (a '*' token or the metrics token reads it) */
+		if (h.status != 403 || strcmp(code_of(&h), "auth.metrics_forbidden") != 0)
+			violation(r, t, k, &h, "403 auth.metrics_forbidden: only a '*' token reads it");
 	} else if (r->star) {
 		/* an object every environment shares: a scoped admin may not change it */
 		if (h.status != 403 || strcmp(code_of(&h), "auth.global_object") != 0)
