@@ -206,6 +206,25 @@ env_name(const char *n)
 	return true;
 }
 
+/* Names that hold credentials by convention (HF_TOKEN, WANDB_API_KEY, DB_PASSWORD ...):
+ * their literal values would be stored in the job spec, so they need secret_key_ref. */
+static bool
+secret_name(const char *n)
+{
+	static const char *const words[] = { "PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY",
+		"APIKEY", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL", NULL };
+	char up[129];
+	size_t i;
+
+	for (i = 0; n[i] != '\0' && i < sizeof(up) - 1; i++)
+		up[i] = (char)toupper((unsigned char)n[i]);
+	up[i] = '\0';
+	for (i = 0; words[i] != NULL; i++)
+		if (strstr(up, words[i]) != NULL)
+			return true;
+	return false;
+}
+
 static bool
 parse_env(json_t *o, const char *prefix, json_t **out, struct err *e)
 {
@@ -247,6 +266,13 @@ parse_env(json_t *o, const char *prefix, json_t **out, struct err *e)
 			}
 		if ((val == NULL) == (ref == NULL)) {
 			bad(e, ptr, "an env entry needs exactly one of value and secret_key_ref");
+			goto fail;
+		}
+		if (val != NULL && secret_name(name)) {
+			join(sptr, sizeof(sptr), ptr, "value");
+			err_field(e, 422, "jobspec.secret_in_env", sptr, "env %.64s looks like a "
+			    "secret: give it with secret_key_ref (job specs are stored and shown in "
+			    "clear)", name);
 			goto fail;
 		}
 		if (val != NULL && !text_ok(val, 32768)) {

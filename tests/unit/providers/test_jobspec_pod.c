@@ -99,6 +99,11 @@ test_refusals(void **state)
 		  "jobspec.invalid_pod", "/worker_groups/0/pod/env/0/name", 422 },
 		{ NULL, "{\"env\":[{\"name\":\"A\",\"value\":\"x\"},{\"name\":\"A\",\"value\":\"y\"}]}",
 		  "jobspec.invalid_pod", "/worker_groups/0/pod/env/1/name", 422 },
+		{ NULL, "{\"env\":[{\"name\":\"HF_TOKEN\",\"value\":\"hf_abc\"}]}",
+		  "jobspec.secret_in_env", "/worker_groups/0/pod/env/0/value", 422 },
+		{ NULL, "{\"containers\":[{\"name\":\"s\",\"image\":\"b\",\"env\":"
+		  "[{\"name\":\"db_password\",\"value\":\"x\"}]}]}",
+		  "jobspec.secret_in_env", "/worker_groups/0/pod/containers/0/env/0/value", 422 },
 		{ NULL, "{\"env\":[{\"name\":\"A\"}]}",
 		  "jobspec.invalid_pod", "/worker_groups/0/pod/env/0", 422 },
 		{ NULL, "{\"env_from\":[{\"secret\":\"Bad_Name\"}]}",
