@@ -130,14 +130,15 @@ memory_member(json_t *o, const char *key, const char *prefix, bool required, int
 static bool
 parse_head(json_t *root, struct job_spec *s, struct err *e)
 {
-	static const char *const keys[] = { "cpu", "memory", "ray_start_params", NULL };
+	static const char *const keys[] = { "cpu", "memory", "ray_start_params", "pod", NULL };
 	json_t *h;
 
 	if (!jsonx_obj(root, "head", "", true, &h, e) || !jsonx_only(h, keys, "/head", e))
 		return false;
 	return cpu_member(h, "/head", &s->head_cpu_milli, e) &&
 	    memory_member(h, "memory", "/head", true, &s->head_memory_bytes, e) &&
-	    jobspec_parse_ray_params(h, "/head", true, &s->head_ray_start_params, e);
+	    jobspec_parse_ray_params(h, "/head", true, &s->head_ray_start_params, e) &&
+	    jobspec_parse_pod(h, "/head", &s->head_pod, e);
 }
 
 static bool
@@ -206,7 +207,7 @@ static bool
 parse_group(json_t *g, size_t i, struct jobspec_group *out, struct err *e)
 {
 	static const char *const keys[] = { "name", "replicas", "min_replicas", "max_replicas",
-		"cpu", "memory", "accelerator", "ray_start_params", NULL };
+		"cpu", "memory", "accelerator", "ray_start_params", "pod", NULL };
 	char prefix[64];
 
 	snprintf(prefix, sizeof(prefix), "/worker_groups/%zu", i);
@@ -218,7 +219,8 @@ parse_group(json_t *g, size_t i, struct jobspec_group *out, struct err *e)
 	    cpu_member(g, prefix, &out->cpu_milli, e) &&
 	    memory_member(g, "memory", prefix, true, &out->memory_bytes, e) &&
 	    parse_accel(g, prefix, out, e) &&
-	    jobspec_parse_ray_params(g, prefix, false, &out->ray_start_params, e);
+	    jobspec_parse_ray_params(g, prefix, false, &out->ray_start_params, e) &&
+	    jobspec_parse_pod(g, prefix, &out->pod, e);
 }
 
 static bool
@@ -747,8 +749,10 @@ jobspec_cleanup(struct job_spec *s)
 		free(s->groups[i].name);
 		free(s->groups[i].accel_flavor);
 		json_decref(s->groups[i].ray_start_params);
+		json_decref(s->groups[i].pod);
 	}
 	json_decref(s->head_ray_start_params);
+	json_decref(s->head_pod);
 	free(s->slice_shape);
 	for (size_t i = 0; i < s->nregions; i++)
 		free(s->regions[i]);
@@ -786,6 +790,8 @@ group_to_json(const struct jobspec_group *g)
 		    g->accel_flavor, "count", g->accel_count));
 	if (g->ray_start_params != NULL)
 		json_object_set(o, "ray_start_params", g->ray_start_params);
+	if (g->pod != NULL)
+		json_object_set(o, "pod", g->pod);
 	return o;
 }
 
@@ -903,6 +909,8 @@ jobspec_to_json(const struct job_spec *s)
 	if (s->head_ray_start_params != NULL)
 		json_object_set(json_object_get(o, "head"), "ray_start_params",
 		    s->head_ray_start_params);
+	if (s->head_pod != NULL)
+		json_object_set(json_object_get(o, "head"), "pod", s->head_pod);
 	if (s->autoscaler_set)
 		json_object_set_new(o, "autoscaler", jobspec_autoscaler_to_json(s));
 	if (s->cron_set)

@@ -10,6 +10,7 @@
 #include "queue/jobs/queue.h"
 #include "queue/jobs/submit_cache.h"
 #include "regions/catalog.h"
+#include "regions/env.h"
 #include "regions/flavor.h"
 
 static const char sql_event[] =
@@ -213,6 +214,27 @@ host_fits(struct db *c, const char *env, const struct job_spec *s, struct err *e
 }
 
 bool
+pod_policy_ok(struct db *c, const char *env, const struct job_spec *s, struct err *e)
+{
+	json_t *policy = NULL;
+	bool ok;
+
+	if (s->head_pod == NULL) {
+		size_t i;
+
+		for (i = 0; i < s->ngroups && s->groups[i].pod == NULL; i++)
+			;
+		if (i == s->ngroups)
+			return true;	/* no pod section: nothing to ask */
+	}
+	if (!env_pod_policy(c, env, &policy, e))
+		return false;
+	ok = jobspec_pod_allowed(s, policy, e);
+	json_decref(policy);
+	return ok;
+}
+
+bool
 job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 {
 	/* the job, its first event and the job as GET answers it (JOB_JSON over the inserted
@@ -239,7 +261,7 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	json_object_del(spec_in, "environment");
 	if (!jobspec_from_json(spec_in, &s, e))
 		goto cleanup;
-	if (!queue_get_by_name(c, env, s.queue, &queue, e))
+	if (!queue_get_by_name(c, env, s.queue, &queue, e) || !pod_policy_ok(c, env, &s, e))
 		goto cleanup;
 	pcname = s.priority_class ? s.priority_class :
 	    json_string_value(json_object_get(queue, "default_priority_class"));

@@ -9,6 +9,7 @@
 
 #include "core/db.h"
 #include "core/err.h"
+#include "providers/jobspec.h"
 
 /* A RayService's serve endpoint while it is placed: KubeRay's Service <object>-serve-svc
  * (port 8000) in the job's namespace on its cluster; the object keeps its name across
@@ -51,6 +52,9 @@
  * what the environment could never hold, inserts the job pending with its first event,
  * and NOTIFYs the scheduler. */
 bool	job_submit(struct db *c, json_t *body, json_t **out, struct err *e);
+/* Whether the environment's pod policy allows every pod section of s (422
+ * jobspec.pod_not_allowed with the pointer; no pod section: true without a query). */
+bool	pod_policy_ok(struct db *c, const char *env, const struct job_spec *s, struct err *e);
 bool	job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e);
 /* The manifest last applied for job id; 404 "queue.no_manifest" before the first apply. */
 bool	job_manifest(struct db *c, const char *id, json_t **out, struct err *e);

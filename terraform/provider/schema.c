@@ -253,10 +253,25 @@ const struct tf_attr tf_provider_attrs[] = {
 	END
 };
 
+#define POD_FLAG(n, d)	{n, NULL, TY_BOOL, 0, NULL, F_OPT | F_COMP, NULL, d}
+static const struct tf_attr pod_policy_attrs[] = {
+	POD_FLAG("env", "Jobs may set env (pods and sidecars); default true."),
+	POD_FLAG("env_from", "Jobs may import env from secrets and config maps; default true."),
+	POD_FLAG("annotations", "Jobs may annotate their pods; default true."),
+	POD_FLAG("labels", "Jobs may label their pods; default true."),
+	POD_FLAG("tolerations", "Jobs may add tolerations; default true."),
+	POD_FLAG("service_account", "Jobs may name a service account (workload identity); default true."),
+	POD_FLAG("containers", "Jobs may add sidecar containers (never privileged); default true."),
+	{"volume_kinds", NULL, TY_LIST, TY_STR, NULL, F_OPT | F_COMP, NULL, "Volume kinds allowed: persistent_volume_claim, csi, secret, config_map, empty_dir (default all; host_path never)."},
+	{"csi_drivers", NULL, TY_LIST, TY_STR, NULL, F_OPT | F_COMP, NULL, "CSI drivers allowed (default gcsfuse.csi.storage.gke.io, fsx.csi.aws.com, file.csi.azure.com, blob.csi.azure.com)."},
+	END
+};
+
 static const struct tf_attr environment_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Environment id (uuid)."},
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Name, immutable; also the import id."},
 	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_desc, "Free text."},
+	{"pod_policy", NULL, TY_OBJ, 0, pod_policy_attrs, F_OPT | F_COMP, NULL, "What the pod sections of the environment's jobs may use; fleetd refuses the rest with 422."},
 	META, END
 };
 

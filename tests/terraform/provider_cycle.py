@@ -211,7 +211,11 @@ def run(build, work):
         tf.plan_clean("after adding fleet_flavor")
 
         # in-place update
-        v.update(weight=2, env_desc="changed by terraform", label="ml2")
+        pol = sim.api("GET", f"/v1/environments/{ENV}")["pod_policy"]
+        expect(pol["containers"] is False and pol["env"] is True,
+               "fleet_environment pod_policy applied (containers false, the rest defaulted)")
+        v.update(weight=2, env_desc="changed by terraform", label="ml2",
+                 env_volume_kinds='["persistent_volume_claim"]')
         tf.write(main_tf(sim, v))
         r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
         expect(re.search(r"fleet_queue\.q will be updated in-place", r.stdout) and
@@ -222,6 +226,8 @@ def run(build, work):
         q = next(x for x in sim.api("GET", f"/v1/queues?environment={ENV}")["items"]
                  if x["name"] == "tf-q")
         expect(q["weight"] == 2, "fleetd has the updated weight")
+        expect(sim.api("GET", f"/v1/environments/{ENV}")["pod_policy"]["volume_kinds"] ==
+               ["persistent_volume_claim"], "fleetd has the updated pod_policy")
         tf.plan_clean("after the in-place update")
 
         # replacement (a token's role is immutable)

@@ -87,6 +87,10 @@ locals {{
 resource "fleet_environment" "e" {{
   name        = "{ENV}"
   description = "{v.get('env_desc', 'managed by terraform')}"
+  pod_policy = {{
+    containers   = false
+    volume_kinds = {v.get('env_volume_kinds', '["persistent_volume_claim", "csi", "secret", "config_map", "empty_dir"]')}
+  }}
 }}
 
 {v.get('flavor', '')}
