@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "iam/reverify.h"
 #include "queue/change/change.h"
+#include "queue/cost/cost.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
 #include "queue/follow/sweep.h"
@@ -64,6 +65,7 @@ workers_start(struct err *e)
 			if (table[i].metrics != NULL)
 				metrics_register(table[i].metrics);
 		metrics_register(lease_metrics);	/* the clusters this replica holds */
+		metrics_register(cost_metrics);		/* spend, from the database */
 		registered = true;
 	}
 	for (size_t i = 0; i < NWORKERS; i++) {
