@@ -308,7 +308,7 @@ cost_price_list(struct db *c, const char *environment, const char *const *envs, 
 static bool
 metrics_tx(struct db *c, void *arg, struct err *e)
 {
-	static const char sql[] = "SELECT environment, queue, sum(dollars), sum(gpu_hours)"
+	static const char sql[] = "SELECT environment, queue, sum(dollars), sum(gpu_hours) * 3600"
 	    " FROM cost_runs('-infinity', now()) GROUP BY environment, queue"
 	    " ORDER BY environment, queue LIMIT 1000";
 	PGresult **r = arg;
@@ -323,22 +323,23 @@ cost_metrics(char **buf, size_t *len, size_t *cap)
 {
 	PGresult *r = NULL;
 	struct err e;
+	bool got;
 
 	memset(&e, 0, sizeof(e));
 	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_cost_dollars_total Dollars spent by runs, by environment and queue"
 	    " (running runs up to now).\n# TYPE fleetd_cost_dollars_total counter\n");
-	if (db_tx(metrics_tx, &r, &e))
-		for (int i = 0; i < PQntuples(r); i++)
-			textbuf_appendf(buf, len, cap, "fleetd_cost_dollars_total{environment=\"%s\","
-			    "queue=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-			    PQgetvalue(r, i, 2));
-	textbuf_appendf(buf, len, cap,
-	    "# HELP fleetd_cost_gpu_hours_total Accelerator-hours of runs, by environment and"
-	    " queue.\n# TYPE fleetd_cost_gpu_hours_total counter\n");
-	for (int i = 0; r != NULL && i < PQntuples(r); i++)
-		textbuf_appendf(buf, len, cap, "fleetd_cost_gpu_hours_total{environment=\"%s\","
+	got = db_tx(metrics_tx, &r, &e);	/* none: the families without samples */
+	for (int i = 0; got && i < PQntuples(r); i++)
+		textbuf_appendf(buf, len, cap, "fleetd_cost_dollars_total{environment=\"%s\","
 		    "queue=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+		    PQgetvalue(r, i, 2));
+	textbuf_appendf(buf, len, cap,
+	    "# HELP fleetd_cost_accelerator_seconds_total Accelerator-seconds of runs, by"
+	    " environment and queue.\n# TYPE fleetd_cost_accelerator_seconds_total counter\n");
+	for (int i = 0; got && i < PQntuples(r); i++)
+		textbuf_appendf(buf, len, cap, "fleetd_cost_accelerator_seconds_total"
+		    "{environment=\"%s\",queue=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
 		    PQgetvalue(r, i, 3));
 	PQclear(r);
 }

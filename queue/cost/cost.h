@@ -37,8 +37,9 @@ bool	cost_price_delete(struct db *c, const char *id, struct err *e);
 bool	cost_price_list(struct db *c, const char *environment, const char *const *envs,
 	    int nenvs, json_t **out, struct err *e);
 
-/* Prometheus lines: fleetd_cost_dollars_total and fleetd_cost_gpu_hours_total per
- * environment and queue (bounded: queues are declared objects), appended to buf. */
+/* Prometheus lines: fleetd_cost_dollars_total and fleetd_cost_accelerator_seconds_total per
+ * environment and queue (bounded: queues are declared objects, at most 1000 series),
+ * computed from the database at scrape time, appended to buf. */
 void	cost_metrics(char **buf, size_t *len, size_t *cap);
 
 #endif

@@ -247,6 +247,9 @@ test_fleetctl_and_metrics(void **state)
 	char url[128], tok[256];
 	const char *env[3] = { url, tok, NULL };
 	struct harness_ctl r;
+	struct http_result h;
+	char path[128];
+	FILE *f;
 	double d;
 
 	(void)state;
@@ -262,8 +265,19 @@ test_fleetctl_and_metrics(void **state)
 	harness_ctl_home_drop();
 	d = harness_metric("fleetd_cost_dollars_total{environment=\"" ENV "\",queue=\"ml\"} ");
 	assert_true(d > 0);
-	assert_true(harness_metric("fleetd_cost_gpu_hours_total{environment=\"" ENV
+	assert_true(harness_metric("fleetd_cost_accelerator_seconds_total{environment=\"" ENV
 	    "\",queue=\"ml\"} ") > 0);
+	/* with samples of both families, the exposition still passes promtool */
+	harness_http(&h, "GET", harness_url(&F.fd, "/metrics"), NULL, NULL, NULL);
+	assert_int_equal(h.status, 200);
+	snprintf(path, sizeof(path), "/tmp/fleetd-cost-metrics-%d.txt", (int)getpid());
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fwrite(h.body, 1, h.len, f);
+	fclose(f);
+	assert_int_equal(harness_sh("promtool check metrics < %s", path), 0);
+	unlink(path);
+	harness_http_free(&h);
 }
 
 int
