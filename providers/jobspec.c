@@ -704,7 +704,9 @@ parse_labels(json_t *root, struct job_spec *s, struct err *e)
 	const char *k;
 	char ptr[96];
 
-	if (!jsonx_obj(root, "labels", "", false, &l, e) || l == NULL)
+	if (!jsonx_obj(root, "labels", "", false, &l, e))
+		return false;
+	if (l == NULL)
 		return true;
 	if (json_object_size(l) > 16)
 		return invalid(e, "/labels", "at most 16 labels");
