@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "iam/reverify.h"
 #include "queue/change/change.h"
+#include "queue/cost/budget.h"
 #include "queue/cost/cost.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
@@ -38,6 +39,7 @@ static const struct worker table[] = {
 	{ "sweep",	sweep_start,		sweep_stop,		sweep_metrics },
 	{ "iam-verify",	iam_verify_start,	iam_verify_stop,	iam_verify_metrics },
 	{ "webhooks",	delivery_start,		delivery_stop,		delivery_metrics },
+	{ "budgets",	budget_start,		budget_stop,		NULL },
 };
 
 #define NWORKERS	(sizeof(table) / sizeof(table[0]))

@@ -6,7 +6,10 @@
 
 #include <uuid/uuid.h>
 
+#include "core/config.h"
 #include "core/jsonx.h"
+#include "core/log.h"
+#include "core/ticker.h"
 #include "queue/cost/budget.h"
 
 /* The start of the current UTC month. */
@@ -30,6 +33,15 @@
 /* The budgets covering a job of queue $2 and team $3 (may be NULL) in environment $1. */
 #define COVERING " b.environment = $1 AND (b.scope = 'environment' OR (b.scope = 'queue'" \
 	" AND b.target = $2) OR (b.scope = 'team' AND b.target = $3))"
+
+/* The rest of a threshold event's INSERT ... SELECT k.job_id, over l (the budgets and
+ * levels crossed) and k (the marks just made). */
+#define THRESHOLD_EVENT "'budget_threshold', 0, 'budget ' || l.name || ' reached '" \
+	" || round(l.pct::numeric, 1) || ' %', jsonb_build_object('budget', l.id, 'name'," \
+	" l.name, 'scope', l.scope, 'target', l.target, 'level', l.level, 'threshold_percent'," \
+	" l.pct, 'spent_usd', l.spent, 'amount_usd', l.amount_usd, 'hard', l.hard," \
+	" 'period_start', " MONTH ") FROM k JOIN l ON l.id = k.budget_id AND l.level = k.level" \
+	" ORDER BY l.name, l.pct"
 
 bool
 budget_create(struct db *c, json_t *body, json_t **out, struct err *e)
@@ -183,15 +195,76 @@ budget_announce(struct db *c, const char *job_id, const char *env, const char *q
 	    " v(level, pct) WHERE" COVERING " AND s.spent >= b.amount_usd * v.pct / 100),"
 	    " k AS (INSERT INTO budget_marks (budget_id, period_start, level, job_id)"
 	    " SELECT l.id, " MONTH ", l.level, $4::uuid FROM l ON CONFLICT DO NOTHING"
-	    " RETURNING budget_id, level)"
+	    " RETURNING budget_id, level, job_id)"
 	    " INSERT INTO job_events (job_id, type, attempt, message, data)"
-	    " SELECT $4::uuid, 'budget_threshold', 0, 'budget ' || l.name || ' reached '"
-	    " || round(l.pct::numeric, 1) || ' %', jsonb_build_object('budget', l.id, 'name',"
-	    " l.name, 'scope', l.scope, 'target', l.target, 'level', l.level, 'threshold_percent',"
-	    " l.pct, 'spent_usd', l.spent, 'amount_usd', l.amount_usd, 'hard', l.hard,"
-	    " 'period_start', " MONTH ") FROM k JOIN l ON l.id = k.budget_id AND l.level = k.level"
-	    " ORDER BY l.name, l.pct";
+	    " SELECT k.job_id, " THRESHOLD_EVENT;
 	const char *p[4] = { env, queue, team, job_id };
 
 	return db_exec(c, sql, 4, p, NULL, e);
+}
+
+static bool
+sweep_tx(struct db *c, void *arg, struct err *e)
+{
+	return budget_sweep(c, arg, e);
+}
+
+bool
+budget_sweep(struct db *c, long *n, struct err *e)
+{
+	/* a budget is charged by its runs: the event goes to the job of its latest run */
+	static const char sql[] = "WITH l AS (SELECT b.id, b.name, b.scope, b.target,"
+	    " b.amount_usd, b.hard, s.spent, v.level, v.pct, (SELECT x.job_id FROM cost_runs("
+	    MONTH ", now()) x WHERE x.environment = b.environment AND (b.scope = 'environment'"
+	    " OR (b.scope = 'queue' AND x.queue = b.target) OR (b.scope = 'team'"
+	    " AND x.team = b.target)) ORDER BY x.started_at DESC LIMIT 1) AS job" BUDGET_FROM
+	    " CROSS JOIN LATERAL (VALUES ('soft', b.soft_percent), ('exhausted', 100::float8))"
+	    " v(level, pct) WHERE s.spent >= b.amount_usd * v.pct / 100 AND NOT EXISTS (SELECT 1"
+	    " FROM budget_marks m WHERE m.budget_id = b.id AND m.period_start = " MONTH
+	    " AND m.level = v.level)),"
+	    " k AS (INSERT INTO budget_marks (budget_id, period_start, level, job_id)"
+	    " SELECT l.id, " MONTH ", l.level, l.job FROM l WHERE l.job IS NOT NULL"
+	    " ON CONFLICT DO NOTHING RETURNING budget_id, level, job_id),"
+	    " ev AS (INSERT INTO job_events (job_id, type, attempt, message, data)"
+	    " SELECT k.job_id, " THRESHOLD_EVENT " RETURNING 1)"
+	    " SELECT count(*) FROM ev";
+	PGresult *r = NULL;
+
+	if (!db_exec(c, sql, 0, NULL, &r, e))
+		return false;
+	*n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return true;
+}
+
+static void
+round_once(void)
+{
+	struct err e = { 0 };
+	long n = 0;
+
+	if (!db_tx(sweep_tx, &n, &e))
+		log_warn(NULL, "budget", "threshold sweep failed", "{s:s}", "code", e.code);
+	else if (n > 0)
+		log_info(NULL, "budget", "budget thresholds announced", "{s:i}", "events", (int)n);
+}
+
+static long
+period_ms(void)
+{
+	return cfg.budget_interval_ms > 0 ? cfg.budget_interval_ms : 60000;
+}
+
+static struct ticker ticker = TICKER_INIT(round_once, period_ms);
+
+bool
+budget_start(struct err *e)
+{
+	return ticker_start(&ticker, "budget.start", "cannot start the budgets thread", e);
+}
+
+void
+budget_stop(void)
+{
+	ticker_stop(&ticker);
 }

@@ -32,4 +32,12 @@ bool	budget_admit(struct db *c, const char *env, const char *queue, const char *
 bool	budget_announce(struct db *c, const char *job_id, const char *env, const char *queue,
 	    const char *team, struct err *e);
 
+/* The budgets worker's round: each budget whose spend crossed soft_percent or 100 % this
+ * month and that did not say so yet appends a 'budget_threshold' event to the job of its
+ * latest run (as budget_announce does at submission); *n is the number of events. */
+bool	budget_sweep(struct db *c, long *n, struct err *e);
+/* The "budgets" worker: budget_sweep every FLEETD_BUDGET_INTERVAL_MS. */
+bool	budget_start(struct err *e);
+void	budget_stop(void);
+
 #endif
