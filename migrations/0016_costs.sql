@@ -120,7 +120,7 @@ LANGUAGE sql STABLE AS $$
 	    (SELECT x.at FROM job_events x WHERE x.job_id = r.job_id AND x.id > r.event_id
 	      AND x.type = 'state' AND x.from_state = 'running' ORDER BY x.id LIMIT 1) AS ended_at
 	  FROM job_runs r JOIN jobs j ON j.id = r.job_id JOIN queues q ON q.id = j.queue_id
-	  WHERE r.started_at < t1) a
+	  WHERE r.started_at < t1 AND (j.finished_at IS NULL OR j.finished_at > t0)) a
 	CROSS JOIN LATERAL (SELECT greatest(extract(epoch FROM
 	    least(coalesce(a.ended_at, now()), t1) - greatest(a.started_at, t0)), 0)::double precision
 	    / 3600.0 AS h) h

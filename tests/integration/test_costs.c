@@ -292,6 +292,37 @@ test_fleetctl_and_metrics(void **state)
 	harness_http_free(&h);
 }
 
+/* The run of run_id in /v1/costs/runs (borrowed from harness_r). */
+static json_t *
+run_of(void)
+{
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(json_object_get(harness_get_ok(viewer, "/v1/costs/runs?limit=500"),
+	    "items"), i, it)
+		if (strcmp(json_string_value(json_object_get(it, "job_id")), run_id) == 0)
+			return it;
+	fail_msg("no run of %s", run_id);
+	return NULL;
+}
+
+static void
+test_finished_run(void **state)
+{
+	double gh;
+
+	(void)state;
+	harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", run_id);
+	json_decref(harness_job_wait(admin, run_id, "cancelled", 0, 60));
+	/* the run ended when the job left running: its cost no longer grows */
+	assert_true(json_is_string(json_object_get(run_of(), "ended_at")));
+	gh = num(run_of(), "gpu_hours");
+	usleep(1100 * 1000);
+	assert_true(num(run_of(), "gpu_hours") == gh);
+	assert_true(gh > 2.0 * 3.0 / 3600.0);	/* it ran more than the 3 s of the window */
+}
+
 int
 main(void)
 {
@@ -300,6 +331,7 @@ main(void)
 		cmocka_unit_test(test_price_override),
 		cmocka_unit_test(test_budgets),
 		cmocka_unit_test(test_fleetctl_and_metrics),
+		cmocka_unit_test(test_finished_run),
 	};
 
 	return cmocka_run_group_tests(tests, setup, harness_fleet_teardown);
