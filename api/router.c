@@ -86,6 +86,18 @@ const struct route routes[] = {
 	{ "GET", "/v1/events", h_events, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/operations/{id}/cancel", h_operation_cancel, ROLE_OPERATOR, 0 },
 
+	{ "GET", "/v1/costs", h_cost_report, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/costs/runs", h_cost_runs, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/prices", h_price_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/prices", h_price_create, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/prices/{id}", h_price_get, ROLE_VIEWER, 0 },
+	{ "PUT", "/v1/prices/{id}", h_price_replace, ROLE_ADMIN, R_BODY },
+	{ "DELETE", "/v1/prices/{id}", h_price_delete, ROLE_ADMIN, 0 },
+	{ "GET", "/v1/budgets", h_budget_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/budgets", h_budget_create, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/budgets/{id}", h_budget_get, ROLE_VIEWER, 0 },
+	{ "DELETE", "/v1/budgets/{id}", h_budget_delete, ROLE_ADMIN, 0 },
+
 	{ "GET", "/v1/webhooks", h_webhook_list, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/webhooks", h_webhook_create, ROLE_ADMIN, R_BODY },
 	{ "GET", "/v1/webhooks/{id}", h_webhook_get, ROLE_VIEWER, 0 },

@@ -88,6 +88,16 @@ static const struct cli_col capacity_cols[] = {
 };
 VIEW(cli_view_capacity, capacity_cols);
 
+static const struct cli_col costs_cols[] = {
+	{ "KEY", "key", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "ENV", "environment", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
+	{ "GPU-HOURS", "gpu_hours", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "USD", "dollars", CLI_CELL_NUM, CLI_COL_RIGHT | CLI_COL_KEEP },
+	{ "RUNS", "runs", CLI_CELL_NUM, CLI_COL_RIGHT | CLI_COL_OPTIONAL },
+	{ "JOBS", "jobs", CLI_CELL_NUM, CLI_COL_RIGHT },
+};
+VIEW(cli_view_costs, costs_cols);
+
 static const struct cli_col candidates_cols[] = {
 	{ "CLUSTER", "cluster", CLI_CELL_TEXT, CLI_COL_KEEP },
 	{ "REGION", "region", CLI_CELL_TEXT, 0 },

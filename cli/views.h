@@ -17,6 +17,7 @@ extern const struct cli_view cli_view_clouds;
 extern const struct cli_view cli_view_envs;
 extern const struct cli_view cli_view_queues;
 extern const struct cli_view cli_view_capacity;
+extern const struct cli_view cli_view_costs;
 extern const struct cli_view cli_view_candidates;
 extern const struct cli_view cli_view_blocking;
 extern const struct cli_view cli_view_allocations;

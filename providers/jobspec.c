@@ -697,6 +697,40 @@ check_host(struct job_spec *s, struct err *e)
 	return true;
 }
 
+/* root's "labels": at most 16 members, keys 1..63 of [a-z0-9._/-] starting alphanumeric,
+ * string values of at most 63 bytes (team names the job's team for costs and budgets). */
+static bool
+parse_labels(json_t *root, struct job_spec *s, struct err *e)
+{
+	json_t *l = NULL, *v;
+	const char *k;
+	char ptr[96];
+
+	if (!jsonx_obj(root, "labels", "", false, &l, e))
+		return false;
+	if (l == NULL)
+		return true;
+	if (json_object_size(l) > 16)
+		return invalid(e, "/labels", "at most 16 labels");
+	json_object_foreach(l, k, v) {
+		size_t n = strlen(k);
+		bool ok = n >= 1 && n <= 63 && isalnum((unsigned char)k[0]);
+
+		for (size_t i = 0; ok && i < n; i++)
+			ok = islower((unsigned char)k[i]) || isdigit((unsigned char)k[i]) ||
+			    strchr("._/-", k[i]) != NULL;
+		snprintf(ptr, sizeof(ptr), "/labels/%.63s", ok ? k : "");
+		if (!ok)
+			return invalid(e, "/labels", "label keys are 1 to 63 of a-z, 0-9, '.', '_',"
+			    " '/', '-', starting with a letter or digit");
+		if (!json_is_string(v) || json_string_length(v) > 63 ||
+		    !jsonx_utf8_valid(json_string_value(v), json_string_length(v)))
+			return invalid(e, ptr, "a label's value is a string of at most 63 bytes");
+	}
+	s->labels = json_deep_copy(l);
+	return true;
+}
+
 bool
 jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 {
@@ -705,7 +739,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 		"head", "worker_groups", "topology", "constraints", "runtime_env", "checkpoint",
 		"gcs_fault_tolerance", "ttl_seconds_after_finished", "active_deadline_seconds",
 		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", "cron",
-		"max_infra_retries", NULL };
+		"max_infra_retries", "labels", NULL };
 	struct job_spec s;
 
 	memset(&s, 0, sizeof(s));
@@ -719,7 +753,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 	if (!jsonx_only(j, keys, "", e) || !parse_identity(j, &s, e) ||
 	    !parse_kind_fields(j, &s, e) || !parse_head(j, &s, e) || !parse_groups(j, &s, e) ||
 	    !parse_topology(j, &s, e) || !parse_constraints(j, &s, e) ||
-	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) ||
+	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) || !parse_labels(j, &s, e) ||
 	    !int_member(j, "max_infra_retries", "", 0, 100, NULL, &s.max_infra_retries, e) ||
 	    !jobspec_parse_autoscaler(j, &s, e) || !jobspec_parse_cron(j, &s, e) ||
 	    (s.topology == JOBSPEC_TOPO_SLICE && !check_slice(&s, e)) ||
@@ -760,6 +794,7 @@ jobspec_cleanup(struct job_spec *s)
 		free(s->providers[i]);
 	json_decref(s->runtime_env);
 	free(s->checkpoint_uri);
+	json_decref(s->labels);
 	free(s->gcs.storage_class);
 	free(s->gcs.redis_address);
 	free(s->gcs.redis_secret);
@@ -901,6 +936,8 @@ jobspec_to_json(const struct job_spec *s)
 		json_object_set_new(o, "time_zone", json_string(s->time_zone));
 	if (s->serve_config != NULL)
 		json_object_set(o, "serve_config", s->serve_config);
+	if (s->labels != NULL)
+		json_object_set(o, "labels", s->labels);
 	if (s->checkpoint_uri != NULL)
 		json_object_set_new(o, "checkpoint", json_pack("{s:s, s:i}", "uri",
 		    s->checkpoint_uri, "grace_seconds", s->checkpoint_grace_seconds));

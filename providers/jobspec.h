@@ -114,6 +114,7 @@ struct job_spec {
 	double	 max_price;		/* per accelerator-hour, USD */
 	json_t	*runtime_env;		/* object or NULL */
 	char	*checkpoint_uri;	/* NULL: no checkpointing */
+	json_t	*labels;		/* {key: value} strings (team: showback, budgets); NULL */
 	int	 checkpoint_grace_seconds;
 	struct jobspec_gcs gcs;
 	int	 ttl_seconds_after_finished;	/* RayJob, default 600 */

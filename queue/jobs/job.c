@@ -6,6 +6,7 @@
 
 #include "core/jsonx.h"
 #include "providers/jobspec.h"
+#include "queue/cost/budget.h"
 #include "queue/jobs/job.h"
 #include "queue/jobs/queue.h"
 #include "queue/jobs/submit_cache.h"
@@ -249,7 +250,7 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	PGresult *r = NULL;
 	struct job_spec s;
 	json_t *spec_in = NULL, *queue = NULL, *pc = NULL, *canon = NULL;
-	const char *env = NULL, *pcname;
+	const char *env = NULL, *pcname, *team;
 	char id[37], prio[24], *spec_s = NULL;
 	uuid_t u;
 	bool ok = false;
@@ -277,6 +278,9 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	    (s.topology == JOBSPEC_TOPO_HOST && !host_fits(c, env, &s, e)))
 		goto cleanup;
 	canon = jobspec_to_json(&s);
+	team = jsonx_at(canon, "labels", "team");
+	if (!budget_admit(c, env, s.queue, team, e))
+		goto cleanup;
 	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
@@ -287,7 +291,9 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 		    json_string_value(json_object_get(queue, "id")), jobspec_kind_name(s.kind),
 		    pcname ? pcname : "default", prio, spec_s };
 
-		if (!db_exec(c, sql, 8, p, &r, e) || !db_notify(c, "fleet_sched", env, e))
+		if (!db_exec(c, sql, 8, p, &r, e) ||
+		    !budget_announce(c, id, env, s.queue, team, e) ||
+		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
 	if (PQntuples(r) != 1 || (*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL)) == NULL) {
@@ -340,6 +346,14 @@ job_events(struct db *c, const char *id, int limit, const char *after, json_t **
 	return db_list_json(c, sql, 3, p, out, e);
 }
 
+/* A run starts: the placement it runs on, kept for cost_runs() (migration 0016). */
+static const char sql_run[] = "INSERT INTO job_runs (job_id, attempt, event_id, placement,"
+    " accel_per_node) SELECT j.id, j.attempt, (SELECT max(v.id) FROM job_events v"
+    " WHERE v.job_id = j.id AND v.type = 'state' AND v.to_state = 'running'), j.placement,"
+    " coalesce((SELECT cap.accel_per_node FROM capacity cap WHERE cap.cluster_id ="
+    " j.cluster_id AND cap.pool = j.placement->>'pool' LIMIT 1), 0)"
+    " FROM jobs j WHERE j.id = $1::uuid AND j.placement IS NOT NULL";
+
 bool
 job_transition(struct db *c, const char *id, const char *from, const char *to,
 	       const char *reason, json_t *data, struct err *e)
@@ -369,6 +383,7 @@ job_transition(struct db *c, const char *id, const char *from, const char *to,
 		const char *ev[6] = { id, "state", old, to, reason ? reason : "", ds };
 
 		if (!db_exec(c, sql_event, 6, ev, NULL, e) ||
+		    (strcmp(to, "running") == 0 && !db_exec(c, sql_run, 1, p, NULL, e)) ||
 		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}

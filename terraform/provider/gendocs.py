@@ -80,6 +80,15 @@ output "portal_webhook_secret" {
   value     = fleet_webhook.portal.secret
   sensitive = true
 }''',
+    "fleet_budget": '''resource "fleet_budget" "training" {
+  name         = "training-monthly"
+  environment  = fleet_environment.prod.name
+  scope        = "queue"
+  queue        = fleet_queue.training.name
+  amount_usd   = 20000
+  soft_percent = 80
+  hard         = true # refuse new submissions once spent; running jobs go on
+}''',
     "fleet_cloud": '''resource "fleet_cloud" "gke_usc1" {
   name          = "prod-us-central1"
   environment   = fleet_environment.prod.name
@@ -149,6 +158,7 @@ IMPORTS = {
                         "7c2d9a51-1e6b-4f4a-9b0e-3d5c8f1a2b34"),
     "fleet_webhook": ("the webhook id (the secret is not returned again: it stays empty)",
                       "6a1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b"),
+    "fleet_budget": ("the budget id", "5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d"),
     "fleet_cloud": ("the cloud id", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
     "fleet_cloud_iam": ("the cloud id (of an active cloud)", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
     "fleet_cluster": ("the cluster id. The token is write-only and fleetd never returns it: "

@@ -333,6 +333,56 @@ static const struct tf_attr webhook_attrs[] = {
 	META, END
 };
 
+static bool
+chk_scope(json_t *v, char *msg, size_t n)
+{
+	static const char *const vals[] = {"environment", "queue", "team", NULL};
+	return chk_enum(v, vals, msg, n);
+}
+
+static bool
+chk_period(json_t *v, char *msg, size_t n)
+{
+	static const char *const vals[] = {"month", NULL};
+	return chk_enum(v, vals, msg, n);
+}
+
+static bool
+chk_amount(json_t *v, char *msg, size_t n)
+{
+	double d = json_number_value(v);
+
+	if (d > 0 && d <= 1e12)
+		return true;
+	snprintf(msg, n, "must be above 0 and at most 1e12 (USD)");
+	return false;
+}
+
+static bool
+chk_soft(json_t *v, char *msg, size_t n)
+{
+	double d = json_number_value(v);
+
+	if (d >= 80 && d <= 100)
+		return true;
+	snprintf(msg, n, "must be between 80 and 100");
+	return false;
+}
+
+static const struct tf_attr budget_attrs[] = {
+	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Budget id (uuid); the import id."},
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Name, unique in the environment; immutable."},
+	{"environment", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Environment whose spend it counts; immutable."},
+	{"scope", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_scope, "environment, queue or team."},
+	{"queue", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, chk_name, "The queue's name (scope queue only)."},
+	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, NULL, "The jobs' labels.team (scope team only)."},
+	{"amount_usd", NULL, TY_NUM, 0, NULL, F_REQ | F_RNEW, chk_amount, "Monthly amount in USD."},
+	{"period", NULL, TY_STR, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_period, "month (the only period)."},
+	{"soft_percent", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_soft, "Percent of the amount at which a budget_threshold event is emitted, [80, 100], default 80 (and at 100)."},
+	{"hard", NULL, TY_BOOL, 0, NULL, F_OPT | F_COMP | F_RNEW, NULL, "Refuse new submissions it covers once spent (422 budget.exhausted); running jobs are not stopped. Default false."},
+	META, END
+};
+
 static const struct tf_attr account_attrs[] = {
 	{"project", NULL, TY_STR, 0, NULL, F_OPT, NULL, "gke: GCP project id."},
 	{"subscription_id", NULL, TY_STR, 0, NULL, F_OPT, NULL, "aks: subscription (uuid)."},
@@ -566,6 +616,7 @@ const struct tf_res tf_resources[] = {
 	{"fleet_api_token", api_token_attrs, "/v1/tokens", "id", NULL, "An API token; the secret is returned once."},
 	{"fleet_flavor", flavor_attrs, "/v1/flavors", "name", &tf_ops_flavor, "An accelerator flavor of the catalog, added or overriding a built-in one (admin of every environment)."},
 	{"fleet_webhook", webhook_attrs, "/v1/webhooks", "id", NULL, "A webhook endpoint for an environment's job events; the secret is returned once."},
+	{"fleet_budget", budget_attrs, "/v1/budgets", "id", NULL, "A monthly budget of an environment, a queue or a team: threshold events, and refusal of new submissions when hard."},
 	{"fleet_cloud", cloud_attrs, "/v1/clouds", "id", &tf_ops_cloud, "A cloud, phase 1 of registration."},
 	{"fleet_cloud_iam", cloud_iam_attrs, "/v1/clouds", "cloud_id", &tf_ops_cloud_iam, "Phase 2: verifies and locks a cloud's IAM pair."},
 	{"fleet_cluster", cluster_attrs, "/v1/clusters", "id", &tf_ops_cluster, "A member cluster of an active cloud."},

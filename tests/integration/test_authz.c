@@ -52,6 +52,10 @@ static const char *const TOKOBJ[3] = { "f0000000-0000-4000-8000-000000000001",
 	"f0000000-0000-4000-8000-000000000002", "f0000000-0000-4000-8000-0000000000ff" };
 static const char *const HOOK[3] = { "80000000-0000-4000-8000-000000000001",
 	"80000000-0000-4000-8000-000000000002", "80000000-0000-4000-8000-0000000000ff" };
+static const char *const PRICE[3] = { "70000000-0000-4000-8000-000000000001",
+	"70000000-0000-4000-8000-000000000002", "70000000-0000-4000-8000-0000000000ff" };
+static const char *const BUDGET[3] = { "60000000-0000-4000-8000-000000000001",
+	"60000000-0000-4000-8000-000000000002", "60000000-0000-4000-8000-0000000000ff" };
 static const char *const PC = "90000000-0000-4000-8000-000000000001";
 static const char *const FLAVOR = "nvidia-gb200";	/* built in: always there */
 
@@ -158,15 +162,16 @@ check_openapi(void)
 
 /* ---- seeding */
 
-/* A seed statement with its nine parameters typed as text (harness_sql_params leaves
+/* A seed statement with its parameters (nine to twelve) typed as text (harness_sql_params leaves
  * them untyped, and $2 is both a uuid and md5's text here). */
 static void
 seed(PGconn *c, const char *q, const char *env, int k)
 {
-	const char *p[10] = { env, CLOUD[k], CLUSTER[k], QUEUE[k], JOB[k], OPER[k], TOKOBJ[k],
-		PC, k == 0 ? "in" : "out", HOOK[k] };
-	static const Oid text[10] = { 25, 25, 25, 25, 25, 25, 25, 25, 25, 25 };
-	int n = strstr(q, "$10") != NULL ? 10 : 9;
+	const char *p[12] = { env, CLOUD[k], CLUSTER[k], QUEUE[k], JOB[k], OPER[k], TOKOBJ[k],
+		PC, k == 0 ? "in" : "out", HOOK[k], PRICE[k], BUDGET[k] };
+	static const Oid text[12] = { 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25 };
+	int n = strstr(q, "$12") != NULL ? 12 : strstr(q, "$11") != NULL ? 11 :
+	    strstr(q, "$10") != NULL ? 10 : 9;
 	PGresult *r = PQexecParams(c, q, n, text, p, NULL, NULL, 0);
 
 	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -175,7 +180,8 @@ seed(PGconn *c, const char *q, const char *env, int k)
 }
 
 /* One of each object in env ENV[k]; $1 env, $2 cloud, $3 cluster, $4 queue, $5 job,
- * $6 operation, $7 token object, $8 priority class, $9 a name suffix, $10 webhook. */
+ * $6 operation, $7 token object, $8 priority class, $9 a name suffix, $10 webhook,
+ * $11 price override, $12 budget. */
 static const char *const seeds[] = {
 	"INSERT INTO clouds (id, name, environment, provider, region, account, external_id,"
 	" state, required) VALUES ($2::uuid, 'cloud-' || $9, $1, 'gke', 'us-central1',"
@@ -196,6 +202,10 @@ static const char *const seeds[] = {
 	" 'obj-' || $9, 'viewer', ARRAY[$1], md5($7) || md5($1))",
 	"INSERT INTO webhooks (id, environment, url, types, secret_sealed, cursor) VALUES"
 	" ($10::uuid, $1, 'https://hooks.example.com/' || $9, '{*}', 'x', 0)",
+	"INSERT INTO price_overrides (id, environment, provider, region, machine_type,"
+	" price_hour) VALUES ($11::uuid, $1, 'gke', 'us-central1', 'g2-standard-8', 0.5)",
+	"INSERT INTO budgets (id, name, environment, scope, target, amount_usd, hard) VALUES"
+	" ($12::uuid, 'b-' || $9, $1, 'queue', 'q-' || $9, 100, true)",
 };
 
 static int
@@ -271,6 +281,10 @@ fill(const struct route_row *r, int k, char *out, size_t n)
 				v = TOKOBJ[k];
 			else if (strncmp(prev, "webhooks/", 9) == 0)
 				v = HOOK[k];
+			else if (strncmp(prev, "prices/", 7) == 0)
+				v = PRICE[k];
+			else if (strncmp(prev, "budgets/", 8) == 0)
+				v = BUDGET[k];
 			else if (strncmp(prev, "priority-classes/", 17) == 0)
 				v = PC;		/* global: no environment */
 			if (v == NULL)
@@ -366,7 +380,7 @@ static bool
 leaks_out(const struct http_result *h)
 {
 	const char *ids[] = { CLOUD[1], CLUSTER[1], QUEUE[1], JOB[1], OPER[1], TOKOBJ[1], HOOK[1],
-		"\"outenv\"" };
+		PRICE[1], BUDGET[1], "\"outenv\"" };
 
 	for (size_t i = 0; h->body != NULL && i < sizeof(ids) / sizeof(ids[0]); i++)
 		if (strstr(h->body, ids[i]) != NULL)
@@ -382,10 +396,11 @@ listed(const struct route_row *r)
 		{ "/v1/environments", "\"inenv\"" }, { "/v1/clouds", NULL },
 		{ "/v1/clusters", NULL }, { "/v1/clouds/{id}/clusters", NULL },
 		{ "/v1/queues", NULL }, { "/v1/jobs", NULL }, { "/v1/tokens", NULL },
-		{ "/v1/operations", NULL }, { "/v1/webhooks", NULL },
+		{ "/v1/operations", NULL }, { "/v1/webhooks", NULL }, { "/v1/prices", NULL },
+		{ "/v1/budgets", NULL },
 	};
 	const char *ids[] = { NULL, CLOUD[0], CLUSTER[0], CLUSTER[0], QUEUE[0], JOB[0],
-		TOKOBJ[0], OPER[0], HOOK[0] };
+		TOKOBJ[0], OPER[0], HOOK[0], PRICE[0], BUDGET[0] };
 
 	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
 		if (strcmp(r->method, "GET") == 0 && strcmp(r->pattern, l[i].pattern) == 0)

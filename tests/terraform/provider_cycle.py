@@ -184,6 +184,11 @@ def run(build, work):
         expect(len(hooks) == 1 and hooks[0]["types"] == ["job.state_changed", "job.failed"] and
                outs["webhook_secret"]["value"].startswith("whsec_"),
                "fleet_webhook created; its secret is a sensitive output")
+        budgets = sim.api("GET", f"/v1/budgets?environment={ENV}")["items"]
+        expect(len(budgets) == 1 and budgets[0]["queue"] == "tf-q" and
+               budgets[0]["amount_usd"] == 5000 and budgets[0]["soft_percent"] == 90 and
+               budgets[0]["hard"] is True and budgets[0]["spent_usd"] == 0,
+               "fleet_budget created: a hard monthly budget of the queue")
         tf.plan_clean("after the first apply")
 
         # fleet_flavor: a job naming a flavor fleetd does not ship is refused, the admin adds

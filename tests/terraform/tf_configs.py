@@ -113,6 +113,16 @@ resource "fleet_webhook" "portal" {{
   types       = ["job.state_changed", "job.failed"]
 }}
 
+resource "fleet_budget" "q" {{
+  name         = "tf-q-monthly"
+  environment  = fleet_environment.e.name
+  scope        = "queue"
+  queue        = fleet_queue.q.name
+  amount_usd   = 5000
+  soft_percent = 90
+  hard         = true
+}}
+
 resource "fleet_api_token" "ci" {{
   name         = "tf-ci"
   role         = "{v.get('token_role', 'viewer')}"
