@@ -67,6 +67,20 @@ rq_env_visible(struct request *rq, const char *env)
 	return false;
 }
 
+bool
+rq_in_team(struct request *rq)
+{
+	return rq->actor.team[0] != '\0';
+}
+
+bool
+rq_team_visible(struct request *rq, const char *team)
+{
+	if (!rq_in_team(rq))
+		return true;
+	return team != NULL && strcmp(team, rq->actor.team) == 0;
+}
+
 void
 rq_reply(struct request *rq, int status, json_t *reply)
 {
@@ -243,6 +257,9 @@ authenticate(struct request *rq, struct err *e)
 	snprintf(rq->actor.name, sizeof(rq->actor.name), "%s", p.name);
 	snprintf(rq->actor.team, sizeof(rq->actor.team), "%s", p.team);
 	rq->role = (enum role)p.role;
+	/* a role held in a team is at most operator (an OIDC group may map a team to admin) */
+	if (rq->actor.team[0] != '\0' && rq->role > ROLE_OPERATOR)
+		rq->role = ROLE_OPERATOR;
 	rq->envs = (const char *const *)p.envs;
 	rq->nenvs = p.nenvs;
 	return true;
@@ -305,6 +322,10 @@ admit(struct request *rq, char *allow, size_t allowlen, struct err *e)
 			return false;
 		if (rq->role < rq->route->min_role)
 			return err_set(e, 403, "auth.forbidden", "this token's role may not do this");
+		/* decided from the route alone, so it tells nothing about any object */
+		if (rq_in_team(rq) && !(rq->route->flags & R_TEAM))
+			return err_set(e, 403, "auth.team_forbidden", "a role held in a team may "
+			    "not do this");
 		if ((rq->route->flags & R_GLOBAL) && !rq_env_visible(rq, "*"))
 			return err_set(e, 403, "auth.global_object", "only a token for every "
 			    "environment may change objects shared by all environments");

@@ -45,6 +45,24 @@ variable "fleetd_token" {
   default_priority_class = fleet_priority_class.production.name
   queueing_strategy      = "strict_fifo"
 }''',
+    "fleet_team": '''resource "fleet_team" "ml" {
+  name         = "ml"
+  environments = [fleet_environment.prod.name]
+  description  = "the ML platform team"
+}
+
+resource "fleet_queue" "ml" {
+  name        = "ml-training"
+  environment = fleet_environment.prod.name
+  team        = fleet_team.ml.name
+}
+
+resource "fleet_api_token" "ml_portal" {
+  name         = "ml-portal"
+  role         = "submitter"
+  environments = [fleet_environment.prod.name]
+  team         = fleet_team.ml.name
+}''',
     "fleet_api_token": '''resource "fleet_api_token" "ci" {
   name         = "ci-readonly"
   role         = "viewer"
@@ -128,6 +146,7 @@ output "h100_free_now" {
 IMPORTS = {
     "fleet_environment": ("the environment's name", "prod"),
     "fleet_queue": ("the queue id", "3f0c6a9e-5a55-4d0e-9a4e-2f1f3e7c9b10"),
+    "fleet_team": ("the team's name", "ml"),
     "fleet_priority_class": ("the priority class id", "5b1f0f38-0c44-4b8f-8d38-6f0b4d2f3a21"),
     "fleet_api_token": ("the token id (the secret is not returned again: it stays empty)",
                         "7c2d9a51-1e6b-4f4a-9b0e-3d5c8f1a2b34"),
@@ -156,6 +175,8 @@ NOTES = {
     "fleet_cluster": "`token_wo` is a write-only attribute (Terraform 1.11): Terraform sends it to "
     "fleetd and never stores it in the plan or the state; fleetd seals it at rest. Since a "
     "write-only value cannot be compared between runs, raise `token_wo_version` to send a new one.",
+    "fleet_team": "Every argument forces a replacement (teams cannot be edited); a team is "
+    "deleted only once no queue and no unrevoked token names it (fleetd answers 409).",
     "fleet_api_token": "Every argument forces a replacement (tokens cannot be edited). `secret` is "
     "returned once, at creation, and stored in the state as a sensitive value.",
     "fleet_webhook": "Every argument forces a replacement (endpoints cannot be edited; a "

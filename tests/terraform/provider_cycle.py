@@ -184,6 +184,15 @@ def run(build, work):
         expect(len(hooks) == 1 and hooks[0]["types"] == ["job.state_changed", "job.failed"] and
                outs["webhook_secret"]["value"].startswith("whsec_"),
                "fleet_webhook created; its secret is a sensitive output")
+        teams = sim.api("GET", "/v1/teams?limit=100")["items"]
+        mlq = next(x for x in sim.api("GET", f"/v1/queues?environment={ENV}")["items"]
+                   if x["name"] == "tf-ml-q")
+        mltok = next(x for x in sim.api("GET", "/v1/tokens?limit=100")["items"]
+                     if x["name"] == "tf-ml-submitter" and not x["revoked"])
+        expect([t["environments"] for t in teams if t["name"] == "tf-ml"] == [[ENV]] and
+               mlq["team"] == "tf-ml" and mltok["team"] == "tf-ml" and
+               mltok["role"] == "submitter",
+               "fleet_team, a team's queue and a submitter token of the team created")
         tf.plan_clean("after the first apply")
 
         # in-place update
