@@ -48,7 +48,7 @@ open_stream(struct request *rq, const char *job, const char *env, long long from
 	const char *lei = rq_header(rq, "Last-Event-ID");
 	struct sse_opts o = { .token_id = rq->actor.id, .job_id = job, .environment = env,
 		.envs = rq->envs, .nenvs = rq->nenvs, .after = from,
-		.team = rq_in_team(rq) ? rq->actor.team : NULL };
+		.team = rq->team };
 	struct sse_stream *s;
 
 	if (lei != NULL && !parse_seq(lei, &o.after))
@@ -66,7 +66,7 @@ HANDLER(h_events)
 {
 	const char *env = rq_query(rq, "environment"), *after;
 	struct events_filter f = { .environment = env, .envs = rq->envs, .nenvs = rq->nenvs,
-		.team = rq_in_team(rq) ? rq->actor.team : NULL };
+		.team = rq->team };
 	json_t *items = NULL, *next = json_null();
 	long long from = 0, head;
 	bool follow;

@@ -24,7 +24,7 @@ HANDLER(h_job_submit)
 	if (env != NULL && !rq_env_visible(rq, env))
 		return err_field(e, 404, "env.not_found", "/environment",
 		    "environment %.64s not found", env);
-	if (!job_submit_by(rq->db, rq->json, rq_in_team(rq) ? rq->actor.team : NULL,
+	if (!job_submit_by(rq->db, rq->json, rq->team,
 	    rq->actor.id, &obj, e))
 		return false;
 	if (!audit_write(rq->db, &rq->actor, "job.submit", "job",
@@ -44,7 +44,7 @@ HANDLER(h_job_list)
 		.state = rq_query(rq, "state"), .queue = rq_query(rq, "queue"),
 		.environment = rq_query(rq, "environment"), .region = rq_query(rq, "region"),
 		.cluster = rq_query(rq, "cluster"), .envs = rq->envs, .nenvs = rq->nenvs,
-		.team = rq_in_team(rq) ? rq->actor.team : NULL,
+		.team = rq->team,
 	};
 	const char *after, *next = "null";
 	struct job_page pg;

@@ -31,7 +31,7 @@ HANDLER(h_queue_list)
 
 	if (!rq_page(rq, &limit, &after, e) ||
 	    !queue_list(rq->db, limit + 1, after, rq_query(rq, "environment"),
-	    rq_in_team(rq) ? rq->actor.team : NULL, rq->envs, rq->nenvs, &items, e))
+	    rq->team, rq->envs, rq->nenvs, &items, e))
 		return false;
 	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;

@@ -21,7 +21,7 @@ HANDLER(h_team_list)
 	json_t *items = NULL;
 
 	if (!rq_page(rq, &limit, &after, e) || !team_list(rq->db, limit + 1, after,
-	    rq_in_team(rq) ? rq->actor.team : NULL, rq->envs, rq->nenvs, &items, e))
+	    rq->team, rq->envs, rq->nenvs, &items, e))
 		return false;
 	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "name"));
 	return true;

@@ -70,7 +70,7 @@ rq_env_visible(struct request *rq, const char *env)
 bool
 rq_in_team(struct request *rq)
 {
-	return rq->actor.team[0] != '\0';
+	return rq->team != NULL;
 }
 
 bool
@@ -78,7 +78,7 @@ rq_team_visible(struct request *rq, const char *team)
 {
 	if (!rq_in_team(rq))
 		return true;
-	return team != NULL && strcmp(team, rq->actor.team) == 0;
+	return team != NULL && strcmp(team, rq->team) == 0;
 }
 
 void
@@ -257,9 +257,9 @@ authenticate(struct request *rq, struct err *e)
 	snprintf(rq->actor.name, sizeof(rq->actor.name), "%s", p.name);
 	snprintf(rq->actor.team, sizeof(rq->actor.team), "%s", p.team);
 	rq->role = (enum role)p.role;
-	/* a role held in a team is at most operator (an OIDC group may map a team to admin) */
-	if (rq->actor.team[0] != '\0' && rq->role > ROLE_OPERATOR)
-		rq->role = ROLE_OPERATOR;
+	/* viewer, submitter and operator may be held in a team; admin is an environment role
+	 * (an OIDC group map's team on an admin row only names the user's team) */
+	rq->team = p.team[0] != '\0' && rq->role < ROLE_ADMIN ? rq->actor.team : NULL;
 	rq->envs = (const char *const *)p.envs;
 	rq->nenvs = p.nenvs;
 	return true;

@@ -61,6 +61,8 @@ struct request {
 	struct db	*db;		/* open transaction unless the route is R_NOTX */
 	struct actor	 actor;		/* who called (token id, name) */
 	enum role	 role;
+	const char	*team;		/* the team the role is held in (rq->actor.team), NULL
+					 * for a role held in environments */
 	const char	*const *envs;	/* environments the token may see; "*" = all */
 	int		 nenvs;
 	struct timespec	 start;
@@ -90,7 +92,7 @@ bool		 rq_env_visible(struct request *rq, const char *env);
  * an environment role sees every team; one holding its role in a team sees that team's
  * objects only (everything else is 404 to it). */
 bool		 rq_team_visible(struct request *rq, const char *team);
-/* The caller holds its role in a team (rq->actor.team). */
+/* The caller holds its role in a team (rq->team). */
 bool		 rq_in_team(struct request *rq);
 /* Sets a 2xx JSON answer (steals reply). */
 void		 rq_reply(struct request *rq, int status, json_t *reply);
