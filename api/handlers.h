@@ -22,6 +22,11 @@ HANDLER(h_token_create);
 HANDLER(h_token_get);
 HANDLER(h_token_delete);
 
+HANDLER(h_team_list);
+HANDLER(h_team_create);
+HANDLER(h_team_get);
+HANDLER(h_team_delete);
+
 HANDLER(h_audit_list);
 
 HANDLER(h_cloud_list);

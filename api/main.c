@@ -27,7 +27,8 @@ usage(FILE *f)
 	    "commands:\n"
 	    "  serve [--migrate]      serve the API (refuses pending migrations unless --migrate)\n"
 	    "  migrate                apply pending migrations and exit\n"
-	    "  token create --name NAME --role viewer|operator|admin --env ENV[,ENV...]|'*'\n"
+	    "  token create --name NAME --role viewer|submitter|operator|admin --env ENV[,ENV...]|'*'\n"
+	    "               [--team TEAM]\n"
 	    "                         create an API token (talks to the database directly)\n"
 	    "  help                   this text\n\n");
 	config_usage(f);
@@ -78,6 +79,7 @@ cmd_token(char **rest, int n, struct err *e)
 	const char *name = flag_value(rest, n, "--name");
 	const char *role = flag_value(rest, n, "--role");
 	const char *envs = flag_value(rest, n, "--env");
+	const char *team = flag_value(rest, n, "--team");
 	json_t *arr = json_array(), *obj = NULL;
 	char *copy, *save = NULL, *tok, *secret = NULL;
 	struct actor boot = { .name = "fleetd token create" };
@@ -95,7 +97,7 @@ cmd_token(char **rest, int n, struct err *e)
 	free(copy);
 	if ((c = db_acquire(10000, e)) == NULL)
 		goto cleanup;
-	if (!db_begin(c, e) || !token_create(c, name, role, arr, &secret, &obj, e) ||
+	if (!db_begin(c, e) || !token_create(c, name, role, arr, team, &secret, &obj, e) ||
 	    !audit_write(c, &boot, "token.create", "token",
 	    json_string_value(json_object_get(obj, "id")), NULL, NULL, obj, e) ||
 	    !db_commit(c, e))

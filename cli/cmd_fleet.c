@@ -219,6 +219,12 @@ queues_ls(struct cli_ctx *c, const struct cli_args *a)
 	return cli_run_list(c, a, "/v1/queues", &cli_view_queues);
 }
 
+static int
+teams_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	return cli_run_list(c, a, "/v1/teams", &cli_view_teams);
+}
+
 /* The scheduler's view of a queue: usage per flavor, borrowed, lent, fair share, pending. */
 static int
 queues_status(struct cli_ctx *c, const struct cli_args *a)
@@ -335,6 +341,8 @@ const struct cli_cmd cli_fleet_cmds[] = {
 	{ "queues", "ls", NULL, 0, "list queues", list_flags, queues_ls },
 	{ "queues", "status", "ID", 1, "usage, borrowed, lent, fair share and pending by reason",
 	    NULL, queues_status },
+	{ "teams", "ls", NULL, 0, "list teams (a caller in a team sees its own)", list_flags,
+	    teams_ls },
 	{ "clouds", "ls", NULL, 0, "list clouds", list_flags, clouds_ls },
 	{ "clouds", "get", "ID", 1, "show one cloud", NULL, clouds_get },
 	{ "envs", "ls", NULL, 0, "list environments", list_flags, envs_ls },

@@ -16,6 +16,7 @@ extern const struct cli_view cli_view_clusters;
 extern const struct cli_view cli_view_clouds;
 extern const struct cli_view cli_view_envs;
 extern const struct cli_view cli_view_queues;
+extern const struct cli_view cli_view_teams;
 extern const struct cli_view cli_view_capacity;
 extern const struct cli_view cli_view_costs;
 extern const struct cli_view cli_view_candidates;

@@ -238,11 +238,35 @@ pod_policy_ok(struct db *c, const char *env, const struct job_spec *s, struct er
 bool
 job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 {
+	return job_submit_by(c, body, NULL, NULL, out, e);
+}
+
+bool
+job_submitted_by(struct db *c, const char *id, const char *actor, bool *mine, struct err *e)
+{
+	static const char sql[] = "SELECT count(*) FROM jobs WHERE id = $1::uuid"
+	    " AND submitted_by = $2";
+	const char *p[2] = { id, actor };
+	long long n = 0;
+
+	*mine = false;
+	if (!db_uuid_ok(id))
+		return err_set(e, 404, "queue.job_not_found", "job not found");
+	if (!db_count(c, sql, 2, p, &n, e))
+		return false;
+	*mine = n > 0;
+	return true;
+}
+
+bool
+job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, json_t **out,
+	      struct err *e)
+{
 	/* the job, its first event and the job as GET answers it (JOB_JSON over the inserted
 	 * row) in one round trip (the scheduler is woken after the commit: db_notify) */
 	static const char sql[] = "WITH j AS (INSERT INTO jobs (id, name, environment, queue_id,"
-	    " kind, priority_class, priority, spec) VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int,"
-	    " $8::jsonb) RETURNING *),"
+	    " kind, priority_class, priority, spec, submitted_by) VALUES ($1, $2, $3, $4::uuid, $5,"
+	    " $6, $7::int, $8::jsonb, nullif($9, '')) RETURNING *),"
 	    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message)"
 	    " SELECT id, 'submitted', NULL, 'pending', attempt, 'job submitted' FROM j)"
 	    " SELECT " JOB_JSON " FROM j JOIN queues q ON q.id = j.queue_id"
@@ -250,7 +274,7 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	PGresult *r = NULL;
 	struct job_spec s;
 	json_t *spec_in = NULL, *queue = NULL, *pc = NULL, *canon = NULL;
-	const char *env = NULL, *pcname, *team;
+	const char *env = NULL, *pcname, *budget_team;
 	char id[37], prio[24], *spec_s = NULL;
 	uuid_t u;
 	bool ok = false;
@@ -264,6 +288,12 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 		goto cleanup;
 	if (!queue_get_by_name(c, env, s.queue, &queue, e) || !pod_policy_ok(c, env, &s, e))
 		goto cleanup;
+	if (team != NULL && (json_string_value(json_object_get(queue, "team")) == NULL ||
+	    strcmp(team, json_string_value(json_object_get(queue, "team"))) != 0)) {
+		err_field(e, 404, "queue.not_found", "/queue", "queue %.64s not found in "
+		    "environment %.64s", s.queue, env);
+		goto cleanup;
+	}
 	pcname = s.priority_class ? s.priority_class :
 	    json_string_value(json_object_get(queue, "default_priority_class"));
 	if (pcname != NULL) {
@@ -278,8 +308,10 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	    (s.topology == JOBSPEC_TOPO_HOST && !host_fits(c, env, &s, e)))
 		goto cleanup;
 	canon = jobspec_to_json(&s);
-	team = jsonx_at(canon, "labels", "team");
-	if (!budget_admit(c, env, s.queue, team, e))
+	/* a team budget counts the queue's team, else the job's labels.team */
+	if ((budget_team = json_string_value(json_object_get(queue, "team"))) == NULL)
+		budget_team = jsonx_at(canon, "labels", "team");
+	if (!budget_admit(c, env, s.queue, budget_team, e))
 		goto cleanup;
 	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	uuid_generate_random(u);
@@ -287,12 +319,12 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	snprintf(prio, sizeof(prio), "%lld", pc ? json_integer_value(json_object_get(pc,
 	    "value")) : 0LL);
 	{
-		const char *p[8] = { id, s.name, env,
+		const char *p[9] = { id, s.name, env,
 		    json_string_value(json_object_get(queue, "id")), jobspec_kind_name(s.kind),
-		    pcname ? pcname : "default", prio, spec_s };
+		    pcname ? pcname : "default", prio, spec_s, actor ? actor : "" };
 
-		if (!db_exec(c, sql, 8, p, &r, e) ||
-		    !budget_announce(c, id, env, s.queue, team, e) ||
+		if (!db_exec(c, sql, 9, p, &r, e) ||
+		    !budget_announce(c, id, env, s.queue, budget_team, e) ||
 		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
@@ -321,11 +353,13 @@ job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
 	    " AND ($4::text IS NULL OR q.name = $4 OR q.id::text = $4)"
 	    " AND ($5::text IS NULL OR j.environment = $5) AND ($6::text IS NULL OR c.region = $6)"
 	    " AND ($7::text IS NULL OR k.name = $7 OR k.id::text = $7)"
-	    " AND ($8::text[] IS NULL OR j.environment = ANY($8::text[]))"
+	    " AND ($8::text IS NULL OR q.team = $8)"
+	    " AND ($9::text[] IS NULL OR j.environment = ANY($9::text[]))"
 	    " ORDER BY j.id LIMIT $2";
-	const char *p[5] = { f->state, f->queue, f->environment, f->region, f->cluster };
+	const char *p[6] = { f->state, f->queue, f->environment, f->region, f->cluster,
+	    f->team };
 
-	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 5, f->envs, f->nenvs, out,
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 6, f->envs, f->nenvs, out,
 	    e);
 }
 

@@ -60,6 +60,24 @@ variable "fleetd_token" {
     }
   }]
 }''',
+    "fleet_team": '''resource "fleet_team" "ml" {
+  name         = "ml"
+  environments = [fleet_environment.prod.name]
+  description  = "the ML platform team"
+}
+
+resource "fleet_queue" "ml" {
+  name        = "ml-training"
+  environment = fleet_environment.prod.name
+  team        = fleet_team.ml.name
+}
+
+resource "fleet_api_token" "ml_portal" {
+  name         = "ml-portal"
+  role         = "submitter"
+  environments = [fleet_environment.prod.name]
+  team         = fleet_team.ml.name
+}''',
     "fleet_api_token": '''resource "fleet_api_token" "ci" {
   name         = "ci-readonly"
   role         = "viewer"
@@ -152,6 +170,7 @@ output "h100_free_now" {
 IMPORTS = {
     "fleet_environment": ("the environment's name", "prod"),
     "fleet_queue": ("the queue id", "3f0c6a9e-5a55-4d0e-9a4e-2f1f3e7c9b10"),
+    "fleet_team": ("the team's name", "ml"),
     "fleet_priority_class": ("the priority class id", "5b1f0f38-0c44-4b8f-8d38-6f0b4d2f3a21"),
     "fleet_flavor": ("the flavor's name", "nvidia-gb300-nvl72"),
     "fleet_api_token": ("the token id (the secret is not returned again: it stays empty)",
@@ -182,6 +201,8 @@ NOTES = {
     "fleet_cluster": "`token_wo` is a write-only attribute (Terraform 1.11): Terraform sends it to "
     "fleetd and never stores it in the plan or the state; fleetd seals it at rest. Since a "
     "write-only value cannot be compared between runs, raise `token_wo_version` to send a new one.",
+    "fleet_team": "Every argument forces a replacement (teams cannot be edited); a team is "
+    "deleted only once no queue and no unrevoked token names it (fleetd answers 409).",
     "fleet_api_token": "Every argument forces a replacement (tokens cannot be edited). `secret` is "
     "returned once, at creation, and stored in the state as a sensitive value.",
     "fleet_webhook": "Every argument forces a replacement (endpoints cannot be edited; a "

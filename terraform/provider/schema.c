@@ -64,7 +64,7 @@ chk_provider(json_t *v, char *msg, size_t n)
 static bool
 chk_role(json_t *v, char *msg, size_t n)
 {
-	static const char *const vals[] = {"viewer", "operator", "admin", NULL};
+	static const char *const vals[] = {"viewer", "submitter", "operator", "admin", NULL};
 	return chk_enum(v, vals, msg, n);
 }
 
@@ -286,6 +286,14 @@ static const struct tf_attr queue_attrs[] = {
 	{"lending_limit", NULL, TY_MAP, TY_NUM, NULL, F_OPT | F_COMP, chk_quota, "Accelerators it may lend per flavor."},
 	{"default_priority_class", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "Priority class name or id for jobs that name none."},
 	{"queueing_strategy", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_strategy, "best_effort_fifo (default) or strict_fifo."},
+	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_name, "Team owning the queue (its members see and submit to it); unset: environment-wide."},
+	META, END
+};
+
+static const struct tf_attr team_attrs[] = {
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Name, immutable; also the import id."},
+	{"environments", NULL, TY_LIST, TY_STR, NULL, F_REQ | F_RNEW, NULL, "Environments its queues may live in."},
+	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_desc, "Free text."},
 	META, END
 };
 
@@ -301,8 +309,9 @@ static const struct tf_attr priority_class_attrs[] = {
 static const struct tf_attr api_token_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Token id (uuid); the import id."},
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_token_name, "Name."},
-	{"role", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_role, "viewer, operator or admin."},
+	{"role", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_role, "viewer, submitter, operator or admin."},
 	{"environments", NULL, TY_LIST, TY_STR, NULL, F_REQ | F_RNEW, chk_token_envs, "Environment names, or [\"*\"]."},
+	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, chk_name, "Hold the role in this team (not with admin): only its queues, jobs and events."},
 	{"revoked", NULL, TY_BOOL, 0, NULL, F_COMP, NULL, "Whether revoked."},
 	{"secret", NULL, TY_STR, 0, NULL, F_COMP | F_SENS, NULL, "The secret, returned once at creation (sensitive; empty after import)."},
 	{"version", NULL, TY_NUM, 0, NULL, F_COMP, NULL, "Object version."},
@@ -612,6 +621,7 @@ extern const struct tf_ops tf_ops_cloud, tf_ops_cloud_iam, tf_ops_cluster, tf_op
 const struct tf_res tf_resources[] = {
 	{"fleet_environment", environment_attrs, "/v1/environments", "name", NULL, "An environment (dev, staging, prod, ...)."},
 	{"fleet_queue", queue_attrs, "/v1/queues", "id", NULL, "A queue of one environment with its quota."},
+	{"fleet_team", team_attrs, "/v1/teams", "name", NULL, "A team, which owns queues and in which a token may hold its role."},
 	{"fleet_priority_class", priority_class_attrs, "/v1/priority-classes", "id", NULL, "A priority class."},
 	{"fleet_api_token", api_token_attrs, "/v1/tokens", "id", NULL, "An API token; the secret is returned once."},
 	{"fleet_flavor", flavor_attrs, "/v1/flavors", "name", &tf_ops_flavor, "An accelerator flavor of the catalog, added or overriding a built-in one (admin of every environment)."},

@@ -189,6 +189,15 @@ def run(build, work):
                budgets[0]["amount_usd"] == 5000 and budgets[0]["soft_percent"] == 90 and
                budgets[0]["hard"] is True and budgets[0]["spent_usd"] == 0,
                "fleet_budget created: a hard monthly budget of the queue")
+        teams = sim.api("GET", "/v1/teams?limit=100")["items"]
+        mlq = next(x for x in sim.api("GET", f"/v1/queues?environment={ENV}")["items"]
+                   if x["name"] == "tf-ml-q")
+        mltok = next(x for x in sim.api("GET", "/v1/tokens?limit=100")["items"]
+                     if x["name"] == "tf-ml-submitter" and not x["revoked"])
+        expect([t["environments"] for t in teams if t["name"] == "tf-ml"] == [[ENV]] and
+               mlq["team"] == "tf-ml" and mltok["team"] == "tf-ml" and
+               mltok["role"] == "submitter",
+               "fleet_team, a team's queue and a submitter token of the team created")
         tf.plan_clean("after the first apply")
 
         # fleet_flavor: a job naming a flavor fleetd does not ship is refused, the admin adds

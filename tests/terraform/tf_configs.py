@@ -129,6 +129,25 @@ resource "fleet_api_token" "ci" {{
   environments = [fleet_environment.e.name]
 }}
 
+resource "fleet_team" "ml" {{
+  name         = "tf-ml"
+  environments = [fleet_environment.e.name]
+  description  = "managed by terraform"
+}}
+
+resource "fleet_queue" "ml" {{
+  name        = "tf-ml-q"
+  environment = fleet_environment.e.name
+  team        = fleet_team.ml.name
+}}
+
+resource "fleet_api_token" "ml" {{
+  name         = "tf-ml-submitter"
+  role         = "submitter"
+  environments = [fleet_environment.e.name]
+  team         = fleet_team.ml.name
+}}
+
 # ---- GKE: phase 1, the service accounts' labels (terraform_data stands in for google_*), phase 2
 resource "fleet_cloud" "gke" {{
   name          = "tf-gke-usc1"
