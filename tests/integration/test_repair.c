@@ -210,9 +210,8 @@ test_node_lost_repaired_then_waits(void **state)
 	/* no spare left in the pool: the job waits and says so */
 	delete_node(other);
 	for (tries = 0, w = NULL; tries < 300 && w == NULL; tries++) {
-		x = harness_get_ok(viewer, "/v1/jobs/%s/placement", id);
+		x = harness_get_ok(viewer, "/v1/jobs/%s/placement", id);	/* borrowed */
 		w = json_incref(json_object_get(x, "waiting_for_spare"));
-		json_decref(x);
 		if (w == NULL)
 			usleep(100 * 1000);
 	}
