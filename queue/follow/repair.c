@@ -6,6 +6,8 @@
  * pinned to the lost node are deleted so KubeRay recreates them from the new template, and
  * the placement and a `repaired` event are recorded in one transaction.  No spare: one
  * `waiting_for_spare` event with the reason and the domain (explain shows it). */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "core/arena.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "core/mono.h"
 #include "providers/kube.h"
 #include "queue/follow/status_int.h"
 #include "queue/jobs/job.h"
@@ -248,11 +251,10 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 	struct arena *a = arena_new();
 	json_t *pools = NULL, *x, *kp;
 	const char *rack = json_string_value(json_object_get(p->placement, "rack"));
-	const char *host = json_string_value(json_object_get(p->placement, "host"));
 	char id[64];
 	size_t i, n = 0;
 	int pool = -1;
-	bool ok = false, head;
+	bool ok = false, head, gang;
 
 	p->pods = 0;
 	json_array_foreach(json_object_get(p->placement, "allocs"), i, x)
@@ -265,19 +267,7 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		err_set(e, 409, "status.changed", "the placement does not name the node");
 		goto cleanup;
 	}
-	if (g > 0 && host != NULL && strcmp(host, lost) == 0) {
-		snprintf(p->domain, sizeof(p->domain), "host %s", lost);
-		snprintf(p->reason, sizeof(p->reason), "the job asked for one host (topology "
-		    "host) and %s was lost: no other node can stand in for it", lost);
-		ok = true;
-		goto cleanup;
-	}
-	if (g > 0 && rack != NULL)
-		snprintf(p->domain, sizeof(p->domain), "rack %s (pool %s)", rack, p->pool);
-	else
-		snprintf(p->domain, sizeof(p->domain), "pool %s", p->pool);
-	if (g == 0)
-		rack = NULL;
+	snprintf(p->domain, sizeof(p->domain), "pool %s", p->pool);
 	if (!loader_model_plan(c, p->env, cfg.snapshot_max_age_s, &m, &pools, e))
 		goto cleanup;
 	k = sched_model_find_cluster(m, cluster_id);
@@ -292,6 +282,26 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		ok = true;
 		goto cleanup;
 	}
+	/* topology binds the accelerator gang only (as the renderer pins it) */
+	gang = g > 0 && cur->groups[g].pod.v[SCHED_ACCEL] > 0;
+	if (gang && cur->topo == SCHED_TOPO_HOST) {
+		snprintf(p->domain, sizeof(p->domain), "host %s", lost);
+		snprintf(p->reason, sizeof(p->reason), "the job asked for one host (topology "
+		    "host) and %s was lost: no other node can stand in for it", lost);
+		ok = true;
+		goto cleanup;
+	}
+	if (gang && cur->topo == SCHED_TOPO_SLICE) {
+		snprintf(p->domain, sizeof(p->domain), "slice of %s (pool %s)", lost, p->pool);
+		snprintf(p->reason, sizeof(p->reason), "a TPU slice is one unit: a node of "
+		    "another slice cannot stand in for %s", lost);
+		ok = true;
+		goto cleanup;
+	}
+	if (gang && cur->topo == SCHED_TOPO_RACK && rack != NULL)
+		snprintf(p->domain, sizeof(p->domain), "rack %s (pool %s)", rack, p->pool);
+	else
+		rack = NULL;
 	/* the group's pods on the lost node, as a job of its own (the running job keeps its
 	 * quota: the pods are replaced, not added) */
 	snprintf(id, sizeof(id), "%s#repair", j->id);
@@ -477,6 +487,46 @@ moved(json_t *placement, int g, const char *lost, const char *spare)
 	return pl;
 }
 
+/* Jobs that found no spare lately (hash of job, attempt and lost node -> when): loading the
+ * scheduler's model is not repeated every status cycle while a job waits. */
+#define WAIT_SLOTS	256
+#define WAIT_RETRY_S	10.0
+
+static struct {
+	pthread_mutex_t	 mu;
+	uint64_t	 h[WAIT_SLOTS];
+	double		 at[WAIT_SLOTS];
+} W = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t
+wait_hash(const struct status_job *j, const char *lost)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const char *c = j->id; *c != '\0'; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	for (const char *c = lost; *c != '\0'; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	return (h ^ (uint64_t)(unsigned)j->attempt) * 0x100000001b3ULL;
+}
+
+/* Whether h waited less than WAIT_RETRY_S ago; with mark, records that it waits now. */
+static bool
+waited(uint64_t h, bool mark)
+{
+	size_t i = h % WAIT_SLOTS;
+	bool recent;
+
+	pthread_mutex_lock(&W.mu);
+	recent = W.h[i] == h && mono_s() - W.at[i] < WAIT_RETRY_S;
+	if (mark) {
+		W.h[i] = h;
+		W.at[i] = mono_s();
+	}
+	pthread_mutex_unlock(&W.mu);
+	return recent;
+}
+
 void
 status_repair(const struct member *t, struct status_job *j, const struct status_seen *seen,
     struct status_stats *st)
@@ -500,6 +550,8 @@ status_repair(const struct member *t, struct status_job *j, const struct status_
 	drop_stale(t, j, seen);
 	if ((lost = first_lost(j->manifest, j->kind, seen->nodes, &g, &why)) == NULL)
 		return;
+	if (waited(wait_hash(j, lost), false))
+		return;
 	if ((c = db_acquire(5000, &e)) == NULL)
 		goto cleanup;
 	if (!read_job(c, j, &p, &e))
@@ -520,6 +572,7 @@ status_repair(const struct member *t, struct status_job *j, const struct status_
 		snprintf(rec.msg, sizeof(rec.msg), "waiting for a spare in %s: %s lost (%s); %s",
 		    p.domain, lost, why, p.reason);
 		status_note_once(j, "waiting_for_spare", key, rec.msg, d, st);
+		waited(wait_hash(j, lost), true);
 		json_decref(d);
 		goto cleanup;
 	}
