@@ -133,6 +133,24 @@ spare_of(json_t *used)
 	return out;
 }
 
+/* How many times fleetd applied the job's Ray object on the member (cloudsim counts). */
+static int
+applies(const char *id)
+{
+	char *ns = harness_sql_str("SELECT manifest->'metadata'->>'namespace' FROM jobs WHERE id ="
+	    " '%s'", id), *name = harness_sql_str("SELECT manifest->'metadata'->>'name' FROM jobs"
+	    " WHERE id = '%s'", id), key[400];
+	json_t *st = harness_sim_get(&F.cs, "/_sim/state");
+	int n;
+
+	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", CLUSTER, ns, name);
+	n = (int)json_integer_value(json_object_get(json_object_get(st, "applies"), key));
+	json_decref(st);
+	free(ns);
+	free(name);
+	return n;
+}
+
 /* Whether jobs.placement names node. */
 static bool
 placement_names(const char *id, const char *node)
@@ -152,7 +170,7 @@ test_node_lost_repaired_then_waits(void **state)
 	    "{\"flavor\":\"" H100 "\",\"count\":8}}]}");
 	char *id, *spare, *lost, *other;
 	json_t *nodes = NULL, *d, *x, *w;
-	int tries;
+	int tries, before;
 
 	(void)state;
 	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", b), "id"));
@@ -172,6 +190,8 @@ test_node_lost_repaired_then_waits(void **state)
 	assert_non_null(spare);
 	assert_true(placement_names(id, lost));
 
+	before = applies(id);
+	assert_true(before >= 1);
 	delete_node(lost);
 	/* the replacement pod runs on the spare within 60 s (wall clock; 240 s simulated) */
 	for (tries = 0; tries < 600; tries++) {
@@ -205,6 +225,7 @@ test_node_lost_repaired_then_waits(void **state)
 	assert_true(json_is_integer(json_object_get(d, "group")));
 	json_decref(d);
 	assert_int_equal(harness_job_event_count(id, "repaired", NULL), 1);
+	assert_int_equal(applies(id), before + 1);	/* exactly one apply for the repair */
 	assert_int_equal(harness_sql_long("SELECT attempt FROM jobs WHERE id = '%s'", id), 1);
 
 	/* no spare left in the pool: the job waits and says so */
@@ -223,6 +244,7 @@ test_node_lost_repaired_then_waits(void **state)
 	json_decref(w);
 	sleep(3);	/* several status cycles: still one event */
 	assert_int_equal(harness_job_event_count(id, "waiting_for_spare", NULL), 1);
+	assert_int_equal(applies(id), before + 1);	/* waiting applies nothing */
 	json_decref(nodes);
 	free(lost);
 	free(other);
