@@ -67,26 +67,85 @@ member_now(json_t *nodes)
 	return now > 0 ? now : (double)time(NULL);
 }
 
+/* Whether Node n is not ready (Ready not True, or the node lifecycle controller's
+ * unreachable/not-ready NoExecute taint); *since: when it became so on the member's clock,
+ * -1 unknown. */
+static bool
+not_ready(json_t *n, double *since)
+{
+	json_t *c;
+	size_t i;
+	bool out = false;
+
+	*since = -1;
+	json_array_foreach(json_object_get(json_object_get(n, "status"), "conditions"), i, c)
+		if (strcmp(str(c, "type"), "Ready") == 0 && strcmp(str(c, "status"), "True") != 0) {
+			out = true;
+			*since = when(str(c, "lastTransitionTime"));
+		}
+	json_array_foreach(json_object_get(json_object_get(n, "spec"), "taints"), i, c)
+		if ((strcmp(str(c, "key"), "node.kubernetes.io/unreachable") == 0 ||
+		    strcmp(str(c, "key"), "node.kubernetes.io/not-ready") == 0) &&
+		    strcmp(str(c, "effect"), "NoExecute") == 0) {
+			out = true;
+			if (*since < 0 || when(str(c, "timeAdded")) < *since)
+				*since = when(str(c, "timeAdded"));
+		}
+	return out;
+}
+
+/* When this process first saw each not-ready node (by a hash of its name): the grace also
+ * counts on our clock, for a member whose clock (a simulation's) we cannot read. */
+#define SEEN_SLOTS	1024
+
+static struct {
+	pthread_mutex_t	 mu;
+	uint64_t	 h[SEEN_SLOTS];
+	double		 at[SEEN_SLOTS];
+} S = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Seconds since name was first seen not ready (0 now); with ready, forgets it. */
+static double
+seen_for(const char *name, bool ready)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+	double out = 0, now = mono_s();
+
+	for (const char *c = name; *c != '\0'; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	h = h ? h : 1;
+	i = h % SEEN_SLOTS;
+	pthread_mutex_lock(&S.mu);
+	if (ready) {
+		if (S.h[i] == h)
+			S.h[i] = 0;
+	} else if (S.h[i] == h) {
+		out = now - S.at[i];
+	} else {
+		S.h[i] = h;
+		S.at[i] = now;
+	}
+	pthread_mutex_unlock(&S.mu);
+	return out;
+}
+
 /* Why node name is lost for good, NULL when it is not. */
 static const char *
 lost_why(json_t *nodes, const char *name, double now)
 {
-	json_t *n = json_object_get(nodes, name), *c;
-	size_t i;
+	json_t *n = json_object_get(nodes, name);
+	double since;
 
 	if (n == NULL)
 		return "NodeDeleted";
-	json_array_foreach(json_object_get(json_object_get(n, "status"), "conditions"), i, c)
-		if (strcmp(str(c, "type"), "Ready") == 0 && strcmp(str(c, "status"), "True") != 0 &&
-		    when(str(c, "lastTransitionTime")) > 0 &&
-		    now - when(str(c, "lastTransitionTime")) >= NOTREADY_GRACE_S)
-			return "NodeNotReady";
-	json_array_foreach(json_object_get(json_object_get(n, "spec"), "taints"), i, c)
-		if ((strcmp(str(c, "key"), "node.kubernetes.io/unreachable") == 0 ||
-		    strcmp(str(c, "key"), "node.kubernetes.io/not-ready") == 0) &&
-		    strcmp(str(c, "effect"), "NoExecute") == 0 && when(str(c, "timeAdded")) > 0 &&
-		    now - when(str(c, "timeAdded")) >= NOTREADY_GRACE_S)
-			return "NodeNotReady";
+	if (!not_ready(n, &since)) {
+		seen_for(name, true);
+		return NULL;
+	}
+	if ((since > 0 && now - since >= NOTREADY_GRACE_S) ||
+	    seen_for(name, false) >= NOTREADY_GRACE_S)
+		return "NodeNotReady";
 	return NULL;
 }
 
@@ -211,26 +270,21 @@ read_job(struct db *c, const struct status_job *j, struct plan *p, struct err *e
 	return p->spec != NULL && p->placement != NULL;
 }
 
-/* Only the domain's nodes keep their free room (and no lost node of the job); no pool
- * grows: a spare is a node that exists. */
+/* Only the domain's nodes the member lists as ready keep their free room; no pool grows:
+ * a spare is a node that exists. */
 static void
 narrow(struct sched_model *m, struct sched_cluster *k, int pool, const char *rack,
-    json_t *placement, json_t *nodes)
+    json_t *nodes)
 {
 	for (size_t i = 0; i < k->n_nodes; i++) {
 		struct sched_node *n = &k->nodes[i];
 		bool keep = n->id != NULL && n->pool == pool && (rack == NULL || (n->rack >= 0 &&
 		    strcmp(sched_model_name(m, n->rack), rack) == 0));
-		json_t *a;
-		size_t x;
+		double since;
 
 		if (keep && (json_object_get(nodes, n->id) == NULL ||
-		    lost_why(nodes, n->id, member_now(nodes)) != NULL))
+		    not_ready(json_object_get(nodes, n->id), &since)))
 			keep = false;
-		json_array_foreach(json_object_get(placement, "allocs"), x, a)
-			if (keep && strcmp(str(a, "node"), n->id) == 0 &&
-			    json_object_get(nodes, n->id) == NULL)
-				keep = false;
 		if (!keep)
 			memset(&n->free, 0, sizeof(n->free));
 	}
@@ -320,7 +374,7 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		goto cleanup;
 	jd->groups[0].head = head;
 	sched_job_avoid_node(m, jd, cluster_id, lost);
-	narrow(m, k, pool, rack, p->placement, nodes);
+	narrow(m, k, pool, rack, nodes);
 	if (sched_pack(m, jd, k, a, &al, &n) == SCHED_R_CHOSEN && n > 0 && al[0].node >= 0 &&
 	    !al[0].grown && (size_t)al[0].node < k->n_nodes && k->nodes[al[0].node].id != NULL) {
 		bool one = true;
