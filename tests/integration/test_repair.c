@@ -171,6 +171,7 @@ test_node_lost_repaired_then_waits(void **state)
 	char *id, *spare, *lost, *other;
 	json_t *nodes = NULL, *d, *x, *w;
 	int tries, before;
+	double t0;
 
 	(void)state;
 	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", b), "id"));
@@ -192,6 +193,7 @@ test_node_lost_repaired_then_waits(void **state)
 
 	before = applies(id);
 	assert_true(before >= 1);
+	t0 = harness_now_s();
 	delete_node(lost);
 	/* the replacement pod runs on the spare within 60 s (wall clock; 240 s simulated) */
 	for (tries = 0; tries < 600; tries++) {
@@ -208,6 +210,8 @@ test_node_lost_repaired_then_waits(void **state)
 		fail_msg("no worker runs on the spare %s after %s was deleted; events:\n%s", spare,
 		    lost, ev);
 	}
+	printf("replacement pod running on the spare %.1f s (wall; x" TIME_SCALE " simulated) "
+	    "after the node was deleted\n", harness_now_s() - t0);
 	harness_job_wait_event(id, "repaired", NULL, 10);
 	assert_true(placement_names(id, spare));
 	assert_false(placement_names(id, lost));
