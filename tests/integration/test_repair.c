@@ -26,6 +26,7 @@ static const char *oper, *viewer;
 static int
 setup(void **state)
 {
+	harness_ctl_home_make();
 	harness_fleet_start(&F, "repair", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/failures.json",
 	    TIME_SCALE, NULL);
 	oper = harness_fleet_token(&F, "operator", ENV);
@@ -37,6 +38,7 @@ setup(void **state)
 static int
 teardown(void **state)
 {
+	harness_ctl_home_drop();
 	return harness_fleet_teardown(state);
 }
 
@@ -246,6 +248,18 @@ test_node_lost_repaired_then_waits(void **state)
 	assert_string_equal(harness_js(w, "lost_node"), other);
 	assert_true(strlen(harness_js(w, "reason")) > 0);
 	json_decref(w);
+	{	/* fleetctl jobs explain says it first */
+		struct harness_ctl r;
+		char env_url[600], env_tok[200];
+
+		snprintf(env_url, sizeof(env_url), "FLEET_URL=%s", harness_url(&F.fd, "%s", ""));
+		snprintf(env_tok, sizeof(env_tok), "FLEET_TOKEN=%s", viewer);
+		harness_ctl_run(&r, NULL, (const char *const[]){ env_url, env_tok, NULL },
+		    (const char *const[]){ "jobs", "explain", id, NULL });
+		if (r.rc != 0 || strstr(r.out, "Waiting for a spare in pool " POOL) == NULL)
+			fail_msg("fleetctl jobs explain: rc %d\n%s\n%s", r.rc, r.out, r.err);
+		harness_ctl_free(&r);
+	}
 	sleep(3);	/* several status cycles: still one event */
 	assert_int_equal(harness_job_event_count(id, "waiting_for_spare", NULL), 1);
 	assert_int_equal(applies(id), before + 1);	/* waiting applies nothing */
