@@ -191,15 +191,19 @@ print_compact(const char *label, const json_t *v)
 	free(t);
 }
 
-/* Why the job failed or stalls, first (issue 24): the failure's class, where, evidence and
- * retry; then the current attempt's classified signals. */
+/* Why the job failed or stalls, first (issue 24): a lost node waiting for a spare; the
+ * failure's class, where, evidence and retry; then the current attempt's classified signals. */
 static void
 print_failure(const json_t *x)
 {
 	const json_t *f = json_object_get(x, "failure"), *sig = json_object_get(x, "signals"), *g;
+	const json_t *w = json_object_get(x, "waiting_for_spare");
 	const char *title = "Failure:";
 	size_t i;
 
+	if (w != NULL)	/* a lost node with no spare in its domain (queue/follow/repair.c) */
+		printf("Waiting for a spare in %s: node %s lost (%s)\n  %s\n\n", s_of(w, "domain"),
+		    s_of(w, "lost_node"), s_of(w, "why"), s_of(w, "reason"));
 	if (f == NULL) {
 		f = json_object_get(x, "last_failure");
 		title = "Last failure (retried or moved on):";

@@ -216,8 +216,8 @@ noted_seen(uint64_t h, bool add)
 	return seen;
 }
 
-static void
-note_once(const struct status_job *j, const char *type, const char *key, const char *msg,
+void
+status_note_once(const struct status_job *j, const char *type, const char *key, const char *msg,
     json_t *data, struct status_stats *st)
 {
 	struct err e = { 0 };
@@ -247,7 +247,7 @@ status_unreadable(const struct status_job *j, const char *cluster, const struct 
 	snprintf(key, sizeof(key), "sync:%s", why->code);
 	snprintf(msg, sizeof(msg), "cannot read the job's object on %s: %s%s%s", cluster,
 	    why->msg, why->detail[0] ? ": " : "", why->detail);
-	note_once(j, "sync_error", key, msg, d, &st);
+	status_note_once(j, "sync_error", key, msg, d, &st);
 	json_decref(d);
 }
 
@@ -562,7 +562,7 @@ surface(const struct status_job *j, const struct status_seen *seen,
 	snprintf(msg, sizeof(msg), "%s %s%s%s", j->kind, obs->word, obs->message[0] ? ": " : "",
 	    obs->message);
 	d = json_pack("{s:s, s:s}", "kind", j->kind, "phase", status_phase_name(obs->phase));
-	note_once(j, "cluster_status", key, msg, d, st);
+	status_note_once(j, "cluster_status", key, msg, d, st);
 	json_decref(d);
 	json_array_foreach(seen->events, i, ev) {
 		const char *name = mget(ev, "name"), *reason = json_string_value(json_object_get(ev,
@@ -575,7 +575,7 @@ surface(const struct status_job *j, const struct status_seen *seen,
 		snprintf(msg, sizeof(msg), "%s: %s", reason, text ? text : "");
 		d = json_pack("{s:s, s:s?, s:O?}", "reason", reason, "pod", pod, "count",
 		    json_object_get(ev, "count"));
-		note_once(j, "cluster_event", name, msg, d, st);
+		status_note_once(j, "cluster_event", name, msg, d, st);
 		json_decref(d);
 	}
 	findings = status_classify(seen->pods, seen->nodes, seen->events);
@@ -583,7 +583,7 @@ surface(const struct status_job *j, const struct status_seen *seen,
 		finding_text(f, msg, sizeof(msg));
 		d = json_deep_copy(f);
 		json_object_del(d, "key");
-		note_once(j, "failure_signal", json_string_value(json_object_get(f, "key")), msg, d,
+		status_note_once(j, "failure_signal", json_string_value(json_object_get(f, "key")), msg, d,
 		    st);
 		json_decref(d);
 	}
@@ -851,6 +851,7 @@ status_act(const struct member *t, struct status_job *j,
 	} else if (seen->live == NULL) {
 		act_vanished(t, j, st);
 	} else {
+		status_repair(t, j, seen, st);
 		act_live(t, j, seen, st);
 	}
 }

@@ -63,6 +63,13 @@ void	status_watch_metrics(char **buf, size_t *len, size_t *cap);
 /* Acts on one job: cancel, TTL, preemption, state mapping, stockout, spot loss. */
 void	status_act(const struct member *t, struct status_job *j,
 	    const struct status_seen *seen, struct status_stats *st);
+/* Appends a job event of the attempt once per (type, key) (job_event_once, remembered). */
+void	status_note_once(const struct status_job *j, const char *type, const char *key,
+	    const char *msg, json_t *data, struct status_stats *st);
+/* repair.c: a node lost under the job (deleted, NotReady past a grace) gets a spare of its
+ * domain re-pinned and recorded, or one waiting_for_spare event. */
+void	status_repair(const struct member *t, struct status_job *j,
+	    const struct status_seen *seen, struct status_stats *st);
 /* Reports once per attempt that the cluster could not be read (why: e->code). */
 void	status_unreadable(const struct status_job *j, const char *cluster, const struct err *why);
 

@@ -158,7 +158,9 @@ static bool	explain_job_plain(struct db *c, json_t *job, json_t **out, struct er
 /* Why the job failed, or stalls, in one place (issue 24): on a failed job "failure" comes
  * first (the class, the pods, ranks and nodes, the evidence, whether it was retried); on any
  * other job that failed before "last_failure"; and "signals" holds the classified signals
- * of the current attempt (newest 20: why it stalls now).  Replaces *out. */
+ * of the current attempt (newest 20: why it stalls now); "waiting_for_spare" (first) when
+ * a node under the job was lost and its domain has no spare (queue/follow/repair.c).
+ * Replaces *out. */
 static bool
 explain_failure(struct db *c, const char *id, const char *state, json_t **out,
     struct err *e)
@@ -169,20 +171,31 @@ explain_failure(struct db *c, const char *id, const char *state, json_t **out,
 	    " (SELECT coalesce(jsonb_agg(x.d ORDER BY x.id), '[]'::jsonb)::text FROM (SELECT"
 	    "  v.id, v.data - 'key' || jsonb_build_object('at', v.at) AS d FROM job_events v"
 	    "  JOIN jobs j ON j.id = v.job_id AND j.attempt = v.attempt WHERE v.job_id = $1::uuid"
-	    "  AND v.type = 'failure_signal' ORDER BY v.id DESC LIMIT 20) x)";
+	    "  AND v.type = 'failure_signal' ORDER BY v.id DESC LIMIT 20) x),"
+	    /* a lost node with no spare in its domain, while the placement still names it */
+	    " (SELECT (v.data - 'key' || jsonb_build_object('at', v.at, 'summary', v.message))"
+	    "  ::text FROM job_events v JOIN jobs j ON j.id = v.job_id AND j.attempt = v.attempt"
+	    "  WHERE v.job_id = $1::uuid AND v.type = 'waiting_for_spare' AND j.state IN"
+	    "  ('dispatched', 'running') AND EXISTS (SELECT 1 FROM jsonb_array_elements("
+	    "  j.placement->'allocs') a WHERE a->>'node' = v.data->>'lost_node')"
+	    "  ORDER BY v.id DESC LIMIT 1)";
 	const char *p[1] = { id };
 	PGresult *r = NULL;
-	json_t *f = NULL, *sig = NULL, *o;
+	json_t *f = NULL, *sig = NULL, *wait = NULL, *o;
 
 	if (!db_exec(c, sql, 1, p, &r, e))
 		return false;
 	if (!PQgetisnull(r, 0, 0))
 		f = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
 	sig = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+	if (!PQgetisnull(r, 0, 2))
+		wait = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
 	PQclear(r);
 	o = json_object();
 	if (f != NULL && strcmp(state, "failed") == 0)
 		json_object_set(o, "failure", f);
+	if (wait != NULL)	/* why it stalls: first */
+		json_object_set(o, "waiting_for_spare", wait);
 	json_object_update(o, *out);
 	if (f != NULL && strcmp(state, "failed") != 0)
 		json_object_set(o, "last_failure", f);
@@ -192,6 +205,7 @@ explain_failure(struct db *c, const char *id, const char *state, json_t **out,
 	*out = o;
 	json_decref(f);
 	json_decref(sig);
+	json_decref(wait);
 	return true;
 }
 

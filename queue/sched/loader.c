@@ -310,6 +310,12 @@ load_placement(struct sched_model *m, struct sched_job *j, const char *cluster,
 		ok = sched_job_add_alloc(m, j, (int)json_integer_value(json_object_get(a, "group")),
 		    json_string_value(json_object_get(a, "node")),
 		    (int)json_integer_value(json_object_get(a, "pods")), e);
+		if (!ok && strcmp(e->code, "queue.node_not_found") == 0) {
+			/* a node lost under the job since (deleted, NotReady): it holds nothing
+			 * there; the status worker repairs the placement (queue/follow/repair.c) */
+			err_clear(e);
+			ok = true;
+		}
 	}
 	json_decref(pl);
 	return ok;

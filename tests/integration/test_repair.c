@@ -1,0 +1,281 @@
+/* test_repair: a node lost under a running job is repaired (issue 24, item 1) — a spare of
+ * the same pool is pinned in the lost node's place, the replacement pod runs there and the
+ * placement says so; with no spare left the job's explain says waiting_for_spare. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/harness/harness.h"
+
+#define ENV		"fl"
+#define H100		"nvidia-h100-80gb"
+#define CLUSTER		"fl-gke-usc1"
+#define POOL		"h100"
+#define TIME_SCALE	"4"
+
+static struct harness_fleet F;
+static const char *oper, *viewer;
+
+static int
+setup(void **state)
+{
+	harness_ctl_home_make();
+	harness_fleet_start(&F, "repair", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/failures.json",
+	    TIME_SCALE, NULL);
+	oper = harness_fleet_token(&F, "operator", ENV);
+	viewer = harness_fleet_token(&F, "viewer", ENV);
+	*state = &F;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	harness_ctl_home_drop();
+	return harness_fleet_teardown(state);
+}
+
+/* GET of a member's path; the answer's JSON (new reference). */
+static json_t *
+kube_get(const char *path)
+{
+	struct http_result r = { 0 };
+	json_t *out;
+
+	harness_kube(&F.cs, &r, CLUSTER, "GET", path, NULL, NULL);
+	if (r.status != 200)
+		fail_msg("GET %s: %ld %s", path, r.status, r.body ? r.body : "");
+	out = json_incref(r.json);
+	free(r.body);
+	free(r.headers);
+	json_decref(r.json);
+	return out;
+}
+
+/* As `kubectl delete node NAME` does it. */
+static void
+delete_node(const char *node)
+{
+	struct http_result r = { 0 };
+	char path[200];
+
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
+	harness_kube(&F.cs, &r, CLUSTER, "DELETE", path, NULL, NULL);
+	if (r.status != 200)
+		fail_msg("DELETE %s: %ld %s", path, r.status, r.body ? r.body : "");
+	free(r.body);
+	free(r.headers);
+	json_decref(r.json);
+}
+
+/* The nodes of the job's running worker pods of attempt 1 (a new array of names). */
+static json_t *
+worker_nodes(const char *id)
+{
+	char *ns = harness_sql_str("SELECT manifest->'metadata'->>'namespace' FROM jobs WHERE id ="
+	    " '%s'", id), path[300];
+	json_t *l, *p, *out = json_array();
+	size_t i;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods?labelSelector=fleet.io%%2Fjob-id"
+	    "%%3D%s", ns, id);
+	l = kube_get(path);
+	json_array_foreach(json_object_get(l, "items"), i, p) {
+		json_t *lb = json_object_get(json_object_get(p, "metadata"), "labels");
+		const char *type = json_string_value(json_object_get(lb, "ray.io/node-type")),
+		    *node = json_string_value(json_object_get(json_object_get(p, "spec"), "nodeName")),
+		    *phase = json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+
+		if (type != NULL && strcmp(type, "worker") == 0 && node != NULL && phase != NULL &&
+		    strcmp(phase, "Running") == 0)
+			json_array_append_new(out, json_string(node));
+	}
+	json_decref(l);
+	free(ns);
+	return out;
+}
+
+static bool
+has(json_t *names, const char *s)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(names, i, v)
+		if (strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+/* The h100 pool's nodes on the member not in used (malloc'd name of the first, or NULL). */
+static char *
+spare_of(json_t *used)
+{
+	json_t *l = kube_get("/api/v1/nodes"), *n;
+	char *out = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(l, "items"), i, n) {
+		json_t *md = json_object_get(n, "metadata");
+		const char *pool = json_string_value(json_object_get(json_object_get(md, "labels"),
+		    "cloud.google.com/gke-nodepool")), *name = json_string_value(json_object_get(md,
+		    "name"));
+
+		if (out == NULL && pool != NULL && strcmp(pool, POOL) == 0 && !has(used, name))
+			out = strdup(name);
+	}
+	json_decref(l);
+	return out;
+}
+
+/* How many times fleetd applied the job's Ray object on the member (cloudsim counts). */
+static int
+applies(const char *id)
+{
+	char *ns = harness_sql_str("SELECT manifest->'metadata'->>'namespace' FROM jobs WHERE id ="
+	    " '%s'", id), *name = harness_sql_str("SELECT manifest->'metadata'->>'name' FROM jobs"
+	    " WHERE id = '%s'", id), key[400];
+	json_t *st = harness_sim_get(&F.cs, "/_sim/state");
+	int n;
+
+	snprintf(key, sizeof(key), "%s/%s/rayjobs/%s", CLUSTER, ns, name);
+	n = (int)json_integer_value(json_object_get(json_object_get(st, "applies"), key));
+	json_decref(st);
+	free(ns);
+	free(name);
+	return n;
+}
+
+/* Whether jobs.placement names node. */
+static bool
+placement_names(const char *id, const char *node)
+{
+	return harness_sql_long("SELECT count(*) FROM jobs, jsonb_array_elements(placement->"
+	    "'allocs') a WHERE id = '%s' AND a->>'node' = '%s'", id, node) > 0;
+}
+
+/* Two 8-GPU workers on two of the pool's three nodes; one node is deleted: its worker is
+ * re-pinned to the third and runs there, the placement and a `repaired` event say so.
+ * Then the second node goes with no spare left: explain says waiting_for_spare, once. */
+static void
+test_node_lost_repaired_then_waits(void **state)
+{
+	char *b = harness_job_body(ENV, "ml", H100, 8, "{\"name\":\"repair\",\"worker_groups\":"
+	    "[{\"name\":\"w\",\"replicas\":2,\"cpu\":\"1\",\"memory\":\"1Gi\",\"accelerator\":"
+	    "{\"flavor\":\"" H100 "\",\"count\":8}}]}");
+	char *id, *spare, *lost, *other;
+	json_t *nodes = NULL, *d, *x, *w;
+	int tries, before;
+	double t0;
+
+	(void)state;
+	id = strdup(harness_js(harness_post_created(oper, "/v1/jobs", b), "id"));
+	free(b);
+	json_decref(harness_job_wait(oper, id, "running", 1, 60));
+	for (tries = 0; tries < 100; tries++) {
+		json_decref(nodes);
+		nodes = worker_nodes(id);
+		if (json_array_size(nodes) == 2)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_int_equal(json_array_size(nodes), 2);
+	lost = strdup(json_string_value(json_array_get(nodes, 0)));
+	other = strdup(json_string_value(json_array_get(nodes, 1)));
+	spare = spare_of(nodes);
+	assert_non_null(spare);
+	assert_true(placement_names(id, lost));
+
+	before = applies(id);
+	assert_true(before >= 1);
+	t0 = harness_now_s();
+	delete_node(lost);
+	/* the replacement pod runs on the spare within 60 s (wall clock; 240 s simulated) */
+	for (tries = 0; tries < 600; tries++) {
+		json_decref(nodes);
+		nodes = worker_nodes(id);
+		if (has(nodes, spare) && has(nodes, other))
+			break;
+		usleep(100 * 1000);
+	}
+	if (!has(nodes, spare)) {
+		char *ev = harness_sql_str("SELECT coalesce(string_agg(type || ': ' || message, E'\\n'"
+		    " ORDER BY id), '') FROM job_events WHERE job_id = '%s'", id);
+
+		fail_msg("no worker runs on the spare %s after %s was deleted; events:\n%s", spare,
+		    lost, ev);
+	}
+	printf("replacement pod running on the spare %.1f s (wall; x" TIME_SCALE " simulated) "
+	    "after the node was deleted\n", harness_now_s() - t0);
+	harness_job_wait_event(id, "repaired", NULL, 10);
+	assert_true(placement_names(id, spare));
+	assert_false(placement_names(id, lost));
+	{
+		char *s = harness_sql_str("SELECT data::text FROM job_events WHERE job_id = '%s' AND"
+		    " type = 'repaired' ORDER BY id DESC LIMIT 1", id);
+
+		d = json_loads(s, 0, NULL);
+		free(s);
+	}
+	assert_non_null(d);
+	assert_string_equal(harness_js(d, "lost_node"), lost);
+	assert_string_equal(harness_js(d, "spare_node"), spare);
+	assert_true(strstr(harness_js(d, "domain"), POOL) != NULL);
+	assert_true(json_is_integer(json_object_get(d, "group")));
+	json_decref(d);
+	assert_int_equal(harness_job_event_count(id, "repaired", NULL), 1);
+	assert_int_equal(applies(id), before + 1);	/* exactly one apply for the repair */
+	assert_int_equal(harness_sql_long("SELECT attempt FROM jobs WHERE id = '%s'", id), 1);
+
+	/* no spare left in the pool: the job waits and says so */
+	delete_node(other);
+	for (tries = 0, w = NULL; tries < 300 && w == NULL; tries++) {
+		x = harness_get_ok(viewer, "/v1/jobs/%s/placement", id);	/* borrowed */
+		w = json_incref(json_object_get(x, "waiting_for_spare"));
+		if (w == NULL)
+			usleep(100 * 1000);
+	}
+	if (w == NULL)
+		fail_msg("explain never said waiting_for_spare after %s was deleted", other);
+	assert_true(strstr(harness_js(w, "domain"), POOL) != NULL);
+	assert_string_equal(harness_js(w, "lost_node"), other);
+	assert_true(strlen(harness_js(w, "reason")) > 0);
+	json_decref(w);
+	{	/* fleetctl jobs explain says it first */
+		struct harness_ctl r;
+		char env_url[600], env_tok[200];
+
+		snprintf(env_url, sizeof(env_url), "FLEET_URL=%s", harness_url(&F.fd, "%s", ""));
+		snprintf(env_tok, sizeof(env_tok), "FLEET_TOKEN=%s", viewer);
+		harness_ctl_run(&r, NULL, (const char *const[]){ env_url, env_tok, NULL },
+		    (const char *const[]){ "jobs", "explain", id, NULL });
+		if (r.rc != 0 || strstr(r.out, "Waiting for a spare in pool " POOL) == NULL)
+			fail_msg("fleetctl jobs explain: rc %d\n%s\n%s", r.rc, r.out, r.err);
+		harness_ctl_free(&r);
+	}
+	sleep(3);	/* several status cycles: still one event */
+	assert_int_equal(harness_job_event_count(id, "waiting_for_spare", NULL), 1);
+	assert_int_equal(applies(id), before + 1);	/* waiting applies nothing */
+	json_decref(nodes);
+	free(lost);
+	free(other);
+	free(spare);
+	free(id);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_node_lost_repaired_then_waits),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
