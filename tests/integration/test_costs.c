@@ -280,7 +280,8 @@ test_fleetctl_and_metrics(void **state)
 	assert_true(harness_metric("fleetd_cost_accelerator_seconds_total{environment=\"" ENV
 	    "\",queue=\"ml\"} ") > 0);
 	/* with samples of both families, the exposition still passes promtool */
-	harness_http(&h, "GET", harness_url(&F.fd, "/metrics"), NULL, NULL, NULL);
+	harness_http(&h, "GET", harness_url(&F.fd, "/metrics"), harness_metrics_token(), NULL,
+	    NULL);
 	assert_int_equal(h.status, 200);
 	snprintf(path, sizeof(path), "/tmp/fleetd-cost-metrics-%d.txt", (int)getpid());
 	f = fopen(path, "w");
