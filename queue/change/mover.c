@@ -18,6 +18,7 @@
 #include "queue/change/change.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
+#include "queue/sched/scheduler.h"
 
 #define MOVER_BATCH	8
 #define MOVER_LEASE_S	120
@@ -394,8 +395,7 @@ static enum outcome
 ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 {
 	json_t *ck = json_object_get(m->spec, "checkpoint");
-	json_t *gj = json_object_get(ck, "grace_seconds");
-	int grace = json_is_integer(gj) ? (int)json_integer_value(gj) : 30;	/* 0: none */
+	int grace = scheduler_grace_s(m->spec);	/* 0: none */
 	char deadline[64], now[64], had[64];
 	long long epoch;
 

@@ -269,16 +269,14 @@ after_changed(const struct outcome *o, struct dispatch_stats *st)
 	if ((c = db_acquire(5000, &e)) == NULL || !db_exec(c, sql, 1, p, &r, &e))
 		goto cleanup;	/* cannot tell: the next claim finds the object */
 	if (PQntuples(r) == 1) {
-		const char *state = PQgetvalue(r, 0, 0);
+		enum job_state state = job_state_parse(PQgetvalue(r, 0, 0));
+		bool placed = job_state_is_placed(state);
 
-		bool live = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0 ||
-		    strcmp(state, "running") == 0;
-
-		keep = (atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (live ||
-		    strcmp(state, "succeeded") == 0)) ||
+		keep = (atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (placed ||
+		    state == JOB_SUCCEEDED)) ||
 		    /* a RayService's later attempt on this cluster owns the same object */
-		    (live && strcmp(PQgetvalue(r, 0, 2), o->t->id) == 0 && mine != NULL &&
-		    (strcmp(state, "admitted") == 0 || strcmp(PQgetvalue(r, 0, 3), mine) == 0) &&
+		    (placed && strcmp(PQgetvalue(r, 0, 2), o->t->id) == 0 && mine != NULL &&
+		    (state == JOB_ADMITTED || strcmp(PQgetvalue(r, 0, 3), mine) == 0) &&
 		    strcmp(json_string_value(json_object_get(o->manifest, "kind")),
 		    "RayService") == 0);
 	} else {

@@ -12,6 +12,7 @@
 #include "providers/kube.h"
 #include "queue/follow/status_int.h"
 #include "queue/jobs/job.h"
+#include "queue/sched/scheduler.h"
 
 /* One transaction: optional row updates, then an optional transition. */
 struct settle {
@@ -35,7 +36,7 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	    " manifest = coalesce($4::jsonb, manifest), object_rv = coalesce($5, object_rv),"
 	    " object_uid = CASE WHEN $6::boolean THEN NULL ELSE object_uid END,"
 	    " checkpoint_deadline = CASE WHEN $7::boolean THEN now() + make_interval(secs =>"
-	    "  least(coalesce((spec->'checkpoint'->>'grace_seconds')::int, 30), (SELECT CASE"
+	    "  least(coalesce((spec->'checkpoint'->>'grace_seconds')::int, $8::int), (SELECT CASE"
 	    "  c.provider WHEN 'hyperpod' THEN 120 ELSE 30 END FROM clusters k JOIN clouds c"
 	    "  ON c.id = k.cloud_id WHERE k.id = jobs.cluster_id))) ELSE"
 	    "  checkpoint_deadline END, updated_at = now()"
@@ -43,14 +44,15 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	static const char sql_stock[] = "INSERT INTO stockouts (cluster_id, flavor, at)"
 	    " VALUES ($1::uuid, $2, now()) ON CONFLICT (cluster_id, flavor) DO UPDATE SET at = now()";
 	struct settle *s = arg;
-	char at[16], *ms = s->manifest ? json_dumps(s->manifest, JSON_COMPACT) : NULL;
-	const char *p[7] = { s->j->id, at, s->j->state, ms, s->rv,
-	    s->clear_object ? "true" : "false", s->spot_deadline ? "true" : "false" };
+	char at[16], grace[16], *ms = s->manifest ? json_dumps(s->manifest, JSON_COMPACT) : NULL;
+	const char *p[8] = { s->j->id, at, job_state_name(s->j->state), ms, s->rv,
+	    s->clear_object ? "true" : "false", s->spot_deadline ? "true" : "false", grace };
 	PGresult *r = NULL;
 	bool ok = false;
 
 	snprintf(at, sizeof(at), "%d", s->j->attempt);
-	if (!db_exec(c, sql_row, 7, p, &r, e))
+	snprintf(grace, sizeof(grace), "%d", SCHED_GRACE_S);
+	if (!db_exec(c, sql_row, 8, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {
 		err_set(e, 409, "status.changed", "the job changed meanwhile");
@@ -65,8 +67,8 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	if (s->event_type != NULL && !job_event(c, s->j->id, s->event_type, s->reason, s->data,
 	    e))
 		goto cleanup;
-	if (s->to != NULL && !job_transition(c, s->j->id, s->j->state, s->to, s->reason,
-	    s->data, e))
+	if (s->to != NULL && !job_transition(c, s->j->id, job_state_name(s->j->state), s->to,
+	    s->reason, s->data, e))
 		goto cleanup;
 	ok = true;
 cleanup:
@@ -376,7 +378,7 @@ stocked_out(const struct status_job *j, const struct status_seen *seen)
 
 	if (!j->scale_failed)
 		limit *= 2;
-	return strcmp(j->state, "dispatched") == 0 && seen->unscheduled > 0 &&
+	return j->state == JOB_DISPATCHED && seen->unscheduled > 0 &&
 	    j->pending_for >= 0 && j->pending_for >= limit;
 }
 
@@ -392,12 +394,12 @@ act_live(const struct member *t, struct status_job *j, const struct status_seen 
 	surface(j, seen, &obs, st);
 	if (obs.phase == STATUS_RUNNING || obs.phase == STATUS_SUCCEEDED ||
 	    obs.phase == STATUS_FAILED) {
-		if (strcmp(j->state, "dispatched") == 0) {
+		if (j->state == JOB_DISPATCHED) {
 			s.to = "running";
 			s.reason = "running on the cluster";
 			if (!settle(&s, st))
 				return;
-			snprintf(j->state, sizeof(j->state), "running");
+			j->state = JOB_RUNNING;
 		}
 		if (obs.phase == STATUS_RUNNING) {
 			if (seen->spot) {
@@ -471,10 +473,7 @@ status_act(const struct member *t, struct status_job *j,
     const struct status_seen *seen, struct status_stats *st)
 {
 	struct settle s = { .j = j, .cluster_id = t->id };
-	bool ended = strcmp(j->state, "succeeded") == 0 || strcmp(j->state, "failed") == 0 ||
-	    strcmp(j->state, "cancelled") == 0;
-
-	if (ended) {
+	if (job_state_is_final(j->state)) {
 		if (!j->ttl_due || !delete_object(t, j, st))
 			return;
 		s.clear_object = true;
@@ -488,7 +487,7 @@ status_act(const struct member *t, struct status_job *j,
 		s.reason = "cancelled; the object was deleted from the cluster";
 		s.clear_object = true;
 		settle(&s, st);
-	} else if (strcmp(j->state, "preempted") == 0) {
+	} else if (j->state == JOB_PREEMPTED) {
 		act_preempted(t, j, seen->live, st);
 	} else if (seen->live == NULL) {
 		act_vanished(t, j, st);

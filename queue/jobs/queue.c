@@ -6,6 +6,7 @@
 #include <uuid/uuid.h>
 
 #include "core/jsonx.h"
+#include "queue/jobs/job_state.h"
 #include "queue/jobs/queue.h"
 #include "regions/catalog.h"
 #include "regions/env.h"
@@ -373,7 +374,7 @@ bool
 queue_delete(struct db *c, const char *id, struct err *e)
 {
 	static const char sql_used[] = "SELECT count(*) FROM jobs WHERE queue_id = $1::uuid"
-	    " AND state NOT IN ('succeeded','failed','cancelled')";
+	    " AND state NOT IN " JOB_STATES_FINAL_SQL;
 	static const char *const sql_del[] = { "DELETE FROM jobs WHERE queue_id = $1::uuid;",
 	    "DELETE FROM queues WHERE id = $1::uuid" };
 
