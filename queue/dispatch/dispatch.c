@@ -461,13 +461,12 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	struct err e = { 0 };
 	struct db *c;
 	PGresult *r = NULL;
-	int k;
+	enum jobspec_kind k;
+	bool same;
 
-	for (k = 0; k < 4 && strcmp(jobspec_kind_name((enum jobspec_kind)k), kind) != 0; k++)
-		;
 	snprintf(at, sizeof(at), "%d", j->attempt - 1);
-	if (j->attempt < 2 || k == 4 || sname == NULL || !kuberay_object_name(
-	    (enum jobspec_kind)k, sname, j->id, j->attempt - 1, name, sizeof(name)))
+	if (j->attempt < 2 || !jobspec_kind_parse(kind, &k) || sname == NULL ||
+	    !kuberay_object_name(k, sname, j->id, j->attempt - 1, name, sizeof(name)))
 		return;
 	if ((c = db_acquire(5000, &e)) == NULL)
 		return;
@@ -476,13 +475,16 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	db_release(c);
 	if (t == NULL)
 		goto cleanup;
-	/* the previous attempt's signal objects go either way: this attempt has its own */
-	if (!(strcmp(t->id, j->cluster_id) == 0 && strcmp(name, json_string_value(
-	    json_object_get(json_object_get(manifest, "metadata"), "name"))) == 0) &&
-	    !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e))
+	same = strcmp(t->id, j->cluster_id) == 0 && strcmp(name, json_string_value(
+	    json_object_get(json_object_get(manifest, "metadata"), "name"))) == 0;
+	if (!same && !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e)) {
 		log_warn(NULL, "dispatch", "cannot delete the previous attempt", "{s:s, s:s, s:s}",
 		    "job", j->id, "object", name, "error", e.msg);
-	else if (!dispatch_signal_delete(&t->pc, ns, j->id, j->attempt - 1, &e))
+		err_clear(&e);
+	}
+	/* the previous attempt's signal objects go either way, even when its Ray object
+	 * could not be deleted: this attempt has its own */
+	if (!dispatch_signal_delete(&t->pc, ns, j->id, j->attempt - 1, &e))
 		log_warn(NULL, "dispatch", "cannot delete the previous attempt's signal objects",
 		    "{s:s, s:s}", "job", j->id, "error", e.msg);
 cleanup:
@@ -535,7 +537,10 @@ dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 	ok = member_load(c, j->cluster_id, &t, &e);
 	db_release(c);
 	if (!ok) {
-		(e.status == 404 ? fail_job : retry_later)(who, j, &e, st);
+		if (e.status == 404)	/* the cluster is gone */
+			fail_job(who, j, &e, st);
+		else
+			retry_later(who, j, &e, st);
 		return;
 	}
 	o.t = t;
@@ -546,7 +551,10 @@ dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
 	if (o.manifest == NULL) {
 		fail_job(who, j, &e, st);
 	} else if (!apply_once(&o, &e)) {
-		(permanent(&e) ? fail_job : retry_later)(who, j, &e, st);
+		if (permanent(&e))
+			fail_job(who, j, &e, st);
+		else
+			retry_later(who, j, &e, st);
 	} else if (!db_tx(record_tx, &o, &e)) {
 		if (strcmp(e.code, "dispatch.changed") == 0)
 			after_changed(&o, st);
@@ -687,8 +695,12 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 	}
 	ok = member_load(c, jobs[0]->cluster_id, &t, &e);
 	db_release(c);
-	for (i = 0; i < n && !ok; i++)
-		(e.status == 404 ? fail_job : retry_later)(who, jobs[i], &e, st);
+	for (i = 0; i < n && !ok; i++) {
+		if (e.status == 404)	/* the cluster is gone */
+			fail_job(who, jobs[i], &e, st);
+		else
+			retry_later(who, jobs[i], &e, st);
+	}
 	if (!ok)
 		goto cleanup;
 	/* render each job and its signal objects (CONTRACTS.md: ServiceAccount, ConfigMap,
