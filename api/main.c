@@ -11,6 +11,7 @@
 #include "api/workers.h"
 #include "core/config.h"
 #include "core/db.h"
+#include "core/http.h"
 #include "core/log.h"
 #include "core/migrate.h"
 #include "iam/token.h"
@@ -130,6 +131,19 @@ cmd_serve(char **rest, int n, struct err *e)
 			    "`fleetd migrate` or pass --migrate", pending);
 			return 1;
 		}
+	}
+	/* Every member and cloud a thread calls keeps a connection: raise the open-file soft
+	 * limit to the hard one and share it among the threads that call out (the dispatch
+	 * and status pools, the poller and the other workers), leaving room for the database
+	 * pool, clients and listeners. */
+	{
+		int pool = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
+		long nofile = 0, keep;
+
+		keep = http_size_caches((long)cfg.conn_limit + cfg.db_pool + 64, 2 * pool + 8,
+		    &nofile);
+		log_info(NULL, "api", "open files", "{s:I, s:I}", "limit", (json_int_t)nofile,
+		    "idle_connections_per_thread", (json_int_t)keep);
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);

@@ -1,12 +1,14 @@
 /* http: libcurl multi-interface batch (no thread per request) with per-request
  * timeouts, retries with backoff, Retry-After, body caps; http_do is a batch of one.
  * Every batch of a thread draws on that thread's connection, TLS session and DNS caches. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -19,8 +21,10 @@
 #define POLL_MAX_MS		1000
 /* Idle connections one thread keeps open: more than the fleet's members and clouds, or
  * a refresh that visits them in turn evicts each one just before it is needed again (300
- * clusters under a cap of 256 opened 195 connections per warm refresh). */
-#define KEEP_CONNS		2000
+ * clusters under a cap of 256 opened 195 connections per warm refresh).  KEEP_CONNS_MAX
+ * until http_size_caches shares the process's open-file limit among the threads. */
+#define KEEP_CONNS_MAX		2000
+#define KEEP_CONNS_MIN		16
 
 /* One request and its current attempt; owns deep copies of everything in req. */
 struct call {
@@ -47,6 +51,7 @@ struct http_batch {
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
 static CURLcode global_rc = CURLE_FAILED_INIT;
 static atomic_long connects;	/* connections opened, process-wide */
+static atomic_long keep_conns = KEEP_CONNS_MAX;
 
 static void
 global_init(void)
@@ -602,6 +607,42 @@ http_batch_run(struct http_batch *b, struct err *e)
 	}
 }
 
+long
+http_keep_for(long nofile, long reserve, int threads)
+{
+	long keep;
+
+	if (threads < 1)
+		threads = 1;
+	keep = nofile > reserve ? (nofile - reserve) / threads : 0;
+	if (keep > KEEP_CONNS_MAX)
+		return KEEP_CONNS_MAX;
+	return keep < KEEP_CONNS_MIN ? KEEP_CONNS_MIN : keep;
+}
+
+long
+http_size_caches(long reserve, int threads, long *nofile)
+{
+	struct rlimit rl;
+	long n = 1024;		/* what Linux gives a process that could not read its limit */
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rlim_t want = rl.rlim_max;
+
+			rl.rlim_cur = want;
+			if (setrlimit(RLIMIT_NOFILE, &rl) != 0)	/* keep the old soft limit */
+				getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		n = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)LONG_MAX / 2 ?
+		    LONG_MAX / 2 : (long)rl.rlim_cur;
+	}
+	atomic_store(&keep_conns, http_keep_for(n, reserve, threads));
+	if (nofile != NULL)
+		*nofile = n;
+	return atomic_load(&keep_conns);
+}
+
 struct http_batch *
 http_batch_new(int max_concurrency)
 {
@@ -618,7 +659,7 @@ http_batch_new(int max_concurrency)
 	/* the cap applies to the thread's shared cache; curl's default (4 per handle of
 	 * this multi) closed the connections of a finished round down to a few */
 	if (b->multi == NULL ||
-	    curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, (long)KEEP_CONNS) != CURLM_OK) {
+	    curl_multi_setopt(b->multi, CURLMOPT_MAXCONNECTS, atomic_load(&keep_conns)) != CURLM_OK) {
 		curl_multi_cleanup(b->multi);
 		free(b);
 		return NULL;

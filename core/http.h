@@ -85,6 +85,14 @@ long	http_connects(void);
 const char *http_resp_header(const struct http_resp *resp, const char *name);
 void	http_resp_cleanup(struct http_resp *resp);
 
+/* Sizes the idle-connection cache of every thread from the open-file limit, once at
+ * start: raises the soft limit to the hard one, keeps reserve descriptors for everything
+ * else (database pool, clients, listeners) and shares the rest among threads (each keeps
+ * at most 2000, at least 16).  Returns the per-thread cap; *nofile the soft limit. */
+long	http_size_caches(long reserve, int threads, long *nofile);
+/* The cap for a limit of nofile descriptors (the arithmetic of http_size_caches). */
+long	http_keep_for(long nofile, long reserve, int threads);
+
 /* max_concurrency <= 0: HTTP_CONCURRENCY_DEFAULT.  NULL on allocation failure. */
 struct http_batch *http_batch_new(int max_concurrency);
 /* Queues a copy of req (also from inside a done callback).  False on bad input. */

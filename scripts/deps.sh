@@ -5,7 +5,7 @@ pkgs=(build-essential cmake pkg-config libmicrohttpd-dev libpq-dev libcurl4-open
       libssl-dev libjansson-dev uuid-dev libcmocka-dev libyaml-dev postgresql postgresql-contrib
       curl wrk prometheus clang libclang-rt-14-dev python3 openssl
       libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libmsgpack-dev
-      systemd chromium)
+      systemd chromium patroni etcd-server)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

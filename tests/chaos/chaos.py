@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """chaos.py SUITE [options] — one chaos suite against a private Postgres, cloudsim and fleetd
-replicas on loopback: crash | replicas | dbrestart | faults | regionloss.  Prints PASS/FAIL per check,
+replicas on loopback: crash | replicas | dbrestart | dbfailover | faults | regionloss.  Prints PASS/FAIL per check,
 writes WORKDIR/../result-SUITE.json (figures and failures) and exits 1 on any failure.
 Everything it starts it stops, also on failure or SIGTERM."""
 import argparse
@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
 from lib import CheckFailed, Checks, Sim, log  # noqa: E402
 
-SUITES = ("crash", "replicas", "dbrestart", "faults", "regionloss")
+SUITES = ("crash", "replicas", "dbrestart", "dbfailover", "faults", "regionloss")
 
 
 def parse():
@@ -39,6 +39,8 @@ def parse():
     ap.add_argument("--fault-seconds", type=float, default=8)
     ap.add_argument("--db-outages", type=int, default=1)
     ap.add_argument("--db-restarts", type=int, default=1)
+    ap.add_argument("--db-failovers", type=int, default=1,
+                    help="dbfailover: how many times the HA Postgres loses its primary")
     ap.add_argument("--fresh-instance-id", action="store_true",
                     help="a restarted replica gets a new FLEETD_INSTANCE_ID (default: keeps it)")
     return ap.parse_args()
@@ -59,7 +61,10 @@ def main():
         mod = __import__(a.suite)
         if hasattr(mod, "edit_fleet"):
             sim.edit_fleet = lambda f: mod.edit_fleet(f, a)
-        sim.start_pg()
+        if hasattr(mod, "start_pg"):
+            mod.start_pg(sim)   # a suite's own database (dbfailover: Patroni)
+        else:
+            sim.start_pg()
         sim.start_cloudsim()
         sim.migrate_and_tokens()
         mod.run(sim, a, ck, fig)

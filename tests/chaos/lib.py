@@ -107,8 +107,32 @@ class Sim:
         self.psql_bin = os.path.join(bindir, "psql")
         log("postgres", self.pg_url)
 
+    def start_pg_ha(self):
+        """A highly available Postgres instead (scripts/pg_ha.sh: Patroni + etcd, a primary
+        and a synchronous standby); pg_url is the multi-host URL fleetd is given."""
+        self.ha = True
+        self.pg_ha("start")
+        self.pg_url = self.pg_ha("url")
+        bindir = subprocess.run(["bash", os.path.join(TOP, "scripts/pg.sh"), "bindir", self.pgdir],
+                                check=True, capture_output=True, text=True).stdout.strip()
+        self.psql_bin = os.path.join(bindir, "psql")
+        log("postgres (HA)", self.pg_url, "primary", self.pg_ha("primary"))
+
+    def pg_ha(self, action, *args):
+        """pg_ha.sh ACTION; its output."""
+        r = subprocess.run(["bash", os.path.join(TOP, "scripts/pg_ha.sh"), action, self.pgdir]
+                           + list(args), timeout=180, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise CheckFailed(f"pg_ha.sh {action}: {r.returncode} {r.stderr.strip()[-500:]}")
+        return r.stdout.strip()
+
     def pg(self, action):
-        """start | stop | restart of the private Postgres (pg.sh)."""
+        """start | stop | restart of the private Postgres (pg.sh, or pg_ha.sh's stop)."""
+        if getattr(self, "ha", False):
+            if action != "stop":
+                raise CheckFailed(f"pg {action}: not for the HA Postgres")
+            self.pg_ha("destroy")
+            return
         subprocess.run(["bash", os.path.join(TOP, "scripts/pg.sh"), action, self.pgdir],
                        check=True, timeout=120, capture_output=True)
 

@@ -44,6 +44,7 @@ if [ "$short" = 1 ]; then
 		[crash]="--jobs $jobs --kills $kills --kill-every 4 --settle 90 --targeted-kills 1"
 		[replicas]="--jobs $((jobs * 3 / 5)) --kills 2 --kill-every 4 --settle 90"
 		[dbrestart]="--jobs $((jobs * 3 / 5)) --db-restarts 1 --db-outages 1 --kill-every 3 --settle 90"
+		[dbfailover]="--jobs $((jobs * 2 / 5)) --db-failovers 1 --kill-every 4 --settle 90"
 		[faults]="--jobs $((jobs * 3 / 5)) --faults 5xx,partition-cluster,expired-tokens --fault-seconds 4 --settle 90"
 	)
 	limit=240
@@ -53,6 +54,7 @@ else
 		[crash]="--jobs $jobs --kills $kills --kill-every 12 --settle 900"
 		[replicas]="--jobs $jobs --kills $kills --kill-every 12 --settle 900"
 		[dbrestart]="--jobs $jobs --db-restarts 3 --db-outages 3 --kill-every 15 --settle 900"
+		[dbfailover]="--jobs $jobs --db-failovers 3 --kill-every 20 --settle 900"
 		[faults]="--jobs $jobs --faults all --fault-seconds 10 --settle 900"
 		[regionloss]="--jobs ${DRILL_JOBS:-200} --time-scale 10 --settle 600"
 	)
@@ -61,7 +63,7 @@ fi
 # the region-loss drill (issue 18) runs in full here; its short version is
 # tests/scripts/region_drill.sh
 default_suites=crash,replicas,dbrestart,faults
-[ "$short" = 1 ] || default_suites=$default_suites,regionloss
+[ "$short" = 1 ] || default_suites=$default_suites,dbfailover,regionloss
 suites=${CHAOS_SUITES:-$default_suites}
 rc=0
 for s in ${suites//,/ }; do

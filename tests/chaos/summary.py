@@ -12,6 +12,8 @@ KEYS = [("jobs", "jobs"), ("acked", "acked (201)"), ("lost", "lost"),
         ("failover_s_max", "leader failover, max s"), ("failover_s_median", "failover, median s"),
         ("db_restarts", "db restarts"), ("db_outages", "db outages"),
         ("ready_after_db_s_max", "/readyz 200 after db back, max s"),
+        ("db_failovers", "db failovers"), ("patroni_failover_s", "new primary after loss, s"),
+        ("fleetd_serving_again_s", "fleetd serving again after loss, s"),
         ("settle_s", "settle after load, s"), ("longest_transitional_s", "longest transitional, s"),
         ("wall_s", "wall, s")]
 

@@ -1,5 +1,6 @@
 /* test_http: http_do and the multi batch against a tiny thread-per-connection HTTP
  * server on 127.0.0.1 (tests/unit/core/http_server.h). */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -475,10 +477,10 @@ static void
 tls_round(const char *u, const char *ca, int n)
 {
 	struct http_batch *b = http_batch_new(n);
-	struct result r[8];
+	struct result r[32];
 	struct err e = { 0 };
 
-	assert_true(n <= 8);
+	assert_true(n <= 32);
 	memset(r, 0, sizeof(r));
 	for (int i = 0; i < n; i++) {
 		struct http_req req = { .url = u, .ca_pem = ca, .timeout_ms = 5000,
@@ -587,6 +589,56 @@ test_streams_poll_idle_waits(void **state)
 	http_streams_free(ss);
 }
 
+
+/* The cap http_size_caches sets is what a thread's cache keeps: rounds of 24 concurrent
+ * requests over TLS keep-alive; under the cap's floor (16: a reserve larger than the
+ * limit) each round opens 8 connections again, under the limit's share none. */
+static void
+test_caches_sized_from_limit(void **state)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	EVP_PKEY *key;
+	X509 *cert;
+	char *pem = make_cert(&key, &cert), slow[64];
+	struct rlimit rl, low;
+	long nofile = 0, keep, opened;
+
+	(void)state;
+	assert_int_equal(http_keep_for(1024, 256, 8), 96);
+	assert_int_equal(http_keep_for(1048576, 300, 40), 2000);
+	assert_int_equal(http_keep_for(300, 400, 8), 16);
+	assert_int_equal(http_keep_for(4096, 0, 0), 2000);	/* threads < 1 taken as 1 */
+
+	/* the soft limit is raised to the hard one */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = rl.rlim_max < 512 ? rl.rlim_max : 512;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	keep = http_size_caches(256, 8, &nofile);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &low), 0);
+	assert_true(low.rlim_cur == rl.rlim_max);
+	assert_true(nofile >= 512);
+	assert_int_equal(keep, http_keep_for(nofile, 256, 8));
+
+	assert_int_equal(SSL_CTX_use_certificate(ctx, cert), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, key), 1);
+	atomic_store(&S.tls, ctx);
+	snprintf(slow, sizeof(slow), "https://127.0.0.1:%d/slow", S.port);
+	assert_int_equal(http_size_caches(LONG_MAX / 2, 1, NULL), 16);
+	tls_round(slow, pem, 24);
+	opened = http_connects();
+	tls_round(slow, pem, 24);
+	assert_int_equal(http_connects() - opened, 8);
+	assert_int_equal(http_size_caches(0, 1, NULL), http_keep_for(nofile, 0, 1));
+	tls_round(slow, pem, 24);
+	opened = http_connects();
+	tls_round(slow, pem, 24);
+	assert_int_equal(http_connects() - opened, 0);
+	free(pem);
+	X509_free(cert);
+	EVP_PKEY_free(key);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, srv_start, srv_stop)
 
 int
@@ -605,6 +657,7 @@ main(void)
 		T(test_transport_errors),
 		T(test_tls_ca_pem),
 		T(test_tls_reuse),
+		T(test_caches_sized_from_limit),
 		cmocka_unit_test(test_streams_poll_idle_waits),
 	};
 
