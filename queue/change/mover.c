@@ -101,8 +101,8 @@ source_reapply(struct mjob *m, const struct member *src, const char *annotation,
 		err_clear(e);
 		return true;
 	}
-	seen = json_string_value(json_object_get(json_object_get(json_object_get(live,
-	    "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	seen = json_string_value(json_object_get(jsonx_meta(live, "annotations"),
+	    "fleet.io/checkpoint-requested"));
 	done = annotation != NULL ? seen != NULL && seen[0] != '\0' :
 	    json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
 	if (done && annotation != NULL && had != NULL)
@@ -295,8 +295,8 @@ target_apply(struct mjob *m, const struct member *dst, struct err *e)
 	 * (an earlier visit applied it, then could not record it) is taken as applied */
 	if (ok && kube_get_object(&dst->pc, "ray.io/v1", m->kind, jsonx_at(obj, "metadata",
 	    "namespace"), jsonx_at(obj, "metadata", "name"), &live, e)) {
-		const char *la = json_string_value(json_object_get(json_object_get(
-		    json_object_get(live, "metadata"), "annotations"), "fleet.io/attempt"));
+		const char *la = json_string_value(json_object_get(jsonx_meta(live,
+		    "annotations"), "fleet.io/attempt"));
 		char at[16];
 
 		snprintf(at, sizeof(at), "%d", m->attempt + 1);

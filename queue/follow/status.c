@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/jsonx.h"
 #include "core/listen.h"
 #include "core/log.h"
 #include "core/mono.h"
@@ -78,10 +79,8 @@ job_row(PGresult *r, int i, struct status_job *j)
 	j->attempt = atoi(PQgetvalue(r, i, 3));
 	if (!PQgetisnull(r, i, 5))
 		j->manifest = json_loads(PQgetvalue(r, i, 5), 0, NULL);
-	name = json_string_value(json_object_get(json_object_get(j->manifest, "metadata"),
-	    "name"));
-	ns = json_string_value(json_object_get(json_object_get(j->manifest, "metadata"),
-	    "namespace"));
+	name = jsonx_meta_str(j->manifest, "name");
+	ns = jsonx_meta_str(j->manifest, "namespace");
 	if (name == NULL || ns == NULL) {
 		json_decref(j->manifest);
 		j->manifest = NULL;
@@ -171,8 +170,7 @@ read_objects(const struct member *t, const char *ns, const char *kind,
 			return false;
 	}
 	json_array_foreach(items, i, it) {
-		const char *name = json_string_value(json_object_get(json_object_get(it,
-		    "metadata"), "name"));
+		const char *name = jsonx_meta_str(it, "name");
 
 		if (name == NULL)
 			continue;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "providers/kube.h"
 #include "queue/follow/status_int.h"
@@ -188,7 +189,7 @@ status_unreadable(const struct status_job *j, const char *cluster, const struct 
 static const char *
 mget(json_t *manifest, const char *k)
 {
-	return json_string_value(json_object_get(json_object_get(manifest, "metadata"), k));
+	return jsonx_meta_str(manifest, k);
 }
 
 /* Deletes the job's object, then its attempt's checkpoint-signal objects (only the mover
@@ -225,8 +226,7 @@ reapply(const struct member *t, const struct status_job *j, json_t *m,
 
 	*gone = false;
 	if (already && live != NULL) {
-		const char *rv = json_string_value(json_object_get(json_object_get(live,
-		    "metadata"), "resourceVersion"));
+		const char *rv = jsonx_meta_str(live, "resourceVersion");
 
 		memset(ref, 0, sizeof(*ref));
 		snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", rv ? rv : "");
@@ -275,8 +275,8 @@ act_preempted(const struct member *t, struct status_job *j, const json_t *live,
 	struct settle s = { .j = j, .cluster_id = t->id };
 	struct kube_ref ref;
 	json_t *m, *ann;
-	const char *asked = json_string_value(json_object_get(json_object_get(json_object_get(
-	    live, "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	const char *asked = json_string_value(json_object_get(jsonx_meta(live,
+	    "annotations"), "fleet.io/checkpoint-requested"));
 	bool gone = false, rayjob = strcmp(j->kind, "RayJob") == 0, signalled;
 	bool suspended = json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
 
@@ -286,11 +286,11 @@ act_preempted(const struct member *t, struct status_job *j, const json_t *live,
 		settle(&s, st);
 		return;
 	}
-	ann = json_object_get(json_object_get(j->manifest, "metadata"), "annotations");
+	ann = jsonx_meta(j->manifest, "annotations");
 	if (json_object_get(ann, "fleet.io/checkpoint-requested") == NULL && j->deadline[0]) {
 		m = json_deep_copy(j->manifest);
-		json_object_set_new(json_object_get(json_object_get(m, "metadata"), "annotations"),
-		    "fleet.io/checkpoint-requested", json_string(j->deadline));
+		json_object_set_new(jsonx_meta(m, "annotations"), "fleet.io/checkpoint-requested",
+		    json_string(j->deadline));
 		signalled = asked != NULL && strcmp(asked, j->deadline) == 0;
 		if (!signalled)
 			signal_checkpoint(t, j);
