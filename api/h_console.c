@@ -72,7 +72,8 @@ HANDLER(h_whoami)
 	(void)e;
 	for (int i = 0; i < rq->nenvs; i++)
 		json_array_append_new(envs, json_string(rq->envs[i]));
-	rq_reply(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "id", rq->actor.id, "name",
-	    rq->actor.name, "role", roles[rq->role], "environments", envs));
+	rq_reply(rq, 200, json_pack("{s:s, s:s, s:s, s:o, s:s*}", "id", rq->actor.id, "name",
+	    rq->actor.name, "role", roles[rq->role], "environments", envs, "team",
+	    rq->actor.team[0] ? rq->actor.team : NULL));
 	return true;
 }

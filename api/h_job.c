@@ -1,4 +1,4 @@
-/* h_job: /v1/jobs — submit, list, get, cancel, events, manifest, placement. */
+/* h_job: /v1/jobs — submit, list, get, cancel, events, manifest, placement, postmortem. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +9,7 @@
 #include "queue/jobs/explain.h"
 #include "queue/jobs/job.h"
 #include "queue/jobs/job_text.h"
+#include "queue/jobs/postmortem.h"
 
 static const struct crud jobs = {
 	.type = "job", .code = "queue.job_not_found", .noun = "job", .collection = "/v1/jobs",
@@ -138,6 +139,20 @@ HANDLER(h_job_placement)
 cleanup:
 	json_decref(job);
 	return ok;
+}
+
+HANDLER(h_job_postmortem)
+{
+	const char *id = rq_param(rq, "id");
+	json_t *job = NULL, *out = NULL;
+
+	if (!crud_get(rq, &jobs, rq->db, id, false, &job, e))
+		return false;
+	json_decref(job);
+	if (!postmortem_list(rq->db, id, &out, e))
+		return false;
+	rq_reply(rq, 200, out);
+	return true;
 }
 
 /* PUT /v1/jobs/{id}/spec (If-Match): a running job's new spec, applied by the updater. */

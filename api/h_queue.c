@@ -42,16 +42,17 @@ HANDLER(h_queue_get)
 	return crud_read(rq, &queues, e);
 }
 
+/* The queue is checked visible (404 otherwise) before its environment's scheduler model
+ * is built: another environment's model is never read for a caller who cannot see it. */
 HANDLER(h_queue_status)
 {
-	json_t *st = NULL;
+	json_t *q = NULL, *st = NULL;
 
+	if (!crud_get(rq, &queues, rq->db, rq_param(rq, "id"), false, &q, e))
+		return false;
+	json_decref(q);
 	if (!explain_queue(rq->db, rq_param(rq, "id"), &st, e))
 		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(st, "environment")))) {
-		json_decref(st);
-		return err_set(e, 404, "queue.not_found", "queue not found");
-	}
 	rq_reply(rq, 200, st);
 	return true;
 }

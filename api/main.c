@@ -14,6 +14,7 @@
 #include "core/http.h"
 #include "core/log.h"
 #include "core/migrate.h"
+#include "iam/oidc.h"
 #include "iam/token.h"
 #include "queue/jobs/submit_cache.h"
 
@@ -150,12 +151,17 @@ cmd_serve(char **rest, int n, struct err *e)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (!token_listen_start(cfg.database_url, e))
+	if (!oidc_start(e))
 		return 1;
+	if (!token_listen_start(cfg.database_url, e)) {
+		oidc_stop();
+		return 1;
+	}
 	submit_cache_start(cfg.database_url);	/* submit checks kept until capacity changes */
 	if (!server_start(e)) {
 		submit_cache_stop();
 		token_listen_stop();
+		oidc_stop();
 		return 1;
 	}
 	if (!workers_start(e)) {
@@ -163,6 +169,7 @@ cmd_serve(char **rest, int n, struct err *e)
 		workers_stop();
 		submit_cache_stop();
 		token_listen_stop();
+		oidc_stop();
 		return 1;
 	}
 	log_info(NULL, "api", "serving", "{s:s, s:i, s:s}", "listen", cfg.listen, "port",
@@ -173,6 +180,7 @@ cmd_serve(char **rest, int n, struct err *e)
 	workers_stop();
 	submit_cache_stop();
 	token_listen_stop();
+	oidc_stop();
 	log_info(NULL, "api", "stopped", NULL);
 	return 0;
 }

@@ -9,7 +9,7 @@
 const struct route routes[] = {
 	{ "GET", "/healthz", h_healthz, ROLE_NONE, R_PUBLIC | R_NOTX },
 	{ "GET", "/readyz", h_readyz, ROLE_NONE, R_PUBLIC | R_NOTX },
-	{ "GET", "/metrics", h_metrics, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
+	{ "GET", "/metrics", h_metrics, ROLE_VIEWER, R_METRICS | R_NOTX | R_RAW },
 	{ "GET", "/openapi.yaml", h_openapi, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
 	{ "GET", "/", h_console_index, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
 	{ "GET", "/console/app.js", h_console_js, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
@@ -73,6 +73,7 @@ const struct route routes[] = {
 	{ "GET", "/v1/jobs/{id}/events", h_job_events, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/jobs/{id}/manifest", h_job_manifest, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/jobs/{id}/placement", h_job_placement, ROLE_VIEWER, 0 },
+	{ "GET", "/v1/jobs/{id}/postmortem", h_job_postmortem, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/jobs/{id}/move", h_job_move, ROLE_OPERATOR, R_BODY },
 	{ "POST", "/v1/clusters/{id}/drain", h_cluster_drain, ROLE_OPERATOR, R_BODY_OPT },
 	{ "POST", "/v1/regions/{environment}/{region}/drain", h_region_drain, ROLE_OPERATOR, R_BODY_OPT },
@@ -80,6 +81,14 @@ const struct route routes[] = {
 	{ "GET", "/v1/operations/{id}", h_operation_get, ROLE_VIEWER, 0 },
 	{ "GET", "/v1/events", h_events, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/operations/{id}/cancel", h_operation_cancel, ROLE_OPERATOR, 0 },
+
+	{ "GET", "/v1/webhooks", h_webhook_list, ROLE_VIEWER, 0 },
+	{ "POST", "/v1/webhooks", h_webhook_create, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/webhooks/{id}", h_webhook_get, ROLE_VIEWER, 0 },
+	{ "DELETE", "/v1/webhooks/{id}", h_webhook_delete, ROLE_ADMIN, 0 },
+	{ "POST", "/v1/webhooks/{id}/rotate-secret", h_webhook_rotate, ROLE_ADMIN, R_BODY_OPT },
+	{ "POST", "/v1/webhooks/{id}/replay", h_webhook_replay, ROLE_ADMIN, R_BODY },
+	{ "GET", "/v1/webhooks/{id}/deliveries", h_webhook_deliveries, ROLE_VIEWER, 0 },
 };
 const size_t nroutes = sizeof(routes) / sizeof(routes[0]);
 

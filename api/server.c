@@ -25,6 +25,7 @@
 #include "core/textbuf.h"
 #include "core/jsonx.h"
 #include "core/log.h"
+#include "iam/oidc.h"
 #include "iam/token.h"
 
 static struct MHD_Daemon *daemon_;
@@ -230,14 +231,17 @@ static bool
 authenticate(struct request *rq, struct err *e)
 {
 	const char *h = rq_header(rq, "Authorization");
-	struct token_principal p;
+	struct token_principal p = { 0 };
 
 	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0 || h[7] == '\0')
 		return err_set(e, 401, "auth.missing_token", "a bearer token is required");
-	if (!token_authenticate(h + 7, rq->arena, &p, e))
+	/* a JWT is the OpenID provider's access token; anything else a static token */
+	if (oidc_enabled() && oidc_is_jwt(h + 7) ? !oidc_authenticate(h + 7, rq->arena, &p, e) :
+	    !token_authenticate(h + 7, rq->arena, &p, e))
 		return false;
 	snprintf(rq->actor.id, sizeof(rq->actor.id), "%s", p.id);
 	snprintf(rq->actor.name, sizeof(rq->actor.name), "%s", p.name);
+	snprintf(rq->actor.team, sizeof(rq->actor.team), "%s", p.team);
 	rq->role = (enum role)p.role;
 	rq->envs = (const char *const *)p.envs;
 	rq->nenvs = p.nenvs;
@@ -285,9 +289,41 @@ run_handler(struct request *rq, struct err *e)
 	return false;
 }
 
+/* Whether the request carries FLEETD_METRICS_TOKEN (compared in constant time). */
+static bool
+metrics_token_ok(struct request *rq)
+{
+	const char *h = rq_header(rq, "Authorization");
+	size_t n;
+
+	if (cfg.metrics_token == NULL || cfg.metrics_token[0] == '\0' || h == NULL ||
+	    strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	n = strlen(cfg.metrics_token);
+	return strlen(h + 7) == n && crypto_equal(h + 7, cfg.metrics_token, n);
+}
+
+static bool
+takes_body(const struct route *r)
+{
+	return r != NULL && (r->flags & (R_BODY | R_BODY_OPT)) != 0;
+}
+
+/* Whether the headers say a body follows (a length above zero, or chunks). */
+static bool
+announces_body(struct request *rq)
+{
+	const char *cl = rq_header(rq, "Content-Length");
+	const char *te = rq_header(rq, "Transfer-Encoding");
+
+	return (cl != NULL && strtoll(cl, NULL, 10) != 0) || (te != NULL && te[0] != '\0');
+}
+
 /* What the headers alone decide: the route, the token, the role, the scope of a global
  * write and a declared body size.  Runs before any byte of the body is read, so that a
- * request without a valid token never makes fleetd buffer its body. */
+ * request without a valid token never makes fleetd buffer its body: a public route takes
+ * none and refuses one on the headers (MHD then closes), so the whole body budget is
+ * left to authenticated requests. */
 static bool
 check_headers(struct request *rq, char *allow, size_t allowlen, struct err *e)
 {
@@ -296,7 +332,9 @@ check_headers(struct request *rq, char *allow, size_t allowlen, struct err *e)
 	rq->route = router_match(rq, allow, allowlen, e);
 	if (rq->route == NULL)
 		return false;
-	if (!(rq->route->flags & R_PUBLIC)) {
+	if ((rq->route->flags & R_METRICS) && metrics_token_ok(rq)) {
+		rq->role = ROLE_VIEWER;
+	} else if (!(rq->route->flags & R_PUBLIC)) {
 		if (!authenticate(rq, e))
 			return false;
 		if (rq->role < rq->route->min_role)
@@ -304,10 +342,16 @@ check_headers(struct request *rq, char *allow, size_t allowlen, struct err *e)
 		if ((rq->route->flags & R_GLOBAL) && !rq_env_visible(rq, "*"))
 			return err_set(e, 403, "auth.global_object", "only a token for every "
 			    "environment may change objects shared by all environments");
+		if ((rq->route->flags & R_METRICS) && !rq_env_visible(rq, "*"))
+			return err_set(e, 403, "auth.metrics_forbidden", "metrics name every "
+			    "environment: only the metrics token or a token for every environment "
+			    "may read them");
 	}
 	if (cl != NULL && strtoll(cl, NULL, 10) > cfg.body_limit)
 		return err_set(e, 413, "api.body_too_large", "request body is larger than %ld bytes",
 		    cfg.body_limit);
+	if ((rq->route->flags & R_PUBLIC) && announces_body(rq))
+		return err_set(e, 413, "api.body_not_allowed", "this route takes no request body");
 	return true;
 }
 
@@ -550,7 +594,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
 			rq->status = 408;
 			return MHD_NO;	/* closes the connection */
 		}
-		if (!rq->answered)
+		if (!rq->answered && takes_body(rq->route))	/* others: read, never held */
 			body_append(rq, upload, *upload_size);
 		if (rq->body_too_large || rq->body_over_budget)
 			body_release(rq);

@@ -27,6 +27,7 @@ enum route_flags {
 	R_RAW		= 1 << 3,	/* answers rq->raw, not JSON */
 	R_GLOBAL	= 1 << 4,	/* writes an object of no environment: '*' tokens only */
 	R_BODY_OPT	= 1 << 5,	/* takes a JSON object body when one is sent */
+	R_METRICS	= 1 << 6,	/* the metrics token or a token for every environment */
 };
 
 struct route {

@@ -40,6 +40,7 @@ struct sse_stream {
 	int		 nenvs;
 	long long	 cursor;	/* last seq considered */
 	bool		 suspended;	/* by its reader; only the hub resumes it */
+	bool		 ended;		/* its token was revoked: the reader ends it */
 	char		*buf;		/* frames not yet handed to MHD */
 	size_t		 len, off, cap;
 	time_t		 last_write;
@@ -215,7 +216,7 @@ reader(void *cls, uint64_t pos, char *out, size_t max)
 		if (s->off < s->len)
 			return drain(s, out, max);
 		pthread_mutex_lock(&hub.mu);
-		if (hub.stopping) {
+		if (hub.stopping || s->ended) {
 			pthread_mutex_unlock(&hub.mu);
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		}
@@ -433,7 +434,7 @@ wake(void)
 
 	pthread_mutex_lock(&hub.mu);
 	for (struct sse_stream *s = hub.streams; s != NULL; s = s->next) {
-		bool want = hub.stopping || now - s->last_write >= cfg.sse_heartbeat_s;
+		bool want = hub.stopping || s->ended || now - s->last_write >= cfg.sse_heartbeat_s;
 
 		if (!s->suspended)
 			continue;
@@ -456,6 +457,58 @@ wake(void)
 		}
 	}
 	pthread_mutex_unlock(&hub.mu);
+}
+
+#define TOKEN_CHECK_S	2	/* a revoked token's streams end within this (and a hub turn) */
+
+/* Ends the streams whose token is no longer valid (revoked or deleted): the token ids of
+ * the open streams go to the database as one JSON array, those without a live row come
+ * back; their streams are marked and resumed, and their readers end them. */
+static void
+end_revoked(void)
+{
+	static const char sql[] = "SELECT x FROM jsonb_array_elements_text($1::jsonb) x"
+	    " WHERE NOT EXISTS (SELECT 1 FROM api_tokens t WHERE t.id::text = x"
+	    " AND t.revoked_at IS NULL)";
+	static time_t last;
+	json_t *ids = json_array();
+	struct err e = { 0 };
+	struct db *c = NULL;
+	PGresult *r = NULL;
+	char *text = NULL;
+
+	if (now_s() - last < TOKEN_CHECK_S)
+		goto cleanup;
+	last = now_s();
+	pthread_mutex_lock(&hub.mu);
+	for (struct sse_stream *s = hub.streams; s != NULL; s = s->next)
+		if (!s->ended)
+			json_array_append_new(ids, json_string(s->token));
+	pthread_mutex_unlock(&hub.mu);
+	if (json_array_size(ids) == 0 || (text = json_dumps(ids, JSON_COMPACT)) == NULL)
+		goto cleanup;
+	if ((c = db_acquire(1000, &e)) == NULL)
+		goto cleanup;
+	{
+		const char *p[1] = { text };
+
+		if (!db_exec(c, sql, 1, p, &r, &e))
+			goto cleanup;
+	}
+	pthread_mutex_lock(&hub.mu);
+	for (int i = 0; i < PQntuples(r); i++)
+		for (struct sse_stream *s = hub.streams; s != NULL; s = s->next)
+			if (!s->ended && strcmp(s->token, PQgetvalue(r, i, 0)) == 0) {
+				s->ended = true;
+				log_info(NULL, "sse", "stream of a revoked token ended", "{s:s}",
+				    "token", s->token);
+			}
+	pthread_mutex_unlock(&hub.mu);
+cleanup:
+	PQclear(r);
+	db_release(c);
+	free(text);
+	json_decref(ids);
 }
 
 static bool
@@ -488,6 +541,7 @@ hub_main(void *arg)
 		 * number; another replica's sequencer NOTIFYs fleet_events after numbering */
 		listen_wait(lc, 250);
 		catch_up();
+		end_revoked();
 		wake();
 	}
 	listen_close(lc);

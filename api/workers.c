@@ -13,7 +13,9 @@
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
 #include "queue/follow/sweep.h"
+#include "queue/hooks/delivery.h"
 #include "queue/sched/scheduler.h"
+#include "regions/lease.h"
 #include "regions/poll_loop.h"
 #include "regions/poller.h"
 
@@ -34,6 +36,7 @@ static const struct worker table[] = {
 	{ "janitor",	janitor_start,		janitor_stop,		NULL },
 	{ "sweep",	sweep_start,		sweep_stop,		sweep_metrics },
 	{ "iam-verify",	iam_verify_start,	iam_verify_stop,	iam_verify_metrics },
+	{ "webhooks",	delivery_start,		delivery_stop,		delivery_metrics },
 };
 
 #define NWORKERS	(sizeof(table) / sizeof(table[0]))
@@ -60,6 +63,7 @@ workers_start(struct err *e)
 		for (size_t i = 0; i < NWORKERS; i++)
 			if (table[i].metrics != NULL)
 				metrics_register(table[i].metrics);
+		metrics_register(lease_metrics);	/* the clusters this replica holds */
 		registered = true;
 	}
 	for (size_t i = 0; i < NWORKERS; i++) {

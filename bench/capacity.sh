@@ -41,6 +41,9 @@ newdb() {	# newdb NAME: a migrated database, prints its URL
 	DATABASE_URL=${pgurl%/*}/$1 "$bin/fleetd" migrate >/dev/null
 	echo "${pgurl%/*}/$1"
 }
+# /metrics takes a token: the one every fleetd of this run is started with
+FLEETD_METRICS_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export FLEETD_METRICS_TOKEN
 start_fleetd() {	# start_fleetd DBURL WORKERS LOG [POLL_CONCURRENCY]
 	port=$(bench_free_port)
 	DATABASE_URL=$1 FLEETD_WORKERS=$2 FLEETD_LISTEN=127.0.0.1:$port \
@@ -82,7 +85,7 @@ sys.exit("no refresh %d in %s" % (n, log))
 PY
 }
 # connections fleetd opened so far (a warm refresh should reuse the kept ones)
-conns() { curl -sf "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2; f = 1} END {if (!f) print 0}'; }
+conns() { curl -sf -H "Authorization: Bearer $FLEETD_METRICS_TOKEN" "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2; f = 1} END {if (!f) print 0}'; }
 # measure DBURL LOG CONC: cold refresh at start, then $refreshes NOTIFY-triggered ones.
 # Sets cold_ms, warm_ms (median network phase), warm_wall (median NOTIFY -> logged, ms),
 # ok_n, fail_n, cpu_fleetd / cpu_cloudsim (CPU seconds per warm refresh), conns_warm
@@ -143,7 +146,7 @@ rows=""
 for dc in $concs; do
 	measure "$db" "$work/fleet-$dc.log" "$dc"
 	rss=$(awk '/VmHWM/ {print $2}' "/proc/$fpid/status")
-	lat_avg=$(curl -sf "http://127.0.0.1:$port/metrics" | python3 -c '
+	lat_avg=$(curl -sf -H "Authorization: Bearer $FLEETD_METRICS_TOKEN" "http://127.0.0.1:$port/metrics" | python3 -c '
 import re, sys
 s, c = {}, {}
 for l in sys.stdin:

@@ -116,7 +116,7 @@ q "INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, prio
 	DELETE FROM jobs WHERE id = '$seed_id'"
 curl -sf -X POST "$FLEETD_CLOUDSIM_URL/_sim/faults" -d '{"service":"k8s","latency_ms":20}' >/dev/null
 start_fleetd dispatch
-conns() { curl -sf "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2; f = 1} END {if (!f) print 0}'; }
+conns() { curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2; f = 1} END {if (!f) print 0}'; }
 c0=$(conns)
 perf_begin "$fpid" "$work/dispatch.perf"
 t0=$(q "UPDATE jobs SET next_try_at = now() WHERE environment = 'bench';

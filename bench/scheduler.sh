@@ -122,7 +122,7 @@ if [ "${BENCH_PERF:-0}" = 1 ] && command -v heaptrack >/dev/null; then
 		echo "## Heap (heaptrack of sched_bench, one cycle on the same $big pending jobs and $nclusters_big clusters)"
 		heaptrack_print "$work"/sched-heap.*zst 2>/dev/null | grep -E "^peak heap|^peak RSS|^total memory" || true
 		heaptrack_print "$work"/sched-heap.*zst 2>/dev/null | sed -n '/PEAK MEMORY CONSUMERS/,/MOST TEMPORARY/p' |
-			grep -E "consumed|^ +at /" | head -60 || true
+			grep -E "consumed|^ +at /" | sed "s#at $top/#at #" | head -60 || true	# paths relative to the checkout
 	} >>"$top/bench/profiles/scheduler.txt"
 fi
 echo "fleetd scheduler, $big pending, $nclusters_big clusters: VmHWM $fleetd_big_mib MiB"

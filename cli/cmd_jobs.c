@@ -171,6 +171,111 @@ name_clusters(struct cli_ctx *c, json_t *x)
 	json_decref(list);
 }
 
+static const char *
+s_of(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+
+	return v ? v : "-";
+}
+
+/* A JSON array or object on one line (or "-"). */
+static void
+print_compact(const char *label, const json_t *v)
+{
+	char *t = v != NULL && (json_array_size(v) > 0 || json_object_size(v) > 0) ?
+	    json_dumps(v, JSON_COMPACT) : NULL;
+
+	if (t != NULL)
+		printf("  %-9s %s\n", label, t);
+	free(t);
+}
+
+/* Why the job failed or stalls, first (issue 24): the failure's class, where, evidence and
+ * retry; then the current attempt's classified signals. */
+static void
+print_failure(const json_t *x)
+{
+	const json_t *f = json_object_get(x, "failure"), *sig = json_object_get(x, "signals"), *g;
+	const char *title = "Failure:";
+	size_t i;
+
+	if (f == NULL) {
+		f = json_object_get(x, "last_failure");
+		title = "Last failure (retried or moved on):";
+	}
+	if (f != NULL) {
+		const json_t *r = json_object_get(f, "retry");
+
+		printf("%s %s — %s (attempt %lld)\n", title, s_of(f, "class"), s_of(f, "reason"),
+		    json_integer_value(json_object_get(f, "attempt")));
+		printf("  %s\n", s_of(f, "message"));
+		print_compact("pods:", json_object_get(f, "pods"));
+		print_compact("ranks:", json_object_get(f, "ranks"));
+		print_compact("nodes:", json_object_get(f, "nodes"));
+		print_compact("evidence:", json_object_get(f, "evidence"));
+		if (r != NULL)
+			printf("  retry:    %s%s%s\n", json_is_true(json_object_get(r, "given")) ?
+			    "a new attempt was given" : "not retried", json_object_get(r, "why") ?
+			    ": " : "", json_object_get(r, "why") ? s_of(r, "why") : "");
+	}
+	if (json_array_size(sig) > 0)
+		printf("Signals of this attempt (why it stalls or failed):\n");
+	json_array_foreach(sig, i, g)
+		printf("  %-14s %-18s %s\n", s_of(g, "class"), s_of(g, "reason"),
+		    s_of(g, "message"));
+	if (f != NULL || json_array_size(sig) > 0)
+		printf("\n");
+}
+
+static int
+jobs_postmortem(struct cli_ctx *c, const struct cli_args *a)
+{
+	json_t *x, *it, *p, *ct;
+	size_t i, k, q;
+	int rc = job_get(c, a, "/postmortem", &x);
+
+	if (rc != CLI_OK || c->json) {
+		if (rc == CLI_OK)
+			cli_print_json(x);
+		json_decref(x);
+		return rc;
+	}
+	if (json_array_size(json_object_get(x, "items")) == 0)
+		printf("no post-mortem yet: none of the job's attempts has ended\n");
+	json_array_foreach(json_object_get(x, "items"), i, it) {
+		const json_t *r = json_object_get(it, "record"), *f = json_object_get(r, "failure"),
+		    *ray = json_object_get(r, "ray");
+
+		printf("attempt %lld on %s: %s at %s\n", json_integer_value(json_object_get(it,
+		    "attempt")), s_of(it, "cluster"), s_of(it, "trigger"), s_of(it, "recorded_at"));
+		printf("  ray: %s %s\n", s_of(ray, "status"), s_of(ray, "message"));
+		if (f != NULL)
+			printf("  failure: %s — %s: %s\n", s_of(f, "class"), s_of(f, "reason"),
+			    s_of(f, "message"));
+		json_array_foreach(json_object_get(r, "pods"), k, p) {
+			printf("  pod %s (%s) on %s: %s, %lld restarts\n", s_of(p, "name"),
+			    s_of(p, "type"), s_of(p, "node"), s_of(p, "phase"),
+			    json_integer_value(json_object_get(p, "restarts")));
+			json_array_foreach(json_object_get(p, "containers"), q, ct) {
+				const json_t *st = json_object_get(ct, "state"),
+				    *ls = json_object_get(ct, "last_state");
+
+				printf("    %s: %s %s exit %lld%s%s exit %lld\n", s_of(ct, "name"),
+				    s_of(st, "state"), s_of(st, "reason"), json_integer_value(
+				    json_object_get(st, "exit_code")), ls ? ", last " : "", ls ?
+				    s_of(ls, "reason") : "", json_integer_value(json_object_get(ls,
+				    "exit_code")));
+			}
+		}
+		json_array_foreach(json_object_get(r, "events"), k, p)
+			printf("  event %s %s: %s\n", s_of(p, "object"), s_of(p, "reason"),
+			    s_of(p, "message"));
+	}
+	json_decref(x);
+	return rc;
+}
+
 static int
 jobs_explain(struct cli_ctx *c, const struct cli_args *a)
 {
@@ -185,6 +290,7 @@ jobs_explain(struct cli_ctx *c, const struct cli_args *a)
 	if (rc == CLI_OK && c->json) {
 		cli_print_json(x);
 	} else if (rc == CLI_OK) {
+		print_failure(x);
 		if ((t = cli_explain_render(x, &o)) == NULL)
 			rc = cli_fail(CLI_ERROR, "out of memory");
 		else
@@ -412,6 +518,8 @@ const struct cli_cmd cli_jobs_cmds[] = {
 	    NULL, jobs_explain },
 	{ "jobs", "manifest", "ID", 1, "the KubeRay object applied for a job", NULL,
 	    jobs_manifest },
+	{ "jobs", "postmortem", "ID", 1, "what each ended attempt looked like on its cluster "
+	    "(pods, exit codes, events), kept after the cluster is gone", NULL, jobs_postmortem },
 	{ "jobs", "submit", NULL, 0, "submit a job spec", submit_flags, jobs_submit },
 	{ "jobs", "cancel", "ID", 1, "cancel a job", NULL, jobs_cancel },
 	{ "jobs", "move", "ID", 1, "move a job to another region, cloud or cluster",

@@ -1,6 +1,6 @@
 /* cloudsim aws_ops: the AWS operations behind SigV4 — STS AssumeRole (trust policy
  * principal and sts:ExternalId), GetCallerIdentity, IAM GetRole with tags, SageMaker
- * HyperPod DescribeCluster and ListClusterNodes with NextToken paging. */
+ * HyperPod DescribeCluster, ListClusters and ListClusterNodes with NextToken paging. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -432,6 +432,97 @@ list_nodes(struct cs *cs, struct cs_req *rq, struct cs_cluster *cl, json_t *body
 	rq->ctype = "application/x-amz-json-1.1";
 }
 
+static int
+by_name(const void *a, const void *b)
+{
+	const struct cs_cluster *x = *(struct cs_cluster *const *)a,
+	    *y = *(struct cs_cluster *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+static int
+by_created(const void *a, const void *b)
+{
+	const struct cs_cluster *x = *(struct cs_cluster *const *)a,
+	    *y = *(struct cs_cluster *const *)b;
+
+	return x->created < y->created ? -1 : x->created > y->created ? 1 : by_name(a, b);
+}
+
+/* ListClusters (SageMaker API reference): the HyperPod clusters of the caller's account in
+ * the credential scope's region, NameContains, CreationTimeAfter/Before, SortBy
+ * CREATION_TIME (default) | NAME, SortOrder Ascending (default) | Descending, MaxResults
+ * 1..100 and NextToken. */
+static void
+list_clusters(struct cs *cs, struct cs_req *rq, json_t *body, const char *acct)
+{
+	json_t *mr = json_object_get(body, "MaxResults"), *out = json_array(), *reply,
+	    *after = json_object_get(body, "CreationTimeAfter"),
+	    *before = json_object_get(body, "CreationTimeBefore");
+	const char *nt = json_string_value(json_object_get(body, "NextToken")),
+	    *nc = json_string_value(json_object_get(body, "NameContains")),
+	    *sb = json_string_value(json_object_get(body, "SortBy")),
+	    *so = json_string_value(json_object_get(body, "SortOrder")),
+	    *auth = cs_header(rq, "Authorization");
+	long max = json_is_integer(mr) ? (long)json_integer_value(mr) : 100, off = 0;
+	struct cs_cluster **v = calloc(cs->nclusters + 1, sizeof(*v));
+	size_t n = 0, i;
+	bool desc = so != NULL && strcmp(so, "Descending") == 0;
+
+	if (v == NULL)
+		abort();
+	if (max < 1 || max > 100 || (sb && strcmp(sb, "NAME") && strcmp(sb, "CREATION_TIME")) ||
+	    (so && strcmp(so, "Ascending") && strcmp(so, "Descending"))) {
+		cs_reply_error(rq, 400, "ValidationException", "1 validation error detected: %s",
+		    max < 1 || max > 100 ? "Value at 'maxResults' failed to satisfy constraint: "
+		    "Member must have value between 1 and 100" : sb && strcmp(sb, "NAME") &&
+		    strcmp(sb, "CREATION_TIME") ? "Value at 'sortBy' failed to satisfy constraint: "
+		    "Member must satisfy enum value set: [NAME, CREATION_TIME]" : "Value at "
+		    "'sortOrder' failed to satisfy constraint: Member must satisfy enum value set: "
+		    "[Ascending, Descending]");
+		goto cleanup;
+	}
+	if (nt != NULL && (sscanf(nt, "lc-%ld", &off) != 1 || off < 0)) {
+		cs_reply_error(rq, 400, "ValidationException", "Invalid NextToken");
+		goto cleanup;
+	}
+	if (max > cs->cfg.page_size)
+		max = cs->cfg.page_size;
+	for (i = 0; i < cs->nclusters; i++) {
+		struct cs_cluster *cl = &cs->clusters[i];
+		char scope[80];
+
+		snprintf(scope, sizeof(scope), "/%s/sagemaker/", cl->region);
+		if (cl->provider != CS_HYPERPOD || strcmp(cl->account, acct) != 0 ||
+		    auth == NULL || strstr(auth, scope) == NULL ||
+		    (nc != NULL && strstr(cl->name, nc) == NULL) ||
+		    (json_is_number(after) && cl->created <= json_number_value(after)) ||
+		    (json_is_number(before) && cl->created >= json_number_value(before)))
+			continue;
+		v[n++] = cl;
+	}
+	qsort(v, n, sizeof(*v), sb != NULL && strcmp(sb, "NAME") == 0 ? by_name : by_created);
+	for (i = (size_t)off; i < n && (long)json_array_size(out) < max; i++) {
+		struct cs_cluster *cl = v[desc ? n - 1 - i : i];
+		char *arn = cs_hyperpod_arn(cl);
+
+		json_array_append_new(out, json_pack("{s:s, s:s, s:s, s:f}", "ClusterArn", arn,
+		    "ClusterName", cl->name, "ClusterStatus", "InService", "CreationTime",
+		    cl->created));
+		free(arn);
+	}
+	reply = json_pack("{s:o}", "ClusterSummaries", out);
+	out = NULL;
+	if (i < n)
+		json_object_set_new(reply, "NextToken", json_sprintf("lc-%zu", i));
+	cs_reply_json(rq, 200, reply);
+	rq->ctype = "application/x-amz-json-1.1";
+cleanup:
+	json_decref(out);
+	free(v);
+}
+
 void
 cs_sagemaker(struct cs *cs, struct cs_req *rq, struct cs_token *tok, struct cs_aws_user *user)
 {
@@ -457,6 +548,8 @@ cs_sagemaker(struct cs *cs, struct cs_req *rq, struct cs_token *tok, struct cs_a
 	if (target != NULL && strcmp(target, "SageMaker.DescribeCluster") == 0) {
 		if ((cl = hp_cluster(cs, rq, body, acct, me, "DescribeCluster")) != NULL)
 			describe(cs, rq, cl);
+	} else if (target != NULL && strcmp(target, "SageMaker.ListClusters") == 0) {
+		list_clusters(cs, rq, body, acct);
 	} else if (target != NULL && strcmp(target, "SageMaker.ListClusterNodes") == 0) {
 		if ((cl = hp_cluster(cs, rq, body, acct, me, "ListClusterNodes")) != NULL)
 			list_nodes(cs, rq, cl, body);

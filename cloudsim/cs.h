@@ -60,6 +60,7 @@ struct cs_node {
 	double		 created;
 	json_t		*labels;		/* owned */
 	json_t		*taints;		/* owned array */
+	json_t		*conditions;		/* status.conditions as patched (owned), NULL = Ready */
 	char		 uid[40];
 	long long	 used[4];		/* cpu, mem, gpu, tpu requested (tick cache) */
 };
@@ -87,6 +88,8 @@ struct cs_pod {
 	double		 next_restart;		/* sim time of the next crash-loop restart */
 	char		 unschedulable[768];	/* the last FailedScheduling message */
 	json_t		*obj;			/* owned full pod (metadata, spec) */
+	json_t		*status;		/* status as patched (owned), served as given; NULL =
+						 * the simulation's */
 	char		 uid[40];
 	char		 rv[24];
 };
@@ -447,6 +450,22 @@ void	 cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, cons
 	    const char *api, json_t *items);			/* consumes items */
 const char *cs_jpath(json_t *o, const char *dotted);	/* string at a.b.c or NULL */
 
+/* ---- knode.c: node and pod writes, node lifecycle, taint eviction, pod GC */
+/* Answers DELETE/PATCH of a node, nodes/{n}/status, DELETE of a pod and pods/{p}/status;
+ * true when rq was one of them. */
+bool	 cs_knode_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq);
+/* Merges patch into dst: JSON merge patch (RFC 7386), or with strategic the Kubernetes
+ * strategic merge patch (lists with a merge key merged by it, $patch directives). */
+void	 cs_merge_patch(json_t *dst, json_t *patch, bool strategic);
+/* The toleration of tols (borrowed) that tolerates taint, or NULL. */
+json_t	*cs_toleration(json_t *tols, json_t *taint);
+bool	 cs_node_ready(const struct cs_node *n);
+/* Each tick: NotReady taints, NoExecute evictions, pods of deleted nodes removed. */
+void	 cs_node_controllers(struct cs *cs, struct cs_cluster *cl);
+
+/* kauthz.c: SelfSubjectAccessReview / SelfSubjectRulesReview; true when answered. */
+bool	 cs_kauthz_handle(struct cs_cluster *cl, struct cs_req *rq);
+
 /* ---- persist.c: what survives a restart (state.json in the state dir) */
 bool	 cs_persist_load(struct cs *cs, struct err *e);	/* after the fleet is loaded */
 void	 cs_persist_save(struct cs *cs);			/* atomic; logs a failure */
@@ -503,7 +522,12 @@ void	 cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *
 void	 cs_status_spec_change(struct cs *cs, struct cs_object *o, json_t *next_spec);
 void	 cs_object_retemplate(struct cs_cluster *cl, struct cs_object *o);
 bool	 cs_pool_stockout(struct cs *cs, const struct cs_pool *p);
-void	 cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notice_s);
+/* spot.c: a provider-shaped spot reclaim of n (signal "interruption", or on AWS
+ * "rebalance": a rebalance recommendation, no reclaim); false and why when n cannot get it. */
+bool	 cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notice_s,
+	    const char *signal, struct err *e);
+/* Each tick: nodes whose reclaim notice ran out go (their pods with them). */
+void	 cs_spot_tick(struct cs *cs, struct cs_cluster *cl, double now);
 json_t	*cs_state_json(struct cs *cs);
 
 /* ---- tokens (ident.c) */

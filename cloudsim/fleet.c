@@ -239,6 +239,7 @@ cs_node_free(struct cs_node *n)
 		return;
 	json_decref(n->labels);
 	json_decref(n->taints);
+	json_decref(n->conditions);
 	free(n);
 }
 
@@ -248,6 +249,7 @@ cs_pod_free(struct cs_pod *p)
 	if (p == NULL)
 		return;
 	json_decref(p->obj);
+	json_decref(p->status);
 	free(p);
 }
 

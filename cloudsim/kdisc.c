@@ -15,8 +15,8 @@ static const struct core_res {
 	bool namespaced;
 } core[] = {
 	{ "namespaces", "Namespace", "ns", "create,get,list,patch,watch", false },
-	{ "nodes", "Node", "no", "get,list,watch", false },
-	{ "pods", "Pod", "po", "get,list,watch", true },
+	{ "nodes", "Node", "no", "delete,get,list,patch,watch", false },
+	{ "pods", "Pod", "po", "delete,get,list,watch", true },
 	{ "events", "Event", "ev", "get,list,watch", true },
 	{ "configmaps", "ConfigMap", "cm", "create,delete,get,list,patch", true },
 	{ "serviceaccounts", "ServiceAccount", "sa", "create,delete,get,list,patch", true },
@@ -27,13 +27,19 @@ static const struct core_res {
 static const struct group_res {
 	const char *group, *version, *name, *kind;
 	bool namespaced, kueue;
+	const char *verbs;		/* NULL: create,delete,get,list,patch */
 } groups[] = {
-	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true, false },
-	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false },
-	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true },
-	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true },
+	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true, false, NULL },
+	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false, NULL },
+	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true, NULL },
+	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", false,
-	  true },
+	  true, NULL },
+	/* kauthz.c: what kubectl auth can-i asks */
+	{ "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
+	  false, false, "create" },
+	{ "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
+	  false, false, "create" },
 };
 
 #define NGROUPS	(sizeof(groups) / sizeof(groups[0]))
@@ -67,27 +73,6 @@ group_json(const char *group, const char *version)
 	    "version", version);
 }
 
-/* /apis/GROUP/VERSION: the group's resources */
-static void
-group_resources(struct cs_req *rq, const char *group, const char *version)
-{
-	json_t *res = json_array();
-	char gv[96];
-
-	for (size_t i = 0; i < NGROUPS; i++)
-		if (strcmp(groups[i].group, group) == 0)
-			json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:[s, s, s, s, "
-			    "s]}", "name", groups[i].name, "singularName", "", "namespaced",
-			    groups[i].namespaced, "kind", groups[i].kind, "verbs", "create",
-			    "delete", "get", "list", "patch"));
-	snprintf(gv, sizeof(gv), "%s/%s", group, version);
-	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
-	    "apiVersion", "v1", "groupVersion", gv, "resources", res));
-}
-
-static const char *const ray_plurals[] = { "rayclusters", "rayjobs", "rayservices",
-	"raycronjobs" };
-
 static json_t *
 split(const char *csv)
 {
@@ -100,6 +85,27 @@ split(const char *csv)
 	free(buf);
 	return a;
 }
+
+/* /apis/GROUP/VERSION: the group's resources */
+static void
+group_resources(struct cs_req *rq, const char *group, const char *version)
+{
+	json_t *res = json_array();
+	char gv[96];
+
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (strcmp(groups[i].group, group) == 0)
+			json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:o}", "name",
+			    groups[i].name, "singularName", "", "namespaced", groups[i].namespaced,
+			    "kind", groups[i].kind, "verbs", split(groups[i].verbs ? groups[i].verbs :
+			    "create,delete,get,list,patch")));
+	snprintf(gv, sizeof(gv), "%s/%s", group, version);
+	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
+	    "apiVersion", "v1", "groupVersion", gv, "resources", res));
+}
+
+static const char *const ray_plurals[] = { "rayclusters", "rayjobs", "rayservices",
+	"raycronjobs" };
 
 static void
 api_v1(struct cs_req *rq)
@@ -114,6 +120,9 @@ api_v1(struct cs_req *rq)
 		    split(core[i].shorts)));
 	json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:[s, s, s]}", "name",
 	    "pods/status", "singularName", "", "namespaced", 1, "kind", "Pod", "verbs", "get",
+	    "patch", "update"));
+	json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:[s, s, s]}", "name",
+	    "nodes/status", "singularName", "", "namespaced", 0, "kind", "Node", "verbs", "get",
 	    "patch", "update"));
 	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
 	    "apiVersion", "v1", "groupVersion", "v1", "resources", res));

@@ -69,12 +69,19 @@ pod_cells(struct cs *cs, json_t *p, json_t *cols)
 	json_t *cs0 = json_array_get(cs_jpath(p, "status.phase") ? json_object_get(
 	    json_object_get(p, "status"), "containerStatuses") : NULL, 0);
 	const char *phase = str(p, "status.phase", "Pending"),
-	    *waiting = cs_jpath(cs0, "state.waiting.reason");
-	bool ready = strcmp(phase, "Running") == 0;
+	    *waiting = cs_jpath(cs0, "state.waiting.reason"),
+	    *term = cs_jpath(cs0, "state.terminated.reason");
+	json_t *rc = json_object_get(cs0, "restartCount");
+	bool ready = json_is_boolean(json_object_get(cs0, "ready")) ?
+	    json_is_true(json_object_get(cs0, "ready")) : strcmp(phase, "Running") == 0;
+	char restarts[24];
 
+	/* kubectl's columns: the container's waiting or terminated reason over the phase */
+	snprintf(restarts, sizeof(restarts), "%lld", json_is_integer(rc) ?
+	    (long long)json_integer_value(rc) : 0LL);
 	add_cols(cols, names, 5);
 	return json_pack("[s, s, s, s, o, s, s]", str(p, "metadata.name", ""), ready ? "1/1" :
-	    "0/1", waiting ? waiting : phase, "0", age(cs, cs_jpath(p,
+	    "0/1", waiting ? waiting : term ? term : phase, restarts, age(cs, cs_jpath(p,
 	    "metadata.creationTimestamp")), str(p, "status.podIP", "<none>"), str(p,
 	    "spec.nodeName", "<none>"));
 }

@@ -30,12 +30,14 @@ cs_node_json(const struct cs_node *n)
 	    "node.alpha.kubernetes.io/ttl", "0",
 	    "spec", "taints", taints,
 	    "status", "capacity", cap, "allocatable", cap, "conditions", "type", "Ready",
-	    "status", n->preempt_at > 0 ? "Unknown" : "True", "reason", "KubeletReady",
+	    "status", "True", "reason", "KubeletReady",
 	    "message", "kubelet is posting ready status", "lastTransitionTime", ts,
 	    "nodeInfo", "kubeletVersion", "v1.30.4", "containerRuntimeVersion",
 	    "containerd://1.7.20", "operatingSystem", "linux",
 	    "addresses", "type", "Hostname", "address", n->name);
 	json_decref(cap);
+	if (n->conditions != NULL)	/* as patched through nodes/{n}/status */
+		json_object_set(json_object_get(j, "status"), "conditions", n->conditions);
 	if (n->cordoned)
 		json_object_set_new(json_object_get(j, "spec"), "unschedulable", json_true());
 	if (n->pool->cl->provider == CS_GKE)
@@ -116,7 +118,9 @@ cs_pod_json(const struct cs_pod *p)
 		    "Unschedulable", "message", p->unschedulable[0] ? p->unschedulable :
 		    "0 nodes are available for this pod");
 	}
-	json_object_set_new(j, "status", st);
+	json_object_set_new(j, "status", p->status != NULL ? json_deep_copy(p->status) : st);
+	if (p->status != NULL)	/* patched through pods/{p}/status: served as given */
+		json_decref(st);
 	return j;
 }
 
@@ -368,6 +372,33 @@ cs_ns_exists(struct cs_cluster *cl, const char *ns)
 	return false;
 }
 
+/* The component that posts an event with this reason. */
+static const char *
+component(const char *reason)
+{
+	static const struct {
+		const char *reason, *component;
+	} by[] = {
+		{ "FailedScheduling", "default-scheduler" },
+		{ "Scheduled", "default-scheduler" },
+		{ "TriggeredScaleUp", "cluster-autoscaler" },
+		{ "NotTriggerScaleUp", "cluster-autoscaler" },
+		{ "FailedScaleUp", "cluster-autoscaler" },
+		{ "TaintManagerEviction", "taint-eviction-controller" },
+		{ "SpotInterruption", "aws-node-termination-handler" },
+		{ "RebalanceRecommendation", "aws-node-termination-handler" },
+		{ "Cordon", "aws-node-termination-handler" },
+		{ "CordonAndDrain", "aws-node-termination-handler" },
+		{ "PreemptScheduled", "custom-plugin-monitor" },	/* AKS node problem detector */
+		{ "Preempt", "custom-plugin-monitor" },
+	};
+
+	for (size_t i = 0; i < sizeof(by) / sizeof(by[0]); i++)
+		if (strcmp(by[i].reason, reason) == 0)
+			return by[i].component;
+	return "kubelet";
+}
+
 void
 cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char *kind,
     const char *name, const char *uid, const char *type, const char *reason, const char *msg)
@@ -402,8 +433,7 @@ cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char *kind,
 	    "apiVersion", strcmp(kind, "Pod") == 0 || strcmp(kind, "Node") == 0 ? "v1" :
 	    "ray.io/v1",
 	    "reason", reason, "message", msg, "type", type, "source", "component",
-	    strcmp(reason, "FailedScheduling") == 0 || strcmp(reason, "Scheduled") == 0 ?
-	    "default-scheduler" : strstr(reason, "ScaleUp") ? "cluster-autoscaler" : "kubelet",
+	    component(reason),
 	    "firstTimestamp", ts, "lastTimestamp", ts, "count", 1, "reportingComponent", ""));
 	json_object_set_new(json_object_get(json_array_get(cl->events,
 	    json_array_size(cl->events) - 1), "metadata"), "resourceVersion",
@@ -606,6 +636,10 @@ cs_kube_handle(struct cs *cs, struct cs_req *rq)
 	if (cs_kube_discovery(cs, cl, rq))
 		return;
 	if (cs_kplain_handle(cs, cl, rq))	/* ConfigMaps, RBAC, Kueue objects (issue 13) */
+		return;
+	if (cs_knode_handle(cs, cl, rq))	/* node and pod writes, status subresources */
+		return;
+	if (cs_kauthz_handle(cl, rq))		/* kubectl auth can-i */
 		return;
 	if (rq->nseg == 3 && strcmp(rq->seg[2], "version") == 0) {
 		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:s}", "major", "1", "minor",

@@ -1,6 +1,6 @@
 /* cloudsim sched: the member clusters' control loops — KubeRay pods for Ray objects, the
- * scheduler (selectors, affinity, taints, resources), the autoscaler with stockouts, spot
- * reclaims, and preemption notices.  Status progression lives in status.c. */
+ * scheduler (selectors, affinity, taints, resources) and the autoscaler with stockouts.
+ * Status progression lives in status.c, spot reclaims in spot.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -313,31 +313,10 @@ cs_object_deleted(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 static bool
 tolerated(json_t *tols, json_t *taint)
 {
-	const char *tk = json_string_value(json_object_get(taint, "key")),
-	    *tv = json_string_value(json_object_get(taint, "value")),
-	    *te = json_string_value(json_object_get(taint, "effect"));
-	size_t i;
-	json_t *t;
+	const char *te = json_string_value(json_object_get(taint, "effect"));
 
-	if (te != NULL && strcmp(te, "PreferNoSchedule") == 0)
-		return true;
-	json_array_foreach(tols, i, t) {
-		const char *k = json_string_value(json_object_get(t, "key")),
-		    *op = json_string_value(json_object_get(t, "operator")),
-		    *v = json_string_value(json_object_get(t, "value")),
-		    *e = json_string_value(json_object_get(t, "effect"));
-		bool exists = op != NULL && strcmp(op, "Exists") == 0;
-
-		if (e != NULL && *e && te != NULL && strcmp(e, te) != 0)
-			continue;
-		if ((k == NULL || *k == '\0') && exists)
-			return true;
-		if (k == NULL || tk == NULL || strcmp(k, tk) != 0)
-			continue;
-		if (exists || strcmp(v ? v : "", tv ? tv : "") == 0)
-			return true;
-	}
-	return false;
+	return (te != NULL && strcmp(te, "PreferNoSchedule") == 0) ||
+	    cs_toleration(tols, taint) != NULL;
 }
 
 static bool
@@ -707,62 +686,6 @@ schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 	autoscale(cs, cl, p, now);
 }
 
-void
-cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notice_s)
-{
-	double now = cs_now(cs);
-	char msg[512], when[32];
-	size_t i;
-	const char *key = cl->provider == CS_GKE ? "cloud.google.com/impending-node-termination" :
-	    cl->provider == CS_AKS ? "kubernetes.azure.com/scalesetpriority-eviction" :
-	    "aws-node-termination-handler/spot-itn";
-
-	if (n->preempt_at > 0)
-		return;
-	n->preempt_at = now + (notice_s > 0 ? notice_s : 0.001);
-	json_array_append_new(n->taints, json_pack("{s:s, s:s, s:s}", "key", key, "value",
-	    "true", "effect", "NoSchedule"));
-	cs_rfc3339(n->preempt_at, when);
-	snprintf(msg, sizeof(msg), "Node %s will be reclaimed by the provider at %s (spot "
-	    "preemption notice)", n->name, when);
-	cs_event(cs, cl, "default", "Node", n->name, n->uid, "Warning", "PreemptScheduled", msg);
-	for (i = 0; i < cl->pods.n; i++) {
-		struct cs_pod *p = cl->pods.v[i];
-
-		if (strcmp(p->node, n->name) == 0)
-			cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning",
-			    "PreemptionNotice", msg);
-	}
-}
-
-static void
-reclaim(struct cs *cs, struct cs_cluster *cl, double now)
-{
-	size_t i = cl->nodes.n, j;
-	char msg[384];
-
-	while (i-- > 0) {
-		struct cs_node *n = cl->nodes.v[i];
-
-		if (n->preempt_at == 0 || n->preempt_at > now)
-			continue;
-		j = cl->pods.n;
-		while (j-- > 0) {
-			struct cs_pod *p = cl->pods.v[j];
-
-			if (strcmp(p->node, n->name) != 0)
-				continue;
-			snprintf(msg, sizeof(msg), "Pod was terminated: node %s was preempted "
-			    "(spot capacity reclaimed)", n->name);
-			cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "Preempted", msg);
-			pod_remove(cl, j);
-		}
-		cs_vec_del(&cl->nodes, i);
-		cs_node_free(n);
-		cl->rv++;
-	}
-}
-
 static void
 scale(struct cs *cs, struct cs_cluster *cl, double now)
 {
@@ -883,7 +806,8 @@ cs_tick(struct cs *cs)
 	for (c = 0; c < cs->nclusters; c++) {
 		struct cs_cluster *cl = &cs->clusters[c];
 
-		reclaim(cs, cl, now);
+		cs_spot_tick(cs, cl, now);	/* spot.c: reclaims whose notice ran out */
+		cs_node_controllers(cs, cl);	/* NotReady, NoExecute evictions, pod GC */
 		scale(cs, cl, now);
 		for (i = 0; i < cl->objects.n; i++)
 			reconcile(cs, cl, cl->objects.v[i]);

@@ -240,16 +240,20 @@ faults(struct cs *cs, struct cs_req *rq, json_t *body)
 	}
 }
 
+/* POST /_sim/spot-reclaim (and its old name /_sim/preempt): a provider-shaped spot reclaim
+ * of a node, or of count nodes of a pool (spot.c says what each provider signals). */
 static void
-preempt(struct cs *cs, struct cs_req *rq, json_t *b)
+spot_reclaim(struct cs *cs, struct cs_req *rq, json_t *b)
 {
 	struct cs_cluster *cl = cs_cluster_find(cs, json_string_value(json_object_get(b,
 	    "cluster")));
 	const char *node = json_string_value(json_object_get(b, "node")),
-	    *pool = json_string_value(json_object_get(b, "pool"));
+	    *pool = json_string_value(json_object_get(b, "pool")),
+	    *signal = json_string_value(json_object_get(b, "signal"));
 	json_t *cnt = json_object_get(b, "count"), *ns = json_object_get(b, "notice_s"), *out;
 	long long want = json_is_integer(cnt) ? json_integer_value(cnt) : 1;
 	double notice = json_is_number(ns) ? json_number_value(ns) : cs->cfg.preempt_notice_s;
+	struct err e = { 0 };
 	size_t i;
 
 	if (cl == NULL || (node == NULL && pool == NULL) || want < 1 || notice < 0 ||
@@ -262,10 +266,14 @@ preempt(struct cs *cs, struct cs_req *rq, json_t *b)
 	for (i = 0; i < cl->nodes.n && (long long)json_array_size(out) < want; i++) {
 		struct cs_node *n = cl->nodes.v[i];
 
-		if (n->preempt_at > 0 || (node && strcmp(node, n->name)) ||
+		if ((pool != NULL && n->preempt_at > 0) || (node && strcmp(node, n->name)) ||
 		    (pool && strcmp(pool, n->pool->name)))
 			continue;
-		cs_preempt(cs, cl, n, notice);
+		if (!cs_preempt(cs, cl, n, notice, signal, &e)) {
+			json_decref(out);
+			cs_reply_error(rq, e.status, e.code, "%s", e.msg);
+			return;
+		}
 		json_array_append_new(out, json_string(n->name));
 	}
 	if (json_array_size(out) == 0) {
@@ -302,8 +310,9 @@ cs_sim_handle(struct cs *cs, struct cs_req *rq)
 		cs_watch_sim(cs, rq, what + 6, body);
 	} else if (strcmp(what, "faults") == 0) {
 		faults(cs, rq, body);
-	} else if (strcmp(what, "preempt") == 0 && strcmp(rq->method, "POST") == 0) {
-		preempt(cs, rq, body);
+	} else if ((strcmp(what, "spot-reclaim") == 0 || strcmp(what, "preempt") == 0) &&
+	    strcmp(rq->method, "POST") == 0) {
+		spot_reclaim(cs, rq, body);
 	} else if (strcmp(what, "iam") == 0 && strcmp(rq->method, "POST") == 0) {
 		if (cs_sim_iam(cs, body, &e))
 			cs_reply_json(rq, 200, json_pack("{s:b}", "updated", 1));

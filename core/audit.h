@@ -11,7 +11,8 @@
 
 struct actor {
 	char	id[40];		/* token id (uuid) or "" for the bootstrap command */
-	char	name[128];
+	char	name[128];	/* token name, or an OIDC user's email (else sub) */
+	char	team[64];	/* the OIDC group map's team, "" when none */
 	char	request_id[64];
 };
 

@@ -98,8 +98,11 @@ static const struct ckey keys[] = {
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
 	{ "workers", C_STR, S(workers),
-	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep",
+	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep,webhooks",
 	  "FLEETD_WORKERS", false, "background loops this replica runs (comma list; none = API only)" },
+	{ "lease-ttl", C_INT, S(lease_ttl_s), "10", "FLEETD_LEASE_TTL", false,
+	  "seconds a member cluster's lease lasts unrenewed: how long a dead replica's clusters"
+	  " wait before another takes them" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
 	{ "status-watch", C_INT, S(status_watch), "1", "FLEETD_STATUS_WATCH", false,
@@ -110,6 +113,8 @@ static const struct ckey keys[] = {
 	  false, "folder of the web console's files (index.html, app.js, app.css)" },
 	{ "sse-heartbeat", C_INT, S(sse_heartbeat_s), "15", "FLEETD_SSE_HEARTBEAT", false,
 	  "seconds between heartbeats of an idle event stream" },
+	{ "metrics-token", C_STR, S(metrics_token), NULL, "FLEETD_METRICS_TOKEN", true,
+	  "bearer token a scraper sends to /metrics (a token for every environment also may)" },
 	{ "sse-per-token", C_INT, S(sse_per_token), "16", "FLEETD_SSE_PER_TOKEN", false,
 	  "event streams one token may hold open (429 above)" },
 	{ "sse-max-streams", C_INT, S(sse_max_streams), "512", "FLEETD_SSE_MAX_STREAMS", false,
@@ -136,6 +141,34 @@ static const struct ckey keys[] = {
 	  false, "milliseconds between orphan sweeps" },
 	{ "orphan-min-age", C_INT, S(orphan_min_age_s), "60", "FLEETD_ORPHAN_MIN_AGE", false,
 	  "seconds a job's state must be settled before its stray objects count as orphans" },
+	{ "oidc-issuer", C_STR, S(oidc_issuer), NULL, "FLEETD_OIDC_ISSUER", false,
+	  "OpenID provider whose access tokens (JWT) are accepted; unset: static tokens only" },
+	{ "oidc-audience", C_STR, S(oidc_audience), NULL, "FLEETD_OIDC_AUDIENCE", false,
+	  "the aud an access token must name (required with an issuer)" },
+	{ "oidc-groups-claim", C_STR, S(oidc_groups_claim), "groups", "FLEETD_OIDC_GROUPS_CLAIM",
+	  false, "claim that lists the user's groups" },
+	{ "oidc-groups", C_STR, S(oidc_groups), "{}", "FLEETD_OIDC_GROUPS", false,
+	  "JSON {\"group\": {\"role\": R, \"environments\": [..], \"team\": T}}" },
+	{ "oidc-ca", C_STR, S(oidc_ca), NULL, "FLEETD_OIDC_CA", false,
+	  "PEM file of the CAs the provider's certificate chains to (default: the system's)" },
+	{ "oidc-leeway", C_INT, S(oidc_leeway), "60", "FLEETD_OIDC_LEEWAY", false,
+	  "seconds of clock skew allowed on exp, nbf and iat" },
+	{ "oidc-key-grace", C_INT, S(oidc_key_grace), "300", "FLEETD_OIDC_KEY_GRACE", false,
+	  "seconds a key that left the JWKS still verifies tokens" },
+	{ "oidc-refresh-min", C_INT, S(oidc_refresh_min), "30", "FLEETD_OIDC_REFRESH_MIN", false,
+	  "fewest seconds between JWKS fetches (an unknown kid asks for one)" },
+	{ "oidc-jwks-max-age", C_INT, S(oidc_jwks_max_age), "3600", "FLEETD_OIDC_JWKS_MAX_AGE",
+	  false, "seconds after which the JWKS is fetched again" },
+	{ "webhook-interval-ms", C_INT, S(webhook_interval_ms), "1000",
+	  "FLEETD_WEBHOOK_INTERVAL_MS", false, "milliseconds between rounds of the webhooks worker" },
+	{ "webhook-timeout-ms", C_INT, S(webhook_timeout_ms), "10000", "FLEETD_WEBHOOK_TIMEOUT_MS",
+	  false, "milliseconds one webhook delivery attempt may take" },
+	{ "webhook-max-attempts", C_INT, S(webhook_max_attempts), "8",
+	  "FLEETD_WEBHOOK_MAX_ATTEMPTS", false, "attempts before a delivery is dead-lettered" },
+	{ "webhook-backoff-ms", C_INT, S(webhook_backoff_ms), "1000", "FLEETD_WEBHOOK_BACKOFF_MS",
+	  false, "first retry delay of a webhook delivery (doubles each attempt, jittered)" },
+	{ "webhook-backoff-max-ms", C_INT, S(webhook_backoff_max_ms), "600000",
+	  "FLEETD_WEBHOOK_BACKOFF_MAX_MS", false, "cap on one webhook retry delay" },
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -240,6 +273,8 @@ config_load(int argc, char **argv, int first, char ***rest, int *nrest, struct e
 	}
 	if (cfg.threads < 1 || cfg.db_pool < 1)
 		return err_set(e, 400, "config.bad_value", "threads and db-pool must be at least 1");
+	if (cfg.lease_ttl_s < 3)	/* renewed every second, given up a second early */
+		return err_set(e, 400, "config.bad_value", "lease-ttl must be at least 3 seconds");
 	if (rest != NULL) {
 		*rest = positional;
 		*nrest = np;

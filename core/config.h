@@ -46,6 +46,7 @@ struct config {
 	char	*gcp_principal;
 	char	*instance_id;		/* replica name in logs and claims */
 	char	*workers;		/* background loops to run, comma list */
+	int	 lease_ttl_s;		/* a cluster lease lasts this long unrenewed */
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
 	int	 status_watch;		/* 1: status follows watches, 0: polls */
 	int	 poll_concurrency;	/* capacity refresh calls in flight */
@@ -59,9 +60,24 @@ struct config {
 	int	 sweep_interval_ms;
 	int	 orphan_min_age_s;	/* a job's last change this old before its strays count */
 	int	 sse_heartbeat_s;	/* seconds between SSE heartbeats */
+	char	*metrics_token;		/* bearer token for /metrics; secret */
 	int	 sse_per_token;		/* event streams one token may hold open */
 	int	 sse_max_streams;	/* event streams of this replica */
 	char	*console_dir;		/* the web console's files */
+	char	*oidc_issuer;		/* OpenID provider; unset: static tokens only */
+	char	*oidc_audience;		/* the aud fleetd's access tokens carry */
+	char	*oidc_groups_claim;	/* claim listing the user's groups */
+	char	*oidc_groups;		/* JSON group map: role, environments, team */
+	char	*oidc_ca;		/* PEM file of CAs for the provider; unset: system */
+	int	 oidc_leeway;		/* seconds of clock skew on exp, nbf, iat */
+	int	 oidc_key_grace;	/* seconds a key gone from the JWKS still verifies */
+	int	 oidc_refresh_min;	/* seconds between JWKS fetches on unknown kids */
+	int	 oidc_jwks_max_age;	/* seconds after which the JWKS is fetched again */
+	int	 webhook_interval_ms;	/* the webhooks worker's round */
+	int	 webhook_timeout_ms;	/* one delivery attempt */
+	int	 webhook_max_attempts;	/* then the delivery is dead */
+	int	 webhook_backoff_ms;	/* first retry delay (doubles, jittered) */
+	int	 webhook_backoff_max_ms;	/* cap on one retry delay */
 };
 
 extern struct config cfg;

@@ -19,6 +19,7 @@ struct token_principal {
 	int	 role;		/* enum token_role */
 	char	**envs;		/* arena-owned */
 	int	 nenvs;
+	char	 team[64];	/* OIDC group map's team; "" for static tokens */
 };
 
 int	 token_role_parse(const char *s);	/* TOKEN_NONE when unknown */

@@ -711,12 +711,14 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 		"ray_version", "image", "entrypoint", "schedule", "time_zone", "serve_config",
 		"head", "worker_groups", "topology", "constraints", "runtime_env", "checkpoint",
 		"gcs_fault_tolerance", "ttl_seconds_after_finished", "active_deadline_seconds",
-		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", "cron", NULL };
+		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", "cron",
+		"max_infra_retries", NULL };
 	struct job_spec s;
 
 	memset(&s, 0, sizeof(s));
 	memset(out, 0, sizeof(*out));
 	s.ttl_seconds_after_finished = 600;
+	s.max_infra_retries = -1;
 	if (!json_is_object(j)) {
 		err_field(e, 400, "api.not_object", "", "job spec must be a json object");
 		return false;
@@ -725,6 +727,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 	    !parse_kind_fields(j, &s, e) || !parse_head(j, &s, e) || !parse_groups(j, &s, e) ||
 	    !parse_topology(j, &s, e) || !parse_constraints(j, &s, e) ||
 	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) ||
+	    !int_member(j, "max_infra_retries", "", 0, 100, NULL, &s.max_infra_retries, e) ||
 	    !jobspec_parse_autoscaler(j, &s, e) || !jobspec_parse_cron(j, &s, e) ||
 	    (s.topology == JOBSPEC_TOPO_SLICE && !check_slice(&s, e)) ||
 	    (s.topology == JOBSPEC_TOPO_HOST && !check_host(&s, e))) {
@@ -904,6 +907,8 @@ jobspec_to_json(const struct job_spec *s)
 	if (s->checkpoint_uri != NULL)
 		json_object_set_new(o, "checkpoint", json_pack("{s:s, s:i}", "uri",
 		    s->checkpoint_uri, "grace_seconds", s->checkpoint_grace_seconds));
+	if (s->max_infra_retries >= 0)
+		json_object_set_new(o, "max_infra_retries", json_integer(s->max_infra_retries));
 	if (s->head_ray_start_params != NULL)
 		json_object_set(json_object_get(o, "head"), "ray_start_params",
 		    s->head_ray_start_params);

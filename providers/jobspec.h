@@ -120,6 +120,7 @@ struct job_spec {
 	char	*submission_mode;		/* K8sJobMode (default) | HTTPMode | SidecarMode */
 	enum jobspec_delete delete_on_success;	/* RayJob deletionStrategy, optional pair */
 	enum jobspec_delete delete_on_failure;
+	int	 max_infra_retries;		/* -1: the queue's (issue 24) */
 };
 
 struct jobspec_totals {

@@ -636,7 +636,7 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 	    "resources", resources(cpu, mem, g ? kuberay_accel_resource(g->accel_flavor) : NULL,
 	    g ? g->accel_count : 0),
 	    "volumeMounts", "name", "dshm", "mountPath", "/dev/shm");
-	/* the checkpoint signal (CONTRACTS.md): a ConfigMap volume, refreshed by the kubelet
+	/* the checkpoint signal (docs/design/contracts.md): a ConfigMap volume, refreshed by the kubelet
 	 * without a restart; the pod's service account may patch the ack into it */
 	json_array_append_new(json_object_get(ctr, "volumeMounts"), json_pack("{s:s, s:s, s:b}",
 	    "name", "fleet-signal", "mountPath", KUBERAY_SIGNAL_DIR, "readOnly", 1));

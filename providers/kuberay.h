@@ -79,7 +79,7 @@ struct kuberay_input {
 	const char	*checkpoint_deadline;	/* RFC 3339; sets fleet.io/checkpoint-requested */
 };
 
-/* The checkpoint signal of an attempt (CONTRACTS.md): what fleetd writes in the ConfigMap
+/* The checkpoint signal of an attempt (docs/design/contracts.md): what fleetd writes in the ConfigMap
  * fleet-signal-<first 8 hex of the job id>-<attempt>. NULL fields: empty values. */
 struct kuberay_signal {
 	const char	*requested_at;	/* RFC 3339 UTC */

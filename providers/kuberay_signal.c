@@ -1,5 +1,5 @@
 /* kuberay_signal: the per-attempt objects fleetd applies before a Ray object (see
- * /work/notes/CONTRACTS.md "Checkpoint signal"): the signal ConfigMap every Ray container
+ * docs/design/contracts.md, "Checkpoint signal"): the signal ConfigMap every Ray container
  * mounts at /etc/fleet/signal, the ServiceAccount its pods run as, and the Role and
  * RoleBinding that let that account read and patch (the acknowledgement) that one ConfigMap.
  * Pure: struct in, json_t out. */

@@ -38,39 +38,17 @@ struct region {
 	unsigned	 offers;	/* flavor bits */
 };
 
-/* A representative subset of each provider's regions with accelerator offers. */
+/* The regions and providers: regions/catalog_regions.def, shared with the Terraform provider. */
 static const struct region regions[] = {
-	{ "gke", "us-central1", H100 | A100_80 | A100_40 | L4 | V5P },
-	{ "gke", "us-east1", A100_40 | L4 },
-	{ "gke", "us-east4", H100 | A100_80 | A100_40 | L4 },
-	{ "gke", "us-east5", H100 | A100_80 | V5P },
-	{ "gke", "us-south1", H100 | L4 },
-	{ "gke", "us-west1", H100 | A100_40 | L4 },
-	{ "gke", "us-west4", H100 | A100_40 | L4 },
-	{ "gke", "europe-west1", H100 | L4 },
-	{ "gke", "europe-west4", H100 | A100_80 | A100_40 | L4 | V5P },
-	{ "gke", "asia-northeast1", H100 | A100_80 | A100_40 | L4 },
-	{ "gke", "asia-southeast1", H100 | A100_40 | L4 },
-	{ "aks", "eastus", H100 | A100_80 | A100_40 | A10 },
-	{ "aks", "eastus2", H100 | A100_80 | A10 },
-	{ "aks", "westus2", A100_80 | A100_40 | A10 },
-	{ "aks", "westus3", H100 | A100_80 | A10 },
-	{ "aks", "southcentralus", H100 | A100_80 | A100_40 | A10 },
-	{ "aks", "northeurope", A100_80 | A10 },
-	{ "aks", "westeurope", A100_80 | A100_40 | A10 },
-	{ "aks", "swedencentral", H100 | A100_80 | A10 },
-	{ "aks", "uksouth", H100 | A100_80 | A10 },
-	{ "aks", "japaneast", H100 | A100_80 | A10 },
-	{ "hyperpod", "us-east-1", H100 | A100_80 | A100_40 | L4 | A10G },
-	{ "hyperpod", "us-east-2", H100 | A100_40 | L4 | A10G },
-	{ "hyperpod", "us-west-2", H100 | A100_80 | A100_40 | L4 | A10G },
-	{ "hyperpod", "eu-west-1", A100_40 | L4 | A10G },
-	{ "hyperpod", "eu-central-1", A100_40 | L4 | A10G },
-	{ "hyperpod", "ap-northeast-1", H100 | A100_40 | L4 | A10G },
+#define CATALOG_REGION(provider, name, offers) { provider, name, offers },
+#include "regions/catalog_regions.def"
 };
 #define NREGIONS (sizeof(regions) / sizeof(regions[0]))
 
-static const char *const providers[] = { "gke", "aks", "hyperpod" };
+static const char *const providers[] = {
+#define CATALOG_PROVIDER(name) name,
+#include "regions/catalog_regions.def"
+};
 #define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))
 
 /* Built-in prices: approximate on-demand list prices per node-hour in a US region, spot

@@ -354,22 +354,42 @@ cluster_probe(const char *api_server, const char *ca_pem, const char *token, str
 	return ok;
 }
 
+char *
+cluster_seal(const char *id, const char *text, struct err *e)
+{
+	uint8_t key[32];
+	char *s;
+
+	if (!cluster_master_key(key, e))
+		return NULL;
+	s = crypto_seal(key, text, id, e);
+	memset(key, 0, sizeof(key));
+	return s;
+}
+
+char *
+cluster_open(const char *id, const char *sealed, struct err *e)
+{
+	uint8_t key[32];
+	char *s;
+
+	if (!cluster_master_key(key, e))
+		return NULL;
+	s = crypto_open(key, sealed, id, e);
+	memset(key, 0, sizeof(key));
+	return s;
+}
+
 static bool
 seal_token(const char *id, const char *token, char **sealed, struct err *e)
 {
-	uint8_t key[32];
-	json_t *cred;
-	char *text;
+	json_t *cred = json_pack("{s:s}", "token", token);
+	char *text = json_dumps(cred, JSON_COMPACT);
 
-	if (!cluster_master_key(key, e))
-		return false;
-	cred = json_pack("{s:s}", "token", token);
-	text = json_dumps(cred, JSON_COMPACT);
-	*sealed = crypto_seal(key, text, id, e);
+	*sealed = cluster_seal(id, text, e);
 	memset(text, 0, strlen(text));
 	free(text);
 	json_decref(cred);
-	memset(key, 0, sizeof(key));
 	return *sealed != NULL;
 }
 
@@ -425,7 +445,10 @@ cluster_create(struct db *c, const char *cloud_id, const struct cluster_input *i
 
 		ok = write_row(c, sql, 13, p, 7, in, id, out, e);
 	}
-	if (!ok && e->status == 409)
+	if (!ok && e->status == 409 && strstr(e->detail, "provider_cluster_id") != NULL)
+		err_field(e, 409, "cluster.exists", "/provider_cluster_id",
+		    "another registration already uses this provider cluster id");
+	else if (!ok && e->status == 409)
 		err_field(e, 409, "cluster.exists", "/name",
 		    "the cloud already has a cluster named %s", in->name);
 	free(sealed);

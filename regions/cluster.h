@@ -45,6 +45,11 @@ struct cluster_input {
 /* The 32-byte master key from FLEETD_MASTER_KEY; 503 "config.no_master_key" when unset
  * or malformed. */
 bool	cluster_master_key(uint8_t key[32], struct err *e);
+/* text sealed with the master key and bound to id (AES-256-GCM with id as associated
+ * data), and opened again: what every secret fleetd must use later is stored as (cluster
+ * credentials, webhook secrets).  malloc'd; NULL + e on a missing key or a forged seal. */
+char	*cluster_seal(const char *id, const char *text, struct err *e);
+char	*cluster_open(const char *id, const char *sealed, struct err *e);
 /* The parts of a provider cluster id (see cluster_provider_id_parse). */
 struct provider_id {
 	char	account[128];	/* gke project, aks subscription, aws account */

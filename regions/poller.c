@@ -226,7 +226,7 @@ dup(const PGresult *r, int row, int col)
 }
 
 static bool
-load_jobs(struct job **out, size_t *n, struct err *e)
+load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 {
 	static const char sql[] =
 	    "SELECT k.id, k.name, k.api_server, k.ca_cert, k.credentials_sealed,"
@@ -235,7 +235,8 @@ load_jobs(struct job **out, size_t *n, struct err *e)
 	    " coalesce(extract(epoch FROM k.last_refresh_at), 0), k.batch_scheduler,"
 	    " k.kueue::text, coalesce(extract(epoch FROM now() - k.batch_probe_at), -1)"
 	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
-	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id ORDER BY k.id";
+	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id"
+	    " WHERE $1::uuid[] IS NULL OR k.id = ANY($1::uuid[]) ORDER BY k.id";
 	struct db *c = NULL;
 	PGresult *r = NULL;
 	uint8_t key[32];
@@ -249,7 +250,7 @@ load_jobs(struct job **out, size_t *n, struct err *e)
 		return false;
 	if ((c = db_acquire(5000, e)) == NULL)
 		goto cleanup;
-	if (!db_exec(c, sql, 0, NULL, &r, e))
+	if (!db_exec(c, sql, 1, (const char *const[]){ only }, &r, e))
 		goto cleanup;
 	db_release(c);		/* nothing held across the network phase */
 	c = NULL;
@@ -503,7 +504,7 @@ batch_take(int max)
 }
 
 bool
-poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
+poller_refresh_all(int concurrency, const char *only, struct poller_stats *st, struct err *e)
 {
 	struct wq q = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 	struct job *v = NULL;
@@ -516,8 +517,10 @@ poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e)
 
 	memset(st, 0, sizeof(*st));
 	pthread_mutex_lock(&batch_mu);
-	if (!load_jobs(&v, &n, e))
+	if (!load_jobs(only, &v, &n, e))
 		goto cleanup;
+	for (size_t i = 0; i < n; i++)
+		v[i].res.fenced = only != NULL;
 	st->clusters = (int)n;
 	b = batch_take(concurrency > 0 ? concurrency : 128);
 	q.v = calloc(n ? n : 1, sizeof(*q.v));

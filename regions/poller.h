@@ -21,13 +21,15 @@ struct poller_stats {
 	double	elapsed_ms;	/* network phase */
 };
 
-/* Reads every cluster and its cloud, decrypts the cluster credentials with the master key,
+/* Reads every cluster (only: those of a uuid[] literal, the clusters whose lease this
+ * replica holds, each write then fenced by the lease; NULL: all) and its cloud, decrypts the cluster credentials with the master key,
  * fetches provider pools and Kubernetes capacity of all of them on one batch of at most
  * concurrency connections (<= 0: 128), and records per cluster: capacity rows replaced and
  * state 'ready' on success; failures + 1, last_error, and 'unreachable' after
  * POLLER_UNREACHABLE_AFTER failures otherwise.  No transaction is open during the network
  * phase.  False only when the database or the batch itself fails. */
-bool	poller_refresh_all(int concurrency, struct poller_stats *st, struct err *e);
+bool	poller_refresh_all(int concurrency, const char *only, struct poller_stats *st,
+	    struct err *e);
 
 /* Per-call timeout and attempts (retries on transport errors, 5xx and 429 with
  * Retry-After) for later refreshes; 0 keeps the default (10 s, 3 attempts). */

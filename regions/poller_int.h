@@ -23,6 +23,8 @@ struct poller_result {
 	bool			 written;	/* out: rows replaced */
 	int			 rows;		/* out */
 	bool			 unreachable;	/* out: cluster now unreachable */
+	bool			 fenced;	/* written only while this replica holds the
+						 * cluster's lease (lease_fence) */
 };
 
 /* Merges provider pools with Kubernetes nodes into capacity rows (pure): a new array of

@@ -8,6 +8,7 @@
 #include "core/db.h"
 #include "regions/catalog.h"
 #include "regions/poller.h"
+#include "regions/lease.h"
 #include "regions/poller_int.h"
 
 /* Flavor, price and per-node shape of a machine type from the catalog. */
@@ -181,6 +182,10 @@ write_ok(struct db *c, void *varg, struct err *e)
 
 	if (rows == NULL)
 		return err_set(e, 500, "poller.oom", "out of memory");
+	if (a->res->fenced && !lease_fence(c, a->res->cluster_id, e)) {
+		free(rows);
+		return false;
+	}
 	snprintf(age, sizeof(age), "%.3f", a->res->age_s > 0 ? a->res->age_s : 0);
 	ok = db_exec(c, sql, 3, (const char *const[]){ a->res->cluster_id, rows, age }, &r, e);
 	a->res->rows = ok && PQntuples(r) == 1 ? atoi(db_val(r, 0, 0)) : 0;
@@ -201,6 +206,8 @@ write_fail(struct db *c, void *varg, struct err *e)
 	PGresult *r = NULL;
 	bool ok;
 
+	if (a->res->fenced && !lease_fence(c, a->res->cluster_id, e))
+		return false;
 	snprintf(lim, sizeof(lim), "%d", POLLER_UNREACHABLE_AFTER);
 	ok = db_exec(c, sql, 3, (const char *const[]){ a->res->cluster_id, a->res->error, lim },
 	    &r, e);

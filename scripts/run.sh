@@ -102,7 +102,7 @@ cat <<EOT
 
 fleetd is serving on http://$FLEETD_LISTEN   (Ctrl-C stops everything)
 console: http://$FLEETD_LISTEN/   (log in with the admin token; it stays in that browser tab)
-admin token: $token   (also in .fleet/admin.token)
+admin token: in ${state#"$top"/}/admin.token   (a secret: read it from the file, it is not printed)
 logs: .fleet/fleetd.log, .fleet/cloudsim.log
 
 try:

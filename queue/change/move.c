@@ -98,7 +98,9 @@ unknown_region(struct db *c, const char *env, const char *region, struct err *e)
 	return false;
 }
 
-/* Checks the target against the job's environment; fills the set of target cluster ids. */
+/* Fills the set of target cluster ids, looked up in the job's environment only: a cluster
+ * or cloud of another environment is not found (404), the same answer as one that does
+ * not exist, so a move tells nothing about other environments. */
 static bool
 target_clusters(struct db *c, const char *env, const struct target *t, json_t **ids,
 		struct err *e)
@@ -106,25 +108,18 @@ target_clusters(struct db *c, const char *env, const struct target *t, json_t **
 	static const char sql[] = "SELECT k.id::text, c.environment, k.cordoned, c.region"
 	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
 	    " WHERE ($1::text IS NULL OR c.region = $1) AND ($2::text IS NULL OR"
-	    " c.id::text = $2) AND ($3::text IS NULL OR k.id::text = $3)"
-	    " AND ($4::boolean OR c.environment = $5 OR $3::text IS NOT NULL OR $2::text IS NOT NULL)";
-	const char *p[5] = { t->region, t->cloud_id, t->cluster_id, "false", env };
+	    " c.id::text = $2) AND ($3::text IS NULL OR k.id::text = $3) AND c.environment = $4";
+	const char *p[4] = { t->region, t->cloud_id, t->cluster_id, env };
 	PGresult *r = NULL;
 	bool ok = false;
 
 	if (t->region != NULL && !catalog_region_valid("gke", t->region) &&
 	    !catalog_region_valid("aks", t->region) && !catalog_region_valid("hyperpod", t->region))
 		return unknown_region(c, env, t->region, e);
-	if (!db_exec(c, sql, 5, p, &r, e))
+	if (!db_exec(c, sql, 4, p, &r, e))
 		return false;
 	*ids = json_array();
 	for (int i = 0; i < PQntuples(r); i++) {
-		if (strcmp(PQgetvalue(r, i, 1), env) != 0) {
-			err_set(e, 409, "move.cross_environment", "moves never cross environments");
-			err_detail(e, "The target belongs to environment %s, the job to %s.",
-			    PQgetvalue(r, i, 1), env);
-			goto cleanup;
-		}
 		if (t->cluster_id != NULL && PQgetvalue(r, i, 2)[0] == 't') {
 			err_field(e, 409, "cluster.cordoned", "/target/cluster_id",
 			    "the target cluster is cordoned");
@@ -135,6 +130,8 @@ target_clusters(struct db *c, const char *env, const struct target *t, json_t **
 	if (json_array_size(*ids) == 0 && (t->cluster_id != NULL || t->cloud_id != NULL)) {
 		err_field(e, 404, t->cluster_id ? "cluster.not_found" : "cloud.not_found",
 		    t->cluster_id ? "/target/cluster_id" : "/target/cloud_id", "target not found");
+		err_detail(e, "Moves stay in the job's environment: no %s with this id there.",
+		    t->cluster_id ? "cluster" : "cloud");
 		goto cleanup;
 	}
 	ok = true;
@@ -713,46 +710,38 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 	static const char sql_clusters[] = "UPDATE clusters k SET cordoned = true, version ="
 	    " k.version + CASE WHEN k.cordoned THEN 0 ELSE 1 END, updated_at = now()"
 	    " FROM clouds c WHERE c.id = k.cloud_id AND (($1::text IS NOT NULL AND k.id::text = $1)"
-	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3)) RETURNING k.id::text";
-	/* with the jobs on their way in (a move to the cluster): they wait until they land */
-	static const char sql_jobs[] = "SELECT j.id::text FROM jobs j WHERE (j.cluster_id ="
-	    " ANY($1::uuid[]) AND j.state IN " JOB_STATES_PLACED_SQL ") OR"
-	    " (j.state = 'moving' AND (j.move->'to'->>'cluster')::uuid = ANY($1::uuid[]))"
+	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3))";
+	/* the clusters just cordoned, chosen again by the same scope (no list of ids passes
+	 * through fleetd), with the jobs on their way in (a move to the cluster): they wait
+	 * until they land */
+	static const char sql_jobs[] = "WITH k AS (SELECT k.id FROM clusters k JOIN clouds c"
+	    " ON c.id = k.cloud_id WHERE ($1::text IS NOT NULL AND k.id::text = $1)"
+	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3))"
+	    " SELECT j.id::text FROM jobs j WHERE (j.cluster_id IN (SELECT id FROM k)"
+	    " AND j.state IN " JOB_STATES_PLACED_SQL ") OR (j.state = 'moving'"
+	    " AND (j.move->'to'->>'cluster')::uuid IN (SELECT id FROM k))"
 	    " ORDER BY j.priority DESC, j.enqueued_at";
 	static const char sql_op[] = "INSERT INTO operations (id, kind, environment, target, state, total,"
 	    " created_by) VALUES ($1, 'drain', $2, $3::jsonb, $4, $5::int, $6)";
 	const char *cluster = json_string_value(json_object_get(scope, "cluster_id"));
 	const char *env = json_string_value(json_object_get(scope, "environment"));
 	const char *region = json_string_value(json_object_get(scope, "region"));
-	char id[37], lit[8192] = "{", total[16], *target = json_dumps(scope, JSON_COMPACT);
-	PGresult *r = NULL, *jr = NULL;
-	size_t n = 1;
+	const char *p[3] = { cluster, env, region };
+	char id[37], total[16], *target = json_dumps(scope, JSON_COMPACT);
+	PGresult *jr = NULL;
 	uuid_t u;
 	bool ok = false;
 
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
-	{
-		const char *p[3] = { cluster, env, region };
-
-		if (!db_exec(c, sql_clusters, 3, p, &r, e))
-			goto cleanup;
-	}
-	for (int i = 0; i < PQntuples(r) && n + 40 < sizeof(lit); i++)
-		n += (size_t)snprintf(lit + n, sizeof(lit) - n, "%s%s", i ? "," : "", PQgetvalue(r, i, 0));
-	snprintf(lit + n, sizeof(lit) - n, "}");
-	{
-		const char *p[1] = { lit };
-
-		if (!db_exec(c, sql_jobs, 1, p, &jr, e))
-			goto cleanup;
-	}
+	if (!db_exec(c, sql_clusters, 3, p, NULL, e) || !db_exec(c, sql_jobs, 3, p, &jr, e))
+		goto cleanup;
 	snprintf(total, sizeof(total), "%d", PQntuples(jr));
 	{
-		const char *p[6] = { id, env, target, PQntuples(jr) ? "running" : "succeeded", total,
+		const char *q[6] = { id, env, target, PQntuples(jr) ? "running" : "succeeded", total,
 		    who->name };
 
-		if (!db_exec(c, sql_op, 6, p, NULL, e))
+		if (!db_exec(c, sql_op, 6, q, NULL, e))
 			goto cleanup;
 	}
 	for (int i = 0; i < PQntuples(jr); i++)
@@ -762,7 +751,6 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 	ok = move_operation_get(c, id, out, e);
 cleanup:
 	free(target);
-	PQclear(r);
 	PQclear(jr);
 	return ok;
 }

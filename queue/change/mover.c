@@ -189,7 +189,7 @@ resume_annotate(json_t *obj, const char *uri)
 	json_object_set_new(ann, "fleet.io/resume-from", json_string(uri));
 }
 
-/* Name of the checkpoint-signal ConfigMap of an attempt (CONTRACTS.md). */
+/* Name of the checkpoint-signal ConfigMap of an attempt (docs/design/contracts.md). */
 static void
 signal_name(const char *job_id, int attempt, char *out, size_t n)
 {

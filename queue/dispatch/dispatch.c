@@ -22,16 +22,20 @@
 #include "providers/kuberay.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
+#include "regions/lease.h"
 
 #define CLAIM_PER_THREAD	4
 #define IDLE_WAKE_MS		1000
 
-/* first: never claimed in this attempt (the scheduler clears claimed_at and tries; a
+/* Only jobs on the clusters whose lease this replica holds (regions/lease.h): the claim
+ * itself keeps two replicas from dispatching one job, the lease spreads the work.
+ * first: never claimed in this attempt (the scheduler clears claimed_at and tries; a
  * retry counts a try; a replica that restarts keeps claimed_at) */
 static const char sql_claim[] =
     "UPDATE jobs j SET claimed_by = $1, claimed_at = now() FROM queues q,"
     " (SELECT x.id, x.claimed_at IS NULL AND x.tries = 0 AS first FROM jobs x"
-    "  WHERE x.state = 'admitted' AND x.next_try_at <= now() AND x.cluster_id IS NOT NULL"
+    "  WHERE x.state = 'admitted' AND x.next_try_at <= now()"
+    "  AND x.cluster_id = ANY($5::uuid[])"
     "  AND (x.claimed_by IS NULL OR x.claimed_at < now() - make_interval(secs => $3::int)"
     "   OR (x.claimed_at < now() - interval '" DISPATCH_INFLIGHT_S " seconds'"
     "   AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'"
@@ -63,17 +67,22 @@ count(const struct dispatch_stats *st)
 static bool
 claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct err *e)
 {
-	char lim[16], lease[16], cls[16];
-	const char *p[4] = { who, lim, lease, cls };
+	char lim[16], lease[16], cls[16], *held = lease_ids();
+	const char *p[5] = { who, lim, lease, cls, held };
 	PGresult *r = NULL;
+	bool ok;
 
 	*jobs = NULL;
 	*n = 0;
 	snprintf(lim, sizeof(lim), "%d", limit);
 	snprintf(lease, sizeof(lease), "%d", DISPATCH_LEASE_S);
 	snprintf(cls, sizeof(cls), "%d", DISPATCH_LOCK_CLASS);
-	if (!db_claim(sql_claim, 4, p, &r, e))
+	ok = strcmp(held, "{}") == 0 || db_claim(sql_claim, 5, p, &r, e);
+	free(held);
+	if (!ok)
 		return false;
+	if (r == NULL)	/* no cluster held: nothing to claim */
+		return true;
 	*jobs = calloc((size_t)PQntuples(r) + 1, sizeof(**jobs));
 	if (*jobs == NULL)
 		abort();
@@ -545,8 +554,8 @@ many_member(struct many *mb, struct member **t, struct dispatch_stats *st)
 }
 
 /* render: each job's manifest, then its LocalQueue (once per batch) and namespace on the
- * cluster, and its signal objects into mb->sig (CONTRACTS.md: ServiceAccount, ConfigMap,
- * Role, RoleBinding before the Ray object of the attempt). */
+ * cluster, and its signal objects into mb->sig (docs/design/contracts.md: ServiceAccount,
+ * ConfigMap, Role, RoleBinding before the Ray object of the attempt). */
 static void
 many_render(struct many *mb, struct dispatch_stats *st)
 {
@@ -932,10 +941,13 @@ dispatch_start(struct err *e)
 {
 	int threads = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
 
+	if (!lease_start(e))
+		return false;
 	S.pool = dispatch_pool_new(threads);
 	if (!ticker_start(&ticker, "dispatch.start", "cannot start the dispatch thread", e)) {
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
+		lease_stop();
 		return false;
 	}
 	S.started = true;
@@ -955,6 +967,7 @@ dispatch_stop(void)
 	dispatch_pool_free(S.pool);
 	S.pool = NULL;
 	S.started = false;
+	lease_stop();
 	pthread_mutex_lock(&ns_mu);
 	json_decref(ns_known);
 	ns_known = NULL;

@@ -20,6 +20,7 @@
 #include "queue/follow/cron.h"
 #include "queue/follow/status_int.h"
 #include "queue/sched/scheduler.h"
+#include "regions/lease.h"
 
 #define CYCLE_MS	1000
 #define SEL_MANAGED	STATUS_SEL_MANAGED
@@ -40,10 +41,12 @@ static const char sql_jobs[] =
     "  'NotTriggerScaleUp')),"
     " k.stockout_timeout_s, coalesce(j.placement->>'flavor', 'cpu'),"
     " coalesce(j.reason LIKE 'spot%', false), j.spec->'checkpoint'->>'grace_seconds',"
-    " coalesce(jsonb_array_length(j.cron_runs), 0)"
-    " FROM jobs j JOIN clusters k ON k.id = j.cluster_id"
-    " WHERE j.state IN ('dispatched', 'running', 'preempted')"
-    " OR (j.state IN " JOB_STATES_FINAL_SQL " AND j.object_uid IS NOT NULL)"
+    " coalesce(jsonb_array_length(j.cron_runs), 0), j.infra_retries,"
+    " coalesce((j.spec->>'max_infra_retries')::int, q.max_infra_retries)"
+    " FROM jobs j JOIN clusters k ON k.id = j.cluster_id JOIN queues q ON q.id = j.queue_id"
+    " WHERE j.cluster_id = ANY($1::uuid[]) AND (j.state IN ('dispatched', 'running',"
+    " 'preempted') OR (j.state IN " JOB_STATES_FINAL_SQL " AND"
+    " j.object_uid IS NOT NULL))"
     " ORDER BY j.cluster_id, j.id";
 
 /* The jobs of one cluster for one cycle. */
@@ -98,25 +101,35 @@ job_row(PGresult *r, int i, struct status_job *j)
 	j->spot_loss = PQgetvalue(r, i, 14)[0] == 't';
 	j->grace_s = PQgetisnull(r, i, 15) ? SCHED_GRACE_S : atoi(PQgetvalue(r, i, 15));
 	j->cron_runs = atoi(PQgetvalue(r, i, 16));
+	j->infra_retries = atoi(PQgetvalue(r, i, 17));
+	j->max_infra_retries = atoi(PQgetvalue(r, i, 18));
 }
 
 /* Followed jobs grouped by cluster: *out is a new array of struct batch *. */
 static bool
 load(struct batch ***out, size_t *n, struct err *e)
 {
-	struct db *c = db_acquire(5000, e);
+	struct db *c = NULL;
 	struct batch *b = NULL;
 	PGresult *r = NULL;
+	char *held = lease_ids();	/* only the clusters this replica holds */
+	bool ok;
 
 	*out = NULL;
 	*n = 0;
-	if (c == NULL)
-		return false;
-	if (!db_exec(c, sql_jobs, 0, NULL, &r, e)) {
-		db_release(c);
+	if (strcmp(held, "{}") == 0) {
+		free(held);
+		return true;
+	}
+	if ((c = db_acquire(5000, e)) == NULL) {
+		free(held);
 		return false;
 	}
+	ok = db_exec(c, sql_jobs, 1, (const char *const[]){ held }, &r, e);
 	db_release(c);
+	free(held);
+	if (!ok)
+		return false;
 	*out = calloc((size_t)PQntuples(r) + 1, sizeof(**out));
 	if (*out == NULL)
 		abort();
@@ -144,7 +157,9 @@ struct nsview {
 	json_t	*objects;	/* "Kind/name" -> live object */
 	json_t	*children;	/* RayJobs of RayCronJobs (queue/follow/cron.c), NULL when unread */
 	json_t	*pods;		/* pod name -> {job, attempt, node} */
+	json_t	*pod_objs;	/* pod name -> the Pod as listed */
 	json_t	*events;	/* Warning events about pods */
+	json_t	*nodes;		/* node name -> Node (borrowed from the cluster's), NULL unread */
 };
 
 static const char *
@@ -204,9 +219,11 @@ read_pods(const struct member *t, const char *ns, struct nsview *v, struct err *
 		    *node = json_string_value(json_object_get(json_object_get(it, "spec"),
 		    "nodeName"));
 
-		if (name != NULL && job != NULL && at != NULL)
+		if (name != NULL && job != NULL && at != NULL) {
 			json_object_set_new(v->pods, name, json_pack("{s:s, s:i, s:b}", "job", job,
 			    "attempt", atoi(at), "scheduled", node != NULL && node[0] != '\0'));
+			json_object_set(v->pod_objs, name, it);
+		}
 	}
 	json_decref(items);
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
@@ -214,6 +231,52 @@ read_pods(const struct member *t, const char *ns, struct nsview *v, struct err *
 		return true;
 	status_watch_count_list();
 	return member_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e);
+}
+
+/* The cluster's nodes (name -> Node), listed at most once per NODES_TTL_S per cluster and
+ * shared by the cycles meanwhile: taints, conditions and labels are where providers say a
+ * node is lost or reclaimed (queue/follow/status_class.c).  A new reference, NULL when the
+ * cluster's nodes cannot be read (then nothing is said about them). */
+#define NODES_TTL_S	2.0
+
+static struct {
+	pthread_mutex_t	 mu;
+	json_t		*by_cluster;	/* id -> {at, nodes} */
+} N = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static json_t *
+nodes_of(const struct member *t, bool fresh)
+{
+	json_t *c, *items = NULL, *it, *out = NULL;
+	struct err e = { 0 };
+	double now = mono_s();
+	size_t i;
+
+	pthread_mutex_lock(&N.mu);
+	if (N.by_cluster == NULL)
+		N.by_cluster = json_object();
+	c = json_object_get(N.by_cluster, t->id);
+	if (c != NULL && !fresh && now - json_real_value(json_object_get(c, "at")) < NODES_TTL_S)
+		out = json_incref(json_object_get(c, "nodes"));
+	pthread_mutex_unlock(&N.mu);
+	if (out != NULL)
+		return out;
+	status_watch_count_list();
+	if (!member_list(&t->pc, "/api/v1/nodes", NULL, &items, &e))
+		return NULL;
+	out = json_object();
+	json_array_foreach(items, i, it) {
+		const char *name = jsonx_meta_str(it, "name");
+
+		if (name != NULL)
+			json_object_set(out, name, it);
+	}
+	json_decref(items);
+	pthread_mutex_lock(&N.mu);
+	json_object_set_new(N.by_cluster, t->id, json_pack("{s:f, s:O}", "at", now, "nodes",
+	    out));
+	pthread_mutex_unlock(&N.mu);
+	return out;
 }
 
 /* What the namespace view says about job j. */
@@ -229,11 +292,16 @@ seen_of(const struct nsview *v, const struct status_job *j, struct status_seen *
 	snprintf(key, sizeof(key), "%s/%s", j->kind, j->object);
 	s->live = json_object_get(v->objects, key);
 	s->events = json_array();
-	json_object_foreach(v->pods, name, p)
-		if (strcmp(json_string_value(json_object_get(p, "job")), j->id) == 0 &&
-		    json_integer_value(json_object_get(p, "attempt")) == j->attempt &&
-		    !json_is_true(json_object_get(p, "scheduled")))
+	s->pods = json_array();
+	s->nodes = v->nodes;
+	json_object_foreach(v->pods, name, p) {
+		if (strcmp(json_string_value(json_object_get(p, "job")), j->id) != 0 ||
+		    json_integer_value(json_object_get(p, "attempt")) != j->attempt)
+			continue;
+		json_array_append(s->pods, json_object_get(v->pod_objs, name));
+		if (!json_is_true(json_object_get(p, "scheduled")))
 			s->unscheduled++;
+	}
 	json_array_foreach(v->events, i, ev) {
 		json_t *io = json_object_get(ev, "involvedObject");
 		const char *pod = json_string_value(json_object_get(io, "name"));
@@ -258,7 +326,7 @@ active(const struct status_job *j)
 static void
 sync_ns(const struct member *t, struct batch *b, const char *ns)
 {
-	struct nsview v = { json_object(), NULL, json_object(), NULL };
+	struct nsview v = { json_object(), NULL, json_object(), json_object(), NULL, NULL };
 	const char *kinds[4] = { NULL };
 	struct err e = { 0 };
 	bool need = false, ok = true, crons = false;
@@ -281,6 +349,17 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 		ok = read_objects(t, ns, kinds[k], &v, &e);
 	if (ok && need)
 		ok = read_pods(t, ns, &v, &e);
+	if (ok && need) {
+		json_t *ev;
+		size_t i;
+		bool notice = false;
+
+		/* a reclaim notice: the node's taint is read now, not from the cache */
+		json_array_foreach(v.events, i, ev)
+			notice = notice || status_event_spot(json_string_value(json_object_get(ev,
+			    "reason")), json_string_value(json_object_get(ev, "message")));
+		v.nodes = nodes_of(t, notice);
+	}
 	if (ok && crons) {
 		char path[256];
 
@@ -309,8 +388,11 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 		    !j->cancel && s.live != NULL && v.children != NULL)
 			cron_sync(t, j, s.live, v.children, &b->st);
 		json_decref(s.events);
+		json_decref(s.pods);
 	}
 	b->st.errors += !ok;
+	json_decref(v.pod_objs);
+	json_decref(v.nodes);
 	json_decref(v.objects);
 	json_decref(v.children);
 	json_decref(v.pods);
@@ -454,10 +536,13 @@ loop(void *arg)
 bool
 status_start(struct err *e)
 {
+	if (!lease_start(e))
+		return false;
 	S.pool = dispatch_pool_new(cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16);
 	if (!status_watch_start(e)) {
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
+		lease_stop();
 		return false;
 	}
 	if (!worker_thread_start(&S.th, loop, "status.start", "cannot start the status thread",
@@ -465,6 +550,7 @@ status_start(struct err *e)
 		status_watch_stop();
 		dispatch_pool_free(S.pool);
 		S.pool = NULL;
+		lease_stop();
 		return false;
 	}
 	return true;
@@ -473,12 +559,17 @@ status_start(struct err *e)
 void
 status_stop(void)
 {
+	pthread_mutex_lock(&N.mu);
+	json_decref(N.by_cluster);
+	N.by_cluster = NULL;
+	pthread_mutex_unlock(&N.mu);
 	if (!S.th.started)
 		return;
 	worker_thread_stop(&S.th);
 	dispatch_pool_free(S.pool);
 	status_watch_stop();
 	S.pool = NULL;
+	lease_stop();
 }
 
 void

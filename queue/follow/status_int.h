@@ -29,6 +29,8 @@ struct status_job {
 	bool	spot_loss;		/* preempted because spot capacity was reclaimed */
 	int	grace_s;		/* the spec's checkpoint grace (SCHED_GRACE_S without one) */
 	int	cron_runs;		/* RayCronJob: runs counted (queue/follow/cron.c) */
+	int	infra_retries;		/* attempts given after infrastructure/preemption */
+	int	max_infra_retries;	/* the spec's, else the queue's */
 	json_t	*manifest;		/* as applied, NULL when never applied */
 };
 
@@ -38,6 +40,8 @@ struct status_seen {
 	int	unscheduled;		/* pods of this attempt without a node */
 	bool	spot;			/* a pod of this attempt got a spot reclaim notice */
 	json_t	*events;		/* array of Warning events about its pods */
+	json_t	*pods;			/* array of its attempt's Pods as listed */
+	json_t	*nodes;			/* node name -> Node (borrowed), NULL when unread */
 };
 
 #define STATUS_SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"

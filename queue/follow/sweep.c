@@ -17,8 +17,10 @@
 #include "core/worker_thread.h"
 #include "providers/kube.h"
 #include "queue/dispatch/dispatch.h"
+#include "queue/follow/status.h"
 #include "queue/follow/sweep.h"
 #include "queue/jobs/job.h"
+#include "regions/lease.h"
 
 #define SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"
 
@@ -27,14 +29,31 @@ static const char *const plurals[] = { "rayjobs", "rayclusters", "rayservices",
 	"raycronjobs" };
 
 /* Which listed objects (a jsonb array of {kind, namespace, name, job_id, attempt,
- * environment}) are orphans on cluster $1, and why.  NULL reason: a live attempt. */
+ * environment}) are orphans on cluster $1, and why.  NULL reason: a live attempt, or an
+ * object the sweep may not judge.  Labels are anyone's: an object is judged only when its
+ * environment label is the cluster's environment and, for a known job, that job is of the
+ * cluster's environment and, once it was ever placed, the cluster is one of its clusters
+ * of record (now, a move's source or target, a placement, a fenced attempt); anything else
+ * is left alone and nothing is written about it (another environment's job history least
+ * of all). */
 static const char sql_judge[] =
-    "SELECT o->>'kind', o->>'namespace', o->>'name', o->>'job_id', o->>'attempt',"
-    " coalesce(j.environment, o->>'environment'), r.reason FROM"
+    "WITH ke AS (SELECT c.environment FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+    "  WHERE k.id = $1::uuid)"
+    " SELECT o->>'kind', o->>'namespace', o->>'name', o->>'job_id', o->>'attempt',"
+    " ke.environment, r.reason FROM ke CROSS JOIN"
     " jsonb_array_elements($2::jsonb) o LEFT JOIN jobs j ON j.id = (o->>'job_id')::uuid"
     " CROSS JOIN LATERAL (SELECT CASE"
-    "  WHEN j.id IS NULL THEN CASE WHEN o->>'job_id' IS NOT NULL AND EXISTS (SELECT 1 FROM"
-    "   environments v WHERE v.name = o->>'environment') THEN 'unknown_job' END"
+    "  WHEN o->>'environment' IS DISTINCT FROM ke.environment THEN NULL"
+    "  WHEN j.id IS NULL THEN CASE WHEN o->>'job_id' IS NOT NULL THEN 'unknown_job' END"
+    "  WHEN j.environment <> ke.environment THEN NULL"
+    "  WHEN (j.cluster_id IS NOT NULL OR EXISTS (SELECT 1 FROM placements p"
+    "   WHERE p.job_id = j.id)) AND j.cluster_id IS DISTINCT FROM $1::uuid"
+    "   AND (j.move->'from'->>'cluster_id')::uuid IS DISTINCT FROM $1::uuid"
+    "   AND (j.move->'to'->>'cluster')::uuid IS DISTINCT FROM $1::uuid"
+    "   AND NOT EXISTS (SELECT 1 FROM placements p WHERE p.job_id = j.id"
+    "   AND p.cluster_id = $1::uuid)"
+    "   AND NOT EXISTS (SELECT 1 FROM orphans x WHERE x.job_id = j.id"
+    "   AND x.cluster_id = $1::uuid) THEN NULL"
     "  WHEN j.updated_at > now() - make_interval(secs => $3::int) THEN NULL"
     "  WHEN (o->>'attempt') IS NULL THEN NULL"
     "  WHEN j.state IN ('admitted', 'dispatched', 'running', 'preempted')"
@@ -183,6 +202,8 @@ judge_tx(struct db *c, void *varg, struct err *e)
 	a->v = NULL;
 	a->n = 0;
 	snprintf(age, sizeof(age), "%d", cfg.orphan_min_age_s);
+	if (!lease_fence(c, a->cluster_id, e))	/* another replica sweeps it now */
+		goto cleanup;
 	{
 		const char *p[3] = { a->cluster_id, rows, age };
 
@@ -289,6 +310,10 @@ sweep_cluster(const char *cluster_id, struct sweep_stats *st, struct err *e)
 
 		st->orphans++;
 		count_reason(o->reason);
+		/* what the attempt looked like, unless kept as it ended */
+		if (del && o->job[0] && o->attempt[0] && strcmp(o->reason, "unknown_job") != 0)
+			status_postmortem_keep(t, o->job, atoi(o->attempt), o->ns, o->kind,
+			    "swept");
 		if (del && !kube_delete_object(&t->pc, "ray.io/v1", o->kind, o->ns, o->name, NULL,
 		    &de)) {
 			atomic_fetch_add(&M.failed, 1);
@@ -332,19 +357,23 @@ bool
 sweep_round(struct sweep_stats *st, struct err *e)
 {
 	static const char sql[] = "SELECT id::text FROM clusters WHERE state = 'ready'"
-	    " ORDER BY id";
+	    " AND id = ANY($1::uuid[]) ORDER BY id";	/* the clusters this replica holds */
+	char *held = lease_ids();
 	struct db *c = db_acquire(5000, e);
 	PGresult *r = NULL;
 	char (*ids)[40] = NULL;
 	int n = 0;
+	bool ok;
 
-	if (c == NULL)
-		return false;
-	if (!db_exec(c, sql, 0, NULL, &r, e)) {
-		db_release(c);
+	if (c == NULL) {
+		free(held);
 		return false;
 	}
+	ok = db_exec(c, sql, 1, (const char *const[]){ held }, &r, e);
 	db_release(c);
+	free(held);
+	if (!ok)
+		return false;
 	n = PQntuples(r);
 	ids = calloc((size_t)n + 1, sizeof(*ids));
 	for (int i = 0; i < n; i++)
@@ -428,12 +457,21 @@ loop(void *arg)
 bool
 sweep_start(struct err *e)
 {
-	return worker_thread_start(&T, loop, "sweep.start", "cannot start the orphan sweep "
-	    "thread", e);
+	if (!lease_start(e))
+		return false;
+	if (!worker_thread_start(&T, loop, "sweep.start", "cannot start the orphan sweep "
+	    "thread", e)) {
+		lease_stop();
+		return false;
+	}
+	return true;
 }
 
 void
 sweep_stop(void)
 {
+	if (!T.started)
+		return;
 	worker_thread_stop(&T);
+	lease_stop();
 }

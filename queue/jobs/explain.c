@@ -156,8 +156,64 @@ explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err 
 	return true;
 }
 
+static bool	explain_job_plain(struct db *c, json_t *job, json_t **out, struct err *e);
+
+/* Why the job failed, or stalls, in one place (issue 24): on a failed job "failure" comes
+ * first (the class, the pods, ranks and nodes, the evidence, whether it was retried); on any
+ * other job that failed before "last_failure"; and "signals" holds the classified signals
+ * of the current attempt (newest 20: why it stalls now).  Replaces *out. */
+static bool
+explain_failure(struct db *c, const char *id, enum job_state state, json_t **out,
+    struct err *e)
+{
+	static const char sql[] = "SELECT (SELECT (v.data || jsonb_build_object('at', v.at,"
+	    "  'summary', v.message))::text FROM job_events v WHERE v.job_id = $1::uuid"
+	    "  AND v.type = 'failure' ORDER BY v.id DESC LIMIT 1),"
+	    " (SELECT coalesce(jsonb_agg(x.d ORDER BY x.id), '[]'::jsonb)::text FROM (SELECT"
+	    "  v.id, v.data - 'key' || jsonb_build_object('at', v.at) AS d FROM job_events v"
+	    "  JOIN jobs j ON j.id = v.job_id AND j.attempt = v.attempt WHERE v.job_id = $1::uuid"
+	    "  AND v.type = 'failure_signal' ORDER BY v.id DESC LIMIT 20) x)";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	json_t *f = NULL, *sig = NULL, *o;
+
+	if (!db_exec(c, sql, 1, p, &r, e))
+		return false;
+	if (!PQgetisnull(r, 0, 0))
+		f = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	sig = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+	PQclear(r);
+	o = json_object();
+	if (f != NULL && state == JOB_FAILED)
+		json_object_set(o, "failure", f);
+	json_object_update(o, *out);
+	if (f != NULL && state != JOB_FAILED)
+		json_object_set(o, "last_failure", f);
+	if (json_array_size(sig) > 0)
+		json_object_set(o, "signals", sig);
+	json_decref(*out);
+	*out = o;
+	json_decref(f);
+	json_decref(sig);
+	return true;
+}
+
 bool
 explain_job(struct db *c, json_t *job, json_t **out, struct err *e)
+{
+	if (!explain_job_plain(c, job, out, e))
+		return false;
+	if (!explain_failure(c, json_string_value(json_object_get(job, "id")),
+	    job_state_parse(json_string_value(json_object_get(job, "state"))), out, e)) {
+		json_decref(*out);
+		*out = NULL;
+		return false;
+	}
+	return true;
+}
+
+static bool
+explain_job_plain(struct db *c, json_t *job, json_t **out, struct err *e)
 {
 	const char *id = json_string_value(json_object_get(job, "id"));
 	enum job_state state = job_state_parse(json_string_value(json_object_get(job, "state")));

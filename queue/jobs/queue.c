@@ -18,8 +18,8 @@
 	" 'cohort', cohort, 'weight', weight, 'nominal_quota', nominal_quota," \
 	" 'borrowing_limit', borrowing_limit, 'lending_limit', lending_limit," \
 	" 'default_priority_class', default_priority_class, 'queueing_strategy'," \
-	" queueing_strategy, 'version', version, 'created_at', created_at," \
-	" 'updated_at', updated_at)::text"
+	" queueing_strategy, 'max_infra_retries', max_infra_retries, 'version', version," \
+	" 'created_at', created_at, 'updated_at', updated_at)::text"
 
 /* ---- priority classes */
 
@@ -140,7 +140,7 @@ queue_pc_delete(struct db *c, const char *id, struct err *e)
 {
 	static const char sql[] = "DELETE FROM priority_classes p WHERE p.id = $1::uuid"
 	    " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.priority_class = p.name AND j.state"
-	    " NOT IN ('succeeded','failed','cancelled'))"
+	    " NOT IN " JOB_STATES_FINAL_SQL ")"
 	    " AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.default_priority_class = p.name)"
 	    " RETURNING 1";
 	const char *p[1] = { id };
@@ -189,6 +189,7 @@ struct queue_fields {
 	const char	*name, *env, *cohort, *pc, *strategy;
 	double		 weight;
 	char		*nominal, *borrow, *lend;	/* malloc'd json text */
+	char		 retries[16];		/* max_infra_retries, default 3 */
 };
 
 static void
@@ -204,7 +205,8 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 {
 	static const char *const allowed[] = { "name", "environment", "cohort", "weight",
 		"nominal_quota", "borrowing_limit", "lending_limit", "default_priority_class",
-		"queueing_strategy", NULL };
+		"queueing_strategy", "max_infra_retries", NULL };
+	long long retries = 3;
 	json_t *nq = json_object_get(body, "nominal_quota");
 	json_t *bl = json_object_get(body, "borrowing_limit");
 	json_t *ll = json_object_get(body, "lending_limit");
@@ -217,8 +219,13 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	    !jsonx_str(body, "cohort", "", false, &f->cohort, e) ||
 	    !jsonx_num(body, "weight", "", false, &f->weight, e) ||
 	    !jsonx_str(body, "default_priority_class", "", false, &f->pc, e) ||
-	    !jsonx_str(body, "queueing_strategy", "", false, &f->strategy, e))
+	    !jsonx_str(body, "queueing_strategy", "", false, &f->strategy, e) ||
+	    !jsonx_int(body, "max_infra_retries", "", false, &retries, e))
 		return false;
+	if (retries < 0 || retries > 100)
+		return err_field(e, 400, "queue.bad_retries", "/max_infra_retries",
+		    "max_infra_retries must be between 0 and 100");
+	snprintf(f->retries, sizeof(f->retries), "%lld", retries);
 	if (!jsonx_name_ok(f->name, 63))
 		return err_field(e, 400, "queue.bad_name", "/name",
 		    "name must match ^[a-z][a-z0-9-]{1,62}$");
@@ -257,8 +264,8 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 {
 	static const char sql[] = "INSERT INTO queues (id, name, environment, cohort, weight,"
 	    " nominal_quota, borrowing_limit, lending_limit, default_priority_class,"
-	    " queueing_strategy) VALUES ($1, $2, $3, $4, $5::float8, $6::jsonb, $7::jsonb,"
-	    " $8::jsonb, $9, $10) ON CONFLICT (environment, name) DO NOTHING RETURNING " QUEUE_JSON;
+	    " queueing_strategy, max_infra_retries) VALUES ($1, $2, $3, $4, $5::float8, $6::jsonb,"
+	    " $7::jsonb, $8::jsonb, $9, $10, $11::int) ON CONFLICT (environment, name) DO NOTHING RETURNING " QUEUE_JSON;
 	struct queue_fields f;
 	json_t *env = NULL;
 	char id[37], w[32];
@@ -276,10 +283,10 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	uuid_unparse_lower(u, id);
 	snprintf(w, sizeof(w), "%.17g", f.weight);
 	{
-		const char *p[10] = { id, f.name, f.env, f.cohort, w, f.nominal, f.borrow, f.lend,
-		    f.pc, f.strategy };
+		const char *p[11] = { id, f.name, f.env, f.cohort, w, f.nominal, f.borrow, f.lend,
+		    f.pc, f.strategy, f.retries };
 
-		if (!db_get_json(c, sql, 10, p, "queue.not_found", "queue", out, e)) {
+		if (!db_get_json(c, sql, 11, p, "queue.not_found", "queue", out, e)) {
 			if (e->status == 404)
 				err_field(e, 409, "queue.exists", "/name",
 				    "environment %s already has a queue named %s", f.env, f.name);
@@ -337,10 +344,11 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 {
 	static const char sql[] = "UPDATE queues SET cohort = $2, weight = $3::float8,"
 	    " nominal_quota = $4::jsonb, borrowing_limit = $5::jsonb, lending_limit = $6::jsonb,"
-	    " default_priority_class = $7, queueing_strategy = $8, version = version + 1,"
-	    " updated_at = now() WHERE id = $1::uuid AND (cohort, weight, nominal_quota,"
-	    " borrowing_limit, lending_limit, default_priority_class, queueing_strategy)"
-	    " IS DISTINCT FROM ($2, $3::float8, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8)";
+	    " default_priority_class = $7, queueing_strategy = $8, max_infra_retries = $9::int,"
+	    " version = version + 1, updated_at = now() WHERE id = $1::uuid AND (cohort, weight,"
+	    " nominal_quota, borrowing_limit, lending_limit, default_priority_class,"
+	    " queueing_strategy, max_infra_retries) IS DISTINCT FROM ($2, $3::float8, $4::jsonb,"
+	    " $5::jsonb, $6::jsonb, $7, $8, $9::int)";
 	struct queue_fields f;
 	json_t *cur = NULL;
 	char w[32];
@@ -359,10 +367,10 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 	}
 	snprintf(w, sizeof(w), "%.17g", f.weight);
 	{
-		const char *p[8] = { id, f.cohort, w, f.nominal, f.borrow, f.lend, f.pc,
-		    f.strategy };
+		const char *p[9] = { id, f.cohort, w, f.nominal, f.borrow, f.lend, f.pc,
+		    f.strategy, f.retries };
 
-		ok = db_exec(c, sql, 8, p, NULL, e) && queue_get(c, id, false, out, e);
+		ok = db_exec(c, sql, 9, p, NULL, e) && queue_get(c, id, false, out, e);
 	}
 cleanup:
 	json_decref(cur);

@@ -37,7 +37,8 @@ static const char sql_queues[] =
     " e.data->>'by', ',') FROM job_events e WHERE e.job_id = j.id AND" \
     " e.to_state = 'preempted' AND e.data ? 'by') END," \
     " CASE WHEN j.kind = 'RayCronJob' AND j.state = 'running' THEN" \
-    " coalesce(j.cron_runs, '[]'::jsonb) END::text" \
+    " coalesce(j.cron_runs, '[]'::jsonb) END::text," \
+    " CASE WHEN j.state = 'pending' THEN j.avoid_nodes END::text" \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
     " LEFT JOIN clusters k ON k.id = j.cluster_id" \
     " WHERE j.state IN " JOB_STATES_LIVE_SQL \
@@ -461,6 +462,16 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 		for (id = strtok_r(list, ",", &save); id != NULL; id = strtok_r(NULL, ",", &save))
 			sched_job_evicted_by(m, j, id);
 		free(list);
+	}
+	if (pending && !PQgetisnull(r, i, 14)) {
+		/* the nodes earlier attempts failed on (queue/follow/status_act.c) */
+		json_t *av = json_loads(PQgetvalue(r, i, 14), 0, NULL), *a;
+		size_t k;
+
+		json_array_foreach(av, k, a)
+			sched_job_avoid_node(m, j, json_string_value(json_object_get(a,
+			    "cluster_id")), json_string_value(json_object_get(a, "node")));
+		json_decref(av);
 	}
 	if (!pending && on != NULL && !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
 	    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))

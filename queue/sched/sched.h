@@ -216,6 +216,10 @@ struct sched_job {
 	 * persists them as the "by" of its preempted events (queue/sched/loader.c reads them). */
 	const char		**evicted_by;
 	int			 n_evicted_by;
+	/* Nodes its earlier attempts failed on (infrastructure, preemption): pairs of cluster
+	 * id and node name, in the arena; never used for it again (issue 24). */
+	const char		**avoid;
+	int			 n_avoid;
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
 						 * the caller persists sched_decision.hold_cluster */
 	/* derived */
@@ -274,6 +278,11 @@ void			 sched_job_own_groups(struct sched_model *m, struct sched_job *j);
 /* Records that job id `by` evicted j (see evicted_by); a repeated id is kept once. */
 bool			 sched_job_evicted_by(struct sched_model *m, struct sched_job *j,
 			    const char *by);
+/* Records that j never uses node of cluster_id (see avoid); sched_job_avoids asks. */
+bool			 sched_job_avoid_node(struct sched_model *m, struct sched_job *j,
+			    const char *cluster_id, const char *node);
+bool			 sched_job_avoids(const struct sched_job *j, const char *cluster_id,
+			    const char *node);
 bool			 sched_job_allow_region(struct sched_model *m, struct sched_job *j,
 			    const char *region, struct err *e);
 bool			 sched_job_allow_provider(struct sched_model *m, struct sched_job *j,

@@ -616,6 +616,36 @@ sched_job_evicted_by(struct sched_model *m, struct sched_job *j, const char *by)
 }
 
 bool
+sched_job_avoid_node(struct sched_model *m, struct sched_job *j, const char *cluster_id,
+		     const char *node)
+{
+	const char **na;
+
+	if (cluster_id == NULL || node == NULL || sched_job_avoids(j, cluster_id, node))
+		return true;
+	na = arena_alloc(m->arena, (size_t)(j->n_avoid + 1) * 2 * sizeof(*na));
+	if (j->n_avoid > 0)
+		memcpy(na, j->avoid, (size_t)j->n_avoid * 2 * sizeof(*na));
+	na[2 * j->n_avoid] = arena_strdup(m->arena, cluster_id);
+	na[2 * j->n_avoid + 1] = arena_strdup(m->arena, node);
+	j->n_avoid++;
+	j->avoid = na;
+	return true;
+}
+
+bool
+sched_job_avoids(const struct sched_job *j, const char *cluster_id, const char *node)
+{
+	if (node == NULL)
+		return false;
+	for (int i = 0; i < j->n_avoid; i++)
+		if (strcmp(j->avoid[2 * i], cluster_id) == 0 &&
+		    strcmp(j->avoid[2 * i + 1], node) == 0)
+			return true;
+	return false;
+}
+
+bool
 sched_job_allow_region(struct sched_model *m, struct sched_job *j, const char *region,
 		       struct err *e)
 {

@@ -190,6 +190,9 @@ try_pack(struct sched_model *m, const struct sched_job *j, const struct sched_cl
 	for (i = 0; i < c->n_nodes; i++) {
 		m->s_free[i] = c->nodes[i].free;
 		m->s_used[i] = 0;
+		/* a node an earlier attempt failed on holds nothing of this job */
+		if (j->n_avoid > 0 && sched_job_avoids(j, c->id, c->nodes[i].id))
+			memset(&m->s_free[i], 0, sizeof(m->s_free[i]));
 	}
 	if (t->topo == SCHED_TOPO_HOST && t->host_grow >= 0) {
 		/* the host is a node still to grow from pool host_grow */

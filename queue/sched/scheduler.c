@@ -534,6 +534,43 @@ elect(PGconn *c)
 	return true;
 }
 
+/* Jobs per environment, queue and state, counted by the loop on its own connection at most
+ * every COUNTS_EVERY_S and kept as exposition text: a scrape of /metrics runs no SQL. */
+#define COUNTS_EVERY_S	15.0
+
+static pthread_mutex_t counts_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *counts_text;	/* malloc'd "fleetd_queue_jobs{...} n" lines, or NULL */
+static double counts_at = -COUNTS_EVERY_S;
+
+static void
+counts_refresh(PGconn *c, double now)
+{
+	size_t cap = 1024, n = 0;
+	char *b, *old;
+	PGresult *r;
+
+	if (now - counts_at < COUNTS_EVERY_S)
+		return;
+	counts_at = now;
+	r = PQexec(c, "SELECT q.environment, q.name, j.state, count(*) FROM jobs j JOIN queues q"
+	    " ON q.id = j.queue_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || (b = malloc(cap)) == NULL) {
+		PQclear(r);
+		return;
+	}
+	b[0] = '\0';
+	for (int i = 0; i < PQntuples(r); i++)
+		textbuf_appendf(&b, &n, &cap, "fleetd_queue_jobs{environment=\"%s\",queue=\"%s\","
+		    "state=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+		    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+	PQclear(r);
+	pthread_mutex_lock(&counts_mu);
+	old = counts_text;
+	counts_text = b;
+	pthread_mutex_unlock(&counts_mu);
+	free(old);
+}
+
 /* Nothing committed since env k's last cycle read its model, and that is recent. */
 static bool
 unchanged(PGconn *c, int k, double now)
@@ -606,6 +643,7 @@ loop(void *arg)
 				    (int)st.admitted, "preempted", (int)st.preempted, "seconds",
 				    S.last_cycle_s);
 		}
+		counts_refresh(c, mono_s());
 		listen_wait(c, cfg.scheduler_interval_ms);
 	}
 	if (c != NULL)
@@ -642,10 +680,6 @@ scheduler_leading(void)
 void
 scheduler_metrics(char **buf, size_t *len, size_t *cap)
 {
-	struct err e = { 0 };
-	struct db *c;
-	PGresult *r = NULL;
-
 	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_scheduler_cycles_total Scheduling cycles run by this replica.\n"
 	    "# TYPE fleetd_scheduler_cycles_total counter\nfleetd_scheduler_cycles_total %lu\n"
@@ -664,17 +698,10 @@ scheduler_metrics(char **buf, size_t *len, size_t *cap)
 	    atomic_load(&S.cycles), atomic_load(&S.skipped), atomic_load(&S.admitted),
 	    atomic_load(&S.preempted),
 	    (double)S.last_cycle_s, atomic_load(&S.leading));
-	if ((c = db_acquire(1000, &e)) == NULL)
-		return;
-	if (db_exec(c, "SELECT q.environment, q.name, j.state, count(*) FROM jobs j JOIN queues q"
-	    " ON q.id = j.queue_id GROUP BY 1, 2, 3 ORDER BY 1, 2, 3", 0, NULL, &r, &e)) {
-		textbuf_appendf(buf, len, cap, "# HELP fleetd_queue_jobs Jobs per queue and state.\n"
-		    "# TYPE fleetd_queue_jobs gauge\n");
-		for (int i = 0; i < PQntuples(r); i++)
-			textbuf_appendf(buf, len, cap, "fleetd_queue_jobs{environment=\"%s\",queue=\"%s\","
-			    "state=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-			    PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
-	}
-	PQclear(r);
-	db_release(c);
+	pthread_mutex_lock(&counts_mu);
+	if (counts_text != NULL)
+		textbuf_appendf(buf, len, cap, "# HELP fleetd_queue_jobs Jobs per queue and state, "
+		    "counted by the scheduler at most every 15 s.\n# TYPE fleetd_queue_jobs gauge\n"
+		    "%s", counts_text);
+	pthread_mutex_unlock(&counts_mu);
 }

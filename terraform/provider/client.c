@@ -4,8 +4,54 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <curl/curl.h>
+
 #include "core/http.h"
 #include "tf.h"
+
+/* Whether host names this machine's loopback interface. */
+static bool
+loopback(const char *host)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	if (strcmp(host, "localhost") == 0)
+		return true;
+	if (inet_pton(AF_INET, host, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	if (host[0] == '[') {
+		char b[64];
+		size_t n = strlen(host);
+
+		if (n < 3 || n - 2 >= sizeof(b) || host[n - 1] != ']')
+			return false;
+		memcpy(b, host + 1, n - 2);
+		b[n - 2] = '\0';
+		return inet_pton(AF_INET6, b, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+	}
+	return false;
+}
+
+bool
+tf_url_ok(const char *url)
+{
+	CURLU *u;
+	char *scheme = NULL, *host = NULL;
+	bool ok = false;
+
+	if (url == NULL || (u = curl_url()) == NULL)
+		return false;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+		ok = strcmp(scheme, "https") == 0 || (strcmp(scheme, "http") == 0 && loopback(host));
+	curl_free(scheme);
+	curl_free(host);
+	curl_url_cleanup(u);
+	return ok;
+}
 
 struct tf_conf tf_conf = {.timeout_ms = 30000, .retries = 5, .iam_timeout_s = 120};
 _Atomic int tf_stopping;
@@ -79,6 +125,11 @@ tf_api_ex(const char *method, const char *path, json_t *body, json_t *version, i
 	if (!tf_conf.configured || !tf_conf.url) {
 		tf_diag(d, true, NULL, "Provider not configured",
 		    "Set url (or FLEET_URL) and token (or FLEET_TOKEN) in the fleet provider.");
+		return false;
+	}
+	if (!tf_url_ok(tf_conf.url)) {	/* the token never goes over plain http elsewhere */
+		tf_diag(d, true, "url", "Insecure fleetd URL",
+		    "The token is sent over https://, or over http:// to a loopback host only.");
 		return false;
 	}
 	if (asprintf(&url, "%s%s", tf_conf.url, path) < 0)

@@ -55,6 +55,16 @@ output "ci_token" {
   value     = fleet_api_token.ci.secret
   sensitive = true
 }''',
+    "fleet_webhook": '''resource "fleet_webhook" "portal" {
+  environment = fleet_environment.prod.name
+  url         = "https://portal.example.com/hooks/fleet"
+  types       = ["job.state_changed", "job.failed"]
+}
+
+output "portal_webhook_secret" {
+  value     = fleet_webhook.portal.secret
+  sensitive = true
+}''',
     "fleet_cloud": '''resource "fleet_cloud" "gke_usc1" {
   name          = "prod-us-central1"
   environment   = fleet_environment.prod.name
@@ -121,6 +131,8 @@ IMPORTS = {
     "fleet_priority_class": ("the priority class id", "5b1f0f38-0c44-4b8f-8d38-6f0b4d2f3a21"),
     "fleet_api_token": ("the token id (the secret is not returned again: it stays empty)",
                         "7c2d9a51-1e6b-4f4a-9b0e-3d5c8f1a2b34"),
+    "fleet_webhook": ("the webhook id (the secret is not returned again: it stays empty)",
+                      "6a1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b"),
     "fleet_cloud": ("the cloud id", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
     "fleet_cloud_iam": ("the cloud id (of an active cloud)", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
     "fleet_cluster": ("the cluster id. The token is write-only and fleetd never returns it: "
@@ -146,6 +158,10 @@ NOTES = {
     "write-only value cannot be compared between runs, raise `token_wo_version` to send a new one.",
     "fleet_api_token": "Every argument forces a replacement (tokens cannot be edited). `secret` is "
     "returned once, at creation, and stored in the state as a sensitive value.",
+    "fleet_webhook": "Every argument forces a replacement (endpoints cannot be edited; a "
+    "replacement starts from the events after its creation). `secret` is returned once, at "
+    "creation, and stored in the state as a sensitive value; rotate it through the API "
+    "(`POST /v1/webhooks/{id}/rotate-secret`).",
     "fleet_queue": "A change made through the API or fleetctl shows in the next plan as a diff "
     "of that field; a queue deleted outside Terraform is planned for re-creation.",
 }

@@ -9,7 +9,6 @@
 
 #include <curl/curl.h>
 
-#include "regions/catalog.h"
 #include "tf.h"
 
 void tf_validate_cloud(const struct tf_res *r, json_t *config, struct tf_diags *d);
@@ -317,15 +316,15 @@ static json_t *
 regions_state(json_t *config)
 {
 	const char *prov = json_string_value(tf_get(config, "provider_type"));
-	json_t *provs = catalog_providers_list(), *regions, *x;
+	json_t *provs = tf_providers_list(), *regions, *x;
 	size_t i;
 
 	if (prov)
-		regions = catalog_regions_list(prov);
+		regions = tf_regions_list(prov);
 	else {
 		regions = json_array();
 		json_array_foreach(provs, i, x) {
-			json_t *rs = catalog_regions_list(json_string_value(x)), *y;
+			json_t *rs = tf_regions_list(json_string_value(x)), *y;
 			size_t k;
 
 			json_array_foreach(rs, k, y)

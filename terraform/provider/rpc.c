@@ -239,9 +239,10 @@ h_configure(struct arena *a, const uint8_t *in, size_t inlen, uint8_t **out, siz
 	if (!tf_conf.url)
 		tf_diag(&d, true, "url", "Missing fleetd URL",
 		    "Set the provider's \"url\" attribute or the FLEET_URL environment variable.");
-	else if (strncmp(tf_conf.url, "http://", 7) != 0 && strncmp(tf_conf.url, "https://", 8) != 0)
+	else if (!tf_url_ok(tf_conf.url))
 		tf_diag(&d, true, "url", "Invalid attribute value",
-		    "Attribute \"url\" must start with https:// (or http:// on loopback).");
+		    "Attribute \"url\" must start with https:// (or http:// on loopback: localhost,"
+		    " 127.0.0.0/8, [::1]).");
 	else {
 		size_t n = strlen(tf_conf.url);
 		while (n > 0 && tf_conf.url[n - 1] == '/')

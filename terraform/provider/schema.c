@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "regions/catalog.h"
 #include "tf.h"
 
 /* ------------------------------------------------------------------ checks */
@@ -296,6 +295,29 @@ static const struct tf_attr api_token_attrs[] = {
 	END
 };
 
+static bool
+chk_hook_url(json_t *v, char *msg, size_t n)
+{
+	const char *s = json_string_value(v);
+
+	if (strncmp(s, "https://", 8) == 0 || strncmp(s, "http://127.0.0.1", 16) == 0 ||
+	    strncmp(s, "http://localhost", 16) == 0 || strncmp(s, "http://[::1]", 12) == 0)
+		return true;
+	snprintf(msg, n, "must be an https:// url (http:// only for loopback hosts)");
+	return false;
+}
+
+static const struct tf_attr webhook_attrs[] = {
+	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Webhook id (uuid); the import id."},
+	{"environment", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Environment whose job events it receives; immutable."},
+	{"url", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_hook_url, "Endpoint, https:// (http:// for loopback hosts only)."},
+	{"types", NULL, TY_LIST, TY_STR, NULL, F_REQ | F_RNEW, NULL, "Event types: job.submitted, job.state_changed, job.failed, job.operation, job.event, or \"*\"."},
+	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, chk_name, "Only jobs whose spec.labels.team is this."},
+	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_desc, "Free text."},
+	{"secret", NULL, TY_STR, 0, NULL, F_COMP | F_SENS, NULL, "The signing secret, returned once at creation (sensitive; empty after import)."},
+	META, END
+};
+
 static const struct tf_attr account_attrs[] = {
 	{"project", NULL, TY_STR, 0, NULL, F_OPT, NULL, "gke: GCP project id."},
 	{"subscription_id", NULL, TY_STR, 0, NULL, F_OPT, NULL, "aks: subscription (uuid)."},
@@ -497,6 +519,7 @@ const struct tf_res tf_resources[] = {
 	{"fleet_queue", queue_attrs, "/v1/queues", "id", NULL, "A queue of one environment with its quota."},
 	{"fleet_priority_class", priority_class_attrs, "/v1/priority-classes", "id", NULL, "A priority class."},
 	{"fleet_api_token", api_token_attrs, "/v1/tokens", "id", NULL, "An API token; the secret is returned once."},
+	{"fleet_webhook", webhook_attrs, "/v1/webhooks", "id", NULL, "A webhook endpoint for an environment's job events; the secret is returned once."},
 	{"fleet_cloud", cloud_attrs, "/v1/clouds", "id", &tf_ops_cloud, "A cloud, phase 1 of registration."},
 	{"fleet_cloud_iam", cloud_iam_attrs, "/v1/clouds", "cloud_id", &tf_ops_cloud_iam, "Phase 2: verifies and locks a cloud's IAM pair."},
 	{"fleet_cluster", cluster_attrs, "/v1/clusters", "id", &tf_ops_cluster, "A member cluster of an active cloud."},
@@ -640,10 +663,10 @@ tf_validate_cloud(const struct tf_res *r, json_t *config, struct tf_diags *d)
 	};
 
 	(void)r;
-	if (!prov || !catalog_provider_valid(prov))
+	if (!prov || !tf_provider_valid(prov))
 		return;
-	if (region && !catalog_region_valid(prov, region)) {
-		json_t *all = catalog_regions_list(prov);
+	if (region && !tf_region_valid(prov, region)) {
+		json_t *all = tf_regions_list(prov);
 		char *list = json_dumps(all, JSON_COMPACT);
 		tf_diag(d, true, "region", "Invalid attribute value",
 		    "Attribute \"region\": %s is not a %s region; valid: %s.", region, prov,

@@ -122,6 +122,9 @@ struct tf_conf {
 	bool	 configured;
 };
 extern struct tf_conf tf_conf;
+/* Whether url may carry the token: https://, or http:// to a loopback host (localhost,
+ * 127.0.0.0/8, ::1) only. */
+bool	tf_url_ok(const char *url);
 /* Set by StopProvider (Ctrl-C in Terraform): waits in progress give up at their next turn. */
 extern _Atomic int tf_stopping;
 /* One API call.  *out is the parsed body (may be NULL); *status the HTTP status.
@@ -148,5 +151,12 @@ bool	tf_data_read(const struct tf_res *r, json_t *config, json_t **state, struct
 /* ---- RPC handlers (rpc.c): request bytes in, response bytes out (malloc'd). */
 bool	tf_rpc(const char *method, const uint8_t *in, size_t inlen, uint8_t **out,
 	    size_t *outlen);
+
+/* regions.c: names from regions/catalog_regions.def (the data fleetd's catalog is built
+ * from).  The lists are new arrays; tf_regions_list is NULL for an unknown provider. */
+bool	 tf_provider_valid(const char *provider);
+json_t	*tf_providers_list(void);
+bool	 tf_region_valid(const char *provider, const char *region);
+json_t	*tf_regions_list(const char *provider);
 
 #endif

@@ -360,7 +360,7 @@ class Sim:
         return json.loads(text) if text else None
 
     def metric(self, pr, name):
-        st, _, text = self.http("GET", pr.url + "/metrics", auth=False, timeout=5, record=True)
+        st, _, text = self.http("GET", pr.url + "/metrics", timeout=5, record=True)  # admin of *
         if st != 200:
             return None
         for line in text.splitlines():

@@ -1,6 +1,6 @@
 /* cloudsim member-cluster lifecycle of Ray objects: RayJob status progression, suspend,
- * refused specs, image pull and crash-loop back-off, spot preemption, RayCronJob.
- * Scheduling is test_cloudsim_sched.c. */
+ * refused specs, image pull and crash-loop back-off, RayCronJob.  Scheduling is
+ * test_cloudsim_sched.c, spot reclaims and node failures test_cloudsim_failure.c. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -183,49 +183,6 @@ test_rayjob_progression_and_suspend(void **state)
 	csh_resp_free(&r);
 }
 
-static void
-test_spot_preemption(void **state)
-{
-	const char *l4 = "\"nodeSelector\":{\"cloud.google.com/gke-spot\":\"true\"},"
-	    "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}]";
-	struct csh_want w = { GKE, "spot", "Running", 2 };
-	char body[256], first[160];
-	struct csh_resp r;
-	json_t *p, *pod;
-	size_t i;
-
-	(void)state;
-	assert_int_equal(csh_apply(&H, GKE, "rayclusters", "spot", csh_ray_body("RayCluster",
-	    "spot", 1, 4, l4, "")), 201);
-	assert_true(csh_wait(&H, csh_pods_in_phase, &w, 10));
-	p = csh_pods(&H, GKE, "spot");
-	first[0] = '\0';
-	json_array_foreach(p, i, pod)
-		if (strstr(json_string_value(json_object_get(json_object_get(pod, "metadata"),
-		    "name")), "worker"))
-			snprintf(first, sizeof(first), "%s", json_string_value(json_object_get(
-			    json_object_get(pod, "spec"), "nodeName")));
-	json_decref(p);
-	assert_true(first[0] != '\0');
-	snprintf(body, sizeof(body), "{\"cluster\":\"%s\",\"node\":\"%s\",\"notice_s\":10}", GKE,
-	    first);
-	r = csh_sim(&H, "POST", "/_sim/preempt", body);
-	assert_int_equal(r.status, 200);
-	csh_resp_free(&r);
-	assert_true(csh_has_event(&H, GKE, "spot-gpu-worker", "PreemptionNotice"));
-	usleep(800000);
-	assert_true(csh_has_event(&H, GKE, "spot-gpu-worker", "Preempted"));
-	assert_true(csh_wait(&H, csh_pods_in_phase, &w, 10));
-	p = csh_pods(&H, GKE, "spot");
-	json_array_foreach(p, i, pod)
-		assert_string_not_equal(json_string_value(json_object_get(json_object_get(pod,
-		    "spec"), "nodeName")), first);
-	json_decref(p);
-	r = csh_sim(&H, "POST", "/_sim/preempt", "{\"cluster\":\"nope\",\"node\":\"x\"}");
-	assert_int_equal(r.status, 400);
-	csh_resp_free(&r);
-}
-
 static bool
 cron_spawned(struct csh *h, void *arg)
 {
@@ -272,7 +229,6 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rayjob_progression_and_suspend),
-		cmocka_unit_test(test_spot_preemption),
 		cmocka_unit_test(test_raycronjob),
 	};
 

@@ -153,6 +153,19 @@ run "aws: list-cluster-nodes --max-items 1 returns a NextToken" \
 	aws sagemaker list-cluster-nodes --cluster-name "$harn" $SM --max-items 1 --output json
 has "aws: NextToken" "NextToken"
 [ "$all" -gt 2 ] && ok "aws: every node across pages ($all)" || bad "aws: $all nodes across pages"
+run "aws: sagemaker list-clusters (the scope's region, the role's account)" \
+	aws sagemaker list-clusters $SM --output json
+has "aws: the HyperPod cluster in ClusterSummaries" "\"ClusterName\": \"$hp\""
+echo "$out" | grep -q '"ClusterStatus": "InService"' && echo "$out" | grep -q '"CreationTime"' &&
+	echo "$out" | grep -q "\"ClusterArn\": \"$harn\"" && ok "aws: ClusterArn, ClusterStatus, CreationTime" ||
+	bad "aws: list-clusters summary fields: $(echo "$out" | tr '\n' ' ')"
+n=$(echo "$out" | grep -c '"ClusterName"')
+[ "$n" -eq "$(jq_py "print(sum(1 for c in d['clusters'] if c['provider']=='hyperpod' and c['region']=='$hregion'))")" ] &&
+	ok "aws: only the clusters of $hregion ($n)" || bad "aws: $n clusters listed for $hregion"
+run "aws: list-clusters --name-contains with no match" aws sagemaker list-clusters $SM --name-contains nope --output json
+has "aws: no summaries" '"ClusterSummaries": \[\]'
+fail "aws: list-clusters --sort-by with a bad value is refused by the CLI or the service" \
+	'ValidationException|Invalid value|Valid values' aws sagemaker list-clusters $SM --sort-by SIZE
 fail "aws: describe of a missing cluster is ResourceNotFound" 'ResourceNotFound|ValidationException' \
 	aws sagemaker describe-cluster --cluster-name nope $SM
 fail "aws: sagemaker signed for another region is refused" 'InvalidSignatureException|scoped to a valid region' \
@@ -202,7 +215,10 @@ run "kubectl: describe node" kubectl describe "$node"
 has "kubectl: describe node shows labels and allocatable" "Allocatable"
 fail "kubectl: get of a missing RayJob is NotFound" 'NotFound|not found' kubectl get rayjob nope
 
-sed -n '1,/^---/p' "$shared/kuberay/samples/ray-job.sample.yaml" | grep -v '^---$' >"$work/rj.yaml"
+# run-seconds: the job stays Running through the checks below (the default 20 s could end
+# before kubectl wait starts on a loaded machine)
+sed -n '1,/^---/p' "$shared/kuberay/samples/ray-job.sample.yaml" | grep -v '^---$' |
+	sed 's/^metadata:$/metadata:\n  annotations:\n    cloudsim.fleet.io\/run-seconds: "300"/' >"$work/rj.yaml"
 rjname=$(sed -n 's/^  name: //p' "$work/rj.yaml" | head -1)
 run "kubectl: apply --server-side --dry-run=server (YAML)" \
 	kubectl apply --server-side --dry-run=server -f "$work/rj.yaml"
@@ -278,6 +294,66 @@ fail "kubectl: Kueue's webhook refuses queue-name with in-tree autoscaling" \
 	'admission webhook "vrayjob.kb.io" denied the request: spec.rayClusterSpec.enableInTreeAutoscaling: Invalid value: true: a kueue managed job should only use autoscaling when workload slicing is enabled' \
 	kubectl apply --server-side -f "$work/rjk.yaml"
 fail "kubectl: nothing was stored" 'NotFound|not found' kubectl get rayjob rayjob-kueue
+
+# ---- issue 24: failures injected the way an outside test makes them (on the second
+# HyperPod cluster, which no other client here uses), read back with kubectl
+hp2=$(jq_py "print([c['name'] for c in d['clusters'] if c['provider']=='hyperpod'][1])")
+export KUBECONFIG=$work/kc-$hp2
+run "kubectl $hp2: a RayJob to break" kubectl apply --server-side -f "$work/rj.yaml"
+run "kubectl $hp2: RayJob Running" kubectl wait --timeout=60s \
+	--for=jsonpath='{.status.jobDeploymentStatus}'=Running "rayjob/$rjname"
+run "kubectl $hp2: worker Running" kubectl wait --timeout=30s --for=jsonpath='{.status.phase}'=Running \
+	pod -l ray.io/node-type=worker
+wpod=$(kubectl get pods -l ray.io/node-type=worker -o name | head -1); wpod=${wpod#pod/}
+wnode=$(kubectl get pod "$wpod" -o jsonpath='{.spec.nodeName}')
+other=$(kubectl get nodes -o name | grep -v "/$wnode\$" | head -1); other=${other#node/}
+run "kubectl: patch pod --subresource=status (OOMKilled, exit 137, CrashLoopBackOff)" \
+	kubectl patch pod "$wpod" --subresource=status -p '{"status":{"containerStatuses":[{"name":"ray-worker","ready":false,"restartCount":2,"image":"rayproject/ray:2.9.0","imageID":"","state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"reason":"OOMKilled","exitCode":137}}}]}}'
+run "kubectl: get -o jsonpath reads the patched status" kubectl get pod "$wpod" \
+	-o jsonpath='{.status.containerStatuses[0].lastState.terminated.reason}/{.status.containerStatuses[0].lastState.terminated.exitCode}/{.status.containerStatuses[0].state.waiting.reason}/{.status.containerStatuses[0].restartCount}'
+has "kubectl: OOMKilled/137/CrashLoopBackOff/2 as given" "^OOMKilled/137/CrashLoopBackOff/2$"
+run "kubectl: patch pod --subresource=status (ErrImagePull)" kubectl patch pod "$wpod" \
+	--subresource=status -p '{"status":{"containerStatuses":[{"name":"ray-worker","ready":false,"restartCount":0,"image":"rayproject/ray:nope","imageID":"","state":{"waiting":{"reason":"ErrImagePull","message":"not found"}}}]}}'
+run "kubectl: get pods shows the waiting reason" kubectl get pod "$wpod"
+has "kubectl: STATUS ErrImagePull" "^$wpod +0/1 +ErrImagePull +0 "
+run "kubectl: taint node NoSchedule" kubectl taint node "$other" fleet.io/drill=x:NoSchedule
+run "kubectl: the taint read back" kubectl get node "$other" -o jsonpath='{.spec.taints[?(@.key=="fleet.io/drill")].effect}'
+has "kubectl: NoSchedule taint stored" "^NoSchedule$"
+run "kubectl: taint node KEY- removes it" kubectl taint node "$other" fleet.io/drill-
+run "kubectl: no taint left" kubectl get node "$other" -o jsonpath='{.spec.taints}'
+echo "$out" | grep -q "fleet.io/drill" && bad "kubectl: the taint is still there: $out" || ok "kubectl: taint removed"
+run "kubectl: cordon" kubectl cordon "$other"
+run "kubectl: get node after cordon" kubectl get node "$other"
+has "kubectl: SchedulingDisabled" "Ready,SchedulingDisabled"
+run "kubectl: uncordon" kubectl uncordon "$other"
+run "kubectl: patch node --subresource=status (Ready=False)" kubectl patch node "$other" \
+	--subresource=status -p '{"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady"}]}}'
+run "kubectl: wait for the not-ready taint" kubectl wait --timeout=10s "node/$other" \
+	--for=jsonpath='{.spec.taints[0].key}'=node.kubernetes.io/not-ready
+run "kubectl: get node shows NotReady" kubectl get node "$other"
+has "kubectl: NotReady" "^$other +NotReady "
+run "kubectl: patch node --subresource=status (Ready=True again)" kubectl patch node "$other" \
+	--subresource=status -p '{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}'
+for _ in $(seq 50); do
+	out=$(kubectl get node "$other" -o jsonpath='{.spec.taints}' 2>&1)
+	echo "$out" | grep -q not-ready || break; sleep 0.2
+done
+echo "$out" | grep -q not-ready && bad "kubectl: the not-ready taint stayed: $out" || ok "kubectl: the not-ready taint goes"
+run "kubectl: taint node NoExecute" kubectl taint node "$wnode" fleet.io/drill=x:NoExecute
+run "kubectl: the worker is evicted" kubectl wait --for=delete "pod/$wpod" --timeout=20s
+run "kubectl: KubeRay's replacement worker runs elsewhere" kubectl wait --timeout=30s \
+	--for=jsonpath='{.spec.nodeName}'="$other" pod -l ray.io/node-type=worker
+run "kubectl: delete node" kubectl delete node "$wnode"
+fail "kubectl: the deleted node is NotFound" 'NotFound|not found' kubectl get node "$wnode"
+run "kubectl: auth can-i delete nodes" kubectl auth can-i delete nodes
+has "kubectl: can-i says yes" "^yes$"
+run "kubectl: auth can-i patch pods/status in a namespace" kubectl auth can-i patch pods --subresource=status -n default
+has "kubectl: can-i says yes" "^yes$"
+run "kubectl: auth can-i --list" kubectl auth can-i --list
+has "kubectl: every resource and verb" '^\*\.\* +\[\] +\[\] +\[\*\]'
+fail "kubectl: auth can-i with a wrong token is Unauthorized" "Unauthorized|must be logged in" \
+	kubectl --kubeconfig "$work/kc-bad" auth can-i get pods
+export KUBECONFIG=$work/kc-$gk
 
 echo "# kubectl done at ${SECONDS}s"
 wait "$gpid" "$apid" "$spid"

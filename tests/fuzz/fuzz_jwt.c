@@ -1,6 +1,9 @@
 /* fuzz_jwt: RS256 JWT verification against a fixed key: arbitrary tokens never verify
- * unless signed, signed claims come back intact, and any one-character change fails. */
+ * unless signed, signed claims come back intact, and any one-character change fails.
+ * Also the OIDC path (iam/oidc.c): arbitrary bearers through oidc_is_jwt and oidc_verify
+ * against a key set of the RFC 7515 A.2 key never verify and always say why (401). */
 #include "core/crypto.h"
+#include "iam/oidc.h"
 #include "tests/fuzz/fuzz.h"
 
 /* A throwaway 1024-bit key made for this test only (speed matters more than strength). */
@@ -84,6 +87,38 @@ sign_and_tamper(struct fuzz_in *in)
 	json_decref(claims);
 }
 
+/* RFC 7515 A.2's public key (n, e) as the provider's only JWK. */
+static const char JWKS[] = "{\"keys\":[{\"kty\":\"RSA\",\"kid\":\"k1\",\"e\":\"AQAB\",\"n\":\""
+	"ofgWCuLjybRlzo0tZWJjNiuSfb4p4fAkd_wWJcyQoTbji9k0l8W26mPddxHmfHQp-Vaw-4qPCJrcS2mJPMEz"
+	"P1Pt0Bm4d4QlL-yRT-SFd2lZS-pCgNMsD1W_YpRPEwOWvG6b32690r2jZ47soMZo9wGzjb_7OMg0LOL-bSf63k"
+	"paSHSXndS5z5rexMdbBYUsLA9e-KXBdQOS-UTo7WTBEMa2R2CapHg665xsmtdVMTBQY4uDZlxvb3qCo5ZwKh9k"
+	"G4LT6_I5IhlJH7aGhyxXFvUK-DWNmoudF8NAco9_h9iaGNj8q2ethFkMLs91kzk2PAcDTW9gb54h4FRWyuXpoQ"
+	"\"}]}";
+
+static void
+oidc_path(const char *token)
+{
+	static struct oidc_policy pol = { .issuer = "https://idp.example",
+	    .audience = "https://fleetd.example", .groups_claim = "groups", .leeway = 60,
+	    .grace = 60 };
+	static struct oidc_keyset *ks;
+	struct err e = { 0 };
+	json_t *claims;
+
+	if (ks == NULL) {
+		json_t *j = json_loads(JWKS, 0, NULL);
+
+		ks = oidc_keyset_new();
+		FUZZ_CHECK(oidc_keyset_merge(ks, j, 1700000000, 60, &e), "jwks: %s", e.msg);
+		json_decref(j);
+	}
+	(void)oidc_is_jwt(token);
+	claims = oidc_verify(&pol, ks, token, 1700000000, &e);
+	FUZZ_CHECK(claims == NULL, "an unsigned input verified");
+	FUZZ_CHECK(e.status == 401 && strncmp(e.code, "auth.", 5) == 0, "refused without a "
+	    "401 auth code: %d %s", e.status, e.code);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -96,6 +131,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	token = fuzz_rest(&in, NULL);
+	oidc_path(token);
 	claims = verify(token, &hdr);
 	json_decref(claims);
 	json_decref(hdr);

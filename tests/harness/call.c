@@ -65,7 +65,7 @@ harness_metric(const char *sample)
 	const char *p;
 
 	snprintf(key, sizeof(key), "\n%s", sample);	/* a sample line, not its # HELP */
-	harness_call("GET", NULL, NULL, "/metrics");
+	harness_call("GET", harness_metrics_token(), NULL, "/metrics");
 	p = harness_r.body != NULL ? strstr(harness_r.body, key) : NULL;
 	return p != NULL ? atof(p + strlen(key)) : -1;
 }

@@ -160,7 +160,7 @@ harness_wait_capacity(const char *const *names, double timeout_s)
 	while (harness_now_s() < end) {
 		int seen = 0;
 
-		if (harness_call("GET", NULL, NULL, "/metrics") == 200)
+		if (harness_call("GET", harness_metrics_token(), NULL, "/metrics") == 200)
 			for (int k = 0; k < want; k++) {
 				char needle[160];
 

@@ -190,6 +190,23 @@ fleetd_bin(void)
 	return FLEETD_BINARY_DIR "/fleetd";
 }
 
+const char *
+harness_metrics_token(void)
+{
+	static char tok[49];
+
+	if (tok[0] == '\0') {
+		unsigned char raw[24];
+		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+		assert_true(fd >= 0 && read(fd, raw, sizeof(raw)) == (ssize_t)sizeof(raw));
+		close(fd);
+		for (size_t i = 0; i < sizeof(raw); i++)
+			snprintf(tok + 2 * i, 3, "%02x", raw[i]);
+	}
+	return tok;
+}
+
 void
 harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const *env)
 {
@@ -209,6 +226,7 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 	snprintf(p->dburl, sizeof(p->dburl), "%s", dburl);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", p->port);
 	harness_rec_port(p->port, true);
+	(void)harness_metrics_token();	/* drawn here: the child must not draw its own */
 	p->pid = fork();
 	assert_true(p->pid >= 0);
 	if (p->pid == 0) {
@@ -222,6 +240,7 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 		setenv("FLEETD_LOG_LEVEL", "debug", 1);
 		setenv("FLEETD_MIGRATIONS_DIR", FLEETD_SOURCE_DIR "/migrations", 1);
 		setenv("FLEETD_OPENAPI", FLEETD_SOURCE_DIR "/api/openapi.yaml", 1);
+		setenv("FLEETD_METRICS_TOKEN", harness_metrics_token(), 1);
 		for (int i = 0; env != NULL && env[i] != NULL; i++)
 			putenv(strdup(env[i]));
 		execl(fleetd_bin(), "fleetd", "serve", "--migrate", (char *)NULL);

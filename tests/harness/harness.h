@@ -1,8 +1,8 @@
 /* harness: what integration and cloudsim tests share (library fleet_harness) — scratch
  * databases, fleetd and cloudsim processes, a fleet registered through the API, HTTP calls
  * with problem+json checks, SQL and time.  Every function fails the running cmocka test
- * itself on anything unexpected, so a test reads as its cases only.  See
- * /work/notes/harness-ready.md or CONTRIBUTING.md ("Adding a test") for an example. */
+ * itself on anything unexpected, so a test reads as its cases only.  See CONTRIBUTING.md
+ * ("Adding a test") for an example; tests/integration/test_moves.c is a model. */
 #ifndef FLEET_TESTS_HARNESS_H
 #define FLEET_TESTS_HARNESS_H
 
@@ -141,6 +141,9 @@ const char *harness_url(const struct fleetd_proc *p, const char *fmt, ...) HARNE
 /* The value of the first /metrics sample line starting with sample (the metric name with
  * its labels and the space, e.g. "fleetd_x_total{k=\"v\"} "), -1 when there is none. */
 double	harness_metric(const char *sample);
+/* The FLEETD_METRICS_TOKEN every fleetd of this test process is started with (random,
+ * static storage); /metrics answers 401 without it or a token for every environment. */
+const char *harness_metrics_token(void);
 /* POST that must answer 201 (a create); returns the answer, borrowed from harness_r (valid
  * until the next call: json_incref it to keep it). */
 json_t	*harness_post_created(const char *token, const char *path, const char *body);

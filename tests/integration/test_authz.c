@@ -49,6 +49,8 @@ static const char *const OPER[3] = { "e0000000-0000-4000-8000-000000000001",
 	"e0000000-0000-4000-8000-000000000002", "e0000000-0000-4000-8000-0000000000ff" };
 static const char *const TOKOBJ[3] = { "f0000000-0000-4000-8000-000000000001",
 	"f0000000-0000-4000-8000-000000000002", "f0000000-0000-4000-8000-0000000000ff" };
+static const char *const HOOK[3] = { "80000000-0000-4000-8000-000000000001",
+	"80000000-0000-4000-8000-000000000002", "80000000-0000-4000-8000-0000000000ff" };
 static const char *const PC = "90000000-0000-4000-8000-000000000001";
 
 static int cells, violations;
@@ -158,10 +160,11 @@ check_openapi(void)
 static void
 seed(PGconn *c, const char *q, const char *env, int k)
 {
-	const char *p[9] = { env, CLOUD[k], CLUSTER[k], QUEUE[k], JOB[k], OPER[k], TOKOBJ[k],
-		PC, k == 0 ? "in" : "out" };
-	static const Oid text[9] = { 25, 25, 25, 25, 25, 25, 25, 25, 25 };
-	PGresult *r = PQexecParams(c, q, 9, text, p, NULL, NULL, 0);
+	const char *p[10] = { env, CLOUD[k], CLUSTER[k], QUEUE[k], JOB[k], OPER[k], TOKOBJ[k],
+		PC, k == 0 ? "in" : "out", HOOK[k] };
+	static const Oid text[10] = { 25, 25, 25, 25, 25, 25, 25, 25, 25, 25 };
+	int n = strstr(q, "$10") != NULL ? 10 : 9;
+	PGresult *r = PQexecParams(c, q, n, text, p, NULL, NULL, 0);
 
 	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
 		fail_msg("seed %s: %s", q, PQerrorMessage(c));
@@ -169,7 +172,7 @@ seed(PGconn *c, const char *q, const char *env, int k)
 }
 
 /* One of each object in env ENV[k]; $1 env, $2 cloud, $3 cluster, $4 queue, $5 job,
- * $6 operation, $7 token object, $8 priority class, $9 a name suffix. */
+ * $6 operation, $7 token object, $8 priority class, $9 a name suffix, $10 webhook. */
 static const char *const seeds[] = {
 	"INSERT INTO clouds (id, name, environment, provider, region, account, external_id,"
 	" state, required) VALUES ($2::uuid, 'cloud-' || $9, $1, 'gke', 'us-central1',"
@@ -188,6 +191,8 @@ static const char *const seeds[] = {
 	" jsonb_build_object('cluster_id', $3, 'environment', $1))",
 	"INSERT INTO api_tokens (id, name, role, environments, secret_sha256) VALUES ($7::uuid,"
 	" 'obj-' || $9, 'viewer', ARRAY[$1], md5($7) || md5($1))",
+	"INSERT INTO webhooks (id, environment, url, types, secret_sealed, cursor) VALUES"
+	" ($10::uuid, $1, 'https://hooks.example.com/' || $9, '{*}', 'x', 0)",
 };
 
 static int
@@ -259,6 +264,8 @@ fill(const struct route_row *r, int k, char *out, size_t n)
 				v = OPER[k];
 			else if (strncmp(prev, "tokens/", 7) == 0)
 				v = TOKOBJ[k];
+			else if (strncmp(prev, "webhooks/", 9) == 0)
+				v = HOOK[k];
 			else if (strncmp(prev, "priority-classes/", 17) == 0)
 				v = PC;		/* global: no environment */
 			if (v == NULL)
@@ -351,7 +358,7 @@ code_of(const struct http_result *h)
 static bool
 leaks_out(const struct http_result *h)
 {
-	const char *ids[] = { CLOUD[1], CLUSTER[1], QUEUE[1], JOB[1], OPER[1], TOKOBJ[1],
+	const char *ids[] = { CLOUD[1], CLUSTER[1], QUEUE[1], JOB[1], OPER[1], TOKOBJ[1], HOOK[1],
 		"\"outenv\"" };
 
 	for (size_t i = 0; h->body != NULL && i < sizeof(ids) / sizeof(ids[0]); i++)
@@ -368,10 +375,10 @@ listed(const struct route_row *r)
 		{ "/v1/environments", "\"inenv\"" }, { "/v1/clouds", NULL },
 		{ "/v1/clusters", NULL }, { "/v1/clouds/{id}/clusters", NULL },
 		{ "/v1/queues", NULL }, { "/v1/jobs", NULL }, { "/v1/tokens", NULL },
-		{ "/v1/operations", NULL },
+		{ "/v1/operations", NULL }, { "/v1/webhooks", NULL },
 	};
 	const char *ids[] = { NULL, CLOUD[0], CLUSTER[0], CLUSTER[0], QUEUE[0], JOB[0],
-		TOKOBJ[0], OPER[0] };
+		TOKOBJ[0], OPER[0], HOOK[0] };
 
 	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
 		if (strcmp(r->method, "GET") == 0 && strcmp(r->pattern, l[i].pattern) == 0)

@@ -171,7 +171,7 @@ refresh(void)
 	struct poller_stats st;
 	struct err e = { 0 };
 
-	if (!poller_refresh_all(16, &st, &e))
+	if (!poller_refresh_all(16, NULL, &st, &e))
 		fail_msg("refresh: %s %s", e.code, e.msg);
 	return st;
 }

@@ -1,7 +1,8 @@
 /* test_dispatch: dispatch and status workers against cloudsim — a RayJob's whole story,
  * schema-valid manifests equal to what the cluster stored, cancel, TTL cleanup, stockout
  * then running elsewhere, exactly one apply per attempt across a SIGKILL between apply
- * and record, and a preempted victim suspended after its grace period. */
+ * and record, and a preempted victim suspended after its grace period — applied once
+ * per re-apply event when a record is lost or two replicas follow it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -512,6 +513,163 @@ test_preemption(void **state)
 	free(hi);
 }
 
+/* ---- one apply per attempt when a record is lost or two replicas follow the job */
+
+/* The applies the job's events allow attempt's object beyond its dispatch (as
+ * tests/chaos/checks.py REAPPLY_SQL counts them). */
+static long
+reapply_events(const char *id, int attempt)
+{
+	return harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND attempt ="
+	    " %d AND (type IN ('checkpoint_requested', 'spec_applied') OR message LIKE"
+	    " 'preempted; suspended on the cluster%%')", id, attempt);
+}
+
+/* A RayJob victim (grace 2 s) running on HyperPod's full p5 pool; the caller preempts it. */
+static char *
+victim_running(const char *name)
+{
+	char *id;
+	json_t *o = NULL;
+
+	/* the pool as cloudsim has it (the earlier jobs gone), then full with the victim */
+	for (int i = 0; i < 200; i++) {
+		o = sim_pool("test-hp-usw2", "p5");
+		if (json_integer_value(json_object_get(o, "free_accelerators")) >= 16)
+			break;
+		if (i == 199) {
+			char *txt = json_dumps(o, JSON_COMPACT);
+
+			fail_msg("p5 never had 16 free accelerators: %s", txt);
+		}
+		json_decref(o);
+		usleep(100 * 1000);
+	}
+	seed_pool(hp_id, "hyperpod", o, 3, (int)harness_ji(o, "free_accelerators"));
+	json_decref(o);
+	id = submit("RayJob", name, 2, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
+	    "\"checkpoint\":{\"uri\":\"s3://ckpt/v\",\"grace_seconds\":2}");
+	harness_job_wait_row(id, "running", 1, 30);
+	for (int i = 0; i < 50; i++) {
+		o = sim_pool("test-hp-usw2", "p5");
+		if (json_integer_value(json_object_get(o, "free_accelerators")) == 0)
+			break;
+		json_decref(o);
+		o = NULL;
+		usleep(100 * 1000);
+	}
+	assert_non_null(o);
+	seed_pool(hp_id, "hyperpod", o, 3, 0);
+	json_decref(o);
+	return id;
+}
+
+/* The victim is back in its queue: its attempt-1 object carries the checkpoint request and
+ * is suspended, and was applied once plus once per re-apply event. */
+static void
+victim_settled(const char *victim, const char *sname)
+{
+	char name[64];
+	json_t *o, *ann;
+	int applies;
+	long extra;
+
+	harness_job_wait_row(victim, "pending", 1, 40);
+	object_name(JOBSPEC_RAYJOB, sname, victim, 1, name, sizeof(name));
+	o = sim_object("test-hp-usw2", name, NULL);
+	assert_non_null(o);
+	ann = json_object_get(json_object_get(o, "metadata"), "annotations");
+	applies = sim_applies("test-hp-usw2", json_string_value(json_object_get(json_object_get(o,
+	    "metadata"), "namespace")), "rayjobs", name);
+	extra = reapply_events(victim, 1);
+	if (applies != 1 + extra || json_object_get(ann, "fleet.io/checkpoint-requested") == NULL ||
+	    !json_is_true(json_object_get(json_object_get(o, "spec"), "suspend")))
+		fail_msg("%s: %d applies for 1 + %ld re-apply events; checkpoint annotation %s,"
+		    " suspend %s", name, applies, extra, json_object_get(ann,
+		    "fleet.io/checkpoint-requested") ? "there" : "missing",
+		    json_is_true(json_object_get(json_object_get(o, "spec"), "suspend")) ? "true" :
+		    "not true");
+	assert_true(has_event(victim, "checkpoint_requested", "", ""));
+	json_decref(o);
+}
+
+/* Cancels the two jobs of a preemption case and waits until both ended (the urgent job may
+ * have been withdrawn meanwhile: its pods waited on the victim's nodes past the stockout
+ * timeout). */
+static void
+ended(const char *hi, const char *victim)
+{
+	cancel(hi);
+	cancel(victim);
+	for (int i = 0; i < 200 && harness_sql_long("SELECT count(*) FROM jobs WHERE id IN ('%s',"
+	    " '%s') AND state NOT IN ('cancelled', 'succeeded', 'failed')", hi, victim) > 0; i++)
+		usleep(100 * 1000);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id IN ('%s', '%s') AND"
+	    " state NOT IN ('cancelled', 'succeeded', 'failed')", hi, victim), 0);
+}
+
+/* The checkpoint request's record fails until the grace is over (the database away longer
+ * than the grace): the suspension waits for that record, and every apply has its event. */
+static void
+test_preemption_record_lost_past_grace(void **state)
+{
+	char *victim, *hi;
+
+	(void)state;
+	victim = victim_running("late");
+	harness_sql("CREATE FUNCTION fail_ckpt() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+	    " RAISE EXCEPTION 'database away'; END $$;"
+	    " CREATE TRIGGER fail_ckpt BEFORE INSERT ON job_events FOR EACH ROW WHEN (NEW.job_id ="
+	    " '%s' AND NEW.type = 'checkpoint_requested') EXECUTE FUNCTION fail_ckpt()", victim);
+	hi = submit("RayJob", "urgent2", 1, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
+	    "\"priority_class\":\"high\"");
+	harness_job_wait_row(victim, "preempted", 1, 30);
+	/* 3 s past the deadline, or back in the queue already */
+	for (int i = 0; i < 150 && harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	    " (state <> 'preempted' OR checkpoint_deadline + interval '3 seconds' < now())",
+	    victim) == 0; i++)
+		usleep(100 * 1000);
+	harness_sql("DROP TRIGGER fail_ckpt ON job_events; DROP FUNCTION fail_ckpt()");
+	victim_settled(victim, "late");
+	ended(hi, victim);
+	free(victim);
+	free(hi);
+}
+
+/* Two replicas' status workers follow the same preempted job while the member answers
+ * slowly (each apply takes 1.5 s, longer than a status cycle): the checkpoint request
+ * and the suspension are applied by one of them, once. */
+static void
+test_preemption_two_replicas(void **state)
+{
+	struct fleetd_proc fd2;
+	const char *env[90];
+	char *victim, *hi;
+	int n = 0;
+
+	(void)state;
+	memset(&fd2, 0, sizeof(fd2));
+	for (int i = 0; cs.env[i] != NULL && n < 88; i++)
+		env[n++] = cs.env[i];
+	env[n++] = "FLEETD_WORKERS=status";
+	env[n] = NULL;
+	harness_fleetd_start(&fd2, dburl, env);
+	harness_call_to(&fd);	/* the API calls stay with the first replica */
+	victim = victim_running("twice");
+	harness_sim_post(&cs, "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"test-hp-usw2\","
+	    "\"latency_ms\":1500}");
+	hi = submit("RayJob", "urgent3", 1, "\"constraints\":{\"providers\":[\"hyperpod\"]},"
+	    "\"priority_class\":\"high\"");
+	harness_job_wait_row(victim, "pending", 1, 60);
+	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
+	usleep(3000 * 1000);	/* an apply of the other replica still under way lands */
+	harness_fleetd_stop(&fd2);
+	victim_settled(victim, "twice");
+	ended(hi, victim);
+	free(victim);
+	free(hi);
+}
+
 int
 main(void)
 {
@@ -521,6 +679,8 @@ main(void)
 		cmocka_unit_test(test_exactly_once),
 		cmocka_unit_test(test_stockout),
 		cmocka_unit_test(test_preemption),
+		cmocka_unit_test(test_preemption_two_replicas),
+		cmocka_unit_test(test_preemption_record_lost_past_grace),
 	};
 
 	return cmocka_run_group_tests(tests, setup, harness_group_teardown);

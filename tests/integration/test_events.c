@@ -482,6 +482,39 @@ test_idle_streams(void **state)
 	free(s);
 }
 
+/* A revoked token's open stream ends within a few seconds, even while events flow. */
+static void
+test_revoked_stream(void **state)
+{
+	char *tok = harness_token(dburl, "viewer", "enva"), *data;
+	struct sse s;
+	long long id;
+	long t0;
+
+	(void)state;
+	sse_open(&s, "/v1/events?follow=true", tok, NULL);
+	assert_int_equal(s.status, 200);
+	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
+	    " ('d1000000-0000-4000-8000-00000000000a', 'before', 'seen')");
+	assert_true(sse_next(&s, 5000, &id, &data));
+	free(data);
+	harness_sql("UPDATE api_tokens SET revoked_at = now() WHERE secret_sha256 ="
+	    " encode(sha256('%s'::bytea), 'hex')", tok);
+	t0 = ms_now();
+	usleep(300 * 1000);
+	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
+	    " ('d1000000-0000-4000-8000-00000000000a', 'after', 'revoked')");
+	while (!s.closed && ms_now() - t0 < 8000)
+		if (sse_next(&s, 500, &id, &data))
+			free(data);
+	print_message("events: stream of a revoked token %s after %ld ms\n",
+	    s.closed ? "ended" : "still open", ms_now() - t0);
+	assert_true(s.closed);
+	assert_true(ms_now() - t0 < 5000);
+	sse_close(&s);
+	free(tok);
+}
+
 /* fleetctl on the streams: `jobs events ID --follow` prints the history and the new events
  * and exits once the job ends; another environment's job is "not found" (exit 3); the bash
  * completion script completes groups, commands and flags. */
@@ -528,6 +561,7 @@ main(void)
 		cmocka_unit_test(test_scope),
 		cmocka_unit_test(test_roles_and_input),
 		cmocka_unit_test(test_fleetctl),
+		cmocka_unit_test(test_revoked_stream),
 		cmocka_unit_test(test_idle_streams),
 	};
 

@@ -318,7 +318,7 @@ test_metrics_openapi(void **state)
 	FILE *f;
 
 	(void)state;
-	harness_http(&r, "GET", harness_url(&fd, "/metrics"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(&fd, "/metrics"), harness_metrics_token(), NULL, NULL);
 	assert_int_equal(r.status, 200);
 	assert_non_null(strstr(r.body, "fleetd_http_requests_total{route=\"/v1/environments\""));
 	assert_non_null(strstr(r.body, "fleetd_db_pool_connections"));

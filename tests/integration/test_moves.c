@@ -310,14 +310,31 @@ test_bad_input(void **state)
 	assert_int_equal(harness_move(oper, train_id, target, NULL), 409);
 	assert_string_equal(harness_js(harness_r.json, "code"), "cluster.cordoned");
 	harness_cordon(oper, F.cluster_id[USW2], false);
-	/* never across environments: by cluster, by cloud */
-	snprintf(target, sizeof(target), "{\"cluster_id\":\"%s\"}", F.cluster_id[OTHER]);
-	assert_int_equal(harness_move(oper, train_id, target, NULL), 409);
-	assert_string_equal(harness_js(harness_r.json, "code"), "move.cross_environment");
-	snprintf(target, sizeof(target), "{\"cloud_id\":\"%s\"}",
-	    F.cloud_id[OTHER]);
-	assert_int_equal(harness_move(oper, train_id, target, NULL), 409);
-	assert_string_equal(harness_js(harness_r.json, "code"), "move.cross_environment");
+	/* never across environments: by cluster, by cloud; and another environment's cluster
+	 * or cloud is answered as one that does not exist (404, same detail, no name) */
+	{
+		static const char *const kinds[] = { "cluster", "cloud" };
+		json_t *a;
+
+		for (int k = 0; k < 2; k++) {
+			char absent[512];
+
+			snprintf(absent, sizeof(absent), "{\"%s_id\":\"%s\"}", kinds[k],
+			    "00000000-0000-4000-8000-00000000abcd");
+			assert_int_equal(harness_move(oper, train_id, absent, NULL), 404);
+			snprintf(absent, sizeof(absent), "%s", harness_r.body);
+			snprintf(target, sizeof(target), "{\"%s_id\":\"%s\"}", kinds[k],
+			    k == 0 ? F.cluster_id[OTHER] : F.cloud_id[OTHER]);
+			assert_int_equal(harness_move(oper, train_id, target, NULL), 404);
+			assert_string_equal(harness_js(harness_r.json, "code"),
+			    k == 0 ? "cluster.not_found" : "cloud.not_found");
+			assert_null(strstr(harness_r.body, "other"));
+			a = json_loads(absent, 0, NULL);
+			assert_string_equal(harness_js(harness_r.json, "detail"),
+			    harness_js(a, "detail"));
+			json_decref(a);
+		}
+	}
 	harness_job_unchanged(&F.cs, F.admin, before, train_id, "refused moves");
 	json_decref(before);
 

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "tests/harness/harness.h"
 
 #define H100	"nvidia-h100-80gb"
@@ -173,11 +175,37 @@ test_status(void **state)
 	harness_expect_status(NULL, 401);
 }
 
+/* Another environment's token gets its 404 before the queue's scheduler model is built:
+ * with jobs locked by another session (the model reads them), the answer is immediate. */
+static void
+test_other_env_builds_no_model(void **state)
+{
+	PGconn *c = PQconnectdb(dburl);
+	PGresult *r;
+	double t0;
+
+	(void)state;
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	r = PQexec(c, "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	t0 = harness_now_s();
+	harness_http_timeout_s = 5;
+	harness_call("GET", other, NULL, "/v1/queues/%s/status", qd);
+	harness_http_timeout_s = 30;
+	print_message("queue status for another environment's token, jobs locked: %ld in %.2f s\n",
+	    harness_r.status, harness_now_s() - t0);
+	PQclear(PQexec(c, "ROLLBACK"));
+	PQfinish(c);
+	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status),
+		cmocka_unit_test(test_other_env_builds_no_model),
 	};
 
 	return cmocka_run_group_tests(tests, setup, harness_group_teardown);

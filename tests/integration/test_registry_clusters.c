@@ -253,6 +253,11 @@ test_cluster_attach_and_filters(void **state)
 		/* the same name twice under one cloud */
 		attach(admin, clouds[i], cluster_body(names[i], NULL, NULL, NULL, NULL, NULL));
 		harness_expect_problem(NULL, 409, "cluster.exists", "/name");
+		/* another name, the same cloud cluster: what conflicts is its provider id */
+		attach(admin, clouds[i], cluster_body(names[i], "renamed", NULL, NULL, NULL, NULL));
+		harness_expect_problem(NULL, 409, "cluster.exists", "/provider_cluster_id");
+		assert_non_null(strstr(harness_js(harness_r.json, "title"), "provider cluster id"));
+		assert_null(strstr(harness_r.body, "named"));
 	}
 	snprintf(clusters[0], sizeof(clusters[0]), "%s", prod_cluster);
 	harness_secret(harness_js(harness_cs_cluster(&cs, "test-hp-use1"), "token"));

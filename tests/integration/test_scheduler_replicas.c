@@ -59,7 +59,7 @@ leading(const struct fleetd_proc *p)
 
 	if (p->pid <= 0)
 		return -1;
-	harness_http(&r, "GET", harness_url(p, "/metrics"), NULL, NULL, NULL);
+	harness_http(&r, "GET", harness_url(p, "/metrics"), harness_metrics_token(), NULL, NULL);
 	if (r.status == 200 && (s = strstr(r.body, "\nfleetd_scheduler_leading ")) != NULL)
 		n = atoi(s + strlen("\nfleetd_scheduler_leading "));
 	harness_http_free(&r);

@@ -270,14 +270,14 @@ test_method_metrics(void **state)
 		snprintf(meth, sizeof(meth), "X%dY", i);
 		call(&fd2, meth, "/v1/nothing", NULL, NULL, NULL, NULL);
 	}
-	assert_int_equal(call(&fd2, "GET", "/metrics", NULL, NULL, NULL, &m), 200);
+	assert_int_equal(call(&fd2, "GET", "/metrics", harness_metrics_token(), NULL, NULL, &m), 200);
 	if (strstr(m.body, "method=\"X1Y\"") != NULL)
 		fail_msg("an invented method has its own series");
 	assert_non_null(strstr(m.body, "method=\"other\""));
 	before = metric(m.body, line);
 	harness_http_free(&m);
 	assert_int_equal(call(&fd2, "GET", "/healthz", NULL, NULL, NULL, NULL), 200);
-	assert_int_equal(call(&fd2, "GET", "/metrics", NULL, NULL, NULL, &m), 200);
+	assert_int_equal(call(&fd2, "GET", "/metrics", harness_metrics_token(), NULL, NULL, &m), 200);
 	after = metric(m.body, line);
 	harness_http_free(&m);
 	if (!(after >= 1 && after == (before < 0 ? 0 : before) + 1))

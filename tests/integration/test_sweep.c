@@ -1,9 +1,9 @@
 /* test_sweep: the orphan sweep, evacuation refusals and preempting moves against cloudsim
  * (issue 18) — an apply that lands after its job was cancelled (the cancel/in-flight-apply
  * race) is deleted with its audit row, event and metric while live and foreign objects stay;
- * report mode only records; moves with "source": "unreachable" are refused on a healthy
- * source, explained on an unreachable one, and held back until the configured time has
- * passed; a move into a full cluster preempts exactly the lower-priority job its dry run
+ * report mode only records; labels naming another environment's job are not trusted;
+ * moves with "source": "unreachable" are refused on a healthy source, explained on an
+ * unreachable one, and held back until the configured time has passed; a move into a full cluster preempts exactly the lower-priority job its dry run
  * named, never one of equal priority. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -210,6 +210,35 @@ test_report_mode(void **state)
 	assert_true(in_state(live_id, "running"));
 	restart_fleetd("delete");
 	assert_true(harness_wait(object_gone, "late-apply-2", 20));
+}
+
+/* Labels are anyone's: on a member of ENV, objects labelled with a prod job's id (labelled
+ * prod, or ENV) are left alone, and nothing is written about them (no orphan row, no event
+ * in the prod job's history, no audit row). */
+static void
+test_other_environment_labels(void **state)
+{
+	static const char *const prod_job = "d2000000-0000-4000-8000-00000000000a";
+
+	(void)state;
+	harness_post_created(F.admin, "/v1/environments", "{\"name\":\"prod\"}");
+	harness_sql("INSERT INTO queues (id, name, environment) VALUES"
+	    " ('c2000000-0000-4000-8000-00000000000a', 'prod-q', 'prod')");
+	harness_sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class,"
+	    " priority, spec, state, attempt, updated_at) VALUES ('%s', 'prod-job', 'prod',"
+	    " 'c2000000-0000-4000-8000-00000000000a', 'RayJob', 'default', 100, '{}', 'running',"
+	    " 2, now() - interval '1 hour')", prod_job);
+	plant("prod-label", prod_job, "1", "prod");
+	plant("prod-job-here", prod_job, "1", ENV);
+	sleep(4);	/* eight sweep rounds */
+	assert_int_equal(objects_named("prod-label"), 1);
+	assert_int_equal(objects_named("prod-job-here"), 1);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s'",
+	    prod_job), 0);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM orphans WHERE job_id = '%s'",
+	    prod_job), 0);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM audit_log WHERE environment ="
+	    " 'prod' AND action = 'orphan.delete'"), 0);
 }
 
 static bool
@@ -449,6 +478,7 @@ main(void)
 		cmocka_unit_test(test_late_apply_deleted),
 		cmocka_unit_test(test_same_name_again),
 		cmocka_unit_test(test_report_mode),
+		cmocka_unit_test(test_other_environment_labels),
 		cmocka_unit_test(test_evacuation_refusals),
 		cmocka_unit_test(test_checkpoint_ack),
 		cmocka_unit_test(test_move_preempts),

@@ -8,6 +8,10 @@ build=${FLEETD_BUILD_DIR:-$top/build/asan}
 . "$top/tests/lib/run_stack.sh"
 # DATABASE_URL unset: run.sh starts its own Postgres under the state folder, as make run does
 run_stack_start run-test FLEETD_MAX_RESTARTS=3
+# the banner names the token's file, never the token
+grep -qF "$tok" "$state/run.out" && fail "run.sh printed the admin token"
+grep -q "admin token: in $state/admin.token" "$state/run.out" || fail "run.sh does not name the token's file"
+echo "run_supervise: the banner names $state/admin.token and does not print the token"
 # the README's first job, submitted the README's way (fleetctl and examples/first-job.json)
 job=$(FLEET_URL=$url FLEET_TOKEN=$tok "$build/fleetctl" jobs submit -f "$top/examples/first-job.json" |
 	sed -n 's/^job \([0-9a-f-]*\) submitted.*/\1/p')

@@ -102,6 +102,12 @@ resource "fleet_queue" "q" {{
   default_priority_class = fleet_priority_class.normal.name
 }}
 
+resource "fleet_webhook" "portal" {{
+  environment = fleet_environment.e.name
+  url         = "https://portal.example.com/hooks/fleet"
+  types       = ["job.state_changed", "job.failed"]
+}}
+
 resource "fleet_api_token" "ci" {{
   name         = "tf-ci"
   role         = "{v.get('token_role', 'viewer')}"
@@ -251,6 +257,10 @@ output "gke_sa" {{ value = fleet_cloud.gke.iam_required.control_plane_service_ac
 output "aks_roles" {{ value = length(fleet_cloud.aks.iam_required.role_definitions) }}
 output "token_secret" {{
   value     = fleet_api_token.ci.secret
+  sensitive = true
+}}
+output "webhook_secret" {{
+  value     = fleet_webhook.portal.secret
   sensitive = true
 }}
 {extra}

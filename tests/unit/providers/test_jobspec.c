@@ -169,7 +169,7 @@ static const struct bad_case bad[] = {
 	{ "{\"constraints\":{\"zones\":[]}}", "api.unknown_field", "/constraints/zones" },
 	{ "{\"runtime_env\":\"pip: [x]\"}", "api.wrong_type", "/runtime_env" },
 	{ "{\"checkpoint\":{\"grace_seconds\":30}}", "api.missing_field", "/checkpoint/uri" },
-	{ "{\"checkpoint\":{\"uri\":\"/tmp/ckpt\"}}", "jobspec.invalid_value", "/checkpoint/uri" },
+	{ "{\"checkpoint\":{\"uri\":\"/mnt/ckpt\"}}", "jobspec.invalid_value", "/checkpoint/uri" },
 	{ "{\"checkpoint\":{\"uri\":\"gs://b/c\",\"grace_seconds\":-1}}", "jobspec.invalid_value",
 	  "/checkpoint/grace_seconds" },
 	{ "{\"checkpoint\":{\"uri\":\"gs://b/c\",\"every\":5}}", "api.unknown_field",

@@ -223,7 +223,7 @@ test_gcs_and_job_fields(void **state)
 	jobspec_cleanup(&c.spec);
 }
 
-/* The checkpoint signal objects (CONTRACTS.md) and the per-provider spot grace caps. */
+/* The checkpoint signal objects (docs/design/contracts.md) and the per-provider spot grace caps. */
 static void
 test_signal_objects(void **state)
 {

@@ -1,0 +1,87 @@
+// idp: oidc-provider (OpenID Certified) as the company's identity provider for
+// tests/scripts/oidc.sh.  Env: PORT, KEYS (file: {"keys": [private JWKs]}, the first of an
+// alg signs), USERS (file: {"alice": {"email", "groups"}}; read on every token, so a group
+// change takes effect on the next one), AUDIENCE (fleetd's resource indicator), ALG.
+// Logins are headless: /interaction/UID logs in the user named by login_hint and grants
+// the requested scopes (no devInteractions).  Prints "ready" when listening.
+import fs from 'node:fs';
+import http from 'node:http';
+import Provider, { errors } from 'oidc-provider';
+
+const port = Number(process.env.PORT);
+const issuer = `http://127.0.0.1:${port}`;
+const audience = process.env.AUDIENCE;
+const resources = [audience, 'https://other.example'];	// the second: a wrong audience
+const users = () => JSON.parse(fs.readFileSync(process.env.USERS, 'utf8'));
+
+const provider = new Provider(issuer, {
+	clients: [{
+		client_id: 'fleet-console',
+		application_type: 'native',
+		token_endpoint_auth_method: 'none',
+		redirect_uris: ['http://127.0.0.1/callback'],
+		grant_types: ['authorization_code', 'refresh_token'],
+		response_types: ['code'],
+	}],
+	jwks: JSON.parse(fs.readFileSync(process.env.KEYS, 'utf8')),
+	cookies: { keys: ['tests-only-cookie-key'] },
+	scopes: ['openid', 'email', 'offline_access', 'fleet'],
+	claims: { openid: ['sub'], email: ['email'], fleet: ['groups'] },
+	findAccount: async (ctx, id) => {
+		const u = users()[id];
+		return u && { accountId: id, claims: async () => ({ sub: id, email: u.email, groups: u.groups }) };
+	},
+	extraTokenClaims: async (ctx, token) => {
+		const u = token.accountId && users()[token.accountId];
+		return u ? { email: u.email, groups: u.groups } : undefined;
+	},
+	interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
+	features: {
+		devInteractions: { enabled: false },
+		resourceIndicators: {
+			enabled: true,
+			defaultResource: () => audience,
+			useGrantedResource: () => true,
+			getResourceServerInfo: (ctx, resource) => {
+				if (!resources.includes(resource)) throw new errors.InvalidTarget();
+				return {
+					scope: 'fleet', audience: resource, accessTokenTTL: 300,
+					accessTokenFormat: 'jwt', jwt: { sign: { alg: process.env.ALG || 'RS256' } },
+				};
+			},
+		},
+	},
+	ttl: { AccessToken: 300, RefreshToken: 3600, Session: 3600, Interaction: 600, Grant: 3600 },
+});
+
+async function interaction(req, res) {
+	const d = await provider.interactionDetails(req, res);
+	if (d.prompt.name === 'login') {
+		const id = d.params.login_hint;
+		if (!users()[id]) {
+			res.writeHead(403).end('no such user');
+			return;
+		}
+		await provider.interactionFinished(req, res, { login: { accountId: id } },
+			{ mergeWithLastSubmission: false });
+		return;
+	}
+	const grant = d.grantId ? await provider.Grant.find(d.grantId) :
+		new provider.Grant({ accountId: d.session.accountId, clientId: d.params.client_id });
+	const { missingOIDCScope = [], missingResourceScopes = {} } = d.prompt.details;
+	grant.addOIDCScope(missingOIDCScope.join(' '));
+	for (const [r, scopes] of Object.entries(missingResourceScopes))
+		grant.addResourceScope(r, scopes.join(' '));
+	const grantId = await grant.save();
+	await provider.interactionFinished(req, res, { consent: { grantId } },
+		{ mergeWithLastSubmission: true });
+}
+
+const handler = provider.callback();
+http.createServer((req, res) => {
+	if (req.url.startsWith('/interaction/')) {
+		interaction(req, res).catch((e) => res.writeHead(500).end(String(e)));
+		return;
+	}
+	handler(req, res);
+}).listen(port, '127.0.0.1', () => console.log('ready'));
