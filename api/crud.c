@@ -60,7 +60,9 @@ audit(struct request *rq, const struct crud *k, const char *verb, json_t *before
 	char action[64];
 
 	snprintf(action, sizeof(action), "%s.%s", k->type, verb);
-	return audit_write(rq->db, &rq->actor, action, k->type, str(row, "id"), env_of(k, row),
+	/* rows without an id (teams) are named by their key */
+	return audit_write(rq->db, &rq->actor, action, k->type,
+	    str(row, "id") ? str(row, "id") : str(row, key(k)), env_of(k, row),
 	    before, after, e);
 }
 
@@ -74,6 +76,7 @@ crud_get(struct request *rq, const struct crud *k, struct db *c, const char *id,
 	if (!k->get(c, id, lock, out, e))
 		return false;
 	if ((k->scoped && !rq_env_visible(rq, env_of(k, *out))) ||
+	    (k->team != NULL && !rq_team_visible(rq, str(*out, k->team))) ||
 	    (k->envs != NULL && !envs_visible(rq, k, *out)) || (parent != NULL && (str(*out, k->parent) == NULL ||
 	    strcmp(parent, str(*out, k->parent)) != 0))) {
 		json_decref(*out);

@@ -23,6 +23,9 @@ struct crud {
 					 * "environment" ("name" for environments) */
 	const char	*envs;		/* a row member listing environments, all of which the
 					 * caller must see (tokens), or NULL */
+	const char	*team;		/* a row member naming the team owning the row (NULL or
+					 * null: environment-wide), which a caller holding its
+					 * role in a team must hold (else 404), or NULL */
 	const char	*parent;	/* when the route has this parameter, the row's member
 					 * of the same name must equal it (else 404), or NULL */
 	const char	*del_verb;	/* audit action of DELETE: "<type>.<del_verb>"; NULL:

@@ -66,7 +66,7 @@ HANDLER(h_console_css)
 
 HANDLER(h_whoami)
 {
-	static const char *const roles[] = { "none", "viewer", "operator", "admin" };
+	static const char *const roles[] = { "none", "viewer", "submitter", "operator", "admin" };
 	json_t *envs = json_array();
 
 	(void)e;

@@ -47,7 +47,8 @@ open_stream(struct request *rq, const char *job, const char *env, long long from
 {
 	const char *lei = rq_header(rq, "Last-Event-ID");
 	struct sse_opts o = { .token_id = rq->actor.id, .job_id = job, .environment = env,
-		.envs = rq->envs, .nenvs = rq->nenvs, .after = from };
+		.envs = rq->envs, .nenvs = rq->nenvs, .after = from,
+		.team = rq->team };
 	struct sse_stream *s;
 
 	if (lei != NULL && !parse_seq(lei, &o.after))
@@ -64,7 +65,8 @@ open_stream(struct request *rq, const char *job, const char *env, long long from
 HANDLER(h_events)
 {
 	const char *env = rq_query(rq, "environment"), *after;
-	struct events_filter f = { .environment = env, .envs = rq->envs, .nenvs = rq->nenvs };
+	struct events_filter f = { .environment = env, .envs = rq->envs, .nenvs = rq->nenvs,
+		.team = rq->team };
 	json_t *items = NULL, *next = json_null();
 	long long from = 0, head;
 	bool follow;
@@ -115,7 +117,8 @@ h_job_events_follow(struct request *rq, bool *handled, struct err *e)
 	*handled = true;
 	if (!job_get(rq->db, id, false, &job, e))
 		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(job, "environment")))) {
+	if (!rq_env_visible(rq, json_string_value(json_object_get(job, "environment"))) ||
+	    !rq_team_visible(rq, json_string_value(json_object_get(job, "team")))) {
 		json_decref(job);
 		return err_set(e, 404, "queue.job_not_found", "job not found");
 	}

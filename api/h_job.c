@@ -13,12 +13,30 @@
 
 static const struct crud jobs = {
 	.type = "job", .code = "queue.job_not_found", .noun = "job", .collection = "/v1/jobs",
-	.scoped = true, .get = job_get, .create = job_submit,
+	.scoped = true, .team = "team", .get = job_get, .create = job_submit,
 };
 
+/* As crud_create, with the caller's team (its queues only) and the caller as submitter. */
 HANDLER(h_job_submit)
 {
-	return crud_create(rq, &jobs, "submit", e);
+	const char *env = json_string_value(json_object_get(rq->json, "environment"));
+	json_t *obj = NULL;
+
+	if (env != NULL && !rq_env_visible(rq, env))
+		return err_field(e, 404, "env.not_found", "/environment",
+		    "environment %.64s not found", env);
+	if (!job_submit_by(rq->db, rq->json, rq->team,
+	    rq->actor.id, &obj, e))
+		return false;
+	if (!audit_write(rq->db, &rq->actor, "job.submit", "job",
+	    json_string_value(json_object_get(obj, "id")), env, NULL, obj, e)) {
+		json_decref(obj);
+		return false;
+	}
+	rq->location = arena_printf(rq->arena, "/v1/jobs/%s",
+	    json_string_value(json_object_get(obj, "id")));
+	rq_reply_object(rq, 201, obj, NULL);
+	return true;
 }
 
 HANDLER(h_job_list)
@@ -27,6 +45,7 @@ HANDLER(h_job_list)
 		.state = rq_query(rq, "state"), .queue = rq_query(rq, "queue"),
 		.environment = rq_query(rq, "environment"), .region = rq_query(rq, "region"),
 		.cluster = rq_query(rq, "cluster"), .envs = rq->envs, .nenvs = rq->nenvs,
+		.team = rq->team,
 	};
 	const char *after, *next = "null";
 	struct job_page pg;
@@ -70,7 +89,7 @@ HANDLER(h_job_get)
 
 	if (!job_get_text(rq->db, rq_param(rq, "id"), rq->arena, &t, e))
 		return false;
-	if (!rq_env_visible(rq, t.environment))
+	if (!rq_env_visible(rq, t.environment) || !rq_team_visible(rq, t.team))
 		return err_set(e, 404, "queue.job_not_found", "job not found");
 	rq->etag = rq_etag(rq, t.version);
 	rq_reply_text(rq, 200, t.json, t.len);
@@ -84,9 +103,24 @@ cancel(struct db *c, const char *id, void *arg, json_t **out, struct err *e)
 	return job_cancel(c, id, NULL, out, e);
 }
 
+/* A submitter cancels only the jobs it submitted (it sees the others: 403). */
 HANDLER(h_job_cancel)
 {
-	return crud_action(rq, &jobs, rq_param(rq, "id"), "cancel", cancel, NULL, e);
+	const char *id = rq_param(rq, "id");
+	json_t *job = NULL;
+	bool mine = true;
+
+	if (rq->role == ROLE_SUBMITTER) {
+		if (!crud_get(rq, &jobs, rq->db, id, false, &job, e))
+			return false;
+		json_decref(job);
+		if (!job_submitted_by(rq->db, id, rq->actor.id, &mine, e))
+			return false;
+		if (!mine)
+			return err_set(e, 403, "auth.not_submitter",
+			    "a submitter may cancel only the jobs it submitted");
+	}
+	return crud_action(rq, &jobs, id, "cancel", cancel, NULL, e);
 }
 
 HANDLER(h_job_events)

@@ -16,7 +16,8 @@ HANDLER(h_job_move)
 
 	if (!job_get(rq->db, id, false, &job, e))
 		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(job, "environment")))) {
+	if (!rq_env_visible(rq, json_string_value(json_object_get(job, "environment"))) ||
+	    !rq_team_visible(rq, json_string_value(json_object_get(job, "team")))) {
 		err_set(e, 404, "queue.job_not_found", "job not found");
 		goto cleanup;
 	}
@@ -139,6 +140,13 @@ HANDLER(h_operation_list)
 	json_t *items;
 	int limit;
 
+	/* operations are drains of clusters and regions: none belongs to a team */
+	if (rq_in_team(rq)) {
+		if (!rq_page(rq, &limit, &after, e))
+			return false;
+		rq_reply(rq, 200, json_pack("{s:[], s:n}", "items", "next"));
+		return true;
+	}
 	if (!rq_page(rq, &limit, &after, e) || !move_operation_list(rq->db, limit + 1, after,
 	    rq_query(rq, "state"), rq_query(rq, "environment"), rq->envs, rq->nenvs, &items, e))
 		return false;
@@ -150,6 +158,8 @@ HANDLER(h_operation_list)
 static bool
 operation_get(struct request *rq, json_t **op, struct err *e)
 {
+	if (rq_in_team(rq))
+		return err_set(e, 404, "operation.not_found", "operation not found");
 	if (!move_operation_get(rq->db, rq_param(rq, "id"), op, e))
 		return false;
 	if (!rq_env_visible(rq, json_string_value(json_object_get(*op, "environment")))) {

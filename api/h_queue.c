@@ -8,7 +8,7 @@
 
 static const struct crud queues = {
 	.type = "queue", .code = "queue.not_found", .noun = "queue",
-	.collection = "/v1/queues", .scoped = true, .get = queue_get, .create = queue_create,
+	.collection = "/v1/queues", .scoped = true, .team = "team", .get = queue_get, .create = queue_create,
 	.replace = queue_replace, .del = queue_delete,
 };
 
@@ -30,8 +30,8 @@ HANDLER(h_queue_list)
 	json_t *items = NULL;
 
 	if (!rq_page(rq, &limit, &after, e) ||
-	    !queue_list(rq->db, limit + 1, after, rq_query(rq, "environment"), rq->envs,
-	    rq->nenvs, &items, e))
+	    !queue_list(rq->db, limit + 1, after, rq_query(rq, "environment"),
+	    rq->team, rq->envs, rq->nenvs, &items, e))
 		return false;
 	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;

@@ -31,15 +31,16 @@ HANDLER(h_token_list)
 
 HANDLER(h_token_create)
 {
-	static const char *const allowed[] = { "name", "role", "environments", NULL };
-	const char *name = NULL, *role = NULL;
+	static const char *const allowed[] = { "name", "role", "environments", "team", NULL };
+	const char *name = NULL, *role = NULL, *team = NULL;
 	json_t *obj = NULL, *envs;
 	char *secret = NULL;
 	bool ok = false;
 
 	if (!jsonx_only(rq->json, allowed, "", e) ||
 	    !jsonx_str(rq->json, "name", "", true, &name, e) ||
-	    !jsonx_str(rq->json, "role", "", true, &role, e))
+	    !jsonx_str(rq->json, "role", "", true, &role, e) ||
+	    !jsonx_str(rq->json, "team", "", false, &team, e))
 		return false;
 	envs = json_object_get(rq->json, "environments");
 	if (envs == NULL)
@@ -56,7 +57,7 @@ HANDLER(h_token_create)
 				    "/environments", "a token may only grant environments its "
 				    "creator can see");
 	}
-	if (!token_create(rq->db, name, role, envs, &secret, &obj, e))
+	if (!token_create(rq->db, name, role, envs, team, &secret, &obj, e))
 		goto cleanup;
 	if (!audit_write(rq->db, &rq->actor, "token.create", "token",
 	    json_string_value(json_object_get(obj, "id")), NULL, NULL, obj, e))

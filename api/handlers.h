@@ -22,6 +22,11 @@ HANDLER(h_token_create);
 HANDLER(h_token_get);
 HANDLER(h_token_delete);
 
+HANDLER(h_team_list);
+HANDLER(h_team_create);
+HANDLER(h_team_get);
+HANDLER(h_team_delete);
+
 HANDLER(h_audit_list);
 
 HANDLER(h_cloud_list);
@@ -53,6 +58,11 @@ HANDLER(h_pc_get);
 HANDLER(h_pc_replace);
 HANDLER(h_pc_delete);
 
+HANDLER(h_flavor_list);
+HANDLER(h_flavor_get);
+HANDLER(h_flavor_put);
+HANDLER(h_flavor_delete);
+
 HANDLER(h_job_submit);
 HANDLER(h_job_list);
 HANDLER(h_job_get);
@@ -72,6 +82,17 @@ HANDLER(h_capacity_summary);
 HANDLER(h_capacity_search);
 HANDLER(h_events);
 HANDLER(h_webhook_create);
+HANDLER(h_cost_report);
+HANDLER(h_cost_runs);
+HANDLER(h_price_list);
+HANDLER(h_price_create);
+HANDLER(h_price_get);
+HANDLER(h_price_replace);
+HANDLER(h_price_delete);
+HANDLER(h_budget_list);
+HANDLER(h_budget_create);
+HANDLER(h_budget_get);
+HANDLER(h_budget_delete);
 HANDLER(h_webhook_list);
 HANDLER(h_webhook_get);
 HANDLER(h_webhook_delete);

@@ -17,6 +17,7 @@
 #include "iam/oidc.h"
 #include "iam/token.h"
 #include "queue/jobs/submit_cache.h"
+#include "regions/catalog.h"
 
 static void
 usage(FILE *f)
@@ -26,7 +27,8 @@ usage(FILE *f)
 	    "commands:\n"
 	    "  serve [--migrate]      serve the API (refuses pending migrations unless --migrate)\n"
 	    "  migrate                apply pending migrations and exit\n"
-	    "  token create --name NAME --role viewer|operator|admin --env ENV[,ENV...]|'*'\n"
+	    "  token create --name NAME --role viewer|submitter|operator|admin --env ENV[,ENV...]|'*'\n"
+	    "               [--team TEAM]\n"
 	    "                         create an API token (talks to the database directly)\n"
 	    "  help                   this text\n\n");
 	config_usage(f);
@@ -77,6 +79,7 @@ cmd_token(char **rest, int n, struct err *e)
 	const char *name = flag_value(rest, n, "--name");
 	const char *role = flag_value(rest, n, "--role");
 	const char *envs = flag_value(rest, n, "--env");
+	const char *team = flag_value(rest, n, "--team");
 	json_t *arr = json_array(), *obj = NULL;
 	char *copy, *save = NULL, *tok, *secret = NULL;
 	struct actor boot = { .name = "fleetd token create" };
@@ -94,7 +97,7 @@ cmd_token(char **rest, int n, struct err *e)
 	free(copy);
 	if ((c = db_acquire(10000, e)) == NULL)
 		goto cleanup;
-	if (!db_begin(c, e) || !token_create(c, name, role, arr, &secret, &obj, e) ||
+	if (!db_begin(c, e) || !token_create(c, name, role, arr, team, &secret, &obj, e) ||
 	    !audit_write(c, &boot, "token.create", "token",
 	    json_string_value(json_object_get(obj, "id")), NULL, NULL, obj, e) ||
 	    !db_commit(c, e))
@@ -230,6 +233,7 @@ main(int argc, char **argv)
 	if (rc == 1)
 		fprintf(stderr, "fleetd: %s%s%s\n", e.msg, e.detail[0] ? ": " : "", e.detail);
 	db_pool_close();
+	catalog_overlay_clear();	/* the flavors read from the database (regions/flavor.c) */
 	token_cache_flush();
 	config_cleanup();
 	curl_global_cleanup();

@@ -67,6 +67,20 @@ rq_env_visible(struct request *rq, const char *env)
 	return false;
 }
 
+bool
+rq_in_team(struct request *rq)
+{
+	return rq->team != NULL;
+}
+
+bool
+rq_team_visible(struct request *rq, const char *team)
+{
+	if (!rq_in_team(rq))
+		return true;
+	return team != NULL && strcmp(team, rq->team) == 0;
+}
+
 void
 rq_reply(struct request *rq, int status, json_t *reply)
 {
@@ -243,6 +257,9 @@ authenticate(struct request *rq, struct err *e)
 	snprintf(rq->actor.name, sizeof(rq->actor.name), "%s", p.name);
 	snprintf(rq->actor.team, sizeof(rq->actor.team), "%s", p.team);
 	rq->role = (enum role)p.role;
+	/* viewer, submitter and operator may be held in a team; admin is an environment role
+	 * (an OIDC group map's team on an admin row only names the user's team) */
+	rq->team = p.team[0] != '\0' && rq->role < ROLE_ADMIN ? rq->actor.team : NULL;
 	rq->envs = (const char *const *)p.envs;
 	rq->nenvs = p.nenvs;
 	return true;
@@ -339,6 +356,10 @@ check_headers(struct request *rq, char *allow, size_t allowlen, struct err *e)
 			return false;
 		if (rq->role < rq->route->min_role)
 			return err_set(e, 403, "auth.forbidden", "this token's role may not do this");
+		/* decided from the route alone, so it tells nothing about any object */
+		if (rq_in_team(rq) && !(rq->route->flags & R_TEAM))
+			return err_set(e, 403, "auth.team_forbidden", "a role held in a team may "
+			    "not do this");
 		if ((rq->route->flags & R_GLOBAL) && !rq_env_visible(rq, "*"))
 			return err_set(e, 403, "auth.global_object", "only a token for every "
 			    "environment may change objects shared by all environments");

@@ -14,7 +14,7 @@
 #include "core/db.h"
 #include "core/err.h"
 
-enum role { ROLE_NONE = 0, ROLE_VIEWER, ROLE_OPERATOR, ROLE_ADMIN };
+enum role { ROLE_NONE = 0, ROLE_VIEWER, ROLE_SUBMITTER, ROLE_OPERATOR, ROLE_ADMIN };
 
 struct request;
 struct sse_stream;
@@ -28,6 +28,8 @@ enum route_flags {
 	R_GLOBAL	= 1 << 4,	/* writes an object of no environment: '*' tokens only */
 	R_BODY_OPT	= 1 << 5,	/* takes a JSON object body when one is sent */
 	R_METRICS	= 1 << 6,	/* the metrics token or a token for every environment */
+	R_TEAM		= 1 << 7,	/* open to a role held in a team: the handler checks
+					 * the team, or the route shows no team's objects */
 };
 
 struct route {
@@ -60,6 +62,8 @@ struct request {
 	struct db	*db;		/* open transaction unless the route is R_NOTX */
 	struct actor	 actor;		/* who called (token id, name) */
 	enum role	 role;
+	const char	*team;		/* the team the role is held in (rq->actor.team), NULL
+					 * for a role held in environments */
 	const char	*const *envs;	/* environments the token may see; "*" = all */
 	int		 nenvs;
 	struct timespec	 start;
@@ -85,6 +89,12 @@ const char	*rq_query(struct request *rq, const char *name);
 const char	*rq_header(struct request *rq, const char *name);
 /* Is env visible to the caller's token? */
 bool		 rq_env_visible(struct request *rq, const char *env);
+/* Is an object of team (NULL: environment-wide) visible to the caller?  A caller holding
+ * an environment role sees every team; one holding its role in a team sees that team's
+ * objects only (everything else is 404 to it). */
+bool		 rq_team_visible(struct request *rq, const char *team);
+/* The caller holds its role in a team (rq->team). */
+bool		 rq_in_team(struct request *rq);
 /* Sets a 2xx JSON answer (steals reply). */
 void		 rq_reply(struct request *rq, int status, json_t *reply);
 /* Sets a 2xx answer that is JSON text already (in the arena or static), sent as it is. */

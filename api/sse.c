@@ -26,6 +26,7 @@ struct ring_ev {
 	long long	 seq;
 	char		*env;
 	char		*job;
+	char		*team;		/* the job's queue's team, NULL when none */
 	char		*frame;
 	size_t		 len;
 };
@@ -38,6 +39,7 @@ struct sse_stream {
 	char		*environment;	/* filter: one environment, or NULL */
 	char		**envs;		/* scope; NULL = every environment */
 	int		 nenvs;
+	char		*team;		/* scope: one team's queues, or NULL */
 	long long	 cursor;	/* last seq considered */
 	bool		 suspended;	/* by its reader; only the hub resumes it */
 	bool		 ended;		/* its token was revoked: the reader ends it */
@@ -86,9 +88,11 @@ append(struct sse_stream *s, const char *p, size_t n)
 }
 
 static bool
-matches(const struct sse_stream *s, const char *env, const char *job)
+matches(const struct sse_stream *s, const char *env, const char *job, const char *team)
 {
 	if (s->job != NULL && strcmp(s->job, job) != 0)
+		return false;
+	if (s->team != NULL && (team == NULL || strcmp(s->team, team) != 0))
 		return false;
 	if (s->environment != NULL && strcmp(s->environment, env) != 0)
 		return false;
@@ -141,7 +145,7 @@ fill_from_ring(struct sse_stream *s)
 	for (int i = ring_after(s->cursor); i < hub.count && s->len < FILL_BYTES; i++) {
 		struct ring_ev *r = &hub.ring[(hub.start + i) % RING];
 
-		if (matches(s, r->env, r->job))
+		if (matches(s, r->env, r->job, r->team))
 			append(s, r->frame, r->len);
 		s->cursor = r->seq;
 	}
@@ -154,7 +158,7 @@ static bool
 fill_from_db(struct sse_stream *s, long long upto)
 {
 	struct events_filter f = { .job_id = s->job, .environment = s->environment,
-		.envs = (const char *const *)s->envs, .nenvs = s->nenvs };
+		.envs = (const char *const *)s->envs, .nenvs = s->nenvs, .team = s->team };
 	struct err e = { 0 };
 	struct db *c = db_acquire(5000, &e);
 	json_t *items = NULL, *ev;
@@ -272,6 +276,7 @@ stream_free(void *cls)
 	free(s->envs);
 	free(s->job);
 	free(s->environment);
+	free(s->team);
 	free(s->buf);
 	free(s);
 }
@@ -300,6 +305,7 @@ sse_open(const struct sse_opts *o, void *conn, struct err *e)
 	snprintf(s->token, sizeof(s->token), "%s", o->token_id);
 	s->job = o->job_id ? strdup(o->job_id) : NULL;
 	s->environment = o->environment ? strdup(o->environment) : NULL;
+	s->team = o->team ? strdup(o->team) : NULL;
 	for (int i = 0; i < o->nenvs; i++)
 		all = all || strcmp(o->envs[i], "*") == 0;
 	if (!all) {
@@ -360,6 +366,7 @@ publish(json_t *items)
 			hub.covered = r->seq;
 			free(r->env);
 			free(r->job);
+			free(r->team);
 			free(r->frame);
 			hub.start = (hub.start + 1) % RING;
 			hub.count--;
@@ -368,6 +375,8 @@ publish(json_t *items)
 		r->seq = seq;
 		r->env = strdup(json_string_value(json_object_get(ev, "environment")));
 		r->job = strdup(json_string_value(json_object_get(ev, "job_id")));
+		r->team = json_string_value(json_object_get(ev, "team")) == NULL ? NULL :
+		    strdup(json_string_value(json_object_get(ev, "team")));
 		r->frame = fr;
 		r->len = n;
 		hub.count++;
@@ -445,7 +454,7 @@ wake(void)
 				for (int i = ring_after(s->cursor); i < hub.count && !want; i++) {
 					struct ring_ev *r = &hub.ring[(hub.start + i) % RING];
 
-					want = matches(s, r->env, r->job);
+					want = matches(s, r->env, r->job, r->team);
 				}
 				if (!want)
 					s->cursor = hub.published;	/* nothing for it */
@@ -610,6 +619,7 @@ sse_stop(void)
 
 		free(r->env);
 		free(r->job);
+		free(r->team);
 		free(r->frame);
 		hub.start = (hub.start + 1) % RING;
 	}

@@ -18,6 +18,7 @@ struct sse_opts {
 	const char	*environment;	/* NULL = every environment in scope */
 	const char	*const *envs;	/* the token's environments ("*" = all) */
 	int		 nenvs;
+	const char	*team;		/* the caller's team: only its queues' events; NULL = all */
 	long long	 after;		/* first event sent is the first with seq > after */
 };
 

@@ -10,6 +10,8 @@
 #include "core/config.h"
 #include "iam/reverify.h"
 #include "queue/change/change.h"
+#include "queue/cost/budget.h"
+#include "queue/cost/cost.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
 #include "queue/follow/sweep.h"
@@ -37,6 +39,7 @@ static const struct worker table[] = {
 	{ "sweep",	sweep_start,		sweep_stop,		sweep_metrics },
 	{ "iam-verify",	iam_verify_start,	iam_verify_stop,	iam_verify_metrics },
 	{ "webhooks",	delivery_start,		delivery_stop,		delivery_metrics },
+	{ "budgets",	budget_start,		budget_stop,		NULL },
 };
 
 #define NWORKERS	(sizeof(table) / sizeof(table[0]))
@@ -64,6 +67,7 @@ workers_start(struct err *e)
 			if (table[i].metrics != NULL)
 				metrics_register(table[i].metrics);
 		metrics_register(lease_metrics);	/* the clusters this replica holds */
+		metrics_register(cost_metrics);		/* spend, from the database */
 		registered = true;
 	}
 	for (size_t i = 0; i < NWORKERS; i++) {

@@ -20,8 +20,12 @@ bench_cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	bash "$top/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
-	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"
+	if [ -n "${BENCH_KEEP:-}" ]; then
+		bash "$top/scripts/pg.sh" stop "$work/pg" >/dev/null 2>&1 || true
+	else
+		bash "$top/scripts/pg.sh" destroy "$work/pg" >/dev/null 2>&1 || true
+		rm -rf "$work"
+	fi
 }
 
 # bench_need PROGRAM...: each must be built in $bin.
@@ -32,11 +36,13 @@ bench_need() {
 	done
 }
 
-# bench_pg: starts Postgres in $work/pg; sets DATABASE_URL (exported) and pgbin.
+# bench_pg: starts Postgres in $work/pg; sets DATABASE_URL and PGPASSFILE (its generated
+# password, for fleetd, psql and pgbench; both exported) and pgbin.
 bench_pg() {
 	bash "$top/scripts/pg.sh" start "$work/pg" >/dev/null
 	DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$work/pg")
-	export DATABASE_URL
+	PGPASSFILE=$work/pg/pgpass
+	export DATABASE_URL PGPASSFILE
 	pgbin=$(bash "$top/scripts/pg.sh" bindir "$work/pg")
 }
 

@@ -1,5 +1,5 @@
 /* cmd_fleet: fleetctl's fleet commands — clusters (cordon, drain), regions drain,
- * operations, capacity, queues, clouds and environments. */
+ * operations, capacity, queues, clouds, environments and costs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,10 +184,45 @@ capacity(struct cli_ctx *c, const struct cli_args *a)
 	return cli_run_list(c, a, path, &cli_view_capacity);
 }
 
+/* GET /v1/costs: spend per group, most first, and the total. */
+static int
+costs(struct cli_ctx *c, const struct cli_args *a)
+{
+	char path[PATH_MAX_LEN] = "/v1/costs";
+	json_t *rep = NULL, *tot;
+	int rc;
+
+	if ((rc = cli_need_token(c)) != CLI_OK)
+		return rc;
+	if (!cli_query(path, sizeof(path), "group_by", cli_arg(a, "group-by")) ||
+	    !cli_query(path, sizeof(path), "from", cli_arg(a, "from")) ||
+	    !cli_query(path, sizeof(path), "to", cli_arg(a, "to")) ||
+	    !cli_query(path, sizeof(path), "environment", cli_arg(a, "env")))
+		return CLI_USAGE;
+	if ((rc = cli_call(c, "GET", path, NULL, NULL, &rep)) != CLI_OK)
+		return rc;
+	rc = cli_print_table(c, &cli_view_costs, rep);
+	tot = json_object_get(rep, "total");
+	if (rc == CLI_OK && !c->json)
+		printf("total %.2f GPU-hours, %.2f USD (%s to %s)\n",
+		    json_number_value(json_object_get(tot, "gpu_hours")),
+		    json_number_value(json_object_get(tot, "dollars")),
+		    json_string_value(json_object_get(rep, "from")),
+		    json_string_value(json_object_get(rep, "to")));
+	json_decref(rep);
+	return rc;
+}
+
 static int
 queues_ls(struct cli_ctx *c, const struct cli_args *a)
 {
 	return cli_run_list(c, a, "/v1/queues", &cli_view_queues);
+}
+
+static int
+teams_ls(struct cli_ctx *c, const struct cli_args *a)
+{
+	return cli_run_list(c, a, "/v1/teams", &cli_view_teams);
 }
 
 /* The scheduler's view of a queue: usage per flavor, borrowed, lent, fair share, pending. */
@@ -254,6 +289,15 @@ static const struct cli_flag capacity_flags[] = {
 	END_FLAGS,
 };
 
+static const struct cli_flag costs_flags[] = {
+	{ "group-by", 0, "GROUP", "queue (default), environment, provider, region, team or "
+	    "cluster" },
+	{ "from", 0, "TIME", "start, RFC 3339 or a date (default: the month's start, UTC)" },
+	{ "to", 0, "TIME", "end, exclusive (default: now)" },
+	{ "env", 0, "ENV", "only this environment" },
+	END_FLAGS,
+};
+
 static const struct cli_flag operations_flags[] = {
 	{ "env", 0, "ENV", "only this environment" },
 	{ "state", 0, "STATE", "running, succeeded, failed or cancelled" },
@@ -292,9 +336,13 @@ const struct cli_cmd cli_fleet_cmds[] = {
 	    operations_cancel },
 	{ NULL, "capacity", NULL, 0, "free and growable capacity per region and flavor",
 	    capacity_flags, capacity },
+	{ NULL, "costs", NULL, 0, "spend from what ran: GPU-hours and dollars per group",
+	    costs_flags, costs },
 	{ "queues", "ls", NULL, 0, "list queues", list_flags, queues_ls },
 	{ "queues", "status", "ID", 1, "usage, borrowed, lent, fair share and pending by reason",
 	    NULL, queues_status },
+	{ "teams", "ls", NULL, 0, "list teams (a caller in a team sees its own)", list_flags,
+	    teams_ls },
 	{ "clouds", "ls", NULL, 0, "list clouds", list_flags, clouds_ls },
 	{ "clouds", "get", "ID", 1, "show one cloud", NULL, clouds_get },
 	{ "envs", "ls", NULL, 0, "list environments", list_flags, envs_ls },

@@ -23,6 +23,7 @@ static const char *const groups[][2] = {
 	{ "regions", "drain every cluster of a region" },
 	{ "operations", "follow long-running operations (drains, moves)" },
 	{ "queues", "list queues" },
+	{ "teams", "list teams" },
 	{ "clouds", "list and inspect clouds" },
 	{ "envs", "list and inspect environments" },
 	{ NULL, NULL },

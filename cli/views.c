@@ -69,9 +69,18 @@ static const struct cli_col queues_cols[] = {
 	{ "COHORT", "cohort", CLI_CELL_TEXT, 0 },
 	{ "WEIGHT", "weight", CLI_CELL_NUM, CLI_COL_RIGHT },
 	{ "NOMINAL QUOTA", "nominal_quota", CLI_CELL_KV, 0 },
+	{ "TEAM", "team", CLI_CELL_TEXT, 0 },
 	{ "ID", "id", CLI_CELL_TEXT, CLI_COL_KEEP | CLI_COL_OPTIONAL },
 };
 VIEW(cli_view_queues, queues_cols);
+
+static const struct cli_col teams_cols[] = {
+	{ "NAME", "name", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "ENVIRONMENTS", "environments", CLI_CELL_TEXT, 0 },
+	{ "DESCRIPTION", "description", CLI_CELL_TEXT, 0 },
+	{ "CREATED", "created_at", CLI_CELL_TIME, CLI_COL_KEEP },
+};
+VIEW(cli_view_teams, teams_cols);
 
 static const struct cli_col capacity_cols[] = {
 	{ "ENV", "environment", CLI_CELL_TEXT, 0 },
@@ -87,6 +96,16 @@ static const struct cli_col capacity_cols[] = {
 	{ "STALE", "stale_clusters", CLI_CELL_NUM, CLI_COL_RIGHT | CLI_COL_OPTIONAL },
 };
 VIEW(cli_view_capacity, capacity_cols);
+
+static const struct cli_col costs_cols[] = {
+	{ "KEY", "key", CLI_CELL_TEXT, CLI_COL_KEEP },
+	{ "ENV", "environment", CLI_CELL_TEXT, CLI_COL_OPTIONAL },
+	{ "GPU-HOURS", "gpu_hours", CLI_CELL_NUM, CLI_COL_RIGHT },
+	{ "USD", "dollars", CLI_CELL_NUM, CLI_COL_RIGHT | CLI_COL_KEEP },
+	{ "RUNS", "runs", CLI_CELL_NUM, CLI_COL_RIGHT | CLI_COL_OPTIONAL },
+	{ "JOBS", "jobs", CLI_CELL_NUM, CLI_COL_RIGHT },
+};
+VIEW(cli_view_costs, costs_cols);
 
 static const struct cli_col candidates_cols[] = {
 	{ "CLUSTER", "cluster", CLI_CELL_TEXT, CLI_COL_KEEP },

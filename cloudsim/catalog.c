@@ -25,6 +25,19 @@ static const struct cs_machine machines[] = {
 	{ "ml.g6.48xlarge", CS_HYPERPOD, 192, 768, "nvidia-l4", 8, false },
 	{ "ml.m5.4xlarge", CS_HYPERPOD, 16, 64, NULL, 0, false },
 	{ "ml.m5.8xlarge", CS_HYPERPOD, 32, 128, NULL, 0, false },
+	/* the current generations (fleetd ships them as built-in flavors, regions/catalog.c) */
+	{ "a3-ultragpu-8g", CS_GKE, 224, 2952, "nvidia-h200-141gb", 8, false },
+	{ "a4-highgpu-8g", CS_GKE, 224, 3968, "nvidia-b200", 8, false },
+	{ "a4x-highgpu-4g", CS_GKE, 140, 884, "nvidia-gb200", 4, false },
+	{ "ct6e-standard-4t", CS_GKE, 180, 720, "tpu-v6e-slice", 4, true },
+	{ "Standard_ND96isr_H200_v5", CS_AKS, 96, 1850, "nvidia-h200-141gb", 8, false },
+	{ "Standard_ND128isr_NDR_GB200_v6", CS_AKS, 128, 864, "nvidia-gb200", 4, false },
+	{ "ml.p5en.48xlarge", CS_HYPERPOD, 192, 2048, "nvidia-h200-141gb", 8, false },
+	{ "ml.p6-b200.48xlarge", CS_HYPERPOD, 192, 2048, "nvidia-b200", 8, false },
+	{ "ml.p6e-gb200.36xlarge", CS_HYPERPOD, 144, 960, "nvidia-gb200", 4, false },
+	/* sold by the emulated cloud but not shipped in fleetd's catalog: an admin adds its
+	 * flavor at run time (tests/integration/test_flavors.c) */
+	{ "ml.p6-b300.48xlarge", CS_HYPERPOD, 192, 4096, "nvidia-b300", 8, false },
 };
 
 const struct cs_machine *

@@ -98,7 +98,7 @@ static const struct ckey keys[] = {
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
 	{ "workers", C_STR, S(workers),
-	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep,webhooks",
+	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep,webhooks,budgets",
 	  "FLEETD_WORKERS", false, "background loops this replica runs (comma list; none = API only)" },
 	{ "lease-ttl", C_INT, S(lease_ttl_s), "10", "FLEETD_LEASE_TTL", false,
 	  "seconds a member cluster's lease lasts unrenewed: how long a dead replica's clusters"
@@ -121,6 +121,9 @@ static const struct ckey keys[] = {
 	  "event streams this replica serves at once (429 above)" },
 	{ "instance-id", C_STR, S(instance_id), NULL, "FLEETD_INSTANCE_ID", false,
 	  "replica name (default: hostname-pid)" },
+	{ "budget-interval-ms", C_INT, S(budget_interval_ms), "60000",
+	  "FLEETD_BUDGET_INTERVAL_MS", false,
+	  "how often budgets are checked for thresholds crossed by running jobs" },
 	{ "janitor-interval-ms", C_INT, S(janitor_interval_ms), "600000",
 	  "FLEETD_JANITOR_INTERVAL_MS", false, "how often expired idempotency keys are deleted" },
 	{ "iam-verify-interval", C_INT, S(iam_verify_interval_s), "86400",

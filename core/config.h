@@ -50,6 +50,7 @@ struct config {
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
 	int	 status_watch;		/* 1: status follows watches, 0: polls */
 	int	 poll_concurrency;	/* capacity refresh calls in flight */
+	int	 budget_interval_ms;	/* the budgets worker's round */
 	int	 janitor_interval_ms;	/* expired idempotency rows are deleted this often */
 	int	 iam_verify_interval_s;	/* every active cloud's IAM pair is re-verified */
 	long	 body_memory_limit;	/* bytes all in-flight request bodies may hold */

@@ -13,6 +13,7 @@
 #include <uuid/uuid.h>
 
 #include "core/crypto.h"
+#include "core/jsonx.h"
 #include "core/listen.h"
 #include "core/log.h"
 #include "iam/token.h"
@@ -26,6 +27,7 @@ struct cached {
 	char	 id[40];
 	char	 name[128];
 	int	 role;
+	char	 team[64];
 	char	*envs;		/* malloc'd, comma-joined */
 };
 
@@ -37,7 +39,7 @@ static atomic_bool listen_run;
 static pthread_t listen_thread;
 static char *listen_url;
 
-static const char *const role_names[] = { "none", "viewer", "operator", "admin" };
+static const char *const role_names[] = { "none", "viewer", "submitter", "operator", "admin" };
 
 int
 token_role_parse(const char *s)
@@ -50,7 +52,7 @@ token_role_parse(const char *s)
 
 /* A token's public object, built by Postgres (never the secret's hash). */
 #define TOKEN_JSON "json_build_object('id', id::text, 'name', name, 'role', role," \
-	" 'environments', to_json(environments), 'revoked', revoked_at IS NOT NULL," \
+	" 'environments', to_json(environments), 'team', team, 'revoked', revoked_at IS NOT NULL," \
 	" 'created_at', to_char(created_at AT TIME ZONE 'UTC'," \
 	" 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'), 'version', version)::text"
 
@@ -85,12 +87,15 @@ envs_literal(json_t *envs, char *out, size_t outlen, struct err *e)
 }
 
 bool
-token_create(struct db *c, const char *name, const char *role, json_t *envs, char **secret,
-	     json_t **out, struct err *e)
+token_create(struct db *c, const char *name, const char *role, json_t *envs, const char *team,
+	     char **secret, json_t **out, struct err *e)
 {
 	static const char sql[] =
-	    "INSERT INTO api_tokens (id, name, role, environments, secret_sha256)"
-	    " VALUES ($1, $2, $3, $4::text[], $5) RETURNING " TOKEN_JSON;
+	    "INSERT INTO api_tokens (id, name, role, environments, secret_sha256, team)"
+	    " VALUES ($1, $2, $3, $4::text[], $5, $6) RETURNING " TOKEN_JSON;
+	static const char sql_team[] = "SELECT count(*) FROM teams WHERE name = $1"
+	    " AND environments @> $2::text[] AND NOT ('*' = ANY($2::text[]))";
+	long long n = 0;
 	char lit[2400], id[37], sha[65], *b64 = NULL;
 	uint8_t raw[32];
 	uuid_t u;
@@ -101,9 +106,24 @@ token_create(struct db *c, const char *name, const char *role, json_t *envs, cha
 		return err_field(e, 400, "token.bad_name", "/name", "name must be 1 to 100 characters");
 	if (token_role_parse(role) == TOKEN_NONE)
 		return err_field(e, 400, "token.bad_role", "/role",
-		    "role must be viewer, operator or admin");
+		    "role must be viewer, submitter, operator or admin");
 	if (!envs_literal(envs, lit, sizeof(lit), e))
 		return false;
+	if (team != NULL) {
+		const char *p[2] = { team, lit };
+
+		if (token_role_parse(role) == TOKEN_ADMIN)
+			return err_field(e, 422, "token.bad_role", "/role",
+			    "a role held in a team is viewer, submitter or operator");
+		if (!jsonx_name_ok(team, 63))
+			return err_field(e, 422, "token.bad_team", "/team",
+			    "team must match ^[a-z][a-z0-9-]{1,62}$");
+		if (!db_count(c, sql_team, 2, p, &n, e))
+			return false;
+		if (n == 0)
+			return err_field(e, 422, "token.bad_team", "/team",
+			    "team %.64s not found in every environment of the token", team);
+	}
 	if (!crypto_random(raw, sizeof(raw)))
 		return err_set(e, 500, "token.random", "no randomness available");
 	b64 = crypto_b64url_encode(raw, sizeof(raw));
@@ -117,9 +137,9 @@ token_create(struct db *c, const char *name, const char *role, json_t *envs, cha
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
 	{
-		const char *p[5] = { id, name, role, lit, sha };
+		const char *p[6] = { id, name, role, lit, sha, team };
 
-		if (!db_get_json(c, sql, 5, p, "token.not_found", "token", out, e))
+		if (!db_get_json(c, sql, 6, p, "token.not_found", "token", out, e))
 			goto cleanup;
 	}
 	ok = true;
@@ -184,6 +204,7 @@ cache_get(const char *sha, struct arena *a, struct token_principal *p)
 		snprintf(p->id, sizeof(p->id), "%s", s->id);
 		snprintf(p->name, sizeof(p->name), "%s", s->name);
 		p->role = s->role;
+		snprintf(p->team, sizeof(p->team), "%s", s->team);
 		p->envs = arena_alloc(a, sizeof(char *) * 65);
 		p->nenvs = 0;
 		for (tok = strtok_r(envs, ",", &save); tok && p->nenvs < 64;
@@ -235,6 +256,7 @@ cache_put(const char *sha, const struct token_principal *p, unsigned long gen)
 	snprintf(s->id, sizeof(s->id), "%s", p->id);
 	snprintf(s->name, sizeof(s->name), "%s", p->name);
 	s->role = p->role;
+	snprintf(s->team, sizeof(s->team), "%s", p->team);
 	s->envs = envs;
 	pthread_mutex_unlock(&cache_mu);
 }
@@ -308,8 +330,8 @@ bool
 token_authenticate(const char *secret, struct arena *a, struct token_principal *p,
 		   struct err *e)
 {
-	static const char sql[] = "SELECT id::text, name, role, environments FROM api_tokens"
-	    " WHERE secret_sha256 = $1 AND revoked_at IS NULL";
+	static const char sql[] = "SELECT id::text, name, role, environments, coalesce(team, '')"
+	    " FROM api_tokens WHERE secret_sha256 = $1 AND revoked_at IS NULL";
 	char sha[65];
 	const char *params[1] = { sha };
 	struct db *c = NULL;
@@ -334,6 +356,7 @@ token_authenticate(const char *secret, struct arena *a, struct token_principal *
 	snprintf(p->id, sizeof(p->id), "%s", PQgetvalue(r, 0, 0));
 	snprintf(p->name, sizeof(p->name), "%s", PQgetvalue(r, 0, 1));
 	p->role = token_role_parse(PQgetvalue(r, 0, 2));
+	snprintf(p->team, sizeof(p->team), "%s", PQgetvalue(r, 0, 4));
 	{
 		/* text[] output: {a,b} — names are validated at creation, so no quoting. */
 		char *lit = arena_strdup(a, PQgetvalue(r, 0, 3)), *save = NULL, *tok;

@@ -1,5 +1,6 @@
 /* token: API bearer tokens — created with a random secret shown once, stored as sha-256,
- * revocable; roles viewer < operator < admin, each limited to listed environments. */
+ * revocable; roles viewer < submitter < operator < admin, each limited to listed
+ * environments, and a role below admin optionally held in one team (iam/team.h). */
 #ifndef FLEET_IAM_TOKEN_H
 #define FLEET_IAM_TOKEN_H
 
@@ -11,7 +12,8 @@
 #include "core/db.h"
 #include "core/err.h"
 
-enum token_role { TOKEN_NONE = 0, TOKEN_VIEWER = 1, TOKEN_OPERATOR = 2, TOKEN_ADMIN = 3 };
+enum token_role { TOKEN_NONE = 0, TOKEN_VIEWER = 1, TOKEN_SUBMITTER = 2, TOKEN_OPERATOR = 3,
+	TOKEN_ADMIN = 4 };
 
 struct token_principal {
 	char	 id[40];
@@ -19,14 +21,17 @@ struct token_principal {
 	int	 role;		/* enum token_role */
 	char	**envs;		/* arena-owned */
 	int	 nenvs;
-	char	 team[64];	/* OIDC group map's team; "" for static tokens */
+	char	 team[64];	/* the team the role is held in (token's, or the OIDC group
+				 * map's); "" for an environment role */
 };
 
 int	 token_role_parse(const char *s);	/* TOKEN_NONE when unknown */
 /* Creates a token; *secret (malloc'd, caller frees) is the only copy of the secret.
- * envs: array of names or ["*"].  Returns the public object (new reference) in *out. */
+ * envs: array of names or ["*"]; team NULL or an existing team whose environments hold
+ * every one of envs (422 at /team otherwise).  Returns the public object (new reference)
+ * in *out. */
 bool	 token_create(struct db *c, const char *name, const char *role, json_t *envs,
-	    char **secret, json_t **out, struct err *e);
+	    const char *team, char **secret, json_t **out, struct err *e);
 /* The caller sees a token only when it may see every environment the token names (a
  * "*" token only by a "*" caller); others do not exist for it (404).  envs: the caller's. */
 bool	 token_list(struct db *c, int limit, const char *after, const char *const *envs,

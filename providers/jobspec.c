@@ -143,14 +143,15 @@ memory_member(json_t *o, const char *key, const char *prefix, bool required, int
 static bool
 parse_head(json_t *root, struct job_spec *s, struct err *e)
 {
-	static const char *const keys[] = { "cpu", "memory", "ray_start_params", NULL };
+	static const char *const keys[] = { "cpu", "memory", "ray_start_params", "pod", NULL };
 	json_t *h;
 
 	if (!jsonx_obj(root, "head", "", true, &h, e) || !jsonx_only(h, keys, "/head", e))
 		return false;
 	return cpu_member(h, "/head", &s->head_cpu_milli, e) &&
 	    memory_member(h, "memory", "/head", true, &s->head_memory_bytes, e) &&
-	    jobspec_parse_ray_params(h, "/head", true, &s->head_ray_start_params, e);
+	    jobspec_parse_ray_params(h, "/head", true, &s->head_ray_start_params, e) &&
+	    jobspec_parse_pod(h, "/head", &s->head_pod, e);
 }
 
 static bool
@@ -219,7 +220,7 @@ static bool
 parse_group(json_t *g, size_t i, struct jobspec_group *out, struct err *e)
 {
 	static const char *const keys[] = { "name", "replicas", "min_replicas", "max_replicas",
-		"cpu", "memory", "accelerator", "ray_start_params", NULL };
+		"cpu", "memory", "accelerator", "ray_start_params", "pod", NULL };
 	char prefix[64];
 
 	snprintf(prefix, sizeof(prefix), "/worker_groups/%zu", i);
@@ -231,7 +232,8 @@ parse_group(json_t *g, size_t i, struct jobspec_group *out, struct err *e)
 	    cpu_member(g, prefix, &out->cpu_milli, e) &&
 	    memory_member(g, "memory", prefix, true, &out->memory_bytes, e) &&
 	    parse_accel(g, prefix, out, e) &&
-	    jobspec_parse_ray_params(g, prefix, false, &out->ray_start_params, e);
+	    jobspec_parse_ray_params(g, prefix, false, &out->ray_start_params, e) &&
+	    jobspec_parse_pod(g, prefix, &out->pod, e);
 }
 
 static bool
@@ -704,6 +706,40 @@ check_host(struct job_spec *s, struct err *e)
 	return true;
 }
 
+/* root's "labels": at most 16 members, keys 1..63 of [a-z0-9._/-] starting alphanumeric,
+ * string values of at most 63 bytes (team names the job's team for costs and budgets). */
+static bool
+parse_labels(json_t *root, struct job_spec *s, struct err *e)
+{
+	json_t *l = NULL, *v;
+	const char *k;
+	char ptr[96];
+
+	if (!jsonx_obj(root, "labels", "", false, &l, e))
+		return false;
+	if (l == NULL)
+		return true;
+	if (json_object_size(l) > 16)
+		return invalid(e, "/labels", "at most 16 labels");
+	json_object_foreach(l, k, v) {
+		size_t n = strlen(k);
+		bool ok = n >= 1 && n <= 63 && isalnum((unsigned char)k[0]);
+
+		for (size_t i = 0; ok && i < n; i++)
+			ok = islower((unsigned char)k[i]) || isdigit((unsigned char)k[i]) ||
+			    strchr("._/-", k[i]) != NULL;
+		snprintf(ptr, sizeof(ptr), "/labels/%.63s", ok ? k : "");
+		if (!ok)
+			return invalid(e, "/labels", "label keys are 1 to 63 of a-z, 0-9, '.', '_',"
+			    " '/', '-', starting with a letter or digit");
+		if (!json_is_string(v) || json_string_length(v) > 63 ||
+		    !jsonx_utf8_valid(json_string_value(v), json_string_length(v)))
+			return invalid(e, ptr, "a label's value is a string of at most 63 bytes");
+	}
+	s->labels = json_deep_copy(l);
+	return true;
+}
+
 bool
 jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 {
@@ -712,7 +748,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 		"head", "worker_groups", "topology", "constraints", "runtime_env", "checkpoint",
 		"gcs_fault_tolerance", "ttl_seconds_after_finished", "active_deadline_seconds",
 		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", "cron",
-		"max_infra_retries", NULL };
+		"max_infra_retries", "labels", NULL };
 	struct job_spec s;
 
 	memset(&s, 0, sizeof(s));
@@ -726,7 +762,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 	if (!jsonx_only(j, keys, "", e) || !parse_identity(j, &s, e) ||
 	    !parse_kind_fields(j, &s, e) || !parse_head(j, &s, e) || !parse_groups(j, &s, e) ||
 	    !parse_topology(j, &s, e) || !parse_constraints(j, &s, e) ||
-	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) ||
+	    !parse_checkpoint(j, &s, e) || !parse_gcs(j, &s, e) || !parse_labels(j, &s, e) ||
 	    !int_member(j, "max_infra_retries", "", 0, 100, NULL, &s.max_infra_retries, e) ||
 	    !jobspec_parse_autoscaler(j, &s, e) || !jobspec_parse_cron(j, &s, e) ||
 	    (s.topology == JOBSPEC_TOPO_SLICE && !check_slice(&s, e)) ||
@@ -756,8 +792,10 @@ jobspec_cleanup(struct job_spec *s)
 		free(s->groups[i].name);
 		free(s->groups[i].accel_flavor);
 		json_decref(s->groups[i].ray_start_params);
+		json_decref(s->groups[i].pod);
 	}
 	json_decref(s->head_ray_start_params);
+	json_decref(s->head_pod);
 	free(s->slice_shape);
 	for (size_t i = 0; i < s->nregions; i++)
 		free(s->regions[i]);
@@ -765,6 +803,7 @@ jobspec_cleanup(struct job_spec *s)
 		free(s->providers[i]);
 	json_decref(s->runtime_env);
 	free(s->checkpoint_uri);
+	json_decref(s->labels);
 	free(s->gcs.storage_class);
 	free(s->gcs.redis_address);
 	free(s->gcs.redis_secret);
@@ -795,6 +834,8 @@ group_to_json(const struct jobspec_group *g)
 		    g->accel_flavor, "count", g->accel_count));
 	if (g->ray_start_params != NULL)
 		json_object_set(o, "ray_start_params", g->ray_start_params);
+	if (g->pod != NULL)
+		json_object_set(o, "pod", g->pod);
 	return o;
 }
 
@@ -904,6 +945,8 @@ jobspec_to_json(const struct job_spec *s)
 		json_object_set_new(o, "time_zone", json_string(s->time_zone));
 	if (s->serve_config != NULL)
 		json_object_set(o, "serve_config", s->serve_config);
+	if (s->labels != NULL)
+		json_object_set(o, "labels", s->labels);
 	if (s->checkpoint_uri != NULL)
 		json_object_set_new(o, "checkpoint", json_pack("{s:s, s:i}", "uri",
 		    s->checkpoint_uri, "grace_seconds", s->checkpoint_grace_seconds));
@@ -912,6 +955,8 @@ jobspec_to_json(const struct job_spec *s)
 	if (s->head_ray_start_params != NULL)
 		json_object_set(json_object_get(o, "head"), "ray_start_params",
 		    s->head_ray_start_params);
+	if (s->head_pod != NULL)
+		json_object_set(json_object_get(o, "head"), "pod", s->head_pod);
 	if (s->autoscaler_set)
 		json_object_set_new(o, "autoscaler", jobspec_autoscaler_to_json(s));
 	if (s->cron_set)

@@ -65,6 +65,7 @@ struct jobspec_group {
 	char	*accel_flavor;		/* NULL: no accelerator */
 	int	 accel_count;		/* per worker pod (per host for a slice) */
 	json_t	*ray_start_params;	/* validated object of strings, NULL: none */
+	json_t	*pod;			/* canonical "pod" section (jobspec_pod.c), NULL: none */
 };
 
 struct jobspec_gcs {
@@ -94,6 +95,7 @@ struct job_spec {
 	int64_t	 head_cpu_milli;
 	int64_t	 head_memory_bytes;
 	json_t	*head_ray_start_params;	/* validated object of strings, NULL: none */
+	json_t	*head_pod;		/* canonical "pod" section of the head, NULL: none */
 	bool	 autoscaler_set;	/* the spec named autoscaler options */
 	int	 idle_timeout_seconds;	/* autoscalerOptions, default 60 */
 	const char *upscaling_mode;	/* static: Default (default) | Aggressive | Conservative */
@@ -112,6 +114,7 @@ struct job_spec {
 	double	 max_price;		/* per accelerator-hour, USD */
 	json_t	*runtime_env;		/* object or NULL */
 	char	*checkpoint_uri;	/* NULL: no checkpointing */
+	json_t	*labels;		/* {key: value} strings (team: showback, budgets); NULL */
 	int	 checkpoint_grace_seconds;
 	struct jobspec_gcs gcs;
 	int	 ttl_seconds_after_finished;	/* RayJob, default 600 */
@@ -170,6 +173,28 @@ json_t		*jobspec_cron_to_json(const struct job_spec *s);	/* NULL: not set */
 const char	*jobspec_cron_policy_name(enum jobspec_cron_policy p);	/* "Forbid" ... */
 /* "Allow"/"Forbid"/"Replace" into *out; false for anything else (NULL too). */
 bool		 jobspec_cron_policy_from_name(const char *s, enum jobspec_cron_policy *out);
+
+/* jobspec_pod.c. o's "pod" (env, env_from, volumes, volume_mounts, annotations, labels,
+ * tolerations, service_account, containers) validated into canonical JSON *out (NULL when
+ * absent; caller owns); prefix is o's JSON pointer. Bad values: 422 jobspec.invalid_pod,
+ * host_path and privileged containers: 422 jobspec.pod_not_allowed, both with a pointer. */
+bool		 jobspec_parse_pod(json_t *o, const char *prefix, json_t **out, struct err *e);
+/* The volume kinds and CSI drivers a pod section knows (NULL-terminated), and whether s
+ * is one of list's strings (NULL s: false). */
+extern const char *const jobspec_volume_kinds[];
+extern const char *const jobspec_csi_drivers[];
+bool		 jobspec_in_list(const char *const *list, const char *s);
+/* jobspec_pod_policy.c. The pod policy of an environment: {env, env_from, annotations, labels, tolerations,
+ * service_account, containers: bool; volume_kinds, csi_drivers: [string]}. The default
+ * allows everything the pod section knows (host_path is never a kind). */
+json_t		*jobspec_pod_policy_default(void);
+/* in (the policy a client sent, at JSON pointer prefix) completed with the defaults into
+ * *out (caller owns). 422 env.pod_policy_invalid with the pointer. */
+bool		 jobspec_pod_policy_parse(json_t *in, const char *prefix, json_t **out,
+		    struct err *e);
+/* Whether every pod section of s is allowed by policy (NULL: the default); else 422
+ * jobspec.pod_not_allowed pointing at the refused member, e.g. /worker_groups/0/pod/volumes/1. */
+bool		 jobspec_pod_allowed(const struct job_spec *s, json_t *policy, struct err *e);
 
 /* Kubernetes quantities. cpu: "4", "500m", "2.5", 2.5 -> millicores; memory: "16Gi",
  * "1G", 1073741824 -> bytes. Positive, exact (no sub-millicore, no fractional byte). */

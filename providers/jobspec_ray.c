@@ -19,6 +19,8 @@ enum val {
 	V_RESOURCES,	/* JSON object of custom resource name -> non-negative number */
 	V_LOG_STYLE,	/* auto | record | pretty */
 	V_LOG_COLOR,	/* auto | false | true */
+	V_CPUS,		/* non-negative decimal number of cores: "0.5", "2" */
+	V_NODE_LABELS,	/* Ray node labels: "k=v,k2=v2" (labels under ray.io/ are Ray's) */
 };
 
 struct param {
@@ -41,6 +43,14 @@ static const struct param params[] = {
 	{ "log-color", V_LOG_COLOR, false, 0 },
 	{ "include-dashboard", V_BOOL, true, 0 },
 	{ "disable-usage-stats", V_BOOL, false, 0 },
+	/* Ray's resource isolation (cgroup v2): reserve cores and memory for Ray's system
+	 * processes so that user tasks cannot starve the raylet */
+	{ "enable-resource-isolation", V_BOOL, false, 0 },
+	{ "system-reserved-cpu", V_CPUS, false, 0 },
+	{ "system-reserved-memory", V_BYTES, false, 1 },
+	{ "labels", V_NODE_LABELS, false, 0 },
+	{ "dashboard-agent-listen-port", V_PORT, false, 0 },
+	{ "dashboard-agent-grpc-port", V_PORT, false, 0 },
 };
 
 static const char *const upscaling_modes[] = { "Default", "Aggressive", "Conservative", NULL };
@@ -84,6 +94,48 @@ resources_ok(const char *v)
 }
 
 static bool
+cpus_ok(const char *v)
+{
+	char *end = NULL;
+	double d;
+
+	if (!isdigit((unsigned char)*v))
+		return false;
+	errno = 0;
+	d = strtod(v, &end);
+	return errno == 0 && *end == '\0' && d >= 0 && d <= 100000;
+}
+
+/* "k=v[,k=v]": keys and values of letters, digits, '-', '_', '.', keys may carry a
+ * prefix/, never ray.io/ (Ray's own labels). */
+static bool
+node_labels_ok(const char *v)
+{
+	const char *p = v;
+
+	if (*v == '\0' || strlen(v) > 1024)
+		return false;
+	while (*p != '\0') {
+		size_t k = strcspn(p, "=,"), val;
+
+		if (k == 0 || p[k] != '=' || strncmp(p, "ray.io/", 7) == 0)
+			return false;
+		for (size_t i = 0; i < k; i++)
+			if (!isalnum((unsigned char)p[i]) && strchr("-_./", p[i]) == NULL)
+				return false;
+		p += k + 1;
+		val = strcspn(p, ",");
+		for (size_t i = 0; i < val; i++)
+			if (!isalnum((unsigned char)p[i]) && strchr("-_.", p[i]) == NULL)
+				return false;
+		p += val;
+		if (*p == ',' && *++p == '\0')
+			return false;
+	}
+	return true;
+}
+
+static bool
 value_ok(const struct param *p, const char *v, const char *ptr, struct err *e)
 {
 	long long n;
@@ -118,6 +170,15 @@ value_ok(const struct param *p, const char *v, const char *ptr, struct err *e)
 	case V_LOG_COLOR:
 		if (strcmp(v, "auto") != 0 && strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
 			return bad(e, ptr, "value must be auto, true or false");
+		return true;
+	case V_CPUS:
+		if (!cpus_ok(v))
+			return bad(e, ptr, "value must be a non-negative number of cores such as 0.5");
+		return true;
+	case V_NODE_LABELS:
+		if (!node_labels_ok(v))
+			return bad(e, ptr, "value must be key=value pairs separated by commas, keys "
+			    "not under ray.io/");
 		return true;
 	}
 	return bad(e, ptr, "value not accepted");

@@ -125,6 +125,24 @@ accel_of(json_t *res, long long *out)
 	return true;
 }
 
+
+bool
+kube_taint_reclaims(const char *key)
+{
+	static const char *const exact[] = {
+		"cloud.google.com/impending-node-termination",	/* GKE spot and preemptible VMs */
+		"kubernetes.azure.com/scalesetpriority-eviction",
+		"remediator.kubernetes.azure.com/unschedulable",	/* AKS node auto-drain */
+	};
+
+	if (strncmp(key, "aws-node-termination-handler/", 29) == 0)	/* NTH: spot-itn, ... */
+		return true;
+	for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+		if (strcmp(key, exact[i]) == 0)
+			return true;
+	return false;
+}
+
 static bool
 node_ready(json_t *node)
 {
@@ -148,7 +166,7 @@ node_ready(json_t *node)
 		if (eff != NULL && strcmp(eff, "NoExecute") == 0)
 			return false;
 		if (k != NULL && (strcmp(k, "node.kubernetes.io/unschedulable") == 0 ||
-		    strcmp(k, "node.kubernetes.io/not-ready") == 0))
+		    strcmp(k, "node.kubernetes.io/not-ready") == 0 || kube_taint_reclaims(k)))
 			return false;
 	}
 	return ready;

@@ -130,4 +130,9 @@ json_t	*kube_list_load(const char *body, size_t len, const char *kind, struct er
  * (kube_status_err); what names the call in messages. */
 json_t	*kube_list_answer(const struct http_resp *r, const char *what, struct err *e);
 
+/* Whether a node taint says the provider is taking the node away — GKE's termination
+ * notice of spot and preemptible VMs, AWS Node Termination Handler's taints, AKS's spot
+ * eviction and node auto-drain: such a node takes no new pod and counts as not free. */
+bool	kube_taint_reclaims(const char *key);
+
 #endif

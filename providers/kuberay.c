@@ -619,7 +619,7 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 {
 	int64_t cpu = g ? g->cpu_milli : c->s->head_cpu_milli;
 	int64_t mem = g ? g->memory_bytes : c->s->head_memory_bytes;
-	json_t *labels = fleet_labels(c), *ctr, *spec;
+	json_t *labels = fleet_labels(c), *ctr, *spec, *meta;
 	char image[160];
 	const char *img = c->s->image;
 
@@ -654,7 +654,9 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 	if (c->s->checkpoint_uri != NULL)
 		json_object_set_new(spec, "terminationGracePeriodSeconds",
 		    json_integer(c->s->checkpoint_grace_seconds));
-	return json_pack("{s:{s:o}, s:o}", "metadata", "labels", labels, "spec", spec);
+	meta = json_pack("{s:o}", "labels", labels);
+	kuberay_pod_apply(g ? g->pod : c->s->head_pod, meta, spec);
+	return json_pack("{s:o, s:o}", "metadata", meta, "spec", spec);
 }
 
 /* ------------------------------------------------------------------ specs */

@@ -116,6 +116,14 @@ json_t		*kuberay_signal_for_manifest(const json_t *manifest,
 json_t		*kuberay_signal_objects(const struct kuberay_input *in,
 		    const struct kuberay_signal *sig, struct err *e);
 
+/* kuberay_pod.c. Adds a validated pod section (jobspec_parse_pod) to a pod template: env,
+ * envFrom and mounts to the first (Ray) container of spec, volumes, tolerations, service
+ * account and sidecars to spec, labels and annotations to meta (fleetd's keys win). NULL
+ * pod: nothing. */
+void		 kuberay_pod_apply(json_t *pod, json_t *meta, json_t *spec);
+/* The pod sections' service accounts as RoleBinding subjects in ns, each once. */
+void		 kuberay_pod_accounts(const struct job_spec *s, const char *ns, json_t *subjects);
+
 /* Kueue compatibility of a rendered manifest: whether Kueue gates it (it carries the
  * queue-name label) and why not; reason is a sentence for explain. */
 bool		 kuberay_kueue_gated(const struct kuberay_input *in, const char **reason);

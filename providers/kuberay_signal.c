@@ -144,6 +144,9 @@ kuberay_signal_objects(const struct kuberay_input *in, const struct kuberay_sign
 	    "kind", "RoleBinding", "metadata", labelled(in, ns, name),
 	    "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind", "Role", "name", name,
 	    "subjects", "kind", "ServiceAccount", "name", name, "namespace", ns));
+	/* pods that run as their own account (pod.service_account) acknowledge too */
+	kuberay_pod_accounts(in->spec, ns, json_object_get(json_array_get(out,
+	    json_array_size(out) - 1), "subjects"));
 	return out;
 }
 

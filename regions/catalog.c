@@ -21,14 +21,23 @@ enum {
 	V5P = 1 << 6,
 };
 
+/* The first seven keep the bit order of catalog_regions.def (their offers per region); the
+ * generations after them have no region table (any region the operator registers a
+ * cluster in may carry them: capacity, not this table, says where they are).
+ * rack_size: nodes per NVLink domain (GB200/GB300 NVL72: 18 trays of 4 GPUs). */
 static const struct catalog_flavor flavors[] = {
-	{ "nvidia-h100-80gb", "gpu", 80, "nvidia.com/gpu" },
-	{ "nvidia-a100-80gb", "gpu", 80, "nvidia.com/gpu" },
-	{ "nvidia-a100-40gb", "gpu", 40, "nvidia.com/gpu" },
-	{ "nvidia-l4", "gpu", 24, "nvidia.com/gpu" },
-	{ "nvidia-a10g", "gpu", 24, "nvidia.com/gpu" },
-	{ "nvidia-a10", "gpu", 24, "nvidia.com/gpu" },
-	{ "tpu-v5p", "tpu", 95, "google.com/tpu" },
+	{ "nvidia-h100-80gb", "gpu", 80, "nvidia.com/gpu", 0 },
+	{ "nvidia-a100-80gb", "gpu", 80, "nvidia.com/gpu", 0 },
+	{ "nvidia-a100-40gb", "gpu", 40, "nvidia.com/gpu", 0 },
+	{ "nvidia-l4", "gpu", 24, "nvidia.com/gpu", 0 },
+	{ "nvidia-a10g", "gpu", 24, "nvidia.com/gpu", 0 },
+	{ "nvidia-a10", "gpu", 24, "nvidia.com/gpu", 0 },
+	{ "tpu-v5p", "tpu", 95, "google.com/tpu", 0 },
+	{ "nvidia-h200-141gb", "gpu", 141, "nvidia.com/gpu", 0 },
+	{ "nvidia-b200", "gpu", 180, "nvidia.com/gpu", 0 },
+	{ "nvidia-gb200", "gpu", 186, "nvidia.com/gpu", 18 },
+	{ "nvidia-gb300", "gpu", 288, "nvidia.com/gpu", 18 },
+	{ "tpu-v6e", "tpu", 32, "google.com/tpu", 0 },
 };
 #define NFLAVORS (sizeof(flavors) / sizeof(flavors[0]))
 
@@ -55,25 +64,76 @@ static const char *const providers[] = {
  * about 30% of on-demand where the provider sells spot. HyperPod has no spot here (0):
  * an operator who buys it sets a spot price in the price file. */
 static const struct catalog_machine machines[] = {
-	{ "gke", "a3-highgpu-8g", "nvidia-h100-80gb", 8, 208, 1872, 88.25, 26.48 },
-	{ "gke", "a3-megagpu-8g", "nvidia-h100-80gb", 8, 208, 1872, 92.00, 27.60 },
-	{ "gke", "a2-ultragpu-8g", "nvidia-a100-80gb", 8, 96, 1360, 40.22, 12.07 },
-	{ "gke", "a2-highgpu-8g", "nvidia-a100-40gb", 8, 96, 680, 29.39, 8.82 },
-	{ "gke", "a2-highgpu-1g", "nvidia-a100-40gb", 1, 12, 85, 3.67, 1.10 },
-	{ "gke", "g2-standard-48", "nvidia-l4", 4, 48, 192, 4.00, 1.20 },
-	{ "gke", "g2-standard-8", "nvidia-l4", 1, 8, 32, 0.85, 0.26 },
-	{ "gke", "ct5p-hightpu-4t", "tpu-v5p", 4, 208, 448, 16.80, 8.40 },
-	{ "aks", "Standard_ND96isr_H100_v5", "nvidia-h100-80gb", 8, 96, 1900, 98.32, 29.50 },
-	{ "aks", "Standard_ND96amsr_A100_v4", "nvidia-a100-80gb", 8, 96, 1900, 32.77, 9.83 },
-	{ "aks", "Standard_ND96asr_v4", "nvidia-a100-40gb", 8, 96, 900, 27.20, 8.16 },
-	{ "aks", "Standard_NC96ads_A100_v4", "nvidia-a100-80gb", 4, 96, 880, 14.69, 4.41 },
-	{ "aks", "Standard_NC24ads_A100_v4", "nvidia-a100-80gb", 1, 24, 220, 3.67, 1.10 },
-	{ "aks", "Standard_NV36ads_A10_v5", "nvidia-a10", 1, 36, 440, 3.20, 0.96 },
-	{ "hyperpod", "ml.p5.48xlarge", "nvidia-h100-80gb", 8, 192, 2048, 98.32, 0 },
-	{ "hyperpod", "ml.p4de.24xlarge", "nvidia-a100-80gb", 8, 96, 1152, 47.36, 0 },
-	{ "hyperpod", "ml.p4d.24xlarge", "nvidia-a100-40gb", 8, 96, 1152, 37.69, 0 },
-	{ "hyperpod", "ml.g6.48xlarge", "nvidia-l4", 8, 192, 768, 16.24, 0 },
-	{ "hyperpod", "ml.g5.48xlarge", "nvidia-a10g", 8, 192, 768, 20.36, 0 },
+	{ "gke", "a3-highgpu-8g", "nvidia-h100-80gb", 8, 208, 1872, 88.25, 26.48, NULL, NULL },
+	{ "gke", "a3-megagpu-8g", "nvidia-h100-80gb", 8, 208, 1872, 92.00, 27.60, NULL, NULL },
+	{ "gke", "a2-ultragpu-8g", "nvidia-a100-80gb", 8, 96, 1360, 40.22, 12.07, NULL, NULL },
+	{ "gke", "a2-highgpu-8g", "nvidia-a100-40gb", 8, 96, 680, 29.39, 8.82, NULL, NULL },
+	{ "gke", "a2-highgpu-1g", "nvidia-a100-40gb", 1, 12, 85, 3.67, 1.10, NULL, NULL },
+	{ "gke", "g2-standard-48", "nvidia-l4", 4, 48, 192, 4.00, 1.20, NULL, NULL },
+	{ "gke", "g2-standard-8", "nvidia-l4", 1, 8, 32, 0.85, 0.26, NULL, NULL },
+	{ "gke", "ct5p-hightpu-4t", "tpu-v5p", 4, 208, 448, 16.80, 8.40, NULL, NULL },
+	{ "aks", "Standard_ND96isr_H100_v5", "nvidia-h100-80gb", 8, 96, 1900, 98.32, 29.50, NULL, NULL },
+	{ "aks", "Standard_ND96amsr_A100_v4", "nvidia-a100-80gb", 8, 96, 1900, 32.77, 9.83, NULL, NULL },
+	{ "aks", "Standard_ND96asr_v4", "nvidia-a100-40gb", 8, 96, 900, 27.20, 8.16, NULL, NULL },
+	{ "aks", "Standard_NC96ads_A100_v4", "nvidia-a100-80gb", 4, 96, 880, 14.69, 4.41, NULL, NULL },
+	{ "aks", "Standard_NC24ads_A100_v4", "nvidia-a100-80gb", 1, 24, 220, 3.67, 1.10, NULL, NULL },
+	{ "aks", "Standard_NV36ads_A10_v5", "nvidia-a10", 1, 36, 440, 3.20, 0.96, NULL, NULL },
+	{ "hyperpod", "ml.p5.48xlarge", "nvidia-h100-80gb", 8, 192, 2048, 98.32, 0, NULL, NULL },
+	{ "hyperpod", "ml.p4de.24xlarge", "nvidia-a100-80gb", 8, 96, 1152, 47.36, 0, NULL, NULL },
+	{ "hyperpod", "ml.p4d.24xlarge", "nvidia-a100-40gb", 8, 96, 1152, 37.69, 0, NULL, NULL },
+	{ "hyperpod", "ml.g6.48xlarge", "nvidia-l4", 8, 192, 768, 16.24, 0, NULL, NULL },
+	{ "hyperpod", "ml.g5.48xlarge", "nvidia-a10g", 8, 192, 768, 20.36, 0, NULL, NULL },
+	/*
+	 * The current generations (issue 26).  Shapes from the provider pages below; the
+	 * prices are rough estimates (not checked against a price list): set real ones in
+	 * the price file.
+	 * GKE: https://cloud.google.com/compute/docs/accelerator-optimized-machines (A4
+	 * B200, A4X GB200 NVL72, A3 Ultra H200); A4X Max (GB300, bare metal) as named in
+	 * https://docs.nvidia.com/aicr/integrator-guide/gke-a-4-x-max-networking.md;
+	 * TPU v6e https://cloud.google.com/tpu/docs/v6e (8 chips per host, 256-chip pod,
+	 * 32 GB HBM per chip) and https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus.
+	 * Node labels: cloud.google.com/gke-accelerator / gke-tpu-accelerator as GKE sets them
+	 * (https://cloud.google.com/kubernetes-engine/docs/how-to/gpus).
+	 */
+	{ "gke", "a3-ultragpu-8g", "nvidia-h200-141gb", 8, 224, 2952, 84.81, 25.44,
+	  "cloud.google.com/gke-accelerator", "nvidia-h200-141gb" },
+	{ "gke", "a4-highgpu-8g", "nvidia-b200", 8, 224, 3968, 108.00, 32.40,
+	  "cloud.google.com/gke-accelerator", "nvidia-b200" },
+	{ "gke", "a4x-highgpu-4g", "nvidia-gb200", 4, 140, 884, 60.00, 18.00,
+	  "cloud.google.com/gke-accelerator", "nvidia-gb200" },
+	{ "gke", "a4x-maxgpu-4g-metal", "nvidia-gb300", 4, 144, 960, 75.00, 0,
+	  "cloud.google.com/gke-accelerator", "nvidia-gb300" },
+	{ "gke", "ct6e-standard-4t", "tpu-v6e", 4, 180, 720, 10.80, 4.32,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice" },
+	{ "gke", "ct6e-standard-8t", "tpu-v6e", 8, 180, 1440, 21.60, 8.64,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice" },
+	/*
+	 * Azure: ND H200 v5 (https://learn.microsoft.com/azure/virtual-machines/sizes/
+	 * gpu-accelerated/nd-h200-v5-series), ND GB200 v6 and ND GB300 v6 (https://learn.
+	 * microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/nd-gb200-v6-series);
+	 * vCPU and memory as AKS lists the sizes (128 vCPU, 864 GB for GB200/GB300 v6).
+	 * Label: node.kubernetes.io/instance-type (well-known, set by the kubelet).
+	 */
+	{ "aks", "Standard_ND96isr_H200_v5", "nvidia-h200-141gb", 8, 96, 1850, 110.00, 33.00,
+	  "node.kubernetes.io/instance-type", "Standard_ND96isr_H200_v5" },
+	{ "aks", "Standard_ND128isr_NDR_GB200_v6", "nvidia-gb200", 4, 128, 864, 62.00, 0,
+	  "node.kubernetes.io/instance-type", "Standard_ND128isr_NDR_GB200_v6" },
+	{ "aks", "Standard_ND128isr_GB300_v6", "nvidia-gb300", 4, 128, 864, 78.00, 0,
+	  "node.kubernetes.io/instance-type", "Standard_ND128isr_GB300_v6" },
+	/*
+	 * SageMaker HyperPod: instance types of https://docs.aws.amazon.com/sagemaker/latest/
+	 * APIReference/API_UltraServerSummary.html; p6e-gb200.36xlarge only comes in
+	 * UltraServers (u-p6e-gb200x72 = 18 instances, x36 = 9): https://docs.aws.amazon.com/
+	 * eks/latest/userguide/ml-eks-nvidia-ultraserver.html; P6-B200 192 vCPU, 2 TiB
+	 * (https://aws.amazon.com/ec2/instance-types/p6/); P5en https://aws.amazon.com/ec2/
+	 * instance-types/p5/.
+	 */
+	{ "hyperpod", "ml.p5en.48xlarge", "nvidia-h200-141gb", 8, 192, 2048, 84.80, 0,
+	  "node.kubernetes.io/instance-type", "ml.p5en.48xlarge" },
+	{ "hyperpod", "ml.p6-b200.48xlarge", "nvidia-b200", 8, 192, 2048, 113.93, 0,
+	  "node.kubernetes.io/instance-type", "ml.p6-b200.48xlarge" },
+	{ "hyperpod", "ml.p6e-gb200.36xlarge", "nvidia-gb200", 4, 144, 960, 64.00, 0,
+	  "node.kubernetes.io/instance-type", "ml.p6e-gb200.36xlarge" },
 };
 #define NMACHINES (sizeof(machines) / sizeof(machines[0]))
 
@@ -92,6 +152,32 @@ region_find(const char *provider, const char *name)
 		    strcmp(regions[i].name, name) == 0)
 			return &regions[i];
 	return NULL;
+}
+
+/* The overlay: flavors and machine types read from the database.  Retired sets stay on
+ * the prev list (pointers into them may be borrowed) until catalog_overlay_clear. */
+struct overlay {
+	struct overlay		*prev;
+	json_t			*rows;	/* owns every string below */
+	long long		 gen;
+	size_t			 nf, nm;
+	struct catalog_flavor	*f;
+	struct catalog_machine	*m;
+};
+static pthread_rwlock_t ov_mu = PTHREAD_RWLOCK_INITIALIZER;
+static struct overlay *ov;
+
+static const struct catalog_flavor *
+ov_flavor(const char *name)
+{
+	const struct catalog_flavor *r = NULL;
+
+	pthread_rwlock_rdlock(&ov_mu);
+	for (size_t i = 0; ov != NULL && i < ov->nf; i++)
+		if (strcmp(ov->f[i].name, name) == 0)
+			r = &ov->f[i];
+	pthread_rwlock_unlock(&ov_mu);
+	return r;
 }
 
 static int
@@ -224,18 +310,32 @@ catalog_region_flavors(const char *provider, const char *region)
 	return a;
 }
 
-bool
-catalog_flavor_valid(const char *flavor)
+const struct catalog_flavor *
+catalog_flavor_get(const char *flavor)
 {
-	return flavor_index(flavor) >= 0;
+	const struct catalog_flavor *o;
+	int i;
+
+	if (flavor == NULL)
+		return NULL;
+	if ((o = ov_flavor(flavor)) != NULL)
+		return o;
+	i = flavor_index(flavor);
+	return i < 0 ? NULL : &flavors[i];
 }
 
 const struct catalog_flavor *
-catalog_flavor_get(const char *flavor)
+catalog_builtin_flavor(const char *flavor)
 {
 	int i = flavor_index(flavor);
 
 	return i < 0 ? NULL : &flavors[i];
+}
+
+bool
+catalog_flavor_valid(const char *flavor)
+{
+	return catalog_flavor_get(flavor) != NULL;
 }
 
 json_t *
@@ -245,16 +345,130 @@ catalog_flavors_list(void)
 
 	for (size_t i = 0; i < NFLAVORS; i++)
 		json_array_append_new(a, json_string(flavors[i].name));
+	pthread_rwlock_rdlock(&ov_mu);
+	for (size_t i = 0; ov != NULL && i < ov->nf; i++)
+		if (flavor_index(ov->f[i].name) < 0)
+			json_array_append_new(a, json_string(ov->f[i].name));
+	pthread_rwlock_unlock(&ov_mu);
 	return a;
+}
+
+static const char *
+js(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static int
+ji(json_t *o, const char *k)
+{
+	return (int)json_integer_value(json_object_get(o, k));
+}
+
+void
+catalog_overlay_set(json_t *rows, long long gen)
+{
+	struct overlay *n = calloc(1, sizeof(*n));
+	const char *name;
+	json_t *spec, *mt;
+	size_t nm = 0, i;
+
+	if (n == NULL) {
+		json_decref(rows);
+		return;
+	}
+	n->rows = json_is_object(rows) ? rows : json_object();
+	if (n->rows != rows)
+		json_decref(rows);
+	n->gen = gen;
+	json_object_foreach(n->rows, name, spec)
+		nm += json_array_size(json_object_get(spec, "machine_types"));
+	n->f = calloc(json_object_size(n->rows) + 1, sizeof(*n->f));
+	n->m = calloc(nm + 1, sizeof(*n->m));
+	if (n->f == NULL || n->m == NULL) {
+		free(n->f);
+		free(n->m);
+		json_decref(n->rows);
+		free(n);
+		return;
+	}
+	json_object_foreach(n->rows, name, spec) {
+		struct catalog_flavor *f = &n->f[n->nf++];
+
+		f->name = name;
+		f->kind = js(spec, "kind");
+		f->memory_gib = ji(spec, "memory_gib");
+		f->k8s_resource = js(spec, "k8s_resource");
+		f->rack_size = ji(spec, "rack_size");
+		json_array_foreach(json_object_get(spec, "machine_types"), i, mt) {
+			struct catalog_machine *m = &n->m[n->nm++];
+			json_t *lab = json_object_get(mt, "node_label");
+
+			m->provider = js(mt, "provider");
+			m->machine_type = js(mt, "machine_type");
+			m->flavor = name;
+			m->accel_per_node = ji(mt, "accelerators_per_node");
+			m->vcpus = ji(mt, "vcpus");
+			m->memory_gib = ji(mt, "memory_gib");
+			m->on_demand_hour = json_number_value(json_object_get(mt, "on_demand_hour"));
+			m->spot_hour = json_number_value(json_object_get(mt, "spot_hour"));
+			m->label_key = js(lab, "key");
+			m->label_value = js(lab, "value");
+		}
+	}
+	pthread_rwlock_wrlock(&ov_mu);
+	n->prev = ov;
+	ov = n;
+	pthread_rwlock_unlock(&ov_mu);
+}
+
+long long
+catalog_overlay_gen(void)
+{
+	long long g;
+
+	pthread_rwlock_rdlock(&ov_mu);
+	g = ov != NULL ? ov->gen : 0;
+	pthread_rwlock_unlock(&ov_mu);
+	return g;
+}
+
+json_t *
+catalog_overlay_rows(void)
+{
+	json_t *r;
+
+	pthread_rwlock_rdlock(&ov_mu);
+	r = ov != NULL ? json_deep_copy(ov->rows) : json_object();
+	pthread_rwlock_unlock(&ov_mu);
+	return r;
+}
+
+void
+catalog_overlay_clear(void)
+{
+	struct overlay *o, *prev;
+
+	pthread_rwlock_wrlock(&ov_mu);
+	o = ov;
+	ov = NULL;
+	pthread_rwlock_unlock(&ov_mu);
+	for (; o != NULL; o = prev) {
+		prev = o->prev;
+		free(o->f);
+		free(o->m);
+		json_decref(o->rows);
+		free(o);
+	}
 }
 
 bool
 catalog_flavor_check(const char *flavor, const char *pointer, struct err *e)
 {
-	char buf[300];
+	char buf[400];
 	json_t *list;
 
-	if (flavor_index(flavor) >= 0)
+	if (catalog_flavor_valid(flavor))
 		return true;
 	list = catalog_flavors_list();
 	join(list, buf, sizeof(buf));
@@ -276,12 +490,34 @@ machine_copy(size_t i, struct catalog_machine *out)
 	pthread_mutex_unlock(&price_mu);
 }
 
+/* The overlay's machine of that type into *out; false when it has none. */
+static bool
+ov_machine(const char *provider, const char *type, struct catalog_machine *out)
+{
+	bool found = false;
+
+	pthread_rwlock_rdlock(&ov_mu);
+	for (size_t i = 0; ov != NULL && i < ov->nm && !found; i++)
+		if (strcmp(ov->m[i].provider, provider) == 0 &&
+		    strcmp(ov->m[i].machine_type, type) == 0) {
+			*out = ov->m[i];
+			found = true;
+		}
+	pthread_rwlock_unlock(&ov_mu);
+	return found;
+}
+
 bool
 catalog_machine_lookup(const char *provider, const char *machine_type,
     struct catalog_machine *out, struct err *e)
 {
-	int i = machine_index(provider, machine_type);
+	int i;
 
+	if (provider != NULL && machine_type != NULL && ov_machine(provider, machine_type, out))
+		return true;
+	i = machine_index(provider, machine_type);
+	if (i >= 0 && ov_flavor(machines[i].flavor) != NULL)
+		i = -1;	/* overridden: the override's machine types replace the built-in ones */
 	if (i < 0)
 		return err_set(e, 404, "catalog.unknown_machine_type",
 		    "unknown machine type for provider");
@@ -456,6 +692,36 @@ v5p_shape_valid(const int d[3])
 	    d[1] <= d[2] && chips <= 8960;
 }
 
+/* Cloud TPU v6e (https://cloud.google.com/tpu/docs/v6e): 2-D slices up to the 256-chip
+ * pod; 1x1, 2x2 and 2x4 fit one host (ct6e-standard-1t/-4t/-8t), larger slices are made
+ * of 4-chip hosts (ct6e-standard-4t). */
+static bool
+v6e_slice(const char *flavor, const char *topology, const char *ptr,
+    struct catalog_slice *out, struct err *e)
+{
+	static const struct { int a, b, per_host; } shapes[] = {
+		{ 1, 1, 1 }, { 2, 2, 4 }, { 2, 4, 8 }, { 4, 4, 4 }, { 4, 8, 4 }, { 8, 8, 4 },
+		{ 8, 16, 4 }, { 16, 16, 4 },
+	};
+	int a = 0, b = 0, n = 0;
+
+	(void)flavor;
+	if (topology != NULL && sscanf(topology, "%3dx%3d%n", &a, &b, &n) == 2 &&
+	    topology[n] == '\0' && isdigit((unsigned char)topology[0]))
+		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+			if (shapes[i].a == a && shapes[i].b == b) {
+				out->dims[0] = a;
+				out->dims[1] = b;
+				out->dims[2] = 1;
+				out->chips = a * b;
+				out->chips_per_host = shapes[i].per_host;
+				out->hosts = out->chips / shapes[i].per_host;
+				return true;
+			}
+	err_field(e, 400, "catalog.bad_slice", ptr, "not a tpu-v6e slice shape");
+	return err_detail(e, "Use 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16 or 16x16.");
+}
+
 bool
 catalog_slice_parse(const char *flavor, const char *topology, const char *pointer,
     struct catalog_slice *out, struct err *e)
@@ -467,6 +733,11 @@ catalog_slice_parse(const char *flavor, const char *topology, const char *pointe
 	if (f == NULL || strcmp(f->kind, "tpu") != 0)
 		return err_field(e, 400, "catalog.bad_slice", ptr,
 		    "slice topology needs a tpu flavor");
+	if (strcmp(f->name, "tpu-v6e") == 0)
+		return v6e_slice(flavor, topology, ptr, out, e);
+	if (strcmp(f->name, "tpu-v5p") != 0)
+		return err_field(e, 400, "catalog.bad_slice", ptr,
+		    "no slice shapes are known for this tpu flavor");
 	if (topology == NULL || !dims_parse(topology, d))
 		return err_field(e, 400, "catalog.bad_slice", ptr,
 		    "slice topology must look like AxBxC");

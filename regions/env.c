@@ -6,10 +6,12 @@
 #include <uuid/uuid.h>
 
 #include "core/jsonx.h"
+#include "providers/jobspec.h"
 #include "regions/env.h"
 
 #define ENV_JSON "json_build_object('id', id, 'name', name, 'description', description," \
-	" 'version', version, 'created_at', created_at, 'updated_at', updated_at)::text"
+	" 'pod_policy', pod_policy, 'version', version, 'created_at', created_at," \
+	" 'updated_at', updated_at)::text"
 
 bool
 env_name_valid(const char *name)
@@ -28,14 +30,25 @@ one(struct db *c, const char *sql, int n, const char *const *p, const char *name
 	return db_get_json(c, sql, n, p, "env.not_found", what, out, e);
 }
 
+/* body's name, description and pod_policy (canonical text into *policy, NULL when absent;
+ * caller frees). */
 static bool
-unpack(json_t *body, const char **name, const char **desc, struct err *e)
+unpack(json_t *body, const char **name, const char **desc, char **policy, struct err *e)
 {
-	static const char *const allowed[] = { "name", "description", NULL };
+	static const char *const allowed[] = { "name", "description", "pod_policy", NULL };
+	json_t *pp = NULL, *canon = NULL;
 
+	*policy = NULL;
 	if (!jsonx_only(body, allowed, "", e) || !jsonx_str(body, "name", "", true, name, e) ||
 	    !jsonx_str(body, "description", "", false, desc, e))
 		return false;
+	pp = json_object_get(body, "pod_policy");
+	if (pp != NULL && !json_is_null(pp)) {
+		if (!jobspec_pod_policy_parse(pp, "/pod_policy", &canon, e))
+			return false;
+		*policy = json_dumps(canon, JSON_COMPACT);
+		json_decref(canon);
+	}
 	if (!env_name_valid(*name))
 		return err_field(e, 400, "env.bad_name", "/name",
 		    "name must match ^[a-z][a-z0-9-]{1,30}$");
@@ -48,27 +61,33 @@ unpack(json_t *body, const char **name, const char **desc, struct err *e)
 bool
 env_create(struct db *c, json_t *body, json_t **out, struct err *e)
 {
-	static const char sql[] = "INSERT INTO environments (id, name, description)"
-	    " VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING RETURNING " ENV_JSON;
+	static const char sql[] = "INSERT INTO environments (id, name, description, pod_policy)"
+	    " VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING RETURNING " ENV_JSON;
 	const char *name = NULL, *desc = "";
-	char id[37];
+	char id[37], *policy = NULL;
 	uuid_t u;
+	bool ok = false;
 
-	if (!unpack(body, &name, &desc, e))
+	if (!unpack(body, &name, &desc, &policy, e))
 		return false;
+	if (policy == NULL) {
+		json_t *d = jobspec_pod_policy_default();
+
+		policy = json_dumps(d, JSON_COMPACT);
+		json_decref(d);
+	}
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
 	{
-		const char *p[3] = { id, name, desc ? desc : "" };
+		const char *p[4] = { id, name, desc ? desc : "", policy };
 
-		if (!one(c, sql, 3, p, name, out, e)) {
-			if (e->status == 404)
-				err_field(e, 409, "env.exists", "/name",
-				    "environment %s already exists", name);
-			return false;
-		}
+		ok = one(c, sql, 4, p, name, out, e);
+		if (!ok && e->status == 404)
+			err_field(e, 409, "env.exists", "/name", "environment %s already exists",
+			    name);
 	}
-	return true;
+	free(policy);
+	return ok;
 }
 
 bool
@@ -96,22 +115,41 @@ env_list(struct db *c, int limit, const char *after, const char *const *only, in
 bool
 env_replace(struct db *c, const char *name, json_t *body, json_t **out, struct err *e)
 {
+	/* pod_policy absent ($3 NULL): unchanged */
 	static const char sql[] = "UPDATE environments SET description = $2,"
-	    " version = version + CASE WHEN description = $2 THEN 0 ELSE 1 END,"
-	    " updated_at = CASE WHEN description = $2 THEN updated_at ELSE now() END"
+	    " pod_policy = COALESCE($3::jsonb, pod_policy),"
+	    " version = version + CASE WHEN description = $2 AND pod_policy ="
+	    " COALESCE($3::jsonb, pod_policy) THEN 0 ELSE 1 END,"
+	    " updated_at = CASE WHEN description = $2 AND pod_policy ="
+	    " COALESCE($3::jsonb, pod_policy) THEN updated_at ELSE now() END"
 	    " WHERE name = $1 RETURNING " ENV_JSON;
 	const char *newname = NULL, *desc = "";
+	char *policy = NULL;
+	bool ok;
 
-	if (!unpack(body, &newname, &desc, e))
+	if (!unpack(body, &newname, &desc, &policy, e))
 		return false;
-	if (strcmp(newname, name) != 0)
+	if (strcmp(newname, name) != 0) {
+		free(policy);
 		return err_field(e, 409, "env.immutable", "/name",
 		    "name is immutable; create a new environment instead");
-	{
-		const char *p[2] = { name, desc ? desc : "" };
-
-		return one(c, sql, 2, p, name, out, e);
 	}
+	{
+		const char *p[3] = { name, desc ? desc : "", policy };
+
+		ok = one(c, sql, 3, p, name, out, e);
+	}
+	free(policy);
+	return ok;
+}
+
+bool
+env_pod_policy(struct db *c, const char *name, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT pod_policy::text FROM environments WHERE name = $1";
+	const char *p[1] = { name };
+
+	return one(c, sql, 1, p, name, out, e);
 }
 
 bool

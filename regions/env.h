@@ -20,9 +20,11 @@ bool	env_get(struct db *c, const char *name, bool lock, json_t **out, struct err
  * (NULL = all; else array of allowed names). */
 bool	env_list(struct db *c, int limit, const char *after, const char *const *only,
 	    int nonly, json_t **out, struct err *e);
-/* PUT: replaces the description; the name is immutable (409 naming the field). */
+/* PUT: replaces the description and, when the body has one, the pod_policy; the name is immutable (409 naming the field). */
 bool	env_replace(struct db *c, const char *name, json_t *body, json_t **out,
 	    struct err *e);
+/* The environment's pod policy (new reference); 404 env.not_found. */
+bool	env_pod_policy(struct db *c, const char *name, json_t **out, struct err *e);
 bool	env_delete(struct db *c, const char *name, struct err *e);
 
 #endif

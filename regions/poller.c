@@ -16,6 +16,7 @@
 #include "providers/provider.h"
 #include "regions/catalog.h"
 #include "regions/cluster.h"
+#include "regions/flavor.h"
 #include "core/textbuf.h"
 #include "regions/poller.h"
 #include "regions/poller_int.h"
@@ -250,7 +251,9 @@ load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 		return false;
 	if ((c = db_acquire(5000, e)) == NULL)
 		goto cleanup;
-	if (!db_exec(c, sql, 1, (const char *const[]){ only }, &r, e))
+	/* the pool -> flavor mapping (poller_rows) reads the catalog: the built-ins and the
+	 * flavors table */
+	if (!flavor_sync(c, e) || !db_exec(c, sql, 1, (const char *const[]){ only }, &r, e))
 		goto cleanup;
 	db_release(c);		/* nothing held across the network phase */
 	c = NULL;

@@ -29,6 +29,7 @@ if [ -z "${DATABASE_URL:-}" ]; then
 	PG_SOCKET_ONLY=1 bash "$top/scripts/pg.sh" start "$state/pg"	# no TCP: see pg.sh
 	own_pg=1
 	export DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$state/pg")
+	export PGPASSFILE=$state/pg/pgpass	# its generated password (libpq reads it)
 fi
 if [ ! -s "$state/master.key" ]; then
 	(umask 077; openssl rand -base64 32 >"$state/master.key")

@@ -6,7 +6,7 @@ build=${1:?usage: tests/run.sh BUILD_DIR}; shift
 top=$(cd "$(dirname "$0")/.." && pwd)
 pgdir=$(mktemp -d /tmp/fleetd-test-pg.XXXXXX)
 cleanup() {
-	bash "$top/scripts/pg.sh" stop "$pgdir"
+	bash "$top/scripts/pg.sh" destroy "$pgdir"
 	rm -rf "$pgdir"
 }
 trap cleanup EXIT INT TERM
@@ -15,6 +15,7 @@ export PG_FSYNC=off
 bash "$top/scripts/pg.sh" start "$pgdir" || { echo "tests: could not start postgres" >&2; exit 1; }
 export FLEETD_TEST_DATABASE_URL=$(bash "$top/scripts/pg.sh" url "$pgdir")
 export FLEETD_TEST_PGDIR=$pgdir
+export PGPASSFILE=$pgdir/pgpass	# the password pg.sh generated: every libpq client reads it
 export FLEETD_BUILD_DIR=$(cd "$build" && pwd)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

@@ -417,7 +417,7 @@ job_update_spec(struct db *c, json_t *job, json_t *body, bool *changed, struct e
 		goto cleanup;
 	}
 	json_object_del(in, "environment");
-	if (!jobspec_from_json(in, &s, e))
+	if (!jobspec_from_json(in, &s, e) || !pod_policy_ok(c, env, &s, e))
 		goto cleanup;
 	new = jobspec_to_json(&s);
 	/* priority_class is kept as submitted: absent means unchanged */

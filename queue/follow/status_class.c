@@ -30,6 +30,7 @@
 #include <strings.h>
 
 #include "core/jsonx.h"
+#include "providers/kube.h"
 #include "queue/follow/status.h"
 
 static const char *
@@ -44,12 +45,6 @@ static bool
 is(const char *a, const char *b)
 {
 	return strcmp(a, b) == 0;
-}
-
-static bool
-prefix(const char *s, const char *p)
-{
-	return strncmp(s, p, strlen(p)) == 0;
 }
 
 /* Appends v to array a unless it is there. */
@@ -190,9 +185,7 @@ containers(json_t *out, json_t *pods, json_t *pod)
 static bool
 reclaim_taint(const char *k)
 {
-	return is(k, "cloud.google.com/impending-node-termination") ||
-	    prefix(k, "aws-node-termination-handler/") ||
-	    is(k, "kubernetes.azure.com/scalesetpriority-eviction");
+	return k != NULL && kube_taint_reclaims(k);
 }
 
 /* A taint key or condition type that says a GPU is faulty (not merely present, as the

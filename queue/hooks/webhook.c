@@ -19,7 +19,7 @@
 	" 'updated_at', w.updated_at)::text"
 
 static const char *const types[] = { "*", "job.submitted", "job.state_changed", "job.failed",
-	"job.operation", "job.event", NULL };
+	"job.operation", "job.event", "budget.threshold", NULL };
 
 bool
 webhook_type_known(const char *t)

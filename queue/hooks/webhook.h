@@ -21,7 +21,7 @@
  * at /url with the reason. */
 bool	webhook_url_ok(const char *url, struct err *e);
 /* Whether t is a webhook event type ("*", "job.submitted", "job.state_changed",
- * "job.failed", "job.operation", "job.event"). */
+ * "job.failed", "job.operation", "job.event", "budget.threshold"). */
 bool	webhook_type_known(const char *t);
 
 /* Creates an endpoint from body {environment, url, types, team?, description?}; *out is

@@ -104,17 +104,18 @@ events_read(struct db *c, long long after, long long upto, const struct events_f
 	    "SELECT json_build_object('seq', v.seq, 'id', v.id::text, 'job_id', v.job_id,"
 	    " 'job_name', j.name, 'environment', j.environment, 'queue', q.name, 'at', v.at,"
 	    " 'type', v.type, 'from_state', v.from_state, 'to_state', v.to_state,"
-	    " 'attempt', v.attempt, 'message', v.message, 'data', v.data)::text"
+	    " 'attempt', v.attempt, 'message', v.message, 'data', v.data, 'team', q.team)::text"
 	    " FROM job_events v JOIN jobs j ON j.id = v.job_id JOIN queues q ON q.id = j.queue_id"
 	    " WHERE v.seq > $1::bigint AND ($3::bigint IS NULL OR v.seq <= $3::bigint)"
 	    "  AND ($4::uuid IS NULL OR v.job_id = $4::uuid)"
 	    "  AND ($5::text IS NULL OR j.environment = $5::text)"
-	    "  AND ($6::text[] IS NULL OR j.environment = ANY($6::text[]))"
+	    "  AND ($6::text IS NULL OR q.team = $6::text)"
+	    "  AND ($7::text[] IS NULL OR j.environment = ANY($7::text[]))"
 	    " ORDER BY v.seq LIMIT $2::int";
 	char a[24], u[24];
-	const char *p[3] = { upto > 0 ? u : NULL, f->job_id, f->environment };
+	const char *p[4] = { upto > 0 ? u : NULL, f->job_id, f->environment, f->team };
 
 	snprintf(a, sizeof(a), "%lld", after);
 	snprintf(u, sizeof(u), "%lld", upto);
-	return db_list_page(c, sql, limit, a, DB_CURSOR_TEXT, p, 3, f->envs, f->nenvs, out, e);
+	return db_list_page(c, sql, limit, a, DB_CURSOR_TEXT, p, 4, f->envs, f->nenvs, out, e);
 }

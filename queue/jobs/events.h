@@ -15,6 +15,7 @@ struct events_filter {
 	const char	*environment;	/* NULL = every environment in scope */
 	const char	*const *envs;	/* caller's environments; NULL or "*" = all */
 	int		 nenvs;
+	const char	*team;		/* only events of this team's queues; NULL = all */
 };
 
 /* Numbers the committed rows that have no seq yet (oldest first, at most 10,000) in one
@@ -26,7 +27,7 @@ bool	events_sequence(long long *head, int *numbered, struct err *e);
 bool	events_head(struct db *c, long long *head, struct err *e);
 /* Events with after < seq (<= upto when upto > 0) that match f, in seq order, at most
  * limit.  *out is an array of objects {seq, id, job_id, job_name, environment, queue, at,
- * type, from_state, to_state, attempt, message, data}. */
+ * type, from_state, to_state, attempt, message, data, team}. */
 bool	events_read(struct db *c, long long after, long long upto,
 	    const struct events_filter *f, int limit, json_t **out, struct err *e);
 

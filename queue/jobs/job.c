@@ -6,10 +6,13 @@
 
 #include "core/jsonx.h"
 #include "providers/jobspec.h"
+#include "queue/cost/budget.h"
 #include "queue/jobs/job.h"
 #include "queue/jobs/queue.h"
 #include "queue/jobs/submit_cache.h"
 #include "regions/catalog.h"
+#include "regions/env.h"
+#include "regions/flavor.h"
 
 static const char sql_event[] =
     "INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
@@ -55,6 +58,18 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 	unsigned long gen;
 	char key[320];
 
+	/* the catalog is data (regions/flavor.c): an unknown flavor is refused whatever the
+	 * fleet has seen */
+	if (!flavor_sync(c, e))
+		return false;
+	for (size_t i = 0; i < s->ngroups; i++) {
+		char fp[64];
+
+		snprintf(fp, sizeof(fp), "/worker_groups/%zu/accelerator/flavor", i);
+		if (s->groups[i].accel_flavor != NULL &&
+		    !catalog_flavor_check(s->groups[i].accel_flavor, fp, e))
+			return false;
+	}
 	/* both reads are kept in memory until capacity, clusters or clouds change */
 	snprintf(key, sizeof(key), "unseen\x1f%s", env);
 	if (!submit_cache_get(key, kept, &gen)) {
@@ -103,8 +118,6 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 		if (g->accel_flavor == NULL)
 			continue;
 		snprintf(ptr, sizeof(ptr), "/worker_groups/%zu/accelerator/flavor", i);
-		if (!catalog_flavor_check(g->accel_flavor, ptr, e))
-			return false;
 		snprintf(key, sizeof(key), "most\x1f%s\x1f%s\x1f%s\x1f%s", env, g->accel_flavor,
 		    spot ? spot : "any", pl ? pl : "*");
 		if (!submit_cache_get(key, kept, &gen)) {
@@ -202,13 +215,58 @@ host_fits(struct db *c, const char *env, const struct job_spec *s, struct err *e
 }
 
 bool
+pod_policy_ok(struct db *c, const char *env, const struct job_spec *s, struct err *e)
+{
+	json_t *policy = NULL;
+	bool ok;
+
+	if (s->head_pod == NULL) {
+		size_t i;
+
+		for (i = 0; i < s->ngroups && s->groups[i].pod == NULL; i++)
+			;
+		if (i == s->ngroups)
+			return true;	/* no pod section: nothing to ask */
+	}
+	if (!env_pod_policy(c, env, &policy, e))
+		return false;
+	ok = jobspec_pod_allowed(s, policy, e);
+	json_decref(policy);
+	return ok;
+}
+
+bool
 job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
+{
+	return job_submit_by(c, body, NULL, NULL, out, e);
+}
+
+bool
+job_submitted_by(struct db *c, const char *id, const char *actor, bool *mine, struct err *e)
+{
+	static const char sql[] = "SELECT count(*) FROM jobs WHERE id = $1::uuid"
+	    " AND submitted_by = $2";
+	const char *p[2] = { id, actor };
+	long long n = 0;
+
+	*mine = false;
+	if (!db_uuid_ok(id))
+		return err_set(e, 404, "queue.job_not_found", "job not found");
+	if (!db_count(c, sql, 2, p, &n, e))
+		return false;
+	*mine = n > 0;
+	return true;
+}
+
+bool
+job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, json_t **out,
+	      struct err *e)
 {
 	/* the job, its first event and the job as GET answers it (JOB_JSON over the inserted
 	 * row) in one round trip (the scheduler is woken after the commit: db_notify) */
 	static const char sql[] = "WITH j AS (INSERT INTO jobs (id, name, environment, queue_id,"
-	    " kind, priority_class, priority, spec) VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::int,"
-	    " $8::jsonb) RETURNING *),"
+	    " kind, priority_class, priority, spec, submitted_by) VALUES ($1, $2, $3, $4::uuid, $5,"
+	    " $6, $7::int, $8::jsonb, nullif($9, '')) RETURNING *),"
 	    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message)"
 	    " SELECT id, 'submitted', NULL, 'pending', attempt, 'job submitted' FROM j)"
 	    " SELECT " JOB_JSON " FROM j JOIN queues q ON q.id = j.queue_id"
@@ -216,7 +274,7 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	PGresult *r = NULL;
 	struct job_spec s;
 	json_t *spec_in = NULL, *queue = NULL, *pc = NULL, *canon = NULL;
-	const char *env = NULL, *pcname;
+	const char *env = NULL, *pcname, *budget_team;
 	char id[37], prio[24], *spec_s = NULL;
 	uuid_t u;
 	bool ok = false;
@@ -228,8 +286,14 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	json_object_del(spec_in, "environment");
 	if (!jobspec_from_json(spec_in, &s, e))
 		goto cleanup;
-	if (!queue_get_by_name(c, env, s.queue, &queue, e))
+	if (!queue_get_by_name(c, env, s.queue, &queue, e) || !pod_policy_ok(c, env, &s, e))
 		goto cleanup;
+	if (team != NULL && (json_string_value(json_object_get(queue, "team")) == NULL ||
+	    strcmp(team, json_string_value(json_object_get(queue, "team"))) != 0)) {
+		err_field(e, 404, "queue.not_found", "/queue", "queue %.64s not found in "
+		    "environment %.64s", s.queue, env);
+		goto cleanup;
+	}
 	pcname = s.priority_class ? s.priority_class :
 	    json_string_value(json_object_get(queue, "default_priority_class"));
 	if (pcname != NULL) {
@@ -244,17 +308,24 @@ job_submit(struct db *c, json_t *body, json_t **out, struct err *e)
 	    (s.topology == JOBSPEC_TOPO_HOST && !host_fits(c, env, &s, e)))
 		goto cleanup;
 	canon = jobspec_to_json(&s);
+	/* a team budget counts the queue's team, else the job's labels.team */
+	if ((budget_team = json_string_value(json_object_get(queue, "team"))) == NULL)
+		budget_team = jsonx_at(canon, "labels", "team");
+	if (!budget_admit(c, env, s.queue, budget_team, e))
+		goto cleanup;
 	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
 	snprintf(prio, sizeof(prio), "%lld", pc ? json_integer_value(json_object_get(pc,
 	    "value")) : 0LL);
 	{
-		const char *p[8] = { id, s.name, env,
+		const char *p[9] = { id, s.name, env,
 		    json_string_value(json_object_get(queue, "id")), jobspec_kind_name(s.kind),
-		    pcname ? pcname : "default", prio, spec_s };
+		    pcname ? pcname : "default", prio, spec_s, actor ? actor : "" };
 
-		if (!db_exec(c, sql, 8, p, &r, e) || !db_notify(c, "fleet_sched", env, e))
+		if (!db_exec(c, sql, 9, p, &r, e) ||
+		    !budget_announce(c, id, env, s.queue, budget_team, e) ||
+		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
 	if (PQntuples(r) != 1 || (*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL)) == NULL) {
@@ -282,11 +353,13 @@ job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
 	    " AND ($4::text IS NULL OR q.name = $4 OR q.id::text = $4)"
 	    " AND ($5::text IS NULL OR j.environment = $5) AND ($6::text IS NULL OR c.region = $6)"
 	    " AND ($7::text IS NULL OR k.name = $7 OR k.id::text = $7)"
-	    " AND ($8::text[] IS NULL OR j.environment = ANY($8::text[]))"
+	    " AND ($8::text IS NULL OR q.team = $8)"
+	    " AND ($9::text[] IS NULL OR j.environment = ANY($9::text[]))"
 	    " ORDER BY j.id LIMIT $2";
-	const char *p[5] = { f->state, f->queue, f->environment, f->region, f->cluster };
+	const char *p[6] = { f->state, f->queue, f->environment, f->region, f->cluster,
+	    f->team };
 
-	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 5, f->envs, f->nenvs, out,
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 6, f->envs, f->nenvs, out,
 	    e);
 }
 
@@ -306,6 +379,14 @@ job_events(struct db *c, const char *id, int limit, const char *after, json_t **
 	snprintf(lim, sizeof(lim), "%d", limit);
 	return db_list_json(c, sql, 3, p, out, e);
 }
+
+/* A run starts: the placement it runs on, kept for cost_runs() (migration 0016). */
+static const char sql_run[] = "INSERT INTO job_runs (job_id, attempt, event_id, placement,"
+    " accel_per_node) SELECT j.id, j.attempt, (SELECT max(v.id) FROM job_events v"
+    " WHERE v.job_id = j.id AND v.type = 'state' AND v.to_state = 'running'), j.placement,"
+    " coalesce((SELECT cap.accel_per_node FROM capacity cap WHERE cap.cluster_id ="
+    " j.cluster_id AND cap.pool = j.placement->>'pool' LIMIT 1), 0)"
+    " FROM jobs j WHERE j.id = $1::uuid AND j.placement IS NOT NULL";
 
 bool
 job_transition(struct db *c, const char *id, const char *from, const char *to,
@@ -336,6 +417,7 @@ job_transition(struct db *c, const char *id, const char *from, const char *to,
 		const char *ev[6] = { id, "state", old, to, reason ? reason : "", ds };
 
 		if (!db_exec(c, sql_event, 6, ev, NULL, e) ||
+		    (job_state_parse(to) == JOB_RUNNING && !db_exec(c, sql_run, 1, p, NULL, e)) ||
 		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}

@@ -9,6 +9,7 @@
 
 #include "core/db.h"
 #include "core/err.h"
+#include "providers/jobspec.h"
 #include "queue/jobs/job_state.h"
 
 /* A RayService's serve endpoint while it is placed: KubeRay's Service <object>-serve-svc
@@ -44,7 +45,8 @@
 	" 'finished_at', j.finished_at, 'version', j.version, 'created_at', j.created_at," \
 	" 'updated_at', j.updated_at, 'checkpoint', j.checkpoint || jsonb_build_object(" \
 	" 'age_seconds', extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int)," \
-	" 'serve_endpoint', " JOB_SERVE_ENDPOINT ", 'spec_update', " JOB_SPEC_UPDATE ")::text"
+	" 'serve_endpoint', " JOB_SERVE_ENDPOINT ", 'spec_update', " JOB_SPEC_UPDATE "," \
+	" 'team', q.team)::text"
 #define JOB_FROM " FROM jobs j JOIN queues q ON q.id = j.queue_id" \
 	" LEFT JOIN clusters k ON k.id = j.cluster_id LEFT JOIN clouds c ON c.id = k.cloud_id"
 
@@ -52,6 +54,16 @@
  * what the environment could never hold, inserts the job pending with its first event,
  * and NOTIFYs the scheduler. */
 bool	job_submit(struct db *c, json_t *body, json_t **out, struct err *e);
+/* Whether the environment's pod policy allows every pod section of s (422
+ * jobspec.pod_not_allowed with the pointer; no pod section: true without a query). */
+bool	pod_policy_ok(struct db *c, const char *env, const struct job_spec *s, struct err *e);
+/* job_submit by an actor (its id kept as the job's submitter); with team not NULL, a queue
+ * of another team (or of none) is 404 queue.not_found at /queue, as a missing one. */
+bool	job_submit_by(struct db *c, json_t *body, const char *team, const char *actor,
+	    json_t **out, struct err *e);
+/* *mine: actor submitted job id. */
+bool	job_submitted_by(struct db *c, const char *id, const char *actor, bool *mine,
+	    struct err *e);
 bool	job_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e);
 /* The manifest last applied for job id; 404 "queue.no_manifest" before the first apply. */
 bool	job_manifest(struct db *c, const char *id, json_t **out, struct err *e);
@@ -59,6 +71,7 @@ struct job_filter {
 	const char	*state, *queue, *environment, *region, *cluster;
 	const char	*const *envs;	/* caller's environments; NULL = all */
 	int		 nenvs;
+	const char	*team;		/* only the jobs of this team's queues; NULL = all */
 };
 bool	job_list(struct db *c, int limit, const char *after, const struct job_filter *f,
 	    json_t **out, struct err *e);

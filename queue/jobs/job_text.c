@@ -25,7 +25,7 @@
 	" j.finished_at, j.version, j.created_at, j.updated_at, j.checkpoint ||" \
 	" jsonb_build_object('age_seconds'," \
 	"  extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int), " \
-	JOB_SERVE_ENDPOINT ", " JOB_SPEC_UPDATE
+	JOB_SERVE_ENDPOINT ", " JOB_SPEC_UPDATE ", q.team"
 
 /* Member names and how each column is written: s string, n number, j JSON, t timestamp. */
 static const struct {
@@ -39,14 +39,15 @@ static const struct {
 	{ "placement", 'j' }, { "object_name", 's' }, { "spec", 'j' }, { "enqueued_at", 't' },
 	{ "dispatched_at", 't' }, { "started_at", 't' }, { "finished_at", 't' },
 	{ "version", 'n' }, { "created_at", 't' }, { "updated_at", 't' }, { "checkpoint", 'j' },
-	{ "serve_endpoint", 'j' }, { "spec_update", 'j' },
+	{ "serve_endpoint", 'j' }, { "spec_update", 'j' }, { "team", 's' },
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 #define COL_ID		0
 #define COL_ENV		2
 #define COL_VERSION	22
 #define COL_CHECKPOINT	25	/* its age changes with time: such a job is never kept */
-#define COL_KEYS	28	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
+#define COL_TEAM	28
+#define COL_KEYS	29	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
 #define KEYS " j.xmin, q.xmin, k.xmin, c.xmin"
 
 struct buf {
@@ -287,6 +288,8 @@ job_get_text(struct db *c, const char *id, struct arena *a, struct job_text *out
 	out->json = to_arena(a, &b, &out->len);
 	out->id = arena_strdup(a, PQgetvalue(r, 0, COL_ID));
 	out->environment = arena_strdup(a, PQgetvalue(r, 0, COL_ENV));
+	out->team = PQgetisnull(r, 0, COL_TEAM) ? NULL :
+	    arena_strdup(a, PQgetvalue(r, 0, COL_TEAM));
 	out->version = atol(PQgetvalue(r, 0, COL_VERSION));
 	ok = true;
 cleanup:
@@ -341,6 +344,9 @@ job_list_text(struct db *c, int limit, const char *after, const struct job_filte
 	/* migrations/0007_job_page.sql: plans made once per connection */
 	static const char sql[] = "SELECT job_id, job_key FROM job_page_keys("
 	    "nullif($1, '')::uuid, $2::int, $3, $4, $5, $6, $7, $8::text[])";
+	/* migrations/0020_teams.sql: the jobs of one team's queues */
+	static const char sql_team[] = "SELECT job_id, job_key FROM job_page_keys_team("
+	    "nullif($1, '')::uuid, $2::int, $3, $4, $5, $6, $7, $8::text[], $9)";
 	char lim[16], *lit, key[64];
 	bool ok = false;
 	struct buf b = { 0 }, miss = { 0 };
@@ -353,10 +359,11 @@ job_list_text(struct db *c, int limit, const char *after, const struct job_filte
 	lit = db_scope_array(f->envs, f->nenvs);
 	snprintf(lim, sizeof(lim), "%d", limit + 1);
 	{
-		const char *p[8] = { after ? after : "", lim, f->state, f->queue, f->environment,
-		    f->region, f->cluster, lit };
+		const char *p[9] = { after ? after : "", lim, f->state, f->queue, f->environment,
+		    f->region, f->cluster, lit, f->team };
 
-		ok = db_exec(c, sql, 8, p, &r, e);
+		ok = f->team != NULL ? db_exec(c, sql_team, 9, p, &r, e) :
+		    db_exec(c, sql, 8, p, &r, e);
 		free(lit);
 		if (!ok)
 			return false;

@@ -18,6 +18,7 @@ struct job_text {
 	char		*json;		/* the object of job_get, in the arena */
 	size_t		 len;
 	const char	*id, *environment;
+	const char	*team;		/* its queue's team, NULL when environment-wide */
 	long		 version;
 };
 

@@ -6,9 +6,11 @@
 #include <uuid/uuid.h>
 
 #include "core/jsonx.h"
+#include "iam/team.h"
 #include "queue/jobs/job_state.h"
 #include "queue/jobs/queue.h"
 #include "regions/catalog.h"
+#include "regions/flavor.h"
 #include "regions/env.h"
 
 #define PC_JSON "json_build_object('id', id, 'name', name, 'value', value, 'preempt', preempt," \
@@ -18,8 +20,8 @@
 	" 'cohort', cohort, 'weight', weight, 'nominal_quota', nominal_quota," \
 	" 'borrowing_limit', borrowing_limit, 'lending_limit', lending_limit," \
 	" 'default_priority_class', default_priority_class, 'queueing_strategy'," \
-	" queueing_strategy, 'max_infra_retries', max_infra_retries, 'version', version," \
-	" 'created_at', created_at, 'updated_at', updated_at)::text"
+	" queueing_strategy, 'max_infra_retries', max_infra_retries, 'team', team," \
+	" 'version', version, 'created_at', created_at, 'updated_at', updated_at)::text"
 
 /* ---- priority classes */
 
@@ -186,7 +188,7 @@ quota_valid(json_t *q, const char *ptr, struct err *e)
 }
 
 struct queue_fields {
-	const char	*name, *env, *cohort, *pc, *strategy;
+	const char	*name, *env, *cohort, *pc, *strategy, *team;
 	double		 weight;
 	char		*nominal, *borrow, *lend;	/* malloc'd json text */
 	char		 retries[16];		/* max_infra_retries, default 3 */
@@ -205,7 +207,7 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 {
 	static const char *const allowed[] = { "name", "environment", "cohort", "weight",
 		"nominal_quota", "borrowing_limit", "lending_limit", "default_priority_class",
-		"queueing_strategy", "max_infra_retries", NULL };
+		"queueing_strategy", "max_infra_retries", "team", NULL };
 	long long retries = 3;
 	json_t *nq = json_object_get(body, "nominal_quota");
 	json_t *bl = json_object_get(body, "borrowing_limit");
@@ -220,7 +222,8 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	    !jsonx_num(body, "weight", "", false, &f->weight, e) ||
 	    !jsonx_str(body, "default_priority_class", "", false, &f->pc, e) ||
 	    !jsonx_str(body, "queueing_strategy", "", false, &f->strategy, e) ||
-	    !jsonx_int(body, "max_infra_retries", "", false, &retries, e))
+	    !jsonx_int(body, "max_infra_retries", "", false, &retries, e) ||
+	    !jsonx_str(body, "team", "", false, &f->team, e))
 		return false;
 	if (retries < 0 || retries > 100)
 		return err_field(e, 400, "queue.bad_retries", "/max_infra_retries",
@@ -239,7 +242,10 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 	    strcmp(f->strategy, "strict_fifo") != 0)
 		return err_field(e, 400, "queue.bad_strategy", "/queueing_strategy",
 		    "queueing_strategy must be best_effort_fifo or strict_fifo");
-	if (!quota_valid(nq, "/nominal_quota", e) || !quota_valid(bl, "/borrowing_limit", e) ||
+	if (f->team != NULL && !team_check_queue(c, f->team, f->env, e))
+		return false;
+	if (!flavor_sync(c, e) || !quota_valid(nq, "/nominal_quota", e) ||
+	    !quota_valid(bl, "/borrowing_limit", e) ||
 	    !quota_valid(ll, "/lending_limit", e))
 		return false;
 	if (f->pc != NULL) {
@@ -264,8 +270,9 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 {
 	static const char sql[] = "INSERT INTO queues (id, name, environment, cohort, weight,"
 	    " nominal_quota, borrowing_limit, lending_limit, default_priority_class,"
-	    " queueing_strategy, max_infra_retries) VALUES ($1, $2, $3, $4, $5::float8, $6::jsonb,"
-	    " $7::jsonb, $8::jsonb, $9, $10, $11::int) ON CONFLICT (environment, name) DO NOTHING RETURNING " QUEUE_JSON;
+	    " queueing_strategy, max_infra_retries, team) VALUES ($1, $2, $3, $4, $5::float8,"
+	    " $6::jsonb, $7::jsonb, $8::jsonb, $9, $10, $11::int, $12)"
+	    " ON CONFLICT (environment, name) DO NOTHING RETURNING " QUEUE_JSON;
 	struct queue_fields f;
 	json_t *env = NULL;
 	char id[37], w[32];
@@ -283,10 +290,10 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	uuid_unparse_lower(u, id);
 	snprintf(w, sizeof(w), "%.17g", f.weight);
 	{
-		const char *p[11] = { id, f.name, f.env, f.cohort, w, f.nominal, f.borrow, f.lend,
-		    f.pc, f.strategy, f.retries };
+		const char *p[12] = { id, f.name, f.env, f.cohort, w, f.nominal, f.borrow, f.lend,
+		    f.pc, f.strategy, f.retries, f.team };
 
-		if (!db_get_json(c, sql, 11, p, "queue.not_found", "queue", out, e)) {
+		if (!db_get_json(c, sql, 12, p, "queue.not_found", "queue", out, e)) {
 			if (e->status == 404)
 				err_field(e, 409, "queue.exists", "/name",
 				    "environment %s already has a queue named %s", f.env, f.name);
@@ -329,14 +336,15 @@ queue_get_by_name(struct db *c, const char *env, const char *name, json_t **out,
 
 bool
 queue_list(struct db *c, int limit, const char *after, const char *environment,
-	   const char *const *envs, int nenvs, json_t **out, struct err *e)
+	   const char *team, const char *const *envs, int nenvs, json_t **out, struct err *e)
 {
 	static const char sql[] = "SELECT " QUEUE_JSON " FROM queues"
 	    " WHERE ($1 = '' OR id > $1::uuid) AND ($3::text IS NULL OR environment = $3)"
-	    " AND ($4::text[] IS NULL OR environment = ANY($4::text[])) ORDER BY id LIMIT $2";
-	const char *f[1] = { environment };
+	    " AND ($4::text IS NULL OR team = $4)"
+	    " AND ($5::text[] IS NULL OR environment = ANY($5::text[])) ORDER BY id LIMIT $2";
+	const char *f[2] = { environment, team };
 
-	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, f, 1, envs, nenvs, out, e);
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, f, 2, envs, nenvs, out, e);
 }
 
 bool
@@ -345,10 +353,10 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 	static const char sql[] = "UPDATE queues SET cohort = $2, weight = $3::float8,"
 	    " nominal_quota = $4::jsonb, borrowing_limit = $5::jsonb, lending_limit = $6::jsonb,"
 	    " default_priority_class = $7, queueing_strategy = $8, max_infra_retries = $9::int,"
-	    " version = version + 1, updated_at = now() WHERE id = $1::uuid AND (cohort, weight,"
-	    " nominal_quota, borrowing_limit, lending_limit, default_priority_class,"
-	    " queueing_strategy, max_infra_retries) IS DISTINCT FROM ($2, $3::float8, $4::jsonb,"
-	    " $5::jsonb, $6::jsonb, $7, $8, $9::int)";
+	    " team = $10, version = version + 1, updated_at = now() WHERE id = $1::uuid AND"
+	    " (cohort, weight, nominal_quota, borrowing_limit, lending_limit,"
+	    " default_priority_class, queueing_strategy, max_infra_retries, team) IS DISTINCT"
+	    " FROM ($2, $3::float8, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9::int, $10)";
 	struct queue_fields f;
 	json_t *cur = NULL;
 	char w[32];
@@ -367,10 +375,10 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 	}
 	snprintf(w, sizeof(w), "%.17g", f.weight);
 	{
-		const char *p[9] = { id, f.cohort, w, f.nominal, f.borrow, f.lend, f.pc,
-		    f.strategy, f.retries };
+		const char *p[10] = { id, f.cohort, w, f.nominal, f.borrow, f.lend, f.pc,
+		    f.strategy, f.retries, f.team };
 
-		ok = db_exec(c, sql, 9, p, NULL, e) && queue_get(c, id, false, out, e);
+		ok = db_exec(c, sql, 10, p, NULL, e) && queue_get(c, id, false, out, e);
 	}
 cleanup:
 	json_decref(cur);

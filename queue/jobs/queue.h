@@ -18,13 +18,15 @@ bool	queue_pc_replace(struct db *c, const char *id, json_t *body, json_t **out, 
 /* 409 "pc.in_use" while jobs or queues use it. */
 bool	queue_pc_delete(struct db *c, const char *id, struct err *e);
 
+/* body team (optional): a team whose environments hold the queue's (422 at /team). */
 bool	queue_create(struct db *c, json_t *body, json_t **out, struct err *e);
 /* By id; FOR UPDATE when for_update. */
 bool	queue_get(struct db *c, const char *id, bool for_update, json_t **out, struct err *e);
 bool	queue_get_by_name(struct db *c, const char *env, const char *name, json_t **out,
 	    struct err *e);
+/* team: only that team's queues (NULL: every queue). */
 bool	queue_list(struct db *c, int limit, const char *after, const char *environment,
-	    const char *const *envs, int nenvs, json_t **out, struct err *e);
+	    const char *team, const char *const *envs, int nenvs, json_t **out, struct err *e);
 /* name and environment immutable (409 naming the field). */
 bool	queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct err *e);
 /* 409 "queue.in_use" while it holds unfinished jobs. */

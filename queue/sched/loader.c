@@ -9,6 +9,7 @@
 #include "providers/jobspec.h"
 #include "queue/jobs/job_state.h"
 #include "queue/sched/loader.h"
+#include "regions/flavor.h"
 
 static const char sql_clusters[] =
     "SELECT k.id::text, c.environment, c.region, c.provider, k.state = 'ready',"
@@ -553,7 +554,9 @@ loader_model_cfg(struct db *c, const char *env, const struct sched_config *conf,
 		return err_set(e, 500, "sched.oom", "out of memory");
 	if (pools != NULL)
 		*pools = json_object();
-	if (!load_clusters(c, m, env, pools ? *pools : NULL, e) || !load_queues(c, m, env, e) ||
+	/* the pools' flavors are what the poller mapped with the catalog; flavors an admin
+	 * added since the last tick are loaded before the model is built */
+	if (!flavor_sync(c, e) || !load_clusters(c, m, env, pools ? *pools : NULL, e) || !load_queues(c, m, env, e) ||
 	    !load_jobs(c, m, env, e) || !sched_model_finalize(m, e)) {
 		sched_model_free(m);
 		if (pools != NULL) {

@@ -45,6 +45,39 @@ variable "fleetd_token" {
   default_priority_class = fleet_priority_class.production.name
   queueing_strategy      = "strict_fifo"
 }''',
+    "fleet_flavor": '''resource "fleet_flavor" "gb300" {
+  name       = "nvidia-gb300-nvl72"
+  kind       = "gpu"
+  memory_gib = 288
+  rack_size  = 18 # nodes per NVLink domain: 18 trays of 4 GPUs
+  machine_types = [{
+    provider              = "gke"
+    machine_type          = "a4x-maxgpu-4g-metal"
+    accelerators_per_node = 4
+    node_label = {
+      key   = "cloud.google.com/gke-accelerator"
+      value = "nvidia-gb300"
+    }
+  }]
+}''',
+    "fleet_team": '''resource "fleet_team" "ml" {
+  name         = "ml"
+  environments = [fleet_environment.prod.name]
+  description  = "the ML platform team"
+}
+
+resource "fleet_queue" "ml" {
+  name        = "ml-training"
+  environment = fleet_environment.prod.name
+  team        = fleet_team.ml.name
+}
+
+resource "fleet_api_token" "ml_portal" {
+  name         = "ml-portal"
+  role         = "submitter"
+  environments = [fleet_environment.prod.name]
+  team         = fleet_team.ml.name
+}''',
     "fleet_api_token": '''resource "fleet_api_token" "ci" {
   name         = "ci-readonly"
   role         = "viewer"
@@ -64,6 +97,15 @@ output "ci_token" {
 output "portal_webhook_secret" {
   value     = fleet_webhook.portal.secret
   sensitive = true
+}''',
+    "fleet_budget": '''resource "fleet_budget" "training" {
+  name         = "training-monthly"
+  environment  = fleet_environment.prod.name
+  scope        = "queue"
+  queue        = fleet_queue.training.name
+  amount_usd   = 20000
+  soft_percent = 80
+  hard         = true # refuse new submissions once spent; running jobs go on
 }''',
     "fleet_cloud": '''resource "fleet_cloud" "gke_usc1" {
   name          = "prod-us-central1"
@@ -128,11 +170,14 @@ output "h100_free_now" {
 IMPORTS = {
     "fleet_environment": ("the environment's name", "prod"),
     "fleet_queue": ("the queue id", "3f0c6a9e-5a55-4d0e-9a4e-2f1f3e7c9b10"),
+    "fleet_team": ("the team's name", "ml"),
     "fleet_priority_class": ("the priority class id", "5b1f0f38-0c44-4b8f-8d38-6f0b4d2f3a21"),
+    "fleet_flavor": ("the flavor's name", "nvidia-gb300-nvl72"),
     "fleet_api_token": ("the token id (the secret is not returned again: it stays empty)",
                         "7c2d9a51-1e6b-4f4a-9b0e-3d5c8f1a2b34"),
     "fleet_webhook": ("the webhook id (the secret is not returned again: it stays empty)",
                       "6a1e2b3c-4d5e-4f60-8a7b-9c0d1e2f3a4b"),
+    "fleet_budget": ("the budget id", "5b4a3c2d-1e0f-4a9b-8c7d-6e5f4a3b2c1d"),
     "fleet_cloud": ("the cloud id", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
     "fleet_cloud_iam": ("the cloud id (of an active cloud)", "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"),
     "fleet_cluster": ("the cluster id. The token is write-only and fleetd never returns it: "
@@ -156,6 +201,8 @@ NOTES = {
     "fleet_cluster": "`token_wo` is a write-only attribute (Terraform 1.11): Terraform sends it to "
     "fleetd and never stores it in the plan or the state; fleetd seals it at rest. Since a "
     "write-only value cannot be compared between runs, raise `token_wo_version` to send a new one.",
+    "fleet_team": "Every argument forces a replacement (teams cannot be edited); a team is "
+    "deleted only once no queue and no unrevoked token names it (fleetd answers 409).",
     "fleet_api_token": "Every argument forces a replacement (tokens cannot be edited). `secret` is "
     "returned once, at creation, and stored in the state as a sensitive value.",
     "fleet_webhook": "Every argument forces a replacement (endpoints cannot be edited; a "

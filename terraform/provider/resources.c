@@ -310,6 +310,27 @@ cluster_remove(const struct tf_res *r, json_t *state, struct tf_diags *d)
 const struct tf_ops tf_ops_cluster = {cluster_create, NULL, cluster_update, cluster_remove,
 	NULL};
 
+/* ------------------------------------------------------------------ fleet_flavor */
+
+/* PUT /v1/flavors/{name} creates (201), or overrides a built-in flavor (200). */
+static bool
+flavor_create(const struct tf_res *r, json_t *planned, json_t *config, json_t **api,
+    struct tf_diags *d)
+{
+	json_t *body = tf_body(r->attrs, planned);
+	char *path = item_path(r, planned);
+	int st;
+	bool ok;
+
+	(void)config;
+	ok = path && tf_api("PUT", path, body, 201, 200, false, api, &st, d);
+	json_decref(body);
+	free(path);
+	return ok;
+}
+
+const struct tf_ops tf_ops_flavor = {flavor_create, NULL, NULL, NULL, NULL};
+
 /* ------------------------------------------------------------------ data sources */
 
 static json_t *

@@ -379,6 +379,27 @@ add_replace(struct arena *a, Tfplugin6__PlanResourceChange__Response *resp, cons
 	resp->requires_replace[resp->n_requires_replace++] = path_build(a, name);
 }
 
+/* An object attribute the configuration sets: its computed members the configuration
+ * leaves null are unknown on create (fleetd fills them in) and keep the prior value on
+ * update. */
+static void
+plan_nested(const struct tf_attr *t, json_t *obj, json_t *cfg, json_t *prior)
+{
+	if (!(t->flags & F_OPT) || !json_is_object(obj) || tf_is_unknown(obj) ||
+	    !json_is_object(cfg))
+		return;
+	for (const struct tf_attr *n = t->nested; n->name; n++) {
+		json_t *pv = json_is_object(prior) ? json_object_get(prior, n->name) : NULL;
+
+		if (!(n->flags & F_COMP) || !json_is_null(tf_get(cfg, n->name)))
+			continue;
+		if (pv != NULL && !json_is_null(pv))
+			json_object_set(obj, n->name, pv);
+		else if (!json_is_object(prior))
+			json_object_set(obj, n->name, tf_unknown());
+	}
+}
+
 static bool
 h_plan(struct arena *a, const uint8_t *in, size_t inlen, uint8_t **out, size_t *outlen)
 {
@@ -408,6 +429,9 @@ h_plan(struct arena *a, const uint8_t *in, size_t inlen, uint8_t **out, size_t *
 			json_object_set_new(plan, t->name, json_null());
 		else if (json_is_null(prior) && (t->flags & F_COMP) && json_is_null(tf_get(cfg, t->name)))
 			json_object_set(plan, t->name, tf_unknown());
+		else if (t->ty == TY_OBJ && t->nested != NULL)
+			plan_nested(t, tf_get(plan, t->name), tf_get(cfg, t->name),
+			    json_is_null(prior) ? NULL : tf_get(prior, t->name));
 	}
 	/* on update: an immutable change replaces; any change makes version and friends unknown */
 	if (!json_is_null(prior)) {

@@ -64,7 +64,7 @@ chk_provider(json_t *v, char *msg, size_t n)
 static bool
 chk_role(json_t *v, char *msg, size_t n)
 {
-	static const char *const vals[] = {"viewer", "operator", "admin", NULL};
+	static const char *const vals[] = {"viewer", "submitter", "operator", "admin", NULL};
 	return chk_enum(v, vals, msg, n);
 }
 
@@ -253,10 +253,25 @@ const struct tf_attr tf_provider_attrs[] = {
 	END
 };
 
+#define POD_FLAG(n, d)	{n, NULL, TY_BOOL, 0, NULL, F_OPT | F_COMP, NULL, d}
+static const struct tf_attr pod_policy_attrs[] = {
+	POD_FLAG("env", "Jobs may set env (pods and sidecars); default true."),
+	POD_FLAG("env_from", "Jobs may import env from secrets and config maps; default true."),
+	POD_FLAG("annotations", "Jobs may annotate their pods; default true."),
+	POD_FLAG("labels", "Jobs may label their pods; default true."),
+	POD_FLAG("tolerations", "Jobs may add tolerations; default true."),
+	POD_FLAG("service_account", "Jobs may name a service account (workload identity); default true."),
+	POD_FLAG("containers", "Jobs may add sidecar containers (never privileged); default true."),
+	{"volume_kinds", NULL, TY_LIST, TY_STR, NULL, F_OPT | F_COMP, NULL, "Volume kinds allowed: persistent_volume_claim, csi, secret, config_map, empty_dir (default all; host_path never)."},
+	{"csi_drivers", NULL, TY_LIST, TY_STR, NULL, F_OPT | F_COMP, NULL, "CSI drivers allowed (default gcsfuse.csi.storage.gke.io, fsx.csi.aws.com, file.csi.azure.com, blob.csi.azure.com)."},
+	END
+};
+
 static const struct tf_attr environment_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Environment id (uuid)."},
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Name, immutable; also the import id."},
 	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_desc, "Free text."},
+	{"pod_policy", NULL, TY_OBJ, 0, pod_policy_attrs, F_OPT | F_COMP, NULL, "What the pod sections of the environment's jobs may use; fleetd refuses the rest with 422."},
 	META, END
 };
 
@@ -271,6 +286,14 @@ static const struct tf_attr queue_attrs[] = {
 	{"lending_limit", NULL, TY_MAP, TY_NUM, NULL, F_OPT | F_COMP, chk_quota, "Accelerators it may lend per flavor."},
 	{"default_priority_class", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "Priority class name or id for jobs that name none."},
 	{"queueing_strategy", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_strategy, "best_effort_fifo (default) or strict_fifo."},
+	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_name, "Team owning the queue (its members see and submit to it); unset: environment-wide."},
+	META, END
+};
+
+static const struct tf_attr team_attrs[] = {
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Name, immutable; also the import id."},
+	{"environments", NULL, TY_LIST, TY_STR, NULL, F_REQ | F_RNEW, NULL, "Environments its queues may live in."},
+	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_desc, "Free text."},
 	META, END
 };
 
@@ -286,8 +309,9 @@ static const struct tf_attr priority_class_attrs[] = {
 static const struct tf_attr api_token_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Token id (uuid); the import id."},
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_token_name, "Name."},
-	{"role", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_role, "viewer, operator or admin."},
+	{"role", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_role, "viewer, submitter, operator or admin."},
 	{"environments", NULL, TY_LIST, TY_STR, NULL, F_REQ | F_RNEW, chk_token_envs, "Environment names, or [\"*\"]."},
+	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, chk_name, "Hold the role in this team (not with admin): only its queues, jobs and events."},
 	{"revoked", NULL, TY_BOOL, 0, NULL, F_COMP, NULL, "Whether revoked."},
 	{"secret", NULL, TY_STR, 0, NULL, F_COMP | F_SENS, NULL, "The secret, returned once at creation (sensitive; empty after import)."},
 	{"version", NULL, TY_NUM, 0, NULL, F_COMP, NULL, "Object version."},
@@ -315,6 +339,56 @@ static const struct tf_attr webhook_attrs[] = {
 	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, chk_name, "Only jobs whose spec.labels.team is this."},
 	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_desc, "Free text."},
 	{"secret", NULL, TY_STR, 0, NULL, F_COMP | F_SENS, NULL, "The signing secret, returned once at creation (sensitive; empty after import)."},
+	META, END
+};
+
+static bool
+chk_scope(json_t *v, char *msg, size_t n)
+{
+	static const char *const vals[] = {"environment", "queue", "team", NULL};
+	return chk_enum(v, vals, msg, n);
+}
+
+static bool
+chk_period(json_t *v, char *msg, size_t n)
+{
+	static const char *const vals[] = {"month", NULL};
+	return chk_enum(v, vals, msg, n);
+}
+
+static bool
+chk_amount(json_t *v, char *msg, size_t n)
+{
+	double d = json_number_value(v);
+
+	if (d > 0 && d <= 1e12)
+		return true;
+	snprintf(msg, n, "must be above 0 and at most 1e12 (USD)");
+	return false;
+}
+
+static bool
+chk_soft(json_t *v, char *msg, size_t n)
+{
+	double d = json_number_value(v);
+
+	if (d >= 80 && d <= 100)
+		return true;
+	snprintf(msg, n, "must be between 80 and 100");
+	return false;
+}
+
+static const struct tf_attr budget_attrs[] = {
+	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Budget id (uuid); the import id."},
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Name, unique in the environment; immutable."},
+	{"environment", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Environment whose spend it counts; immutable."},
+	{"scope", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_scope, "environment, queue or team."},
+	{"queue", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, chk_name, "The queue's name (scope queue only)."},
+	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_RNEW, NULL, "The jobs' labels.team (scope team only)."},
+	{"amount_usd", NULL, TY_NUM, 0, NULL, F_REQ | F_RNEW, chk_amount, "Monthly amount in USD."},
+	{"period", NULL, TY_STR, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_period, "month (the only period)."},
+	{"soft_percent", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP | F_RNEW, chk_soft, "Percent of the amount at which a budget_threshold event is emitted, [80, 100], default 80 (and at 100)."},
+	{"hard", NULL, TY_BOOL, 0, NULL, F_OPT | F_COMP | F_RNEW, NULL, "Refuse new submissions it covers once spent (422 budget.exhausted); running jobs are not stopped. Default false."},
 	META, END
 };
 
@@ -474,6 +548,36 @@ static const struct tf_attr cluster_attrs[] = {
 	META, END
 };
 
+static const struct tf_attr flavor_label_attrs[] = {
+	{"key", NULL, TY_STR, 0, NULL, F_REQ, NULL, "Label key (cloud.google.com/gke-accelerator)."},
+	{"value", NULL, TY_STR, 0, NULL, F_REQ, NULL, "Label value."},
+	END
+};
+
+static const struct tf_attr flavor_machine_attrs[] = {
+	{"provider", NULL, TY_STR, 0, NULL, F_REQ, chk_provider, "gke, aks or hyperpod."},
+	{"machine_type", NULL, TY_STR, 0, NULL, F_REQ, NULL, "As the provider names it (a4x-highgpu-4g, ml.p6-b200.48xlarge)."},
+	{"accelerators_per_node", NULL, TY_NUM, 0, NULL, F_REQ, NULL, "GPUs, or TPU chips per host (1 to 64)."},
+	{"vcpus", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "vCPUs per node."},
+	{"memory_gib", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "Host memory per node, GiB."},
+	{"on_demand_hour", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "USD per node-hour."},
+	{"spot_hour", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "USD per spot node-hour; 0 or absent: no spot."},
+	{"node_label", NULL, TY_OBJ, 0, flavor_label_attrs, F_OPT, NULL, "The node label naming the accelerator on this machine type."},
+	END
+};
+
+static const struct tf_attr flavor_attrs[] = {
+	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Flavor name (what jobs and quotas name); the import id. The name of a built-in flavor overrides it."},
+	{"kind", NULL, TY_STR, 0, NULL, F_REQ, NULL, "gpu or tpu."},
+	{"memory_gib", NULL, TY_NUM, 0, NULL, F_REQ, NULL, "Accelerator memory per device (per chip for a TPU), GiB."},
+	{"k8s_resource", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "Extended resource; default nvidia.com/gpu or google.com/tpu."},
+	{"rack_size", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP, NULL, "Nodes per NVLink domain (GB200 NVL72: 18); 0 = none."},
+	{"machine_types", NULL, TY_LIST, TY_OBJ, flavor_machine_attrs, F_REQ, NULL, "The provider machine types that carry it (1 to 32)."},
+	{"builtin", NULL, TY_BOOL, 0, NULL, F_COMP, NULL, "A flavor fleetd ships (this resource overrides it)."},
+	{"version", NULL, TY_NUM, 0, NULL, F_COMP | F_VOL, NULL, "Object version (ETag)."},
+	END
+};
+
 /* data sources */
 static const struct tf_attr regions_attrs[] = {
 	{"provider_type", "provider", TY_STR, 0, NULL, F_OPT, chk_provider, "Only this provider's regions."},
@@ -512,14 +616,17 @@ static const struct tf_attr capacity_attrs[] = {
 	END
 };
 
-extern const struct tf_ops tf_ops_cloud, tf_ops_cloud_iam, tf_ops_cluster;
+extern const struct tf_ops tf_ops_cloud, tf_ops_cloud_iam, tf_ops_cluster, tf_ops_flavor;
 
 const struct tf_res tf_resources[] = {
 	{"fleet_environment", environment_attrs, "/v1/environments", "name", NULL, "An environment (dev, staging, prod, ...)."},
 	{"fleet_queue", queue_attrs, "/v1/queues", "id", NULL, "A queue of one environment with its quota."},
+	{"fleet_team", team_attrs, "/v1/teams", "name", NULL, "A team, which owns queues and in which a token may hold its role."},
 	{"fleet_priority_class", priority_class_attrs, "/v1/priority-classes", "id", NULL, "A priority class."},
 	{"fleet_api_token", api_token_attrs, "/v1/tokens", "id", NULL, "An API token; the secret is returned once."},
+	{"fleet_flavor", flavor_attrs, "/v1/flavors", "name", &tf_ops_flavor, "An accelerator flavor of the catalog, added or overriding a built-in one (admin of every environment)."},
 	{"fleet_webhook", webhook_attrs, "/v1/webhooks", "id", NULL, "A webhook endpoint for an environment's job events; the secret is returned once."},
+	{"fleet_budget", budget_attrs, "/v1/budgets", "id", NULL, "A monthly budget of an environment, a queue or a team: threshold events, and refusal of new submissions when hard."},
 	{"fleet_cloud", cloud_attrs, "/v1/clouds", "id", &tf_ops_cloud, "A cloud, phase 1 of registration."},
 	{"fleet_cloud_iam", cloud_iam_attrs, "/v1/clouds", "cloud_id", &tf_ops_cloud_iam, "Phase 2: verifies and locks a cloud's IAM pair."},
 	{"fleet_cluster", cluster_attrs, "/v1/clusters", "id", &tf_ops_cluster, "A member cluster of an active cloud."},

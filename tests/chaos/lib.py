@@ -105,6 +105,8 @@ class Sim:
         bindir = subprocess.run(["bash", os.path.join(TOP, "scripts/pg.sh"), "bindir", self.pgdir],
                                 check=True, capture_output=True, text=True).stdout.strip()
         self.psql_bin = os.path.join(bindir, "psql")
+        # pg.sh's generated password: psql (sql()) and fleetd (fleetd_environ()) inherit it
+        os.environ["PGPASSFILE"] = os.path.join(self.pgdir, "pgpass")
         log("postgres", self.pg_url)
 
     def start_pg_ha(self):

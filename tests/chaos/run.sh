@@ -32,7 +32,11 @@ cleanup() {
 		done <"$f"
 	done
 	for d in "$out"/*/w/pg; do
-		[ -d "$d" ] && bash "$top/scripts/pg.sh" stop "$d" >/dev/null 2>&1
+		if [ -f "$d/home" ]; then	# dbfailover's Patroni pair (scripts/pg_ha.sh)
+			bash "$top/scripts/pg_ha.sh" destroy "$d" >/dev/null 2>&1
+		elif [ -d "$d" ]; then
+			bash "$top/scripts/pg.sh" destroy "$d" >/dev/null 2>&1
+		fi
 	done
 }
 trap cleanup EXIT
@@ -75,6 +79,8 @@ for s in ${suites//,/ }; do
 	timeout -k 30 "$limit" python3 "$top/tests/chaos/chaos.py" "$s" --build "$build" \
 		--workdir "$out/$s/w" ${args[$s]} ${CHAOS_ARGS:-} || rc=1
 	cp -f "$out/$s/result-$s.json" "$out/" 2>/dev/null || true
+	# the server's folder under /tmp (pg.sh; its log is copied into w/pg), not for HA's
+	[ -f "$out/$s/w/pg/server_dir" ] && bash "$top/scripts/pg.sh" destroy "$out/$s/w/pg" >/dev/null 2>&1
 done
 python3 "$top/tests/chaos/summary.py" "$out"
 echo "chaos: results in $out"

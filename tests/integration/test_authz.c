@@ -1,6 +1,7 @@
 /* test_authz: the authorization matrix — every route of api/router.c's table (parsed from
  * the source, checked against api/openapi.yaml's x-fleetd-role) x {no token, viewer,
- * operator, admin, revoked} x {in-scope, out-of-scope environment} -> the expected status. */
+ * submitter, operator, admin, revoked} x {in-scope, out-of-scope environment} -> the
+ * expected status; and the team axis: roles held in team A against team B's objects. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <libpq-fe.h>
 
@@ -21,9 +28,11 @@
 struct route_row {
 	char	method[8];
 	char	pattern[160];
-	int	role;		/* 0 none (public), 1 viewer, 2 operator, 3 admin */
+	int	role;		/* 0 none (public), 1 viewer, 2 submitter, 3 operator, 4 admin */
 	bool	body;		/* R_BODY */
 	bool	star;		/* R_GLOBAL: writes a global object, '*' tokens only */
+	bool	metrics;	/* R_METRICS: names every environment, '*' tokens only */
+	bool	team;		/* R_TEAM: open to a role held in a team */
 };
 
 static struct route_row rt[MAX_ROUTES];
@@ -31,9 +40,11 @@ static int nrt;
 static struct fleetd_proc fd;
 static char dburl[512];
 static char *root;			/* admin of every environment, for seeding */
-static char *tok[5];			/* none, revoked, viewer, operator, admin */
-static const char *const tok_name[5] = { "none", "revoked", "viewer", "operator", "admin" };
-static const int tok_role[5] = { -1, -1, 1, 2, 3 };
+#define NTOK 6
+static char *tok[NTOK];			/* none, revoked, viewer, submitter, operator, admin */
+static const char *const tok_name[NTOK] = { "none", "revoked", "viewer", "submitter",
+	"operator", "admin" };
+static const int tok_role[NTOK] = { -1, -1, 1, 2, 3, 4 };
 
 /* Seeded objects: [0] in the tokens' environment, [1] outside it, [2] nowhere. */
 static const char *const ENV[3] = { "inenv", "outenv", "nosuchenv" };
@@ -51,9 +62,17 @@ static const char *const TOKOBJ[3] = { "f0000000-0000-4000-8000-000000000001",
 	"f0000000-0000-4000-8000-000000000002", "f0000000-0000-4000-8000-0000000000ff" };
 static const char *const HOOK[3] = { "80000000-0000-4000-8000-000000000001",
 	"80000000-0000-4000-8000-000000000002", "80000000-0000-4000-8000-0000000000ff" };
+static const char *const PRICE[3] = { "70000000-0000-4000-8000-000000000001",
+	"70000000-0000-4000-8000-000000000002", "70000000-0000-4000-8000-0000000000ff" };
+static const char *const BUDGET[3] = { "60000000-0000-4000-8000-000000000001",
+	"60000000-0000-4000-8000-000000000002", "60000000-0000-4000-8000-0000000000ff" };
 static const char *const PC = "90000000-0000-4000-8000-000000000001";
+static const char *const FLAVOR = "nvidia-gb200";	/* built in: always there */
+static const char *const TEAM[3] = { "team-in", "team-out", "team-none" };
 
 static int cells, violations;
+
+static void	teams_setup(void);
 
 /* ---- the route table, from the source */
 
@@ -62,10 +81,12 @@ role_of(const char *s)
 {
 	if (strncmp(s, "viewer", 6) == 0 || strncmp(s, "VIEWER", 6) == 0)
 		return 1;
-	if (strncmp(s, "operator", 8) == 0 || strncmp(s, "OPERATOR", 8) == 0)
+	if (strncmp(s, "submitter", 9) == 0 || strncmp(s, "SUBMITTER", 9) == 0)
 		return 2;
-	if (strncmp(s, "admin", 5) == 0 || strncmp(s, "ADMIN", 5) == 0)
+	if (strncmp(s, "operator", 8) == 0 || strncmp(s, "OPERATOR", 8) == 0)
 		return 3;
+	if (strncmp(s, "admin", 5) == 0 || strncmp(s, "ADMIN", 5) == 0)
+		return 4;
 	return 0;
 }
 
@@ -96,6 +117,8 @@ parse_router(void)
 		r->role = role_of(role);
 		r->body = strstr(flags, "R_BODY") != NULL;
 		r->star = strstr(flags, "R_GLOBAL") != NULL;
+		r->metrics = strstr(flags, "R_METRICS") != NULL;
+		r->team = strstr(flags, "R_TEAM") != NULL;
 		if (strstr(flags, "R_PUBLIC") != NULL)
 			r->role = 0;
 		else if (r->role == 0)
@@ -155,15 +178,16 @@ check_openapi(void)
 
 /* ---- seeding */
 
-/* A seed statement with its nine parameters typed as text (harness_sql_params leaves
+/* A seed statement with its parameters (nine to twelve) typed as text (harness_sql_params leaves
  * them untyped, and $2 is both a uuid and md5's text here). */
 static void
 seed(PGconn *c, const char *q, const char *env, int k)
 {
-	const char *p[10] = { env, CLOUD[k], CLUSTER[k], QUEUE[k], JOB[k], OPER[k], TOKOBJ[k],
-		PC, k == 0 ? "in" : "out", HOOK[k] };
-	static const Oid text[10] = { 25, 25, 25, 25, 25, 25, 25, 25, 25, 25 };
-	int n = strstr(q, "$10") != NULL ? 10 : 9;
+	const char *p[12] = { env, CLOUD[k], CLUSTER[k], QUEUE[k], JOB[k], OPER[k], TOKOBJ[k],
+		PC, k == 0 ? "in" : "out", HOOK[k], PRICE[k], BUDGET[k] };
+	static const Oid text[12] = { 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25, 25 };
+	int n = strstr(q, "$12") != NULL ? 12 : strstr(q, "$11") != NULL ? 11 :
+	    strstr(q, "$10") != NULL ? 10 : 9;
 	PGresult *r = PQexecParams(c, q, n, text, p, NULL, NULL, 0);
 
 	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -172,7 +196,8 @@ seed(PGconn *c, const char *q, const char *env, int k)
 }
 
 /* One of each object in env ENV[k]; $1 env, $2 cloud, $3 cluster, $4 queue, $5 job,
- * $6 operation, $7 token object, $8 priority class, $9 a name suffix, $10 webhook. */
+ * $6 operation, $7 token object, $8 priority class, $9 a name suffix, $10 webhook,
+ * $11 price override, $12 budget. */
 static const char *const seeds[] = {
 	"INSERT INTO clouds (id, name, environment, provider, region, account, external_id,"
 	" state, required) VALUES ($2::uuid, 'cloud-' || $9, $1, 'gke', 'us-central1',"
@@ -193,6 +218,11 @@ static const char *const seeds[] = {
 	" 'obj-' || $9, 'viewer', ARRAY[$1], md5($7) || md5($1))",
 	"INSERT INTO webhooks (id, environment, url, types, secret_sealed, cursor) VALUES"
 	" ($10::uuid, $1, 'https://hooks.example.com/' || $9, '{*}', 'x', 0)",
+	"INSERT INTO price_overrides (id, environment, provider, region, machine_type,"
+	" price_hour) VALUES ($11::uuid, $1, 'gke', 'us-central1', 'g2-standard-8', 0.5)",
+	"INSERT INTO budgets (id, name, environment, scope, target, amount_usd, hard) VALUES"
+	" ($12::uuid, 'b-' || $9, $1, 'queue', 'q-' || $9, 100, true)",
+	"INSERT INTO teams (name, environments) VALUES ('team-' || $9, ARRAY[$1])",
 };
 
 static int
@@ -226,12 +256,17 @@ setup(void **state)
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM api_tokens WHERE revoked_at IS NOT"
 	    " NULL AND name = 'test-admin'"), 1);
 	tok[2] = harness_keep(harness_token(dburl, "viewer", ENV[0]));
-	tok[3] = harness_keep(harness_token(dburl, "operator", ENV[0]));
-	tok[4] = harness_keep(harness_token(dburl, "admin", ENV[0]));
+	tok[3] = harness_keep(harness_token(dburl, "submitter", ENV[0]));
+	tok[4] = harness_keep(harness_token(dburl, "operator", ENV[0]));
+	tok[5] = harness_keep(harness_token(dburl, "admin", ENV[0]));
+	teams_setup();
 	return 0;
 }
 
 /* ---- one cell */
+
+/* The team axis names other jobs, queues and teams than seed k's (NULL: seed k's). */
+static const char *over_job, *over_queue, *over_team;
 
 /* The route's path for objects of seed k; false when a parameter has no seed. */
 static bool
@@ -246,7 +281,11 @@ fill(const struct route_row *r, int k, char *out, size_t n)
 			char name[32];
 
 			snprintf(name, sizeof(name), "%.*s", (int)(end - p - 1), p + 1);
-			if (strcmp(name, "name") == 0 || strcmp(name, "environment") == 0)
+			if (strncmp(prev, "flavors/", 8) == 0)
+				v = FLAVOR;	/* global: a built-in flavor */
+			else if (strncmp(prev, "teams/", 6) == 0)
+				v = over_team ? over_team : TEAM[k];
+			else if (strcmp(name, "name") == 0 || strcmp(name, "environment") == 0)
 				v = ENV[k];
 			else if (strcmp(name, "region") == 0)
 				v = "us-central1";
@@ -257,15 +296,19 @@ fill(const struct route_row *r, int k, char *out, size_t n)
 			else if (strncmp(prev, "clusters/", 9) == 0)
 				v = CLUSTER[k];
 			else if (strncmp(prev, "queues/", 7) == 0)
-				v = QUEUE[k];
+				v = over_queue ? over_queue : QUEUE[k];
 			else if (strncmp(prev, "jobs/", 5) == 0)
-				v = JOB[k];
+				v = over_job ? over_job : JOB[k];
 			else if (strncmp(prev, "operations/", 11) == 0)
 				v = OPER[k];
 			else if (strncmp(prev, "tokens/", 7) == 0)
 				v = TOKOBJ[k];
 			else if (strncmp(prev, "webhooks/", 9) == 0)
 				v = HOOK[k];
+			else if (strncmp(prev, "prices/", 7) == 0)
+				v = PRICE[k];
+			else if (strncmp(prev, "budgets/", 8) == 0)
+				v = BUDGET[k];
 			else if (strncmp(prev, "priority-classes/", 17) == 0)
 				v = PC;		/* global: no environment */
 			if (v == NULL)
@@ -288,7 +331,8 @@ fill(const struct route_row *r, int k, char *out, size_t n)
 static bool
 global(const struct route_row *r)
 {
-	return strncmp(r->pattern, "/v1/priority-classes", 20) == 0;
+	return strncmp(r->pattern, "/v1/priority-classes", 20) == 0 ||
+	    strncmp(r->pattern, "/v1/flavors", 11) == 0;
 }
 
 /* Does the route name an object of an environment (vs. a collection or a global one)? */
@@ -298,13 +342,22 @@ env_object(const struct route_row *r)
 	return strchr(r->pattern, '{') != NULL && !global(r);
 }
 
+static const char *over_submit_queue;	/* the team axis: POST /v1/jobs to this queue */
+
 static char *
 body_for(const struct route_row *r, int k)
 {
-	char b[256];
+	char b[512];
 
 	if (!r->body)
 		return NULL;
+	if (over_submit_queue != NULL && strcmp(r->pattern, "/v1/jobs") == 0) {
+		snprintf(b, sizeof(b), "{\"environment\":\"%s\",\"kind\":\"RayJob\",\"queue\":"
+		    "\"%s\",\"name\":\"t\",\"ray_version\":\"2.52.0\",\"entrypoint\":\"python x.py\","
+		    "\"head\":{\"cpu\":\"1\",\"memory\":\"1Gi\"},\"worker_groups\":[{\"name\":\"w\","
+		    "\"replicas\":1,\"cpu\":\"1\",\"memory\":\"1Gi\"}]}", ENV[0], over_submit_queue);
+		return strdup(b);
+	}
 	if (strcmp(r->pattern, "/v1/environments") == 0)
 		snprintf(b, sizeof(b), "{\"name\":\"%s\"}", ENV[k]);
 	else if (strcmp(r->pattern, "/v1/tokens") == 0)
@@ -325,7 +378,7 @@ body_for(const struct route_row *r, int k)
 }
 
 static void
-request(const struct route_row *r, int t, int k, struct http_result *h)
+request_as(const struct route_row *r, const char *token, int k, struct http_result *h)
 {
 	char path[400], url[600], *body = body_for(r, k);
 	const char *hdr[2] = { NULL, NULL };
@@ -336,14 +389,21 @@ request(const struct route_row *r, int t, int k, struct http_result *h)
 	/* a collection read is asked for the scope's environment */
 	if (strcmp(r->method, "GET") == 0 && strchr(r->pattern, '{') == NULL &&
 	    strncmp(r->pattern, "/v1/", 4) == 0 && strcmp(r->pattern, "/v1/tokens") != 0 &&
-	    strcmp(r->pattern, "/v1/priority-classes") != 0)
+	    strcmp(r->pattern, "/v1/priority-classes") != 0 &&
+	    strcmp(r->pattern, "/v1/flavors") != 0)
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "?environment=%s",
 		    ENV[k]);
 	if (strcmp(r->method, "PUT") == 0 || strcmp(r->method, "DELETE") == 0)
 		hdr[0] = STALE;
 	snprintf(url, sizeof(url), "%s%s", fd.url, path);
-	harness_http(h, r->method, url, t >= 0 ? tok[t] : NULL, body, hdr);
+	harness_http(h, r->method, url, token, body, hdr);
 	free(body);
+}
+
+static void
+request(const struct route_row *r, int t, int k, struct http_result *h)
+{
+	request_as(r, t >= 0 ? tok[t] : NULL, k, h);
 }
 
 static const char *
@@ -359,7 +419,7 @@ static bool
 leaks_out(const struct http_result *h)
 {
 	const char *ids[] = { CLOUD[1], CLUSTER[1], QUEUE[1], JOB[1], OPER[1], TOKOBJ[1], HOOK[1],
-		"\"outenv\"" };
+		PRICE[1], BUDGET[1], "\"outenv\"" };
 
 	for (size_t i = 0; h->body != NULL && i < sizeof(ids) / sizeof(ids[0]); i++)
 		if (strstr(h->body, ids[i]) != NULL)
@@ -375,10 +435,11 @@ listed(const struct route_row *r)
 		{ "/v1/environments", "\"inenv\"" }, { "/v1/clouds", NULL },
 		{ "/v1/clusters", NULL }, { "/v1/clouds/{id}/clusters", NULL },
 		{ "/v1/queues", NULL }, { "/v1/jobs", NULL }, { "/v1/tokens", NULL },
-		{ "/v1/operations", NULL }, { "/v1/webhooks", NULL },
+		{ "/v1/operations", NULL }, { "/v1/webhooks", NULL }, { "/v1/prices", NULL },
+		{ "/v1/budgets", NULL }, { "/v1/teams", NULL },
 	};
 	const char *ids[] = { NULL, CLOUD[0], CLUSTER[0], CLUSTER[0], QUEUE[0], JOB[0],
-		TOKOBJ[0], OPER[0], HOOK[0] };
+		TOKOBJ[0], OPER[0], HOOK[0], PRICE[0], BUDGET[0], "\"team-in\"" };
 
 	for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++)
 		if (strcmp(r->method, "GET") == 0 && strcmp(r->pattern, l[i].pattern) == 0)
@@ -414,6 +475,11 @@ cell(const struct route_row *r, int t, int k)
 	} else if (tok_role[t] < r->role) {
 		if (h.status != 403)
 			violation(r, t, k, &h, "403: the role is too low");
+	} else if (r->metrics) {
+		/* /metrics names every environment's queues and clusters: the matrix's tokens
+		 * are scoped to one environment (a '*' token or the metrics token reads it) */
+		if (h.status != 403 || strcmp(code_of(&h), "auth.metrics_forbidden") != 0)
+			violation(r, t, k, &h, "403 auth.metrics_forbidden: only a '*' token reads it");
 	} else if (r->star) {
 		/* an object every environment shares: a scoped admin may not change it */
 		if (h.status != 403 || strcmp(code_of(&h), "auth.global_object") != 0)
@@ -431,6 +497,9 @@ cell(const struct route_row *r, int t, int k)
 			if (strcmp(code_of(&h), code_of(&nx)) == 0)
 				violation(r, t, k, &h, "the object: it is in the token's environment");
 			harness_http_free(&nx);
+		} else if (h.status == 403 && tok_role[t] == 2 &&
+		    strcmp(code_of(&h), "auth.not_submitter") == 0) {
+			;	/* a submitter's cancel of a job it did not submit */
 		} else if (h.status == 401 || h.status == 403 || h.status == 404 ||
 		    h.status >= 500) {
 			violation(r, t, k, &h, "an answer of the handler (not 401/403/404/5xx)");
@@ -465,13 +534,245 @@ test_matrix(void **state)
 		for (int i = 0; i < nrt; i++) {
 			if ((strcmp(rt[i].method, "DELETE") == 0) != (pass == 1))
 				continue;
-			for (int t = 0; t < 5; t++)
+			for (int t = 0; t < NTOK; t++)
 				for (int k = 1; k >= 0; k--)
 					cell(&rt[i], t, k);
 		}
-	print_message("authz: %d routes x 5 tokens x 2 scopes = %d cells checked, %d "
-	    "violations\n", nrt, cells, violations);
+	print_message("authz: %d routes x %d tokens x 2 scopes = %d cells checked, %d "
+	    "violations\n", nrt, NTOK, cells, violations);
 	assert_int_equal(violations, 0);
+}
+
+/* ---- the team axis: in environment inenv, team ta owns queue q-ta with job JA, team tb
+ * queue q-tb with job JB; tokens hold viewer, submitter and operator in team ta. */
+
+static const char *const JA = "d0000000-0000-4000-8000-0000000000a1";
+static const char *const JB = "d0000000-0000-4000-8000-0000000000b1";
+static const char *const QA = "c0000000-0000-4000-8000-0000000000a1";
+static const char *const QB = "c0000000-0000-4000-8000-0000000000b1";
+static char *ttok[3];			/* team ta: viewer, submitter, operator */
+static const char *const ttok_name[3] = { "ta viewer", "ta submitter", "ta operator" };
+static const int ttok_role[3] = { 1, 2, 3 };
+static int tcells, tviolations;
+
+static void
+teams_setup(void)
+{
+	static const char *const roles[3] = { "viewer", "submitter", "operator" };
+
+	harness_post_created(root, "/v1/teams", "{\"name\":\"ta\",\"environments\":[\"inenv\"]}");
+	harness_post_created(root, "/v1/teams", "{\"name\":\"tb\",\"environments\":[\"inenv\"]}");
+	harness_sql("INSERT INTO queues (id, name, environment, team) VALUES ('%s', 'q-ta',"
+	    " 'inenv', 'ta'), ('%s', 'q-tb', 'inenv', 'tb')", QA, QB);
+	harness_sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class,"
+	    " priority, spec) VALUES ('%s', 'j-ta', 'inenv', '%s', 'RayJob', 'normal', 100, '{}'),"
+	    " ('%s', 'j-tb', 'inenv', '%s', 'RayJob', 'normal', 100, '{}')", JA, QA, JB, QB);
+	for (int i = 0; i < 3; i++) {
+		char body[160];
+		json_t *o;
+
+		snprintf(body, sizeof(body), "{\"name\":\"ta-%s\",\"role\":\"%s\",\"environments\":"
+		    "[\"inenv\"],\"team\":\"ta\"}", roles[i], roles[i]);
+		o = harness_post_created(root, "/v1/tokens", body);
+		ttok[i] = harness_keep(strdup(json_string_value(json_object_get(o, "secret"))));
+	}
+}
+
+/* Team tb's objects, and environment-wide ones: none may be in an answer to team ta. */
+static bool
+leaks_team(const struct http_result *h)
+{
+	const char *ids[] = { JB, QB, "\"tb\"", "q-tb", "j-tb", JOB[0], QUEUE[0], JOB[1],
+		QUEUE[1], "\"outenv\"" };
+
+	for (size_t i = 0; h->body != NULL && i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (strstr(h->body, ids[i]) != NULL)
+			return true;
+	return false;
+}
+
+/* A route naming one job, queue or team: its answer must not tell tb's from none. */
+static bool
+team_object(const struct route_row *r)
+{
+	return strstr(r->pattern, "/jobs/{") != NULL || strstr(r->pattern, "/queues/{") != NULL ||
+	    strstr(r->pattern, "/teams/{") != NULL;
+}
+
+static void
+team_request(const struct route_row *r, int t, int side, struct http_result *h)
+{
+	static const char *const job[3] = { NULL, NULL, NULL }, *queue[3], *team[3], *subq[3];
+
+	(void)job;
+	queue[0] = QA; queue[1] = QB; queue[2] = QUEUE[2];
+	team[0] = "ta"; team[1] = "tb"; team[2] = "tnone";
+	subq[0] = "q-ta"; subq[1] = "q-tb"; subq[2] = "q-none";
+	over_job = side == 0 ? JA : side == 1 ? JB : JOB[2];
+	over_queue = queue[side];
+	over_team = team[side];
+	over_submit_queue = subq[side];
+	request_as(r, ttok[t], 0, h);
+	over_job = over_queue = over_team = over_submit_queue = NULL;
+}
+
+static void
+tviolation(const struct route_row *r, int t, int side, const struct http_result *h,
+	   const char *want)
+{
+	tviolations++;
+	print_error("authz team: %s %s as %s on team %s's object: got %ld %s, want %s\n",
+	    r->method, r->pattern, ttok_name[t], side == 0 ? "ta" : "tb", h->status, code_of(h),
+	    want);
+}
+
+static void
+team_cell(const struct route_row *r, int t, int side)
+{
+	struct http_result h, nx;
+
+	tcells++;
+	team_request(r, t, side, &h);
+	if (ttok_role[t] < r->role) {
+		if (h.status != 403)
+			tviolation(r, t, side, &h, "403: the role is too low");
+	} else if (!r->team) {
+		if (h.status != 403 || strcmp(code_of(&h), "auth.team_forbidden") != 0)
+			tviolation(r, t, side, &h, "403 auth.team_forbidden, whatever the object");
+	} else if (team_object(r) || (strcmp(r->method, "POST") == 0 &&
+	    strcmp(r->pattern, "/v1/jobs") == 0)) {
+		team_request(r, t, 2, &nx);
+		if (side == 1 && (h.status != 404 || nx.status != 404 ||
+		    strcmp(code_of(&h), code_of(&nx)) != 0))
+			tviolation(r, t, side, &h, "404 as for an object that does not exist");
+		else if (side == 0 && h.status == 404 && strcmp(code_of(&h), code_of(&nx)) == 0)
+			tviolation(r, t, side, &h, "the object: it is the team's own");
+		harness_http_free(&nx);
+	} else if (h.status >= 500 || (h.status < 300 && leaks_team(&h))) {
+		tviolation(r, t, side, &h, "no object of team tb, of no team or of outenv");
+	}
+	if (side == 0 && h.status == 200 && strcmp(r->method, "GET") == 0 &&
+	    (strcmp(r->pattern, "/v1/jobs") == 0 || strcmp(r->pattern, "/v1/queues") == 0 ||
+	    strcmp(r->pattern, "/v1/teams") == 0) && strstr(h.body, strcmp(r->pattern,
+	    "/v1/jobs") == 0 ? JA : strcmp(r->pattern, "/v1/queues") == 0 ? QA : "\"ta\"") == NULL)
+		tviolation(r, t, side, &h, "a list with the team's own object");
+	harness_http_free(&h);
+}
+
+static void
+test_team_matrix(void **state)
+{
+	(void)state;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < nrt; i++) {
+			if (rt[i].role == 0 || (strcmp(rt[i].method, "DELETE") == 0) != (pass == 1))
+				continue;
+			for (int t = 0; t < 3; t++)
+				for (int side = 1; side >= 0; side--)
+					team_cell(&rt[i], t, side);
+		}
+	print_message("authz team: %d routes x 3 team roles x 2 teams = %d cells checked, %d "
+	    "violations\n", nrt, tcells, tviolations);
+	assert_int_equal(tviolations, 0);
+}
+
+/* Reads the stream of path for ms milliseconds (raw socket: the bytes as they came). */
+static char *
+stream_read(const char *path, const char *token, int ms, void (*during)(void))
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)fd.port) };
+	size_t cap = 1 << 20, len = 0;
+	char req[1024], *buf = calloc(1, cap);
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
+	time_t end = time(NULL) + ms / 1000;
+	int s;
+
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s >= 0);
+	assert_int_equal(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+	    "%s\r\n\r\n", path, token);
+	assert_int_equal(write(s, req, strlen(req)), (ssize_t)strlen(req));
+	usleep(300000);
+	during();
+	while (time(NULL) <= end && len + 1 < cap) {
+		ssize_t n = read(s, buf + len, cap - len - 1);
+
+		if (n == 0)
+			break;
+		if (n > 0)
+			len += (size_t)n;
+	}
+	close(s);
+	buf[len] = '\0';
+	return buf;
+}
+
+static void
+team_events(void)
+{
+	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES ('%s', 'test', 'ev-a'),"
+	    " ('%s', 'test', 'ev-b'), ('%s', 'test', 'ev-none')", JA, JB, JOB[0]);
+}
+
+/* GET /v1/events (stream and page) and a job's stream as a member of team ta. */
+static void
+test_team_streams(void **state)
+{
+	struct http_result h;
+	char *got;
+
+	(void)state;
+	got = stream_read("/v1/events?follow=true", ttok[0], 3000, team_events);
+	if (strstr(got, "ev-a") == NULL)
+		fail_msg("team ta's stream misses its own event: %.300s", got);
+	if (strstr(got, "ev-b") != NULL || strstr(got, "ev-none") != NULL || strstr(got, JB))
+		fail_msg("team ta's stream shows another team's event: %.300s", got);
+	free(got);
+	harness_http(&h, "GET", harness_url(&fd, "/v1/events?limit=500"), ttok[0], NULL, NULL);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.body, "ev-a"));
+	assert_null(strstr(h.body, "ev-b"));
+	assert_null(strstr(h.body, "ev-none"));
+	harness_http_free(&h);
+	harness_http(&h, "GET", harness_url(&fd, "/v1/jobs/%s/events?follow=true", JB), ttok[0],
+	    NULL, NULL);
+	assert_int_equal(h.status, 404);
+	assert_string_equal(code_of(&h), "queue.job_not_found");
+	harness_http_free(&h);
+	/* an environment viewer sees every team */
+	harness_http(&h, "GET", harness_url(&fd, "/v1/events?limit=500"), tok[2], NULL, NULL);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.body, "ev-a"));
+	assert_non_null(strstr(h.body, "ev-b"));
+	harness_http_free(&h);
+}
+
+/* A submitter cancels its own jobs only; an operator of the team cancels any of them. */
+static void
+test_team_submitter(void **state)
+{
+	static const char *const JS = "d0000000-0000-4000-8000-0000000000a2";
+	struct http_result h;
+
+	(void)state;
+	harness_sql("INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class,"
+	    " priority, spec) VALUES ('%s', 'j-ta2', 'inenv', '%s', 'RayJob', 'normal', 100,"
+	    " '{}')", JS, QA);
+	harness_http(&h, "POST", harness_url(&fd, "/v1/jobs/%s/cancel", JS), ttok[1], NULL, NULL);
+	assert_int_equal(h.status, 403);
+	assert_string_equal(code_of(&h), "auth.not_submitter");
+	harness_http_free(&h);
+	harness_sql("UPDATE jobs SET submitted_by = (SELECT id::text FROM api_tokens WHERE name ="
+	    " 'ta-submitter') WHERE id = '%s'", JS);
+	harness_http(&h, "POST", harness_url(&fd, "/v1/jobs/%s/cancel", JS), ttok[1], NULL, NULL);
+	assert_int_equal(h.status, 200);
+	harness_http_free(&h);
+	harness_http(&h, "POST", harness_url(&fd, "/v1/jobs/%s/cancel", JB), ttok[2], NULL, NULL);
+	assert_int_equal(h.status, 404);
+	harness_http_free(&h);
 }
 
 int
@@ -479,6 +780,9 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_matrix),
+		cmocka_unit_test(test_team_matrix),
+		cmocka_unit_test(test_team_streams),
+		cmocka_unit_test(test_team_submitter),
 	};
 
 	/* the seeded rows are minimal (no real job spec or policy documents), so these

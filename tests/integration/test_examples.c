@@ -1,8 +1,10 @@
 /* test_examples: every job spec in examples/ (the ones README.md lists) is accepted as it is
  * written, reaches running on a cloudsim copy of the demo fleet's dev environment
- * (tests/fixtures/fleets/examples.json: the dev clusters' pools and the research queue of
- * scripts/demo.py, on the test fleet's accounts), and every manifest fleetd applied for it
- * passes ../shared/tools/validate-manifest (the real KubeRay CRD schemas). */
+ * (tests/fixtures/fleets/examples.json: the seven dev clusters of cloudsim/fleets/demo.json,
+ * pool for pool, and the research queue of scripts/demo.py, on the test fleet's accounts;
+ * keep it in step with the demo, or an example that runs here may not run in `make run`),
+ * and every manifest fleetd applied for it passes ../shared/tools/validate-manifest (the
+ * real KubeRay CRD schemas); the rack gang's manifest pins the rack it was placed in. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/harness/harness.h"
 
@@ -24,14 +27,15 @@ static struct harness_fleet F;
 static const struct {
 	const char	*file;
 	const char	*kind;
+	bool		 rack;	/* topology rack: placed in one rack, pinned to it */
 } examples[] = {
-	{ "first-job.json", "RayJob" },
-	{ "raycluster.json", "RayCluster" },
-	{ "rayservice.json", "RayService" },
-	{ "raycronjob.json", "RayCronJob" },
-	{ "tpu-slice.json", "RayJob" },
-	{ "h100-rack-gang.json", "RayJob" },
-	{ "spot-checkpoint.json", "RayJob" },
+	{ "first-job.json", "RayJob", false },
+	{ "raycluster.json", "RayCluster", false },
+	{ "rayservice.json", "RayService", false },
+	{ "raycronjob.json", "RayCronJob", false },
+	{ "tpu-slice.json", "RayJob", false },
+	{ "h100-rack-gang.json", "RayJob", true },
+	{ "spot-checkpoint.json", "RayJob", false },
 };
 #define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
 
@@ -73,33 +77,83 @@ test_every_example_listed(void **state)
 			fail_msg("README.md does not list examples/%s", examples[i].file);
 }
 
+/* The ids of the submitted examples: file-level so that the teardown frees them when a
+ * failure (a longjmp out of the test) leaves some behind. */
+static char *ids[NEXAMPLES];
+
+static void
+free_ids(void)
+{
+	for (size_t i = 0; i < NEXAMPLES; i++) {
+		free(ids[i]);
+		ids[i] = NULL;
+	}
+}
+
+/* Waits up to timeout_s for example i to run; on timeout prints its events and, while it
+ * is pending, every candidate cluster with the reason it lost (GET placement), then fails. */
+static void
+wait_running(size_t i, double timeout_s)
+{
+	double end = harness_now_s() + timeout_s;
+	char state[32] = "", reason[64] = "";
+	json_t *c;
+	size_t k;
+
+	while (harness_now_s() < end) {
+		json_t *j = harness_job(F.admin, ids[i]);
+
+		snprintf(state, sizeof(state), "%s", harness_js(j, "state"));
+		snprintf(reason, sizeof(reason), "%s", harness_js(j, "reason"));
+		json_decref(j);
+		if (strcmp(state, "running") == 0)
+			return;
+		usleep(250 * 1000);
+	}
+	harness_job_print_events(F.admin, ids[i]);
+	if (harness_call("GET", F.admin, NULL, "/v1/jobs/%s/placement", ids[i]) == 200)
+		json_array_foreach(json_object_get(harness_r.json, "clusters"), k, c)
+			print_message("  candidate %s %s %s: %s\n", harness_js(c, "provider"),
+			    harness_js(c, "region"), harness_js(c, "cluster"), harness_js(c, "reason"));
+	fail_msg("examples/%s: job %s is %s (%s), not running; fleetd log %s", examples[i].file,
+	    ids[i], state, reason, harness_log());
+}
+
 /* Submitted unchanged: 201; then running; then the applied manifest validates. */
 static void
 test_examples_run(void **state)
 {
-	char *ids[NEXAMPLES];
 	char path[512], file[600];
 
 	(void)state;
 	for (size_t i = 0; i < NEXAMPLES; i++) {
 		json_t *body;
 		char *text;
+		long st;
 
 		snprintf(path, sizeof(path), FLEETD_SOURCE_DIR "/examples/%s", examples[i].file);
 		body = harness_json_file(path);
 		assert_string_equal(harness_js(body, "kind"), examples[i].kind);
 		text = json_dumps(body, JSON_COMPACT);
-		if (harness_call("POST", F.admin, text, "/v1/jobs") != 201)
-			fail_msg("examples/%s: %ld %s", examples[i].file, harness_r.status,
-			    harness_r.body);
-		ids[i] = strdup(harness_js(harness_r.json, "id"));
-		free(text);
 		json_decref(body);
+		st = harness_call("POST", F.admin, text, "/v1/jobs");
+		free(text);
+		if (st != 201)
+			fail_msg("examples/%s: %ld %s", examples[i].file, st, harness_r.body);
+		ids[i] = strdup(harness_js(harness_r.json, "id"));
 	}
 	for (size_t i = 0; i < NEXAMPLES; i++) {
-		json_t *j = harness_job_wait(F.admin, ids[i], "running", 0, 60);
+		char rack[128] = "";
 
-		json_decref(j);
+		wait_running(i, 60);
+		if (examples[i].rack) {	/* the gang's rack, as the placement names it */
+			json_t *pl = json_object_get(harness_get_ok(F.admin, "/v1/jobs/%s", ids[i]),
+			    "placement");
+
+			snprintf(rack, sizeof(rack), "%s", harness_js(pl, "rack"));
+			if (rack[0] == '\0')
+				fail_msg("examples/%s: placed without a rack", examples[i].file);
+		}
 		harness_get_ok(F.admin, "/v1/jobs/%s/manifest", ids[i]);
 		assert_string_equal(harness_js(harness_r.json, "kind"), examples[i].kind);
 		snprintf(file, sizeof(file), "%s/example-%zu.json", F.cs.dir, i);
@@ -107,8 +161,18 @@ test_examples_run(void **state)
 		if (harness_sh(FLEETD_SOURCE_DIR "/../shared/tools/validate-manifest --quiet %s",
 		    file) != 0)
 			fail_msg("examples/%s: the applied manifest fails validation", examples[i].file);
-		free(ids[i]);
+		if (rack[0] != '\0' && harness_sh("grep -q '\"%s\"' %s", rack, file) != 0)
+			fail_msg("examples/%s: the applied manifest does not pin rack %s",
+			    examples[i].file, rack);
 	}
+	free_ids();
+}
+
+static int
+teardown(void **state)
+{
+	free_ids();
+	return harness_fleet_teardown(state);
 }
 
 int
@@ -119,5 +183,5 @@ main(void)
 		cmocka_unit_test(test_examples_run),
 	};
 
-	return cmocka_run_group_tests(tests, setup, harness_fleet_teardown);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,7 +7,7 @@
 # logs' tails and exits 1; api ARGS is curl with the admin token.
 run_stack_cleanup() {
 	if [ -n "${runpid:-}" ]; then kill -TERM "$runpid" 2>/dev/null || true; wait "$runpid" 2>/dev/null || true; fi
-	bash "$top/scripts/pg.sh" stop "$state/pg" >/dev/null 2>&1 || true
+	bash "$top/scripts/pg.sh" destroy "$state/pg" >/dev/null 2>&1 || true
 	rm -rf "$state"
 }
 

@@ -4,11 +4,13 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(mktemp -d /tmp/fleetd-pgsock.XXXXXX)
-trap 'bash "$root/scripts/pg.sh" stop "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+trap 'bash "$root/scripts/pg.sh" destroy "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 PG_FSYNC=off PG_SOCKET_ONLY=1 bash "$root/scripts/pg.sh" start "$dir"
 url=$(bash "$root/scripts/pg.sh" url "$dir")
 bindir=$(bash "$root/scripts/pg.sh" bindir "$dir")
 port=$(cat "$dir/port")
+export PGPASSFILE=$dir/pgpass
+sock=${url#*host=}; sock=${sock%%&*}
 fail() { echo "pg_socket_only: $*" >&2; exit 1; }
 case $url in *127.0.0.1*|*localhost*) fail "the url names a TCP address: $url";; esac
 [ "$("$bindir/psql" "$url" -qAt -c 'SELECT 1')" = 1 ] || fail "cannot connect through $url"
@@ -16,7 +18,7 @@ if "$bindir/psql" "postgresql://postgres@127.0.0.1:$port/fleet" -qAt -c 'SELECT 
 	fail "a TCP connection to 127.0.0.1:$port was accepted"
 fi
 [ "$("$bindir/psql" "$url" -qAt -c 'SHOW listen_addresses')" = "" ] || fail "listen_addresses is not empty"
-mode=$(stat -c %a "$dir")
+mode=$(stat -c %a "$sock")
 [ "$mode" = 700 ] || fail "socket folder mode is $mode, want 700"
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
 	if runuser -u nobody -- "$bindir/psql" "$url" -qAt -c 'SELECT 1' >/dev/null 2>&1; then

@@ -18,7 +18,10 @@ job=$(FLEET_URL=$url FLEET_TOKEN=$tok "$build/fleetctl" jobs submit -f "$top/exa
 [ -n "$job" ] || fail "job not submitted"
 
 fleetd=$(cat "$state/fleetd.pid")
-pg=$(head -n1 "$state/pg/data/postmaster.pid")
+# the server's files: in the state folder, or in the folder of its own pg.sh names there
+pgdata=$state/pg/data
+[ -f "$state/pg/server_dir" ] && pgdata=$(cat "$state/pg/server_dir")/data
+pg=$(head -n1 "$pgdata/postmaster.pid")
 cloudsim=$(pgrep -f -- "--state-dir $state/cloudsim" | head -n1)
 [ -n "$cloudsim" ] || fail "no cloudsim process"
 
@@ -37,7 +40,7 @@ echo "run_supervise: fleetd killed with SIGKILL, ready again after ${ms} ms"
 new=$(cat "$state/fleetd.pid")
 [ "$new" != "$fleetd" ] || fail "fleetd.pid did not change"
 kill -0 "$pg" 2>/dev/null || fail "postgres was stopped"
-[ "$(head -n1 "$state/pg/data/postmaster.pid")" = "$pg" ] || fail "postgres was restarted"
+[ "$(head -n1 "$pgdata/postmaster.pid")" = "$pg" ] || fail "postgres was restarted"
 kill -0 "$cloudsim" 2>/dev/null || fail "cloudsim was stopped"
 grep -q "supervisor: fleetd exited" "$state/fleetd.log" || fail "no supervisor line in fleetd.log"
 

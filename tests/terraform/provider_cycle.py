@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(TOP, "tests", "chaos"))
 from lib import CheckFailed, Sim, log  # noqa: E402
-from tf_configs import BAD_TF, CA_TF, ENV, H100, TF, fail_iam_tf, main_tf  # noqa: E402
+from tf_configs import BAD_TF, CA_TF, ENV, FLAVOR_TF, H100, TF, fail_iam_tf, main_tf  # noqa: E402
 
 
 class Flaky:
@@ -184,10 +184,52 @@ def run(build, work):
         expect(len(hooks) == 1 and hooks[0]["types"] == ["job.state_changed", "job.failed"] and
                outs["webhook_secret"]["value"].startswith("whsec_"),
                "fleet_webhook created; its secret is a sensitive output")
+        budgets = sim.api("GET", f"/v1/budgets?environment={ENV}")["items"]
+        expect(len(budgets) == 1 and budgets[0]["queue"] == "tf-q" and
+               budgets[0]["amount_usd"] == 5000 and budgets[0]["soft_percent"] == 90 and
+               budgets[0]["hard"] is True and budgets[0]["spent_usd"] == 0,
+               "fleet_budget created: a hard monthly budget of the queue")
+        teams = sim.api("GET", "/v1/teams?limit=100")["items"]
+        mlq = next(x for x in sim.api("GET", f"/v1/queues?environment={ENV}")["items"]
+                   if x["name"] == "tf-ml-q")
+        mltok = next(x for x in sim.api("GET", "/v1/tokens?limit=100")["items"]
+                     if x["name"] == "tf-ml-submitter" and not x["revoked"])
+        expect([t["environments"] for t in teams if t["name"] == "tf-ml"] == [[ENV]] and
+               mlq["team"] == "tf-ml" and mltok["team"] == "tf-ml" and
+               mltok["role"] == "submitter",
+               "fleet_team, a team's queue and a submitter token of the team created")
         tf.plan_clean("after the first apply")
 
+        # fleet_flavor: a job naming a flavor fleetd does not ship is refused, the admin adds
+        # it through terraform, and the same job is accepted (no restart, no rebuild)
+        job = {"environment": ENV, "kind": "RayJob", "queue": "tf-q", "name": "b300",
+               "ray_version": "2.52.0", "entrypoint": "python t.py",
+               "head": {"cpu": "1", "memory": "2Gi"},
+               "worker_groups": [{"name": "gpu", "replicas": 1, "cpu": "8", "memory": "64Gi",
+                                  "accelerator": {"flavor": "tf-b300", "count": 8}}]}
+        st, _, text = sim.http("POST", fleetd.url + "/v1/jobs", job)
+        expect(st == 400 and "catalog.unknown_flavor" in text,
+               f"a job of flavor tf-b300 before fleet_flavor: 400 catalog.unknown_flavor ({st})")
+        v["flavor"] = FLAVOR_TF
+        tf.write(main_tf(sim, v))
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect("fleet_flavor.b300 will be created" in r.stdout, "plan creates fleet_flavor.b300")
+        tf.run("apply", "-input=false", "-auto-approve")
+        fl = sim.api("GET", "/v1/flavors/tf-b300")
+        expect(fl["machine_types"][0]["machine_type"] == "ml.p6-b300.48xlarge" and
+               fl["k8s_resource"] == "nvidia.com/gpu" and not fl["builtin"],
+               "fleetd has the flavor terraform added")
+        made = sim.api("POST", "/v1/jobs", job, ok=(201,))
+        expect(made["state"] == "pending", "the same job is accepted once the flavor exists")
+        sim.api("POST", f"/v1/jobs/{made['id']}/cancel", {}, ok=(200, 202))
+        tf.plan_clean("after adding fleet_flavor")
+
         # in-place update
-        v.update(weight=2, env_desc="changed by terraform", label="ml2")
+        pol = sim.api("GET", f"/v1/environments/{ENV}")["pod_policy"]
+        expect(pol["containers"] is False and pol["env"] is True,
+               "fleet_environment pod_policy applied (containers false, the rest defaulted)")
+        v.update(weight=2, env_desc="changed by terraform", label="ml2",
+                 env_volume_kinds='["persistent_volume_claim"]')
         tf.write(main_tf(sim, v))
         r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
         expect(re.search(r"fleet_queue\.q will be updated in-place", r.stdout) and
@@ -198,6 +240,8 @@ def run(build, work):
         q = next(x for x in sim.api("GET", f"/v1/queues?environment={ENV}")["items"]
                  if x["name"] == "tf-q")
         expect(q["weight"] == 2, "fleetd has the updated weight")
+        expect(sim.api("GET", f"/v1/environments/{ENV}")["pod_policy"]["volume_kinds"] ==
+               ["persistent_volume_claim"], "fleetd has the updated pod_policy")
         tf.plan_clean("after the in-place update")
 
         # replacement (a token's role is immutable)
@@ -405,7 +449,9 @@ resource "fleet_queue" "imported" {
         toks = sim.api("GET", "/v1/tokens?limit=100")["items"]
         left += [f"token {t['name']}" for t in toks if t["name"] == "tf-ci" and not t["revoked"]]
         st_env, _, _ = sim.http("GET", f"{fleetd.url}/v1/environments/{ENV}")
-        expect(st_env == 404 and not left, f"destroy left nothing in fleetd ({left})")
+        st_fl, _, _ = sim.http("GET", f"{fleetd.url}/v1/flavors/tf-b300")
+        expect(st_env == 404 and st_fl == 404 and not left,
+               f"destroy left nothing in fleetd ({left}, flavor {st_fl})")
 
         # the provider ran clean under the sanitizers
         logtxt = open(os.path.join(work, "tf.log"), errors="replace").read() \

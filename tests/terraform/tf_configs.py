@@ -87,8 +87,13 @@ locals {{
 resource "fleet_environment" "e" {{
   name        = "{ENV}"
   description = "{v.get('env_desc', 'managed by terraform')}"
+  pod_policy = {{
+    containers   = false
+    volume_kinds = {v.get('env_volume_kinds', '["persistent_volume_claim", "csi", "secret", "config_map", "empty_dir"]')}
+  }}
 }}
 
+{v.get('flavor', '')}
 resource "fleet_priority_class" "normal" {{
   name  = "tf-normal"
   value = 100
@@ -108,10 +113,39 @@ resource "fleet_webhook" "portal" {{
   types       = ["job.state_changed", "job.failed"]
 }}
 
+resource "fleet_budget" "q" {{
+  name         = "tf-q-monthly"
+  environment  = fleet_environment.e.name
+  scope        = "queue"
+  queue        = fleet_queue.q.name
+  amount_usd   = 5000
+  soft_percent = 90
+  hard         = true
+}}
+
 resource "fleet_api_token" "ci" {{
   name         = "tf-ci"
   role         = "{v.get('token_role', 'viewer')}"
   environments = [fleet_environment.e.name]
+}}
+
+resource "fleet_team" "ml" {{
+  name         = "tf-ml"
+  environments = [fleet_environment.e.name]
+  description  = "managed by terraform"
+}}
+
+resource "fleet_queue" "ml" {{
+  name        = "tf-ml-q"
+  environment = fleet_environment.e.name
+  team        = fleet_team.ml.name
+}}
+
+resource "fleet_api_token" "ml" {{
+  name         = "tf-ml-submitter"
+  role         = "submitter"
+  environments = [fleet_environment.e.name]
+  team         = fleet_team.ml.name
 }}
 
 # ---- GKE: phase 1, the service accounts' labels (terraform_data stands in for google_*), phase 2
@@ -348,4 +382,25 @@ provider "fleet" {
 }
 data "fleet_capacity" "all" {}
 output "rows" { value = length(data.fleet_capacity.all.items) }
+'''
+
+
+# issue 26: a flavor fleetd does not ship, added by the admin without a rebuild
+FLAVOR_TF = '''
+resource "fleet_flavor" "b300" {
+  name       = "tf-b300"
+  kind       = "gpu"
+  memory_gib = 288
+  machine_types = [{
+    provider              = "hyperpod"
+    machine_type          = "ml.p6-b300.48xlarge"
+    accelerators_per_node = 8
+    vcpus                 = 192
+    on_demand_hour        = 140.5
+    node_label = {
+      key   = "node.kubernetes.io/instance-type"
+      value = "ml.p6-b300.48xlarge"
+    }
+  }]
+}
 '''

@@ -67,6 +67,11 @@ struct bad_case {
 
 static const struct bad_case bad[] = {
 	{ "{\"colour\":\"red\"}", "api.unknown_field", "/colour" },
+	{ "{\"labels\":[\"team\"]}", "api.wrong_type", "/labels" },
+	{ "{\"labels\":{\"Team\":\"ml\"}}", "jobspec.invalid_value", "/labels" },
+	{ "{\"labels\":{\"team\":7}}", "jobspec.invalid_value", "/labels/team" },
+	{ "{\"labels\":{\"team\":\"a-value-that-is-far-too-long-for-a-label-of-sixty-three-"
+	  "bytes-xy\"}}", "jobspec.invalid_value", "/labels/team" },
 	{ "{\"head\":{\"gpu\":1}}", "api.unknown_field", "/head/gpu" },
 	{ "{\"kind\":\"RayThing\"}", "jobspec.invalid_value", "/kind" },
 	{ "{\"kind\":null}", "api.missing_field", "/kind" },
@@ -298,6 +303,8 @@ static const struct good_case good[] = {
 	  3, 16, 16, 68000, 8 },
 	{ "{\"kind\":\"RayService\",\"entrypoint\":null,\"gcs_fault_tolerance\":false,"
 	  "\"serve_config\":{\"applications\":[]}}", 3, 16, 16, 68000, 8 },
+	{ "{\"labels\":{\"team\":\"vision\",\"cost-center\":\"4711\"}}", 3, 16, 16,
+	  4000 + 2 * 32000, 8 },
 };
 
 static void

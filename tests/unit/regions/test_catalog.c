@@ -193,6 +193,103 @@ test_flavors(void **state)
 	assert_non_null(strstr(e.detail, "tpu-v5p"));
 }
 
+/* issue 26: the current generations ship, with their provider machine types and labels */
+static void
+test_new_generations(void **state)
+{
+	static const struct { const char *provider, *type, *flavor, *label; int per, rack; } c[] = {
+		{ "gke", "a4-highgpu-8g", "nvidia-b200", "nvidia-b200", 8, 0 },
+		{ "gke", "a4x-highgpu-4g", "nvidia-gb200", "nvidia-gb200", 4, 18 },
+		{ "gke", "a3-ultragpu-8g", "nvidia-h200-141gb", "nvidia-h200-141gb", 8, 0 },
+		{ "gke", "ct6e-standard-4t", "tpu-v6e", "tpu-v6e-slice", 4, 0 },
+		{ "hyperpod", "ml.p5en.48xlarge", "nvidia-h200-141gb", "ml.p5en.48xlarge", 8, 0 },
+		{ "hyperpod", "ml.p6-b200.48xlarge", "nvidia-b200", "ml.p6-b200.48xlarge", 8, 0 },
+		{ "hyperpod", "ml.p6e-gb200.36xlarge", "nvidia-gb200", "ml.p6e-gb200.36xlarge", 4,
+		  18 },
+		{ "aks", "Standard_ND128isr_NDR_GB200_v6", "nvidia-gb200",
+		  "Standard_ND128isr_NDR_GB200_v6", 4, 18 },
+		{ "aks", "Standard_ND96isr_H200_v5", "nvidia-h200-141gb", "Standard_ND96isr_H200_v5",
+		  8, 0 },
+	};
+	struct catalog_machine m;
+	struct err e = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		assert_true(catalog_machine_lookup(c[i].provider, c[i].type, &m, &e));
+		assert_string_equal(m.flavor, c[i].flavor);
+		assert_int_equal(m.accel_per_node, c[i].per);
+		assert_string_equal(m.label_value, c[i].label);
+		assert_int_equal(catalog_flavor_get(c[i].flavor)->rack_size, c[i].rack);
+	}
+	assert_true(catalog_flavor_valid("nvidia-gb300"));
+}
+
+/* The overlay: an added flavor and its machine type; an override hides the built-in's
+ * machine types; clearing restores the shipped catalog. */
+static void
+test_overlay(void **state)
+{
+	json_t *rows = json_pack("{s:{s:s, s:i, s:s, s:i, s:[{s:s, s:s, s:i}]},"
+	    " s:{s:s, s:i, s:s, s:i, s:[{s:s, s:s, s:i}]}}",
+	    "nvidia-b300", "kind", "gpu", "memory_gib", 288, "k8s_resource", "nvidia.com/gpu",
+	    "rack_size", 0, "machine_types", "provider", "hyperpod", "machine_type",
+	    "ml.p6-b300.48xlarge", "accelerators_per_node", 8,
+	    "nvidia-b200", "kind", "gpu", "memory_gib", 180, "k8s_resource", "nvidia.com/gpu",
+	    "rack_size", 0, "machine_types", "provider", "gke", "machine_type", "a4-highgpu-8g",
+	    "accelerators_per_node", 8);
+	struct catalog_machine m;
+	struct err e = { 0 };
+	const struct catalog_flavor *f;
+	json_t *l;
+
+	(void)state;
+	assert_false(catalog_flavor_valid("nvidia-b300"));
+	assert_false(catalog_machine_lookup("hyperpod", "ml.p6-b300.48xlarge", &m, &e));
+	catalog_overlay_set(rows, 7);
+	assert_int_equal(catalog_overlay_gen(), 7);
+	f = catalog_flavor_get("nvidia-b300");
+	assert_non_null(f);
+	assert_int_equal(f->memory_gib, 288);
+	assert_true(catalog_flavor_check("nvidia-b300", "/f", &e));
+	l = catalog_flavors_list();
+	assert_true(array_has(l, "nvidia-b300"));
+	json_decref(l);
+	assert_true(catalog_machine_lookup("hyperpod", "ml.p6-b300.48xlarge", &m, &e));
+	assert_string_equal(m.flavor, "nvidia-b300");
+	/* the override keeps a4-highgpu-8g only: the HyperPod B200 is no machine of it now */
+	assert_true(catalog_machine_lookup("gke", "a4-highgpu-8g", &m, &e));
+	assert_false(catalog_machine_lookup("hyperpod", "ml.p6-b200.48xlarge", &m, &e));
+	/* a newer set replaces it; the old pointer f stays readable until the clear */
+	catalog_overlay_set(json_object(), 8);
+	assert_int_equal(f->memory_gib, 288);
+	assert_false(catalog_flavor_valid("nvidia-b300"));
+	assert_true(catalog_machine_lookup("hyperpod", "ml.p6-b200.48xlarge", &m, &e));
+	catalog_overlay_clear();
+	assert_int_equal(catalog_overlay_gen(), 0);
+}
+
+/* TPU v6e: the published 2-D shapes, host counts of 4-chip hosts above one host. */
+static void
+test_v6e_slices(void **state)
+{
+	struct catalog_slice sl;
+	struct err e = { 0 };
+
+	(void)state;
+	assert_true(catalog_slice_parse("tpu-v6e", "2x4", "/t", &sl, &e));
+	assert_int_equal(sl.chips, 8);
+	assert_int_equal(sl.hosts, 1);
+	assert_true(catalog_slice_parse("tpu-v6e", "16x16", "/t", &sl, &e));
+	assert_int_equal(sl.chips, 256);
+	assert_int_equal(sl.hosts, 64);
+	assert_int_equal(sl.dims[2], 1);
+	assert_false(catalog_slice_parse("tpu-v6e", "2x2x1", "/t", &sl, &e));
+	assert_string_equal(e.code, "catalog.bad_slice");
+	assert_false(catalog_slice_parse("tpu-v6e", "32x32", "/t", &sl, &e));
+	assert_false(catalog_slice_parse("tpu-v6e", "4x2", "/t", &sl, &e));
+}
+
 static const struct {
 	const char *provider, *type, *flavor;
 	int per_node;
@@ -400,6 +497,9 @@ main(void)
 		cmocka_unit_test(test_region_offers),
 		cmocka_unit_test(test_offers_backed_by_machines),
 		cmocka_unit_test(test_flavors),
+		cmocka_unit_test(test_new_generations),
+		cmocka_unit_test(test_overlay),
+		cmocka_unit_test(test_v6e_slices),
 		cmocka_unit_test(test_machines),
 		cmocka_unit_test(test_price_override),
 		cmocka_unit_test(test_price_bad_files),
