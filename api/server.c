@@ -342,7 +342,7 @@ announces_body(struct request *rq)
  * none and refuses one on the headers (MHD then closes), so the whole body budget is
  * left to authenticated requests. */
 static bool
-admit(struct request *rq, char *allow, size_t allowlen, struct err *e)
+check_headers(struct request *rq, char *allow, size_t allowlen, struct err *e)
 {
 	const char *cl = rq_header(rq, "Content-Length");
 
@@ -387,8 +387,10 @@ fail_answer(struct request *rq, struct err *e, const char *allow)
 	rq->retry_after = e->retry_after;
 }
 
+/* What the whole request decides (its body read): the body's size and type, then the
+ * handler.  Fills rq's answer either way. */
 static void
-dispatch(struct request *rq)
+handle_request(struct request *rq)
 {
 	struct err e = { 0 };
 	char allow[128] = "";
@@ -491,8 +493,9 @@ answer(struct request *rq, struct MHD_Connection *conn)
 /* Bytes all in-flight request bodies hold (capacity), bounded by FLEETD_BODY_MEMORY_LIMIT. */
 static atomic_long body_bytes;
 
-/* Appends one chunk of the body; false when it cannot be held (too large, over the
- * memory budget): the rest is then discarded and the answer says why. */
+/* Appends one chunk of the body.  A chunk that cannot be held sets body_too_large (over
+ * FLEETD_BODY_LIMIT) or body_over_budget (over the memory budget, or out of memory); the
+ * caller then releases the body, the rest is discarded and the answer says why. */
 static void
 body_append(struct request *rq, const char *upload, size_t n)
 {
@@ -594,7 +597,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
 		*req_cls = rq;
 		atomic_fetch_add(&inflight, 1);
 		/* headers only: refuse now, before the body is read (MHD then closes) */
-		if (!admit(rq, allow, sizeof(allow), &e)) {
+		if (!check_headers(rq, allow, sizeof(allow), &e)) {
 			fail_answer(rq, &e, allow);
 			answer(rq, conn);
 			rq->answered = true;
@@ -621,7 +624,7 @@ on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *m
 	}
 	if (rq->answered)
 		return MHD_YES;
-	dispatch(rq);
+	handle_request(rq);
 	answer(rq, conn);
 	rq->answered = true;
 	return MHD_YES;
@@ -691,6 +694,8 @@ server_start(struct err *e)
 	struct sockaddr_in sa = { 0 };
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
 	    MHD_ALLOW_SUSPEND_RESUME;	/* event streams wait suspended (api/sse.c) */
+	/* TLS's two options, or none: the list handed to MHD_OPTION_ARRAY */
+	struct MHD_OptionItem tls[3] = { { MHD_OPTION_END, 0, NULL } };
 	const union MHD_DaemonInfo *info;
 	int port;
 
@@ -709,6 +714,9 @@ server_start(struct err *e)
 		if (tls_cert_pem == NULL || tls_key_pem == NULL)
 			return err_set(e, 400, "config.tls", "cannot read the tls certificate or key");
 		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, tls_cert_pem };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, tls_key_pem };
+		tls[2] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	}
 	daemon_ = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_access, NULL,
 	    MHD_OPTION_SOCK_ADDR, &sa,
@@ -720,8 +728,7 @@ server_start(struct err *e)
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-	    (flags & MHD_USE_TLS) ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, tls_cert_pem,
-	    MHD_OPTION_HTTPS_MEM_KEY, tls_key_pem,
+	    MHD_OPTION_ARRAY, tls,
 	    MHD_OPTION_END);
 	if (daemon_ == NULL)
 		return err_set(e, 500, "server.start", "cannot listen on %s", cfg.listen);

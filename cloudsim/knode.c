@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 
 /* The merge key of a list field under strategic merge patch (the patchMergeKey of the
  * Kubernetes types); a list not named here is replaced whole (atomic lists such as
@@ -249,7 +250,7 @@ node_patch(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, struct cs_no
 		n->taints = taints ? json_deep_copy(taints) : json_array();
 		n->cordoned = json_is_true(json_object_get(json_object_get(cur, "spec"),
 		    "unschedulable"));
-		labels = json_object_get(json_object_get(cur, "metadata"), "labels");
+		labels = jsonx_meta(cur, "labels");
 		if (json_is_object(labels)) {
 			json_decref(n->labels);
 			n->labels = json_deep_copy(labels);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 
 static const struct {
 	const char *plural, *kind;
@@ -243,10 +244,9 @@ dry_view(struct cs *cs, struct cs_object *o, json_t *body, const char *ns)
 	md = json_object_get(v, "metadata");
 	json_object_set_new(md, "namespace", json_string(ns));
 	if (o != NULL) {
-		json_object_set(md, "uid", json_object_get(json_object_get(o->live, "metadata"),
-		    "uid"));
-		json_object_set(md, "creationTimestamp", json_object_get(json_object_get(o->live,
-		    "metadata"), "creationTimestamp"));
+		json_object_set(md, "uid", jsonx_meta(o->live, "uid"));
+		json_object_set(md, "creationTimestamp",
+		    jsonx_meta(o->live, "creationTimestamp"));
 		json_object_set_new(md, "resourceVersion", json_sprintf("%lld", o->rv));
 		json_object_set_new(md, "generation", json_integer(o->generation));
 		if (json_object_get(o->live, "status") != NULL)
@@ -440,8 +440,7 @@ body_matches_url(struct cs_req *rq, json_t *body, const char *kind, const char *
 static bool
 meta_equal(json_t *a, json_t *b, const char *key)
 {
-	json_t *x = json_object_get(json_object_get(a, "metadata"), key),
-	    *y = json_object_get(json_object_get(b, "metadata"), key);
+	json_t *x = jsonx_meta(a, key), *y = jsonx_meta(b, key);
 
 	if (x == NULL || y == NULL)
 		return json_object_size(x) == 0 && json_object_size(y) == 0;

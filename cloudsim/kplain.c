@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 
 static const struct {
 	const char	*group;		/* "" = core */
@@ -216,7 +217,7 @@ collection(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const
 		json_decref(items);
 		if ((b = body_of(rq)) == NULL)
 			return;
-		name = json_string_value(json_object_get(json_object_get(b, "metadata"), "name"));
+		name = jsonx_meta_str(b, "name");
 		if (name == NULL || !cs_dns1123_label(name, 253)) {
 			json_decref(b);
 			cs_reply_error(rq, 422, "Invalid", "%s \"%s\" is invalid: metadata.name: "

@@ -6,6 +6,7 @@
 
 #include "cloudsim/cs.h"
 #include "core/crypto.h"
+#include "core/jsonx.h"
 
 json_t *
 cs_node_json(const struct cs_node *n)
@@ -277,7 +278,7 @@ cs_kube_filter(const char *ls, const char *fs, json_t *item)
 	int nsr = 0;
 
 	if (ls != NULL && (!sel_parse(ls, sr, &nsr, 16) || !sel_match(sr, nsr,
-	    json_object_get(json_object_get(item, "metadata"), "labels"))))
+	    jsonx_meta(item, "labels"))))
 		return false;
 	return fs == NULL || field_match(fs, item);
 }
@@ -324,8 +325,7 @@ cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char
 	for (i = 0, n = 0; i < (long)json_array_size(items); i++) {
 		json_t *it = json_array_get(items, (size_t)i);
 
-		if (nsr > 0 && !sel_match(sr, nsr, json_object_get(json_object_get(it,
-		    "metadata"), "labels")))
+		if (nsr > 0 && !sel_match(sr, nsr, jsonx_meta(it, "labels")))
 			continue;
 		if (fs != NULL && !field_match(fs, it))
 			continue;

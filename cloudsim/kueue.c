@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 
 #define QUEUE_LABEL	"kueue.x-k8s.io/queue-name"
 #define ELASTIC_ANN	"kueue.x-k8s.io/elastic-job"
@@ -91,15 +92,13 @@ elastic_gate(struct cs_cluster *cl)
 static const char *
 label(json_t *body, const char *key)
 {
-	return json_string_value(json_object_get(json_object_get(json_object_get(body,
-	    "metadata"), "labels"), key));
+	return json_string_value(json_object_get(jsonx_meta(body, "labels"), key));
 }
 
 static const char *
 annotation(json_t *body, const char *key)
 {
-	return json_string_value(json_object_get(json_object_get(json_object_get(body,
-	    "metadata"), "annotations"), key));
+	return json_string_value(json_object_get(jsonx_meta(body, "annotations"), key));
 }
 
 /* Appends one field error as apimachinery's field.Error prints it. */

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 #include "core/mono.h"
 
 #define HIST_MAX	512	/* events kept per cluster (the real cache keeps ~100/kind) */
@@ -156,8 +157,7 @@ observe(struct cs_cluster *cl, struct changes *c, json_t *seen, const char *res,
 	json_object_set_new(seen, key, json_true());
 	old = json_object_get(w->items, key);
 	if (old != NULL && has_rv && rv_of(old) == rv_of(obj) &&
-	    json_equal(json_object_get(json_object_get(old, "metadata"), "uid"),
-	    json_object_get(json_object_get(obj, "metadata"), "uid"))) {
+	    json_equal(jsonx_meta(old, "uid"), jsonx_meta(obj, "uid"))) {
 		json_decref(obj);
 		return;
 	}
@@ -170,8 +170,8 @@ observe(struct cs_cluster *cl, struct changes *c, json_t *seen, const char *res,
 	}
 	if (!has_rv)
 		set_rv(obj, ++cl->rv);
-	if (old != NULL && !json_equal(json_object_get(json_object_get(old, "metadata"), "uid"),
-	    json_object_get(json_object_get(obj, "metadata"), "uid")) && has_rv) {
+	if (old != NULL && !json_equal(jsonx_meta(old, "uid"), jsonx_meta(obj, "uid")) &&
+	    has_rv) {
 		json_t *gone = json_deep_copy(old);
 
 		set_rv(gone, rv_of(obj));	/* sorts before the ADDED of the same rv */

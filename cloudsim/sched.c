@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 
 bool
 cs_pool_stockout(struct cs *cs, const struct cs_pool *p)
@@ -207,8 +208,8 @@ reconcile(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 			p->hosts = hosts;
 			p->replica = have / hosts;
 			if (hosts > 1)
-				json_object_set_new(json_object_get(json_object_get(p->obj, "metadata"),
-				    "labels"), "ray.io/worker-group-replica-index",
+				json_object_set_new(jsonx_meta(p->obj, "labels"),
+				    "ray.io/worker-group-replica-index",
 				    json_sprintf("%d", p->replica));
 		}
 		trim_group(cl, o->uid, name, false, want);
@@ -244,8 +245,8 @@ cs_object_retemplate(struct cs_cluster *cl, struct cs_object *o)
 			if (json_object_get(json_array_get(cs_, k), "image") != NULL)
 				json_object_set(c, "image", json_object_get(json_array_get(cs_, k),
 				    "image"));
-		json_object_set_new(json_object_get(json_object_get(p->obj, "metadata"), "labels"),
-		    "ray.io/cluster", json_string(o->cluster_name));
+		json_object_set_new(jsonx_meta(p->obj, "labels"), "ray.io/cluster",
+		    json_string(o->cluster_name));
 	}
 }
 
@@ -261,8 +262,7 @@ cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 static bool
 owned_by(struct cs_object *o, const char *uid)
 {
-	json_t *refs = json_object_get(json_object_get(o->live, "metadata"), "ownerReferences"),
-	    *r;
+	json_t *refs = jsonx_meta(o->live, "ownerReferences"), *r;
 	size_t i;
 
 	json_array_foreach(refs, i, r) {
@@ -412,7 +412,7 @@ static bool
 term_selects(json_t *term, const struct cs_pod *p, const struct cs_pod *q)
 {
 	json_t *sel = json_object_get(term, "labelSelector"), *ex, *v;
-	json_t *labels = json_object_get(json_object_get(q->obj, "metadata"), "labels");
+	json_t *labels = jsonx_meta(q->obj, "labels");
 	const char *k;
 	size_t i;
 
@@ -729,8 +729,8 @@ image_pull_fails(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p)
 		struct cs_object *o = cl->objects.v[i];
 
 		if (strcmp(o->uid, p->owner_uid) == 0)
-			out = json_string_value(json_object_get(json_object_get(json_object_get(
-			    o->live, "metadata"), "annotations"), "cloudsim.fleet.io/outcome"));
+			out = json_string_value(json_object_get(jsonx_meta(o->live,
+			    "annotations"), "cloudsim.fleet.io/outcome"));
 	}
 	if (out == NULL || strcmp(out, "image-pull-backoff") != 0)
 		return false;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cloudsim/cs.h"
+#include "core/jsonx.h"
 
 json_t *
 cs_object_cluster_spec(struct cs_object *o)
@@ -65,8 +66,7 @@ cs_object_active(struct cs *cs, struct cs_object *o)
 static const char *
 annotation(struct cs_object *o, const char *key)
 {
-	return json_string_value(json_object_get(json_object_get(json_object_get(o->live,
-	    "metadata"), "annotations"), key));
+	return json_string_value(json_object_get(jsonx_meta(o->live, "annotations"), key));
 }
 
 static json_t *

@@ -196,6 +196,18 @@ jsonx_utf8_valid(const char *s, size_t len)
 	return true;
 }
 
+json_t *
+jsonx_meta(const json_t *obj, const char *key)
+{
+	return json_object_get(json_object_get(obj, "metadata"), key);
+}
+
+const char *
+jsonx_meta_str(const json_t *obj, const char *key)
+{
+	return json_string_value(jsonx_meta(obj, key));
+}
+
 const char *
 jsonx_at(json_t *obj, const char *key, const char *key2)
 {

@@ -37,6 +37,10 @@ bool	 jsonx_name_ok(const char *s, size_t max);
 /* The string at obj.key, or at obj.key.key2 when key2 is not NULL; NULL when absent or not
  * a string (borrowed from obj). */
 const char *jsonx_at(json_t *obj, const char *key, const char *key2);
+/* A Kubernetes object's metadata member key (obj.metadata.key), borrowed from obj; NULL
+ * when obj, its metadata or the member is absent.  _str: the same when it is a string. */
+json_t	*jsonx_meta(const json_t *obj, const char *key);
+const char *jsonx_meta_str(const json_t *obj, const char *key);
 /* The first element of the array arr whose string member key is value (absent or not a
  * string counts as ""), borrowed; NULL when none or arr is no array. */
 json_t	*jsonx_find(json_t *arr, const char *key, const char *value);

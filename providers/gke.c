@@ -170,7 +170,7 @@ add_reservation(json_t *r, struct prov_pools *out)
 	if (count <= used || count > 100000)
 		return;
 	snprintf(metric, sizeof(metric), "reservation:%s", mt);
-	q = (struct prov_quota *)prov_pools_quota(out, metric);
+	q = prov_pools_quota_mut(out, metric);
 	if (q != NULL) {
 		q->limit += (double)((count - used) * (accel > 0 ? accel : 1));
 		q->usage += (double)(count - used);
@@ -232,72 +232,90 @@ prov_gke_finish(struct prov_pools *out)
 {
 	for (size_t i = 0; i < out->n; i++) {
 		struct prov_pool *p = &out->v[i];
-		const struct prov_quota *q;
+		struct prov_quota *q;
 		char metric[128];
 
 		if (p->accel_type[0] != '\0') {
 			quota_metric(p->accel_type, p->spot, metric, sizeof(metric));
-			q = prov_pools_quota(out, metric);
+			q = prov_pools_quota_mut(out, metric);
 			if (q != NULL)
 				p->quota_left = q->limit > q->usage ?
 				    (int)fmin(q->limit - q->usage, (double)PROV_COUNT_MAX) : 0;
 		}
 		snprintf(metric, sizeof(metric), "reservation:%s", p->machine_type);
-		q = prov_pools_quota(out, metric);
+		q = prov_pools_quota_mut(out, metric);
 		if (q != NULL && !p->spot) {
 			p->reserved = (int)fmax(0, fmin(q->limit, (double)PROV_COUNT_MAX));
-			((struct prov_quota *)q)->limit = 0;	/* counted once */
+			q->limit = 0;	/* counted once */
 		}
 	}
 }
 
 /* ---- requests */
 
+/* The three reads of a cluster's pools: its node pools and its region's quotas (both at
+ * once), then the reservations of each zone the region lists. */
+enum page {
+	PAGE_NODE_POOLS,
+	PAGE_REGION,
+	PAGE_RESERVATIONS,
+};
+
 struct page_ctx {
 	struct prov_pool_job	*job;
-	int			 kind;	/* 0 node pools, 1 region, 2 reservations */
+	enum page		 kind;
 	char			 zone[64];
 };
 
-static bool gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind,
+static bool gke_get(struct prov_fetch *f, struct prov_pool_job *job, enum page kind,
     const char *zone, const char *token);
 
 static void
 gke_page_done(struct prov_fetch *f, void *ctx, struct http_resp *r, const struct err *e)
 {
-	struct prov_pool_job *job = ((struct page_ctx *)ctx)->job;
-	int kind = ((struct page_ctx *)ctx)->kind;
-	static const char *const what[] = { "gke node pools", "gce region", "gce reservations" };
+	static const char *const what[] = {
+		[PAGE_NODE_POOLS] = "gke node pools",
+		[PAGE_REGION] = "gce region",
+		[PAGE_RESERVATIONS] = "gce reservations",
+	};
+	struct page_ctx *pc = ctx;
+	struct prov_pool_job *job = pc->job;
+	enum page kind = pc->kind;
 	struct err pe = { 0 };
 	char *next = NULL, zone[64];
 	json_t *z;
 	size_t i;
-	bool ok;
+	bool ok = false;
 
-	snprintf(zone, sizeof(zone), "%s", ((struct page_ctx *)ctx)->zone);
-	free(ctx);
+	snprintf(zone, sizeof(zone), "%s", pc->zone);
+	free(pc);
 	if (!prov_page_ok(f, r, e, what[kind], prov_status_err))
 		return;
-	if (kind == 0)
+	switch (kind) {
+	case PAGE_NODE_POOLS:
 		ok = prov_gke_parse_node_pools(r->body, r->body_len, job->out, &next, &pe);
-	else if (kind == 1)
+		break;
+	case PAGE_REGION:
 		ok = prov_gke_parse_region(r->body, r->body_len, job->out, &pe);
-	else
+		break;
+	case PAGE_RESERVATIONS:
 		ok = prov_gke_parse_reservations(r->body, r->body_len, job->out, &next, &pe);
+		break;
+	}
 	if (!ok) {
 		prov_fetch_fail(f, &pe);
 	} else if (next != NULL) {
 		if (prov_page_more(f, job->out->pages, "prov.paging", what[kind]))
 			gke_get(f, job, kind, zone, next);
-	} else if (kind == 1) {
+	} else if (kind == PAGE_REGION) {
 		json_array_foreach(json_object_get(job->out->extra, "zones"), i, z)
-			gke_get(f, job, 2, json_string_value(z), NULL);
+			gke_get(f, job, PAGE_RESERVATIONS, json_string_value(z), NULL);
 	}
 	free(next);
 }
 
 static bool
-gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *zone,
+gke_get(struct prov_fetch *f, struct prov_pool_job *job, enum page kind, const char *zone,
     const char *token)
 {
 	struct page_ctx *ctx = calloc(1, sizeof(*ctx));
@@ -308,16 +326,21 @@ gke_get(struct prov_fetch *f, struct prov_pool_job *job, int kind, const char *z
 	ctx->job = job;
 	ctx->kind = kind;
 	snprintf(ctx->zone, sizeof(ctx->zone), "%s", zone ? zone : "");
-	if (kind == 0)
+	switch (kind) {
+	case PAGE_NODE_POOLS:
 		snprintf(url, sizeof(url), "%s/v1/%s/nodePools%s%s", cfg.gke_url,
 		    job->cluster->provider_cluster_id, tok ? "?pageToken=" : "", tok ? tok : "");
-	else if (kind == 1)
+		break;
+	case PAGE_REGION:
 		snprintf(url, sizeof(url), "%s/compute/v1/projects/%s/regions/%s", cfg.gce_url,
 		    job->cloud->project, job->cloud->region);
-	else
+		break;
+	case PAGE_RESERVATIONS:
 		snprintf(url, sizeof(url), "%s/compute/v1/projects/%s/zones/%s/reservations"
 		    "?maxResults=500%s%s", cfg.gce_url, job->cloud->project, ctx->zone,
 		    tok ? "&pageToken=" : "", tok ? tok : "");
+		break;
+	}
 	if (tok != NULL)
 		creds_form_free(tok);
 	return prov_page_get(f, url, job->creds->bearer, gke_page_done, ctx);
@@ -329,7 +352,8 @@ gke_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
 	if (!prov_cluster_id_ok(job, "projects/", "gke cluster id is not "
 	    "projects/P/locations/L/clusters/C", e))
 		return false;
-	if (!gke_get(f, job, 0, NULL, NULL) || !gke_get(f, job, 1, NULL, NULL)) {
+	if (!gke_get(f, job, PAGE_NODE_POOLS, NULL, NULL) ||
+	    !gke_get(f, job, PAGE_REGION, NULL, NULL)) {
 		*e = f->err;
 		return false;
 	}

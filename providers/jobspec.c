@@ -17,10 +17,23 @@ static const char *const kind_names[] = { "RayJob", "RayCluster", "RayService", 
 static const char *const topo_names[] = { "none", "host", "rack", "slice" };
 static const char *const delete_names[] = { "", "DeleteCluster", "DeleteWorkers", "DeleteSelf" };
 
+#define NKINDS	(sizeof(kind_names) / sizeof(kind_names[0]))
+
 const char *
 jobspec_kind_name(enum jobspec_kind k)
 {
-	return (unsigned)k < 4 ? kind_names[k] : "?";
+	return (unsigned)k < NKINDS ? kind_names[k] : "?";
+}
+
+bool
+jobspec_kind_parse(const char *name, enum jobspec_kind *out)
+{
+	for (size_t i = 0; name != NULL && i < NKINDS; i++)
+		if (strcmp(name, kind_names[i]) == 0) {
+			*out = (enum jobspec_kind)i;
+			return true;
+		}
+	return false;
 }
 
 const char *
@@ -612,11 +625,7 @@ parse_identity(json_t *root, struct job_spec *s, struct err *e)
 
 	if (!jsonx_str(root, "kind", "", true, &kind, e))
 		return false;
-	for (int i = 0; i < 4; i++) {
-		if (strcmp(kind, kind_names[i]) == 0)
-			s->kind = (enum jobspec_kind)i;
-	}
-	if (strcmp(kind, kind_names[s->kind]) != 0)
+	if (!jobspec_kind_parse(kind, &s->kind))
 		return invalid(e, "/kind", "kind must be RayJob, RayCluster, RayService or RayCronJob");
 	if (!label_member(root, "queue", "", true, 63, &s->queue, e) ||
 	    !label_member(root, "priority_class", "", false, 63, &s->priority_class, e) ||

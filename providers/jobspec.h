@@ -143,6 +143,8 @@ json_t		*jobspec_to_json(const struct job_spec *s);
 void		 jobspec_cleanup(struct job_spec *s);
 
 const char	*jobspec_kind_name(enum jobspec_kind k);	/* "RayJob" ... */
+/* The kind named name into *out; false (and *out untouched) for any other name or NULL. */
+bool		 jobspec_kind_parse(const char *name, enum jobspec_kind *out);
 const char	*jobspec_topology_name(enum jobspec_topology t);
 const char	*jobspec_delete_name(enum jobspec_delete d);	/* "DeleteCluster" ... */
 

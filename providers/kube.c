@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonx.h"
 #include "providers/creds_int.h"
 #include "providers/kube.h"
 
@@ -236,8 +237,7 @@ parse_page(const char *body, size_t len, const char *kind,
 			json_decref(j);
 			return false;
 		}
-	prov_json_next(json_object_get(json_object_get(j, "metadata"), "continue"),
-	    next);
+	prov_json_next(jsonx_meta(j, "continue"), next);
 	out->pages++;
 	json_decref(j);
 	return true;

@@ -89,27 +89,36 @@ labelled(const struct kuberay_input *in, const char *ns, const char *name)
 	return m;
 }
 
+/* The signal ConfigMap with metadata md (stolen), whichever way the caller knows the job.
+ * Only fleetd's keys: the job's ack keys (ack_uri, ack_at, ack_requested_at) belong to
+ * another field manager and survive every server-side apply of these. */
+static json_t *
+configmap(json_t *md, const struct kuberay_signal *sig, int grace_seconds, const char *uri)
+{
+	char grace[16];
+
+	snprintf(grace, sizeof(grace), "%d", grace_seconds);
+	return json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s}}", "apiVersion", "v1",
+	    "kind", "ConfigMap", "metadata", md, "data",
+	    "checkpoint_requested_at", sig && sig->requested_at ? sig->requested_at : "",
+	    "checkpoint_deadline", sig && sig->deadline ? sig->deadline : "",
+	    "grace_seconds", grace, "reason", sig && sig->reason ? sig->reason : "",
+	    "checkpoint_uri", uri ? uri : "");
+}
+
 json_t *
 kuberay_signal_configmap(const struct kuberay_input *in, const struct kuberay_signal *sig,
     struct err *e)
 {
-	char ns[64], name[64], grace[16];
-	const char *reason = sig && sig->reason ? sig->reason : "";
+	char ns[64], name[64];
 
 	if (in->spec == NULL || in->environment == NULL)
 		return err_set(e, 422, "kuberay.bad_input", "signal objects need a spec"), NULL;
 	if (!where(in, ns, sizeof(ns), name, sizeof(name), e))
 		return NULL;
-	snprintf(grace, sizeof(grace), "%d", kuberay_signal_grace(in->spec,
-	    in->placement.provider, reason));
-	/* only fleetd's keys: the job's ack keys (ack_uri, ack_at, ack_requested_at) belong to
-	 * another field manager and survive every server-side apply of these */
-	return json_pack("{s:s, s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s}}", "apiVersion", "v1",
-	    "kind", "ConfigMap", "metadata", labelled(in, ns, name), "data",
-	    "checkpoint_requested_at", sig && sig->requested_at ? sig->requested_at : "",
-	    "checkpoint_deadline", sig && sig->deadline ? sig->deadline : "",
-	    "grace_seconds", grace, "reason", reason,
-	    "checkpoint_uri", in->spec->checkpoint_uri ? in->spec->checkpoint_uri : "");
+	return configmap(labelled(in, ns, name), sig, kuberay_signal_grace(in->spec,
+	    in->placement.provider, sig && sig->reason ? sig->reason : ""),
+	    in->spec->checkpoint_uri);
 }
 
 json_t *
@@ -141,6 +150,10 @@ kuberay_signal_objects(const struct kuberay_input *in, const struct kuberay_sign
 	return out;
 }
 
+/* The labels of the Ray object that its signal objects carry too. */
+static const char *const kept_labels[] = { "app.kubernetes.io/managed-by", "fleet.io/job-id",
+    "fleet.io/attempt", "fleet.io/queue", "fleet.io/environment" };
+
 json_t *
 kuberay_signal_for_manifest(const json_t *manifest, const struct kuberay_signal *sig,
     int grace_seconds)
@@ -151,25 +164,17 @@ kuberay_signal_for_manifest(const json_t *manifest, const struct kuberay_signal 
 	const char *at = json_string_value(json_object_get(l, "fleet.io/attempt"));
 	const char *ns = json_string_value(json_object_get(md, "namespace"));
 	const char *uri = json_string_value(json_object_get(a, "fleet.io/checkpoint-uri"));
-	char name[64], grace[16];
+	char name[64];
 	json_t *labels;
 
 	if (id == NULL || at == NULL || ns == NULL ||
 	    !kuberay_signal_name(id, atoi(at), name, sizeof(name)))
 		return NULL;
 	labels = json_object();
-	for (const char *const *k = (const char *const[]){ "app.kubernetes.io/managed-by",
-	    "fleet.io/job-id", "fleet.io/attempt", "fleet.io/queue", "fleet.io/environment",
-	    NULL }; *k != NULL; k++)
-		if (json_is_string(json_object_get(l, *k)))
-			json_object_set(labels, *k, json_object_get(l, *k));
+	for (size_t i = 0; i < sizeof(kept_labels) / sizeof(kept_labels[0]); i++)
+		if (json_is_string(json_object_get(l, kept_labels[i])))
+			json_object_set(labels, kept_labels[i], json_object_get(l, kept_labels[i]));
 	json_object_set_new(labels, "fleet.io/signal", json_string("checkpoint"));
-	snprintf(grace, sizeof(grace), "%d", grace_seconds);
-	return json_pack("{s:s, s:s, s:{s:s, s:s, s:o}, s:{s:s, s:s, s:s, s:s, s:s}}",
-	    "apiVersion", "v1", "kind", "ConfigMap", "metadata", "name", name, "namespace", ns,
-	    "labels", labels, "data",
-	    "checkpoint_requested_at", sig && sig->requested_at ? sig->requested_at : "",
-	    "checkpoint_deadline", sig && sig->deadline ? sig->deadline : "",
-	    "grace_seconds", grace, "reason", sig && sig->reason ? sig->reason : "",
-	    "checkpoint_uri", uri ? uri : "");
+	return configmap(json_pack("{s:s, s:s, s:o}", "name", name, "namespace", ns, "labels",
+	    labels), sig, grace_seconds, uri);
 }

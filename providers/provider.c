@@ -67,13 +67,34 @@ prov_pools_add_quota(struct prov_pools *p, const char *metric, double limit, dou
 	p->nq++;
 }
 
+/* The index of metric's quota in p, p->nq when none. */
+static size_t
+quota_index(const struct prov_pools *p, const char *metric)
+{
+	size_t i;
+
+	if (metric == NULL)
+		return p->nq;
+	for (i = 0; i < p->nq; i++)
+		if (strcmp(p->q[i].metric, metric) == 0)
+			break;
+	return i;
+}
+
 const struct prov_quota *
 prov_pools_quota(const struct prov_pools *p, const char *metric)
 {
-	for (size_t i = 0; metric != NULL && i < p->nq; i++)
-		if (strcmp(p->q[i].metric, metric) == 0)
-			return &p->q[i];
-	return NULL;
+	size_t i = quota_index(p, metric);
+
+	return i < p->nq ? &p->q[i] : NULL;
+}
+
+struct prov_quota *
+prov_pools_quota_mut(struct prov_pools *p, const char *metric)
+{
+	size_t i = quota_index(p, metric);
+
+	return i < p->nq ? &p->q[i] : NULL;
 }
 
 /* ---- fetch */

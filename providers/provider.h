@@ -96,7 +96,10 @@ struct prov_pool *prov_pools_add(struct prov_pools *p);
 struct prov_pool *prov_pools_find(struct prov_pools *p, const char *name);
 void	 prov_pools_add_quota(struct prov_pools *p, const char *metric, double limit,
 	    double usage);
+/* The quota of metric in p, NULL when p has none; _mut for a driver that sums or spends
+ * it (gke.c). */
 const struct prov_quota *prov_pools_quota(const struct prov_pools *p, const char *metric);
+struct prov_quota *prov_pools_quota_mut(struct prov_pools *p, const char *metric);
 
 /* ---- fetch: a set of requests sharing one batch, finishing with one callback */
 

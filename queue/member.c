@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/http.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "providers/kube.h"
 #include "queue/member.h"
@@ -149,11 +150,12 @@ list_page(const struct prov_cluster *k, const char *url, json_t *items, char **n
 	json_array_foreach(json_object_get(j, "items"), i, it)
 		if (json_is_object(it))
 			json_array_append(items, it);
-	if (rv != NULL && rv[0] == '\0')	/* the first page's: a watch from it misses none */
-		snprintf(rv, rvn, "%s", json_string_value(json_object_get(json_object_get(j,
-		    "metadata"), "resourceVersion")) ? json_string_value(json_object_get(
-		    json_object_get(j, "metadata"), "resourceVersion")) : "");
-	cont = json_string_value(json_object_get(json_object_get(j, "metadata"), "continue"));
+	if (rv != NULL && rv[0] == '\0') {	/* the first page's: a watch from it misses none */
+		const char *v = jsonx_meta_str(j, "resourceVersion");
+
+		snprintf(rv, rvn, "%s", v ? v : "");
+	}
+	cont = jsonx_meta_str(j, "continue");
 	if (cont != NULL && cont[0] != '\0')
 		*next = xstrdup(cont);
 	ok = true;

@@ -393,7 +393,7 @@ job_update_spec(struct db *c, json_t *job, json_t *body, bool *changed, struct e
 	if (strcmp(kind, "RayJob") == 0 || strcmp(kind, "RayCronJob") == 0)
 		return err_field(e, 409, "job.update_not_allowed", "/kind",
 		    "a %s cannot change once submitted: cancel it and submit again", kind);
-	if (strcmp(state, "running") != 0 && strcmp(state, "dispatched") != 0)
+	if (job_state_parse(state) != JOB_RUNNING && job_state_parse(state) != JOB_DISPATCHED)
 		return err_set(e, 409, "job.state", "only a dispatched or running job takes a "
 		    "spec update (this one is %s)", state);
 	if (!db_exec(c, sql_open, 1, &id, &r, e))

@@ -156,23 +156,17 @@ in_set(json_t *ids, const char *id)
 	return false;
 }
 
-/* When nothing at the target is free: the scheduler's preemption rules (sched_preempt_plan:
- * the smallest victim set on one cluster, lowest priority first), and only victims of
- * strictly lower priority than j.  Fills pl with the target and *victims with their ids. */
+/* When nothing at the target is free: the scheduler's preemption plan for a move
+ * (sched_preempt_plan).  Fills pl with the target and *victims with their ids. */
 static bool
 preempt_plan(struct sched_model *m, struct sched_job *j, struct arena *a,
 	     struct sched_placement *pl, json_t **victims)
 {
 	struct sched_preemption pp;
 
-	if (!j->can_preempt)
-		return false;
 	sched_release(m, j);	/* what it holds at the source is not held against it */
-	if (!sched_preempt_plan(m, j, a, &pp))
+	if (!sched_preempt_plan(m, j, SCHED_PREEMPT_MOVE, a, &pp))
 		return false;
-	for (size_t i = 0; i < pp.n_victims; i++)
-		if (sched_model_job(m, (size_t)pp.victims[i])->priority >= j->priority)
-			return false;	/* never a job of equal or higher priority */
 	*victims = json_array();
 	for (size_t i = 0; i < pp.n_victims; i++)
 		json_array_append_new(*victims, json_string(sched_model_job(m,
@@ -250,14 +244,15 @@ cleanup:
 static bool
 check_state(json_t *job, struct err *e)
 {
-	const char *state = json_string_value(json_object_get(job, "state"));
+	const char *name = json_string_value(json_object_get(job, "state"));
+	enum job_state state = job_state_parse(name);
 
-	if (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled"))
-		return err_set(e, 409, "job.finished", "the job already ended (%s)", state);
-	if (!strcmp(state, "pending") || !strcmp(state, "preempted"))
+	if (job_state_is_final(state))
+		return err_set(e, 409, "job.finished", "the job already ended (%s)", name);
+	if (state == JOB_PENDING || state == JOB_PREEMPTED)
 		return err_set(e, 409, "job.not_placed", "the job is not placed; it will start "
 		    "where it fits (use constraints.regions to steer it)");
-	if (!strcmp(state, "moving"))
+	if (state == JOB_MOVING)
 		return err_set(e, 409, "job.moving", "a move of this job is already in progress");
 	return true;
 }
@@ -355,45 +350,34 @@ fence_source(struct db *c, json_t *job, const struct source_health *h, struct er
 	return ok;
 }
 
-/* Preempts exactly the plan's victims, as the scheduler does (checkpoint signal and grace
- * through the status worker, then requeued); 409 when one of them is no longer running
- * (the plan is stale: nothing changes). */
+/* Preempts exactly the plan's victims (ids), as the scheduler does (scheduler_preempt);
+ * 409 when one of them is no longer placed (the plan is stale: nothing changes). */
 static bool
 preempt_victims(struct db *c, const char *by, json_t *victims, struct err *e)
 {
-	static const char sql[] =
-	    "WITH o AS (SELECT j.id, j.state FROM jobs j WHERE j.id = ANY(SELECT"
-	    "  jsonb_array_elements_text($1::jsonb)::uuid) AND j.state IN ('admitted',"
-	    "  'dispatched', 'running') FOR UPDATE OF j),"
-	    " u AS (UPDATE jobs j SET state = 'preempted', version = j.version + 1,"
-	    "  updated_at = now(), reason = 'preempted by the move of ' || $2, next_try_at = now(),"
-	    "  checkpoint_deadline = now() + make_interval(secs => coalesce((j.spec->"
-	    "  'checkpoint'->>'grace_seconds')::int, 30)) FROM o WHERE j.id = o.id"
-	    "  RETURNING j.id, j.attempt, o.state AS old),"
-	    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message,"
-	    "  data) SELECT u.id, 'state', u.old, 'preempted', u.attempt,"
-	    "  'preempted to make room for a moved job', jsonb_build_object('by', $2) FROM u)"
-	    " SELECT count(*) FROM u";
-	char *ids = json_dumps(victims, JSON_COMPACT);
-	const char *p[2] = { ids, by };
-	PGresult *r = NULL;
+	json_t *rows = json_array(), *v;
+	char *text = NULL;
+	size_t i, n = 0;
 	bool ok = false;
 
 	if (json_array_size(victims) == 0) {
-		free(ids);
+		json_decref(rows);
 		return true;
 	}
-	if (!db_exec(c, sql, 2, p, &r, e))
+	json_array_foreach(victims, i, v)
+		json_array_append_new(rows, json_pack("{s:O, s:s}", "id", v, "by", by));
+	text = json_dumps(rows, JSON_COMPACT);
+	if (!scheduler_preempt(c, text, SCHED_PREEMPT_MOVE, &n, e))
 		goto cleanup;
-	if ((size_t)atol(PQgetvalue(r, 0, 0)) != json_array_size(victims)) {
+	if (n != json_array_size(victims)) {
 		err_set(e, 409, "move.plan_changed", "a job the move would preempt changed state;"
 		    " retry");
 		goto cleanup;
 	}
 	ok = true;	/* the status worker signals, waits the grace, deletes and requeues */
 cleanup:
-	free(ids);
-	PQclear(r);
+	free(text);
+	json_decref(rows);
 	return ok;
 }
 
@@ -413,7 +397,7 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 	    " spec->'checkpoint'->>'uri') END), next_try_at = now()"
 	    " WHERE id = $1::uuid";
 	const char *id = json_string_value(json_object_get(job, "id"));
-	const char *state = json_string_value(json_object_get(job, "state"));
+	enum job_state state = job_state_parse(json_string_value(json_object_get(job, "state")));
 	char *to = json_dumps(json_object_get(planj, "to"), JSON_COMPACT);
 	const char *p[6] = { id, to, operation, reason, who->name, fence ? "true" : "false" };
 	PGresult *r = NULL;
@@ -421,7 +405,7 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 
 	if (!preempt_victims(c, id, json_object_get(planj, "would_preempt"), e))
 		goto cleanup;
-	if (strcmp(state, "admitted") == 0 && fence == NULL) {
+	if (state == JOB_ADMITTED && fence == NULL) {
 		if (!db_exec(c, sql_admitted, 2, p, &r, e))
 			goto cleanup;
 		if (PQntuples(r) == 1) {
@@ -477,7 +461,7 @@ request_target(struct db *c, const struct actor *who, json_t *job, const struct 
 	/* an admitted job not yet applied is simply placed again (reserve) */
 	fence = false;
 	memset(&h, 0, sizeof(h));
-	if (strcmp(json_string_value(json_object_get(job, "state")), "admitted") != 0 &&
+	if (job_state_parse(json_string_value(json_object_get(job, "state"))) != JOB_ADMITTED &&
 	    (!source_health_get(c, job, &h, e) || !source_check(t, &h, &fence, e)))
 		return false;
 	if (!t->anywhere && !target_clusters(c, env, t, &ids, e))
@@ -669,7 +653,8 @@ drain_one(struct db *c, const struct actor *who, const char *op, const char *jid
 		if (!job_get(c, jid, false, &now, e) || !audit_write(c, who, "job.move", "job", jid,
 		    json_string_value(json_object_get(job, "environment")), job, now, e))
 			goto cleanup;
-		done = strcmp(json_string_value(json_object_get(now, "state")), "admitted") == 0;
+		done = job_state_parse(json_string_value(json_object_get(now, "state"))) ==
+		    JOB_ADMITTED;
 	}
 	{
 		const char *p[5] = { op, jid, done ? "moved" : moved ? "moving" : "waiting",
@@ -733,7 +718,7 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 	    " ON c.id = k.cloud_id WHERE ($1::text IS NOT NULL AND k.id::text = $1)"
 	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3))"
 	    " SELECT j.id::text FROM jobs j WHERE (j.cluster_id IN (SELECT id FROM k)"
-	    " AND j.state IN ('admitted', 'dispatched', 'running')) OR (j.state = 'moving'"
+	    " AND j.state IN " JOB_STATES_PLACED_SQL ") OR (j.state = 'moving'"
 	    " AND (j.move->'to'->>'cluster')::uuid IN (SELECT id FROM k))"
 	    " ORDER BY j.priority DESC, j.enqueued_at";
 	static const char sql_op[] = "INSERT INTO operations (id, kind, environment, target, state, total,"

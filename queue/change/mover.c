@@ -18,6 +18,7 @@
 #include "queue/change/change.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
+#include "queue/sched/scheduler.h"
 
 #define MOVER_BATCH	8
 #define MOVER_LEASE_S	120
@@ -100,8 +101,8 @@ source_reapply(struct mjob *m, const struct member *src, const char *annotation,
 		err_clear(e);
 		return true;
 	}
-	seen = json_string_value(json_object_get(json_object_get(json_object_get(live,
-	    "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	seen = json_string_value(json_object_get(jsonx_meta(live, "annotations"),
+	    "fleet.io/checkpoint-requested"));
 	done = annotation != NULL ? seen != NULL && seen[0] != '\0' :
 	    json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
 	if (done && annotation != NULL && had != NULL)
@@ -294,8 +295,8 @@ target_apply(struct mjob *m, const struct member *dst, struct err *e)
 	 * (an earlier visit applied it, then could not record it) is taken as applied */
 	if (ok && kube_get_object(&dst->pc, "ray.io/v1", m->kind, jsonx_at(obj, "metadata",
 	    "namespace"), jsonx_at(obj, "metadata", "name"), &live, e)) {
-		const char *la = json_string_value(json_object_get(json_object_get(
-		    json_object_get(live, "metadata"), "annotations"), "fleet.io/attempt"));
+		const char *la = json_string_value(json_object_get(jsonx_meta(live,
+		    "annotations"), "fleet.io/attempt"));
 		char at[16];
 
 		snprintf(at, sizeof(at), "%d", m->attempt + 1);
@@ -394,8 +395,7 @@ static enum outcome
 ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 {
 	json_t *ck = json_object_get(m->spec, "checkpoint");
-	json_t *gj = json_object_get(ck, "grace_seconds");
-	int grace = json_is_integer(gj) ? (int)json_integer_value(gj) : 30;	/* 0: none */
+	int grace = scheduler_grace_s(m->spec);	/* 0: none */
 	char deadline[64], now[64], had[64];
 	long long epoch;
 

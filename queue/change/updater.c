@@ -74,8 +74,8 @@ applied_already(const struct member *t, json_t *obj, int generation)
 	if (!kube_get_object(&t->pc, "ray.io/v1", jsonx_at(obj, "kind", NULL), jsonx_at(obj,
 	    "metadata", "namespace"), jsonx_at(obj, "metadata", "name"), &live, &e))
 		return false;
-	g = json_string_value(json_object_get(json_object_get(json_object_get(live, "metadata"),
-	    "annotations"), SPEC_GENERATION));
+	g = json_string_value(json_object_get(jsonx_meta(live, "annotations"),
+	    SPEC_GENERATION));
 	snprintf(want, sizeof(want), "%d", generation);
 	same = g != NULL && strcmp(g, want) == 0;
 	json_decref(live);
@@ -146,8 +146,7 @@ follow(struct ujob *u, const struct member *t)
 		}
 		return;
 	}
-	gen = json_integer_value(json_object_get(json_object_get(live, "metadata"),
-	    "generation"));
+	gen = json_integer_value(jsonx_meta(live, "generation"));
 	seen = json_integer_value(json_object_get(json_object_get(live, "status"),
 	    "observedGeneration"));
 	conds = json_object_get(json_object_get(live, "status"), "conditions");

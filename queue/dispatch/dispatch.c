@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/jsonx.h"
 #include "core/listen.h"
 #include "core/log.h"
 #include "core/textbuf.h"
@@ -267,8 +268,7 @@ after_changed(const struct outcome *o, struct dispatch_stats *st)
 	static const char sql[] = "SELECT state, attempt, coalesce(cluster_id::text, ''),"
 	    " coalesce(object_name, '') FROM jobs WHERE id = $1::uuid";
 	const char *p[1] = { o->j->id };
-	const char *mine = json_string_value(json_object_get(json_object_get(o->manifest,
-	    "metadata"), "name"));
+	const char *mine = jsonx_meta_str(o->manifest, "name");
 	json_t *md = json_object_get(o->manifest, "metadata");
 	struct err e = { 0 };
 	struct db *c;
@@ -278,16 +278,14 @@ after_changed(const struct outcome *o, struct dispatch_stats *st)
 	if ((c = db_acquire(5000, &e)) == NULL || !db_exec(c, sql, 1, p, &r, &e))
 		goto cleanup;	/* cannot tell: the next claim finds the object */
 	if (PQntuples(r) == 1) {
-		const char *state = PQgetvalue(r, 0, 0);
+		enum job_state state = job_state_parse(PQgetvalue(r, 0, 0));
+		bool placed = job_state_is_placed(state);
 
-		bool live = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0 ||
-		    strcmp(state, "running") == 0;
-
-		keep = (atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (live ||
-		    strcmp(state, "succeeded") == 0)) ||
+		keep = (atoi(PQgetvalue(r, 0, 1)) == o->j->attempt && (placed ||
+		    state == JOB_SUCCEEDED)) ||
 		    /* a RayService's later attempt on this cluster owns the same object */
-		    (live && strcmp(PQgetvalue(r, 0, 2), o->t->id) == 0 && mine != NULL &&
-		    (strcmp(state, "admitted") == 0 || strcmp(PQgetvalue(r, 0, 3), mine) == 0) &&
+		    (placed && strcmp(PQgetvalue(r, 0, 2), o->t->id) == 0 && mine != NULL &&
+		    (state == JOB_ADMITTED || strcmp(PQgetvalue(r, 0, 3), mine) == 0) &&
 		    strcmp(json_string_value(json_object_get(o->manifest, "kind")),
 		    "RayService") == 0);
 	} else {
@@ -401,58 +399,6 @@ permanent(const struct err *e)
 	return e->status == 422 || e->status == 400;
 }
 
-/* Exactly once per attempt: an object of this attempt that is already there (a replica
- * died between apply and record) is taken as applied.  True when o->ref is filled. */
-static bool
-apply_once(struct outcome *o, struct err *e)
-{
-	json_t *md = json_object_get(o->manifest, "metadata"), *live = NULL;
-	const char *kind = json_string_value(json_object_get(o->manifest, "kind")),
-	    *ns = json_string_value(json_object_get(md, "namespace")),
-	    *name = json_string_value(json_object_get(md, "name"));
-	char at[16];
-	bool ok = false;
-
-	snprintf(at, sizeof(at), "%d", o->j->attempt);
-	if (!ns_ensure(o->t, ns, e))
-		return false;
-	if (!kueue_ensure(o->j, o->t, o->manifest, NULL, e)) {
-		if (e->status == 404)
-			ns_forget(o->t, ns);
-		return false;
-	}
-	/* docs/design/contracts.md: the signal ConfigMap, the pods' service account and its Role and
-	 * RoleBinding exist before the Ray object of the attempt (idempotent apply) */
-	if (!dispatch_signal_apply(o->j, o->t, NULL, false, e))
-		return false;
-	/* The attempt's first claim skips the GET: nothing of it can be there yet. */
-	if (!o->j->first && kube_get_object(&o->t->pc, "ray.io/v1", kind, ns, name, &live, e)) {
-		json_t *lmd = json_object_get(live, "metadata");
-		const char *la = json_string_value(json_object_get(json_object_get(lmd,
-		    "annotations"), "fleet.io/attempt")),
-		    *uid = json_string_value(json_object_get(lmd, "uid")),
-		    *rv = json_string_value(json_object_get(lmd, "resourceVersion"));
-
-		if (la != NULL && strcmp(la, at) == 0 && uid != NULL) {
-			snprintf(o->ref.uid, sizeof(o->ref.uid), "%s", uid);
-			snprintf(o->ref.resource_version, sizeof(o->ref.resource_version), "%s",
-			    rv ? rv : "");
-			o->reused = true;
-			ok = true;
-			goto cleanup;
-		}
-	} else if (!o->j->first && e->status != 404) {
-		goto cleanup;
-	}
-	err_clear(e);
-	ok = kube_apply(&o->t->pc, o->manifest, &o->ref, NULL, e);
-	if (!ok && e->status == 404)
-		ns_forget(o->t, ns);	/* the namespace went away: create it next time */
-cleanup:
-	json_decref(live);
-	return ok;
-}
-
 /* Deletes the object of the previous attempt (suspended at preemption, or left by a
  * withdrawal) on the cluster it was placed on — unless it is the object just applied: a
  * RayService keeps its name across attempts, so on the same cluster the previous attempt's
@@ -464,21 +410,20 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	static const char sql[] = "SELECT cluster_id::text FROM placements WHERE job_id ="
 	    " $1::uuid AND attempt = $2::int AND cluster_id IS NOT NULL ORDER BY id DESC LIMIT 1";
 	const char *kind = json_string_value(json_object_get(manifest, "kind")),
-	    *ns = json_string_value(json_object_get(json_object_get(manifest, "metadata"),
-	    "namespace")), *sname = json_string_value(json_object_get(j->spec, "name"));
+	    *ns = jsonx_meta_str(manifest, "namespace"),
+	    *sname = json_string_value(json_object_get(j->spec, "name"));
 	struct member *t = NULL;
 	char at[16], name[64];
 	const char *p[2] = { j->id, at };
 	struct err e = { 0 };
 	struct db *c;
 	PGresult *r = NULL;
-	int k;
+	enum jobspec_kind k;
+	bool same;
 
-	for (k = 0; k < 4 && strcmp(jobspec_kind_name((enum jobspec_kind)k), kind) != 0; k++)
-		;
 	snprintf(at, sizeof(at), "%d", j->attempt - 1);
-	if (j->attempt < 2 || k == 4 || sname == NULL || !kuberay_object_name(
-	    (enum jobspec_kind)k, sname, j->id, j->attempt - 1, name, sizeof(name)))
+	if (j->attempt < 2 || !jobspec_kind_parse(kind, &k) || sname == NULL ||
+	    !kuberay_object_name(k, sname, j->id, j->attempt - 1, name, sizeof(name)))
 		return;
 	if ((c = db_acquire(5000, &e)) == NULL)
 		return;
@@ -487,13 +432,16 @@ delete_previous(const struct dispatch_job *j, const json_t *manifest)
 	db_release(c);
 	if (t == NULL)
 		goto cleanup;
-	/* the previous attempt's signal objects go either way: this attempt has its own */
-	if (!(strcmp(t->id, j->cluster_id) == 0 && strcmp(name, json_string_value(
-	    json_object_get(json_object_get(manifest, "metadata"), "name"))) == 0) &&
-	    !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e))
+	same = strcmp(t->id, j->cluster_id) == 0 &&
+	    strcmp(name, jsonx_meta_str(manifest, "name")) == 0;
+	if (!same && !kube_delete_object(&t->pc, "ray.io/v1", kind, ns, name, NULL, &e)) {
 		log_warn(NULL, "dispatch", "cannot delete the previous attempt", "{s:s, s:s, s:s}",
 		    "job", j->id, "object", name, "error", e.msg);
-	else if (!dispatch_signal_delete(&t->pc, ns, j->id, j->attempt - 1, &e))
+		err_clear(&e);
+	}
+	/* the previous attempt's signal objects go either way, even when its Ray object
+	 * could not be deleted: this attempt has its own */
+	if (!dispatch_signal_delete(&t->pc, ns, j->id, j->attempt - 1, &e))
 		log_warn(NULL, "dispatch", "cannot delete the previous attempt's signal objects",
 		    "{s:s, s:s}", "job", j->id, "error", e.msg);
 cleanup:
@@ -527,53 +475,31 @@ warn_image(const struct dispatch_job *j)
 	jobspec_cleanup(&s);
 }
 
-void
-dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
-{
-	struct outcome o;
-	struct member *t = NULL;
-	struct err e = { 0 };
-	struct db *c;
-	bool ok;
+/* ---- a batch: n claimed jobs of one cluster, one or many, in six phases
+ *
+ *   render   each job's manifest, its Kueue objects (once per batch) and its signal objects
+ *   signals  one round of concurrent applies for every signal object of the batch
+ *   reuse    a job claimed before in this attempt may find its object there (exactly once)
+ *   apply    one round of concurrent applies for the Ray objects
+ *   record   one transaction records them all; if it fails, each in one of its own
+ *   settle   a job that changed meanwhile is withdrawn; the others are counted, and the
+ *            previous attempt's objects deleted
+ *
+ * A job that fails in a phase is failed for good or retried later there (many_fail) and
+ * takes no part in the next phases. */
 
-	memset(&o, 0, sizeof(o));
-	o.j = j;
-	o.who = who;
-	if ((c = db_acquire(5000, &e)) == NULL) {
-		retry_later(who, j, &e, st);
-		return;
-	}
-	ok = member_load(c, j->cluster_id, &t, &e);
-	db_release(c);
-	if (!ok) {
-		(e.status == 404 ? fail_job : retry_later)(who, j, &e, st);
-		return;
-	}
-	o.t = t;
-	if (j->spec == NULL || j->placement == NULL)
-		err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
-	else
-		o.manifest = dispatch_render(j, t, &e);
-	if (o.manifest == NULL) {
-		fail_job(who, j, &e, st);
-	} else if (!apply_once(&o, &e)) {
-		(permanent(&e) ? fail_job : retry_later)(who, j, &e, st);
-	} else if (!db_tx(record_tx, &o, &e)) {
-		if (strcmp(e.code, "dispatch.changed") == 0)
-			after_changed(&o, st);
-		else
-			retry_later(who, j, &e, st);	/* the next try finds the object */
-	} else {
-		st->dispatched++;
-		st->reused += o.reused;
-		delete_previous(j, o.manifest);
-		warn_image(j);
-	}
-	json_decref(o.manifest);
-	member_free(t);
-}
+enum many_state { M_LIVE, M_DONE, M_APPLIED, M_RECORDED, M_CHANGED };
 
-/* ---- many jobs of one cluster at once */
+struct many {
+	struct outcome		*o;
+	unsigned char		*state;		/* enum many_state per job */
+	size_t			 n;
+	const struct member	*t;
+	json_t			*kueue_seen;	/* Kueue objects applied by this batch */
+	json_t			*sig;		/* the signal objects of every job */
+	size_t			*owner;		/* the job of each signal object */
+	size_t			 owner_cap;
+};
 
 static size_t *
 grow_idx(size_t *p, size_t *cap, size_t need)
@@ -586,13 +512,196 @@ grow_idx(size_t *p, size_t *cap, size_t need)
 	return p;
 }
 
-struct many {
-	struct outcome	*o;
-	size_t		 n;
-	unsigned char	*state;		/* enum many_state per job */
-};
+/* Job i of the batch failed with e: failed for good (always with permanent_only) or
+ * retried later. */
+static void
+many_fail(struct many *mb, size_t i, const struct err *e, bool permanent_only,
+    struct dispatch_stats *st)
+{
+	const struct outcome *o = &mb->o[i];
 
-enum many_state { M_LIVE, M_DONE, M_APPLIED, M_RECORDED, M_CHANGED };
+	if (permanent_only || permanent(e))
+		fail_job(o->who, o->j, e, st);
+	else
+		retry_later(o->who, o->j, e, st);
+	mb->state[i] = M_DONE;
+}
+
+/* Loads the batch's cluster into mb->t; false (every job failed or retried) when it
+ * cannot be loaded. */
+static bool
+many_member(struct many *mb, struct member **t, struct dispatch_stats *st)
+{
+	struct err e = { 0 };
+	struct db *c;
+	bool ok;
+
+	if ((c = db_acquire(5000, &e)) == NULL) {
+		for (size_t i = 0; i < mb->n; i++)
+			many_fail(mb, i, &e, false, st);
+		return false;
+	}
+	ok = member_load(c, mb->o[0].j->cluster_id, t, &e);
+	db_release(c);
+	for (size_t i = 0; i < mb->n && !ok; i++) {
+		if (e.status == 404)	/* the cluster is gone */
+			fail_job(mb->o[i].who, mb->o[i].j, &e, st);
+		else
+			retry_later(mb->o[i].who, mb->o[i].j, &e, st);
+	}
+	mb->t = *t;
+	return ok;
+}
+
+/* render: each job's manifest, then its LocalQueue (once per batch) and namespace on the
+ * cluster, and its signal objects into mb->sig (docs/design/contracts.md: ServiceAccount,
+ * ConfigMap, Role, RoleBinding before the Ray object of the attempt). */
+static void
+many_render(struct many *mb, struct dispatch_stats *st)
+{
+	const struct member *t = mb->t;
+
+	for (size_t i = 0; i < mb->n; i++) {
+		struct outcome *o = &mb->o[i];
+		struct err e = { 0 };
+		const char *ns;
+		json_t *objs, *obj;
+		size_t x;
+
+		o->t = t;
+		if (o->j->spec == NULL || o->j->placement == NULL)
+			err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
+		else
+			o->manifest = dispatch_render(o->j, t, &e);
+		if (o->manifest == NULL) {
+			many_fail(mb, i, &e, true, st);
+			continue;
+		}
+		ns = jsonx_meta_str(o->manifest, "namespace");
+		if (!ns_ensure(t, ns, &e) ||
+		    !kueue_ensure(o->j, t, o->manifest, mb->kueue_seen, &e) ||
+		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
+			if (e.status == 404)
+				ns_forget(t, ns);
+			many_fail(mb, i, &e, false, st);
+			continue;
+		}
+		if (json_is_object(objs))
+			objs = json_pack("[o]", objs);
+		json_array_foreach(objs, x, obj) {
+			size_t at = json_array_size(mb->sig);
+
+			mb->owner = grow_idx(mb->owner, &mb->owner_cap, at + 1);
+			mb->owner[at] = i;
+			json_array_append(mb->sig, obj);
+		}
+		json_decref(objs);
+	}
+}
+
+/* signals: one round of concurrent applies; only their errors count (their answers are
+ * not parsed). */
+static void
+many_signals(struct many *mb, struct dispatch_stats *st)
+{
+	size_t k = json_array_size(mb->sig);
+	struct err *errs;
+
+	if (k == 0)
+		return;
+	if ((errs = calloc(k, sizeof(*errs))) == NULL)
+		abort();
+	kube_apply_each(&mb->t->pc, mb->sig, NULL, errs);
+	for (size_t i = 0; i < k; i++)
+		if (errs[i].status != 0 && mb->state[mb->owner[i]] == M_LIVE)
+			many_fail(mb, mb->owner[i], &errs[i], false, st);
+	free(errs);
+}
+
+/* The GET of a job claimed before in this attempt: its object may be there already (a
+ * replica died between apply and record).  False on a failed GET. */
+static bool
+reuse_one(struct outcome *o, struct err *e)
+{
+	json_t *live = NULL;
+	const char *la, *uid, *rv;
+	char at[16];
+
+	snprintf(at, sizeof(at), "%d", o->j->attempt);
+	if (!kube_get_object(&o->t->pc, "ray.io/v1",
+	    json_string_value(json_object_get(o->manifest, "kind")),
+	    jsonx_meta_str(o->manifest, "namespace"), jsonx_meta_str(o->manifest, "name"),
+	    &live, e)) {
+		if (e->status != 404)
+			return false;
+		err_clear(e);
+		return true;
+	}
+	la = json_string_value(json_object_get(jsonx_meta(live, "annotations"),
+	    "fleet.io/attempt"));
+	uid = jsonx_meta_str(live, "uid");
+	rv = jsonx_meta_str(live, "resourceVersion");
+	if (la != NULL && strcmp(la, at) == 0 && uid != NULL) {
+		snprintf(o->ref.uid, sizeof(o->ref.uid), "%s", uid);
+		snprintf(o->ref.resource_version, sizeof(o->ref.resource_version), "%s",
+		    rv ? rv : "");
+		o->reused = true;
+	}
+	json_decref(live);
+	return true;
+}
+
+/* reuse: the attempt's first claim skips the GET: nothing of it can be there yet. */
+static void
+many_reuse(struct many *mb, struct dispatch_stats *st)
+{
+	for (size_t i = 0; i < mb->n; i++) {
+		struct err e = { 0 };
+
+		if (mb->state[i] != M_LIVE || mb->o[i].j->first)
+			continue;
+		if (!reuse_one(&mb->o[i], &e))
+			many_fail(mb, i, &e, false, st);
+		else if (mb->o[i].reused)
+			mb->state[i] = M_APPLIED;
+	}
+}
+
+/* apply: one round of concurrent server-side applies of the Ray objects still to apply. */
+static void
+many_apply(struct many *mb, struct dispatch_stats *st)
+{
+	json_t *ray = json_array();
+	struct kube_ref *refs = calloc(mb->n, sizeof(*refs));
+	struct err *errs = calloc(mb->n, sizeof(*errs));
+	size_t *job = calloc(mb->n, sizeof(*job)), i, k = 0;
+
+	if (ray == NULL || refs == NULL || errs == NULL || job == NULL)
+		abort();
+	for (i = 0; i < mb->n; i++)
+		if (mb->state[i] == M_LIVE) {
+			job[k++] = i;
+			json_array_append(ray, mb->o[i].manifest);
+		}
+	if (k > 0)
+		kube_apply_each(&mb->t->pc, ray, refs, errs);
+	for (i = 0; i < k; i++) {
+		struct outcome *o = &mb->o[job[i]];
+
+		if (errs[i].status != 0) {
+			if (errs[i].status == 404)	/* the namespace went away */
+				ns_forget(mb->t, jsonx_meta_str(o->manifest, "namespace"));
+			many_fail(mb, job[i], &errs[i], false, st);
+			continue;
+		}
+		o->ref = refs[i];
+		mb->state[job[i]] = M_APPLIED;
+	}
+	json_decref(ray);
+	free(refs);
+	free(errs);
+	free(job);
+}
 
 /* Records every applied job of the batch in one transaction. */
 static bool
@@ -616,52 +725,45 @@ record_many_tx(struct db *c, void *arg, struct err *e)
 	return !any || db_notify(c, "fleet_status", "", e);
 }
 
-/* Job i of the batch failed with e: failed for good or retried later, like dispatch_one. */
+/* record: admitted -> dispatched for each applied job still this claim's; a job that
+ * cannot be recorded is retried later (the next try finds its object). */
 static void
-many_fail(struct many *mb, size_t i, const struct err *e, bool permanent_only,
-    struct dispatch_stats *st)
+many_record(struct many *mb, struct dispatch_stats *st)
 {
-	const struct outcome *o = &mb->o[i];
+	struct err e = { 0 };
 
-	if (permanent_only || permanent(e))
-		fail_job(o->who, o->j, e, st);
-	else
-		retry_later(o->who, o->j, e, st);
-	mb->state[i] = M_DONE;
+	if (db_tx(record_many_tx, mb, &e))
+		return;
+	for (size_t i = 0; i < mb->n; i++) {
+		if (mb->state[i] != M_APPLIED && mb->state[i] != M_RECORDED &&
+		    mb->state[i] != M_CHANGED)
+			continue;
+		err_clear(&e);
+		if (db_tx(record_tx, &mb->o[i], &e))
+			mb->state[i] = M_RECORDED;
+		else if (strcmp(e.code, "dispatch.changed") == 0)
+			mb->state[i] = M_CHANGED;
+		else
+			many_fail(mb, i, &e, false, st);
+	}
 }
 
-/* The GET of dispatch_one for a job claimed before in this attempt: its object may be
- * there already (a replica died between apply and record).  False on a failed GET. */
-static bool
-many_reuse(struct outcome *o, struct err *e)
+/* settle: withdraw what changed meanwhile; count the recorded and clean up after them. */
+static void
+many_settle(struct many *mb, struct dispatch_stats *st)
 {
-	json_t *md = json_object_get(o->manifest, "metadata"), *live = NULL, *lmd;
-	const char *la, *uid, *rv;
-	char at[16];
+	for (size_t i = 0; i < mb->n; i++) {
+		const struct outcome *o = &mb->o[i];
 
-	snprintf(at, sizeof(at), "%d", o->j->attempt);
-	if (!kube_get_object(&o->t->pc, "ray.io/v1",
-	    json_string_value(json_object_get(o->manifest, "kind")),
-	    json_string_value(json_object_get(md, "namespace")),
-	    json_string_value(json_object_get(md, "name")), &live, e)) {
-		if (e->status != 404)
-			return false;
-		err_clear(e);
-		return true;
+		if (mb->state[i] == M_CHANGED) {
+			after_changed(o, st);
+		} else if (mb->state[i] == M_RECORDED) {
+			st->dispatched++;
+			st->reused += o->reused;
+			delete_previous(o->j, o->manifest);
+			warn_image(o->j);
+		}
 	}
-	lmd = json_object_get(live, "metadata");
-	la = json_string_value(json_object_get(json_object_get(lmd, "annotations"),
-	    "fleet.io/attempt"));
-	uid = json_string_value(json_object_get(lmd, "uid"));
-	rv = json_string_value(json_object_get(lmd, "resourceVersion"));
-	if (la != NULL && strcmp(la, at) == 0 && uid != NULL) {
-		snprintf(o->ref.uid, sizeof(o->ref.uid), "%s", uid);
-		snprintf(o->ref.resource_version, sizeof(o->ref.resource_version), "%s",
-		    rv ? rv : "");
-		o->reused = true;
-	}
-	json_decref(live);
-	return true;
 }
 
 void
@@ -669,157 +771,42 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 {
 	struct many mb = { 0 };
 	struct member *t = NULL;
-	struct err e = { 0 }, *errs = NULL;
-	struct kube_ref *refs = NULL;
-	json_t *sig = json_array(), *ray = json_array(), *kueue_seen = json_object();
-	size_t *owner = NULL, cap = 0, i, k;
-	struct db *c;
-	bool ok;
 
 	if (n == 0)
-		goto cleanup;
-	if (n == 1) {
-		dispatch_one(who, jobs[0], st);
-		goto cleanup;
-	}
+		return;
 	mb.n = n;
 	mb.o = calloc(n, sizeof(*mb.o));
 	mb.state = calloc(n, 1);
-	if (mb.o == NULL || mb.state == NULL || sig == NULL || ray == NULL)
+	mb.kueue_seen = json_object();
+	mb.sig = json_array();
+	if (mb.o == NULL || mb.state == NULL || mb.kueue_seen == NULL || mb.sig == NULL)
 		abort();
-	for (i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		mb.o[i].j = jobs[i];
 		mb.o[i].who = who;
 	}
-	if ((c = db_acquire(5000, &e)) == NULL) {
-		for (i = 0; i < n; i++)
-			many_fail(&mb, i, &e, false, st);
-		goto cleanup;
+	if (many_member(&mb, &t, st)) {
+		many_render(&mb, st);
+		many_signals(&mb, st);
+		many_reuse(&mb, st);
+		many_apply(&mb, st);
+		many_record(&mb, st);
+		many_settle(&mb, st);
 	}
-	ok = member_load(c, jobs[0]->cluster_id, &t, &e);
-	db_release(c);
-	for (i = 0; i < n && !ok; i++)
-		(e.status == 404 ? fail_job : retry_later)(who, jobs[i], &e, st);
-	if (!ok)
-		goto cleanup;
-	/* render each job and its signal objects (docs/design/contracts.md: ServiceAccount, ConfigMap,
-	 * Role, RoleBinding before the Ray object of the attempt) */
-	for (i = 0; i < n; i++) {
-		struct outcome *o = &mb.o[i];
-		json_t *objs, *obj;
-		size_t x;
-
-		o->t = t;
-		err_clear(&e);
-		if (o->j->spec == NULL || o->j->placement == NULL)
-			err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
-		else
-			o->manifest = dispatch_render(o->j, t, &e);
-		if (o->manifest == NULL) {
-			many_fail(&mb, i, &e, true, st);
-			continue;
-		}
-		/* the job's LocalQueue (once per batch) before it */
-		if (!ns_ensure(t, json_string_value(json_object_get(json_object_get(o->manifest,
-		    "metadata"), "namespace")), &e) ||
-		    !kueue_ensure(o->j, t, o->manifest, kueue_seen, &e) ||
-		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
-			if (e.status == 404)
-				ns_forget(t, json_string_value(json_object_get(json_object_get(
-				    o->manifest, "metadata"), "namespace")));
-			many_fail(&mb, i, &e, false, st);
-			continue;
-		}
-		if (json_is_object(objs))
-			objs = json_pack("[o]", objs);
-		json_array_foreach(objs, x, obj) {
-			owner = grow_idx(owner, &cap, json_array_size(sig) + 1);
-			owner[json_array_size(sig)] = i;
-			json_array_append(sig, obj);
-		}
-		json_decref(objs);
-	}
-	/* one round of concurrent applies for every signal object of the batch */
-	k = json_array_size(sig);
-	refs = calloc(k + n + 1, sizeof(*refs));
-	errs = calloc(k + n + 1, sizeof(*errs));
-	if (refs == NULL || errs == NULL)
-		abort();
-	if (k > 0)	/* only their errors count: their answers are not parsed */
-		kube_apply_each(&t->pc, sig, NULL, errs);
-	for (i = 0; i < k; i++)
-		if (errs[i].status != 0 && mb.state[owner[i]] == M_LIVE)
-			many_fail(&mb, owner[i], &errs[i], false, st);
-	/* a job claimed before in this attempt may find its object there (exactly once) */
-	for (i = 0; i < n; i++) {
-		if (mb.state[i] != M_LIVE || jobs[i]->first)
-			continue;
-		err_clear(&e);
-		if (!many_reuse(&mb.o[i], &e))
-			many_fail(&mb, i, &e, false, st);
-		else if (mb.o[i].reused)
-			mb.state[i] = M_APPLIED;
-	}
-	/* and one round for the Ray objects */
-	owner = grow_idx(owner, &cap, n);
-	for (i = 0, k = 0; i < n; i++)
-		if (mb.state[i] == M_LIVE) {
-			owner[k++] = i;
-			json_array_append(ray, mb.o[i].manifest);
-		}
-	if (k > 0)
-		kube_apply_each(&t->pc, ray, refs, errs);
-	for (i = 0; i < k; i++) {
-		struct outcome *o = &mb.o[owner[i]];
-
-		if (errs[i].status != 0) {
-			if (errs[i].status == 404)	/* the namespace went away */
-				ns_forget(t, json_string_value(json_object_get(json_object_get(
-				    o->manifest, "metadata"), "namespace")));
-			many_fail(&mb, owner[i], &errs[i], false, st);
-			continue;
-		}
-		o->ref = refs[i];
-		mb.state[owner[i]] = M_APPLIED;
-	}
-	/* one transaction records them all; if it fails, each on its own as dispatch_one */
-	err_clear(&e);
-	if (!db_tx(record_many_tx, &mb, &e)) {
-		for (i = 0; i < n; i++) {
-			if (mb.state[i] != M_APPLIED && mb.state[i] != M_RECORDED &&
-			    mb.state[i] != M_CHANGED)
-				continue;
-			err_clear(&e);
-			if (db_tx(record_tx, &mb.o[i], &e))
-				mb.state[i] = M_RECORDED;
-			else if (strcmp(e.code, "dispatch.changed") == 0)
-				mb.state[i] = M_CHANGED;
-			else
-				many_fail(&mb, i, &e, false, st);	/* the next try finds the object */
-		}
-	}
-	for (i = 0; i < n; i++) {
-		if (mb.state[i] == M_CHANGED) {
-			after_changed(&mb.o[i], st);
-		} else if (mb.state[i] == M_RECORDED) {
-			st->dispatched++;
-			st->reused += mb.o[i].reused;
-			delete_previous(jobs[i], mb.o[i].manifest);
-			warn_image(jobs[i]);
-		}
-	}
-cleanup:
-	for (i = 0; mb.o != NULL && i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		json_decref(mb.o[i].manifest);
 	free(mb.o);
 	free(mb.state);
-	free(owner);
-	free(refs);
-	free(errs);
-	json_decref(sig);
-	json_decref(ray);
-	json_decref(kueue_seen);
+	free(mb.owner);
+	json_decref(mb.sig);
+	json_decref(mb.kueue_seen);
 	member_free(t);
+}
+
+void
+dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st)
+{
+	dispatch_many(who, &j, 1, st);
 }
 
 /* ---- the loop */

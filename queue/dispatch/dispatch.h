@@ -80,13 +80,13 @@ bool	 dispatch_signal_delete(const struct prov_cluster *pc, const char *ns,
  * the objects are small and the next attempt's are distinct. */
 void	 dispatch_signal_delete_for(const struct prov_cluster *pc, const json_t *manifest,
 	    const char *who);
-/* The claim -> apply -> record of one claimed job (fills st). */
-void	dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st);
-/* The same for n claimed jobs of one cluster at once: one target load, the signal objects
- * of all in one round of concurrent applies, the Ray objects in another, one transaction
- * to record them.  Each job keeps its own outcome (fills st). */
+/* The render -> apply -> record of n claimed jobs of one cluster at once: one target load,
+ * the signal objects of all in one round of concurrent applies, the Ray objects in
+ * another, one transaction to record them.  Each job keeps its own outcome (fills st). */
 void	dispatch_many(const char *who, struct dispatch_job **jobs, size_t n,
 	    struct dispatch_stats *st);
+/* dispatch_many of one job. */
+void	dispatch_one(const char *who, struct dispatch_job *j, struct dispatch_stats *st);
 
 bool	dispatch_start(struct err *e);
 void	dispatch_stop(void);

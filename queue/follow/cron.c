@@ -121,7 +121,7 @@ struct child {
 static const char *
 meta(json_t *o, const char *k)
 {
-	const char *s = json_string_value(json_object_get(json_object_get(o, "metadata"), k));
+	const char *s = jsonx_meta_str(o, k);
 
 	return s ? s : "";
 }
@@ -129,8 +129,7 @@ meta(json_t *o, const char *k)
 static const char *
 meta_map(json_t *o, const char *map, const char *k)
 {
-	const char *s = json_string_value(json_object_get(json_object_get(json_object_get(o,
-	    "metadata"), map), k));
+	const char *s = json_string_value(json_object_get(jsonx_meta(o, map), k));
 
 	return s ? s : "";
 }
@@ -139,7 +138,7 @@ meta_map(json_t *o, const char *map, const char *k)
 static bool
 owned(json_t *item, const char *cron, const char *cron_uid)
 {
-	json_t *refs = json_object_get(json_object_get(item, "metadata"), "ownerReferences");
+	json_t *refs = jsonx_meta(item, "ownerReferences");
 
 	if (strcmp(meta_map(item, "labels", CRON_LABEL), cron) != 0)
 		return false;

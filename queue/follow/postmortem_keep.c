@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "queue/follow/status.h"
 #include "queue/member.h"
@@ -61,8 +62,7 @@ status_postmortem_keep(const struct member *t, const char *job, int attempt, con
 		size_t k;
 
 		json_array_foreach(pods, k, p)
-			if (who != NULL && strcmp(who, json_string_value(json_object_get(
-			    json_object_get(p, "metadata"), "name"))) == 0)
+			if (who != NULL && strcmp(who, jsonx_meta_str(p, "name")) == 0)
 				json_array_append(mine, ev);
 	}
 	{

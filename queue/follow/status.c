@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/jsonx.h"
 #include "core/listen.h"
 #include "core/log.h"
 #include "core/mono.h"
@@ -18,6 +19,7 @@
 #include "core/worker_thread.h"
 #include "queue/follow/cron.h"
 #include "queue/follow/status_int.h"
+#include "queue/sched/scheduler.h"
 #include "regions/lease.h"
 
 #define CYCLE_MS	1000
@@ -38,12 +40,12 @@ static const char sql_jobs[] =
     "  AND v.type = 'cluster_event' AND v.data->>'reason' IN ('FailedScaleUp',"
     "  'NotTriggerScaleUp')),"
     " k.stockout_timeout_s, coalesce(j.placement->>'flavor', 'cpu'),"
-    " coalesce(j.reason LIKE 'spot%', false), coalesce(j.spec->'checkpoint'->>'grace_seconds',"
-    "  '30'), coalesce(jsonb_array_length(j.cron_runs), 0), j.infra_retries,"
+    " coalesce(j.reason LIKE 'spot%', false), j.spec->'checkpoint'->>'grace_seconds',"
+    " coalesce(jsonb_array_length(j.cron_runs), 0), j.infra_retries,"
     " coalesce((j.spec->>'max_infra_retries')::int, q.max_infra_retries)"
     " FROM jobs j JOIN clusters k ON k.id = j.cluster_id JOIN queues q ON q.id = j.queue_id"
     " WHERE j.cluster_id = ANY($1::uuid[]) AND (j.state IN ('dispatched', 'running',"
-    " 'preempted') OR (j.state IN ('succeeded', 'failed', 'cancelled') AND"
+    " 'preempted') OR (j.state IN " JOB_STATES_FINAL_SQL " AND"
     " j.object_uid IS NOT NULL))"
     " ORDER BY j.cluster_id, j.id";
 
@@ -75,15 +77,13 @@ job_row(PGresult *r, int i, struct status_job *j)
 
 	memset(j, 0, sizeof(*j));
 	snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, i, 0));
-	snprintf(j->state, sizeof(j->state), "%s", PQgetvalue(r, i, 1));
+	j->state = job_state_parse(PQgetvalue(r, i, 1));
 	snprintf(j->kind, sizeof(j->kind), "%s", PQgetvalue(r, i, 2));
 	j->attempt = atoi(PQgetvalue(r, i, 3));
 	if (!PQgetisnull(r, i, 5))
 		j->manifest = json_loads(PQgetvalue(r, i, 5), 0, NULL);
-	name = json_string_value(json_object_get(json_object_get(j->manifest, "metadata"),
-	    "name"));
-	ns = json_string_value(json_object_get(json_object_get(j->manifest, "metadata"),
-	    "namespace"));
+	name = jsonx_meta_str(j->manifest, "name");
+	ns = jsonx_meta_str(j->manifest, "namespace");
 	if (name == NULL || ns == NULL) {
 		json_decref(j->manifest);
 		j->manifest = NULL;
@@ -99,7 +99,7 @@ job_row(PGresult *r, int i, struct status_job *j)
 	j->stockout_timeout_s = atoi(PQgetvalue(r, i, 12));
 	snprintf(j->flavor, sizeof(j->flavor), "%s", PQgetvalue(r, i, 13));
 	j->spot_loss = PQgetvalue(r, i, 14)[0] == 't';
-	j->grace_s = atoi(PQgetvalue(r, i, 15));
+	j->grace_s = PQgetisnull(r, i, 15) ? SCHED_GRACE_S : atoi(PQgetvalue(r, i, 15));
 	j->cron_runs = atoi(PQgetvalue(r, i, 16));
 	j->infra_retries = atoi(PQgetvalue(r, i, 17));
 	j->max_infra_retries = atoi(PQgetvalue(r, i, 18));
@@ -185,8 +185,7 @@ read_objects(const struct member *t, const char *ns, const char *kind,
 			return false;
 	}
 	json_array_foreach(items, i, it) {
-		const char *name = json_string_value(json_object_get(json_object_get(it,
-		    "metadata"), "name"));
+		const char *name = jsonx_meta_str(it, "name");
 
 		if (name == NULL)
 			continue;
@@ -267,8 +266,7 @@ nodes_of(const struct member *t, bool fresh)
 		return NULL;
 	out = json_object();
 	json_array_foreach(items, i, it) {
-		const char *name = json_string_value(json_object_get(json_object_get(it,
-		    "metadata"), "name"));
+		const char *name = jsonx_meta_str(it, "name");
 
 		if (name != NULL)
 			json_object_set(out, name, it);
@@ -321,7 +319,7 @@ seen_of(const struct nsview *v, const struct status_job *j, struct status_seen *
 static bool
 active(const struct status_job *j)
 {
-	return strcmp(j->state, "dispatched") == 0 || strcmp(j->state, "running") == 0;
+	return j->state == JOB_DISPATCHED || j->state == JOB_RUNNING;
 }
 
 /* Reads namespace ns of the batch (only what its jobs need) and acts on its jobs. */
@@ -386,7 +384,7 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 		}
 		seen_of(&v, j, &s);
 		status_act(t, j, &s, &b->st);
-		if (strcmp(j->kind, "RayCronJob") == 0 && strcmp(j->state, "running") == 0 &&
+		if (strcmp(j->kind, "RayCronJob") == 0 && j->state == JOB_RUNNING &&
 		    !j->cancel && s.live != NULL && v.children != NULL)
 			cron_sync(t, j, s.live, v.children, &b->st);
 		json_decref(s.events);

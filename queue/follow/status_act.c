@@ -9,10 +9,12 @@
 #include <time.h>
 
 #include "core/config.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "providers/kube.h"
 #include "queue/follow/status_int.h"
 #include "queue/jobs/job.h"
+#include "queue/sched/scheduler.h"
 #include "regions/lease.h"
 
 /* One transaction: optional row updates, then an optional transition. */
@@ -92,7 +94,7 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	    " manifest = coalesce($4::jsonb, manifest), object_rv = coalesce($5, object_rv),"
 	    " object_uid = CASE WHEN $6::boolean THEN NULL ELSE object_uid END,"
 	    " checkpoint_deadline = CASE WHEN $7::boolean THEN now() + make_interval(secs =>"
-	    "  least(coalesce((spec->'checkpoint'->>'grace_seconds')::int, 30), (SELECT CASE"
+	    "  least(coalesce((spec->'checkpoint'->>'grace_seconds')::int, $9::int), (SELECT CASE"
 	    "  c.provider WHEN 'hyperpod' THEN 120 ELSE 30 END FROM clusters k JOIN clouds c"
 	    "  ON c.id = k.cloud_id WHERE k.id = jobs.cluster_id))) ELSE"
 	    "  checkpoint_deadline END, updated_at = now(),"
@@ -102,17 +104,18 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	static const char sql_stock[] = "INSERT INTO stockouts (cluster_id, flavor, at)"
 	    " VALUES ($1::uuid, $2, now()) ON CONFLICT (cluster_id, flavor) DO UPDATE SET at = now()";
 	struct settle *s = arg;
-	char at[16], *ms = s->manifest ? json_dumps(s->manifest, JSON_COMPACT) : NULL;
-	const char *p[8] = { s->j->id, at, s->j->state, ms, s->rv,
+	char at[16], grace[16], *ms = s->manifest ? json_dumps(s->manifest, JSON_COMPACT) : NULL;
+	const char *p[9] = { s->j->id, at, job_state_name(s->j->state), ms, s->rv,
 	    s->clear_object ? "true" : "false", s->spot_deadline ? "true" : "false",
-	    s->release ? "true" : "false" };
+	    s->release ? "true" : "false", grace };
 	PGresult *r = NULL;
 	bool ok = false;
 
 	snprintf(at, sizeof(at), "%d", s->j->attempt);
+	snprintf(grace, sizeof(grace), "%d", SCHED_GRACE_S);
 	if (!lease_fence(c, s->cluster_id, e))	/* another replica follows it now */
 		goto cleanup;
-	if (!db_exec(c, sql_row, 8, p, &r, e))
+	if (!db_exec(c, sql_row, 9, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {
 		err_set(e, 409, "status.changed", "the job changed meanwhile");
@@ -131,8 +134,8 @@ settle_tx(struct db *c, void *arg, struct err *e)
 		goto cleanup;
 	if (s->infra_retry && !retry_row(c, s, e))
 		goto cleanup;
-	if (s->to != NULL && !job_transition(c, s->j->id, s->j->state, s->to, s->reason,
-	    s->data, e))
+	if (s->to != NULL && !job_transition(c, s->j->id, job_state_name(s->j->state), s->to,
+	    s->reason, s->data, e))
 		goto cleanup;
 	if (s->postmortem != NULL && !postmortem_row(c, s, e))
 		goto cleanup;
@@ -254,7 +257,7 @@ status_unreadable(const struct status_job *j, const char *cluster, const struct 
 static const char *
 mget(json_t *manifest, const char *k)
 {
-	return json_string_value(json_object_get(json_object_get(manifest, "metadata"), k));
+	return jsonx_meta_str(manifest, k);
 }
 
 /* Deletes the job's object, then its attempt's checkpoint-signal objects (only the mover
@@ -291,8 +294,7 @@ reapply(const struct member *t, const struct status_job *j, json_t *m,
 
 	*gone = false;
 	if (already && live != NULL) {
-		const char *rv = json_string_value(json_object_get(json_object_get(live,
-		    "metadata"), "resourceVersion"));
+		const char *rv = jsonx_meta_str(live, "resourceVersion");
 
 		memset(ref, 0, sizeof(*ref));
 		snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", rv ? rv : "");
@@ -351,8 +353,8 @@ claim(const struct status_job *j, bool *again)
 	    "'fleet.io/checkpoint-requested', '') = $4 AND (j.claimed_by IS NULL OR"
 	    " j.claimed_by = $3 OR j.claimed_at < now() - interval '" DISPATCH_INFLIGHT_S
 	    " seconds') RETURNING o.claimed_by IS NOT NULL";
-	const char *asked = json_string_value(json_object_get(json_object_get(json_object_get(
-	    j->manifest, "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	const char *asked = json_string_value(json_object_get(jsonx_meta(j->manifest,
+	    "annotations"), "fleet.io/checkpoint-requested"));
 	char at[16];
 	const char *p[4] = { j->id, at, cfg.instance_id, asked ? asked : "" };
 	struct err e = { 0 };
@@ -452,7 +454,7 @@ act_preempted(const struct member *t, struct status_job *j, const json_t *seen_l
 		settle(&s, st);
 		return;
 	}
-	ann = json_object_get(json_object_get(j->manifest, "metadata"), "annotations");
+	ann = jsonx_meta(j->manifest, "annotations");
 	ask = json_object_get(ann, "fleet.io/checkpoint-requested") == NULL && j->deadline[0];
 	if ((!ask && !j->deadline_passed) || !claim(j, &again))
 		return;
@@ -461,15 +463,15 @@ act_preempted(const struct member *t, struct status_job *j, const json_t *seen_l
 			return;
 		live = fresh;
 	}
-	asked = json_string_value(json_object_get(json_object_get(json_object_get(live,
-	    "metadata"), "annotations"), "fleet.io/checkpoint-requested"));
+	asked = json_string_value(json_object_get(jsonx_meta(live, "annotations"),
+	    "fleet.io/checkpoint-requested"));
 	suspended = json_is_true(json_object_get(json_object_get(live, "spec"), "suspend"));
 	if (ask) {
 		bool recorded = false;
 
 		m = json_deep_copy(j->manifest);
-		json_object_set_new(json_object_get(json_object_get(m, "metadata"), "annotations"),
-		    "fleet.io/checkpoint-requested", json_string(j->deadline));
+		json_object_set_new(jsonx_meta(m, "annotations"), "fleet.io/checkpoint-requested",
+		    json_string(j->deadline));
 		signalled = asked != NULL && strcmp(asked, j->deadline) == 0;
 		if (!signalled)
 			signal_checkpoint(t, j);
@@ -598,7 +600,7 @@ stocked_out(const struct status_job *j, const struct status_seen *seen)
 
 	if (!j->scale_failed)
 		limit *= 2;
-	return strcmp(j->state, "dispatched") == 0 && seen->unscheduled > 0 &&
+	return j->state == JOB_DISPATCHED && seen->unscheduled > 0 &&
 	    j->pending_for >= 0 && j->pending_for >= limit;
 }
 
@@ -733,12 +735,12 @@ act_live(const struct member *t, struct status_job *j, const struct status_seen 
 	findings = surface(j, seen, &obs, st);
 	if (obs.phase == STATUS_RUNNING || obs.phase == STATUS_SUCCEEDED ||
 	    obs.phase == STATUS_FAILED) {
-		if (strcmp(j->state, "dispatched") == 0) {
+		if (j->state == JOB_DISPATCHED) {
 			s.to = "running";
 			s.reason = "running on the cluster";
 			if (!settle(&s, st))
 				goto cleanup;
-			snprintf(j->state, sizeof(j->state), "running");
+			j->state = JOB_RUNNING;
 		}
 		if (obs.phase == STATUS_RUNNING) {
 			if (seen->spot || reclaimed(findings)) {
@@ -827,10 +829,7 @@ status_act(const struct member *t, struct status_job *j,
     const struct status_seen *seen, struct status_stats *st)
 {
 	struct settle s = { .j = j, .cluster_id = t->id };
-	bool ended = strcmp(j->state, "succeeded") == 0 || strcmp(j->state, "failed") == 0 ||
-	    strcmp(j->state, "cancelled") == 0;
-
-	if (ended) {
+	if (job_state_is_final(j->state)) {
 		if (!j->ttl_due || !delete_object(t, j, st))
 			return;
 		s.clear_object = true;
@@ -846,7 +845,7 @@ status_act(const struct member *t, struct status_job *j,
 		s.reason = "cancelled; the object was deleted from the cluster";
 		s.clear_object = true;
 		settle(&s, st);
-	} else if (strcmp(j->state, "preempted") == 0) {
+	} else if (j->state == JOB_PREEMPTED) {
 		act_preempted(t, j, seen->live, st);
 	} else if (seen->live == NULL) {
 		act_vanished(t, j, st);

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/jsonx.h"
 #include "providers/kube.h"
 #include "queue/follow/status.h"
 
@@ -87,7 +88,7 @@ finding(json_t *out, const char *cls, const char *reason, const char *node,
 static json_t *
 rank_of(json_t *pods, json_t *pod)
 {
-	json_t *lb = json_object_get(json_object_get(pod, "metadata"), "labels"), *p;
+	json_t *lb = jsonx_meta(pod, "labels"), *p;
 	const char *name = str(json_object_get(pod, "metadata"), "name"),
 	    *group = str(lb, "ray.io/group"), *ri = str(lb, "ray.io/worker-group-replica-index");
 	size_t i;
@@ -96,7 +97,7 @@ rank_of(json_t *pods, json_t *pod)
 	if (is(str(lb, "ray.io/node-type"), "head"))
 		return json_string("head");
 	json_array_foreach(pods, i, p) {
-		json_t *pl = json_object_get(json_object_get(p, "metadata"), "labels");
+		json_t *pl = jsonx_meta(p, "labels");
 
 		if (is(str(pl, "ray.io/node-type"), "worker") && is(str(pl, "ray.io/group"), group) &&
 		    strcmp(str(json_object_get(p, "metadata"), "name"), name) < 0)
@@ -234,8 +235,7 @@ node_signals(json_t *out, json_t *pods, json_t *nodes, const char *name)
 				evidence(f, "taint", json_string(taint));
 			}
 		}
-		hp = str(json_object_get(json_object_get(n, "metadata"), "labels"),
-		    "sagemaker.amazonaws.com/node-health-status");
+		hp = str(jsonx_meta(n, "labels"), "sagemaker.amazonaws.com/node-health-status");
 		if (hp[0] && !is(hp, "Schedulable")) {
 			f = finding(out, "infrastructure", "NodeUnhealthy", name, "HyperPod's health "
 			    "agent marked the node unhealthy");

@@ -8,11 +8,12 @@
 
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
+#include "queue/jobs/job_state.h"
 
 /* One followed job as the cycle loaded it. */
 struct status_job {
 	char	id[40];
-	char	state[16];
+	enum job_state state;
 	char	kind[16];
 	char	object[64];
 	char	ns[64];
@@ -26,7 +27,7 @@ struct status_job {
 	bool	scale_failed;		/* the autoscaler said it cannot grow */
 	double	pending_for;		/* seconds since the first FailedScheduling, -1 none */
 	bool	spot_loss;		/* preempted because spot capacity was reclaimed */
-	int	grace_s;		/* the spec's checkpoint grace (30 without one) */
+	int	grace_s;		/* the spec's checkpoint grace (SCHED_GRACE_S without one) */
 	int	cron_runs;		/* RayCronJob: runs counted (queue/follow/cron.c) */
 	int	infra_retries;		/* attempts given after infrastructure/preemption */
 	int	max_infra_retries;	/* the spec's, else the queue's */

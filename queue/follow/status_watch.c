@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/db.h"
 #include "core/http.h"
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "core/mono.h"
 #include "core/textbuf.h"
@@ -217,8 +218,7 @@ apply_line(struct wstream *s, const char *line, size_t len)
 			s->expired = true;
 		goto out;
 	}
-	rv = json_string_value(json_object_get(json_object_get(o, "metadata"),
-	    "resourceVersion"));
+	rv = jsonx_meta_str(o, "resourceVersion");
 	if (rv != NULL)
 		snprintf(s->rv, sizeof(s->rv), "%s", rv);
 	if (strcmp(type, "BOOKMARK") == 0)

@@ -63,7 +63,7 @@ static const char sql_judge[] =
     "   AND NOT coalesce((j.move->'from'->>'fenced')::boolean, false) THEN NULL"
     "  WHEN j.state = 'moving' AND (j.move->'to'->>'cluster')::uuid = $1::uuid"
     "   AND j.attempt + 1 = (o->>'attempt')::int THEN NULL"
-    "  WHEN j.state IN ('succeeded', 'failed', 'cancelled') AND j.object_uid IS NOT NULL"
+    "  WHEN j.state IN " JOB_STATES_FINAL_SQL " AND j.object_uid IS NOT NULL"
     "   AND j.cluster_id = $1::uuid AND j.attempt = (o->>'attempt')::int THEN NULL"
     "  WHEN EXISTS (SELECT 1 FROM orphans x WHERE x.cluster_id = $1::uuid AND x.kind ="
     "   o->>'kind' AND x.namespace = o->>'namespace' AND x.name = o->>'name' AND x.reason ="

@@ -8,6 +8,7 @@
 #include "providers/jobspec.h"
 #include "providers/kuberay.h"
 #include "queue/jobs/explain.h"
+#include "queue/jobs/job_state.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/sched_int.h"
 #include "regions/cluster.h"
@@ -107,7 +108,8 @@ explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err 
 	    " WHERE id = $1::uuid";
 	const char *p[1] = { id }, *pol = json_string_value(json_object_get(json_object_get(
 	    json_object_get(job, "spec"), "cron"), "concurrency_policy"));
-	const char *state = json_string_value(json_object_get(job, "state"));
+	enum job_state state = job_state_parse(json_string_value(json_object_get(job, "state")));
+	const char *holds;
 	PGresult *r = NULL;
 	json_t *runs, *run;
 	size_t i;
@@ -140,16 +142,17 @@ explain_cron(struct db *c, const char *id, json_t *job, json_t *out, struct err 
 		json_object_del(run, "placement");
 		json_object_del(run, "started_epoch");
 	}
-	if (strcmp(state, "running") != 0)
+	if (state == JOB_RUNNING)
+		holds = "each run in runs holds one gang of the spec against the queue's quota "
+		    "and the cluster's capacity while it runs; between runs the job holds nothing";
+	else if (job_state_is_live(state))
+		holds = "one gang of the spec until the cluster accepts the RayCronJob";
+	else
+		holds = "nothing: the job has ended";
+	if (state != JOB_RUNNING)
 		json_array_clear(runs);		/* counted only while the cron runs */
 	json_object_set_new(out, "cron", json_pack("{s:s, s:o, s:s}", "concurrency_policy",
-	    pol ? pol : "Forbid", "runs", runs, "holds", strcmp(state, "running") == 0 ?
-	    "each run in runs holds one gang of the spec against the queue's quota and the "
-	    "cluster's capacity while it runs; between runs the job holds nothing" :
-	    strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0 ||
-	    strcmp(state, "moving") == 0 || strcmp(state, "preempted") == 0 ?
-	    "one gang of the spec until the cluster accepts the RayCronJob" :
-	    "nothing: the job has ended"));
+	    pol ? pol : "Forbid", "runs", runs, "holds", holds));
 	return true;
 }
 
@@ -162,7 +165,7 @@ static bool	explain_job_plain(struct db *c, json_t *job, json_t **out, struct er
  * a node under the job was lost and its domain has no spare (queue/follow/repair.c).
  * Replaces *out. */
 static bool
-explain_failure(struct db *c, const char *id, const char *state, json_t **out,
+explain_failure(struct db *c, const char *id, enum job_state state, json_t **out,
     struct err *e)
 {
 	static const char sql[] = "SELECT (SELECT (v.data || jsonb_build_object('at', v.at,"
@@ -192,12 +195,12 @@ explain_failure(struct db *c, const char *id, const char *state, json_t **out,
 		wait = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
 	PQclear(r);
 	o = json_object();
-	if (f != NULL && strcmp(state, "failed") == 0)
+	if (f != NULL && state == JOB_FAILED)
 		json_object_set(o, "failure", f);
 	if (wait != NULL)	/* why it stalls: first */
 		json_object_set(o, "waiting_for_spare", wait);
 	json_object_update(o, *out);
-	if (f != NULL && strcmp(state, "failed") != 0)
+	if (f != NULL && state != JOB_FAILED)
 		json_object_set(o, "last_failure", f);
 	if (json_array_size(sig) > 0)
 		json_object_set(o, "signals", sig);
@@ -215,7 +218,7 @@ explain_job(struct db *c, json_t *job, json_t **out, struct err *e)
 	if (!explain_job_plain(c, job, out, e))
 		return false;
 	if (!explain_failure(c, json_string_value(json_object_get(job, "id")),
-	    json_string_value(json_object_get(job, "state")), out, e)) {
+	    job_state_parse(json_string_value(json_object_get(job, "state"))), out, e)) {
 		json_decref(*out);
 		*out = NULL;
 		return false;
@@ -227,11 +230,11 @@ static bool
 explain_job_plain(struct db *c, json_t *job, json_t **out, struct err *e)
 {
 	const char *id = json_string_value(json_object_get(job, "id"));
-	const char *state = json_string_value(json_object_get(job, "state"));
+	enum job_state state = job_state_parse(json_string_value(json_object_get(job, "state")));
 	struct sched_model *m = NULL;
 	struct sched_job *j;
 
-	if (strcmp(state, "pending") != 0) {
+	if (state != JOB_PENDING) {
 		if (!explain_placed(c, id, job, out, e))
 			return false;
 		if (strcmp(json_string_value(json_object_get(job, "kind")) ?

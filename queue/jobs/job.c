@@ -394,7 +394,7 @@ job_transition(struct db *c, const char *id, const char *from, const char *to,
 {
 	static const char sql[] = "UPDATE jobs j SET state = $3, reason = $4,"
 	    " version = version + 1, updated_at = now(),"
-	    " finished_at = CASE WHEN $3 IN ('succeeded','failed','cancelled') THEN now()"
+	    " finished_at = CASE WHEN $3 IN " JOB_STATES_FINAL_SQL " THEN now()"
 	    "  ELSE finished_at END,"
 	    " started_at = CASE WHEN $3 = 'running' AND started_at IS NULL THEN now()"
 	    "  ELSE started_at END"
@@ -417,7 +417,7 @@ job_transition(struct db *c, const char *id, const char *from, const char *to,
 		const char *ev[6] = { id, "state", old, to, reason ? reason : "", ds };
 
 		if (!db_exec(c, sql_event, 6, ev, NULL, e) ||
-		    (strcmp(to, "running") == 0 && !db_exec(c, sql_run, 1, p, NULL, e)) ||
+		    (job_state_parse(to) == JOB_RUNNING && !db_exec(c, sql_run, 1, p, NULL, e)) ||
 		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
@@ -447,18 +447,19 @@ job_cancel(struct db *c, const char *id, const char *reason, json_t **out, struc
 	    " version + 1, updated_at = now(), next_try_at = now() WHERE id = $1::uuid";
 	json_t *cur = NULL;
 	const char *state;
+	enum job_state s;
 	bool ok = false;
 
 	if (!job_get(c, id, true, &cur, e))
 		return false;
 	state = json_string_value(json_object_get(cur, "state"));
-	if (strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
-	    strcmp(state, "cancelled") == 0) {
+	s = job_state_parse(state);
+	if (job_state_is_final(s)) {
 		err_set(e, 409, "job.finished", "the job already ended (%s)", state);
 		goto cleanup;
 	}
-	if (strcmp(state, "pending") == 0 || strcmp(state, "admitted") == 0 ||
-	    strcmp(state, "preempted") == 0) {
+	/* nothing of it runs on a cluster, or what runs is being deleted already */
+	if (s == JOB_PENDING || s == JOB_ADMITTED || s == JOB_PREEMPTED) {
 		if (!job_transition(c, id, state, "cancelled",
 		    reason ? reason : "cancelled by user",
 		    NULL, e))

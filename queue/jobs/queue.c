@@ -7,6 +7,7 @@
 
 #include "core/jsonx.h"
 #include "iam/team.h"
+#include "queue/jobs/job_state.h"
 #include "queue/jobs/queue.h"
 #include "regions/catalog.h"
 #include "regions/flavor.h"
@@ -141,7 +142,7 @@ queue_pc_delete(struct db *c, const char *id, struct err *e)
 {
 	static const char sql[] = "DELETE FROM priority_classes p WHERE p.id = $1::uuid"
 	    " AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.priority_class = p.name AND j.state"
-	    " NOT IN ('succeeded','failed','cancelled'))"
+	    " NOT IN " JOB_STATES_FINAL_SQL ")"
 	    " AND NOT EXISTS (SELECT 1 FROM queues q WHERE q.default_priority_class = p.name)"
 	    " RETURNING 1";
 	const char *p[1] = { id };
@@ -389,7 +390,7 @@ bool
 queue_delete(struct db *c, const char *id, struct err *e)
 {
 	static const char sql_used[] = "SELECT count(*) FROM jobs WHERE queue_id = $1::uuid"
-	    " AND state NOT IN ('succeeded','failed','cancelled')";
+	    " AND state NOT IN " JOB_STATES_FINAL_SQL;
 	static const char *const sql_del[] = { "DELETE FROM jobs WHERE queue_id = $1::uuid;",
 	    "DELETE FROM queues WHERE id = $1::uuid" };
 

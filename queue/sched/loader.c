@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "providers/jobspec.h"
+#include "queue/jobs/job_state.h"
 #include "queue/sched/loader.h"
 #include "regions/flavor.h"
 
@@ -41,7 +42,7 @@ static const char sql_queues[] =
     " CASE WHEN j.state = 'pending' THEN j.avoid_nodes END::text" \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
     " LEFT JOIN clusters k ON k.id = j.cluster_id" \
-    " WHERE j.state IN ('pending','admitted','dispatched','running','preempted','moving')" \
+    " WHERE j.state IN " JOB_STATES_LIVE_SQL \
     " AND ($1::text IS NULL OR j.environment = $1)"
 static const char sql_jobs[] = "DECLARE loader_jobs NO SCROLL CURSOR WITH HOLD FOR " SQL_JOBS;
 
@@ -432,9 +433,9 @@ load_cron_runs(struct sched_model *m, PGresult *r, int i, struct err *e)
 static bool
 load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 {
-	const char *state = PQgetvalue(r, i, 5);
-	bool pending = strcmp(state, "pending") == 0;
-	bool in_flight = strcmp(state, "admitted") == 0 || strcmp(state, "dispatched") == 0;
+	enum job_state state = job_state_parse(PQgetvalue(r, i, 5));
+	bool pending = state == JOB_PENDING;
+	bool in_flight = state == JOB_ADMITTED || state == JOB_DISPATCHED;
 	struct sched_cluster *on = PQgetisnull(r, i, 7) ? NULL :
 	    sched_model_find_cluster(m, PQgetvalue(r, i, 7));
 	json_t *spec;

@@ -375,9 +375,17 @@ struct sched_preemption {
 	size_t			 n_allocs;
 };
 
-/* Smallest victim set on one cluster that lets j fit, or false.  Leaves the model as found. */
+/* Who preempts: a pending job the scheduler admits, or a placed job that moves
+ * (queue/change/move.c).  Both plan with sched_preempt_plan and write with
+ * scheduler_preempt; this says where they differ. */
+enum sched_preemptor { SCHED_PREEMPT_ADMIT, SCHED_PREEMPT_MOVE };
+
+/* Smallest victim set on one cluster that lets j fit, or false.  For a move, only when j's
+ * class may preempt and only victims of strictly lower priority than j (a plan with any
+ * other victim is refused, not searched past).  Leaves the model as found. */
 bool			 sched_preempt_plan(struct sched_model *m, const struct sched_job *j,
-			    struct arena *a, struct sched_preemption *out);
+			    enum sched_preemptor by, struct arena *a,
+			    struct sched_preemption *out);
 
 /* Cycle (sched_cycle.c). */
 enum sched_outcome { SCHED_OUT_ADMIT, SCHED_OUT_PENDING };

@@ -401,7 +401,7 @@ preempt_plan(struct sched_model *m, struct sched_job *j, struct arena *a,
 		}
 	}
 	out->preempt_searches++;
-	if (sched_preempt_plan(m, j, a, pp))
+	if (sched_preempt_plan(m, j, SCHED_PREEMPT_ADMIT, a, pp))
 		return true;
 	if (memo) {
 		struct nofit *s = &t[h % NOFIT_SLOTS];

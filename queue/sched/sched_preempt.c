@@ -241,9 +241,20 @@ better(const struct sched_model *m, const int *a, size_t na, const int *b, size_
 	return pa < pb;
 }
 
+/* A move preempts only jobs of strictly lower priority, whatever their queue. */
+static bool
+move_may_take(const struct sched_model *m, const struct sched_job *j,
+	      const struct sched_preemption *pp)
+{
+	for (size_t i = 0; i < pp->n_victims; i++)
+		if (m->jobs[pp->victims[i]]->priority >= j->priority)
+			return false;
+	return true;
+}
+
 bool
-sched_preempt_plan(struct sched_model *m, const struct sched_job *j, struct arena *a,
-		   struct sched_preemption *out)
+sched_preempt_plan(struct sched_model *m, const struct sched_job *j, enum sched_preemptor by,
+		   struct arena *a, struct sched_preemption *out)
 {
 	struct cand *cs = NULL;
 	int *vic = NULL, *best = NULL;
@@ -252,6 +263,8 @@ sched_preempt_plan(struct sched_model *m, const struct sched_job *j, struct aren
 
 	memset(out, 0, sizeof(*out));
 	out->cluster = -1;
+	if (by == SCHED_PREEMPT_MOVE && !j->can_preempt)
+		return false;
 	if ((n = collect(m, j, &cs)) == 0)
 		goto cleanup;
 	vic = calloc(n, sizeof(*vic));
@@ -288,5 +301,7 @@ cleanup:
 	free(vic);
 	free(best);
 	free(seen);
+	if (by == SCHED_PREEMPT_MOVE && !move_may_take(m, j, out))
+		return false;
 	return out->n_victims > 0;
 }

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/mono.h"
 #include "core/textbuf.h"
+#include "queue/jobs/job_state.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/scheduler.h"
 
@@ -51,20 +52,59 @@ static const char sql_pending[] =
     "UPDATE jobs j SET reason = x->>'reason' FROM jsonb_array_elements($1::jsonb) x"
     " WHERE j.id = (x->>'id')::uuid AND j.state = 'pending'"
     " AND j.reason IS DISTINCT FROM x->>'reason'";
-/* Victims whose preemptor is still pending, locked first so that the event names the
- * state each one really left. */
+/* Victims still placed (and, when $4, whose preemptor is still pending), locked first so
+ * that the event names the state each one really left. */
 static const char sql_preempt[] =
     "WITH v AS (SELECT (x->>'id')::uuid AS id, x->>'by' AS by FROM jsonb_array_elements($1::jsonb) x),"
     " o AS (SELECT j.id, j.state, v.by FROM jobs j JOIN v ON v.id = j.id"
-    "  WHERE j.state IN ('admitted', 'dispatched', 'running') AND EXISTS (SELECT 1 FROM jobs p"
-    "  WHERE p.id = v.by::uuid AND p.state = 'pending') FOR UPDATE OF j),"
+    "  WHERE j.state IN " JOB_STATES_PLACED_SQL " AND (NOT $4::boolean OR EXISTS (SELECT 1"
+    "  FROM jobs p WHERE p.id = v.by::uuid AND p.state = 'pending')) FOR UPDATE OF j),"
     " u AS (UPDATE jobs j SET state = 'preempted', version = j.version + 1, updated_at = now(),"
-    "  reason = 'preempted by ' || o.by, next_try_at = now(), checkpoint_deadline = now() +"
-    "  make_interval(secs => coalesce((j.spec->'checkpoint'->>'grace_seconds')::int, 30))"
-    "  FROM o WHERE j.id = o.id RETURNING j.id, j.attempt, o.state AS old, o.by)"
-    " INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
-    " SELECT u.id, 'state', u.old, 'preempted', u.attempt, 'preempted for a higher priority job',"
-    " jsonb_build_object('by', u.by) FROM u";
+    "  reason = $2 || o.by, next_try_at = now(), checkpoint_deadline = now() +"
+    "  make_interval(secs => coalesce((j.spec->'checkpoint'->>'grace_seconds')::int, $5::int))"
+    "  FROM o WHERE j.id = o.id RETURNING j.id, j.attempt, o.state AS old, o.by),"
+    " ev AS (INSERT INTO job_events (job_id, type, from_state, to_state, attempt, message, data)"
+    "  SELECT u.id, 'state', u.old, 'preempted', u.attempt, $3, jsonb_build_object('by', u.by)"
+    "  FROM u)"
+    " SELECT count(*) FROM u";
+
+/* What each preemptor writes: the victim's reason (followed by the preemptor's id), the
+ * message of its state event, and whether the preemptor must still be pending. */
+static const struct {
+	const char	*reason;
+	const char	*message;
+	const char	*while_pending;
+} preemptors[] = {
+	[SCHED_PREEMPT_ADMIT] = { "preempted by ", "preempted for a higher priority job",
+	    "true" },
+	[SCHED_PREEMPT_MOVE] = { "preempted by the move of ",
+	    "preempted to make room for a moved job", "false" },
+};
+
+int
+scheduler_grace_s(const json_t *spec)
+{
+	json_t *g = json_object_get(json_object_get(spec, "checkpoint"), "grace_seconds");
+
+	return json_is_integer(g) ? (int)json_integer_value(g) : SCHED_GRACE_S;
+}
+
+bool
+scheduler_preempt(struct db *c, const char *victims, enum sched_preemptor by, size_t *n,
+		  struct err *e)
+{
+	char grace[16];
+	const char *p[5] = { victims, preemptors[by].reason, preemptors[by].message,
+	    preemptors[by].while_pending, grace };
+	PGresult *r = NULL;
+
+	snprintf(grace, sizeof(grace), "%d", SCHED_GRACE_S);
+	if (!db_exec(c, sql_preempt, 5, p, &r, e))
+		return false;
+	*n = (size_t)atol(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return true;
+}
 
 json_t *
 scheduler_placement_json(struct sched_model *m, const struct sched_placement *place,
@@ -214,6 +254,14 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 			break;
 		any = true;
 		wake |= b[i].sql != sql_pending;
+		if (b[i].sql == sql_preempt) {
+			size_t preempted = 0;
+
+			ok = scheduler_preempt(c, b[i].buf, SCHED_PREEMPT_ADMIT, &preempted, e);
+			if (ok && b[i].count != NULL)
+				*b[i].count += preempted;
+			continue;
+		}
 		ok = db_exec(c, b[i].sql, b[i].sql == sql_admit ? 2 : 1, p, &r, e);
 		if (ok && b[i].count != NULL && PQntuples(r) == 1)
 			*b[i].count += (size_t)atol(PQgetvalue(r, 0, 0));

@@ -24,6 +24,20 @@ bool	scheduler_cycle(const char *env, const char *who, struct sched_stats *st, s
  * pools as loader_model_pools gives them. */
 json_t	*scheduler_placement_json(struct sched_model *m, const struct sched_placement *place,
 	    json_t *pools);
+
+/* The grace a preempted or moved job gets to checkpoint when its spec names none. */
+#define SCHED_GRACE_S	30
+/* The spec's checkpoint.grace_seconds, SCHED_GRACE_S without one. */
+int	scheduler_grace_s(const json_t *spec);
+
+/* Preempts the victims in victims (JSON text [{"id", "by"}], by the preemptor's id) that
+ * are still admitted, dispatched or running and, for an admission, whose preemptor is
+ * still pending: state preempted, a checkpoint deadline of the spec's grace, a state
+ * event naming by.  The status worker signals, waits the grace, deletes and requeues.
+ * *n is how many were preempted; the caller's transaction. */
+bool	scheduler_preempt(struct db *c, const char *victims, enum sched_preemptor by,
+	    size_t *n, struct err *e);
+
 bool	scheduler_start(struct err *e);
 void	scheduler_stop(void);
 /* Environments this replica leads right now (for tests and /metrics). */

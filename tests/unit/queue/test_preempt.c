@@ -111,7 +111,7 @@ test_cases(void **state)
 		char got[256] = "";
 		int64_t before = fx_usage(m, "q", "gpu");
 
-		sched_preempt_plan(m, j, a, &pp);
+		sched_preempt_plan(m, j, SCHED_PREEMPT_ADMIT, a, &pp);
 		for (i = 0; i < pp.n_victims; i++) {
 			struct sched_job *v = sched_model_job(m, (size_t)pp.victims[i]);
 
