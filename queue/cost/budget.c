@@ -1,5 +1,5 @@
 /* budget: rows of budgets with their spend, the refusal of hard ones at submission and
- * the once-per-month threshold events.  Spend is cost.c's cost_runs() (migration 0016). */
+ * the once-per-month threshold events.  Spend is cost.c's cost_runs() (migration 0019). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* cost: the showback report over cost_runs() (migration 0016: what ran, where, how long,
+/* cost: the showback report over cost_runs() (migration 0019: what ran, where, how long,
  * at what price) and the rows of price overrides.  Nothing here decides admission:
  * budget.c does, with cost_spent(). */
 #include <regex.h>

@@ -1,4 +1,4 @@
-/* cost: showback from what actually ran (job_runs priced by cost_runs(), migration 0016)
+/* cost: showback from what actually ran (job_runs priced by cost_runs(), migration 0019)
  * and the price overrides of an environment.  Budgets are budget.c. */
 #ifndef FLEET_QUEUE_COST_H
 #define FLEET_QUEUE_COST_H

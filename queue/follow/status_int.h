@@ -8,7 +8,7 @@
 
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 
 /* One followed job as the cycle loaded it. */
 struct status_job {

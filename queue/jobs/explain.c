@@ -8,7 +8,7 @@
 #include "providers/jobspec.h"
 #include "providers/kuberay.h"
 #include "queue/jobs/explain.h"
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/sched_int.h"
 #include "regions/cluster.h"

@@ -380,7 +380,7 @@ job_events(struct db *c, const char *id, int limit, const char *after, json_t **
 	return db_list_json(c, sql, 3, p, out, e);
 }
 
-/* A run starts: the placement it runs on, kept for cost_runs() (migration 0016). */
+/* A run starts: the placement it runs on, kept for cost_runs() (migration 0019). */
 static const char sql_run[] = "INSERT INTO job_runs (job_id, attempt, event_id, placement,"
     " accel_per_node) SELECT j.id, j.attempt, (SELECT max(v.id) FROM job_events v"
     " WHERE v.job_id = j.id AND v.type = 'state' AND v.to_state = 'running'), j.placement,"

@@ -10,7 +10,7 @@
 #include "core/db.h"
 #include "core/err.h"
 #include "providers/jobspec.h"
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 
 /* A RayService's serve endpoint while it is placed: KubeRay's Service <object>-serve-svc
  * (port 8000) in the job's namespace on its cluster; the object keeps its name across

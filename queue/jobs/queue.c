@@ -7,7 +7,7 @@
 
 #include "core/jsonx.h"
 #include "iam/team.h"
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 #include "queue/jobs/queue.h"
 #include "regions/catalog.h"
 #include "regions/flavor.h"

@@ -7,7 +7,7 @@
 
 #include "core/log.h"
 #include "providers/jobspec.h"
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 #include "queue/sched/loader.h"
 #include "regions/flavor.h"
 

@@ -16,7 +16,7 @@
 #include "core/log.h"
 #include "core/mono.h"
 #include "core/textbuf.h"
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/scheduler.h"
 

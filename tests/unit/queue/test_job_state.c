@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 
 struct state_case {
 	const char	*name;

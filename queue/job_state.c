@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "queue/jobs/job_state.h"
+#include "queue/job_state.h"
 
 static const char *const names[] = {
 	[JOB_PENDING] = "pending",
