@@ -67,7 +67,7 @@ workers_start(struct err *e)
 			if (table[i].metrics != NULL)
 				metrics_register(table[i].metrics);
 		metrics_register(lease_metrics);	/* the clusters this replica holds */
-		metrics_register(cost_metrics);		/* spend, from the database */
+		metrics_register(cost_metrics);		/* spend, as the budgets worker last read it */
 		registered = true;
 	}
 	for (size_t i = 0; i < NWORKERS; i++) {

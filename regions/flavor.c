@@ -175,7 +175,7 @@ flavor_spec_valid(const char *name, json_t *body, json_t **spec, struct err *e)
 	    "rack_size", "machine_types", NULL };
 	const char *bname = NULL, *kind = NULL, *res = NULL;
 	long long mem, rack;
-	json_t *mts = NULL, *mt, *norm = NULL, *out;
+	json_t *mts = NULL, *mt, *norm = NULL, *out = NULL;
 	size_t i, j;
 
 	if (name == NULL || !jsonx_name_ok(name, 63))

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/ticker.h"
 #include "queue/cost/budget.h"
+#include "queue/cost/cost.h"
 
 /* The start of the current UTC month. */
 #define MONTH "(date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')"
@@ -247,6 +248,7 @@ round_once(void)
 		log_warn(NULL, "budget", "threshold sweep failed", "{s:s}", "code", e.code);
 	else if (n > 0)
 		log_info(NULL, "budget", "budget thresholds announced", "{s:i}", "events", (int)n);
+	cost_metrics_refresh();
 }
 
 static long

@@ -1,6 +1,7 @@
 /* cost: the showback report over cost_runs() (migration 0019: what ran, where, how long,
  * at what price) and the rows of price overrides.  Nothing here decides admission:
  * budget.c does, with cost_spent(). */
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <uuid/uuid.h>
 
 #include "core/jsonx.h"
+#include "core/log.h"
 #include "core/textbuf.h"
 #include "queue/cost/cost.h"
 
@@ -318,28 +320,53 @@ metrics_tx(struct db *c, void *arg, struct err *e)
 	return db_exec(c, sql, 0, NULL, r, e);
 }
 
+/* The samples of the last refresh (malloc'd text, NULL before the first): a scrape reads
+ * only this, never the database (/metrics answers while jobs are locked). */
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *kept_dollars, *kept_seconds;
+
+void
+cost_metrics_refresh(void)
+{
+	char *d = NULL, *a = NULL;
+	size_t dl = 0, dc = 0, al = 0, ac = 0;
+	PGresult *r = NULL;
+	struct err e;
+
+	memset(&e, 0, sizeof(e));
+	if (!db_tx(metrics_tx, &r, &e)) {
+		log_warn(NULL, "cost", "cannot refresh the cost metrics", "{s:s}", "code", e.code);
+		return;
+	}
+	textbuf_append(&d, &dl, &dc, "", 0);
+	textbuf_append(&a, &al, &ac, "", 0);
+	for (int i = 0; i < PQntuples(r); i++) {
+		textbuf_appendf(&d, &dl, &dc, "fleetd_cost_dollars_total{environment=\"%s\","
+		    "queue=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+		    PQgetvalue(r, i, 2));
+		textbuf_appendf(&a, &al, &ac, "fleetd_cost_accelerator_seconds_total"
+		    "{environment=\"%s\",queue=\"%s\"} %s\n", PQgetvalue(r, i, 0),
+		    PQgetvalue(r, i, 1), PQgetvalue(r, i, 3));
+	}
+	PQclear(r);
+	pthread_mutex_lock(&kept_mu);
+	free(kept_dollars);
+	free(kept_seconds);
+	kept_dollars = d;
+	kept_seconds = a;
+	pthread_mutex_unlock(&kept_mu);
+}
+
 void
 cost_metrics(char **buf, size_t *len, size_t *cap)
 {
-	PGresult *r = NULL;
-	struct err e;
-	bool got;
-
-	memset(&e, 0, sizeof(e));
+	pthread_mutex_lock(&kept_mu);
 	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_cost_dollars_total Dollars spent by runs, by environment and queue"
-	    " (running runs up to now).\n# TYPE fleetd_cost_dollars_total counter\n");
-	got = db_tx(metrics_tx, &r, &e);	/* none: the families without samples */
-	for (int i = 0; got && i < PQntuples(r); i++)
-		textbuf_appendf(buf, len, cap, "fleetd_cost_dollars_total{environment=\"%s\","
-		    "queue=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-		    PQgetvalue(r, i, 2));
-	textbuf_appendf(buf, len, cap,
+	    " (running runs up to the budgets worker's last round).\n"
+	    "# TYPE fleetd_cost_dollars_total counter\n%s"
 	    "# HELP fleetd_cost_accelerator_seconds_total Accelerator-seconds of runs, by"
-	    " environment and queue.\n# TYPE fleetd_cost_accelerator_seconds_total counter\n");
-	for (int i = 0; got && i < PQntuples(r); i++)
-		textbuf_appendf(buf, len, cap, "fleetd_cost_accelerator_seconds_total"
-		    "{environment=\"%s\",queue=\"%s\"} %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-		    PQgetvalue(r, i, 3));
-	PQclear(r);
+	    " environment and queue.\n# TYPE fleetd_cost_accelerator_seconds_total counter\n%s",
+	    kept_dollars ? kept_dollars : "", kept_seconds ? kept_seconds : "");
+	pthread_mutex_unlock(&kept_mu);
 }

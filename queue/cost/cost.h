@@ -40,6 +40,9 @@ bool	cost_price_list(struct db *c, const char *environment, const char *const *e
 /* Prometheus lines: fleetd_cost_dollars_total and fleetd_cost_accelerator_seconds_total per
  * environment and queue (bounded: queues are declared objects, at most 1000 series),
  * computed from the database at scrape time, appended to buf. */
+/* Prometheus counters of spend per environment and queue, as the budgets worker last
+ * computed them (cost_metrics_refresh, each of its rounds): a scrape queries nothing. */
 void	cost_metrics(char **buf, size_t *len, size_t *cap);
+void	cost_metrics_refresh(void);
 
 #endif
