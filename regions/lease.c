@@ -189,7 +189,7 @@ turn(PGconn *c)
 	static const char sql_release[] =
 	    "UPDATE cluster_leases SET holder = NULL, expires_at = now()"
 	    " WHERE holder = $1 AND cluster_id = ANY($2::uuid[])";
-	char ttl[16], want[16];
+	char ttl[16], want[24];
 	const char *p[3] = { cfg.instance_id, ttl, want };
 	struct held *v = NULL;
 	size_t n = 0, cap = 0;
