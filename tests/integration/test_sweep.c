@@ -421,6 +421,11 @@ test_move_preempts(void **state)
 	mover = running_job("mover", "default", 4, cluster_id);
 	big = running_job("big", "default", 8, cluster_id);
 	harness_cordon(oper, target_id, false);
+	/* the plan reads the capacity snapshot: wait until one taken after the fillers ran
+	 * shows the target's node full (a snapshot fetched while their pods were still being
+	 * bound showed it free, and the dry run found room without a victim under load) */
+	assert_int_equal(harness_wait_long(30, 0, "SELECT coalesce(sum(free_accel), -1) FROM"
+	    " capacity WHERE cluster_id = '%s' AND pool = 'p5'", target_id), 0);
 
 	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"},\"dry_run\":true}",
 	    target_id);
