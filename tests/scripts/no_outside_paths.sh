@@ -4,7 +4,8 @@
 # offending file:line.  Run from anywhere.
 #
 # The rule, for every file `git ls-files` lists:
-#   - never a home or work folder of a machine: /work/, /root/, /home/, /Users/;
+#   - never a home or work folder of a machine (the folders work, root, home, Users at the
+#     root of the file system; the pattern below spells them so this line is no match);
 #   - /tmp/ only as the start of a scratch name a program makes at run time and removes,
 #     spelled /tmp/fleet... (mktemp templates, per-pid files); nothing recorded from a
 #     build (bench/profiles write paths relative to the checkout);
