@@ -22,7 +22,9 @@ mkdir -p "$out"
 
 # Stops what the suites started, by the pids they recorded (only fleetd/cloudsim processes),
 # and their Postgres.  chaos.py does this itself; this is for a hard interruption.
+declare -A pids=()	# running suites: pid -> name
 cleanup() {
+	for p in "${!pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for f in "$out"/*/w/pids; do
 		[ -f "$f" ] || continue
 		while read -r pid; do
@@ -69,19 +71,39 @@ fi
 default_suites=crash,replicas,dbrestart,faults
 [ "$short" = 1 ] || default_suites=$default_suites,dbfailover,regionloss
 suites=${CHAOS_SUITES:-$default_suites}
-rc=0
-for s in ${suites//,/ }; do
-	[ -n "${args[$s]:-}" ] || { echo "chaos: unknown suite $s" >&2; rc=2; continue; }
+# --short runs two suites at a time (each has its own Postgres, cloudsim and ports; they
+# share nothing but the CPU), which halves make test's longest step; full sizes run one at a
+# time unless CHAOS_PARALLEL says otherwise.  Each suite's output goes to its own file and is
+# printed whole when the suite ends, so two suites never interleave their lines.
+parallel=${CHAOS_PARALLEL:-$([ "$short" = 1 ] && echo 2 || echo 1)}
+run_suite() {
+	local s=$1 r=0
 	rm -rf "$out/$s"
 	mkdir -p "$out/$s"
 	echo "=== chaos $s: ${args[$s]} (logs in $out/$s)"
 	# shellcheck disable=SC2086 # word splitting of the argument list is intended
 	timeout -k 30 "$limit" python3 "$top/tests/chaos/chaos.py" "$s" --build "$build" \
-		--workdir "$out/$s/w" ${args[$s]} ${CHAOS_ARGS:-} || rc=1
+		--workdir "$out/$s/w" ${args[$s]} ${CHAOS_ARGS:-} || r=1
 	cp -f "$out/$s/result-$s.json" "$out/" 2>/dev/null || true
 	# the server's folder under /tmp (pg.sh; its log is copied into w/pg), not for HA's
 	[ -f "$out/$s/w/pg/server_dir" ] && bash "$top/scripts/pg.sh" destroy "$out/$s/w/pg" >/dev/null 2>&1
+	return $r
+}
+rc=0
+wait_one() {	# waits for any running suite, prints its output, records its status
+	local done_pid st=0
+	wait -n -p done_pid "${!pids[@]}" || st=$?
+	[ "$st" = 0 ] || rc=1
+	cat "$out/${pids[$done_pid]}.out"
+	unset "pids[$done_pid]"
+}
+for s in ${suites//,/ }; do
+	[ -n "${args[$s]:-}" ] || { echo "chaos: unknown suite $s" >&2; rc=2; continue; }
+	while [ "${#pids[@]}" -ge "$parallel" ]; do wait_one; done
+	run_suite "$s" >"$out/$s.out" 2>&1 &
+	pids[$!]=$s
 done
+while [ "${#pids[@]}" -gt 0 ]; do wait_one; done
 python3 "$top/tests/chaos/summary.py" "$out"
 echo "chaos: results in $out"
 exit $rc
