@@ -48,7 +48,8 @@ open_stream(struct request *rq, const char *job, const char *env, long long from
 	const char *lei = rq_header(rq, "Last-Event-ID");
 	struct sse_opts o = { .token_id = rq->actor.id, .job_id = job, .environment = env,
 		.envs = rq->envs, .nenvs = rq->nenvs, .after = from,
-		.team = rq->team };
+		.team = rq->team, .role = (int)rq->role, .oidc = rq->auth_oidc,
+		.expires = rq->auth_expires };
 	struct sse_stream *s;
 
 	if (lei != NULL && !parse_seq(lei, &o.after))

@@ -97,6 +97,8 @@ drain(struct request *rq, json_t *scope, const char *env, const char *rid, struc
 	return true;
 }
 
+/* A role held in a team may drain a cluster of its environments of its team's jobs only:
+ * the cluster, shared with other teams, is not cordoned. */
 HANDLER(h_cluster_drain)
 {
 	const char *id = rq_param(rq, "id");
@@ -111,6 +113,9 @@ HANDLER(h_cluster_drain)
 	}
 	scope = json_pack("{s:s, s:O}", "cluster_id", id, "environment",
 	    json_object_get(k, "environment"));
+	/* an operator held in a team drains its team's jobs off the cluster, no other's */
+	if (rq_in_team(rq))
+		json_object_set_new(scope, "team", json_string(rq->team));
 	ok = drain(rq, scope, json_string_value(json_object_get(k, "environment")), id, e);
 	json_decref(scope);
 	json_decref(k);
@@ -140,29 +145,27 @@ HANDLER(h_operation_list)
 	json_t *items;
 	int limit;
 
-	/* operations are drains of clusters and regions: none belongs to a team */
-	if (rq_in_team(rq)) {
-		if (!rq_page(rq, &limit, &after, e))
-			return false;
-		rq_reply(rq, 200, json_pack("{s:[], s:n}", "items", "next"));
-		return true;
-	}
+	/* a role held in a team sees its team's drains only */
 	if (!rq_page(rq, &limit, &after, e) || !move_operation_list(rq->db, limit + 1, after,
-	    rq_query(rq, "state"), rq_query(rq, "environment"), rq->envs, rq->nenvs, &items, e))
+	    rq_query(rq, "state"), rq_query(rq, "environment"), rq->team, rq->envs, rq->nenvs,
+	    &items, e))
 		return false;
 	rq_reply(rq, 200, rq_page_reply(rq, items, limit, "id"));
 	return true;
 }
 
-/* Operation id when the caller may see its environment; else 404 operation.not_found. */
+/* Operation id when the caller may see its environment (and, for a role held in a team,
+ * it is that team's drain); else 404 operation.not_found. */
 static bool
 operation_get(struct request *rq, json_t **op, struct err *e)
 {
-	if (rq_in_team(rq))
-		return err_set(e, 404, "operation.not_found", "operation not found");
+	const char *team;
+
 	if (!move_operation_get(rq->db, rq_param(rq, "id"), op, e))
 		return false;
-	if (!rq_env_visible(rq, json_string_value(json_object_get(*op, "environment")))) {
+	team = json_string_value(json_object_get(json_object_get(*op, "target"), "team"));
+	if (!rq_env_visible(rq, json_string_value(json_object_get(*op, "environment"))) ||
+	    (rq_in_team(rq) && (team == NULL || strcmp(team, rq->team) != 0))) {
 		json_decref(*op);
 		*op = NULL;
 		return err_set(e, 404, "operation.not_found", "operation not found");

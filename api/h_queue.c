@@ -42,8 +42,34 @@ HANDLER(h_queue_get)
 	return crud_read(rq, &queues, e);
 }
 
-/* The queue is checked visible (404 otherwise) before its environment's scheduler model
- * is built: another environment's model is never read for a caller who cannot see it. */
+/* A caller holding its role in a team sees its cohort's other queues' shares, not their
+ * ids, unless they are its team's too. */
+static bool
+mask_peers(struct request *rq, json_t *st, struct err *e)
+{
+	json_t *peers = json_object_get(json_object_get(st, "fair_share"), "cohort"), *p, *q;
+	size_t i;
+
+	if (!rq_in_team(rq))
+		return true;
+	json_array_foreach(peers, i, p) {
+		const char *id = json_string_value(json_object_get(p, "queue_id"));
+
+		if (id == NULL)
+			continue;
+		q = NULL;
+		if (!queue_get(rq->db, id, false, &q, e))
+			return false;
+		if (!rq_team_visible(rq, json_string_value(json_object_get(q, "team"))))
+			json_object_set_new(p, "queue_id", json_null());
+		json_decref(q);
+	}
+	return true;
+}
+
+/* The queue is checked visible (404 otherwise, another team's too) before its
+ * environment's scheduler model is built: another environment's model is never read for a
+ * caller who cannot see it. */
 HANDLER(h_queue_status)
 {
 	json_t *q = NULL, *st = NULL;
@@ -53,6 +79,10 @@ HANDLER(h_queue_status)
 	json_decref(q);
 	if (!explain_queue(rq->db, rq_param(rq, "id"), &st, e))
 		return false;
+	if (!mask_peers(rq, st, e)) {
+		json_decref(st);
+		return false;
+	}
 	rq_reply(rq, 200, st);
 	return true;
 }

@@ -262,6 +262,11 @@ authenticate(struct request *rq, struct err *e)
 	rq->team = p.team[0] != '\0' && rq->role < ROLE_ADMIN ? rq->actor.team : NULL;
 	rq->envs = (const char *const *)p.envs;
 	rq->nenvs = p.nenvs;
+	rq->auth_expires = p.expires;
+	rq->auth_oidc = p.oidc;
+	/* a user whose groups changed: the streams opened with the old claims end */
+	if (p.oidc)
+		sse_principal_seen(p.id, p.role, rq->team, rq->envs, rq->nenvs);
 	return true;
 }
 

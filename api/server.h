@@ -66,6 +66,8 @@ struct request {
 					 * for a role held in environments */
 	const char	*const *envs;	/* environments the token may see; "*" = all */
 	int		 nenvs;
+	long long	 auth_expires;	/* when the credential ends (unix s), 0 = never */
+	bool		 auth_oidc;	/* an OIDC access token (actor.id names the user) */
 	struct timespec	 start;
 	/* answer */
 	int		 status;

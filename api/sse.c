@@ -1,7 +1,10 @@
 /* sse: the event hub.  The ring holds every event with covered < seq <= published, as
- * ready frames; a stream whose cursor is older than the ring reads from the database
- * (bounded by published, so the two never disagree).  A stream with nothing to send
- * suspends its connection; the hub resumes it when a matching event or a heartbeat is due. */
+ * ready frames; a stream whose cursor is older than the ring suspends and waits for the
+ * replay thread, which reads one batch of it from the database (bounded by published, so
+ * the two never disagree) and resumes it: an HTTP worker never waits on the database for a
+ * stream, and replays hold one pool connection between them.  A stream with nothing to send
+ * suspends its connection; the hub resumes it when a matching event or a heartbeat is due,
+ * or when it must end (credential revoked, expired or changed). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 #define RING		8192
 #define FILL_BYTES	(32 * 1024)	/* frames prepared per refill */
 #define DB_BATCH	256
+#define REPLAY_SCAN	20000	/* seq numbers one replay read may scan (a sparse scope) */
 
 struct ring_ev {
 	long long	 seq;
@@ -40,9 +44,18 @@ struct sse_stream {
 	char		**envs;		/* scope; NULL = every environment */
 	int		 nenvs;
 	char		*team;		/* scope: one team's queues, or NULL */
+	char		*scope;		/* the environments as opened, joined by "," */
+	int		 role;		/* the caller's role when it opened */
+	bool		 oidc;		/* token names an OIDC user, not an api_tokens row */
+	long long	 expires;	/* unix s the credential ends; 0 = never */
 	long long	 cursor;	/* last seq considered */
 	bool		 suspended;	/* by its reader; only the hub resumes it */
-	bool		 ended;		/* its token was revoked: the reader ends it */
+	bool		 ended;		/* credential revoked, expired or changed: the reader
+					 * ends it */
+	bool		 replay;	/* suspended for the replay thread, which resumes it */
+	bool		 failed;	/* the replay could not read: the reader ends it */
+	unsigned long	 ticket;	/* replay order: lowest first */
+	long long	 replayed;	/* events replayed from the database so far */
 	char		*buf;		/* frames not yet handed to MHD */
 	size_t		 len, off, cap;
 	time_t		 last_write;
@@ -50,15 +63,20 @@ struct sse_stream {
 
 static struct {
 	pthread_mutex_t	 mu;
-	pthread_t	 thread;
-	bool		 running, stopping, ready;
+	pthread_cond_t	 replay_cv;	/* a stream waits for replay, or stopping */
+	pthread_cond_t	 replay_done;	/* replay_cur was let go */
+	pthread_t	 thread, replayer;
+	bool		 running, replaying, stopping, ready;
+	struct sse_stream *replay_cur;	/* read by the replay thread outside mu */
+	unsigned long	 tickets, replays, resets;
 	long long	 published, covered;
 	struct ring_ev	 ring[RING];
 	int		 start, count;
 	struct sse_stream *streams;
 	int		 nstreams;
 	unsigned long	 opened, refused, sent;
-} hub = { .mu = PTHREAD_MUTEX_INITIALIZER };
+} hub = { .mu = PTHREAD_MUTEX_INITIALIZER, .replay_cv = PTHREAD_COND_INITIALIZER,
+	.replay_done = PTHREAD_COND_INITIALIZER };
 
 static time_t
 now_s(void)
@@ -153,42 +171,6 @@ fill_from_ring(struct sse_stream *s)
 		s->cursor = hub.published;
 }
 
-/* Reads events after the cursor, up to upto, from the database; outside mu. */
-static bool
-fill_from_db(struct sse_stream *s, long long upto)
-{
-	struct events_filter f = { .job_id = s->job, .environment = s->environment,
-		.envs = (const char *const *)s->envs, .nenvs = s->nenvs, .team = s->team };
-	struct err e = { 0 };
-	struct db *c = db_acquire(5000, &e);
-	json_t *items = NULL, *ev;
-	size_t i;
-	bool ok;
-
-	if (c == NULL)
-		return false;
-	ok = events_read(c, s->cursor, upto, &f, DB_BATCH, &items, &e);
-	db_release(c);
-	if (!ok) {
-		log_warn(NULL, "sse", "event read failed", "{s:s}", "error", e.msg);
-		return false;
-	}
-	json_array_foreach(items, i, ev) {
-		long long seq = json_integer_value(json_object_get(ev, "seq"));
-		size_t n;
-		char *fr = frame_of(ev, seq, &n);
-
-		if (fr != NULL)
-			append(s, fr, n);
-		free(fr);
-		s->cursor = seq;
-	}
-	if (json_array_size(items) < DB_BATCH)
-		s->cursor = upto;
-	json_decref(items);
-	return true;
-}
-
 static ssize_t
 drain(struct sse_stream *s, char *out, size_t max)
 {
@@ -215,14 +197,15 @@ reader(void *cls, uint64_t pos, char *out, size_t max)
 
 	(void)pos;
 	for (;;) {
-		long long upto;
-
 		if (s->off < s->len)
 			return drain(s, out, max);
 		pthread_mutex_lock(&hub.mu);
-		if (hub.stopping || s->ended) {
+		if (hub.stopping || s->ended || s->failed) {
+			bool failed = s->failed && !s->ended && !hub.stopping;
+
 			pthread_mutex_unlock(&hub.mu);
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return failed ? MHD_CONTENT_READER_END_WITH_ERROR :	/* client resumes */
+			    MHD_CONTENT_READER_END_OF_STREAM;
 		}
 		if (hub.ready && s->cursor < hub.published) {
 			if (s->cursor >= hub.covered) {
@@ -230,11 +213,14 @@ reader(void *cls, uint64_t pos, char *out, size_t max)
 				pthread_mutex_unlock(&hub.mu);
 				continue;
 			}
-			upto = hub.published;
+			/* older than the ring: the replay thread reads it, never this one */
+			s->replay = true;
+			s->ticket = ++hub.tickets;
+			s->suspended = true;
+			MHD_suspend_connection(s->conn);
+			pthread_cond_signal(&hub.replay_cv);
 			pthread_mutex_unlock(&hub.mu);
-			if (!fill_from_db(s, upto))
-				return MHD_CONTENT_READER_END_WITH_ERROR;	/* client resumes */
-			continue;
+			return 0;
 		}
 		if (now_s() - s->last_write >= cfg.sse_heartbeat_s) {
 			pthread_mutex_unlock(&hub.mu);
@@ -269,6 +255,8 @@ stream_free(void *cls)
 	if (s == NULL)
 		return;
 	pthread_mutex_lock(&hub.mu);
+	while (hub.replay_cur == s)	/* its connection is suspended: not expected */
+		pthread_cond_wait(&hub.replay_done, &hub.mu);
 	unlink_stream(s);
 	pthread_mutex_unlock(&hub.mu);
 	for (int i = 0; i < s->nenvs; i++)
@@ -277,25 +265,53 @@ stream_free(void *cls)
 	free(s->job);
 	free(s->environment);
 	free(s->team);
+	free(s->scope);
 	free(s->buf);
 	free(s);
+}
+
+int
+sse_per_principal(void)
+{
+	if (cfg.sse_per_token > 0)
+		return cfg.sse_per_token;
+	return cfg.threads > 1 ? cfg.threads - 1 : 1;
+}
+
+/* The environments as one string, to tell a change of scope ("*" when all); malloc'd. */
+static char *
+scope_of(const char *const *envs, int nenvs)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	for (int i = 0; i < nenvs; i++)
+		if (strcmp(envs[i], "*") == 0)
+			return strdup("*");
+	textbuf_append(&buf, &len, &cap, "", 0);
+	for (int i = 0; i < nenvs; i++)
+		textbuf_appendf(&buf, &len, &cap, "%s%s", i ? "," : "", envs[i]);
+	return buf;
 }
 
 struct sse_stream *
 sse_open(const struct sse_opts *o, void *conn, struct err *e)
 {
 	struct sse_stream *s, *x;
-	int mine = 0;
+	int mine = 0, cap = sse_per_principal();
 	bool all = false;
 
 	pthread_mutex_lock(&hub.mu);
 	for (x = hub.streams; x != NULL; x = x->next)
-		mine += strcmp(x->token, o->token_id) == 0;
-	if (mine >= cfg.sse_per_token || hub.nstreams >= cfg.sse_max_streams || hub.stopping) {
+		mine += strcmp(x->token, o->token_id) == 0 && !x->ended;
+	if (mine >= cap || hub.nstreams >= cfg.sse_max_streams || hub.stopping) {
 		hub.refused++;
 		pthread_mutex_unlock(&hub.mu);
 		err_set(e, 429, "events.too_many_streams", "too many event streams are open%s",
-		    mine >= cfg.sse_per_token ? " for this token" : "");
+		    mine >= cap ? " for this token" : "");
+		if (mine >= cap)
+			snprintf(e->detail, sizeof(e->detail), "a token (or an OIDC user) may hold "
+			    "%d event streams open at once; close one and retry", cap);
 		e->retry_after = 5;
 		return NULL;
 	}
@@ -306,6 +322,10 @@ sse_open(const struct sse_opts *o, void *conn, struct err *e)
 	s->job = o->job_id ? strdup(o->job_id) : NULL;
 	s->environment = o->environment ? strdup(o->environment) : NULL;
 	s->team = o->team ? strdup(o->team) : NULL;
+	s->scope = scope_of(o->envs, o->nenvs);
+	s->role = o->role;
+	s->oidc = o->oidc;
+	s->expires = o->expires;
 	for (int i = 0; i < o->nenvs; i++)
 		all = all || strcmp(o->envs[i], "*") == 0;
 	if (!all) {
@@ -439,14 +459,22 @@ fail:
 static void
 wake(void)
 {
-	time_t now = now_s();
+	time_t now = now_s(), wall = time(NULL);
 
 	pthread_mutex_lock(&hub.mu);
 	for (struct sse_stream *s = hub.streams; s != NULL; s = s->next) {
-		bool want = hub.stopping || s->ended || now - s->last_write >= cfg.sse_heartbeat_s;
+		bool want;
 
-		if (!s->suspended)
+		if (!s->ended && s->expires > 0 && wall >= s->expires) {
+			s->ended = true;	/* the credential it was opened with expired */
+			log_info(NULL, "sse", "stream of an expired token ended", "{s:s}",
+			    "principal", s->token);
+		}
+		want = hub.stopping || s->ended || now - s->last_write >= cfg.sse_heartbeat_s;
+		/* the replay thread resumes the streams it holds (sse_stop joins it first) */
+		if (!s->suspended || (s->replay && !hub.stopping))
 			continue;
+		s->replay = false;
 		if (!want && hub.ready && s->cursor < hub.published) {
 			if (s->cursor < hub.covered) {
 				want = true;
@@ -470,15 +498,20 @@ wake(void)
 
 #define TOKEN_CHECK_S	2	/* a revoked token's streams end within this (and a hub turn) */
 
-/* Ends the streams whose token is no longer valid (revoked or deleted): the token ids of
- * the open streams go to the database as one JSON array, those without a live row come
- * back; their streams are marked and resumed, and their readers end them. */
+static const char *const role_names[] = { "", "viewer", "submitter", "operator", "admin" };
+
+/* Ends the streams of static tokens that are no longer what they were when the stream
+ * opened (revoked, deleted, or another role or team): the open streams' {id, role, team}
+ * go to the database as one JSON array, those without a matching live row come back;
+ * their streams are marked and resumed, and their readers end them.  OIDC users' streams
+ * end with their token's expiry or a change of claims (sse_principal_seen). */
 static void
 end_revoked(void)
 {
-	static const char sql[] = "SELECT x FROM jsonb_array_elements_text($1::jsonb) x"
-	    " WHERE NOT EXISTS (SELECT 1 FROM api_tokens t WHERE t.id::text = x"
-	    " AND t.revoked_at IS NULL)";
+	static const char sql[] = "SELECT x->>'id' FROM jsonb_array_elements($1::jsonb) x"
+	    " WHERE NOT EXISTS (SELECT 1 FROM api_tokens t WHERE t.id::text = x->>'id'"
+	    " AND t.revoked_at IS NULL AND t.role = x->>'role'"
+	    " AND (x->>'role' = 'admin' OR t.team IS NOT DISTINCT FROM x->>'team'))";
 	static time_t last;
 	json_t *ids = json_array();
 	struct err e = { 0 };
@@ -491,8 +524,10 @@ end_revoked(void)
 	last = now_s();
 	pthread_mutex_lock(&hub.mu);
 	for (struct sse_stream *s = hub.streams; s != NULL; s = s->next)
-		if (!s->ended)
-			json_array_append_new(ids, json_string(s->token));
+		if (!s->ended && !s->oidc)
+			json_array_append_new(ids, json_pack("{s:s, s:s, s:s?}", "id", s->token,
+			    "role", role_names[s->role >= 0 && s->role <= 4 ? s->role : 0],
+			    "team", s->team));
 	pthread_mutex_unlock(&hub.mu);
 	if (json_array_size(ids) == 0 || (text = json_dumps(ids, JSON_COMPACT)) == NULL)
 		goto cleanup;
@@ -507,10 +542,10 @@ end_revoked(void)
 	pthread_mutex_lock(&hub.mu);
 	for (int i = 0; i < PQntuples(r); i++)
 		for (struct sse_stream *s = hub.streams; s != NULL; s = s->next)
-			if (!s->ended && strcmp(s->token, PQgetvalue(r, i, 0)) == 0) {
+			if (!s->ended && !s->oidc && strcmp(s->token, PQgetvalue(r, i, 0)) == 0) {
 				s->ended = true;
-				log_info(NULL, "sse", "stream of a revoked token ended", "{s:s}",
-				    "token", s->token);
+				log_info(NULL, "sse", "stream of a revoked or changed token ended",
+				    "{s:s}", "token", s->token);
 			}
 	pthread_mutex_unlock(&hub.mu);
 cleanup:
@@ -518,6 +553,146 @@ cleanup:
 	db_release(c);
 	free(text);
 	json_decref(ids);
+}
+
+void
+sse_principal_seen(const char *id, int role, const char *team, const char *const *envs,
+    int nenvs)
+{
+	char *scope = NULL;
+
+	pthread_mutex_lock(&hub.mu);
+	for (struct sse_stream *s = hub.streams; s != NULL; s = s->next) {
+		if (s->ended || !s->oidc || strcmp(s->token, id) != 0)
+			continue;
+		if (scope == NULL)
+			scope = scope_of(envs, nenvs);
+		if (s->role != role || strcmp(s->team ? s->team : "", team ? team : "") != 0 ||
+		    strcmp(s->scope, scope) != 0) {
+			s->ended = true;	/* the hub resumes it; its reader ends it */
+			log_info(NULL, "sse", "stream of a user whose groups changed ended",
+			    "{s:s}", "principal", s->token);
+		}
+	}
+	pthread_mutex_unlock(&hub.mu);
+	free(scope);
+}
+
+/* ---- the replay thread */
+
+/* One read of s's events after cursor (<= upto, at most REPLAY_SCAN numbers on), as
+ * frames in *out (malloc'd); *next the new cursor, *n the events.  Outside mu: s's filter
+ * does not change while it is open, and s is not freed while it is hub.replay_cur. */
+static bool
+replay_read(struct sse_stream *s, long long cursor, long long upto, char **out,
+    size_t *olen, long long *next, int *n)
+{
+	struct events_filter f = { .job_id = s->job, .environment = s->environment,
+		.envs = (const char *const *)s->envs, .nenvs = s->nenvs, .team = s->team };
+	struct err e = { 0 };
+	struct db *c = db_acquire(5000, &e);
+	json_t *items = NULL, *ev;
+	size_t i, cap = 0;
+	bool ok;
+
+	if (c == NULL)
+		goto fail;
+	if (upto - cursor > REPLAY_SCAN)
+		upto = cursor + REPLAY_SCAN;
+	ok = events_read(c, cursor, upto, &f, DB_BATCH, &items, &e);
+	db_release(c);
+	if (!ok)
+		goto fail;
+	*next = upto;
+	*n = 0;
+	json_array_foreach(items, i, ev) {
+		long long seq = json_integer_value(json_object_get(ev, "seq"));
+		size_t len;
+		char *fr = frame_of(ev, seq, &len);
+
+		if (fr != NULL)
+			textbuf_append(out, olen, &cap, fr, len);
+		free(fr);
+		(*n)++;
+		if (json_array_size(items) == DB_BATCH)
+			*next = seq;	/* a full batch: the next read starts after it */
+	}
+	json_decref(items);
+	return true;
+fail:
+	log_warn(NULL, "sse", "event replay failed", "{s:s}", "error", e.msg);
+	return false;
+}
+
+/* Past the replay bound: the stream skips to what the ring holds, and is told so by a
+ * `reset` event (id: where it goes on from) naming the events it did not get; under mu. */
+static void
+replay_reset(struct sse_stream *s)
+{
+	char *f = NULL;
+	int n;
+
+	n = asprintf(&f, "id: %lld\nevent: reset\ndata: {\"code\":\"events.replay_limit\","
+	    "\"detail\":\"more than %d events to replay: the events after %lld up to %lld are "
+	    "not sent; list them with GET /v1/events (or the job's events) and go on from "
+	    "this stream\",\"after\":%lld,\"upto\":%lld}\n\n", hub.published,
+	    cfg.sse_replay_max, s->cursor, hub.published, s->cursor, hub.published);
+	if (n > 0)
+		append(s, f, (size_t)n);
+	free(f);
+	s->cursor = hub.published;
+	hub.resets++;
+}
+
+static void *
+replay_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&hub.mu);
+	while (!hub.stopping) {
+		struct sse_stream *s = NULL;
+		long long cursor, upto, next = 0;
+		char *out = NULL;
+		size_t olen = 0;
+		int n = 0;
+		bool ok = true, skip;
+
+		for (struct sse_stream *x = hub.streams; x != NULL; x = x->next)
+			if (x->replay && (s == NULL || x->ticket < s->ticket))
+				s = x;
+		if (s == NULL) {
+			pthread_cond_wait(&hub.replay_cv, &hub.mu);
+			continue;
+		}
+		hub.replay_cur = s;
+		cursor = s->cursor;
+		upto = hub.published;
+		skip = s->ended || cursor >= hub.covered;	/* ended, or the ring has it now */
+		pthread_mutex_unlock(&hub.mu);
+		if (!skip)
+			ok = replay_read(s, cursor, upto, &out, &olen, &next, &n);
+		pthread_mutex_lock(&hub.mu);
+		if (!skip && ok) {
+			if (olen > 0)
+				append(s, out, olen);
+			s->cursor = next;
+			s->replayed += n;
+			hub.replays += (unsigned long)n;
+			/* a job's stream replays its one job's history whole */
+			if (s->job == NULL && s->replayed >= cfg.sse_replay_max &&
+			    s->cursor < hub.covered)
+				replay_reset(s);
+		}
+		s->failed = s->failed || !ok;
+		s->replay = false;
+		s->suspended = false;
+		hub.replay_cur = NULL;
+		pthread_cond_broadcast(&hub.replay_done);
+		MHD_resume_connection(s->conn);
+		free(out);
+	}
+	pthread_mutex_unlock(&hub.mu);
+	return NULL;
 }
 
 static bool
@@ -561,11 +736,13 @@ static void
 sse_metrics(char **buf, size_t *len, size_t *cap)
 {
 	int n;
-	unsigned long opened, refused, sent;
+	unsigned long opened, refused, sent, replays, resets;
 	long long published;
 
 	pthread_mutex_lock(&hub.mu);
 	n = hub.nstreams;
+	replays = hub.replays;
+	resets = hub.resets;
 	opened = hub.opened;
 	refused = hub.refused;
 	sent = hub.sent;
@@ -581,8 +758,12 @@ sse_metrics(char **buf, size_t *len, size_t *cap)
 	    "# HELP fleetd_events_published_total Job events taken into the hub by this replica.\n"
 	    "# TYPE fleetd_events_published_total counter\nfleetd_events_published_total %lu\n"
 	    "# HELP fleetd_events_head Highest event sequence number seen by this replica.\n"
-	    "# TYPE fleetd_events_head gauge\nfleetd_events_head %lld\n",
-	    n, opened, refused, sent, published);
+	    "# TYPE fleetd_events_head gauge\nfleetd_events_head %lld\n"
+	    "# HELP fleetd_sse_replayed_total Events replayed from the database to resumed streams.\n"
+	    "# TYPE fleetd_sse_replayed_total counter\nfleetd_sse_replayed_total %lu\n"
+	    "# HELP fleetd_sse_resets_total Resumed streams told to re-list (replay bound).\n"
+	    "# TYPE fleetd_sse_resets_total counter\nfleetd_sse_resets_total %lu\n",
+	    n, opened, refused, sent, published, replays, resets);
 }
 
 bool
@@ -600,6 +781,9 @@ sse_start(struct err *e)
 	if (pthread_create(&hub.thread, NULL, hub_main, NULL) != 0)
 		return err_set(e, 500, "sse.start", "cannot start the event hub");
 	hub.running = true;
+	if (pthread_create(&hub.replayer, NULL, replay_main, NULL) != 0)
+		return err_set(e, 500, "sse.start", "cannot start the event replay thread");
+	hub.replaying = true;
 	return true;
 }
 
@@ -608,7 +792,11 @@ sse_stop(void)
 {
 	pthread_mutex_lock(&hub.mu);
 	hub.stopping = true;
+	pthread_cond_broadcast(&hub.replay_cv);
 	pthread_mutex_unlock(&hub.mu);
+	if (hub.replaying)	/* lets its stream go before wake resumes the others */
+		pthread_join(hub.replayer, NULL);
+	hub.replaying = false;
 	wake();		/* resumes every suspended stream: each reader ends its stream */
 	if (hub.running)
 		pthread_join(hub.thread, NULL);

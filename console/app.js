@@ -132,13 +132,16 @@ async function startStream() {
         let i;
         while ((i = buf.indexOf('\n\n')) >= 0) {
           const block = buf.slice(0, i); buf = buf.slice(i + 2);
-          let id = null, data = null;
+          let id = null, data = null, name = 'job';
           for (const line of block.split('\n')) {
             if (line.startsWith('id: ')) id = line.slice(4);
+            else if (line.startsWith('event: ')) name = line.slice(7);
             else if (line.startsWith('data: ')) data = line.slice(6);
           }
           if (id) last = id;
-          if (data) onEvent(JSON.parse(data));
+          // reset: events were skipped (replay bound): re-read the page whatever it shows
+          if (data && name === 'reset') { if (S.refresh) S.refresh.run(); }
+          else if (data) onEvent(JSON.parse(data));
         }
       }
     } catch (e) {

@@ -115,8 +115,11 @@ static const struct ckey keys[] = {
 	  "seconds between heartbeats of an idle event stream" },
 	{ "metrics-token", C_STR, S(metrics_token), NULL, "FLEETD_METRICS_TOKEN", true,
 	  "bearer token a scraper sends to /metrics (a token for every environment also may)" },
-	{ "sse-per-token", C_INT, S(sse_per_token), "16", "FLEETD_SSE_PER_TOKEN", false,
-	  "event streams one token may hold open (429 above)" },
+	{ "sse-per-token", C_INT, S(sse_per_token), "0", "FLEETD_SSE_PER_TOKEN", false,
+	  "event streams one principal (a static token, or an OIDC user) may hold open (429"
+	  " above); 0 = one less than threads" },
+	{ "sse-replay-max", C_INT, S(sse_replay_max), "1000", "FLEETD_SSE_REPLAY_MAX", false,
+	  "events a resumed stream replays from the database; past it a reset event" },
 	{ "sse-max-streams", C_INT, S(sse_max_streams), "512", "FLEETD_SSE_MAX_STREAMS", false,
 	  "event streams this replica serves at once (429 above)" },
 	{ "instance-id", C_STR, S(instance_id), NULL, "FLEETD_INSTANCE_ID", false,
@@ -276,6 +279,9 @@ config_load(int argc, char **argv, int first, char ***rest, int *nrest, struct e
 	}
 	if (cfg.threads < 1 || cfg.db_pool < 1)
 		return err_set(e, 400, "config.bad_value", "threads and db-pool must be at least 1");
+	if (cfg.sse_per_token < 0 || cfg.sse_replay_max < 1)
+		return err_set(e, 400, "config.bad_value",
+		    "sse-per-token must be at least 0 and sse-replay-max at least 1");
 	if (cfg.lease_ttl_s < 3)	/* renewed every second, given up a second early */
 		return err_set(e, 400, "config.bad_value", "lease-ttl must be at least 3 seconds");
 	if (rest != NULL) {

@@ -62,7 +62,9 @@ struct config {
 	int	 orphan_min_age_s;	/* a job's last change this old before its strays count */
 	int	 sse_heartbeat_s;	/* seconds between SSE heartbeats */
 	char	*metrics_token;		/* bearer token for /metrics; secret */
-	int	 sse_per_token;		/* event streams one token may hold open */
+	int	 sse_per_token;		/* event streams one principal may hold open;
+					 * 0 = threads - 1 */
+	int	 sse_replay_max;	/* events a resumed stream replays from the database */
 	int	 sse_max_streams;	/* event streams of this replica */
 	char	*console_dir;		/* the web console's files */
 	char	*oidc_issuer;		/* OpenID provider; unset: static tokens only */

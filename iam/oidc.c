@@ -383,6 +383,8 @@ oidc_principal(const struct oidc_policy *p, json_t *claims, struct arena *a,
 	user_id(iss, sub, out->id);
 	snprintf(out->name, sizeof(out->name), "%s", email && email[0] ? email : sub);
 	out->role = best;
+	out->oidc = true;
+	out->expires = (long long)json_number_value(json_object_get(claims, "exp"));
 	out->envs = arena_alloc(a, sizeof(char *) * (size_t)(max + 1));
 	for (int i = 0; i < p->ngroups; i++) {
 		const struct oidc_group *g = &p->groups[i];

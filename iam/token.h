@@ -23,6 +23,9 @@ struct token_principal {
 	int	 nenvs;
 	char	 team[64];	/* the team the role is held in (token's, or the OIDC group
 				 * map's); "" for an environment role */
+	long long expires;	/* unix seconds the credential ends (an OIDC token's exp);
+				 * 0 = never (a static token lives until revoked) */
+	bool	 oidc;		/* an OIDC access token: id names the user, not a token row */
 };
 
 int	 token_role_parse(const char *s);	/* TOKEN_NONE when unknown */

@@ -26,16 +26,18 @@ bool	move_request(struct db *c, const struct actor *who, const char *job_id, jso
 	    const char *operation, json_t **out, json_t **reasons, struct err *e);
 /* Drain: cordons the cluster(s) and creates an operation moving every placed job to
  * another cluster of the same environment.  scope: {"cluster_id"} or {"environment",
- * "region"}.  *out is the operation. */
+ * "region"}, and "team" for a team's drain: only the jobs of that team's queues move and
+ * nothing is cordoned.  *out is the operation (its target is the scope). */
 bool	move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out,
 	    struct err *e);
 /* Retries drain jobs still waiting for room (a few per call); *tried counts them. */
 bool	move_retry_waiting(struct db *c, const struct actor *who, int *tried, struct err *e);
 /* A page of operations, newest first (after: the id of the last one seen; state: as
- * reported; envs: the caller's scope, "*" for all). */
+ * reported; team: only that team's drains (NULL: all); envs: the caller's scope, "*" for
+ * all). */
 bool	move_operation_list(struct db *c, int limit, const char *after, const char *state,
-			    const char *environment, const char *const *envs, int nenvs,
-			    json_t **out, struct err *e);
+	    const char *environment, const char *team, const char *const *envs, int nenvs,
+	    json_t **out, struct err *e);
 bool	move_operation_get(struct db *c, const char *id, json_t **out, struct err *e);
 bool	move_operation_cancel(struct db *c, const char *id, json_t **out, struct err *e);
 

@@ -547,8 +547,8 @@ static const char sql_op_json[] =
 
 bool
 move_operation_list(struct db *c, int limit, const char *after, const char *state,
-		    const char *environment, const char *const *envs, int nenvs, json_t **out,
-		    struct err *e)
+		    const char *environment, const char *team, const char *const *envs, int nenvs,
+		    json_t **out, struct err *e)
 {
 	static const char sql[] =
 	    "SELECT json_build_object(" OP_HEAD ")::text FROM operations o"
@@ -556,11 +556,12 @@ move_operation_list(struct db *c, int limit, const char *after, const char *stat
 	    "  FROM operations p WHERE p.id = $1::uuid))"
 	    " AND ($3::text IS NULL OR (" OP_STATE ") = $3)"
 	    " AND ($4::text IS NULL OR o.environment = $4)"
-	    " AND ($5::text[] IS NULL OR o.environment = ANY($5::text[]))"
+	    " AND ($5::text IS NULL OR o.target->>'team' = $5)"
+	    " AND ($6::text[] IS NULL OR o.environment = ANY($6::text[]))"
 	    " ORDER BY o.created_at DESC, o.id DESC LIMIT $2";
 	static const char *const states[] = { "running", "succeeded", "failed", "cancelled", NULL };
 	static const char *const none[1] = { NULL };	/* no environment: no row */
-	const char *p[2] = { state, environment };
+	const char *p[3] = { state, environment, team };
 	bool known = state == NULL;
 
 	for (int i = 0; !known && states[i] != NULL; i++)
@@ -568,7 +569,7 @@ move_operation_list(struct db *c, int limit, const char *after, const char *stat
 	if (!known)
 		return err_field(e, 400, "api.bad_query", "/query/state",
 		    "state must be running, succeeded, failed or cancelled");
-	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 2,
+	return db_list_page(c, sql, limit, after, DB_CURSOR_UUID, p, 3,
 	    envs != NULL ? envs : none, envs != NULL ? nenvs : 0, out, e);
 }
 
@@ -713,20 +714,23 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3))";
 	/* the clusters just cordoned, chosen again by the same scope (no list of ids passes
 	 * through fleetd), with the jobs on their way in (a move to the cluster): they wait
-	 * until they land */
+	 * until they land.  A team's drain ($4) takes only the jobs of its team's queues. */
 	static const char sql_jobs[] = "WITH k AS (SELECT k.id FROM clusters k JOIN clouds c"
 	    " ON c.id = k.cloud_id WHERE ($1::text IS NOT NULL AND k.id::text = $1)"
 	    " OR ($1::text IS NULL AND c.environment = $2 AND c.region = $3))"
-	    " SELECT j.id::text FROM jobs j WHERE (j.cluster_id IN (SELECT id FROM k)"
+	    " SELECT j.id::text FROM jobs j WHERE ((j.cluster_id IN (SELECT id FROM k)"
 	    " AND j.state IN " JOB_STATES_PLACED_SQL ") OR (j.state = 'moving'"
-	    " AND (j.move->'to'->>'cluster')::uuid IN (SELECT id FROM k))"
+	    " AND (j.move->'to'->>'cluster')::uuid IN (SELECT id FROM k)))"
+	    " AND ($4::text IS NULL OR j.queue_id IN (SELECT q.id FROM queues q"
+	    "  WHERE q.team = $4))"
 	    " ORDER BY j.priority DESC, j.enqueued_at";
 	static const char sql_op[] = "INSERT INTO operations (id, kind, environment, target, state, total,"
 	    " created_by) VALUES ($1, 'drain', $2, $3::jsonb, $4, $5::int, $6)";
 	const char *cluster = json_string_value(json_object_get(scope, "cluster_id"));
 	const char *env = json_string_value(json_object_get(scope, "environment"));
 	const char *region = json_string_value(json_object_get(scope, "region"));
-	const char *p[3] = { cluster, env, region };
+	const char *team = json_string_value(json_object_get(scope, "team"));
+	const char *p[4] = { cluster, env, region, team };
 	char id[37], total[16], *target = json_dumps(scope, JSON_COMPACT);
 	PGresult *jr = NULL;
 	uuid_t u;
@@ -734,7 +738,10 @@ move_drain(struct db *c, const struct actor *who, json_t *scope, json_t **out, s
 
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
-	if (!db_exec(c, sql_clusters, 3, p, NULL, e) || !db_exec(c, sql_jobs, 3, p, &jr, e))
+	/* a team's drain moves its jobs and leaves the cluster, which other teams share,
+	 * uncordoned */
+	if ((team == NULL && !db_exec(c, sql_clusters, 3, p, NULL, e)) ||
+	    !db_exec(c, sql_jobs, 4, p, &jr, e))
 		goto cleanup;
 	snprintf(total, sizeof(total), "%d", PQntuples(jr));
 	{

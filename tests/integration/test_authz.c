@@ -775,6 +775,92 @@ test_team_submitter(void **state)
 	harness_http_free(&h);
 }
 
+/* A cluster drain by an operator held in team ta moves ta's jobs only and cordons nothing
+ * (the cluster is every team's); the drain is ta's operation: ta reads it, tb and the
+ * other roles held in ta below operator cannot drain (403), and tb's operator gets 404 for
+ * ta's drain as for none; an environment drain stays invisible to the team. */
+static void
+test_team_drain(void **state)
+{
+	struct http_result h;
+	json_t *o;
+	char op[64], *tb_op;
+	const char *k = CLUSTER[0];
+
+	(void)state;
+	o = harness_post_created(root, "/v1/tokens", "{\"name\":\"tb-operator\",\"role\":"
+	    "\"operator\",\"environments\":[\"inenv\"],\"team\":\"tb\"}");
+	tb_op = harness_keep(strdup(json_string_value(json_object_get(o, "secret"))));
+	harness_sql("UPDATE clusters SET cordoned = false WHERE id = '%s'", k);
+	harness_sql("UPDATE jobs SET state = 'running', cluster_id = '%s', attempt = 1"
+	    " WHERE id IN ('%s', '%s')", k, JA, JB);
+	for (int t = 0; t < 2; t++) {	/* viewer and submitter of ta: the role is too low */
+		harness_http(&h, "POST", harness_url(&fd, "/v1/clusters/%s/drain", k), ttok[t],
+		    NULL, NULL);
+		assert_int_equal(h.status, 403);
+		assert_string_equal(code_of(&h), "auth.forbidden");
+		harness_http_free(&h);
+	}
+	harness_http(&h, "POST", harness_url(&fd, "/v1/clusters/%s/drain", k), ttok[2], NULL,
+	    NULL);
+	if (h.status != 202)
+		fail_msg("team drain: %ld %s", h.status, h.body);
+	snprintf(op, sizeof(op), "%s", json_string_value(json_object_get(h.json, "id")));
+	assert_int_equal(json_integer_value(json_object_get(h.json, "total")), 1);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(h.json, "target"),
+	    "team")), "ta");
+	assert_non_null(strstr(h.body, JA));
+	assert_null(strstr(h.body, JB));
+	harness_http_free(&h);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM clusters WHERE id = '%s'"
+	    " AND cordoned", k), 0);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM operation_jobs WHERE"
+	    " operation_id = '%s' AND job_id = '%s'", op, JB), 0);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	    " state = 'running'", JB), 1);
+	/* ta's drain: ta reads it (viewer too) and lists it; tb's operator gets 404 */
+	for (int t = 0; t < 3; t++) {
+		harness_http(&h, "GET", harness_url(&fd, "/v1/operations/%s", op), ttok[t], NULL,
+		    NULL);
+		assert_int_equal(h.status, 200);
+		harness_http_free(&h);
+	}
+	harness_http(&h, "GET", harness_url(&fd, "/v1/operations?limit=100"), ttok[0], NULL, NULL);
+	assert_int_equal(h.status, 200);
+	assert_non_null(strstr(h.body, op));
+	assert_null(strstr(h.body, OPER[0]));	/* the seeded environment drain */
+	harness_http_free(&h);
+	harness_http(&h, "GET", harness_url(&fd, "/v1/operations/%s", op), tb_op, NULL, NULL);
+	assert_int_equal(h.status, 404);
+	assert_string_equal(code_of(&h), "operation.not_found");
+	harness_http_free(&h);
+	harness_http(&h, "POST", harness_url(&fd, "/v1/operations/%s/cancel", op), tb_op, NULL,
+	    NULL);
+	assert_int_equal(h.status, 404);
+	harness_http_free(&h);
+	harness_http(&h, "GET", harness_url(&fd, "/v1/operations?limit=100"), tb_op, NULL, NULL);
+	assert_int_equal(h.status, 200);
+	assert_null(strstr(h.body, op));
+	harness_http_free(&h);
+	/* tb's operator drains the same cluster: JB only */
+	harness_http(&h, "POST", harness_url(&fd, "/v1/clusters/%s/drain", k), tb_op, NULL, NULL);
+	assert_int_equal(h.status, 202);
+	assert_non_null(strstr(h.body, JB));
+	assert_null(strstr(h.body, JA));
+	harness_http_free(&h);
+	/* an environment's drain is no team's */
+	harness_http(&h, "GET", harness_url(&fd, "/v1/operations/%s", OPER[0]), ttok[2], NULL,
+	    NULL);
+	assert_int_equal(h.status, 404);
+	harness_http_free(&h);
+	/* another environment's cluster: 404 as for none */
+	harness_http(&h, "POST", harness_url(&fd, "/v1/clusters/%s/drain", CLUSTER[1]), ttok[2],
+	    NULL, NULL);
+	assert_int_equal(h.status, 404);
+	assert_string_equal(code_of(&h), "cluster.not_found");
+	harness_http_free(&h);
+}
+
 int
 main(void)
 {
@@ -783,6 +869,7 @@ main(void)
 		cmocka_unit_test(test_team_matrix),
 		cmocka_unit_test(test_team_streams),
 		cmocka_unit_test(test_team_submitter),
+		cmocka_unit_test(test_team_drain),
 	};
 
 	/* the seeded rows are minimal (no real job spec or policy documents), so these

@@ -46,7 +46,10 @@ struct sse {
 	char	 ctype[64];
 	int	 heartbeats;
 	bool	 closed;
+	char	 event[32];	/* the event name of the last event read ("" = message) */
 };
+
+static int sse_port;	/* the fleetd sse_open connects to; 0 = fd */
 
 static void
 body_add(struct sse *s, const char *p, size_t n)
@@ -125,7 +128,8 @@ fill(struct sse *s, int ms)
 static void
 sse_open(struct sse *s, const char *path, const char *token, const char *last_id)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)fd.port) };
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)(sse_port ? sse_port : fd.port)) };
 	char req[1024], *end;
 
 	memset(s, 0, sizeof(*s));
@@ -196,10 +200,13 @@ sse_next(struct sse *s, int ms, long long *id, char **data)
 			memmove(s->body, s->body + used, s->blen - used + 1);
 			s->blen -= used;
 			*id = -1;
+			s->event[0] = '\0';
 			for (line = strtok_r(block, "\n", &save); line; line = strtok_r(NULL, "\n",
 			    &save)) {
 				if (strncmp(line, "id: ", 4) == 0)
 					*id = atoll(line + 4);
+				else if (strncmp(line, "event: ", 7) == 0)
+					snprintf(s->event, sizeof(s->event), "%s", line + 7);
 				else if (strncmp(line, "data: ", 6) == 0) {
 					*data = strdup(line + 6);
 					ev = true;
@@ -515,6 +522,143 @@ test_revoked_stream(void **state)
 	free(tok);
 }
 
+/* A static token whose role or team is changed in the database loses its stream within a
+ * few seconds, like a revoked one (the hub compares the row with what the stream was
+ * opened with). */
+static void
+test_changed_token_stream(void **state)
+{
+	char *tok = harness_token(dburl, "viewer", "enva"), *data;
+	struct sse s;
+	long long id;
+	long t0;
+
+	(void)state;
+	sse_open(&s, "/v1/events?follow=true", tok, NULL);
+	assert_int_equal(s.status, 200);
+	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
+	    " ('d1000000-0000-4000-8000-00000000000a', 'before', 'seen')");
+	assert_true(sse_next(&s, 5000, &id, &data));
+	free(data);
+	usleep(2500 * 1000);	/* a token check passes: unchanged, the stream stays */
+	assert_false(s.closed);
+	harness_sql("UPDATE api_tokens SET role = 'operator' WHERE secret_sha256 ="
+	    " encode(sha256('%s'::bytea), 'hex')", tok);
+	t0 = ms_now();
+	while (!s.closed && ms_now() - t0 < 10000)
+		if (sse_next(&s, 500, &id, &data))
+			free(data);
+	print_message("events: stream of a token whose role changed %s after %ld ms\n",
+	    s.closed ? "ended" : "still open", ms_now() - t0);
+	assert_true(s.closed);
+	sse_close(&s);
+	free(tok);
+}
+
+/* Hole 3: resumed streams are replayed off the HTTP threads and bounded.  A second fleetd
+ * (4 HTTP threads, 2 pool connections, replay bound 300) starts after 3,000 events
+ * are numbered, so its ring holds none of them: a stream resumed with Last-Event-ID: 1
+ * gets at most 300 (+ one batch) old events, then a `reset` event naming the gap, then
+ * live events (a job's own stream replays its whole history: test_scope).  Per token,
+ * threads - 1 = 3 streams; the 4th is a 429 problem.  While three streams replay with the
+ * client reading, another token's GET /v1/queues answers promptly (the seeded jobs' '{}'
+ * specs would not pass the recorded answers' OpenAPI check on /v1/jobs). */
+static void
+test_replay_bounded(void **state)
+{
+	const char *env[] = { "FLEETD_WORKERS=none", "FLEETD_THREADS=4", "FLEETD_DB_POOL=2",
+		"FLEETD_SSE_REPLAY_MAX=300", "FLEETD_LOG_LEVEL=info",
+		"FLEETD_MASTER_KEY=ZXZlbnRzLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=", NULL };
+	char *t1 = harness_token(dburl, "viewer", "enva"), *t2 = harness_token(dburl,
+	    "viewer", "enva"), *data, url[256];
+	struct fleetd_proc f2;
+	struct sse s[4];
+	struct http_result h;
+	long long id, last = 0, reset_id = -1, head;
+	int before_reset = 0, got_live = 0;
+	long worst = 0;
+	json_t *ev;
+
+	(void)state;
+	harness_sql("INSERT INTO job_events (job_id, type, message) SELECT"
+	    " 'd1000000-0000-4000-8000-00000000000a', 'history', 'old ' || g"
+	    " FROM generate_series(1, 3000) g");
+	for (int i = 0; i < 200 && harness_sql_long("SELECT count(*) FROM job_events"
+	    " WHERE seq IS NULL") > 0; i++)
+		usleep(100 * 1000);	/* fd's hub numbers them */
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE seq IS NULL"), 0);
+	head = harness_sql_long("SELECT max(seq) FROM job_events");
+	assert_true(head > 3000);
+	harness_fleetd_start(&f2, dburl, env);
+	sse_port = f2.port;
+	for (int i = 0; i < 3; i++) {
+		sse_open(&s[i], "/v1/events?follow=true", t1, "1");
+		assert_int_equal(s[i].status, 200);
+	}
+	sse_open(&s[3], "/v1/events?follow=true", t1, "1");
+	assert_int_equal(s[3].status, 429);
+	assert_string_equal(s[3].ctype, "application/problem+json");
+	for (int i = 0; i < 50 && (s[3].body == NULL || strstr(s[3].body, "}") == NULL); i++)
+		if (fill(&s[3], 100))
+			dechunk(&s[3]);
+	assert_non_null(s[3].body);
+	assert_non_null(strstr(s[3].body, "\"events.too_many_streams\""));
+	sse_close(&s[3]);
+	/* the other token's list answers while the three replay (each read in turn) */
+	snprintf(url, sizeof(url), "%s/v1/queues?limit=5", f2.url);
+	for (int round = 0; round < 40; round++) {
+		long t0;
+
+		for (int i = 1; i < 3; i++)
+			if (sse_next(&s[i], 200, &id, &data))
+				free(data);
+		t0 = ms_now();
+		harness_http(&h, "GET", url, t2, NULL, NULL);
+		assert_int_equal(h.status, 200);
+		harness_http_free(&h);
+		if (ms_now() - t0 > worst)
+			worst = ms_now() - t0;
+	}
+	print_message("events: GET /v1/queues of another token, worst %ld ms while 3 streams"
+	    " replay\n", worst);
+	assert_true(worst < 3000);
+	/* stream 0: old events in order, then the reset, then live */
+	while (reset_id < 0 && sse_next(&s[0], 10000, &id, &data)) {
+		if (strcmp(s[0].event, "reset") == 0) {
+			ev = json_loads(data, 0, NULL);
+			assert_non_null(ev);
+			assert_string_equal(json_string_value(json_object_get(ev, "code")),
+			    "events.replay_limit");
+			assert_int_equal(json_integer_value(json_object_get(ev, "upto")), id);
+			assert_true(json_integer_value(json_object_get(ev, "after")) >= last);
+			json_decref(ev);
+			reset_id = id;
+		} else {
+			assert_true(id > last);
+			last = id;
+			before_reset++;
+		}
+		free(data);
+	}
+	print_message("events: %d old events replayed before the reset at %lld (head %lld)\n",
+	    before_reset, reset_id, head);
+	assert_true(reset_id >= head);
+	assert_true(before_reset >= 300 && before_reset <= 300 + 256);
+	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
+	    " ('d1000000-0000-4000-8000-00000000000a', 'live', 'after the reset')");
+	while (!got_live && sse_next(&s[0], 10000, &id, &data)) {
+		got_live = strstr(data, "after the reset") != NULL && id > reset_id;
+		free(data);
+	}
+	assert_true(got_live);
+	for (int i = 0; i < 3; i++)
+		sse_close(&s[i]);
+	sse_port = 0;
+	assert_int_equal(harness_fleetd_stop(&f2), 0);
+	free(t1);
+	free(t2);
+}
+
 /* fleetctl on the streams: `jobs events ID --follow` prints the history and the new events
  * and exits once the job ends; another environment's job is "not found" (exit 3); the bash
  * completion script completes groups, commands and flags. */
@@ -562,6 +706,8 @@ main(void)
 		cmocka_unit_test(test_roles_and_input),
 		cmocka_unit_test(test_fleetctl),
 		cmocka_unit_test(test_revoked_stream),
+		cmocka_unit_test(test_changed_token_stream),
+		cmocka_unit_test(test_replay_bounded),
 		cmocka_unit_test(test_idle_streams),
 	};
 

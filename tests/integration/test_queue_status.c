@@ -200,12 +200,70 @@ test_other_env_builds_no_model(void **state)
 	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
 }
 
+/* The team axis: a viewer (or operator) held in team tq reads its queue's status — with
+ * the cohort's other queue's share but not its id — and gets 404 for an environment-wide
+ * queue and for another team's queue, like a queue that does not exist. */
+static void
+test_team_roles(void **state)
+{
+	char qt[64], qm[64], qz[64], *tv, *to, *zv;
+	json_t *o, *peers, *p;
+	size_t i;
+	int seen_self = 0, masked = 0;
+
+	(void)state;
+	harness_post_created(root, "/v1/teams", "{\"name\":\"tq\",\"environments\":[\"qs\"]}");
+	harness_post_created(root, "/v1/teams", "{\"name\":\"tz\",\"environments\":[\"qs\"]}");
+	make_queue(qt, sizeof(qt), "{\"name\":\"qt\",\"environment\":\"qs\",\"cohort\":"
+	    "\"mixed\",\"team\":\"tq\",\"nominal_quota\":{\"" H100 "\":1}}");
+	make_queue(qm, sizeof(qm), "{\"name\":\"qm\",\"environment\":\"qs\",\"cohort\":"
+	    "\"mixed\",\"nominal_quota\":{\"" H100 "\":1}}");
+	make_queue(qz, sizeof(qz), "{\"name\":\"qz\",\"environment\":\"qs\",\"team\":\"tz\","
+	    "\"nominal_quota\":{\"" H100 "\":1}}");
+	o = harness_post_created(root, "/v1/tokens", "{\"name\":\"tq-viewer\",\"role\":"
+	    "\"viewer\",\"environments\":[\"qs\"],\"team\":\"tq\"}");
+	tv = harness_keep(strdup(json_string_value(json_object_get(o, "secret"))));
+	o = harness_post_created(root, "/v1/tokens", "{\"name\":\"tq-operator\",\"role\":"
+	    "\"operator\",\"environments\":[\"qs\"],\"team\":\"tq\"}");
+	to = harness_keep(strdup(json_string_value(json_object_get(o, "secret"))));
+	o = harness_post_created(root, "/v1/tokens", "{\"name\":\"tz-viewer\",\"role\":"
+	    "\"viewer\",\"environments\":[\"qs\"],\"team\":\"tz\"}");
+	zv = harness_keep(strdup(json_string_value(json_object_get(o, "secret"))));
+	for (int k = 0; k < 2; k++) {
+		harness_call("GET", k ? to : tv, NULL, "/v1/queues/%s/status", qt);
+		harness_expect_status(NULL, 200);
+		assert_string_equal(harness_js(harness_r.json, "queue_id"), qt);
+		assert_null(strstr(harness_r.body, qm));
+		peers = json_object_get(json_object_get(harness_r.json, "fair_share"), "cohort");
+		seen_self = masked = 0;
+		json_array_foreach(peers, i, p) {
+			seen_self += json_is_string(json_object_get(p, "queue_id"));
+			masked += json_is_null(json_object_get(p, "queue_id"));
+		}
+		assert_int_equal(seen_self, 1);
+		assert_int_equal(masked, 1);
+		harness_call("GET", k ? to : tv, NULL, "/v1/queues/%s/status", qm);
+		harness_expect_problem(NULL, 404, "queue.not_found", NULL);
+		harness_call("GET", k ? to : tv, NULL, "/v1/queues/%s/status", qz);
+		harness_expect_problem(NULL, 404, "queue.not_found", NULL);
+	}
+	harness_call("GET", zv, NULL, "/v1/queues/%s/status", qz);
+	harness_expect_status(NULL, 200);
+	harness_call("GET", zv, NULL, "/v1/queues/%s/status", qt);
+	harness_expect_problem(NULL, 404, "queue.not_found", NULL);
+	/* an environment viewer sees both ids */
+	harness_call("GET", viewer, NULL, "/v1/queues/%s/status", qt);
+	harness_expect_status(NULL, 200);
+	assert_non_null(strstr(harness_r.body, qm));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status),
 		cmocka_unit_test(test_other_env_builds_no_model),
+		cmocka_unit_test(test_team_roles),
 	};
 
 	return cmocka_run_group_tests(tests, setup, harness_group_teardown);

@@ -1,7 +1,8 @@
 // forge: keys and tokens that the real provider would not issue, for tests/scripts/oidc.sh.
 //   node forge.mjs key ALG KID            a private JWK (for idp.mjs's KEYS)
 //   node forge.mjs KIND KEYS SUB GROUPS   a token: expired | other-key | none | hs256 |
-//                                         wrong-iss (KEYS' first key signs; env ISSUER, AUDIENCE)
+//                                         wrong-iss | short (valid, expires in 6 s)
+//                                         (KEYS' first key signs; env ISSUER, AUDIENCE)
 import fs from 'node:fs';
 import * as jose from 'jose';
 
@@ -24,6 +25,10 @@ let token;
 switch (kind) {
 case 'expired':
 	token = await new jose.SignJWT({ ...claims, iat: now - 900, exp: now - 600 })
+		.setProtectedHeader(header).sign(await jose.importJWK(real, real.alg));
+	break;
+case 'short':	// as the provider would sign it, with a short life
+	token = await new jose.SignJWT({ ...claims, exp: now + 6 })
 		.setProtectedHeader(header).sign(await jose.importJWK(real, real.alg));
 	break;
 case 'wrong-iss':

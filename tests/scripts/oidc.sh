@@ -2,7 +2,9 @@
 # oidc: fleetd against a real OpenID provider (oidc-provider from tests/oidc, two users in
 # two groups, logins by the authorization-code flow with PKCE): roles from groups, a group
 # change on the next token (refresh), key rotation and retirement after the grace, forged,
-# wrong-audience and expired tokens refused with 401 problems, static tokens unchanged.
+# wrong-audience and expired tokens refused with 401 problems, static tokens unchanged;
+# event streams: bounded per user across its tokens, ended at the token's expiry and when
+# the user's groups change.
 # Needs node and npm (a missing one is a failure) and FLEETD_TEST_DATABASE_URL (tests/run.sh).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,13 +17,14 @@ command -v node >/dev/null || fail "node is required"
 bash "$top/tests/lib/ensure_npm.sh" "$dir" || fail "could not install tests/oidc's packages"
 
 tmp=$(mktemp -d /tmp/fleetd-oidc.XXXXXX)
-idp_pid= fd_pid=
+idp_pid= fd_pid= streams=
 db=oidc_$$
 base=$FLEETD_TEST_DATABASE_URL
 dburl=$(python3 -c 'import sys, urllib.parse as u
 p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$base" "$db")
 psql=$(command -v psql || echo "$(bash "$top/scripts/pg.sh" bindir "${FLEETD_TEST_PGDIR:-/nonexistent}")/psql")
 cleanup() {
+	for p in $streams; do kill "$p" 2>/dev/null || true; done
 	if [ -n "$fd_pid" ]; then kill "$fd_pid" 2>/dev/null; wait "$fd_pid" 2>/dev/null || true; fi
 	if [ -n "$idp_pid" ]; then kill "$idp_pid" 2>/dev/null; wait "$idp_pid" 2>/dev/null || true; fi
 	"$psql" "$base" -qAt -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
@@ -80,7 +83,7 @@ fp=$(free_port)
 url=http://127.0.0.1:$fp
 DATABASE_URL=$dburl FLEETD_LISTEN=127.0.0.1:$fp FLEETD_WORKERS=none FLEETD_LOG_LEVEL=debug \
 FLEETD_OIDC_ISSUER=$iss FLEETD_OIDC_AUDIENCE=$aud FLEETD_OIDC_LEEWAY=5 FLEETD_OIDC_KEY_GRACE=4 \
-FLEETD_OIDC_REFRESH_MIN=0 FLEETD_OIDC_JWKS_MAX_AGE=1 \
+FLEETD_OIDC_REFRESH_MIN=0 FLEETD_OIDC_JWKS_MAX_AGE=1 FLEETD_SSE_PER_TOKEN=2 FLEETD_SSE_HEARTBEAT=1 \
 FLEETD_OIDC_GROUPS='{"ml-viewers": {"role": "viewer", "environments": ["*"], "team": "ml"},
  "platform-admins": {"role": "admin", "environments": ["*"], "team": "platform"}}' \
 	"$build/fleetd" serve >"$tmp/fleetd.log" 2>&1 &
@@ -129,6 +132,35 @@ expect "a real token for another audience" "401 auth.wrong_audience" \
 	"$(call "$(login bob https://other.example)" GET /v1/environments)"
 expect "a user of no mapped group" "403 auth.no_role" "$(call "$(login carol)" GET /v1/environments)"
 
+# stream NAME TOKEN: an event stream read by curl in the background; its pid in $NAME
+stream() {
+	curl -sN -H "Authorization: Bearer $2" "$url/v1/events?follow=true" >"$tmp/$1.out" 2>&1 &
+	printf -v "$1" %s "$!"
+	streams="$streams $!"
+}
+alive() { kill -0 "$1" 2>/dev/null; }
+# ends PID SECONDS: the stream's curl exits (fleetd ended the stream) within SECONDS
+ends() { for _ in $(seq $(($2 * 5))); do alive "$1" || return 0; sleep 0.2; done; return 1; }
+
+echo "== event streams"
+stream s1 "$alice"
+alice_b=$(login alice)
+stream s2 "$alice_b"
+sleep 1
+alive "$s1" && alive "$s2" || fail "a user's first two streams did not stay open"
+expect "a third stream of the same user (another token): the per-user bound" "429" \
+	"$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' -H "Authorization: Bearer $alice_b" "$url/v1/events?follow=true")"
+kill "$s2"; wait "$s2" 2>/dev/null || true
+sleep 3				# past two token checks and heartbeats: s2's slot is free
+alive "$s1" || fail "an OIDC user's stream ended while its token is valid"
+echo "ok   an OIDC user's stream stays open while its token is valid"
+short=$(node "$dir/forge.mjs" short "$tmp/keys.json" dave ml-viewers)
+stream s3 "$short"
+sleep 2
+alive "$s3" || { cat "$tmp/s3.out"; fail "the stream of a token valid for 6 s ended at once"; }
+ends "$s3" 12 || fail "the stream outlived its token's expiry"
+echo "ok   the stream ends with its token's expiry"
+
 echo "== a group change takes effect on the next token"
 python3 - "$tmp/users.json" <<'EOF'
 import json, sys
@@ -141,6 +173,8 @@ alice2=$(node "$dir/login.mjs" refresh "$alice_refresh" "$aud" |
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
 expect "the refreshed token is an admin's" "201 -" \
 	"$(call "$alice2" POST /v1/environments '{"name":"oidc-c"}')"
+ends "$s1" 5 || fail "the stream opened with alice's old groups outlived her group change"
+echo "ok   the stream opened with the old groups ended on the new token's first use"
 
 echo "== key rotation"
 keys "$tmp/k2.json" "$tmp/k1.json"	# a new ES256 key signs; the old one still published
