@@ -38,6 +38,7 @@ base["clusters"] = [{"name": "w-%03d" % i, "provider": "hyperpod", "environment"
 PY
 
 bench_pg
+bench_pg_statements_on
 bench_cloudsim "$work/fleet.json"
 bench_fleetd_env
 token=$("$bin/fleetd" token create --name bench --role admin --env '*' | grep '^fleet_')
@@ -122,9 +123,20 @@ ramp=$(( $(date +%s) - t0 ))
 running=$(q "SELECT count(*) FROM jobs WHERE state = 'running'")
 echo "ramp: $running/$jobs running after ${ramp}s"
 
-# ---- steady window with watches, then with polling
-c0=$(calls); sleep "$window"; c1=$(calls)
+# ---- steady window with watches (and the cost of following: CPU of fleetd and of Postgres,
+# statements, memory per replica), then with polling
+c0=$(calls); f0=$(bench_cpu_s "${fpids[@]}"); p0=$(bench_pg_cpu_s); s0=$(bench_pg_statements)
+sleep "$window"
+c1=$(calls); f1=$(bench_cpu_s "${fpids[@]}"); p1=$(bench_pg_cpu_s); s1=$(bench_pg_statements)
 watch_cpm=$(python3 -c "print(round(($c1 - $c0) * 60 / $window))")
+steady_running=$(q "SELECT count(*) FROM jobs WHERE state = 'running'")
+mem=$(for p in "${fpids[@]}"; do bench_rss_mib "$p"; done | paste -sd' ')
+read -r cpu_f cpu_p stmts <<<"$(python3 -c "
+ch = $nclusters * $window / 3600
+print('%.1f %.1f %.3f' % (($f1 - $f0) / ch, ($p1 - $p0) / ch,
+      ($s1 - $s0) / $window / max($steady_running, 1)))")"
+echo "steady ${window}s, $steady_running running: CPU s per cluster-hour fleetd $cpu_f, Postgres $cpu_p; statements/s per running job $stmts; VmRSS/VmHWM MiB per replica: $mem"
+echo "FLEET_STEADY running=$steady_running cpu_fleetd=$cpu_f cpu_pg=$cpu_p stmts_per_job_s=$stmts mem=${mem// /,}"
 stop_fleetd
 start_fleetd dispatch,status 0
 sleep 2
@@ -179,6 +191,7 @@ PY
 echo "Initializing->Running seen by fleetd: n=$rn p50 ${rp50}s p99 ${rp99}s"
 echo "Running->Complete seen by fleetd: n=$cn p50 ${cp50}s p99 ${cp99}s"
 echo "Running->Complete in the first 30 s after the replicas started: n=$sn p50 ${sp50}s p99 ${sp99}s"
+echo "FLEET_STATUS run_p99=$rp99 complete_p99=$cp99 after_start_p99=$sp99 watch_cpm=$watch_cpm poll_cpm=$poll_cpm"
 [ "${BENCH_NO_RECORD:-0}" = 1 ] && exit 0
 {
 	echo
@@ -192,4 +205,7 @@ echo "Running->Complete in the first 30 s after the replicas started: n=$sn p50 
 	echo "| same, completions of the first 30 s after the replicas started, p50 / p99 | ${sp50} s / ${sp99} s (n=$sn) |"
 	echo "| status worker's member API calls per minute, watches | $watch_cpm |"
 	echo "| status worker's member API calls per minute, polling (FLEETD_STATUS_WATCH=0) | $poll_cpm |"
+	echo "| steady, watches: CPU s per cluster-hour, fleetd (all replicas) / Postgres | $cpu_f / $cpu_p |"
+	echo "| steady, watches: Postgres statements per second per running job | $stmts |"
+	echo "| VmRSS/VmHWM MiB per replica | $mem |"
 } >>"$top/bench/RESULTS.md"
