@@ -19,7 +19,7 @@
 
 #define ENV		"test"
 #define H100		"nvidia-h100-80gb"
-#define NJOBS		10
+#define NJOBS		8
 #define PERIOD_S	5	/* FLEETD_STATUS_FULL_PERIOD */
 #define WINDOW_S	15	/* the quiet window: three periods */
 
@@ -59,7 +59,7 @@ submit(int i)
 	    "\"queue\":\"ml\",\"name\":\"quiet%d\",\"ray_version\":\"2.52.0\",\"head\":{\"cpu\":"
 	    "\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,"
 	    "\"cpu\":\"4\",\"memory\":\"32Gi\",\"accelerator\":{\"flavor\":\"" H100 "\","
-	    "\"count\":2}}],\"constraints\":{\"providers\":[\"hyperpod\"]}}", i);
+	    "\"count\":1}}],\"constraints\":{\"providers\":[\"hyperpod\"]}}", i);
 	return strdup(harness_js(harness_post_created(admin, "/v1/jobs", body), "id"));
 }
 
