@@ -18,7 +18,9 @@
 #     (bench/capacity.sh, BENCH_CLUSTERS = size);
 #   - API ratios with workers on against API-only: GET one job, a list of 20, POST
 #     (bench/api.sh, BENCH_CLUSTERS = size).
-# FLEET_PARTS picks the parts (default "status dispatch capacity api").  Each part runs on
+# FLEET_PARTS picks the parts (default "status dispatch capacity api memory"; memory runs
+# once, not per size: bench/memory.sh, fleetd's VmHWM with 100,000 pending jobs and 1,000
+# clusters).  Each part runs on
 # its own Postgres and cloudsim, one after the other; run it alone on the machine.  Prints
 # one Markdown table; FLEET_RECORD=1 appends it to bench/RESULTS.md with the command, date,
 # commit and load.  A smoke run: FLEET_SIZES=20 FLEET_JOBS_PER_CLUSTER=5 BENCH_RUN_S=60
@@ -29,7 +31,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 sizes=${FLEET_SIZES:-100 300 1000}
 per=${FLEET_JOBS_PER_CLUSTER:-20}
 replicas=${FLEET_REPLICAS:-3}
-parts=${FLEET_PARTS:-status dispatch capacity api}
+parts=${FLEET_PARTS:-status dispatch capacity api memory}
 out=$(mktemp -d /tmp/fleetd-bench-fleet.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 has() { case " $parts " in *" $1 "*) return 0;; esac; return 1; }
@@ -106,6 +108,11 @@ done
 	echo "| clusters | jobs | CPU s per cluster-hour, fleetd / Postgres | statements/s per running job | VmRSS/VmHWM MiB per replica | dispatch jobs/s | status p99 s: Running / Complete / after a start | warm refresh | API with workers / API-only |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	printf '%s' "$rows"
+	if has memory; then
+		echo
+		bash "$top/bench/memory.sh" 2>&1 | tee "$out/memory.txt" >&2 || true
+		grep '^fleetd (FLEETD_WORKERS' "$out/memory.txt" | sed 's/^/- /' || true
+	fi
 } >"$out/table.md"
 echo
 cat "$out/table.md"
