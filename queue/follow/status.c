@@ -28,6 +28,9 @@
 #define CYCLE_MS	1000
 #define SEL_MANAGED	STATUS_SEL_MANAGED
 #define WATCH_CYCLE_MS	50	/* with watches: how soon a change is acted on */
+/* A full check also renews the cluster's watches (status_watch_want): the period stays
+ * below status_watch.c's IDLE_DROP_S (30 s), after which unwanted watches close. */
+#define FULL_PERIOD_MAX_S	20
 
 /* The jobs the worker follows (the predicate of migration 0021's index jobs_followed). */
 #define FOLLOWED(t) \
@@ -579,8 +582,9 @@ static struct {
 static void
 plan_turn(json_t *held, json_t *clusters)
 {
-	unsigned long period = cfg.status_full_period_s > 0 ?
-	    (unsigned long)cfg.status_full_period_s : 1;
+	unsigned long period = cfg.status_full_period_s < 1 ? 1 :
+	    cfg.status_full_period_s > FULL_PERIOD_MAX_S ? FULL_PERIOD_MAX_S :
+	    (unsigned long)cfg.status_full_period_s;
 	const char *id;
 	json_t *v;
 
@@ -600,7 +604,7 @@ static void
 run(const char *held, json_t *jobs, json_t *clusters, bool turn)
 {
 	char *ids = literal(jobs), *cl = literal(clusters);
-	json_t *whole = json_copy(clusters);
+	json_t *whole = json_copy(clusters), *changed = json_copy(jobs);
 	struct batch **v = NULL;
 	struct err e = { 0 };
 	size_t n = 0;
@@ -610,6 +614,7 @@ run(const char *held, json_t *jobs, json_t *clusters, bool turn)
 	if (!load(held, ids, cl, turn, &v, &n, &e)) {
 		log_warn(NULL, "status", "cannot load followed jobs", "{s:s}", "error", e.msg);
 		json_object_update(clusters, whole);	/* tried again next turn */
+		json_object_update(jobs, changed);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!dispatch_pool_busy(S.pool, v[i]->cluster_id)) {
@@ -626,6 +631,7 @@ run(const char *held, json_t *jobs, json_t *clusters, bool turn)
 	free(ids);
 	free(cl);
 	json_decref(whole);
+	json_decref(changed);
 }
 
 /* Waits ms whole, gathering the ids notified meanwhile: at most one load per wait. */
