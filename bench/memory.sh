@@ -28,7 +28,7 @@ started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 lines=""
 for workers in $passes; do
-	psql -c "TRUNCATE jobs CASCADE" -c "
+	psql -c "SET client_min_messages = warning" -c "TRUNCATE jobs CASCADE" -c "
 INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority, spec, enqueued_at)
 SELECT gen_random_uuid(), 'job-' || i, 'bench', q.id, 'RayJob', 'default', (i % 3) * 10,
        $bench_job_spec, now() - make_interval(secs => $jobs - i)
