@@ -190,14 +190,14 @@ PY
 # bench_pg_cpu_s: CPU seconds of the whole Postgres server of bench_pg so far — the
 # postmaster, every live child, and the children it has reaped (cutime, cstime).
 bench_pg_cpu_s() {
-	local backend
-	backend=$("$pgbin/psql" -qAtX "$DATABASE_URL" -c "SELECT pg_backend_pid()")
-	python3 - "$backend" <<'PY'
+	local aux
+	aux=$("$pgbin/psql" -qAtX "$DATABASE_URL" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
+	python3 - "$aux" <<'PY'
 import os, sys
 def stat(p):
     return open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
 tck = os.sysconf("SC_CLK_TCK")
-pm = stat(sys.argv[1])[1]		# the backend's parent: the postmaster
+pm = stat(sys.argv[1])[1]		# the checkpointer's parent: the postmaster
 f = stat(pm)
 total = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
 for p in os.listdir("/proc"):
@@ -206,7 +206,7 @@ for p in os.listdir("/proc"):
             s = stat(p)
         except OSError:
             continue
-        if s[1] == pm and p != sys.argv[1]:
+        if s[1] == pm:
             total += int(s[11]) + int(s[12])
 print("%.2f" % (total / tck))
 PY

@@ -125,6 +125,7 @@ echo "ramp: $running/$jobs running after ${ramp}s"
 
 # ---- steady window with watches (and the cost of following: CPU of fleetd and of Postgres,
 # statements, memory per replica), then with polling
+q "SELECT pg_stat_statements_reset()" >/dev/null
 c0=$(calls); f0=$(bench_cpu_s "${fpids[@]}"); p0=$(bench_pg_cpu_s); s0=$(bench_pg_statements)
 sleep "$window"
 c1=$(calls); f1=$(bench_cpu_s "${fpids[@]}"); p1=$(bench_pg_cpu_s); s1=$(bench_pg_statements)
@@ -136,6 +137,9 @@ ch = $nclusters * $window / 3600
 print('%.1f %.1f %.3f' % (($f1 - $f0) / ch, ($p1 - $p0) / ch,
       ($s1 - $s0) / $window / max($steady_running, 1)))")"
 echo "steady ${window}s, $steady_running running: CPU s per cluster-hour fleetd $cpu_f, Postgres $cpu_p; statements/s per running job $stmts; VmRSS/VmHWM MiB per replica: $mem"
+echo "statements of the steady window, most called first (calls, total ms, statement):"
+q "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+	FROM pg_stat_statements ORDER BY calls DESC LIMIT 12" | sed 's/^/  /'
 echo "FLEET_STEADY running=$steady_running cpu_fleetd=$cpu_f cpu_pg=$cpu_p stmts_per_job_s=$stmts mem=${mem// /,}"
 stop_fleetd
 start_fleetd dispatch,status 0
