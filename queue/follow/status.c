@@ -421,30 +421,103 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 	json_decref(v.events);
 }
 
+/* Members reused by the syncs of their cluster for MEMBER_TTL_S: loading one is two
+ * statements and a decryption, and a sync comes with every change.  A sync takes its
+ * cluster's member out (no two syncs share one) and puts it back unless the sync failed:
+ * a rotated token or a moved API server is read again at the next. */
+#define MEMBER_TTL_S	60.0
+#define MEMBER_CACHE	4096
+
+struct cached {
+	struct member	*t;
+	double		 at;	/* loaded */
+};
+
+static struct {
+	pthread_mutex_t	 mu;
+	struct cached	*v;
+	size_t		 n, cap;
+} MC = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static bool
+member_take(const char *id, struct cached *out, struct err *e)
+{
+	double now = mono_s();
+	struct db *c;
+	bool ok;
+
+	out->t = NULL;
+	pthread_mutex_lock(&MC.mu);
+	for (size_t i = 0; i < MC.n; i++)
+		if (strcmp(MC.v[i].t->id, id) == 0) {
+			if (now - MC.v[i].at < MEMBER_TTL_S)
+				*out = MC.v[i];
+			else
+				member_free(MC.v[i].t);
+			MC.v[i] = MC.v[--MC.n];
+			break;
+		}
+	pthread_mutex_unlock(&MC.mu);
+	if (out->t != NULL)
+		return true;
+	if ((c = db_acquire(5000, e)) == NULL)
+		return false;
+	ok = member_load(c, id, &out->t, e);
+	db_release(c);
+	out->at = now;
+	return ok;
+}
+
+static void
+member_put(struct cached *m, bool keep)
+{
+	pthread_mutex_lock(&MC.mu);
+	if (keep && MC.n < MEMBER_CACHE) {
+		if (MC.n == MC.cap) {
+			MC.cap = MC.cap ? MC.cap * 2 : 64;
+			if ((MC.v = realloc(MC.v, MC.cap * sizeof(*MC.v))) == NULL)
+				abort();
+		}
+		MC.v[MC.n++] = *m;
+		m->t = NULL;
+	}
+	pthread_mutex_unlock(&MC.mu);
+	member_free(m->t);
+}
+
+static void
+members_clear(void)
+{
+	pthread_mutex_lock(&MC.mu);
+	for (size_t i = 0; i < MC.n; i++)
+		member_free(MC.v[i].t);
+	free(MC.v);
+	MC.v = NULL;
+	MC.n = MC.cap = 0;
+	pthread_mutex_unlock(&MC.mu);
+}
+
 static void
 sync_cluster(void *arg)
 {
 	struct batch *b = arg;
-	struct member *t = NULL;
+	struct cached m = { 0 };
 	struct err e = { 0 };
-	struct db *c = db_acquire(5000, &e);
 	json_t *done = json_object();
 
-	if (c == NULL || !member_load(c, b->cluster_id, &t, &e)) {
-		db_release(c);
+	if (!member_take(b->cluster_id, &m, &e)) {
 		for (size_t i = 0; i < b->n; i++)
 			status_unreadable(&b->v[i], b->cluster_id, &e);
 		b->st.errors++;
 		goto cleanup;
 	}
-	db_release(c);
 	for (size_t i = 0; i < b->n; i++) {
 		const char *ns = b->v[i].ns;
 
 		if (json_object_get(done, ns) != NULL)
 			continue;
 		json_object_set_new(done, ns, json_true());
-		sync_ns(t, b, ns);
+		sync_ns(m.t, b, ns);
 	}
 cleanup:
 	atomic_fetch_add(&M.transitions, b->st.transitions);
@@ -452,7 +525,7 @@ cleanup:
 	atomic_fetch_add(&M.deleted, b->st.deleted);
 	atomic_fetch_add(&M.errors, b->st.errors);
 	json_decref(done);
-	member_free(t);
+	member_put(&m, b->st.errors == 0);
 }
 
 static void
@@ -725,14 +798,17 @@ status_stop(void)
 	json_decref(N.by_cluster);
 	N.by_cluster = NULL;
 	pthread_mutex_unlock(&N.mu);
-	if (!S.th.started)
+	if (!S.th.started) {
+		members_clear();
 		return;
+	}
 	worker_thread_stop(&S.th);
 	dispatch_pool_free(S.pool);
 	status_watch_stop();
 	S.pool = NULL;
 	json_decref(S.known);
 	S.known = NULL;
+	members_clear();	/* after the pool: no sync puts one back now */
 	lease_stop();
 }
 
