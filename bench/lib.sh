@@ -154,3 +154,65 @@ INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'defau
   ON CONFLICT DO NOTHING;
 SQL
 }
+
+# bench_pg_statements_on: loads pg_stat_statements into the Postgres of bench_pg (a restart;
+# before fleetd connects), so bench_pg_statements counts statements, not transactions.
+bench_pg_statements_on() {
+	"$pgbin/psql" -qAtX "$DATABASE_URL" -c "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'" >/dev/null
+	bash "$top/scripts/pg.sh" restart "$work/pg" >/dev/null
+	"$pgbin/psql" -qAtX "$DATABASE_URL" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+}
+
+# bench_pg_statements: statements the server has run so far (pg_stat_statements calls when
+# loaded, else the database's committed and rolled-back transactions: a lower bound).
+bench_pg_statements() {
+	"$pgbin/psql" -qAtX "$DATABASE_URL" -c "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_extension
+		WHERE extname = 'pg_stat_statements') THEN (SELECT sum(calls)::bigint FROM
+		pg_stat_statements) ELSE (SELECT xact_commit + xact_rollback FROM pg_stat_database
+		WHERE datname = current_database()) END"
+}
+
+# bench_cpu_s PID...: CPU seconds (user + system) the processes have used so far.
+bench_cpu_s() {
+	python3 - "$@" <<'PY'
+import os, sys
+tck, total = os.sysconf("SC_CLK_TCK"), 0
+for p in sys.argv[1:]:
+    try:
+        f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+        total += int(f[11]) + int(f[12])
+    except OSError:
+        pass
+print("%.2f" % (total / tck))
+PY
+}
+
+# bench_pg_cpu_s: CPU seconds of the whole Postgres server of bench_pg so far — the
+# postmaster, every live child, and the children it has reaped (cutime, cstime).
+bench_pg_cpu_s() {
+	local aux
+	aux=$("$pgbin/psql" -qAtX "$DATABASE_URL" -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")
+	python3 - "$aux" <<'PY'
+import os, sys
+def stat(p):
+    return open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+tck = os.sysconf("SC_CLK_TCK")
+pm = stat(sys.argv[1])[1]		# the checkpointer's parent: the postmaster
+f = stat(pm)
+total = int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+for p in os.listdir("/proc"):
+    if p.isdigit() and p != pm:
+        try:
+            s = stat(p)
+        except OSError:
+            continue
+        if s[1] == pm:
+            total += int(s[11]) + int(s[12])
+print("%.2f" % (total / tck))
+PY
+}
+
+# bench_rss_mib PID: "VmRSS/VmHWM" of the process in MiB.
+bench_rss_mib() {
+	awk '/VmRSS/ {r = $2} /VmHWM/ {h = $2} END {printf "%.1f/%.1f\n", r / 1024, h / 1024}' "/proc/$1/status"
+}

@@ -6,8 +6,14 @@
 # cloudsim's RayJob changed (/_sim/watch-log), for Initializing->Running (during the ramp)
 # and Running->Complete; calls per minute from fleetd_status_member_calls_total over a
 # steady window (BENCH_WINDOW_S) with watches, then with FLEETD_STATUS_WATCH=0.
-# Needs a release build (make build; BENCH_BUILD overrides the folder). Appends to
-# bench/RESULTS.md unless BENCH_NO_RECORD=1.
+# BENCH_REPLICAS fleetd replicas (default 1) share the clusters by leases.  The
+# completions are followed by replicas started one second before the first RayJob
+# completes, so the Complete figures include the first seconds after a replica start
+# ("after start": the completions of the first 30 s, counted apart).
+# At issue 29's size: BENCH_CLUSTERS=1000 BENCH_JOBS=20000 BENCH_REPLICAS=3 (fleet from
+# cloudsim's test fleet, one HyperPod cluster per 20 jobs; BENCH_RUN_S must leave room for
+# the ramp and both windows).  Needs a release build (make build; BENCH_BUILD overrides the
+# folder). Appends to bench/RESULTS.md unless BENCH_NO_RECORD=1.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/lib.sh"
@@ -15,6 +21,7 @@ jobs=${BENCH_JOBS:-3000}
 nclusters=${BENCH_CLUSTERS:-300}
 run_s=${BENCH_RUN_S:-300}		# how long each RayJob runs (cloudsim time = wall here)
 window=${BENCH_WINDOW_S:-60}
+replicas=${BENCH_REPLICAS:-1}
 per=$(( (jobs + nclusters - 1) / nclusters ))
 bench_work status
 bench_need fleetd cloudsim
@@ -31,27 +38,39 @@ base["clusters"] = [{"name": "w-%03d" % i, "provider": "hyperpod", "environment"
 PY
 
 bench_pg
+bench_pg_statements_on
 bench_cloudsim "$work/fleet.json"
 bench_fleetd_env
 token=$("$bin/fleetd" token create --name bench --role admin --env '*' | grep '^fleet_')
 port=$(bench_free_port)
-fpid=
-start_fleetd() {	# start_fleetd WORKERS WATCH
-	FLEETD_LISTEN=127.0.0.1:$port FLEETD_WORKERS=$1 FLEETD_STATUS_WATCH=$2 "$bin/fleetd" serve \
-		>>"$work/fleetd.log" 2>&1 &
-	fpid=$!
-	pids+=($fpid)
-	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+ports=("$port")
+for _ in $(seq 2 "$replicas"); do ports+=("$(bench_free_port)"); done
+fpids=()
+start_fleetd() {	# start_fleetd WORKERS WATCH [N]: N replicas (default $replicas), the first on $port
+	local i n=${3:-$replicas}
+	fpids=()
+	for i in $(seq 0 $((n - 1))); do
+		FLEETD_LISTEN=127.0.0.1:${ports[$i]} FLEETD_INSTANCE_ID=bench-$i FLEETD_WORKERS=$1 \
+			FLEETD_STATUS_WATCH=$2 "$bin/fleetd" serve >>"$work/fleetd.log" 2>&1 &
+		fpids+=($!)
+		pids+=($!)
+	done
+	for i in $(seq 0 $((n - 1))); do
+		for _ in $(seq 100); do curl -sf "http://127.0.0.1:${ports[$i]}/healthz" >/dev/null && break; sleep 0.1; done
+	done
+	fpid=${fpids[0]}
 }
-stop_fleetd() { kill "$fpid"; wait "$fpid" 2>/dev/null || true; }
+stop_fleetd() { local p; for p in "${fpids[@]}"; do kill "$p"; wait "$p" 2>/dev/null || true; done; }
 q() { psql -qAt "$DATABASE_URL" -c "$1"; }
-calls() {	# list + watch calls of the status worker so far
-	curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" |
-		awk '/^fleetd_status_member_calls_total/ { n += $2 } END { print n + 0 }'
+calls() {	# list + watch calls of the status worker so far, over the replicas
+	local p
+	for p in "${ports[@]:0:${#fpids[@]}}"; do
+		curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$p/metrics" || true
+	done | awk '/^fleetd_status_member_calls_total/ { n += $2 } END { print n + 0 }'
 }
 
 # ---- registration (clouds by SQL, clusters over the API, capacity as a poller writes it)
-start_fleetd none 1
+start_fleetd none 1 1
 python3 - "$top/scripts" "$work/cs/clusters.json" "http://127.0.0.1:$port" "$token" "$DATABASE_URL" "$per" <<'PY'
 import json, subprocess, sys, urllib.error, urllib.request
 sys.path.insert(0, sys.argv.pop(1))	# scripts/: fleetapi
@@ -104,9 +123,24 @@ ramp=$(( $(date +%s) - t0 ))
 running=$(q "SELECT count(*) FROM jobs WHERE state = 'running'")
 echo "ramp: $running/$jobs running after ${ramp}s"
 
-# ---- steady window with watches, then with polling
-c0=$(calls); sleep "$window"; c1=$(calls)
+# ---- steady window with watches (and the cost of following: CPU of fleetd and of Postgres,
+# statements, memory per replica), then with polling
+q "SELECT pg_stat_statements_reset()" >/dev/null
+c0=$(calls); f0=$(bench_cpu_s "${fpids[@]}"); p0=$(bench_pg_cpu_s); s0=$(bench_pg_statements)
+sleep "$window"
+c1=$(calls); f1=$(bench_cpu_s "${fpids[@]}"); p1=$(bench_pg_cpu_s); s1=$(bench_pg_statements)
 watch_cpm=$(python3 -c "print(round(($c1 - $c0) * 60 / $window))")
+steady_running=$(q "SELECT count(*) FROM jobs WHERE state = 'running'")
+mem=$(for p in "${fpids[@]}"; do bench_rss_mib "$p"; done | paste -sd' ')
+read -r cpu_f cpu_p stmts <<<"$(python3 -c "
+ch = $nclusters * $window / 3600
+print('%.1f %.1f %.3f' % (($f1 - $f0) / ch, ($p1 - $p0) / ch,
+      ($s1 - $s0) / $window / max($steady_running, 1)))")"
+echo "steady ${window}s, $steady_running running: CPU s per cluster-hour fleetd $cpu_f, Postgres $cpu_p; statements/s per running job $stmts; VmRSS/VmHWM MiB per replica: $mem"
+echo "statements of the steady window, most called first (calls, total ms, statement):"
+q "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+	FROM pg_stat_statements ORDER BY calls DESC LIMIT 12" | sed 's/^/  /'
+echo "FLEET_STEADY running=$steady_running cpu_fleetd=$cpu_f cpu_pg=$cpu_p stmts_per_job_s=$stmts mem=${mem// /,}"
 stop_fleetd
 start_fleetd dispatch,status 0
 sleep 2
@@ -115,8 +149,12 @@ poll_cpm=$(python3 -c "print(round(($c1 - $c0) * 60 / $window))")
 stop_fleetd
 echo "member calls per minute: watch $watch_cpm, polling $poll_cpm (steady, $running running)"
 
-# ---- completions with watches
+# ---- completions with watches, followed by replicas started just before the first
+first=$(q "SELECT coalesce(extract(epoch FROM min(started_at))::bigint, 0) FROM jobs WHERE state = 'running'")
+wait_s=$(( first + run_s - 1 - $(date +%s) ))
+[ "$wait_s" -gt 0 ] && sleep "$wait_s"
 start_fleetd dispatch,status 1
+started_ms=$(date +%s%3N)
 for _ in $(seq $(( run_s * 4 ))); do
 	n=$(q "SELECT count(*) FROM jobs WHERE state = 'succeeded'")
 	[ "$n" -ge "$running" ] && break
@@ -132,10 +170,11 @@ q "SELECT k.name || '/rayjobs/' || (j.manifest->'metadata'->>'namespace') || '/'
 	coalesce((SELECT (extract(epoch FROM min(at)) * 1000)::bigint FROM job_events v
 	WHERE v.job_id = j.id AND v.to_state = 'succeeded'), -1)
 	FROM jobs j JOIN clusters k ON k.id = j.cluster_id" >"$work/jobs.txt"
-read -r rn rp50 rp99 cn cp50 cp99 <<<"$(python3 - "$work/log.json" "$work/jobs.txt" <<'PY'
+read -r rn rp50 rp99 cn cp50 cp99 sn sp50 sp99 <<<"$(python3 - "$work/log.json" "$work/jobs.txt" "$started_ms" <<'PY'
 import json, sys
 tr = json.load(open(sys.argv[1]))["transitions"]
-run, done = [], []
+started = int(sys.argv[3])
+run, done, early = [], [], []
 for line in open(sys.argv[2]):
     key, r, s = line.strip().split("|")
     t = tr.get(key, [])
@@ -144,24 +183,33 @@ for line in open(sys.argv[2]):
         run.append(int(r) - at["Running"])
     if int(s) > 0 and "Complete" in at:
         done.append(int(s) - at["Complete"])
+        if at["Complete"] < started + 30000:
+            early.append(int(s) - at["Complete"])
 def pct(v, p):
     v = sorted(v)
     return v[min(len(v) - 1, int(round(p * (len(v) - 1))))] / 1000 if v else float("nan")
-print(len(run), pct(run, .5), pct(run, .99), len(done), pct(done, .5), pct(done, .99))
+print(len(run), pct(run, .5), pct(run, .99), len(done), pct(done, .5), pct(done, .99),
+      len(early), pct(early, .5), pct(early, .99))
 PY
 )"
 echo "Initializing->Running seen by fleetd: n=$rn p50 ${rp50}s p99 ${rp99}s"
 echo "Running->Complete seen by fleetd: n=$cn p50 ${cp50}s p99 ${cp99}s"
+echo "Running->Complete in the first 30 s after the replicas started: n=$sn p50 ${sp50}s p99 ${sp99}s"
+echo "FLEET_STATUS run_p99=$rp99 complete_p99=$cp99 after_start_p99=$sp99 watch_cpm=$watch_cpm poll_cpm=$poll_cpm"
 [ "${BENCH_NO_RECORD:-0}" = 1 ] && exit 0
 {
 	echo
-	echo "## Status by watches ($(date -u +%Y-%m-%d), \`bash bench/status.sh\`, $jobs RayJobs on $nclusters cloudsim clusters)"
+	echo "## Status by watches ($(date -u +%Y-%m-%d), \`bash bench/status.sh\`, $jobs RayJobs on $nclusters cloudsim clusters, $replicas replicas, commit $(git -C "$top" rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg))"
 	echo
 	echo "| measure | value |"
 	echo "|---|---|"
 	echo "| jobs running at once | $running of $jobs (ramp ${ramp} s) |"
 	echo "| member status change -> job state in fleetd (Running), p50 / p99 | ${rp50} s / ${rp99} s (n=$rn; target p99 ≤ 1 s) |"
 	echo "| member status change -> job state in fleetd (Complete), p50 / p99 | ${cp50} s / ${cp99} s (n=$cn) |"
+	echo "| same, completions of the first 30 s after the replicas started, p50 / p99 | ${sp50} s / ${sp99} s (n=$sn) |"
 	echo "| status worker's member API calls per minute, watches | $watch_cpm |"
 	echo "| status worker's member API calls per minute, polling (FLEETD_STATUS_WATCH=0) | $poll_cpm |"
+	echo "| steady, watches: CPU s per cluster-hour, fleetd (all replicas) / Postgres | $cpu_f / $cpu_p |"
+	echo "| steady, watches: Postgres statements per second per running job | $stmts |"
+	echo "| VmRSS/VmHWM MiB per replica | $mem |"
 } >>"$top/bench/RESULTS.md"

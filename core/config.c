@@ -107,6 +107,10 @@ static const struct ckey keys[] = {
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
 	{ "status-watch", C_INT, S(status_watch), "1", "FLEETD_STATUS_WATCH", false,
 	  "status follows member clusters with watches (0: polling only)" },
+	{ "status-full-period", C_INT, S(status_full_period_s), "5", "FLEETD_STATUS_FULL_PERIOD",
+	  false, "seconds over which the status worker checks each followed job in full once"
+	  " (spread: a slice of the leased clusters each second; watch events and job changes"
+	  " are acted on at once; 1 to 20)" },
 	{ "poll-concurrency", C_INT, S(poll_concurrency), "256", "FLEETD_POLL_CONCURRENCY", false,
 	  "provider and Kubernetes calls in flight during a capacity refresh" },
 	{ "console-dir", C_STR, S(console_dir), FLEETD_SOURCE_DIR "/console", "FLEETD_CONSOLE_DIR",

@@ -37,6 +37,12 @@ listen_exec(PGconn *c, const char *sql, int n, const char *const *params, ExecSt
 bool
 listen_wait(PGconn *c, int ms)
 {
+	return listen_wait_payloads(c, ms, NULL);
+}
+
+bool
+listen_wait_payloads(PGconn *c, int ms, json_t *into)
+{
 	int fd = c ? PQsocket(c) : -1;
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	fd_set rs;
@@ -49,6 +55,8 @@ listen_wait(PGconn *c, int ms)
 	if (select(fd + 1, &rs, NULL, NULL, &tv) > 0 && c != NULL)
 		PQconsumeInput(c);
 	while (c != NULL && (n = PQnotifies(c)) != NULL) {
+		if (into != NULL && n->extra != NULL && n->extra[0] != '\0')
+			json_object_set_new(into, n->extra, json_true());
 		PQfreemem(n);
 		got = true;
 	}

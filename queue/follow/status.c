@@ -1,9 +1,12 @@
-/* status: the status worker — each cycle loads the followed jobs, reads every member
- * cluster once (Ray objects, pods and Warning events per namespace, in parallel, one
- * thread per cluster at most) and acts on each job (status_act.c). */
+/* status: the status worker — loads the followed jobs that changed (watch events,
+ * fleet_status notifications) plus a spread slice of the rest each second, reads what
+ * their clusters show (from the watch caches, or lists: Ray objects, pods and Warning
+ * events per namespace, in parallel, one thread per cluster at most) and acts on each job
+ * (status_act.c). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +28,25 @@
 #define CYCLE_MS	1000
 #define SEL_MANAGED	STATUS_SEL_MANAGED
 #define WATCH_CYCLE_MS	50	/* with watches: how soon a change is acted on */
+/* A full check also renews the cluster's watches (status_watch_want): the period stays
+ * below status_watch.c's IDLE_DROP_S (30 s), after which unwanted watches close. */
+#define FULL_PERIOD_MAX_S	20
 
+/* The jobs the worker follows (the predicate of migration 0021's index jobs_followed). */
+#define FOLLOWED(t) \
+    "(" t "state IN ('dispatched', 'running', 'preempted') OR (" t "state IN " \
+    JOB_STATES_FINAL_SQL " AND " t "object_uid IS NOT NULL))"
+
+/* The jobs to look at this turn, among those of the held clusters ($1): the ones that
+ * changed ($2: job ids from watch events and fleet_status notifications), every followed
+ * job of the clusters looked at in full ($3), and with $4 the preempted ones (their
+ * checkpoint deadline is a timer). */
 static const char sql_jobs[] =
-    "SELECT j.id, j.state, j.kind, j.attempt, j.cluster_id, j.manifest::text,"
+    "WITH pick AS (SELECT id FROM jobs WHERE id = ANY($2::uuid[])"
+    " UNION SELECT id FROM jobs WHERE cluster_id = ANY($3::uuid[]) AND " FOLLOWED("")
+    " UNION SELECT id FROM jobs WHERE $4::boolean AND cluster_id = ANY($1::uuid[])"
+    "  AND state = 'preempted')"
+    " SELECT j.id, j.state, j.kind, j.attempt, j.cluster_id, j.manifest::text,"
     " j.cancel_requested, coalesce(j.checkpoint_deadline <= now(), false),"
     " coalesce(to_char(j.checkpoint_deadline AT TIME ZONE 'UTC',"
     "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''),"
@@ -43,10 +62,9 @@ static const char sql_jobs[] =
     " coalesce(j.reason LIKE 'spot%', false), j.spec->'checkpoint'->>'grace_seconds',"
     " coalesce(jsonb_array_length(j.cron_runs), 0), j.infra_retries,"
     " coalesce((j.spec->>'max_infra_retries')::int, q.max_infra_retries)"
-    " FROM jobs j JOIN clusters k ON k.id = j.cluster_id JOIN queues q ON q.id = j.queue_id"
-    " WHERE j.cluster_id = ANY($1::uuid[]) AND (j.state IN ('dispatched', 'running',"
-    " 'preempted') OR (j.state IN " JOB_STATES_FINAL_SQL " AND"
-    " j.object_uid IS NOT NULL))"
+    " FROM pick JOIN jobs j ON j.id = pick.id"
+    " JOIN clusters k ON k.id = j.cluster_id JOIN queues q ON q.id = j.queue_id"
+    " WHERE j.cluster_id = ANY($1::uuid[]) AND " FOLLOWED("j.")
     " ORDER BY j.cluster_id, j.id";
 
 /* The jobs of one cluster for one cycle. */
@@ -105,31 +123,35 @@ job_row(PGresult *r, int i, struct status_job *j)
 	j->max_infra_retries = atoi(PQgetvalue(r, i, 18));
 }
 
-/* Followed jobs grouped by cluster: *out is a new array of struct batch *. */
+static struct {
+	atomic_ulong	cycles, transitions, events, deleted, errors, loads, loaded;
+} M;
+
+/* The chosen followed jobs (sql_jobs) grouped by cluster: *out is a new array of struct
+ * batch *.  held, ids and clusters are uuid[] literals. */
 static bool
-load(struct batch ***out, size_t *n, struct err *e)
+load(const char *held, const char *ids, const char *clusters, bool preempted,
+    struct batch ***out, size_t *n, struct err *e)
 {
+	const char *p[4] = { held, ids, clusters, preempted ? "true" : "false" };
 	struct db *c = NULL;
 	struct batch *b = NULL;
 	PGresult *r = NULL;
-	char *held = lease_ids();	/* only the clusters this replica holds */
 	bool ok;
 
 	*out = NULL;
 	*n = 0;
-	if (strcmp(held, "{}") == 0) {
-		free(held);
+	if (strcmp(held, "{}") == 0 || (strcmp(ids, "{}") == 0 && strcmp(clusters, "{}") == 0 &&
+	    !preempted))
 		return true;
-	}
-	if ((c = db_acquire(5000, e)) == NULL) {
-		free(held);
+	if ((c = db_acquire(5000, e)) == NULL)
 		return false;
-	}
-	ok = db_exec(c, sql_jobs, 1, (const char *const[]){ held }, &r, e);
+	ok = db_exec(c, sql_jobs, 4, p, &r, e);
 	db_release(c);
-	free(held);
 	if (!ok)
 		return false;
+	atomic_fetch_add(&M.loads, 1);
+	atomic_fetch_add(&M.loaded, (unsigned long)PQntuples(r));
 	*out = calloc((size_t)PQntuples(r) + 1, sizeof(**out));
 	if (*out == NULL)
 		abort();
@@ -399,34 +421,103 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 	json_decref(v.events);
 }
 
+/* Members reused by the syncs of their cluster for MEMBER_TTL_S: loading one is two
+ * statements and a decryption, and a sync comes with every change.  A sync takes its
+ * cluster's member out (no two syncs share one) and puts it back unless the sync failed:
+ * a rotated token or a moved API server is read again at the next. */
+#define MEMBER_TTL_S	60.0
+#define MEMBER_CACHE	4096
+
+struct cached {
+	struct member	*t;
+	double		 at;	/* loaded */
+};
+
 static struct {
-	atomic_ulong	cycles, transitions, events, deleted, errors;
-} M;
+	pthread_mutex_t	 mu;
+	struct cached	*v;
+	size_t		 n, cap;
+} MC = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static bool
+member_take(const char *id, struct cached *out, struct err *e)
+{
+	double now = mono_s();
+	struct db *c;
+	bool ok;
+
+	out->t = NULL;
+	pthread_mutex_lock(&MC.mu);
+	for (size_t i = 0; i < MC.n; i++)
+		if (strcmp(MC.v[i].t->id, id) == 0) {
+			if (now - MC.v[i].at < MEMBER_TTL_S)
+				*out = MC.v[i];
+			else
+				member_free(MC.v[i].t);
+			MC.v[i] = MC.v[--MC.n];
+			break;
+		}
+	pthread_mutex_unlock(&MC.mu);
+	if (out->t != NULL)
+		return true;
+	if ((c = db_acquire(5000, e)) == NULL)
+		return false;
+	ok = member_load(c, id, &out->t, e);
+	db_release(c);
+	out->at = now;
+	return ok;
+}
+
+static void
+member_put(struct cached *m, bool keep)
+{
+	pthread_mutex_lock(&MC.mu);
+	if (keep && MC.n < MEMBER_CACHE) {
+		if (MC.n == MC.cap) {
+			MC.cap = MC.cap ? MC.cap * 2 : 64;
+			if ((MC.v = realloc(MC.v, MC.cap * sizeof(*MC.v))) == NULL)
+				abort();
+		}
+		MC.v[MC.n++] = *m;
+		m->t = NULL;
+	}
+	pthread_mutex_unlock(&MC.mu);
+	member_free(m->t);
+}
+
+static void
+members_clear(void)
+{
+	pthread_mutex_lock(&MC.mu);
+	for (size_t i = 0; i < MC.n; i++)
+		member_free(MC.v[i].t);
+	free(MC.v);
+	MC.v = NULL;
+	MC.n = MC.cap = 0;
+	pthread_mutex_unlock(&MC.mu);
+}
 
 static void
 sync_cluster(void *arg)
 {
 	struct batch *b = arg;
-	struct member *t = NULL;
+	struct cached m = { 0 };
 	struct err e = { 0 };
-	struct db *c = db_acquire(5000, &e);
 	json_t *done = json_object();
 
-	if (c == NULL || !member_load(c, b->cluster_id, &t, &e)) {
-		db_release(c);
+	if (!member_take(b->cluster_id, &m, &e)) {
 		for (size_t i = 0; i < b->n; i++)
 			status_unreadable(&b->v[i], b->cluster_id, &e);
 		b->st.errors++;
 		goto cleanup;
 	}
-	db_release(c);
 	for (size_t i = 0; i < b->n; i++) {
 		const char *ns = b->v[i].ns;
 
 		if (json_object_get(done, ns) != NULL)
 			continue;
 		json_object_set_new(done, ns, json_true());
-		sync_ns(t, b, ns);
+		sync_ns(m.t, b, ns);
 	}
 cleanup:
 	atomic_fetch_add(&M.transitions, b->st.transitions);
@@ -434,7 +525,7 @@ cleanup:
 	atomic_fetch_add(&M.deleted, b->st.deleted);
 	atomic_fetch_add(&M.errors, b->st.errors);
 	json_decref(done);
-	member_free(t);
+	member_put(&m, b->st.errors == 0);
 }
 
 static void
@@ -444,23 +535,102 @@ sync_task(void *arg)
 	batch_free(arg);
 }
 
+/* ---- what to look at: sets of ids (id -> true) and their uuid[] literals */
+
+static bool
+is_uuid(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-' :
+		    !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+		    (s[i] >= 'A' && s[i] <= 'F')))
+			return false;
+	return i == 36;
+}
+
+/* "{id,id}" of the set's keys that are uuids (a stray notification payload is not). */
+static char *
+literal(json_t *set)
+{
+	size_t len = 0, cap = 64;
+	char *buf = malloc(cap);
+	const char *k;
+	json_t *v;
+
+	if (buf == NULL)
+		abort();
+	buf[0] = '\0';
+	textbuf_appendf(&buf, &len, &cap, "{");
+	json_object_foreach(set, k, v)
+		if (is_uuid(k))
+			textbuf_appendf(&buf, &len, &cap, "%s%s", len > 1 ? "," : "", k);
+	textbuf_appendf(&buf, &len, &cap, "}");
+	return buf;
+}
+
+/* The held clusters as a set, and as lease_ids' literal in *lit (malloc'd). */
+static json_t *
+held_set(char **lit)
+{
+	json_t *set = json_object();
+	char *ids = lease_ids(), *p = ids + 1, *q;
+
+	*lit = ids;
+	while (*p != '\0' && *p != '}') {
+		char id[40];
+
+		q = p + strcspn(p, ",}");
+		snprintf(id, sizeof(id), "%.*s", (int)(q - p), p);
+		json_object_set_new(set, id, json_true());
+		p = *q == ',' ? q + 1 : q;
+	}
+	return set;
+}
+
+/* The second of the full-check period in which the cluster's jobs are checked in full. */
+static unsigned long
+slot_of(const char *id, unsigned long period)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *id != '\0'; id++)
+		h = (h ^ (unsigned char)*id) * 16777619u;
+	return h % period;
+}
+
+static void
+add_sync(struct status_stats *st, const struct batch *b)
+{
+	st->clusters++;
+	st->jobs += b->n;
+	st->transitions += b->st.transitions;
+	st->events += b->st.events;
+	st->deleted += b->st.deleted;
+	st->errors += b->st.errors;
+}
+
 bool
 status_cycle(struct status_stats *st, struct err *e)
 {
 	struct batch **v;
+	char *held;
+	json_t *all = held_set(&held);
+	char *clusters = literal(all);
 	size_t n;
+	bool ok;
 
 	memset(st, 0, sizeof(*st));
-	if (!load(&v, &n, e))
+	ok = load(held, "{}", clusters, true, &v, &n, e);
+	free(held);
+	free(clusters);
+	json_decref(all);
+	if (!ok)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		sync_cluster(v[i]);
-		st->clusters++;
-		st->jobs += v[i]->n;
-		st->transitions += v[i]->st.transitions;
-		st->events += v[i]->st.events;
-		st->deleted += v[i]->st.deleted;
-		st->errors += v[i]->st.errors;
+		add_sync(st, v[i]);
 		batch_free(v[i]);
 	}
 	free(v);
@@ -468,29 +638,103 @@ status_cycle(struct status_stats *st, struct err *e)
 	return true;
 }
 
-/* ---- the loop: a cluster still busy from an earlier cycle is skipped, never waited on */
+/* ---- the loop: a cluster still busy from an earlier turn is skipped, never waited on;
+ * what it was to look at is carried to the next turn */
 
 static struct {
 	struct worker_thread	 th;
 	struct dispatch_pool	*pool;
+	json_t			*known;		/* held clusters at the last turn */
+	unsigned long		 tick;
 } S;
 
-/* With watches the loop wakes every WATCH_CYCLE_MS but reads the database only when a
- * watch saw a change (then syncs only those clusters, from the watch caches: no member
- * call) or once a CYCLE_MS (every cluster: timers, and clusters polled because they
- * refuse watches). Without watches: every CYCLE_MS, every cluster, by lists. */
+/* Once a second: the clusters looked at in full this turn — all of them without watches
+ * (polling); with watches, the ones just taken (a start, a takeover), the ones polled
+ * because they refuse watches or a watch is out of sync, and the slice of the full-check
+ * period whose second this is (each job once per status-full-period). */
+static void
+plan_turn(json_t *held, json_t *clusters)
+{
+	unsigned long period = cfg.status_full_period_s < 1 ? 1 :
+	    cfg.status_full_period_s > FULL_PERIOD_MAX_S ? FULL_PERIOD_MAX_S :
+	    (unsigned long)cfg.status_full_period_s;
+	const char *id;
+	json_t *v;
+
+	S.tick++;
+	json_object_foreach(held, id, v)
+		if (!status_watch_on() || json_object_get(S.known, id) == NULL ||
+		    status_watch_polled(id) || slot_of(id, period) == S.tick % period)
+			json_object_set_new(clusters, id, json_true());
+	json_decref(S.known);
+	S.known = json_incref(held);
+}
+
+/* Loads what jobs and clusters name (and the preempted jobs on a turn), hands each
+ * cluster's batch to the pool; jobs and clusters are emptied but for what a busy cluster
+ * carries to the next turn. */
+static void
+run(const char *held, json_t *jobs, json_t *clusters, bool turn)
+{
+	char *ids = literal(jobs), *cl = literal(clusters);
+	json_t *whole = json_copy(clusters), *changed = json_copy(jobs);
+	struct batch **v = NULL;
+	struct err e = { 0 };
+	size_t n = 0;
+
+	json_object_clear(jobs);
+	json_object_clear(clusters);
+	if (!load(held, ids, cl, turn, &v, &n, &e)) {
+		log_warn(NULL, "status", "cannot load followed jobs", "{s:s}", "error", e.msg);
+		json_object_update(clusters, whole);	/* tried again next turn */
+		json_object_update(jobs, changed);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!dispatch_pool_busy(S.pool, v[i]->cluster_id)) {
+			dispatch_pool_add(S.pool, v[i]->cluster_id, sync_task, batch_free, v[i]);
+			continue;
+		}
+		if (json_object_get(whole, v[i]->cluster_id) != NULL)
+			json_object_set_new(clusters, v[i]->cluster_id, json_true());
+		for (size_t k = 0; k < v[i]->n; k++)
+			json_object_set_new(jobs, v[i]->v[k].id, json_true());
+		batch_free(v[i]);
+	}
+	free(v);
+	free(ids);
+	free(cl);
+	json_decref(whole);
+	json_decref(changed);
+}
+
+/* Waits ms whole, gathering the ids notified meanwhile: at most one load per wait. */
+static void
+gather(PGconn *c, int ms, json_t *jobs)
+{
+	double until = mono_s() + ms / 1000.0, left;
+
+	while ((left = until - mono_s()) > 0 && worker_thread_running(&S.th))
+		listen_wait_payloads(c, (int)(left * 1000) + 1, jobs);
+}
+
+/* Each wait of WATCH_CYCLE_MS (CYCLE_MS without watches) gathers the jobs that changed:
+ * fleet_status notifications carry their ids (migration 0021), watch events name theirs
+ * (status_watch.c).  Only those are loaded and synced, from the watch caches (no member
+ * call).  Once a CYCLE_MS a turn adds the preempted jobs (checkpoint deadlines) and the
+ * clusters plan_turn picks.  No turn loads every followed job: the work follows change,
+ * plus each job once per status-full-period. */
 static void *
 loop(void *arg)
 {
 	PGconn *c = NULL;
-	double last_full = 0;
+	json_t *jobs = json_object(), *clusters = json_object();
+	double last_turn = 0;
 
 	(void)arg;
 	while (worker_thread_running(&S.th)) {
-		struct batch **v = NULL;
-		struct err e = { 0 };
-		size_t n = 0;
-		bool full = true;
+		json_t *held;
+		char *lit;
+		bool turn;
 
 		if (c == NULL || PQstatus(c) != CONNECTION_OK) {
 			if (c != NULL)
@@ -502,34 +746,25 @@ loop(void *arg)
 				continue;
 			}
 		}
-		if (status_watch_on()) {
-			full = mono_s() - last_full >= CYCLE_MS / 1000.0;
-			if (!full && !status_watch_any_dirty()) {
-				listen_wait(c, WATCH_CYCLE_MS);
-				continue;
-			}
-			if (full)
-				last_full = mono_s();
+		gather(c, status_watch_on() ? WATCH_CYCLE_MS : CYCLE_MS, jobs);
+		status_watch_take_changes(jobs, clusters);
+		turn = mono_s() - last_turn >= CYCLE_MS / 1000.0;
+		if (!turn && json_object_size(jobs) == 0 && json_object_size(clusters) == 0)
+			continue;
+		held = held_set(&lit);
+		if (turn) {
+			last_turn = mono_s();
+			plan_turn(held, clusters);
 		}
-		if (!load(&v, &n, &e))
-			log_warn(NULL, "status", "cannot load followed jobs", "{s:s}", "error", e.msg);
-		for (size_t i = 0; i < n; i++) {
-			bool following, dirty = status_watch_take_dirty(v[i]->cluster_id,
-			    &following);
-
-			(void)following;	/* a polled cluster is never dirty: full cycles */
-
-			if ((!full && !dirty) || dispatch_pool_busy(S.pool, v[i]->cluster_id))
-				batch_free(v[i]);	/* nothing new, or still at it */
-			else
-				dispatch_pool_add(S.pool, v[i]->cluster_id, sync_task, batch_free, v[i]);
-		}
-		free(v);
+		run(lit, jobs, clusters, turn);
+		free(lit);
+		json_decref(held);
 		atomic_fetch_add(&M.cycles, 1);
-		listen_wait(c, status_watch_on() ? WATCH_CYCLE_MS : CYCLE_MS);
 	}
 	if (c != NULL)
 		PQfinish(c);
+	json_decref(jobs);
+	json_decref(clusters);
 	return NULL;
 }
 
@@ -563,12 +798,17 @@ status_stop(void)
 	json_decref(N.by_cluster);
 	N.by_cluster = NULL;
 	pthread_mutex_unlock(&N.mu);
-	if (!S.th.started)
+	if (!S.th.started) {
+		members_clear();
 		return;
+	}
 	worker_thread_stop(&S.th);
 	dispatch_pool_free(S.pool);
 	status_watch_stop();
 	S.pool = NULL;
+	json_decref(S.known);
+	S.known = NULL;
+	members_clear();	/* after the pool: no sync puts one back now */
 	lease_stop();
 }
 
@@ -585,8 +825,14 @@ status_metrics(char **buf, size_t *len, size_t *cap)
 	    "# HELP fleetd_status_deleted_total Objects deleted (cancel, TTL, withdrawal).\n"
 	    "# TYPE fleetd_status_deleted_total counter\nfleetd_status_deleted_total %lu\n"
 	    "# HELP fleetd_status_errors_total Cluster reads that failed.\n"
-	    "# TYPE fleetd_status_errors_total counter\nfleetd_status_errors_total %lu\n",
+	    "# TYPE fleetd_status_errors_total counter\nfleetd_status_errors_total %lu\n"
+	    "# HELP fleetd_status_job_loads_total Queries that loaded followed jobs.\n"
+	    "# TYPE fleetd_status_job_loads_total counter\nfleetd_status_job_loads_total %lu\n"
+	    "# HELP fleetd_status_jobs_loaded_total Followed jobs loaded (rows of those"
+	    " queries).\n"
+	    "# TYPE fleetd_status_jobs_loaded_total counter\nfleetd_status_jobs_loaded_total %lu\n",
 	    atomic_load(&M.cycles), atomic_load(&M.transitions), atomic_load(&M.events),
-	    atomic_load(&M.deleted), atomic_load(&M.errors));
+	    atomic_load(&M.deleted), atomic_load(&M.errors), atomic_load(&M.loads),
+	    atomic_load(&M.loaded));
 	status_watch_metrics(buf, len, cap);
 }

@@ -54,10 +54,13 @@ bool	status_watch_on(void);
 void	status_watch_want(const char *cluster_id, const char *kind);
 /* A new array of the kind's objects in ns when its watch is in sync, else NULL (list it). */
 json_t	*status_watch_list(const char *cluster_id, const char *kind, const char *ns);
-/* Whether something changed on the cluster since the last call (and clears it);
- * *following: every kind the cycle needs is kept by a watch. */
-bool	status_watch_take_dirty(const char *cluster_id, bool *following);
-bool	status_watch_any_dirty(void);
+/* Moves what the watches saw change since the last call into jobs (job id -> true: the
+ * jobs the events concern) and clusters (cluster id -> true: relisted, every job there is
+ * looked at); true when anything changed. */
+bool	status_watch_take_changes(json_t *jobs, json_t *clusters);
+/* Whether the cycle must list the cluster itself each turn: watches are off, it refuses
+ * them, or a kind it needs is out of sync.  A cluster never followed yet is not. */
+bool	status_watch_polled(const char *cluster_id);
 void	status_watch_count_list(void);		/* a list the cycle made itself */
 void	status_watch_metrics(char **buf, size_t *len, size_t *cap);
 

@@ -1,8 +1,11 @@
 /* status_watch: the status worker's view of its member clusters, kept by watches — one
  * list then one watch per cluster and kind (the four ray.io kinds, pods, Warning events;
  * only fleetd's objects), resumed from the last resourceVersion, relisted after 410
- * Expired, in bounded memory. A cluster that refuses watches is polled instead (the
- * status cycle lists it, as before). One thread drives every stream (libcurl multi). */
+ * Expired, in bounded memory. Each event marks the job it concerns (its fleet.io/job-id
+ * label, or the pod's an Event involves) so that the status loop looks at that job only.
+ * A cluster that refuses watches is polled instead (the status cycle lists it each turn).
+ * One thread drives every stream (libcurl multi); the lists that start them run up to
+ * LIST_THREADS at once, so that a start or a takeover lists every cluster in parallel. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -27,6 +30,8 @@
 #define MAX_LINE	(8u << 20)
 #define MAX_EVENTS	2000	/* Warning events kept per cluster */
 #define MAX_OBJECTS	20000	/* objects kept per cluster and kind */
+#define MAX_TURN	1024	/* streams started per turn of the watcher */
+#define LIST_THREADS	16	/* their lists in flight at once */
 
 static const struct {
 	const char *kind, *path, *query;
@@ -60,7 +65,8 @@ struct wcluster {
 	struct wstream		 s[NKINDS];
 	double			 wanted_at;
 	double			 refused_until;
-	bool			 dirty;
+	bool			 dirty;		/* relisted: every job there is looked at */
+	json_t			*dirty_jobs;	/* job id -> true: what watch events concerned */
 	struct wcluster		*next;
 };
 
@@ -95,6 +101,7 @@ cluster(const char *id, bool make)
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		abort();
 	snprintf(c->id, sizeof(c->id), "%s", id);
+	c->dirty_jobs = json_object();
 	for (int k = 0; k < NKINDS; k++) {
 		c->s[k].c = c;
 		c->s[k].k = k;
@@ -152,39 +159,52 @@ status_watch_list(const char *cluster_id, const char *kind, const char *ns)
 	return out;
 }
 
-bool
-status_watch_take_dirty(const char *cluster_id, bool *following)
+/* Whether the cluster's wanted kinds are all kept by watches in sync (locked). */
+static bool
+following(const struct wcluster *c)
 {
-	struct wcluster *c;
-	bool d = false;
-
-	*following = false;
-	if (!W.th.started)
+	if (c->refused_until > mono_s())
 		return false;
-	pthread_mutex_lock(&W.mu);
-	if ((c = cluster(cluster_id, false)) != NULL) {
-		d = c->dirty;
-		c->dirty = false;
-		*following = c->refused_until <= mono_s();
-		for (int k = 0; k < NKINDS; k++)
-			if (c->s[k].want && (!c->s[k].synced || c->s[k].fails > 0))
-				*following = false;
-	}
-	pthread_mutex_unlock(&W.mu);
-	return d;
+	for (int k = 0; k < NKINDS; k++)
+		if (c->s[k].want && (!c->s[k].synced || c->s[k].fails > 0))
+			return false;
+	return true;
 }
 
 bool
-status_watch_any_dirty(void)
+status_watch_take_changes(json_t *jobs, json_t *clusters)
 {
 	struct wcluster *c;
-	bool d = false;
+	bool any = false;
 
+	if (!W.th.started)
+		return false;
 	pthread_mutex_lock(&W.mu);
-	for (c = W.all; c != NULL && !d; c = c->next)
-		d = c->dirty;
+	for (c = W.all; c != NULL; c = c->next) {
+		if (c->dirty)
+			json_object_set_new(clusters, c->id, json_true());
+		any = any || c->dirty || json_object_size(c->dirty_jobs) > 0;
+		json_object_update(jobs, c->dirty_jobs);
+		json_object_clear(c->dirty_jobs);
+		c->dirty = false;
+	}
 	pthread_mutex_unlock(&W.mu);
-	return d;
+	return any;
+}
+
+bool
+status_watch_polled(const char *cluster_id)
+{
+	struct wcluster *c;
+	bool polled;
+
+	if (!W.th.started)
+		return true;
+	pthread_mutex_lock(&W.mu);
+	c = cluster(cluster_id, false);
+	polled = c != NULL && !following(c);
+	pthread_mutex_unlock(&W.mu);
+	return polled;
 }
 
 /* ---- stream callbacks (watcher thread, W.mu not held on entry) */
@@ -197,6 +217,53 @@ key_of(json_t *o, char *key, size_t n)
 	    *name = json_string_value(json_object_get(md, "name"));
 
 	snprintf(key, n, "%s/%s", ns ? ns : "", name ? name : "");
+}
+
+/* Marks the jobs an event is about (locked): the fleet.io/job-id label of a Ray object or
+ * a pod; for a Warning event, the label of the pod it involves as the pod watch keeps it,
+ * or of the pods on the node it involves.  An event about anything else concerns no job
+ * of ours (a pod's event that comes before the pod marks nothing; the pod's own ADDED
+ * marks its job, whose sync then reads the events kept meanwhile). */
+static void
+mark_label(json_t *dirty, json_t *subject)
+{
+	const char *id = json_string_value(json_object_get(json_object_get(json_object_get(
+	    subject, "metadata"), "labels"), "fleet.io/job-id"));
+
+	if (id != NULL && strlen(id) < 40)
+		json_object_set_new(dirty, id, json_true());
+}
+
+static void
+mark_job(struct wstream *s, json_t *o)
+{
+	json_t *io = json_object_get(o, "involvedObject"), *pods, *p;
+	const char *kind, *ns, *name, *key;
+	char pk[400];
+
+	if (strcmp(kinds[s->k].kind, "Event") != 0) {
+		mark_label(s->c->dirty_jobs, o);
+		return;
+	}
+	pods = s->c->s[kind_index("Pod")].items;
+	kind = json_string_value(json_object_get(io, "kind"));
+	ns = json_string_value(json_object_get(io, "namespace"));
+	name = json_string_value(json_object_get(io, "name"));
+	if (name == NULL)
+		return;
+	if (kind != NULL && strcmp(kind, "Node") == 0) {
+		/* a node's trouble concerns the jobs with pods on it */
+		json_object_foreach(pods, key, p) {
+			const char *node = json_string_value(json_object_get(json_object_get(p,
+			    "spec"), "nodeName"));
+
+			if (node != NULL && strcmp(node, name) == 0)
+				mark_label(s->c->dirty_jobs, p);
+		}
+		return;
+	}
+	snprintf(pk, sizeof(pk), "%s/%s", ns ? ns : "", name);
+	mark_label(s->c->dirty_jobs, json_object_get(pods, pk));
 }
 
 /* Applies one watch event line (locked). */
@@ -235,7 +302,7 @@ apply_line(struct wstream *s, const char *line, size_t len)
 		if (it != NULL)
 			json_object_del(s->items, json_object_iter_key(it));
 	}
-	s->c->dirty = true;
+	mark_job(s, o);
 	atomic_fetch_add(&W.events, 1);
 out:
 	json_decref(ev);
@@ -317,10 +384,51 @@ on_end(void *user, long status, const struct err *e)
 
 /* ---- the watcher thread */
 
-/* Lists kind on cluster c and starts its watch from the list's version (W.mu not held;
- * c and its target stay: only this thread frees them). */
+/* Lists kind on cluster c when its cache is not in sync (W.mu not held; c and its target
+ * stay: only the watcher frees them).  Runs on the list threads, many at once. */
 static void
-start_stream(struct wstream *s)
+list_stream(struct wstream *s)
+{
+	const struct member *t = s->c->t;
+	struct err e = { 0 };
+	char rv[32] = "";
+	json_t *items = NULL, *it;
+	bool synced;
+	size_t i;
+
+	pthread_mutex_lock(&W.mu);
+	synced = s->synced;
+	pthread_mutex_unlock(&W.mu);
+	if (synced)
+		return;
+	atomic_fetch_add(&W.lists, 1);
+	if (!member_list_rv(&t->pc, kinds[s->k].path, kinds[s->k].query, &items, rv,
+	    sizeof(rv), &e)) {
+		pthread_mutex_lock(&W.mu);
+		s->fails++;
+		s->retry_at = mono_s() + (s->fails < 6 ? 0.2 * (1 << s->fails) : 10.0);
+		pthread_mutex_unlock(&W.mu);
+		return;
+	}
+	pthread_mutex_lock(&W.mu);
+	json_object_clear(s->items);
+	json_array_foreach(items, i, it) {
+		char key[400];
+
+		key_of(it, key, sizeof(key));
+		json_object_set(s->items, key, it);
+	}
+	snprintf(s->rv, sizeof(s->rv), "%s", rv);
+	s->synced = true;
+	s->c->dirty = true;
+	pthread_mutex_unlock(&W.mu);
+	json_decref(items);
+}
+
+/* Starts the watch of a listed stream from its version (watcher thread: the streams'
+ * multi handle is its own). */
+static void
+open_stream(struct wstream *s)
 {
 	const struct member *t = s->c->t;
 	struct http_header h[1] = { { "Accept", "application/json" } };
@@ -328,38 +436,14 @@ start_stream(struct wstream *s)
 	struct err e = { 0 };
 	char url[4096], rv[32] = "";
 	size_t n = strlen(t->api_server);
-	json_t *items = NULL, *it;
 	bool synced;
-	size_t i;
 
 	pthread_mutex_lock(&W.mu);
 	synced = s->synced;
 	snprintf(rv, sizeof(rv), "%s", s->rv);
 	pthread_mutex_unlock(&W.mu);
-	if (!synced) {
-		atomic_fetch_add(&W.lists, 1);
-		if (!member_list_rv(&t->pc, kinds[s->k].path, kinds[s->k].query, &items, rv,
-		    sizeof(rv), &e)) {
-			pthread_mutex_lock(&W.mu);
-			s->fails++;
-			s->retry_at = mono_s() + (s->fails < 6 ? 0.2 * (1 << s->fails) : 10.0);
-			pthread_mutex_unlock(&W.mu);
-			return;
-		}
-		pthread_mutex_lock(&W.mu);
-		json_object_clear(s->items);
-		json_array_foreach(items, i, it) {
-			char key[400];
-
-			key_of(it, key, sizeof(key));
-			json_object_set(s->items, key, it);
-		}
-		snprintf(s->rv, sizeof(s->rv), "%s", rv);
-		s->synced = true;
-		s->c->dirty = true;
-		pthread_mutex_unlock(&W.mu);
-		json_decref(items);
-	}
+	if (!synced)
+		return;		/* its list failed: retried at retry_at */
 	while (n > 0 && t->api_server[n - 1] == '/')
 		n--;
 	snprintf(url, sizeof(url), "%.*s%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d"
@@ -399,20 +483,54 @@ load_target(struct wcluster *c)
 	return ok;
 }
 
+/* The lists of one turn, LIST_THREADS at a time: after a start or a takeover every
+ * cluster's first lists are in flight together, not one after the other. */
+struct listing {
+	struct wstream	**v;
+	int		  n;
+	atomic_int	  next;
+};
+
+static void *
+list_worker(void *arg)
+{
+	struct listing *l = arg;
+	int i;
+
+	while ((i = atomic_fetch_add(&l->next, 1)) < l->n)
+		list_stream(l->v[i]);
+	return NULL;
+}
+
+static void
+list_all(struct wstream **v, int n)
+{
+	struct listing l = { v, n, 0 };
+	pthread_t th[LIST_THREADS];
+	int nt = 0;
+
+	while (nt < LIST_THREADS && nt < n - 1 && pthread_create(&th[nt], NULL, list_worker,
+	    &l) == 0)
+		nt++;
+	list_worker(&l);
+	for (int i = 0; i < nt; i++)
+		pthread_join(th[i], NULL);
+}
+
 static void *
 loop(void *arg)
 {
 	(void)arg;
 	while (worker_thread_running(&W.th)) {
-		struct wstream *todo[64];
-		int n = 0;
+		struct wstream *todo[MAX_TURN], *ready[MAX_TURN];
+		int n = 0, nr = 0;
 		double now = mono_s();
 
 		pthread_mutex_lock(&W.mu);
-		for (struct wcluster *c = W.all; c != NULL && n < 64; c = c->next) {
+		for (struct wcluster *c = W.all; c != NULL && n < MAX_TURN; c = c->next) {
 			bool idle = now - c->wanted_at > IDLE_DROP_S;
 
-			for (int k = 0; k < NKINDS && n < 64; k++) {
+			for (int k = 0; k < NKINDS && n < MAX_TURN; k++) {
 				struct wstream *s = &c->s[k];
 
 				if (idle && s->want) {	/* no job there any more */
@@ -435,8 +553,11 @@ loop(void *arg)
 				s->retry_at = now + 5;
 				continue;
 			}
-			start_stream(s);
+			ready[nr++] = s;
 		}
+		list_all(ready, nr);
+		for (int i = 0; i < nr && worker_thread_running(&W.th); i++)
+			open_stream(ready[i]);
 		http_streams_poll(W.streams, 100);
 	}
 	return NULL;
@@ -475,6 +596,7 @@ status_watch_stop(void)
 			free(c->s[k].buf);
 		}
 		member_free(c->t);
+		json_decref(c->dirty_jobs);
 		free(c);
 	}
 }
