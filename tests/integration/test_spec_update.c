@@ -453,7 +453,6 @@ test_rayservice_upgrade_deadline(void **state)
 	assert_string_equal(harness_js(j, "spec_update.state"), "rolled_back");
 	assert_null(json_object_get(json_object_get(j, "spec"), "image"));
 	assert_string_equal(harness_js(j, "state"), "running");
-	json_decref(j);
 	/* the member: the old spec, no pending cluster, the same serving cluster */
 	o = member_get(ns, "rayservices", name);
 	assert_non_null(o);
