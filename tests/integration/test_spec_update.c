@@ -487,6 +487,22 @@ test_rayservice_upgrade_deadline(void **state)
 		if (!said)
 			fail_msg("no rollback event saying why: %s", harness_r.body);
 	}
+	/* the job's own deadline wins over the environment's */
+	{
+		char *own = malloc(strlen(upd) + 64);
+
+		snprintf(own, strlen(upd) + 64, "%.*s\"upgrade_deadline_seconds\":120,%s",
+		    (int)(strstr(upd, "\"ray_version\"") - upd), upd, strstr(upd, "\"ray_version\""));
+		long st = harness_call("POST", R.admin, "{}", "/v1/jobs/%s/cancel", fill);
+
+		assert_true(st == 200 || st == 202);
+		json_decref(harness_job_wait(R.admin, fill, "cancelled", 0, 30));
+		j = harness_get_ok(R.admin, "/v1/jobs/%s", id);
+		assert_int_equal(put_spec(R.oper, id, harness_ji(j, "version"), own), 202);
+		assert_int_equal(harness_sql_long("SELECT (spec_update->>'deadline_s')::int FROM"
+		    " jobs WHERE id = '%s'", id), 120);
+		free(own);
+	}
 	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
 	harness_call("PUT", R.admin, "{\"name\":\"" ENV "\",\"upgrade_deadline_seconds\":3600}",
 	    "/v1/environments/" ENV);
