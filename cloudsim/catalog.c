@@ -30,6 +30,8 @@ static const struct cs_machine machines[] = {
 	{ "a4-highgpu-8g", CS_GKE, 224, 3968, "nvidia-b200", 8, false },
 	{ "a4x-highgpu-4g", CS_GKE, 140, 884, "nvidia-gb200", 4, false },
 	{ "ct6e-standard-4t", CS_GKE, 180, 720, "tpu-v6e-slice", 4, true },
+	{ "ct5lp-hightpu-4t", CS_GKE, 112, 192, "tpu-v5-lite-podslice", 4, true },
+	{ "tpu7x-standard-4t", CS_GKE, 224, 960, "tpu7x", 4, true },
 	{ "Standard_ND96isr_H200_v5", CS_AKS, 96, 1850, "nvidia-h200-141gb", 8, false },
 	{ "Standard_ND128isr_NDR_GB200_v6", CS_AKS, 128, 864, "nvidia-gb200", 4, false },
 	{ "ml.p5en.48xlarge", CS_HYPERPOD, 192, 2048, "nvidia-h200-141gb", 8, false },

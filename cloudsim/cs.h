@@ -233,6 +233,7 @@ struct cs_fault {
 	double	 hang_s;
 	bool	 unreachable;
 	bool	 stockout;
+	bool	 upgrade_hold;		/* RayService pending clusters never become ready */
 	bool	 watch_only;		/* affects only ?watch=1 requests */
 	int	 remaining;		/* requests left to affect, <0 = unlimited */
 };
@@ -522,6 +523,8 @@ void	 cs_object_changed(struct cs *cs, struct cs_cluster *cl, struct cs_object *
 void	 cs_status_spec_change(struct cs *cs, struct cs_object *o, json_t *next_spec);
 void	 cs_object_retemplate(struct cs_cluster *cl, struct cs_object *o);
 bool	 cs_pool_stockout(struct cs *cs, const struct cs_pool *p);
+/* A fault with upgrade_hold matches the cluster: upgrades' pending clusters stay not ready. */
+bool	 cs_upgrade_held(struct cs *cs, const struct cs_cluster *cl);
 /* spot.c: a provider-shaped spot reclaim of n (signal "interruption", or on AWS
  * "rebalance": a rebalance recommendation, no reclaim); false and why when n cannot get it. */
 bool	 cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notice_s,

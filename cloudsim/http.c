@@ -379,9 +379,9 @@ fault_for(struct cs *cs, struct cs_req *rq, struct cs_fault *out)
 	for (i = 0; i < cs->faults.n; i++) {
 		struct cs_fault *f = cs->faults.v[i];
 
-		if (f->stockout && !f->hang && !f->unreachable && f->latency_ms == 0 &&
-		    f->error_rate <= 0)
-			continue;
+		if ((f->stockout || f->upgrade_hold) && !f->hang && !f->unreachable &&
+		    f->latency_ms == 0 && f->error_rate <= 0)
+			continue;	/* a model fault, not a request fault */
 		if (!service_match(f->service, rq->service))
 			continue;
 		if (f->cluster[0] && strcmp(f->cluster, rq->scope_cluster) != 0)

@@ -594,6 +594,31 @@ patch(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
 	cs_reply_json(rq, 200, json_incref(o->live));
 }
 
+/* PATCH …/status (merge patch): a controller's report, changed by hand.  The model keeps
+ * only what it computes itself, so the one field it honours is a RayService's
+ * pendingServiceStatus cleared (null or without rayClusterName): KubeRay then has no
+ * pending cluster (see fleetd's queue/change/updater.c:roll_back). */
+static void
+patch_status(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural,
+    const char *ns, const char *name, json_t *body)
+{
+	struct cs_object *o = cs_object_find(cl, plural, ns, name);
+	json_t *st = json_object_get(body, "status"), *pend;
+
+	if (o == NULL) {
+		not_found(rq, plural, name);
+		return;
+	}
+	pend = json_object_get(st, "pendingServiceStatus");
+	if (strcmp(o->kind, "RayService") == 0 && json_is_object(st) &&
+	    json_object_get(st, "pendingServiceStatus") != NULL &&
+	    !json_is_string(json_object_get(pend, "rayClusterName")))
+		o->upgrade_cluster[0] = '\0';
+	o->rv = ++cl->rv;
+	cs_object_changed(cs, cl, o);
+	cs_reply_json(rq, 200, json_incref(o->live));
+}
+
 static void
 post(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural,
     const char *ns, json_t *body)
@@ -786,6 +811,15 @@ cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char 
 			cs_reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was "
 			    "in an unknown format - accepted media types include: "
 			    "application/merge-patch+json, application/apply-patch+yaml");
+		}
+	} else if (strcmp(m, "PATCH") == 0 && name != NULL && sub != NULL) {
+		if (ct != NULL && strncmp(ct, "application/merge-patch+json", 28) == 0) {
+			if ((body = parse_body(rq)) != NULL)
+				patch_status(cs, cl, rq, plural, ns, name, body);
+		} else {
+			cs_reply_error(rq, 415, "UnsupportedMediaType", "the body of the request was "
+			    "in an unknown format - accepted media types include: "
+			    "application/merge-patch+json");
 		}
 	} else {
 		cs_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this "

@@ -9,6 +9,19 @@
 #include "core/jsonx.h"
 
 bool
+cs_upgrade_held(struct cs *cs, const struct cs_cluster *cl)
+{
+	for (size_t i = 0; i < cs->faults.n; i++) {
+		struct cs_fault *f = cs->faults.v[i];
+
+		if (f->upgrade_hold && (f->cluster[0] == '\0' || strcmp(f->cluster, cl->name) == 0) &&
+		    (f->region[0] == '\0' || strcmp(f->region, cl->region) == 0))
+			return true;
+	}
+	return false;
+}
+
+bool
 cs_pool_stockout(struct cs *cs, const struct cs_pool *p)
 {
 	size_t i;

@@ -132,12 +132,12 @@ cs_fault_add(struct cs *cs, json_t *j, int *id, struct err *e)
 {
 	static const char *const allowed[] = { "service", "cluster", "region", "pool",
 	    "latency_ms", "error_rate", "error_status", "retry_after", "hang", "hang_s",
-	    "unreachable", "stockout", "count", "watch", NULL };
+	    "unreachable", "stockout", "upgrade_hold", "count", "watch", NULL };
 	struct cs_fault f = { 0 }, *p;
 	const char *svc = "", *cl = "", *rg = "", *pool = "";
 	long long lat = 0, st = 0, ra = 0, cnt = -1;
 	double rate = 0, hs = 0;
-	bool hang = false, un = false, so = false, wo = false;
+	bool hang = false, un = false, so = false, wo = false, uh = false;
 
 	if (!json_is_object(j))
 		return err_set(e, 400, "sim.bad_fault", "fault must be an object");
@@ -154,6 +154,7 @@ cs_fault_add(struct cs *cs, json_t *j, int *id, struct err *e)
 	    !jsonx_num(j, "hang_s", "", false, &hs, e) ||
 	    !jsonx_bool(j, "unreachable", "", false, &un, e) ||
 	    !jsonx_bool(j, "stockout", "", false, &so, e) ||
+	    !jsonx_bool(j, "upgrade_hold", "", false, &uh, e) ||
 	    !jsonx_bool(j, "watch", "", false, &wo, e) ||
 	    !jsonx_int(j, "count", "", false, &cnt, e))
 		return false;
@@ -175,6 +176,7 @@ cs_fault_add(struct cs *cs, json_t *j, int *id, struct err *e)
 	f.hang_s = hs;
 	f.unreachable = un;
 	f.stockout = so;
+	f.upgrade_hold = uh;
 	f.watch_only = wo;
 	f.remaining = (int)cnt;
 	p = malloc(sizeof(*p));
@@ -197,11 +199,12 @@ faults_json(struct cs *cs)
 		struct cs_fault *f = cs->faults.v[i];
 
 		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:s, s:s, s:i, s:f, s:i, s:i, "
-		    "s:b, s:f, s:b, s:b, s:i}", "id", f->id, "service", f->service, "cluster",
+		    "s:b, s:f, s:b, s:b, s:b, s:i}", "id", f->id, "service", f->service, "cluster",
 		    f->cluster, "region", f->region, "pool", f->pool, "latency_ms", f->latency_ms,
 		    "error_rate", f->error_rate, "error_status", f->error_status, "retry_after",
 		    f->retry_after, "hang", f->hang, "hang_s", f->hang_s, "unreachable",
-		    f->unreachable, "stockout", f->stockout, "count", f->remaining));
+		    f->unreachable, "stockout", f->stockout, "upgrade_hold", f->upgrade_hold,
+		    "count", f->remaining));
 	}
 	return a;
 }

@@ -364,7 +364,8 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 	} else if (strcmp(o->kind, "RayService") == 0) {
 		json_t *cst;
 
-		if (o->upgrade_cluster[0] != '\0' && now >= o->upgrade_at) {
+		if (o->upgrade_cluster[0] != '\0' && now >= o->upgrade_at &&
+		    !cs_upgrade_held(cs, cl)) {
 			snprintf(o->cluster_name, sizeof(o->cluster_name), "%s", o->upgrade_cluster);
 			o->upgrade_cluster[0] = '\0';
 			cs_object_retemplate(cl, o);

@@ -15,19 +15,31 @@ jint(json_t *v)
 	return prov_json_count(v, 0);
 }
 
-/* TPU machine types carry no accelerators[]: ct5p-hightpu-4t = 4 v5p chips per host. */
+/* TPU machine types carry no accelerators[]: the machine type names the generation and
+ * the chips per host (ct5p-hightpu-4t = 4 v5p chips), and GKE labels the nodes with the
+ * gke-tpu-accelerator value below
+ * (https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus). */
 static void
 tpu_from_machine(struct prov_pool *p)
 {
+	static const struct { const char *prefix, *accel; } gens[] = {
+		{ "ct5p-", "tpu-v5p-slice" }, { "ct5lp-", "tpu-v5-lite-podslice" },
+		{ "ct6e-", "tpu-v6e-slice" }, { "tpu7x-", "tpu7x" },
+	};
 	const char *t;
 
-	if (strncmp(p->machine_type, "ct5p-", 5) != 0 || p->accel_per_node > 0)
+	if (p->accel_per_node > 0)
 		return;
-	snprintf(p->accel_type, sizeof(p->accel_type), "tpu-v5p-slice");
-	t = strrchr(p->machine_type, '-');
-	p->accel_per_node = t ? atoi(t + 1) : 4;
-	if (p->accel_per_node <= 0)
-		p->accel_per_node = 4;
+	for (size_t i = 0; i < sizeof(gens) / sizeof(gens[0]); i++) {
+		if (strncmp(p->machine_type, gens[i].prefix, strlen(gens[i].prefix)) != 0)
+			continue;
+		snprintf(p->accel_type, sizeof(p->accel_type), "%s", gens[i].accel);
+		t = strrchr(p->machine_type, '-');
+		p->accel_per_node = t ? atoi(t + 1) : 4;
+		if (p->accel_per_node <= 0)
+			p->accel_per_node = 4;
+		return;
+	}
 }
 
 static bool

@@ -606,7 +606,13 @@ parse_kind_fields(json_t *root, struct job_spec *s, struct err *e)
 		dup_str(&s->time_zone, v);
 	}
 	if (s->kind != JOBSPEC_RAYSERVICE)
-		return not_for_kind(root, "serve_config", s, "RayService", e);
+		return not_for_kind(root, "serve_config", s, "RayService", e) &&
+		    not_for_kind(root, "upgrade_deadline_seconds", s, "RayService", e);
+	/* how long a zero-downtime upgrade may hold its second Ray cluster (queue/change/
+	 * updater.c rolls back past it): a minute to a week */
+	if (!int_member(root, "upgrade_deadline_seconds", "", 60, 604800, NULL,
+	    &s->upgrade_deadline_seconds, e))
+		return false;
 	if (!jsonx_obj(root, "serve_config", "", true, &o, e))
 		return false;
 	if (!json_is_array(json_object_get(o, "applications")))
@@ -748,7 +754,7 @@ jobspec_from_json(json_t *j, struct job_spec *out, struct err *e)
 		"head", "worker_groups", "topology", "constraints", "runtime_env", "checkpoint",
 		"gcs_fault_tolerance", "ttl_seconds_after_finished", "active_deadline_seconds",
 		"backoff_limit", "submission_mode", "deletion_policy", "autoscaler", "cron",
-		"max_infra_retries", "labels", NULL };
+		"max_infra_retries", "labels", "upgrade_deadline_seconds", NULL };
 	struct job_spec s;
 
 	memset(&s, 0, sizeof(s));
@@ -952,6 +958,9 @@ jobspec_to_json(const struct job_spec *s)
 		    s->checkpoint_uri, "grace_seconds", s->checkpoint_grace_seconds));
 	if (s->max_infra_retries >= 0)
 		json_object_set_new(o, "max_infra_retries", json_integer(s->max_infra_retries));
+	if (s->upgrade_deadline_seconds > 0)
+		json_object_set_new(o, "upgrade_deadline_seconds",
+		    json_integer(s->upgrade_deadline_seconds));
 	if (s->head_ray_start_params != NULL)
 		json_object_set(json_object_get(o, "head"), "ray_start_params",
 		    s->head_ray_start_params);

@@ -124,6 +124,7 @@ struct job_spec {
 	enum jobspec_delete delete_on_success;	/* RayJob deletionStrategy, optional pair */
 	enum jobspec_delete delete_on_failure;
 	int	 max_infra_retries;		/* -1: the queue's (issue 24) */
+	int	 upgrade_deadline_seconds;	/* RayService: 0 = the environment's default */
 };
 
 struct jobspec_totals {

@@ -183,13 +183,52 @@ arr(json_t *o, const char *key, const char *prefix, size_t max, json_t **out, st
 	return true;
 }
 
+/* A list member of the pod section: every entry is an object, checked by entry at its
+ * pointer ptr into a canonical *out (new reference); done holds the entries accepted so far
+ * (for uniqueness), ctx what the member needs besides (the pod's volumes for mounts and
+ * sidecars).  On failure entry fills e and leaves *out NULL. */
+typedef bool (*entry_fn)(json_t *v, const char *ptr, json_t *done, json_t *ctx,
+    json_t **out, struct err *e);
+
+struct list_member {
+	const char	*key;
+	size_t		 max;
+	entry_fn	 entry;
+};
+
+/* The member m of o (prefix its pointer) as a canonical array in *out (NULL when absent). */
 static bool
-elem(json_t *a, size_t i, const char *prefix, const char *key, char *ptr, size_t len,
-     struct err *e)
+parse_list(json_t *o, const char *prefix, const struct list_member *m, json_t *ctx,
+    json_t **out, struct err *e)
 {
-	snprintf(ptr, len, "%s/%s/%zu", prefix, key, i);
-	if (!json_is_object(json_array_get(a, i)))
-		return err_field(e, 400, "api.wrong_type", ptr, "%s entries must be objects", key);
+	json_t *a, *res, *c;
+	char base[PTR], ptr[PTR];
+
+	*out = NULL;
+	if (!arr(o, m->key, prefix, m->max, &a, e))
+		return false;
+	if (a == NULL)
+		return true;
+	res = json_array();
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		char idx[24];
+
+		snprintf(idx, sizeof(idx), "%zu", i);
+		join(base, sizeof(base), prefix, m->key);
+		join(ptr, sizeof(ptr), base, idx);
+		c = NULL;
+		if (!json_is_object(json_array_get(a, i))) {
+			err_field(e, 400, "api.wrong_type", ptr, "%s entries must be objects", m->key);
+			json_decref(res);
+			return false;
+		}
+		if (!m->entry(json_array_get(a, i), ptr, res, ctx, &c, e)) {
+			json_decref(res);
+			return false;
+		}
+		json_array_append_new(res, c);
+	}
+	*out = res;
 	return true;
 }
 
@@ -226,127 +265,78 @@ secret_name(const char *n)
 }
 
 static bool
-parse_env(json_t *o, const char *prefix, json_t **out, struct err *e)
+env_entry(json_t *v, const char *ptr, json_t *done, json_t *ctx, json_t **out,
+    struct err *e)
 {
 	static const char *const keys[] = { "name", "value", "secret_key_ref", NULL };
 	static const char *const rkeys[] = { "name", "key", NULL };
-	json_t *a, *res = NULL;
-	char ptr[PTR], sptr[PTR];
-	size_t i;
+	json_t *ref = NULL, *c;
+	const char *name = NULL, *val = NULL, *sname = NULL, *skey = NULL;
+	char sptr[PTR];
 
-	*out = NULL;
-	if (!arr(o, "env", prefix, MAX_ENV, &a, e))
+	(void)ctx;
+	if (!jsonx_only(v, keys, ptr, e) || !jsonx_str(v, "name", ptr, true, &name, e) ||
+	    !jsonx_str(v, "value", ptr, false, &val, e) ||
+	    !jsonx_obj(v, "secret_key_ref", ptr, false, &ref, e))
 		return false;
-	if (a == NULL)
-		return true;
-	res = json_array();
-	for (i = 0; i < json_array_size(a); i++) {
-		json_t *v = json_array_get(a, i), *ref = NULL, *c;
-		const char *name = NULL, *val = NULL, *sname = NULL, *skey = NULL;
-
-		if (!elem(a, i, prefix, "env", ptr, sizeof(ptr), e) || !jsonx_only(v, keys, ptr, e) ||
-		    !jsonx_str(v, "name", ptr, true, &name, e) ||
-		    !jsonx_str(v, "value", ptr, false, &val, e) ||
-		    !jsonx_obj(v, "secret_key_ref", ptr, false, &ref, e))
-			goto fail;
-		join(sptr, sizeof(sptr), ptr, "name");
-		if (!env_name(name)) {
-			bad(e, sptr, "env name must be a letter or '_', then letters, digits, '_', "
-			    "'.' or '-' (at most 128)");
-			goto fail;
-		}
-		if (strncasecmp(name, "FLEET_", 6) == 0) {
-			bad(e, sptr, "env names FLEET_* are fleetd's own");
-			goto fail;
-		}
-		for (size_t k = 0; k < json_array_size(res); k++)
-			if (strcmp(jsonx_at(json_array_get(res, k), "name", NULL), name) == 0) {
-				bad(e, sptr, "env names must be unique");
-				goto fail;
-			}
-		if ((val == NULL) == (ref == NULL)) {
-			bad(e, ptr, "an env entry needs exactly one of value and secret_key_ref");
-			goto fail;
-		}
-		if (val != NULL && secret_name(name)) {
-			join(sptr, sizeof(sptr), ptr, "value");
-			err_field(e, 422, "jobspec.secret_in_env", sptr, "env %.64s looks like a "
-			    "secret: give it with secret_key_ref (job specs are stored and shown in "
-			    "clear)", name);
-			goto fail;
-		}
-		if (val != NULL && !text_ok(val, 32768)) {
-			join(sptr, sizeof(sptr), ptr, "value");
-			bad(e, sptr, "value must be valid UTF-8 of at most 32768 bytes");
-			goto fail;
-		}
-		c = json_pack("{s:s}", "name", name);
-		if (val != NULL) {
-			json_object_set_new(c, "value", json_string(val));
-		} else {
-			join(sptr, sizeof(sptr), ptr, "secret_key_ref");
-			if (!jsonx_only(ref, rkeys, sptr, e) ||
-			    !jsonx_str(ref, "name", sptr, true, &sname, e) ||
-			    !jsonx_str(ref, "key", sptr, true, &skey, e)) {
-				json_decref(c);
-				goto fail;
-			}
-			if (!dns_subdomain(sname, 253) || !qname(skey, strlen(skey)) ||
-			    strlen(skey) > 253) {
-				json_decref(c);
-				bad(e, sptr, "secret_key_ref needs a secret name (dns subdomain) and a key");
-				goto fail;
-			}
-			json_object_set_new(c, "secret_key_ref", json_pack("{s:s, s:s}", "name", sname,
-			    "key", skey));
-		}
-		json_array_append_new(res, c);
+	join(sptr, sizeof(sptr), ptr, "name");
+	if (!env_name(name))
+		return bad(e, sptr, "env name must be a letter or '_', then letters, digits, '_', "
+		    "'.' or '-' (at most 128)");
+	if (strncasecmp(name, "FLEET_", 6) == 0)
+		return bad(e, sptr, "env names FLEET_* are fleetd's own");
+	for (size_t k = 0; k < json_array_size(done); k++)
+		if (strcmp(jsonx_at(json_array_get(done, k), "name", NULL), name) == 0)
+			return bad(e, sptr, "env names must be unique");
+	if ((val == NULL) == (ref == NULL))
+		return bad(e, ptr, "an env entry needs exactly one of value and secret_key_ref");
+	if (val != NULL && secret_name(name)) {
+		join(sptr, sizeof(sptr), ptr, "value");
+		return err_field(e, 422, "jobspec.secret_in_env", sptr, "env %.64s looks like a "
+		    "secret: give it with secret_key_ref (job specs are stored and shown in "
+		    "clear)", name);
 	}
-	*out = res;
+	if (val != NULL && !text_ok(val, 32768)) {
+		join(sptr, sizeof(sptr), ptr, "value");
+		return bad(e, sptr, "value must be valid UTF-8 of at most 32768 bytes");
+	}
+	if (val != NULL) {
+		*out = json_pack("{s:s, s:s}", "name", name, "value", val);
+		return true;
+	}
+	join(sptr, sizeof(sptr), ptr, "secret_key_ref");
+	if (!jsonx_only(ref, rkeys, sptr, e) || !jsonx_str(ref, "name", sptr, true, &sname, e) ||
+	    !jsonx_str(ref, "key", sptr, true, &skey, e))
+		return false;
+	if (!dns_subdomain(sname, 253) || !qname(skey, strlen(skey)) || strlen(skey) > 253)
+		return bad(e, sptr, "secret_key_ref needs a secret name (dns subdomain) and a key");
+	c = json_pack("{s:s}", "name", name);
+	json_object_set_new(c, "secret_key_ref", json_pack("{s:s, s:s}", "name", sname, "key",
+	    skey));
+	*out = c;
 	return true;
-fail:
-	json_decref(res);
-	return false;
 }
 
 static bool
-parse_env_from(json_t *o, const char *prefix, json_t **out, struct err *e)
+env_from_entry(json_t *v, const char *ptr, json_t *done, json_t *ctx, json_t **out,
+    struct err *e)
 {
 	static const char *const keys[] = { "secret", "config_map", NULL };
-	json_t *a, *res;
-	char ptr[PTR], sptr[PTR];
+	const char *sec = NULL, *cm = NULL;
+	char sptr[PTR];
 
-	*out = NULL;
-	if (!arr(o, "env_from", prefix, MAX_ENV_FROM, &a, e))
+	(void)done;
+	(void)ctx;
+	if (!jsonx_only(v, keys, ptr, e) || !jsonx_str(v, "secret", ptr, false, &sec, e) ||
+	    !jsonx_str(v, "config_map", ptr, false, &cm, e))
 		return false;
-	if (a == NULL)
-		return true;
-	res = json_array();
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *v = json_array_get(a, i);
-		const char *sec = NULL, *cm = NULL;
-
-		if (!elem(a, i, prefix, "env_from", ptr, sizeof(ptr), e) ||
-		    !jsonx_only(v, keys, ptr, e) || !jsonx_str(v, "secret", ptr, false, &sec, e) ||
-		    !jsonx_str(v, "config_map", ptr, false, &cm, e))
-			goto fail;
-		if ((sec == NULL) == (cm == NULL)) {
-			bad(e, ptr, "an env_from entry names exactly one of secret and config_map");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, sec ? "secret" : "config_map");
-		if (!dns_subdomain(sec ? sec : cm, 253)) {
-			bad(e, sptr, "name must be a dns subdomain of at most 253 characters");
-			goto fail;
-		}
-		json_array_append_new(res, json_pack("{s:s}", sec ? "secret" : "config_map",
-		    sec ? sec : cm));
-	}
-	*out = res;
+	if ((sec == NULL) == (cm == NULL))
+		return bad(e, ptr, "an env_from entry names exactly one of secret and config_map");
+	join(sptr, sizeof(sptr), ptr, sec ? "secret" : "config_map");
+	if (!dns_subdomain(sec ? sec : cm, 253))
+		return bad(e, sptr, "name must be a dns subdomain of at most 253 characters");
+	*out = json_pack("{s:s}", sec ? "secret" : "config_map", sec ? sec : cm);
 	return true;
-fail:
-	json_decref(res);
-	return false;
 }
 
 /* One volume source of kind k (its object src at ptr) into canonical *out. */
@@ -429,123 +419,75 @@ volume_source(const char *k, json_t *src, const char *ptr, json_t **out, struct 
 }
 
 static bool
-parse_volumes(json_t *o, const char *prefix, json_t **out, struct err *e)
+volume_entry(json_t *v, const char *ptr, json_t *done, json_t *ctx, json_t **out,
+    struct err *e)
 {
-	json_t *a, *res;
-	char ptr[PTR], sptr[PTR];
+	json_t *src;
+	const char *name = NULL, *k, *kind = NULL;
+	char sptr[PTR];
+	int n = 0;
 
-	*out = NULL;
-	if (!arr(o, "volumes", prefix, MAX_VOLUMES, &a, e))
+	(void)ctx;
+	if (!jsonx_str(v, "name", ptr, true, &name, e))
 		return false;
-	if (a == NULL)
-		return true;
-	res = json_array();
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *v = json_array_get(a, i), *src, *c;
-		const char *name = NULL, *k, *kind = NULL;
-		int n = 0;
-
-		if (!elem(a, i, prefix, "volumes", ptr, sizeof(ptr), e) ||
-		    !jsonx_str(v, "name", ptr, true, &name, e))
-			goto fail;
-		json_object_foreach(v, k, src) {
-			if (strcmp(k, "name") == 0)
-				continue;
-			join(sptr, sizeof(sptr), ptr, k);
-			if (strcmp(k, "host_path") == 0 || strcmp(k, "hostPath") == 0) {
-				err_field(e, 422, "jobspec.pod_not_allowed", sptr,
-				    "host_path volumes are never allowed");
-				goto fail;
-			}
-			if (!in_list(kinds, k)) {
-				bad(e, sptr, "volume kind must be persistent_volume_claim, csi, secret, "
-				    "config_map or empty_dir");
-				goto fail;
-			}
-			kind = k;
-			n++;
-		}
-		if (n != 1) {
-			bad(e, ptr, "a volume has a name and exactly one kind");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, "name");
-		if (!jobspec_dns_label(name, 63) || in_list(reserved_volumes, name)) {
-			bad(e, sptr, "volume name must be a dns label, not dshm nor fleet-signal");
-			goto fail;
-		}
-		if (jsonx_find(res, "name", name) != NULL) {
-			bad(e, sptr, "volume names must be unique");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, kind);
-		if (!volume_source(kind, json_object_get(v, kind), sptr, &src, e))
-			goto fail;
-		c = json_pack("{s:s, s:o}", "name", name, kind, src);
-		json_array_append_new(res, c);
+	json_object_foreach(v, k, src) {
+		if (strcmp(k, "name") == 0)
+			continue;
+		join(sptr, sizeof(sptr), ptr, k);
+		if (strcmp(k, "host_path") == 0 || strcmp(k, "hostPath") == 0)
+			return err_field(e, 422, "jobspec.pod_not_allowed", sptr,
+			    "host_path volumes are never allowed");
+		if (!in_list(kinds, k))
+			return bad(e, sptr, "volume kind must be persistent_volume_claim, csi, "
+			    "secret, config_map or empty_dir");
+		kind = k;
+		n++;
 	}
-	*out = res;
+	if (n != 1)
+		return bad(e, ptr, "a volume has a name and exactly one kind");
+	join(sptr, sizeof(sptr), ptr, "name");
+	if (!jobspec_dns_label(name, 63) || in_list(reserved_volumes, name))
+		return bad(e, sptr, "volume name must be a dns label, not dshm nor fleet-signal");
+	if (jsonx_find(done, "name", name) != NULL)
+		return bad(e, sptr, "volume names must be unique");
+	join(sptr, sizeof(sptr), ptr, kind);
+	if (!volume_source(kind, json_object_get(v, kind), sptr, &src, e))
+		return false;
+	*out = json_pack("{s:s, s:o}", "name", name, kind, src);
 	return true;
-fail:
-	json_decref(res);
-	return false;
 }
 
-/* volume_mounts of a container: every name is one of the pod's volumes. */
+/* volume_mounts of a container: every name is one of the pod's volumes (ctx). */
 static bool
-parse_mounts(json_t *o, const char *prefix, json_t *volumes, json_t **out, struct err *e)
+mount_entry(json_t *v, const char *ptr, json_t *done, json_t *volumes, json_t **out,
+    struct err *e)
 {
 	static const char *const keys[] = { "name", "mount_path", "read_only", "sub_path", NULL };
-	json_t *a, *res;
-	char ptr[PTR], sptr[PTR], why[96];
+	const char *name = NULL, *path = NULL, *sub = NULL;
+	char sptr[PTR], why[96];
+	bool ro = false;
 
-	*out = NULL;
-	if (!arr(o, "volume_mounts", prefix, MAX_MOUNTS, &a, e))
+	if (!jsonx_only(v, keys, ptr, e) || !jsonx_str(v, "name", ptr, true, &name, e) ||
+	    !jsonx_str(v, "mount_path", ptr, true, &path, e) ||
+	    !jsonx_bool(v, "read_only", ptr, false, &ro, e) ||
+	    !jsonx_str(v, "sub_path", ptr, false, &sub, e))
 		return false;
-	if (a == NULL)
-		return true;
-	res = json_array();
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *v = json_array_get(a, i), *c;
-		const char *name = NULL, *path = NULL, *sub = NULL;
-		bool ro = false;
-
-		if (!elem(a, i, prefix, "volume_mounts", ptr, sizeof(ptr), e) ||
-		    !jsonx_only(v, keys, ptr, e) || !jsonx_str(v, "name", ptr, true, &name, e) ||
-		    !jsonx_str(v, "mount_path", ptr, true, &path, e) ||
-		    !jsonx_bool(v, "read_only", ptr, false, &ro, e) ||
-		    !jsonx_str(v, "sub_path", ptr, false, &sub, e))
-			goto fail;
-		join(sptr, sizeof(sptr), ptr, "name");
-		if (jsonx_find(volumes, "name", name) == NULL) {
-			bad(e, sptr, "volume_mounts name a volume of this pod's volumes");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, "mount_path");
-		if (!mount_path(path, why, sizeof(why))) {
-			bad(e, sptr, why);
-			goto fail;
-		}
-		if (jsonx_find(res, "mount_path", path) != NULL) {
-			bad(e, sptr, "mount paths must be unique");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, "sub_path");
-		if (sub != NULL && (sub[0] == '/' || sub[0] == '\0' || strstr(sub, "..") != NULL ||
-		    strlen(sub) > 1024)) {
-			bad(e, sptr, "sub_path must be a relative path without \"..\"");
-			goto fail;
-		}
-		c = json_pack("{s:s, s:s, s:b}", "name", name, "mount_path", path, "read_only", ro);
-		if (sub != NULL)
-			json_object_set_new(c, "sub_path", json_string(sub));
-		json_array_append_new(res, c);
-	}
-	*out = res;
+	join(sptr, sizeof(sptr), ptr, "name");
+	if (jsonx_find(volumes, "name", name) == NULL)
+		return bad(e, sptr, "volume_mounts name a volume of this pod's volumes");
+	join(sptr, sizeof(sptr), ptr, "mount_path");
+	if (!mount_path(path, why, sizeof(why)))
+		return bad(e, sptr, why);
+	if (jsonx_find(done, "mount_path", path) != NULL)
+		return bad(e, sptr, "mount paths must be unique");
+	join(sptr, sizeof(sptr), ptr, "sub_path");
+	if (sub != NULL && (sub[0] == '/' || sub[0] == '\0' || strstr(sub, "..") != NULL ||
+	    strlen(sub) > 1024))
+		return bad(e, sptr, "sub_path must be a relative path without \"..\"");
+	*out = json_pack("{s:s, s:s, s:b}", "name", name, "mount_path", path, "read_only", ro);
+	if (sub != NULL)
+		json_object_set_new(*out, "sub_path", json_string(sub));
 	return true;
-fail:
-	json_decref(res);
-	return false;
 }
 
 static bool
@@ -553,7 +495,7 @@ parse_meta(json_t *o, const char *key, const char *prefix, json_t **out, struct 
 {
 	json_t *m = NULL, *v;
 	const char *k;
-	char ptr[PTR];
+	char base[PTR], ptr[PTR];
 	bool labels = strcmp(key, "labels") == 0, owned;
 	size_t total = 0;
 
@@ -579,7 +521,8 @@ parse_meta(json_t *o, const char *key, const char *prefix, json_t **out, struct 
 			}
 		}
 		ek[n] = '\0';
-		snprintf(ptr, sizeof(ptr), "%s/%s/%s", prefix, key, ek);
+		join(base, sizeof(base), prefix, key);
+		join(ptr, sizeof(ptr), base, ek);
 		if (!meta_key(k, &owned))
 			return bad(e, ptr, owned ? "keys under fleet.io, ray.io, kueue.x-k8s.io and "
 			    "the batch schedulers' prefixes are fleetd's, KubeRay's or the "
@@ -598,79 +541,55 @@ parse_meta(json_t *o, const char *key, const char *prefix, json_t **out, struct 
 }
 
 static bool
-parse_tolerations(json_t *o, const char *prefix, json_t **out, struct err *e)
+toleration_entry(json_t *v, const char *ptr, json_t *done, json_t *ctx, json_t **out,
+    struct err *e)
 {
 	static const char *const keys[] = { "key", "operator", "value", "effect",
 		"toleration_seconds", NULL };
 	static const char *const effects[] = { "NoSchedule", "PreferNoSchedule", "NoExecute", NULL };
-	json_t *a, *res;
-	char ptr[PTR], sptr[PTR];
+	const char *key = NULL, *op = "Equal", *val = NULL, *eff = NULL;
+	long long secs = -1;
+	char sptr[PTR];
 	bool owned;
+	json_t *c;
 
-	*out = NULL;
-	if (!arr(o, "tolerations", prefix, MAX_TOLS, &a, e))
+	(void)done;
+	(void)ctx;
+	if (!jsonx_only(v, keys, ptr, e) || !jsonx_str(v, "key", ptr, false, &key, e) ||
+	    !jsonx_str(v, "operator", ptr, false, &op, e) ||
+	    !jsonx_str(v, "value", ptr, false, &val, e) ||
+	    !jsonx_str(v, "effect", ptr, false, &eff, e) ||
+	    !jsonx_int(v, "toleration_seconds", ptr, false, &secs, e))
 		return false;
-	if (a == NULL)
-		return true;
-	res = json_array();
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		json_t *v = json_array_get(a, i), *c;
-		const char *key = NULL, *op = "Equal", *val = NULL, *eff = NULL;
-		long long secs = -1;
-
-		if (!elem(a, i, prefix, "tolerations", ptr, sizeof(ptr), e) ||
-		    !jsonx_only(v, keys, ptr, e) || !jsonx_str(v, "key", ptr, false, &key, e) ||
-		    !jsonx_str(v, "operator", ptr, false, &op, e) ||
-		    !jsonx_str(v, "value", ptr, false, &val, e) ||
-		    !jsonx_str(v, "effect", ptr, false, &eff, e) ||
-		    !jsonx_int(v, "toleration_seconds", ptr, false, &secs, e))
-			goto fail;
-		join(sptr, sizeof(sptr), ptr, "operator");
-		if (strcmp(op, "Equal") != 0 && strcmp(op, "Exists") != 0) {
-			bad(e, sptr, "operator must be Equal or Exists");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, "key");
-		if (key != NULL && !meta_key(key, &owned) && !owned) {
-			bad(e, sptr, "key must be a qualified name");
-			goto fail;
-		}
-		if (key == NULL && strcmp(op, "Exists") != 0) {
-			bad(e, sptr, "a toleration without a key needs operator Exists");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, "value");
-		if (val != NULL && (strcmp(op, "Exists") == 0 || !label_value(val))) {
-			bad(e, sptr, "value goes with operator Equal and is a label value");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, "effect");
-		if (eff != NULL && !in_list(effects, eff)) {
-			bad(e, sptr, "effect must be NoSchedule, PreferNoSchedule or NoExecute");
-			goto fail;
-		}
-		join(sptr, sizeof(sptr), ptr, "toleration_seconds");
-		if (json_object_get(v, "toleration_seconds") != NULL &&
-		    (eff == NULL || strcmp(eff, "NoExecute") != 0 || secs < 0 || secs > 86400 * 7)) {
-			bad(e, sptr, "toleration_seconds (0 to 604800) goes with effect NoExecute");
-			goto fail;
-		}
-		c = json_pack("{s:s}", "operator", op);
-		if (key != NULL)
-			json_object_set_new(c, "key", json_string(key));
-		if (val != NULL)
-			json_object_set_new(c, "value", json_string(val));
-		if (eff != NULL)
-			json_object_set_new(c, "effect", json_string(eff));
-		if (secs >= 0 && json_object_get(v, "toleration_seconds") != NULL)
-			json_object_set_new(c, "toleration_seconds", json_integer(secs));
-		json_array_append_new(res, c);
-	}
-	*out = res;
+	join(sptr, sizeof(sptr), ptr, "operator");
+	if (strcmp(op, "Equal") != 0 && strcmp(op, "Exists") != 0)
+		return bad(e, sptr, "operator must be Equal or Exists");
+	join(sptr, sizeof(sptr), ptr, "key");
+	if (key != NULL && !meta_key(key, &owned) && !owned)
+		return bad(e, sptr, "key must be a qualified name");
+	if (key == NULL && strcmp(op, "Exists") != 0)
+		return bad(e, sptr, "a toleration without a key needs operator Exists");
+	join(sptr, sizeof(sptr), ptr, "value");
+	if (val != NULL && (strcmp(op, "Exists") == 0 || !label_value(val)))
+		return bad(e, sptr, "value goes with operator Equal and is a label value");
+	join(sptr, sizeof(sptr), ptr, "effect");
+	if (eff != NULL && !in_list(effects, eff))
+		return bad(e, sptr, "effect must be NoSchedule, PreferNoSchedule or NoExecute");
+	join(sptr, sizeof(sptr), ptr, "toleration_seconds");
+	if (json_object_get(v, "toleration_seconds") != NULL &&
+	    (eff == NULL || strcmp(eff, "NoExecute") != 0 || secs < 0 || secs > 86400 * 7))
+		return bad(e, sptr, "toleration_seconds (0 to 604800) goes with effect NoExecute");
+	c = json_pack("{s:s}", "operator", op);
+	if (key != NULL)
+		json_object_set_new(c, "key", json_string(key));
+	if (val != NULL)
+		json_object_set_new(c, "value", json_string(val));
+	if (eff != NULL)
+		json_object_set_new(c, "effect", json_string(eff));
+	if (secs >= 0 && json_object_get(v, "toleration_seconds") != NULL)
+		json_object_set_new(c, "toleration_seconds", json_integer(secs));
+	*out = c;
 	return true;
-fail:
-	json_decref(res);
-	return false;
 }
 
 static bool
@@ -697,9 +616,16 @@ parse_strings(json_t *o, const char *key, const char *prefix, json_t **out, stru
 	return true;
 }
 
+/* The list members of a pod section and of its sidecars, one row each. */
+static const struct list_member L_ENV = { "env", MAX_ENV, env_entry };
+static const struct list_member L_ENV_FROM = { "env_from", MAX_ENV_FROM, env_from_entry };
+static const struct list_member L_VOLUMES = { "volumes", MAX_VOLUMES, volume_entry };
+static const struct list_member L_MOUNTS = { "volume_mounts", MAX_MOUNTS, mount_entry };
+static const struct list_member L_TOLS = { "tolerations", MAX_TOLS, toleration_entry };
+
 static bool
-parse_sidecar(json_t *v, const char *ptr, json_t *volumes, json_t *done, json_t **out,
-	      struct err *e)
+sidecar_entry(json_t *v, const char *ptr, json_t *done, json_t *volumes, json_t **out,
+    struct err *e)
 {
 	static const char *const keys[] = { "name", "image", "command", "args", "env",
 		"resources", "volume_mounts", NULL };
@@ -737,11 +663,11 @@ parse_sidecar(json_t *v, const char *ptr, json_t *volumes, json_t *done, json_t 
 		if (x != NULL)
 			json_object_set_new(c, k ? "args" : "command", x);
 	}
-	if (!parse_env(v, ptr, &x, e))
+	if (!parse_list(v, ptr, &L_ENV, NULL, &x, e))
 		goto fail;
 	if (x != NULL)
 		json_object_set_new(c, "env", x);
-	if (!parse_mounts(v, ptr, volumes, &x, e))
+	if (!parse_list(v, ptr, &L_MOUNTS, volumes, &x, e))
 		goto fail;
 	if (x != NULL)
 		json_object_set_new(c, "volume_mounts", x);
@@ -769,29 +695,18 @@ fail:
 	return false;
 }
 
-static bool
-parse_containers(json_t *o, const char *prefix, json_t *volumes, json_t **out, struct err *e)
-{
-	json_t *a, *res, *c;
-	char ptr[PTR];
+static const struct list_member L_SIDECARS = { "containers", MAX_SIDECARS, sidecar_entry };
 
-	*out = NULL;
-	if (!arr(o, "containers", prefix, MAX_SIDECARS, &a, e))
-		return false;
-	if (a == NULL)
-		return true;
-	res = json_array();
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		if (!elem(a, i, prefix, "containers", ptr, sizeof(ptr), e) ||
-		    !parse_sidecar(json_array_get(a, i), ptr, volumes, res, &c, e)) {
-			json_decref(res);
-			return false;
-		}
-		json_array_append_new(res, c);
-	}
-	*out = res;
-	return true;
-}
+/* The pod section's members after its volumes, in the order they are checked (the first
+ * refusal is the one reported); list NULL: a metadata map (parse_meta). */
+static const struct {
+	const char			*key;
+	const struct list_member	*list;
+} pod_members[] = {
+	{ "env", &L_ENV }, { "env_from", &L_ENV_FROM }, { "volume_mounts", &L_MOUNTS },
+	{ "annotations", NULL }, { "labels", NULL }, { "tolerations", &L_TOLS },
+	{ "containers", &L_SIDECARS },
+};
 
 bool
 jobspec_parse_pod(json_t *o, const char *prefix, json_t **out, struct err *e)
@@ -812,31 +727,18 @@ jobspec_parse_pod(json_t *o, const char *prefix, json_t **out, struct err *e)
 	if (!jsonx_only(p, keys, ptr, e) || !jsonx_str(p, "service_account", ptr, false, &sa, e))
 		return false;
 	res = json_object();
-	if (!parse_volumes(p, ptr, &vols, e))
+	if (!parse_list(p, ptr, &L_VOLUMES, NULL, &vols, e))
 		goto cleanup;
 	if (vols != NULL)
 		json_object_set(res, "volumes", vols);
-	for (int k = 0; k < 6; k++) {
-		bool r;
-
-		switch (k) {
-		case 0: r = parse_env(p, ptr, &x, e); break;
-		case 1: r = parse_env_from(p, ptr, &x, e); break;
-		case 2: r = parse_mounts(p, ptr, vols, &x, e); break;
-		case 3: r = parse_meta(p, "annotations", ptr, &x, e); break;
-		case 4: r = parse_meta(p, "labels", ptr, &x, e); break;
-		default: r = parse_tolerations(p, ptr, &x, e); break;
-		}
-		if (!r)
+	for (size_t k = 0; k < sizeof(pod_members) / sizeof(pod_members[0]); k++) {
+		if (!(pod_members[k].list != NULL ?
+		    parse_list(p, ptr, pod_members[k].list, vols, &x, e) :
+		    parse_meta(p, pod_members[k].key, ptr, &x, e)))
 			goto cleanup;
 		if (x != NULL)
-			json_object_set_new(res, (const char *const[]){ "env", "env_from",
-			    "volume_mounts", "annotations", "labels", "tolerations" }[k], x);
+			json_object_set_new(res, pod_members[k].key, x);
 	}
-	if (!parse_containers(p, ptr, vols, &x, e))
-		goto cleanup;
-	if (x != NULL)
-		json_object_set_new(res, "containers", x);
 	if (sa != NULL) {
 		join(sptr, sizeof(sptr), ptr, "service_account");
 		if (!dns_subdomain(sa, 253)) {

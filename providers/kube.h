@@ -111,6 +111,11 @@ bool	 kube_delete_object(const struct prov_cluster *k, const char *api_version,
  * whole (a RayCronJob's run); 404 kube.not_found when it is gone. */
 bool	 kube_patch_object(const struct prov_cluster *k, const char *api_version,
 	    const char *kind, const char *ns, const char *name, json_t *patch, struct err *e);
+/* The same on the object's status subresource (…/status): what a controller reports, which
+ * fleetd corrects only where the controller's own API gives no other way (a RayService
+ * upgrade rolled back past its deadline, queue/change/updater.c). */
+bool	 kube_patch_status(const struct prov_cluster *k, const char *api_version,
+	    const char *kind, const char *ns, const char *name, json_t *patch, struct err *e);
 /* Events of ns about the object (kind, name); *items is a new array. */
 bool	 kube_list_events(const struct prov_cluster *k, const char *ns, const char *kind,
 	    const char *name, json_t **items, struct err *e);

@@ -416,9 +416,10 @@ cleanup:
 	return ok;
 }
 
-bool
-kube_patch_object(const struct prov_cluster *k, const char *api_version, const char *kind,
-    const char *ns, const char *name, json_t *patch, struct err *e)
+/* Merge patch of the object, or of its status subresource when sub is "status". */
+static bool
+patch_at(const struct prov_cluster *k, const char *api_version, const char *kind,
+    const char *ns, const char *name, const char *sub, json_t *patch, struct err *e)
 {
 	char path[1024], url[2048], *body = NULL;
 	struct http_resp r = { 0 };
@@ -426,6 +427,8 @@ kube_patch_object(const struct prov_cluster *k, const char *api_version, const c
 
 	if (name == NULL || !kube_object_path(api_version, kind, ns, name, path, sizeof(path)))
 		return err_set(e, 400, "kube.bad_object", "bad object reference");
+	if (sub != NULL && strlen(path) + strlen(sub) + 2 < sizeof(path))
+		strcat(strcat(path, "/"), sub);
 	url_of(k, path, "fieldManager=fleetd", url, sizeof(url));
 	if ((body = json_dumps(patch, JSON_COMPACT)) == NULL)
 		return err_set(e, 500, "kube.oom", "cannot encode the patch");
@@ -439,6 +442,20 @@ cleanup:
 	free(body);
 	http_resp_cleanup(&r);
 	return ok;
+}
+
+bool
+kube_patch_object(const struct prov_cluster *k, const char *api_version, const char *kind,
+    const char *ns, const char *name, json_t *patch, struct err *e)
+{
+	return patch_at(k, api_version, kind, ns, name, NULL, patch, e);
+}
+
+bool
+kube_patch_status(const struct prov_cluster *k, const char *api_version, const char *kind,
+    const char *ns, const char *name, json_t *patch, struct err *e)
+{
+	return patch_at(k, api_version, kind, ns, name, "status", patch, e);
 }
 
 bool

@@ -1,7 +1,6 @@
 /* catalog: static region / flavor / machine-type tables. Honest, hand-kept, not live: the
  * offers and prices below are approximate public list values (USD, US regions) to be
  * overridden by an operator's price file; live quota and stock come from the providers. */
-#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +37,8 @@ static const struct catalog_flavor flavors[] = {
 	{ "nvidia-gb200", "gpu", 186, "nvidia.com/gpu", 18 },
 	{ "nvidia-gb300", "gpu", 288, "nvidia.com/gpu", 18 },
 	{ "tpu-v6e", "tpu", 32, "google.com/tpu", 0 },
+	{ "tpu-v5e", "tpu", 16, "google.com/tpu", 0 },
+	{ "tpu-v7x", "tpu", 192, "google.com/tpu", 0 },
 };
 #define NFLAVORS (sizeof(flavors) / sizeof(flavors[0]))
 
@@ -71,7 +72,8 @@ static const struct catalog_machine machines[] = {
 	{ "gke", "a2-highgpu-1g", "nvidia-a100-40gb", 1, 12, 85, 3.67, 1.10, NULL, NULL },
 	{ "gke", "g2-standard-48", "nvidia-l4", 4, 48, 192, 4.00, 1.20, NULL, NULL },
 	{ "gke", "g2-standard-8", "nvidia-l4", 1, 8, 32, 0.85, 0.26, NULL, NULL },
-	{ "gke", "ct5p-hightpu-4t", "tpu-v5p", 4, 208, 448, 16.80, 8.40, NULL, NULL },
+	{ "gke", "ct5p-hightpu-4t", "tpu-v5p", 4, 208, 448, 16.80, 8.40,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu-v5p-slice" },
 	{ "aks", "Standard_ND96isr_H100_v5", "nvidia-h100-80gb", 8, 96, 1900, 98.32, 29.50, NULL, NULL },
 	{ "aks", "Standard_ND96amsr_A100_v4", "nvidia-a100-80gb", 8, 96, 1900, 32.77, 9.83, NULL, NULL },
 	{ "aks", "Standard_ND96asr_v4", "nvidia-a100-40gb", 8, 96, 900, 27.20, 8.16, NULL, NULL },
@@ -107,6 +109,25 @@ static const struct catalog_machine machines[] = {
 	  "cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice" },
 	{ "gke", "ct6e-standard-8t", "tpu-v6e", 8, 180, 1440, 21.60, 8.64,
 	  "cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice" },
+	{ "gke", "ct6e-standard-1t", "tpu-v6e", 1, 44, 176, 2.70, 1.08,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu-v6e-slice" },
+	/*
+	 * TPU v5e (https://cloud.google.com/tpu/docs/v5e: 16 GB HBM per chip, 256-chip pod;
+	 * ct5lp-hightpu-1t/-4t/-8t with 24/112/224 vCPUs and 48/192/384 GB) and Ironwood
+	 * TPU7x (https://docs.cloud.google.com/tpu/docs/tpu7x: 192 GiB HBM per chip, 9,216
+	 * chips per pod, one 4-chip VM of 224 vCPUs and 960 GB).  gke-tpu-accelerator values
+	 * tpu-v5-lite-podslice and tpu7x as the GKE pages list them
+	 * (https://cloud.google.com/kubernetes-engine/docs/concepts/plan-tpus,
+	 * https://docs.cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood).
+	 */
+	{ "gke", "ct5lp-hightpu-1t", "tpu-v5e", 1, 24, 48, 1.20, 0.48,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu-v5-lite-podslice" },
+	{ "gke", "ct5lp-hightpu-4t", "tpu-v5e", 4, 112, 192, 4.80, 1.92,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu-v5-lite-podslice" },
+	{ "gke", "ct5lp-hightpu-8t", "tpu-v5e", 8, 224, 384, 9.60, 3.84,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu-v5-lite-podslice" },
+	{ "gke", "tpu7x-standard-4t", "tpu-v7x", 4, 224, 960, 24.00, 0,
+	  "cloud.google.com/gke-tpu-accelerator", "tpu7x" },
 	/*
 	 * Azure: ND H200 v5 (https://learn.microsoft.com/azure/virtual-machines/sizes/
 	 * gpu-accelerated/nd-h200-v5-series), ND GB200 v6 and ND GB300 v6 (https://learn.
@@ -653,104 +674,26 @@ cleanup:
 	return ok;
 }
 
-/* Parses "AxBxC" with positive decimal dimensions and nothing else. */
-static bool
-dims_parse(const char *s, int dims[3])
+const char *
+catalog_tpu_accelerator(const char *flavor)
 {
-	for (int k = 0; k < 3; k++) {
-		long v = 0;
-		int n = 0;
+	static const char key[] = "cloud.google.com/gke-tpu-accelerator";
+	const char *r = NULL;
 
-		while (isdigit((unsigned char)*s) && n < 4) {
-			v = v * 10 + (*s++ - '0');
-			n++;
-		}
-		if (n == 0 || v <= 0 || isdigit((unsigned char)*s))
-			return false;
-		dims[k] = (int)v;
-		if (k < 2 && *s++ != 'x')
-			return false;
-	}
-	return *s == '\0';
-}
-
-/* Cloud TPU v5p: below 64 chips only the published shapes; from 64 chips (whole 4x4x4
- * cubes) every dimension is a multiple of 4, ascending, up to the 8960-chip pod. */
-static bool
-v5p_shape_valid(const int d[3])
-{
-	static const int small[][3] = { { 2, 2, 1 }, { 2, 2, 2 }, { 2, 2, 4 }, { 2, 4, 4 } };
-	long chips = (long)d[0] * d[1] * d[2];
-
-	if (chips < 64) {
-		for (size_t i = 0; i < sizeof(small) / sizeof(small[0]); i++)
-			if (memcmp(small[i], d, sizeof(small[i])) == 0)
-				return true;
-		return false;
-	}
-	return d[0] % 4 == 0 && d[1] % 4 == 0 && d[2] % 4 == 0 && d[0] <= d[1] &&
-	    d[1] <= d[2] && chips <= 8960;
-}
-
-/* Cloud TPU v6e (https://cloud.google.com/tpu/docs/v6e): 2-D slices up to the 256-chip
- * pod; 1x1, 2x2 and 2x4 fit one host (ct6e-standard-1t/-4t/-8t), larger slices are made
- * of 4-chip hosts (ct6e-standard-4t). */
-static bool
-v6e_slice(const char *flavor, const char *topology, const char *ptr,
-    struct catalog_slice *out, struct err *e)
-{
-	static const struct { int a, b, per_host; } shapes[] = {
-		{ 1, 1, 1 }, { 2, 2, 4 }, { 2, 4, 8 }, { 4, 4, 4 }, { 4, 8, 4 }, { 8, 8, 4 },
-		{ 8, 16, 4 }, { 16, 16, 4 },
-	};
-	int a = 0, b = 0, n = 0;
-
-	(void)flavor;
-	if (topology != NULL && sscanf(topology, "%3dx%3d%n", &a, &b, &n) == 2 &&
-	    topology[n] == '\0' && isdigit((unsigned char)topology[0]))
-		for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
-			if (shapes[i].a == a && shapes[i].b == b) {
-				out->dims[0] = a;
-				out->dims[1] = b;
-				out->dims[2] = 1;
-				out->chips = a * b;
-				out->chips_per_host = shapes[i].per_host;
-				out->hosts = out->chips / shapes[i].per_host;
-				return true;
-			}
-	err_field(e, 400, "catalog.bad_slice", ptr, "not a tpu-v6e slice shape");
-	return err_detail(e, "Use 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16 or 16x16.");
-}
-
-bool
-catalog_slice_parse(const char *flavor, const char *topology, const char *pointer,
-    struct catalog_slice *out, struct err *e)
-{
-	const struct catalog_flavor *f = catalog_flavor_get(flavor);
-	const char *ptr = pointer ? pointer : "/slice_topology";
-	int d[3];
-
-	if (f == NULL || strcmp(f->kind, "tpu") != 0)
-		return err_field(e, 400, "catalog.bad_slice", ptr,
-		    "slice topology needs a tpu flavor");
-	if (strcmp(f->name, "tpu-v6e") == 0)
-		return v6e_slice(flavor, topology, ptr, out, e);
-	if (strcmp(f->name, "tpu-v5p") != 0)
-		return err_field(e, 400, "catalog.bad_slice", ptr,
-		    "no slice shapes are known for this tpu flavor");
-	if (topology == NULL || !dims_parse(topology, d))
-		return err_field(e, 400, "catalog.bad_slice", ptr,
-		    "slice topology must look like AxBxC");
-	if (!v5p_shape_valid(d)) {
-		err_field(e, 400, "catalog.bad_slice", ptr, "not a tpu-v5p slice shape");
-		return err_detail(e, "Below 64 chips use 2x2x1, 2x2x2, 2x2x4 or 2x4x4; "
-		    "larger slices use ascending multiples of 4 up to 8960 chips.");
-	}
-	out->dims[0] = d[0];
-	out->dims[1] = d[1];
-	out->dims[2] = d[2];
-	out->chips = d[0] * d[1] * d[2];
-	out->chips_per_host = 4;
-	out->hosts = out->chips / 4;
-	return true;
+	if (flavor == NULL)
+		return NULL;
+	pthread_rwlock_rdlock(&ov_mu);
+	for (size_t i = 0; ov != NULL && i < ov->nm && r == NULL; i++)
+		if (strcmp(ov->m[i].provider, "gke") == 0 && strcmp(ov->m[i].flavor, flavor) == 0 &&
+		    ov->m[i].label_key != NULL && strcmp(ov->m[i].label_key, key) == 0)
+			r = ov->m[i].label_value;
+	pthread_rwlock_unlock(&ov_mu);
+	if (r != NULL || ov_flavor(flavor) != NULL)
+		return r;
+	for (size_t i = 0; i < NMACHINES; i++)
+		if (strcmp(machines[i].provider, "gke") == 0 &&
+		    strcmp(machines[i].flavor, flavor) == 0 && machines[i].label_key != NULL &&
+		    strcmp(machines[i].label_key, key) == 0)
+			return machines[i].label_value;
+	return NULL;
 }

@@ -90,7 +90,14 @@ json_t	*catalog_overlay_rows(void);
 /* Frees every overlay (exit, tests); no borrowed pointer may be used afterwards. */
 void	 catalog_overlay_clear(void);
 
-/* A TPU slice shape "AxBxC" (v5p: 4 chips per host) or "AxB" (v6e, dims[2] = 1). */
+/* The gke-tpu-accelerator node label value of a TPU flavor on GKE (tpu-v5p-slice,
+ * tpu-v5-lite-podslice, tpu-v6e-slice, tpu7x), from its GKE machine types (the overlay's
+ * for an added or overridden flavor); NULL when none names one.  Borrowed like
+ * catalog_flavor_get's pointers. */
+const char *catalog_tpu_accelerator(const char *flavor);
+
+/* A TPU slice shape "AxBxC" (v5p, TPU7x: 4 chips per host) or "AxB" (v5e, v6e; dims[2] =
+ * 1).  The shapes of each generation: regions/catalog_tpu.c. */
 struct catalog_slice {
 	int	dims[3];
 	int	chips;

@@ -10,7 +10,8 @@
 #include "regions/env.h"
 
 #define ENV_JSON "json_build_object('id', id, 'name', name, 'description', description," \
-	" 'pod_policy', pod_policy, 'version', version, 'created_at', created_at," \
+	" 'pod_policy', pod_policy, 'upgrade_deadline_seconds', upgrade_deadline_seconds," \
+	" 'version', version, 'created_at', created_at," \
 	" 'updated_at', updated_at)::text"
 
 bool
@@ -30,18 +31,30 @@ one(struct db *c, const char *sql, int n, const char *const *p, const char *name
 	return db_get_json(c, sql, n, p, "env.not_found", what, out, e);
 }
 
-/* body's name, description and pod_policy (canonical text into *policy, NULL when absent;
- * caller frees). */
+/* body's name, description, pod_policy (canonical text into *policy, NULL when absent;
+ * caller frees) and upgrade_deadline_seconds (into deadline, "" when absent). */
 static bool
-unpack(json_t *body, const char **name, const char **desc, char **policy, struct err *e)
+unpack(json_t *body, const char **name, const char **desc, char **policy, char deadline[16],
+    struct err *e)
 {
-	static const char *const allowed[] = { "name", "description", "pod_policy", NULL };
+	static const char *const allowed[] = { "name", "description", "pod_policy",
+	    "upgrade_deadline_seconds", NULL };
 	json_t *pp = NULL, *canon = NULL;
+	long long dl = 0;
 
 	*policy = NULL;
+	deadline[0] = '\0';
 	if (!jsonx_only(body, allowed, "", e) || !jsonx_str(body, "name", "", true, name, e) ||
-	    !jsonx_str(body, "description", "", false, desc, e))
+	    !jsonx_str(body, "description", "", false, desc, e) ||
+	    !jsonx_int(body, "upgrade_deadline_seconds", "", false, &dl, e))
 		return false;
+	if (json_object_get(body, "upgrade_deadline_seconds") != NULL) {
+		if (dl < 60 || dl > 604800)
+			return err_field(e, 400, "env.bad_upgrade_deadline",
+			    "/upgrade_deadline_seconds",
+			    "upgrade_deadline_seconds must be between 60 and 604800");
+		snprintf(deadline, 16, "%lld", dl);
+	}
 	pp = json_object_get(body, "pod_policy");
 	if (pp != NULL && !json_is_null(pp)) {
 		if (!jobspec_pod_policy_parse(pp, "/pod_policy", &canon, e))
@@ -61,14 +74,15 @@ unpack(json_t *body, const char **name, const char **desc, char **policy, struct
 bool
 env_create(struct db *c, json_t *body, json_t **out, struct err *e)
 {
-	static const char sql[] = "INSERT INTO environments (id, name, description, pod_policy)"
-	    " VALUES ($1, $2, $3, $4::jsonb) ON CONFLICT (name) DO NOTHING RETURNING " ENV_JSON;
+	static const char sql[] = "INSERT INTO environments (id, name, description, pod_policy,"
+	    " upgrade_deadline_seconds) VALUES ($1, $2, $3, $4::jsonb, coalesce($5::int, 3600))"
+	    " ON CONFLICT (name) DO NOTHING RETURNING " ENV_JSON;
 	const char *name = NULL, *desc = "";
-	char id[37], *policy = NULL;
+	char id[37], *policy = NULL, dl[16];
 	uuid_t u;
 	bool ok = false;
 
-	if (!unpack(body, &name, &desc, &policy, e))
+	if (!unpack(body, &name, &desc, &policy, dl, e))
 		return false;
 	if (policy == NULL) {
 		json_t *d = jobspec_pod_policy_default();
@@ -79,9 +93,9 @@ env_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
 	{
-		const char *p[4] = { id, name, desc ? desc : "", policy };
+		const char *p[5] = { id, name, desc ? desc : "", policy, dl[0] ? dl : NULL };
 
-		ok = one(c, sql, 4, p, name, out, e);
+		ok = one(c, sql, 5, p, name, out, e);
 		if (!ok && e->status == 404)
 			err_field(e, 409, "env.exists", "/name", "environment %s already exists",
 			    name);
@@ -115,19 +129,22 @@ env_list(struct db *c, int limit, const char *after, const char *const *only, in
 bool
 env_replace(struct db *c, const char *name, json_t *body, json_t **out, struct err *e)
 {
-	/* pod_policy absent ($3 NULL): unchanged */
+	/* pod_policy ($3) or upgrade_deadline_seconds ($4) absent (NULL): unchanged */
 	static const char sql[] = "UPDATE environments SET description = $2,"
 	    " pod_policy = COALESCE($3::jsonb, pod_policy),"
+	    " upgrade_deadline_seconds = COALESCE($4::int, upgrade_deadline_seconds),"
 	    " version = version + CASE WHEN description = $2 AND pod_policy ="
-	    " COALESCE($3::jsonb, pod_policy) THEN 0 ELSE 1 END,"
+	    " COALESCE($3::jsonb, pod_policy) AND upgrade_deadline_seconds ="
+	    " COALESCE($4::int, upgrade_deadline_seconds) THEN 0 ELSE 1 END,"
 	    " updated_at = CASE WHEN description = $2 AND pod_policy ="
-	    " COALESCE($3::jsonb, pod_policy) THEN updated_at ELSE now() END"
+	    " COALESCE($3::jsonb, pod_policy) AND upgrade_deadline_seconds ="
+	    " COALESCE($4::int, upgrade_deadline_seconds) THEN updated_at ELSE now() END"
 	    " WHERE name = $1 RETURNING " ENV_JSON;
 	const char *newname = NULL, *desc = "";
-	char *policy = NULL;
+	char *policy = NULL, dl[16];
 	bool ok;
 
-	if (!unpack(body, &newname, &desc, &policy, e))
+	if (!unpack(body, &newname, &desc, &policy, dl, e))
 		return false;
 	if (strcmp(newname, name) != 0) {
 		free(policy);
@@ -135,9 +152,9 @@ env_replace(struct db *c, const char *name, json_t *body, json_t **out, struct e
 		    "name is immutable; create a new environment instead");
 	}
 	{
-		const char *p[3] = { name, desc ? desc : "", policy };
+		const char *p[4] = { name, desc ? desc : "", policy, dl[0] ? dl : NULL };
 
-		ok = one(c, sql, 3, p, name, out, e);
+		ok = one(c, sql, 4, p, name, out, e);
 	}
 	free(policy);
 	return ok;

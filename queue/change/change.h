@@ -70,7 +70,7 @@ void	mover_stop(void);
 bool	job_update_spec(struct db *c, json_t *job, json_t *body, bool *changed, struct err *e);
 
 struct updater_stats {
-	size_t	claimed, applied, upgraded, failed, retried;
+	size_t	claimed, applied, upgraded, failed, retried, rolled_back;
 };
 
 /* One round of the updater (claim, apply or follow, record). */

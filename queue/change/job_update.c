@@ -16,7 +16,7 @@
 #include "queue/sched/scheduler.h"
 
 static const char *const service_fields[] = { "image", "serve_config", "worker_groups",
-	"autoscaler", NULL };
+	"autoscaler", "upgrade_deadline_seconds", NULL };
 static const char *const size_fields[] = { "replicas", "min_replicas", "max_replicas", NULL };
 
 static bool
@@ -362,7 +362,14 @@ static const char sql_open[] =
 static const char sql_write[] =
     "UPDATE jobs SET spec = $2::jsonb, spec_update = jsonb_strip_nulls(jsonb_build_object("
     " 'generation', $3::int, 'phase', 'pending', 'fields', $4::jsonb, 'upgrade', $5::boolean,"
-    " 'old_spec', spec, 'requested_at', now(), 'next_at', now(), 'extra', $6::jsonb)),"
+    " 'old_spec', spec, 'requested_at', now(), 'next_at', now(), 'extra', $6::jsonb,"
+    /* an upgrade's deadline: the new spec's, else its environment's (migration 0021) */
+    " 'deadline_s', CASE WHEN $5::boolean THEN coalesce(($2::jsonb->>"
+    "'upgrade_deadline_seconds')::int, (SELECT v.upgrade_deadline_seconds FROM environments v"
+    " WHERE v.name = jobs.environment), 3600) END,"
+    " 'deadline_at', CASE WHEN $5::boolean THEN now() + make_interval(secs => coalesce(($2::jsonb"
+    "->>'upgrade_deadline_seconds')::int, (SELECT v.upgrade_deadline_seconds FROM environments v"
+    " WHERE v.name = jobs.environment), 3600)) END)),"
     " placement = coalesce($7::jsonb, placement), version = version + 1, updated_at = now()"
     " WHERE id = $1::uuid";
 
@@ -454,6 +461,8 @@ job_update_spec(struct db *c, json_t *job, json_t *body, bool *changed, struct e
 
 		json_object_del(a, "serve_config");
 		json_object_del(b, "serve_config");
+		json_object_del(a, "upgrade_deadline_seconds");	/* fleetd's, not KubeRay's */
+		json_object_del(b, "upgrade_deadline_seconds");
 		upgrade = !json_equal(a, b);
 		json_decref(a);
 		json_decref(b);

@@ -2,7 +2,9 @@
  * open updates (SKIP LOCKED, a lease in spec_update.next_at), commits, re-renders and
  * server-side applies the job's object on its member cluster, or reads the RayService's
  * upgrade status, with no transaction open; then records the phase and the job events in a
- * new transaction. Phases: pending -> (applied) upgrading -> done, or failed. */
+ * new transaction. Phases: pending -> (applied) upgrading -> done, or failed; an upgrade
+ * still in progress past its deadline (spec_update.deadline_at, job_update.c) is rolled back
+ * to the serving Ray cluster -> rolled_back, and the job's spec is the old one again. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@ struct ujob {
 	json_t	*spec;
 	json_t	*placement;
 	json_t	*update;	/* jobs.spec_update */
+	bool	 past_deadline;	/* an upgrade's deadline_at has passed */
 	/* outcome of the visit */
 	const char *phase;	/* next phase, NULL = unchanged */
 	json_t	*manifest;	/* applied: record it */
@@ -45,7 +48,8 @@ static const char sql_claim[] =
     " AND cluster_id IS NOT NULL AND (spec_update->>'next_at')::timestamptz <= now()"
     " ORDER BY (spec_update->>'next_at')::timestamptz LIMIT $1 FOR UPDATE SKIP LOCKED)"
     " RETURNING j.id::text, j.kind, j.cluster_id::text, j.environment, q.name, j.attempt,"
-    " j.spec::text, coalesce(j.placement::text, 'null'), j.spec_update::text";
+    " j.spec::text, coalesce(j.placement::text, 'null'), j.spec_update::text,"
+    " coalesce((j.spec_update->>'deadline_at')::timestamptz <= now(), false)";
 
 static void
 ujob_free(struct ujob *u)
@@ -123,8 +127,62 @@ apply(struct ujob *u, const struct member *t)
 	    "updated spec applied in place");
 }
 
+/* Past the deadline with the pending cluster still not serving: back to the serving one.
+ * KubeRay's NewCluster strategy has no cancel: a reverted goal that differs from the
+ * pending cluster's hash makes it prepare yet another pending cluster
+ * (shouldPrepareNewCluster in ray-operator/controllers/ray/rayservice_controller.go), and it
+ * only rolls back by itself for NewClusterWithIncrementalUpgrade (reconcileRollbackState).
+ * So, in this order: (1) apply the old spec, whose hash is the active cluster's, so no
+ * pending cluster is wanted any more; (2) clear status.pendingServiceStatus, as KubeRay
+ * itself does when it drops a pending cluster (a status Update of KubeRay's racing with it
+ * conflicts on resourceVersion and is recomputed from the cleared status); (3) delete the
+ * pending RayCluster now rather than after KubeRay's rayClusterDeletionDelaySeconds
+ * (cleanUpRayClusterInstance removes clusters that are neither active nor pending).  Any
+ * step failing transiently is retried next visit; every step is idempotent. */
+static void
+roll_back(struct ujob *u, const struct member *t, const char *pending, const char *active)
+{
+	struct kube_ref ref;
+	struct err e = { 0 };
+	json_t *old = json_object_get(u->update, "old_spec"), *obj, *patch;
+	const char *ns = jsonx_at(u->update, "object", "namespace");
+	bool ok;
+
+	u->delay_s = 5;
+	if (!json_is_object(old))
+		return;
+	obj = dispatch_render_for(t, u->id, u->environment, u->queue, u->attempt, old,
+	    u->placement, &e);
+	if (obj == NULL) {
+		log_warn(NULL, "updater", "rollback render failed", "{s:s, s:s}", "job", u->id,
+		    "error", e.msg);
+		return;
+	}
+	patch = json_pack("{s:{s:n}}", "status", "pendingServiceStatus");
+	ok = kube_apply(&t->pc, obj, &ref, NULL, &e) && kube_patch_status(&t->pc, "ray.io/v1",
+	    u->kind, ns, jsonx_at(obj, "metadata", "name"), patch, &e) && (pending == NULL ||
+	    kube_delete_object(&t->pc, "ray.io/v1", "RayCluster", ns, pending, NULL, &e));
+	json_decref(patch);
+	if (!ok) {
+		json_decref(obj);
+		log_warn(NULL, "updater", "rollback failed", "{s:s, s:s}", "job", u->id, "error",
+		    e.msg);
+		return;
+	}
+	u->manifest = obj;
+	u->phase = "rolled_back";
+	u->event = "upgrade_rolled_back";
+	u->delay_s = 1;
+	snprintf(u->message, sizeof(u->message), "upgrade deadline of %llds passed with the new "
+	    "Ray cluster %.60s not ready: rolled back to the serving cluster %.60s; the new "
+	    "cluster is deleted and its quota released",
+	    (long long)json_integer_value(json_object_get(u->update, "deadline_s")),
+	    pending ? pending : "(not named yet)", active ? active : "");
+}
+
 /* RayService: UpgradeInProgress True while the pending cluster comes up; done when it is
- * False (or absent) with Ready True on a status of this generation. */
+ * False (or absent) with Ready True on a status of this generation; rolled back when it is
+ * still True past the deadline. */
 static void
 follow(struct ujob *u, const struct member *t)
 {
@@ -160,7 +218,12 @@ follow(struct ujob *u, const struct member *t)
 		if (type != NULL && strcmp(type, "Ready") == 0)
 			ready = on;
 	}
-	if (in_progress && !json_is_true(json_object_get(u->update, "seen_upgrade"))) {
+	if (in_progress && u->past_deadline) {
+		json_t *st = json_object_get(live, "status");
+
+		roll_back(u, t, jsonx_at(st, "pendingServiceStatus", "rayClusterName"),
+		    jsonx_at(st, "activeServiceStatus", "rayClusterName"));
+	} else if (in_progress && !json_is_true(json_object_get(u->update, "seen_upgrade"))) {
 		u->event = "upgrade_in_progress";
 		snprintf(u->message, sizeof(u->message), "KubeRay upgrade in progress: pending "
 		    "cluster %.120s", jsonx_at(json_object_get(live, "status"), "pendingServiceStatus",
@@ -207,7 +270,12 @@ visit(struct ujob *u)
 static const char sql_record[] =
     "UPDATE jobs SET spec_update = spec_update || $2::jsonb || jsonb_build_object('next_at',"
     " now() + make_interval(secs => $3::int)) || CASE WHEN $2::jsonb->>'phase' IN ('done',"
-    " 'failed') THEN jsonb_build_object('finished_at', now()) ELSE '{}' END, manifest = coalesce($4::jsonb, manifest),"
+    " 'failed', 'rolled_back') THEN jsonb_build_object('finished_at', now()) ELSE '{}' END,"
+    " manifest = coalesce($4::jsonb, manifest),"
+    /* rolled back: the job runs its old spec again (the scheduler's loader then holds one
+     * footprint, not the upgrade's two) */
+    " spec = CASE WHEN $2::jsonb->>'phase' = 'rolled_back' THEN coalesce(spec_update->"
+    "'old_spec', spec) ELSE spec END,"
     " version = version + CASE WHEN $5 THEN 1 ELSE 0 END, updated_at = now()"
     " WHERE id = $1::uuid AND (spec_update->>'generation')::int = $6::int";
 
@@ -276,6 +344,7 @@ updater_round(struct updater_stats *st, struct err *e)
 		u->placement = json_loads(PQgetvalue(r, i, 7), JSON_DECODE_ANY, NULL);
 		u->update = json_loads(PQgetvalue(r, i, 8), 0, NULL);
 		u->generation = (int)json_integer_value(json_object_get(u->update, "generation"));
+		u->past_deadline = strcmp(PQgetvalue(r, i, 9), "t") == 0;
 	}
 	PQclear(r);
 	st->claimed += (size_t)n;
@@ -294,6 +363,7 @@ updater_round(struct updater_stats *st, struct err *e)
 		st->applied += u->manifest != NULL;
 		st->upgraded += u->phase != NULL && strcmp(u->phase, "done") == 0;
 		st->failed += u->phase != NULL && strcmp(u->phase, "failed") == 0;
+		st->rolled_back += u->phase != NULL && strcmp(u->phase, "rolled_back") == 0;
 		st->retried += u->delay_s >= 5;
 	}
 	for (int i = 0; i < n; i++)

@@ -8,6 +8,7 @@
 #include "providers/jobspec.h"
 #include "providers/kube.h"
 #include "providers/kuberay.h"
+#include "regions/catalog.h"
 #include "queue/dispatch/dispatch.h"
 
 void
@@ -88,11 +89,16 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 	if (s->topology == JOBSPEC_TOPO_HOST)
 		p->host = pstr(pl, "host");
 	if (s->topology == JOBSPEC_TOPO_SLICE && pstr(pl, "flavor") != NULL) {
-		const char *f = pstr(pl, "flavor");
+		const char *f = pstr(pl, "flavor"), *label = catalog_tpu_accelerator(f);
 		size_t n = strlen(f);
 
-		snprintf(tpu, tn, "%s%s", f, n > 6 && strcmp(f + n - 6, "-slice") == 0 ?
-		    "" : "-slice");
+		/* the catalog's label (tpu-v5-lite-podslice, tpu7x, ...); a flavor with no GKE
+		 * machine type naming one falls back to "<flavor>-slice" */
+		if (label != NULL)
+			snprintf(tpu, tn, "%s", label);
+		else
+			snprintf(tpu, tn, "%s%s", f, n > 6 && strcmp(f + n - 6, "-slice") == 0 ?
+			    "" : "-slice");
 		p->tpu_accelerator = tpu;
 	}
 	return true;

@@ -70,6 +70,19 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 		    !catalog_flavor_check(s->groups[i].accel_flavor, fp, e))
 			return false;
 	}
+	/* a slice job's shape must be one its TPU generation offers (regions/catalog_tpu.c):
+	 * otherwise it would wait for a slice no GKE node pool can have.  A TPU flavor an
+	 * admin added or overrode has no known shapes and is not checked. */
+	for (size_t i = 0; s->topology == JOBSPEC_TOPO_SLICE && i < s->ngroups; i++) {
+		const char *fl = s->groups[i].accel_flavor;
+		const struct catalog_flavor *f = catalog_flavor_get(fl);
+		struct catalog_slice sl;
+
+		if (fl != NULL && f != NULL && f == catalog_builtin_flavor(fl) &&
+		    strcmp(f->kind, "tpu") == 0 &&
+		    !catalog_slice_parse(fl, s->slice_shape, "/topology/shape", &sl, e))
+			return false;
+	}
 	/* both reads are kept in memory until capacity, clusters or clouds change */
 	snprintf(key, sizeof(key), "unseen\x1f%s", env);
 	if (!submit_cache_get(key, kept, &gen)) {

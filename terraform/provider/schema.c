@@ -231,6 +231,17 @@ chk_nonneg(json_t *v, char *msg, size_t n)
 	return false;
 }
 
+static bool
+chk_upgrade_deadline(json_t *v, char *msg, size_t n)
+{
+	double d = json_number_value(v);
+
+	if (d >= 60 && d <= 604800 && d == (double)(long long)d)
+		return true;
+	snprintf(msg, n, "must be a whole number of seconds from 60 to 604800");
+	return false;
+}
+
 /* ------------------------------------------------------------------ tables */
 
 #define END {0}
@@ -272,6 +283,7 @@ static const struct tf_attr environment_attrs[] = {
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Name, immutable; also the import id."},
 	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_desc, "Free text."},
 	{"pod_policy", NULL, TY_OBJ, 0, pod_policy_attrs, F_OPT | F_COMP, NULL, "What the pod sections of the environment's jobs may use; fleetd refuses the rest with 422."},
+	{"upgrade_deadline_seconds", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP, chk_upgrade_deadline, "How long a RayService upgrade may run its second Ray cluster when the job names no deadline; past it fleetd rolls back to the serving cluster (default 3600)."},
 	META, END
 };
 

@@ -379,6 +379,141 @@ test_rayservice_upgrade(void **state)
 	free(id);
 }
 
+/* issue 26: an upgrade whose new Ray cluster never becomes ready (cloudsim's upgrade_hold
+ * fault) is rolled back past its deadline — the environment's default here — to the
+ * serving cluster: the member's RayService runs the old spec with no pending cluster, the
+ * job's spec is the old one, the second footprint's quota is released (the queue of two
+ * GPUs then admits a job of one) and the events say so. */
+static void
+test_rayservice_upgrade_deadline(void **state)
+{
+	char *body = spec_body("RayService", "stuck", NULL, 1, 4), *id, *upd, ns[128], name[128];
+	char qb[256], *fill;
+	json_t *j, *o;
+	long v;
+	double end;
+
+	(void)state;
+	harness_queue(R.admin, ENV, "two", "low", H100, 2);
+	/* the environment's default deadline (migration 0021), read back through the API */
+	j = harness_get_ok(R.admin, "/v1/environments/" ENV);
+	assert_int_equal(harness_ji(j, "upgrade_deadline_seconds"), 3600);
+	snprintf(qb, sizeof(qb), "{\"name\":\"" ENV "\",\"upgrade_deadline_seconds\":90}");
+	assert_int_equal(harness_call("PUT", R.admin, qb, "/v1/environments/" ENV), 200);
+	assert_int_equal(harness_ji(harness_r.json, "upgrade_deadline_seconds"), 90);
+	assert_int_equal(harness_call("PUT", R.admin, "{\"name\":\"" ENV "\","
+	    "\"upgrade_deadline_seconds\":5}", "/v1/environments/" ENV), 400);
+	harness_expect_problem(NULL, 400, "env.bad_upgrade_deadline", "/upgrade_deadline_seconds");
+	assert_int_equal(harness_call("PUT", R.viewer, qb, "/v1/environments/" ENV), 403);
+
+	{	/* the same service in queue "two" */
+		char *b0 = body, *q = strstr(b0, "\"queue\":\"ml\"");
+
+		body = malloc(strlen(b0) + 8);
+		snprintf(body, strlen(b0) + 8, "%.*s\"queue\":\"two\"%s", (int)(q - b0), b0, q + 12);
+		free(b0);
+	}
+	upd = malloc(strlen(body) + 64);
+	snprintf(upd, strlen(body) + 64, "%.*s\"image\":\"rayproject/ray:2.52.0-gpu-stuck\",%s",
+	    (int)(strstr(body, "\"ray_version\"") - body), body, strstr(body, "\"ray_version\""));
+	id = strdup(harness_js(harness_post_created(R.oper, "/v1/jobs", body), "id"));
+	j = harness_job_wait(R.admin, id, "running", 0, 40);
+	v = harness_ji(j, "version");
+	snprintf(name, sizeof(name), "%s", harness_js(j, "object_name"));
+	json_decref(j);
+	snprintf(ns, sizeof(ns), "%s", harness_js(harness_get_ok(R.admin, "/v1/jobs/%s/manifest",
+	    id), "metadata.namespace"));
+
+	/* the new cluster will never be ready */
+	assert_int_equal(harness_sim(&cs, "POST", "/_sim/faults", "{\"cluster\":\"" CLUSTER "\","
+	    "\"upgrade_hold\":true}", NULL), 201);
+	assert_int_equal(put_spec(R.oper, id, v, upd), 202);
+	harness_job_wait_event(id, "upgrade_in_progress", NULL, 20);
+	assert_int_equal(harness_sql_long("SELECT (spec_update->>'deadline_s')::int FROM jobs"
+	    " WHERE id = '%s'", id), 90);
+	/* both footprints are held: the queue's second GPU is taken, a job of one waits */
+	fill = strdup(harness_js(harness_post_created(R.oper, "/v1/jobs", "{\"environment\":\""
+	    ENV "\",\"kind\":\"RayJob\",\"queue\":\"two\",\"name\":\"fill\","
+	    "\"ray_version\":\"2.52.0\",\"entrypoint\":\"python t.py\",\"head\":{\"cpu\":"
+	    "\"1\",\"memory\":\"2Gi\"},\"worker_groups\":[{\"name\":\"gpu\",\"replicas\":1,"
+	    "\"cpu\":\"4\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":\"" H100 "\","
+	    "\"count\":1}}]}"), "id"));
+	end = harness_now_s() + 3;
+	while (harness_now_s() < end)
+		usleep(200 * 1000);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state ="
+	    " 'pending'", fill), 1);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND"
+	    " spec_update->>'phase' = 'upgrading'", id), 1);
+	/* the deadline passes (moved, rather than waited for) */
+	harness_sql("UPDATE jobs SET spec_update = jsonb_set(spec_update, '{deadline_at}',"
+	    " to_jsonb(now() - interval '1 second')) WHERE id = '%s'", id);
+	harness_job_wait_event(id, "upgrade_rolled_back", NULL, 30);
+	j = harness_get_ok(R.viewer, "/v1/jobs/%s", id);
+	assert_string_equal(harness_js(j, "spec_update.state"), "rolled_back");
+	assert_null(json_object_get(json_object_get(j, "spec"), "image"));
+	assert_string_equal(harness_js(j, "state"), "running");
+	/* the member: the old spec, no pending cluster, the same serving cluster */
+	o = member_get(ns, "rayservices", name);
+	assert_non_null(o);
+	{
+		char *sp = json_dumps(json_object_get(o, "spec"), JSON_COMPACT);
+
+		assert_non_null(sp);
+		assert_null(strstr(sp, "gpu-stuck"));
+		free(sp);
+	}
+	end = harness_now_s() + 20;
+	while (json_object_get(harness_jp(o, "status"), "pendingServiceStatus") != NULL &&
+	    harness_now_s() < end) {
+		json_decref(o);
+		usleep(200 * 1000);
+		o = member_get(ns, "rayservices", name);
+	}
+	assert_null(json_object_get(harness_jp(o, "status"), "pendingServiceStatus"));
+	json_decref(o);
+	/* the released quota admits the waiting job */
+	json_decref(harness_job_wait(R.admin, fill, "running", 0, 40));
+	{
+		json_t *items = json_object_get(harness_get_ok(R.viewer, "/v1/jobs/%s/events"
+		    "?limit=500", id), "items"), *x;
+		size_t i;
+		bool said = false;
+
+		json_array_foreach(items, i, x)
+			said |= strcmp(harness_js(x, "type"), "upgrade_rolled_back") == 0 &&
+			    strstr(harness_js(x, "message"), "deadline of 90s passed") != NULL &&
+			    strstr(harness_js(x, "message"), "quota released") != NULL;
+		if (!said)
+			fail_msg("no rollback event saying why: %s", harness_r.body);
+	}
+	/* the job's own deadline wins over the environment's */
+	{
+		char *own = malloc(strlen(upd) + 64);
+
+		snprintf(own, strlen(upd) + 64, "%.*s\"upgrade_deadline_seconds\":120,%s",
+		    (int)(strstr(upd, "\"ray_version\"") - upd), upd, strstr(upd, "\"ray_version\""));
+		long st = harness_call("POST", R.admin, "{}", "/v1/jobs/%s/cancel", fill);
+
+		assert_true(st == 200 || st == 202);
+		json_decref(harness_job_wait(R.admin, fill, "cancelled", 0, 30));
+		j = harness_get_ok(R.admin, "/v1/jobs/%s", id);
+		assert_int_equal(put_spec(R.oper, id, harness_ji(j, "version"), own), 202);
+		assert_int_equal(harness_sql_long("SELECT (spec_update->>'deadline_s')::int FROM"
+		    " jobs WHERE id = '%s'", id), 120);
+		free(own);
+	}
+	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_call("PUT", R.admin, "{\"name\":\"" ENV "\",\"upgrade_deadline_seconds\":3600}",
+	    "/v1/environments/" ENV);
+	harness_call("POST", R.admin, "{}", "/v1/jobs/%s/cancel", fill);
+	harness_call("POST", R.admin, "{}", "/v1/jobs/%s/cancel", id);
+	free(fill);
+	free(body);
+	free(upd);
+	free(id);
+}
+
 static void
 test_raycluster_resize(void **state)
 {
@@ -543,6 +678,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rayservice_stable_endpoint),
 		cmocka_unit_test(test_rayservice_upgrade),
+		cmocka_unit_test(test_rayservice_upgrade_deadline),
 		cmocka_unit_test(test_raycluster_resize),
 		cmocka_unit_test(test_update_record_lost),
 		cmocka_unit_test(test_rayjob_refused),

@@ -225,6 +225,8 @@ def run(build, work):
         tf.plan_clean("after adding fleet_flavor")
 
         # in-place update
+        expect(sim.api("GET", f"/v1/environments/{ENV}")["upgrade_deadline_seconds"] == 1800,
+               "fleet_environment upgrade_deadline_seconds applied (1800)")
         pol = sim.api("GET", f"/v1/environments/{ENV}")["pod_policy"]
         expect(pol["containers"] is False and pol["env"] is True,
                "fleet_environment pod_policy applied (containers false, the rest defaulted)")

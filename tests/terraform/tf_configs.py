@@ -87,6 +87,7 @@ locals {{
 resource "fleet_environment" "e" {{
   name        = "{ENV}"
   description = "{v.get('env_desc', 'managed by terraform')}"
+  upgrade_deadline_seconds = {v.get('env_deadline', 1800)}
   pod_policy = {{
     containers   = false
     volume_kinds = {v.get('env_volume_kinds', '["persistent_volume_claim", "csi", "secret", "config_map", "empty_dir"]')}

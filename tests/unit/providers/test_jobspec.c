@@ -224,6 +224,13 @@ static const struct bad_case bad[] = {
 	  "jobspec.invalid_value", "/serve_config/applications" },
 	{ "{\"kind\":\"RayService\",\"entrypoint\":null,\"serve_config\":\"applications: []\"}",
 	  "api.wrong_type", "/serve_config" },
+	/* issue 26: the upgrade deadline is a RayService's, a minute to a week */
+	{ "{\"upgrade_deadline_seconds\":600}", "jobspec.not_applicable",
+	  "/upgrade_deadline_seconds" },
+	{ "{\"kind\":\"RayService\",\"entrypoint\":null,\"serve_config\":{\"applications\":[]},"
+	  "\"upgrade_deadline_seconds\":30}", "jobspec.invalid_value", "/upgrade_deadline_seconds" },
+	{ "{\"kind\":\"RayService\",\"entrypoint\":null,\"serve_config\":{\"applications\":[]},"
+	  "\"upgrade_deadline_seconds\":\"1h\"}", "api.wrong_type", "/upgrade_deadline_seconds" },
 };
 
 static void
@@ -338,6 +345,26 @@ check_round_trip(const struct job_spec *s)
 	json_decref(a);
 	json_decref(b);
 	jobspec_cleanup(&again);
+}
+
+/* issue 26: a RayService's own upgrade deadline is kept and written back */
+static void
+test_upgrade_deadline(void **state)
+{
+	struct job_spec s;
+	struct err e = { 0 };
+	json_t *j = spec_json("{\"kind\":\"RayService\",\"entrypoint\":null,\"serve_config\":"
+	    "{\"applications\":[]},\"upgrade_deadline_seconds\":600}"), *c;
+
+	(void)state;
+	if (!jobspec_from_json(j, &s, &e))
+		fail_msg("refused: %s %s at %s", e.code, e.msg, e.pointer);
+	assert_int_equal(s.upgrade_deadline_seconds, 600);
+	c = jobspec_to_json(&s);
+	assert_int_equal(json_integer_value(json_object_get(c, "upgrade_deadline_seconds")), 600);
+	json_decref(c);
+	jobspec_cleanup(&s);
+	json_decref(j);
 }
 
 static void
@@ -488,6 +515,7 @@ main(void)
 		cmocka_unit_test(test_invalid_table),
 		cmocka_unit_test(test_not_object),
 		cmocka_unit_test(test_valid_table),
+		cmocka_unit_test(test_upgrade_deadline),
 		cmocka_unit_test(test_defaults_and_fields),
 		cmocka_unit_test(test_quantities),
 		cmocka_unit_test(test_format),

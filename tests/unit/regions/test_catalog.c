@@ -290,6 +290,61 @@ test_v6e_slices(void **state)
 	assert_false(catalog_slice_parse("tpu-v6e", "4x2", "/t", &sl, &e));
 }
 
+/* TPU v5e and Ironwood TPU7x ship with their GKE machine types, node labels and shapes */
+static void
+test_tpu_generations(void **state)
+{
+	static const struct { const char *type, *flavor, *label; int per; } m[] = {
+		{ "ct5lp-hightpu-1t", "tpu-v5e", "tpu-v5-lite-podslice", 1 },
+		{ "ct5lp-hightpu-4t", "tpu-v5e", "tpu-v5-lite-podslice", 4 },
+		{ "ct5lp-hightpu-8t", "tpu-v5e", "tpu-v5-lite-podslice", 8 },
+		{ "ct6e-standard-1t", "tpu-v6e", "tpu-v6e-slice", 1 },
+		{ "ct5p-hightpu-4t", "tpu-v5p", "tpu-v5p-slice", 4 },
+		{ "tpu7x-standard-4t", "tpu-v7x", "tpu7x", 4 },
+	};
+	static const struct { const char *flavor, *topo; int chips, hosts; } ok[] = {
+		{ "tpu-v5e", "1x1", 1, 1 }, { "tpu-v5e", "2x4", 8, 1 },
+		{ "tpu-v5e", "16x16", 256, 64 }, { "tpu-v7x", "2x2x1", 4, 1 },
+		{ "tpu-v7x", "2x4x4", 32, 8 }, { "tpu-v7x", "4x4x4", 64, 16 },
+		{ "tpu-v7x", "8x16x16", 2048, 512 }, { "tpu-v7x", "16x24x24", 9216, 2304 },
+		{ "tpu-v5p", "16x20x28", 8960, 2240 },
+	};
+	static const struct { const char *flavor, *topo; } bad[] = {
+		{ "tpu-v5e", "2x2x1" }, { "tpu-v5e", "32x16" }, { "tpu-v5e", "4x2" },
+		{ "tpu-v7x", "4x4" }, { "tpu-v7x", "4x4x6" }, { "tpu-v7x", "24x24x24" },
+		{ "tpu-v7x", "8x4x4" }, { "tpu-v7x", "1x1x1" }, { "tpu-v5p", "16x24x24" },
+	};
+	struct catalog_machine cm;
+	struct catalog_slice sl;
+	struct err e = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		assert_true(catalog_machine_lookup("gke", m[i].type, &cm, &e));
+		assert_string_equal(cm.flavor, m[i].flavor);
+		assert_int_equal(cm.accel_per_node, m[i].per);
+		assert_string_equal(cm.label_key, "cloud.google.com/gke-tpu-accelerator");
+		assert_string_equal(cm.label_value, m[i].label);
+		assert_string_equal(catalog_tpu_accelerator(m[i].flavor), m[i].label);
+		assert_string_equal(catalog_flavor_get(m[i].flavor)->kind, "tpu");
+	}
+	assert_int_equal(catalog_flavor_get("tpu-v7x")->memory_gib, 192);
+	assert_null(catalog_tpu_accelerator("nvidia-h100-80gb"));
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (!catalog_slice_parse(ok[i].flavor, ok[i].topo, "/t", &sl, &e))
+			fail_msg("%s %s refused: %s", ok[i].flavor, ok[i].topo, e.msg);
+		assert_int_equal(sl.chips, ok[i].chips);
+		assert_int_equal(sl.hosts, ok[i].hosts);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		if (catalog_slice_parse(bad[i].flavor, bad[i].topo, "/t", &sl, &e))
+			fail_msg("%s %s accepted", bad[i].flavor, bad[i].topo);
+		assert_string_equal(e.code, "catalog.bad_slice");
+		assert_string_equal(e.pointer, "/t");
+	}
+}
+
 static const struct {
 	const char *provider, *type, *flavor;
 	int per_node;
@@ -500,6 +555,7 @@ main(void)
 		cmocka_unit_test(test_new_generations),
 		cmocka_unit_test(test_overlay),
 		cmocka_unit_test(test_v6e_slices),
+		cmocka_unit_test(test_tpu_generations),
 		cmocka_unit_test(test_machines),
 		cmocka_unit_test(test_price_override),
 		cmocka_unit_test(test_price_bad_files),
