@@ -1,4 +1,4 @@
--- 0021: a deadline for RayService zero-downtime upgrades (issue 26).  A job may name its
+-- 0022: a deadline for RayService zero-downtime upgrades (issue 26).  A job may name its
 -- own (spec upgrade_deadline_seconds); otherwise its environment's default applies.  Past
 -- it the updater (queue/change/updater.c) rolls back to the serving Ray cluster and the
 -- second cluster's quota is released.
