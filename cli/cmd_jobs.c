@@ -192,12 +192,14 @@ print_compact(const char *label, const json_t *v)
 }
 
 /* Why the job failed or stalls, first (issue 24): a lost node waiting for a spare; the
- * failure's class, where, evidence and retry; then the current attempt's classified signals. */
+ * failure's class, where, evidence and retry; then the current attempt's classified signals;
+ * then where the post-mortem of its ended attempts is kept. */
 static void
 print_failure(const json_t *x)
 {
 	const json_t *f = json_object_get(x, "failure"), *sig = json_object_get(x, "signals"), *g;
-	const json_t *w = json_object_get(x, "waiting_for_spare");
+	const json_t *w = json_object_get(x, "waiting_for_spare"),
+	    *pm = json_object_get(x, "postmortem");
 	const char *title = "Failure:";
 	size_t i;
 
@@ -228,7 +230,15 @@ print_failure(const json_t *x)
 	json_array_foreach(sig, i, g)
 		printf("  %-14s %-18s %s\n", s_of(g, "class"), s_of(g, "reason"),
 		    s_of(g, "message"));
-	if (f != NULL || json_array_size(sig) > 0)
+	if (pm != NULL) {	/* kept after the cluster is gone (GET /v1/jobs/{id}/postmortem) */
+		const json_t *a0 = json_array_get(json_object_get(pm, "attempts"), 0);
+
+		printf("Post-mortem: %zu attempt(s) kept, latest attempt %lld (%s at %s)\n"
+		    "  read it: %s\n", json_array_size(json_object_get(pm, "attempts")),
+		    json_integer_value(json_object_get(a0, "attempt")), s_of(a0, "trigger"),
+		    s_of(a0, "recorded_at"), s_of(pm, "command"));
+	}
+	if (f != NULL || json_array_size(sig) > 0 || pm != NULL)
 		printf("\n");
 }
 

@@ -41,8 +41,8 @@ def shape(a):
     nodes_needed = math.ceil(ondemand / 4) + rack
     return {"spot": spot, "rack": rack, "ondemand": ondemand,
             "gke": max(8, 4 * math.ceil(nodes_needed * 0.7 / 4)),
-            "aks": max(4, 4 * math.ceil(nodes_needed * 0.35 / 4)),
-            "hp": max(4, 4 * math.ceil(nodes_needed * 0.35 / 4)),
+            "aks": max(8, 4 * math.ceil(nodes_needed * 0.35 / 4)),
+            "hp": max(8, 4 * math.ceil(nodes_needed * 0.35 / 4)),
             "gke_spot": max(2, math.ceil(spot * 0.6) + 2),
             "aks_spot": max(2, math.ceil(spot * 0.4) + 2),
             "heads": max(2, math.ceil(a.jobs / 40) + 1)}
@@ -212,8 +212,11 @@ def choose_faults(rng, a, snap, jobs, sorts):
     racks = {}
     for (cl, node), info in ((k, snap[k[0]]["nodes"][k[1]]) for k in busy_od):
         racks.setdefault((cl, info["pool"], info["rack"]), set()).update(node_jobs[(cl, node)])
-    rack_key = max(racks, key=lambda r: (any(sorts[j] == "rack" for j in racks[r]), len(racks[r]),
-                                         r)) if racks else None
+    # a pool of one rack has no spare outside it: a rack of a pool with others is lost
+    multi = {k for k in racks if sum(1 for i in snap[k[0]]["nodes"].values()
+                                     if i["pool"] == k[1] and i["rack"] != k[2]) > 0}
+    rack_key = max(multi, key=lambda r: (any(sorts[j] == "rack" for j in racks[r]),
+                                         len(racks[r]), r)) if multi else None
     rack_nodes = [(rack_key[0], n) for n, i in snap[rack_key[0]]["nodes"].items()
                   if i["pool"] == rack_key[1] and i["rack"] == rack_key[2]] if rack_key else []
     taken = set()
