@@ -50,6 +50,8 @@ def parse():
     ap.add_argument("--ooms", type=int, default=10, help="failuredrill: workers OOM-killed")
     ap.add_argument("--bad-images", type=int, default=5,
                     help="failuredrill: jobs whose workers get a bad image")
+    ap.add_argument("--known-gaps", default="",
+                    help="failuredrill: comma list of targets printed, not asserted (recovery)")
     return ap.parse_args()
 
 

