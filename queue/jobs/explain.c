@@ -224,13 +224,43 @@ explain_failure(struct db *c, const char *id, enum job_state state, json_t **out
 	return true;
 }
 
+/* Where the History Server shows the job's Ray cluster (its environment names log storage:
+ * migration 0021; providers/kuberay_history.c): the session "live" while the attempt runs,
+ * else the sessions list and the session path to fill in. */
+static bool
+explain_history(struct db *c, const char *id, enum job_state state, json_t *out,
+    struct err *e)
+{
+	static const char sql[] = "SELECT e.history_server::text, j.manifest->'metadata'->>"
+	    "'namespace', j.manifest->'metadata'->>'name', j.kind FROM jobs j JOIN environments e"
+	    " ON e.name = j.environment WHERE j.id = $1::uuid AND e.history_server IS NOT NULL"
+	    " AND j.manifest->'metadata'->>'name' IS NOT NULL";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	json_t *hs, *link;
+
+	if (!db_exec(c, sql, 1, p, &r, e))
+		return false;
+	if (PQntuples(r) == 1 && (hs = json_loads(PQgetvalue(r, 0, 0), 0, NULL)) != NULL) {
+		link = kuberay_history_link(hs, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 3),
+		    PQgetvalue(r, 0, 2), state == JOB_RUNNING || state == JOB_DISPATCHED);
+		if (link != NULL)
+			json_object_set_new(out, "history_server", link);
+		json_decref(hs);
+	}
+	PQclear(r);
+	return true;
+}
+
 bool
 explain_job(struct db *c, json_t *job, json_t **out, struct err *e)
 {
 	if (!explain_job_plain(c, job, out, e))
 		return false;
 	if (!explain_failure(c, json_string_value(json_object_get(job, "id")),
-	    job_state_parse(json_string_value(json_object_get(job, "state"))), out, e)) {
+	    job_state_parse(json_string_value(json_object_get(job, "state"))), out, e) ||
+	    !explain_history(c, json_string_value(json_object_get(job, "id")),
+	    job_state_parse(json_string_value(json_object_get(job, "state"))), *out, e)) {
 		json_decref(*out);
 		*out = NULL;
 		return false;
