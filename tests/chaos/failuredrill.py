@@ -297,22 +297,25 @@ def patch_bad_image(mem, cl, pod):
 
 
 def inject(sim, mem, f):
-    """All faults at once; returns the simulated time they started at."""
-    t0 = sim_now(sim)
+    """All faults, one kind after the other; returns when each kind started: {"nodes":
+    (simulated, wall), "spot": (simulated, wall)}."""
+    at = {"nodes": (sim_now(sim), time.time())}
     for cl, node in f["kill"] + f["rack_nodes"]:
         mem.kubectl(cl, "delete", "node", node, "--wait=false")
+    at["spot"] = (sim_now(sim), time.time())
     for cl, node in f["spot"]:
         sim.sim("POST", "/_sim/spot-reclaim", {"cluster": cl, "node": node})
     for kind, jobs in (("oom", f["oom"]), ("bad", f["bad"])):
         for jid in jobs:
             cl, _, pod = f["workers"][jid][0]
             (patch_oom if kind == "oom" else patch_bad_image)(mem, cl, pod)
-    return t0
+    return at
 
 
-def healthy(sim, mem, jid, attempt, snap_now, lost):
+def healthy(sim, mem, jid, attempt, snap_now, lost, wk=None):
     """(all workers of the attempt Running on live nodes, the latest worker startTime)."""
-    ws = [(cl, n, p) for cl, n, p in workers_of(snap_now).get(jid, [])
+    wk = wk if wk is not None else workers_of(snap_now)
+    ws = [(cl, n, p) for cl, n, p in wk.get(jid, [])
           if p["metadata"]["labels"].get("fleet.io/attempt") == str(attempt)
           and not p["metadata"].get("deletionTimestamp")]
     if not ws:
@@ -363,7 +366,7 @@ def wait_running(sim, ids, bound):
     return None, st
 
 
-def observe(sim, mem, a, f, sorts, t0, start_attempt):
+def observe(sim, mem, a, f, sorts, at, start_attempt):
     """Until every job that lost a node or a spot node runs again (all workers Running on
     live nodes), or a.settle seconds pass; the simulated recovery time of each."""
     lost = set(f["kill"]) | set(f["rack_nodes"]) | set(f["spot"])
@@ -371,10 +374,10 @@ def observe(sim, mem, a, f, sorts, t0, start_attempt):
     spot_jobs = {j for k in f["spot"] for j in f["node_jobs"].get(k, ())}
     watch = node_loss | spot_jobs
     rec, rec_wall, where = {}, {}, {}
-    w0 = time.time()
     t_end = time.time() + a.settle
     while time.time() < t_end and len(rec) < len(watch):
         snap_now = {cl: {"pods": mem.pods(cl), "nodes": {}} for cl in mem.by}
+        wk = workers_of(snap_now)
         att = dict((r[0], (r[1], int(r[2]))) for r in sim.sql(
             "SELECT id, state, attempt FROM jobs"))
         for jid in watch - set(rec):
@@ -383,7 +386,8 @@ def observe(sim, mem, a, f, sorts, t0, start_attempt):
                 continue
             if jid in spot_jobs and attempt == start_attempt[jid]:
                 continue   # the reclaimed attempt still runs out its notice
-            ok, last, ws = healthy(sim, mem, jid, attempt, snap_now, lost)
+            t0, w0 = at["spot" if jid in spot_jobs else "nodes"]
+            ok, last, ws = healthy(sim, mem, jid, attempt, snap_now, lost, wk)
             if ok and last >= t0:
                 rec[jid] = last - t0
                 rec_wall[jid] = time.time() - w0
@@ -454,9 +458,9 @@ def run(sim, a, ck, fig):
                      "rack_nodes_deleted": len(f["rack_nodes"]), "spot_reclaimed": len(f["spot"]),
                      "oom_workers": len(f["oom"]), "bad_image_jobs": len(f["bad"])}
     log("faults", fig["faults"])
-    t0 = inject(sim, mem, f)
+    at = inject(sim, mem, f)
     fig["kubectl_calls"] = mem.kubectl_calls
-    node_loss, spot_jobs, rec, rec_wall, where = observe(sim, mem, a, f, sorts, t0,
+    node_loss, spot_jobs, rec, rec_wall, where = observe(sim, mem, a, f, sorts, at,
                                                          start_attempt)
 
     # recovered where a spare existed (rack-topology jobs of the lost rack apart)
