@@ -369,7 +369,7 @@ async function viewJob(v, [id]) {
         onclick: () => moveJob(job, $('move-target').value.trim()) }, 'Move…')) : null;
     const verdicts = explain.clusters || explain.candidates ||
       (explain.decision && explain.decision.candidates) || [];
-    v.replaceChildren(
+    v.replaceChildren(...[
       h('h1', {}, job.name, ' ', badge(job.state)),
       h('div', { class: 'card' }, h('table', {}, h('tbody', {},
         [['id', job.id], ['environment', job.environment], ['queue', job.queue],
@@ -394,7 +394,8 @@ async function viewJob(v, [id]) {
       h('div', { class: 'card' }, h('h2', {}, 'Placement'),
         h('pre', {}, job.placement ? JSON.stringify(job.placement, null, 2) : 'not placed yet')),
       h('div', { class: 'card' }, h('h2', {}, 'Manifest as applied'),
-        h('pre', { 'data-testid': 'manifest' }, manifest ? JSON.stringify(manifest, null, 2) : 'not applied yet')));
+        h('pre', { 'data-testid': 'manifest' }, manifest ? JSON.stringify(manifest, null, 2) : 'not applied yet'))
+    ].filter((x) => x));	// whyCard: null when there is nothing to say
   };
   await render();
   setRefresh((ev) => ev.job_id === id, render);

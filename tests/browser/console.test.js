@@ -111,6 +111,9 @@ async function main() {
     const verdicts = await page.$$eval('[data-verdict]', (e) => e.map((x) => x.dataset.verdict));
     check(verdicts.length > 0, 'explain lists clusters');
     check(verdicts.every((v) => clusters.includes(v)), `explain shows names: ${verdicts.join(', ')}`);
+    check(!(await page.evaluate(() => [...document.getElementById('view').childNodes]
+      .some((n) => n.nodeType === 3 && n.textContent === 'null'))), 'no stray "null" where no why card is due');
+    check(await page.$('[data-testid=why]') === null, 'a healthy running job has no why card');
     const cluster = await page.textContent('[data-field=cluster]');
     await axe(page, 'job');
     await shot(page, '04-job-running');
