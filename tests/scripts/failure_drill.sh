@@ -14,7 +14,7 @@ command -v kubectl >/dev/null || { echo "failure_drill: kubectl is needed (the d
 out=$(mktemp -d /tmp/fleetd-faildrill-short.XXXXXX)
 timeout -k 10 88 python3 "$top/tests/chaos/chaos.py" failuredrill --build "$build" \
 	--workdir "$out/w" --jobs "${DRILL_JOBS:-20}" --spot-reclaims 2 --ooms 2 --bad-images 1 \
-	--time-scale 4 --settle 25 --known-gaps recovery
+	--time-scale 4 --settle 20 --known-gaps recovery
 rc=$?
 cat "$out/result-failuredrill.json" 2>/dev/null || true
 if [ "$rc" = 0 ]; then rm -rf "$out"; else echo "failure_drill: logs kept in $out" >&2; fi
