@@ -192,12 +192,15 @@ print_compact(const char *label, const json_t *v)
 }
 
 /* Why the job failed or stalls, first (issue 24): a lost node waiting for a spare; the
- * failure's class, where, evidence and retry; then the current attempt's classified signals. */
+ * failure's class, where, evidence and retry; then the current attempt's classified signals;
+ * then where the post-mortem of its ended attempts is kept and where the History Server shows
+ * the job's Ray session. */
 static void
 print_failure(const json_t *x)
 {
 	const json_t *f = json_object_get(x, "failure"), *sig = json_object_get(x, "signals"), *g;
-	const json_t *w = json_object_get(x, "waiting_for_spare");
+	const json_t *w = json_object_get(x, "waiting_for_spare"),
+	    *pm = json_object_get(x, "postmortem"), *hs = json_object_get(x, "history_server");
 	const char *title = "Failure:";
 	size_t i;
 
@@ -228,7 +231,24 @@ print_failure(const json_t *x)
 	json_array_foreach(sig, i, g)
 		printf("  %-14s %-18s %s\n", s_of(g, "class"), s_of(g, "reason"),
 		    s_of(g, "message"));
-	if (f != NULL || json_array_size(sig) > 0)
+	if (pm != NULL) {	/* kept after the cluster is gone (GET /v1/jobs/{id}/postmortem) */
+		const json_t *a0 = json_array_get(json_object_get(pm, "attempts"), 0);
+
+		printf("Post-mortem: %zu attempt(s) kept, latest attempt %lld (%s at %s)\n"
+		    "  read it: %s\n", json_array_size(json_object_get(pm, "attempts")),
+		    json_integer_value(json_object_get(a0, "attempt")), s_of(a0, "trigger"),
+		    s_of(a0, "recorded_at"), s_of(pm, "command"));
+	}
+	if (hs != NULL) {	/* the environment names History Server log storage */
+		printf("History Server: %s/%s/%s (logs in %s)\n", s_of(hs, "namespace"),
+		    s_of(hs, "kind"), s_of(hs, "name"), s_of(hs, "storage"));
+		if (json_object_get(hs, "live") != NULL)
+			printf("  live session: %s\n", s_of(hs, "live"));
+		if (json_object_get(hs, "session") != NULL)
+			printf("  sessions: %s\n  a session: %s\n", s_of(hs, "sessions"),
+			    s_of(hs, "session"));
+	}
+	if (f != NULL || json_array_size(sig) > 0 || pm != NULL || hs != NULL)
 		printf("\n");
 }
 

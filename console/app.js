@@ -358,8 +358,11 @@ async function viewJob(v, [id]) {
   const render = async () => {
     const [job, events, explain] = await Promise.all([api('GET', '/v1/jobs/' + id),
       all(`/v1/jobs/${id}/events?limit=500`), api('GET', `/v1/jobs/${id}/placement`)]);
-    let manifest = null;
+    let manifest = null, postmortem = null;
     try { manifest = await api('GET', `/v1/jobs/${id}/manifest`); } catch (_) { manifest = null; }
+    if (explain.postmortem) {
+      try { postmortem = await api('GET', `/v1/jobs/${id}/postmortem`); } catch (_) { postmortem = null; }
+    }
     const done = ['succeeded', 'failed', 'cancelled'].includes(job.state);
     const actions = isOperator() && !done ? h('div', { class: 'row' },
       h('button', { type: 'button', class: 'danger', 'data-action': 'cancel',
@@ -369,7 +372,7 @@ async function viewJob(v, [id]) {
         onclick: () => moveJob(job, $('move-target').value.trim()) }, 'Move…')) : null;
     const verdicts = explain.clusters || explain.candidates ||
       (explain.decision && explain.decision.candidates) || [];
-    v.replaceChildren(
+    v.replaceChildren(...[
       h('h1', {}, job.name, ' ', badge(job.state)),
       h('div', { class: 'card' }, h('table', {}, h('tbody', {},
         [['id', job.id], ['environment', job.environment], ['queue', job.queue],
@@ -377,6 +380,7 @@ async function viewJob(v, [id]) {
           ['cluster', job.cluster ? `${job.cluster} (${job.cluster_id})` : '—'],
           ['region', job.region || '—'], ['reason', job.reason || '—']].map(([k, val]) =>
           h('tr', {}, h('th', {}, k), h('td', { 'data-field': k }, val))))), actions),
+      whyCard(explain, postmortem),
       h('div', { class: 'card', 'data-testid': 'explain' }, h('h2', {}, 'Explain'),
         h('p', {}, explain.state === 'pending'
           ? `Pending at position ${explain.position ?? '—'}` + (explain.hold_cluster ? `, holding ${clusterName(explain.hold_cluster)}` : '')
@@ -393,10 +397,59 @@ async function viewJob(v, [id]) {
       h('div', { class: 'card' }, h('h2', {}, 'Placement'),
         h('pre', {}, job.placement ? JSON.stringify(job.placement, null, 2) : 'not placed yet')),
       h('div', { class: 'card' }, h('h2', {}, 'Manifest as applied'),
-        h('pre', { 'data-testid': 'manifest' }, manifest ? JSON.stringify(manifest, null, 2) : 'not applied yet')));
+        h('pre', { 'data-testid': 'manifest' }, manifest ? JSON.stringify(manifest, null, 2) : 'not applied yet'))
+    ].filter((x) => x));	// whyCard: null when there is nothing to say
   };
   await render();
   setRefresh((ev) => ev.job_id === id, render);
+}
+// "Why failed / why stalled" in one place (issue 24): what explain says first (a lost node
+// waiting for a spare, the failure that ended the job or its last attempt, the signals of the
+// current attempt) and the post-mortems kept of its ended attempts.  Null when there is nothing.
+function whyCard(x, pm) {
+  const f = x.failure || x.last_failure;
+  const w = x.waiting_for_spare;
+  const sig = x.signals || [];
+  const items = (pm && pm.items) || [];
+  if (!f && !w && !sig.length && !items.length) return null;
+  const list = (a) => (a && a.length ? a.join(', ') : '—');
+  const failure = f ? h('div', { 'data-testid': 'why-failure' },
+    h('p', {}, h('strong', {}, x.failure ? 'Failed: ' : 'Last failure (retried or moved on): '),
+      badge(f.class), ' ', f.reason, f.attempt ? ` (attempt ${f.attempt})` : ''),
+    h('p', {}, f.message || f.summary || ''),
+    h('table', {}, h('tbody', {}, [['pods', list(f.pods)], ['ranks', list(f.ranks)],
+      ['nodes', list(f.nodes)], ['evidence', f.evidence ? JSON.stringify(f.evidence) : '—'],
+      ['retry', f.retry ? (f.retry.given ? 'a new attempt was given' : 'not retried') +
+        (f.retry.why ? ': ' + f.retry.why : '') : '—']].map(([k, v]) =>
+      h('tr', {}, h('th', {}, k), h('td', { 'data-field': 'failure-' + k }, v)))))) : null;
+  const waiting = w ? h('p', { 'data-testid': 'why-waiting' }, h('strong', {}, 'Waiting for a spare'),
+    ` in ${w.domain || '—'}: node ${w.lost_node || '—'} lost (${w.why || '—'}). ${w.reason || ''}`) : null;
+  const signals = sig.length ? h('div', {}, h('h3', {}, 'Signals of this attempt'),
+    h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'class'), h('th', {}, 'reason'),
+      h('th', {}, 'nodes'), h('th', {}, 'message'))),
+    h('tbody', {}, sig.map((g) => h('tr', {}, h('td', {}, badge(g.class)), h('td', {}, g.reason),
+      h('td', {}, list(g.nodes)), h('td', {}, g.message)))))) : null;
+  const kept = items.length ? h('div', { 'data-testid': 'postmortem' }, h('h3', {}, 'Post-mortem'),
+    items.map((it) => {
+      const r = it.record || {};
+      return h('div', { class: 'cluster' },
+        h('p', {}, `attempt ${it.attempt} on ${it.cluster || '—'}: ${it.trigger} at ${it.recorded_at}`),
+        r.ray ? h('p', { class: 'hint' }, `ray: ${r.ray.status || '—'} ${r.ray.message || ''}`) : null,
+        h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'pod'), h('th', {}, 'node'),
+          h('th', {}, 'phase'), h('th', {}, 'containers'))),
+        h('tbody', {}, (r.pods || []).map((p) => h('tr', {}, h('td', {}, `${p.name} (${p.type || '—'})`),
+          h('td', {}, p.node || '—'), h('td', {}, `${p.phase || '—'}, ${p.restarts || 0} restarts`),
+          h('td', {}, (p.containers || []).map((c) => {
+            const st = c.state || {}, ls = c.last_state;
+            return `${c.name}: ${st.state || '—'} ${st.reason || ''}` +
+              (ls ? `, last ${ls.reason || '—'} exit ${ls.exit_code ?? '—'}` : '');
+          }).join('; ')))))),
+        (r.events || []).length ? h('ul', { class: 'plain hint' }, r.events.map((ev) =>
+          h('li', {}, `${ev.object || ''} ${ev.reason || ''}: ${ev.message || ''}`))) : null);
+    })) : null;
+  return h('div', { class: 'card', 'data-testid': 'why' },
+    h('h2', {}, x.failure ? 'Why it failed' : 'Why it stalls or failed'),
+    waiting, failure, signals, kept);
 }
 async function cancelJob(job) {
   if (!await confirmBox('Cancel job', h('p', {}, `Cancel ${job.name} (${job.state})? Its Ray object is deleted from the cluster.`), 'Cancel job')) return;

@@ -656,6 +656,10 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 		    json_integer(c->s->checkpoint_grace_seconds));
 	meta = json_pack("{s:o}", "labels", labels);
 	kuberay_pod_apply(g ? g->pod : c->s->head_pod, meta, spec);
+	/* the History Server collector: RayJob and RayService name their owner; a RayCronJob's
+	 * RayJobs get generated names, a RayCluster is its own owner */
+	kuberay_history_apply(c->in->history, c->s->kind == JOBSPEC_RAYJOB ? "rayjob" :
+	    c->s->kind == JOBSPEC_RAYSERVICE ? "rayservice" : NULL, c->name, g == NULL, spec);
 	return json_pack("{s:o, s:o}", "metadata", meta, "spec", spec);
 }
 

@@ -66,6 +66,14 @@ struct kuberay_batch {
 					 * webhook refuses the pair) and Kueue does not gate them */
 };
 
+/* An environment's KubeRay History Server setting (providers/kuberay_history.c); strings
+ * borrowed from its canonical JSON. */
+struct kuberay_history {
+	const char	*storage;	/* gs://B[/P], s3://B[/P], https://A.blob.core.windows.net/C[/P] */
+	const char	*collector_image;
+	const char	*s3_region;	/* s3 only */
+};
+
 struct kuberay_input {
 	const struct job_spec *spec;
 	const char	*job_id;	/* uuid */
@@ -77,6 +85,7 @@ struct kuberay_input {
 	struct kuberay_batch batch;
 	bool		 suspend;	/* moves and preemption: spec.suspend */
 	const char	*checkpoint_deadline;	/* RFC 3339; sets fleet.io/checkpoint-requested */
+	const struct kuberay_history *history;	/* NULL: no History Server collector */
 };
 
 /* The checkpoint signal of an attempt (docs/design/contracts.md): what fleetd writes in the ConfigMap
@@ -115,6 +124,22 @@ json_t		*kuberay_signal_for_manifest(const json_t *manifest,
  * all named kuberay_signal_name. NULL + e (422) on bad input. */
 json_t		*kuberay_signal_objects(const struct kuberay_input *in,
 		    const struct kuberay_signal *sig, struct err *e);
+
+/* kuberay_history.c. Validates an environment's history_server object {storage,
+ * collector_image, url?, s3_region?} (400/422 naming ptr's members) into *canon (new
+ * reference). */
+bool		 kuberay_history_parse(json_t *in, const char *ptr, json_t **canon,
+		    struct err *e);
+/* h from a canonical object (borrowed strings); false when it has none. */
+bool		 kuberay_history_from_json(const json_t *canon, struct kuberay_history *h);
+/* Adds the collector sidecar, the shared /tmp/ray volume and the Ray container's event
+ * export to a pod spec (KubeRay v1.7.0's History Server samples); owner NULL: none. */
+void		 kuberay_history_apply(const struct kuberay_history *h, const char *owner_kind,
+		    const char *owner_name, bool head, json_t *spec);
+/* Where the History Server shows the job's Ray cluster: {storage, namespace, kind, name,
+ * sessions, live | session} (the links only when canon names a url). NULL on bad input. */
+json_t		*kuberay_history_link(const json_t *canon, const char *ns, const char *kind,
+		    const char *name, bool live);
 
 /* kuberay_pod.c. Adds a validated pod section (jobspec_parse_pod) to a pod template: env,
  * envFrom and mounts to the first (Ray) container of spec, volumes, tolerations, service

@@ -7,11 +7,13 @@
 
 #include "core/jsonx.h"
 #include "providers/jobspec.h"
+#include "providers/kuberay.h"
 #include "regions/env.h"
 
 #define ENV_JSON "json_build_object('id', id, 'name', name, 'description', description," \
-	" 'pod_policy', pod_policy, 'upgrade_deadline_seconds', upgrade_deadline_seconds," \
-	" 'version', version, 'created_at', created_at," \
+	" 'pod_policy', pod_policy, 'history_server', history_server," \
+	" 'upgrade_deadline_seconds', upgrade_deadline_seconds, 'version', version," \
+	" 'created_at', created_at," \
 	" 'updated_at', updated_at)::text"
 
 bool
@@ -31,19 +33,33 @@ one(struct db *c, const char *sql, int n, const char *const *p, const char *name
 	return db_get_json(c, sql, n, p, "env.not_found", what, out, e);
 }
 
-/* body's name, description, pod_policy (canonical text into *policy, NULL when absent;
- * caller frees) and upgrade_deadline_seconds (into deadline, "" when absent). */
+/* body's name, description, pod_policy (canonical text into *policy, NULL when absent),
+ * history_server (*hist_set: the body has the member; *hist: its canonical text, NULL for
+ * null = none) and upgrade_deadline_seconds (into deadline, "" when absent); caller frees
+ * both texts. */
 static bool
-unpack(json_t *body, const char **name, const char **desc, char **policy, char deadline[16],
-    struct err *e)
+unpack(json_t *body, const char **name, const char **desc, char **policy, bool *hist_set,
+    char **hist, char deadline[16], struct err *e)
 {
 	static const char *const allowed[] = { "name", "description", "pod_policy",
-	    "upgrade_deadline_seconds", NULL };
-	json_t *pp = NULL, *canon = NULL;
+		"history_server", "upgrade_deadline_seconds", NULL };
+	json_t *pp = NULL, *canon = NULL, *hs;
 	long long dl = 0;
 
 	*policy = NULL;
+	*hist = NULL;
+	*hist_set = false;
 	deadline[0] = '\0';
+	if (json_is_object(body) && (hs = json_object_get(body, "history_server")) != NULL) {
+		*hist_set = true;
+		if (!json_is_null(hs)) {
+			if (!kuberay_history_parse(hs, "/history_server", &canon, e))
+				return false;
+			*hist = json_dumps(canon, JSON_COMPACT);
+			json_decref(canon);
+			canon = NULL;
+		}
+	}
 	if (!jsonx_only(body, allowed, "", e) || !jsonx_str(body, "name", "", true, name, e) ||
 	    !jsonx_str(body, "description", "", false, desc, e) ||
 	    !jsonx_int(body, "upgrade_deadline_seconds", "", false, &dl, e))
@@ -75,15 +91,19 @@ bool
 env_create(struct db *c, json_t *body, json_t **out, struct err *e)
 {
 	static const char sql[] = "INSERT INTO environments (id, name, description, pod_policy,"
-	    " upgrade_deadline_seconds) VALUES ($1, $2, $3, $4::jsonb, coalesce($5::int, 3600))"
+	    " history_server, upgrade_deadline_seconds)"
+	    " VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, coalesce($6::int, 3600))"
 	    " ON CONFLICT (name) DO NOTHING RETURNING " ENV_JSON;
 	const char *name = NULL, *desc = "";
-	char id[37], *policy = NULL, dl[16];
+	char id[37], *policy = NULL, *hist = NULL, dl[16];
 	uuid_t u;
-	bool ok = false;
+	bool ok = false, hist_set;
 
-	if (!unpack(body, &name, &desc, &policy, dl, e))
+	if (!unpack(body, &name, &desc, &policy, &hist_set, &hist, dl, e)) {
+		free(policy);
+		free(hist);
 		return false;
+	}
 	if (policy == NULL) {
 		json_t *d = jobspec_pod_policy_default();
 
@@ -93,14 +113,16 @@ env_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
 	{
-		const char *p[5] = { id, name, desc ? desc : "", policy, dl[0] ? dl : NULL };
+		const char *p[6] = { id, name, desc ? desc : "", policy, hist,
+			dl[0] ? dl : NULL };
 
-		ok = one(c, sql, 5, p, name, out, e);
+		ok = one(c, sql, 6, p, name, out, e);
 		if (!ok && e->status == 404)
 			err_field(e, 409, "env.exists", "/name", "environment %s already exists",
 			    name);
 	}
 	free(policy);
+	free(hist);
 	return ok;
 }
 
@@ -129,34 +151,41 @@ env_list(struct db *c, int limit, const char *after, const char *const *only, in
 bool
 env_replace(struct db *c, const char *name, json_t *body, json_t **out, struct err *e)
 {
-	/* pod_policy ($3) or upgrade_deadline_seconds ($4) absent (NULL): unchanged */
-	static const char sql[] = "UPDATE environments SET description = $2,"
-	    " pod_policy = COALESCE($3::jsonb, pod_policy),"
-	    " upgrade_deadline_seconds = COALESCE($4::int, upgrade_deadline_seconds),"
-	    " version = version + CASE WHEN description = $2 AND pod_policy ="
-	    " COALESCE($3::jsonb, pod_policy) AND upgrade_deadline_seconds ="
-	    " COALESCE($4::int, upgrade_deadline_seconds) THEN 0 ELSE 1 END,"
-	    " updated_at = CASE WHEN description = $2 AND pod_policy ="
-	    " COALESCE($3::jsonb, pod_policy) AND upgrade_deadline_seconds ="
-	    " COALESCE($4::int, upgrade_deadline_seconds) THEN updated_at ELSE now() END"
-	    " WHERE name = $1 RETURNING " ENV_JSON;
+	/* pod_policy absent ($3 NULL): unchanged; history_server absent ($4 false): unchanged,
+	 * null: removed; upgrade_deadline_seconds absent ($6 NULL): unchanged */
+	static const char sql[] = "WITH n AS (SELECT COALESCE($3::jsonb, pod_policy) AS pp,"
+	    " CASE WHEN $4::boolean THEN $5::jsonb ELSE history_server END AS hs,"
+	    " COALESCE($6::int, upgrade_deadline_seconds) AS dl"
+	    " FROM environments WHERE name = $1)"
+	    " UPDATE environments SET description = $2, pod_policy = n.pp, history_server = n.hs,"
+	    " upgrade_deadline_seconds = n.dl,"
+	    " version = version + CASE WHEN description = $2 AND pod_policy = n.pp AND"
+	    " history_server IS NOT DISTINCT FROM n.hs AND upgrade_deadline_seconds = n.dl"
+	    " THEN 0 ELSE 1 END,"
+	    " updated_at = CASE WHEN description = $2 AND pod_policy = n.pp AND"
+	    " history_server IS NOT DISTINCT FROM n.hs AND upgrade_deadline_seconds = n.dl"
+	    " THEN updated_at ELSE now() END"
+	    " FROM n WHERE name = $1 RETURNING " ENV_JSON;
 	const char *newname = NULL, *desc = "";
-	char *policy = NULL, dl[16];
-	bool ok;
+	char *policy = NULL, *hist = NULL, dl[16];
+	bool ok = false, hist_set;
 
-	if (!unpack(body, &newname, &desc, &policy, dl, e))
-		return false;
+	if (!unpack(body, &newname, &desc, &policy, &hist_set, &hist, dl, e))
+		goto cleanup;
 	if (strcmp(newname, name) != 0) {
-		free(policy);
-		return err_field(e, 409, "env.immutable", "/name",
+		err_field(e, 409, "env.immutable", "/name",
 		    "name is immutable; create a new environment instead");
+		goto cleanup;
 	}
 	{
-		const char *p[4] = { name, desc ? desc : "", policy, dl[0] ? dl : NULL };
+		const char *p[6] = { name, desc ? desc : "", policy, hist_set ? "true" : "false",
+			hist, dl[0] ? dl : NULL };
 
-		ok = one(c, sql, 4, p, name, out, e);
+		ok = one(c, sql, 6, p, name, out, e);
 	}
+cleanup:
 	free(policy);
+	free(hist);
 	return ok;
 }
 

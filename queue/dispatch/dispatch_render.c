@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/db.h"
 #include "core/log.h"
 #include "providers/jobspec.h"
 #include "providers/kube.h"
@@ -127,22 +128,55 @@ pins_of(json_t *placement, size_t *n)
 	return pins;
 }
 
+/* The environment's History Server setting (migration 0021; *out NULL when it names none).
+ * Its own connection, no transaction: renders happen with none open.  On failure fills e
+ * (503: the dispatch tries again; a manifest without the collector would be wrong). */
+static bool
+history_of(const char *environment, json_t **out, struct err *e)
+{
+	static const char sql[] = "SELECT history_server::text FROM environments"
+	    " WHERE name = $1 AND history_server IS NOT NULL";
+	const char *p[1] = { environment };
+	struct db *c = db_acquire(5000, e);
+	PGresult *r = NULL;
+	bool ok = false;
+
+	*out = NULL;
+	if (c == NULL || !db_exec(c, sql, 1, p, &r, e))
+		goto cleanup;
+	if (PQntuples(r) == 1)
+		*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	ok = true;
+cleanup:
+	PQclear(r);
+	db_release(c);
+	if (!ok && e->status != 503)
+		err_set(e, 503, "dispatch.history_unreadable", "cannot read the environment's "
+		    "history server setting");
+	return ok;
+}
+
 json_t *
 dispatch_render(const struct dispatch_job *j, const struct member *t, struct err *e)
 {
 	struct kuberay_input in;
 	struct kuberay_pin *pins = NULL;
+	struct kuberay_history hist;
 	struct job_spec s;
-	json_t *out = NULL;
+	json_t *out = NULL, *hs = NULL;
 	char tpu[64], lq[128];
 
-	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e)) {
+	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e) &&
+	    history_of(j->environment, &hs, e)) {
 		pins = pins_of(j->placement, &in.placement.npins);
 		in.placement.pins = pins;
+		if (hs != NULL && kuberay_history_from_json(hs, &hist))
+			in.history = &hist;
 		out = kuberay_render(&in, e);
 	}
 	jobspec_cleanup(&s);
 	free(pins);
+	json_decref(hs);
 	return out;
 }
 

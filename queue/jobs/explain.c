@@ -162,8 +162,9 @@ static bool	explain_job_plain(struct db *c, json_t *job, json_t **out, struct er
  * first (the class, the pods, ranks and nodes, the evidence, whether it was retried); on any
  * other job that failed before "last_failure"; and "signals" holds the classified signals
  * of the current attempt (newest 20: why it stalls now); "waiting_for_spare" (first) when
- * a node under the job was lost and its domain has no spare (queue/follow/repair.c).
- * Replaces *out. */
+ * a node under the job was lost and its domain has no spare (queue/follow/repair.c);
+ * "postmortem" points at the records kept of its ended attempts (attempts, href, the
+ * fleetctl command) when there is one.  Replaces *out. */
 static bool
 explain_failure(struct db *c, const char *id, enum job_state state, json_t **out,
     struct err *e)
@@ -181,10 +182,16 @@ explain_failure(struct db *c, const char *id, enum job_state state, json_t **out
 	    "  WHERE v.job_id = $1::uuid AND v.type = 'waiting_for_spare' AND j.state IN"
 	    "  ('dispatched', 'running') AND EXISTS (SELECT 1 FROM jsonb_array_elements("
 	    "  j.placement->'allocs') a WHERE a->>'node' = v.data->>'lost_node')"
-	    "  ORDER BY v.id DESC LIMIT 1)";
+	    "  ORDER BY v.id DESC LIMIT 1),"
+	    /* the post-mortems kept of ended attempts: where to read them */
+	    " (SELECT jsonb_build_object('attempts', jsonb_agg(jsonb_build_object('attempt',"
+	    "  p.attempt, 'trigger', p.trigger, 'recorded_at', p.recorded_at) ORDER BY"
+	    "  p.attempt DESC), 'href', '/v1/jobs/' || $1 || '/postmortem', 'command',"
+	    "  'fleetctl jobs postmortem ' || $1)::text FROM job_postmortems p"
+	    "  WHERE p.job_id = $1::uuid HAVING count(*) > 0)";
 	const char *p[1] = { id };
 	PGresult *r = NULL;
-	json_t *f = NULL, *sig = NULL, *wait = NULL, *o;
+	json_t *f = NULL, *sig = NULL, *wait = NULL, *pm = NULL, *o;
 
 	if (!db_exec(c, sql, 1, p, &r, e))
 		return false;
@@ -193,6 +200,8 @@ explain_failure(struct db *c, const char *id, enum job_state state, json_t **out
 	sig = json_loads(PQgetvalue(r, 0, 1), 0, NULL);
 	if (!PQgetisnull(r, 0, 2))
 		wait = json_loads(PQgetvalue(r, 0, 2), 0, NULL);
+	if (!PQgetisnull(r, 0, 3))
+		pm = json_loads(PQgetvalue(r, 0, 3), 0, NULL);
 	PQclear(r);
 	o = json_object();
 	if (f != NULL && state == JOB_FAILED)
@@ -204,11 +213,42 @@ explain_failure(struct db *c, const char *id, enum job_state state, json_t **out
 		json_object_set(o, "last_failure", f);
 	if (json_array_size(sig) > 0)
 		json_object_set(o, "signals", sig);
+	if (pm != NULL)
+		json_object_set(o, "postmortem", pm);
 	json_decref(*out);
 	*out = o;
 	json_decref(f);
 	json_decref(sig);
 	json_decref(wait);
+	json_decref(pm);
+	return true;
+}
+
+/* Where the History Server shows the job's Ray cluster (its environment names log storage:
+ * migration 0021; providers/kuberay_history.c): the session "live" while the attempt runs,
+ * else the sessions list and the session path to fill in. */
+static bool
+explain_history(struct db *c, const char *id, enum job_state state, json_t *out,
+    struct err *e)
+{
+	static const char sql[] = "SELECT e.history_server::text, j.manifest->'metadata'->>"
+	    "'namespace', j.manifest->'metadata'->>'name', j.kind FROM jobs j JOIN environments e"
+	    " ON e.name = j.environment WHERE j.id = $1::uuid AND e.history_server IS NOT NULL"
+	    " AND j.manifest->'metadata'->>'name' IS NOT NULL";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	json_t *hs, *link;
+
+	if (!db_exec(c, sql, 1, p, &r, e))
+		return false;
+	if (PQntuples(r) == 1 && (hs = json_loads(PQgetvalue(r, 0, 0), 0, NULL)) != NULL) {
+		link = kuberay_history_link(hs, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 3),
+		    PQgetvalue(r, 0, 2), state == JOB_RUNNING || state == JOB_DISPATCHED);
+		if (link != NULL)
+			json_object_set_new(out, "history_server", link);
+		json_decref(hs);
+	}
+	PQclear(r);
 	return true;
 }
 
@@ -218,7 +258,9 @@ explain_job(struct db *c, json_t *job, json_t **out, struct err *e)
 	if (!explain_job_plain(c, job, out, e))
 		return false;
 	if (!explain_failure(c, json_string_value(json_object_get(job, "id")),
-	    job_state_parse(json_string_value(json_object_get(job, "state"))), out, e)) {
+	    job_state_parse(json_string_value(json_object_get(job, "state"))), out, e) ||
+	    !explain_history(c, json_string_value(json_object_get(job, "id")),
+	    job_state_parse(json_string_value(json_object_get(job, "state"))), *out, e)) {
 		json_decref(*out);
 		*out = NULL;
 		return false;

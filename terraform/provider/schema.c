@@ -278,12 +278,21 @@ static const struct tf_attr pod_policy_attrs[] = {
 	END
 };
 
+static const struct tf_attr history_server_attrs[] = {
+	{"storage", NULL, TY_STR, 0, NULL, F_REQ, NULL, "Log storage the collector writes to: gs://BUCKET[/PATH], s3://BUCKET[/PATH] or https://ACCOUNT.blob.core.windows.net/CONTAINER[/PATH]."},
+	{"collector_image", NULL, TY_STR, 0, NULL, F_REQ, NULL, "KubeRay History Server collector image, e.g. quay.io/kuberay/collector:v1.7.0."},
+	{"url", NULL, TY_STR, 0, NULL, F_OPT, NULL, "The History Server's address; explain links the job's session there."},
+	{"s3_region", NULL, TY_STR, 0, NULL, F_OPT, NULL, "AWS region of an s3:// bucket (required with s3://)."},
+	END
+};
+
 static const struct tf_attr environment_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Environment id (uuid)."},
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Name, immutable; also the import id."},
 	{"description", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_desc, "Free text."},
 	{"pod_policy", NULL, TY_OBJ, 0, pod_policy_attrs, F_OPT | F_COMP, NULL, "What the pod sections of the environment's jobs may use; fleetd refuses the rest with 422."},
 	{"upgrade_deadline_seconds", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP, chk_upgrade_deadline, "How long a RayService upgrade may run its second Ray cluster when the job names no deadline; past it fleetd rolls back to the serving cluster (default 3600)."},
+	{"history_server", NULL, TY_OBJ, 0, history_server_attrs, F_OPT | F_COMP, NULL, "KubeRay History Server (beta in KubeRay 1.7): jobs dispatched from now on carry its collector, writing Ray logs and events to storage. Removing the block keeps the server's setting (PUT history_server null through the API removes it)."},
 	META, END
 };
 

@@ -1,7 +1,8 @@
 // console.test.js: the fleetd console in Debian's chromium, driven by playwright-core.
 // Env: FLEET_URL, ADMIN_TOKEN, VIEWER_TOKEN, SCOPED_TOKEN, SCOPED_ENV, OUT (screenshots).
 // Checks: log in, the demo fleet, submit a job and see pending -> running live (no reload),
-// explain with cluster names, cancel; drain a cluster to 100 %; a viewer sees no operator
+// explain with cluster names, cancel; drain a cluster to 100 %; a failed job's page says why
+// first (class, reason, pods, ranks, nodes, evidence) with its post-mortem (FAILED_JOB); a viewer sees no operator
 // buttons; a scoped token sees only its environment; no CSP violation; axe: no serious or
 // critical violation on any page; screenshots of each page at 1280 px and 390 px.
 'use strict';
@@ -110,6 +111,8 @@ async function main() {
     const verdicts = await page.$$eval('[data-verdict]', (e) => e.map((x) => x.dataset.verdict));
     check(verdicts.length > 0, 'explain lists clusters');
     check(verdicts.every((v) => clusters.includes(v)), `explain shows names: ${verdicts.join(', ')}`);
+    check(!(await page.evaluate(() => [...document.getElementById('view').childNodes]
+      .some((n) => n.nodeType === 3 && n.textContent === 'null'))), 'no stray "null" text on the job page');
     const cluster = await page.textContent('[data-field=cluster]');
     await axe(page, 'job');
     await shot(page, '04-job-running');
@@ -149,6 +152,25 @@ async function main() {
     await page.waitForSelector(`[data-op="${opId}"]`);
     check(/\d/.test(await page.textContent(`[data-op="${opId}"]`)), 'the operation row shows its counts');
     await axe(page, 'operations');
+    check(page.csp.length === 0, 'CSP violations: ' + page.csp.join('; '));
+
+    // ---- why a job failed, in one place: explain's failure and the post-mortem (issue 24)
+    step = 'why';
+    await page.goto(URL0 + '/#/jobs/' + process.env.FAILED_JOB);
+    await page.waitForSelector('[data-testid=why] [data-testid=postmortem]', { timeout: 30000 });
+    const why = await page.textContent('[data-testid=why]');
+    check(/Why it failed/.test(why), 'the why card is titled for a failed job');
+    check(/user_code/.test(why) && /OOMKilled/.test(why), `class and reason shown: ${why.slice(0, 300)}`);
+    check(/137/.test(await page.textContent('[data-field=failure-evidence]')), 'evidence has exit code 137');
+    check((await page.textContent('[data-field=failure-nodes]')).trim() !== '—', 'nodes shown');
+    check((await page.textContent('[data-field=failure-ranks]')).includes('gpu-0'), 'rank shown');
+    check(/attempt 1 on .*: failed/.test(await page.textContent('[data-testid=postmortem]')),
+      'the post-mortem names the failed attempt');
+    const order = await page.$$eval('#view .card h2', (e) => e.map((x) => x.textContent));
+    check(order.indexOf('Why it failed') >= 0 && order.indexOf('Why it failed') < order.indexOf('Explain'),
+      `why comes before explain: ${order.join(' | ')}`);
+    await axe(page, 'job-failed');
+    await shot(page, '08b-job-failed-why');
     check(page.csp.length === 0, 'CSP violations: ' + page.csp.join('; '));
 
     // ---- phone width

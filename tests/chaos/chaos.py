@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """chaos.py SUITE [options] — one chaos suite against a private Postgres, cloudsim and fleetd
-replicas on loopback: crash | replicas | dbrestart | dbfailover | faults | regionloss.  Prints PASS/FAIL per check,
+replicas on loopback: crash | replicas | dbrestart | dbfailover | faults | regionloss |
+failuredrill.  Prints PASS/FAIL per check,
 writes WORKDIR/../result-SUITE.json (figures and failures) and exits 1 on any failure.
 Everything it starts it stops, also on failure or SIGTERM."""
 import argparse
@@ -15,7 +16,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import checks  # noqa: E402
 from lib import CheckFailed, Checks, Sim, log  # noqa: E402
 
-SUITES = ("crash", "replicas", "dbrestart", "dbfailover", "faults", "regionloss")
+SUITES = ("crash", "replicas", "dbrestart", "dbfailover", "faults", "regionloss",
+          "failuredrill")
 
 
 def parse():
@@ -43,6 +45,13 @@ def parse():
                     help="dbfailover: how many times the HA Postgres loses its primary")
     ap.add_argument("--fresh-instance-id", action="store_true",
                     help="a restarted replica gets a new FLEETD_INSTANCE_ID (default: keeps it)")
+    ap.add_argument("--spot-reclaims", type=int, default=20,
+                    help="failuredrill: spot nodes running jobs to reclaim")
+    ap.add_argument("--ooms", type=int, default=10, help="failuredrill: workers OOM-killed")
+    ap.add_argument("--bad-images", type=int, default=5,
+                    help="failuredrill: jobs whose workers get a bad image")
+    ap.add_argument("--known-gaps", default="",
+                    help="failuredrill: comma list of targets printed, not asserted (recovery)")
     return ap.parse_args()
 
 

@@ -8,6 +8,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${FLEETD_BUILD_DIR:-$top/build/asan}" && pwd)
 out=$build/browser-artifacts
 command -v chromium >/dev/null || { echo "FAIL: chromium is missing (scripts/deps.sh)"; exit 1; }
+command -v kubectl >/dev/null || { echo "FAIL: kubectl is missing (it injects the failed job)"; exit 1; }
 bash "$top/tests/lib/ensure_npm.sh" "$top/tests/browser"
 . "$top/tests/lib/run_stack.sh"
 run_stack_start browser
@@ -17,8 +18,22 @@ mk() { api -X POST "$url/v1/tokens" -d "{\"name\":\"$1\",\"role\":\"$2\",\"envir
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])'; }
 viewer=$(mk console-viewer viewer '*')
 scoped=$(mk console-scoped operator "$scoped_env")
+# a job that died (OOM-killed: cloudsim's outcome annotation, set with kubectl as README's
+# "Manual failure injection" does) for the job page's "why" card
+fj=$(api -X POST "$url/v1/jobs" -d @"$top/examples/first-job.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+jget() { api "$url/v1/jobs/$fj" | python3 -c "import json,sys; j=json.load(sys.stdin); print(j$1)"; }
+for _ in $(seq 120); do [ "$(jget '["state"]')" = running ] && break; sleep 1; done
+[ "$(jget '["state"]')" = running ] || fail "the job to fail never ran"
+man=$(api "$url/v1/jobs/$fj/manifest")
+kubectl --kubeconfig "$state/cloudsim/kubeconfig" --context "$(jget '["cluster"]')" \
+	-n "$(echo "$man" | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["namespace"])')" \
+	annotate rayjob "$(echo "$man" | python3 -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')" \
+	--overwrite cloudsim.fleet.io/outcome=oomkilled cloudsim.fleet.io/run-seconds=1 >/dev/null ||
+	fail "kubectl annotate failed"
+for _ in $(seq 120); do [ "$(jget '["state"]')" = failed ] && break; sleep 1; done
+[ "$(jget '["state"]')" = failed ] || fail "the OOM-killed job did not fail"
 rm -rf "$out"
-FLEET_URL=$url ADMIN_TOKEN=$admin VIEWER_TOKEN=$viewer SCOPED_TOKEN=$scoped SCOPED_ENV=$scoped_env \
+FAILED_JOB=$fj FLEET_URL=$url ADMIN_TOKEN=$admin VIEWER_TOKEN=$viewer SCOPED_TOKEN=$scoped SCOPED_ENV=$scoped_env \
 	OUT=$out NODE_PATH=$top/tests/browser/node_modules node "$top/tests/browser/console.test.js" ||
 	fail "console test failed (screenshots in $out)"
 # fleetctl clusters explain on the same stack: the cluster the drain emptied is cordoned

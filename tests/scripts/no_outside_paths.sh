@@ -8,7 +8,8 @@
 #     root of the file system; the pattern below spells them so this line is no match);
 #   - /tmp/ only as the start of a scratch name a program makes at run time and removes,
 #     spelled /tmp/fleet... (mktemp templates, per-pid files); nothing recorded from a
-#     build (bench/profiles write paths relative to the checkout);
+#     build (bench/profiles write paths relative to the checkout); and Ray's temp folder
+#     inside a Ray pod (the rendered History Server collector shares it);
 #   - the one folder outside the checkout the project uses is `shared`, the checkout's
 #     sibling (KubeRay CRDs, test vectors, tools/validate-manifest).  It is reached only
 #     relative to the repository: ../shared from the root ($root/../shared,
@@ -38,7 +39,9 @@ bad = 0
 
 # 1. absolute paths of the machine (patterns split so this file's text is not a hit)
 home = re.compile("/(wor" "k|roo" "t|hom" "e|User" "s)/")
-tmp = re.compile("/tm" "p/(?!fleet)")
+# ray: Ray's own temp folder inside a Ray pod (RAY_TMP_ROOT of the History Server collector,
+# providers/kuberay_history.c), a path of the container, not of this machine
+tmp = re.compile("/tm" "p/(?!fleet|ray\\b)")
 for path in tracked:
     try:
         text = open(path, encoding="utf-8").read()

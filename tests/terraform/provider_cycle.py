@@ -230,6 +230,10 @@ def run(build, work):
         pol = sim.api("GET", f"/v1/environments/{ENV}")["pod_policy"]
         expect(pol["containers"] is False and pol["env"] is True,
                "fleet_environment pod_policy applied (containers false, the rest defaulted)")
+        hs = sim.api("GET", f"/v1/environments/{ENV}")["history_server"]
+        expect(hs and hs["storage"] == f"gs://tf-ray-logs/{ENV}" and
+               hs["collector_image"] == "quay.io/kuberay/collector:v1.7.0",
+               "fleet_environment history_server applied")
         v.update(weight=2, env_desc="changed by terraform", label="ml2",
                  env_volume_kinds='["persistent_volume_claim"]')
         tf.write(main_tf(sim, v))

@@ -92,6 +92,11 @@ resource "fleet_environment" "e" {{
     containers   = false
     volume_kinds = {v.get('env_volume_kinds', '["persistent_volume_claim", "csi", "secret", "config_map", "empty_dir"]')}
   }}
+  history_server = {{
+    storage         = "gs://tf-ray-logs/{ENV}"
+    collector_image = "quay.io/kuberay/collector:v1.7.0"
+    url             = "https://ray-history.example.com"
+  }}
 }}
 
 {v.get('flavor', '')}
