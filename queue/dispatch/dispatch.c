@@ -45,7 +45,8 @@ static const char sql_claim[] =
     "  ORDER BY x.priority DESC, x.enqueued_at FOR UPDATE SKIP LOCKED LIMIT $2::int) s"
     " WHERE q.id = j.queue_id AND j.id = s.id"
     " RETURNING j.id, j.attempt, j.cluster_id, j.environment, q.name, j.tries,"
-    " j.spec::text, j.placement::text, s.first, j.priority";
+    " j.spec::text, j.placement::text, s.first, j.priority,"
+    " (SELECT en.history_server::text FROM environments en WHERE en.name = j.environment)";
 
 static struct {
 	atomic_ulong	claimed, dispatched, reused, retried, failed, replaced, withdrawn;
@@ -101,6 +102,9 @@ claim(const char *who, int limit, struct dispatch_job ***jobs, size_t *n, struct
 		j->placement = json_loads(PQgetvalue(r, i, 7), 0, NULL);
 		j->first = PQgetvalue(r, i, 8)[0] == 't';
 		j->priority = atoi(PQgetvalue(r, i, 9));
+		j->history_known = true;
+		if (!PQgetisnull(r, i, 10))
+			j->history = json_loads(PQgetvalue(r, i, 10), 0, NULL);
 		(*jobs)[(*n)++] = j;
 	}
 	PQclear(r);

@@ -36,6 +36,8 @@ struct dispatch_job {
 	int	priority;	/* the job's priority value (its WorkloadPriorityClass) */
 	json_t	*spec;		/* canonical job spec */
 	json_t	*placement;	/* the scheduler's placement document */
+	bool	 history_known;	/* history read with the claim (else the render reads it) */
+	json_t	*history;	/* the environment's History Server setting, NULL: none */
 };
 
 struct dispatch_stats {

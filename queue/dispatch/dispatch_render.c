@@ -19,6 +19,7 @@ dispatch_job_free(struct dispatch_job *j)
 		return;
 	json_decref(j->spec);
 	json_decref(j->placement);
+	json_decref(j->history);
 	free(j);
 }
 
@@ -128,8 +129,10 @@ pins_of(json_t *placement, size_t *n)
 	return pins;
 }
 
-/* The environment's History Server setting (migration 0021; *out NULL when it names none).
- * Its own connection, no transaction: renders happen with none open.  On failure fills e
+/* The environment's History Server setting (migration 0023; *out NULL when it names none),
+ * for the renders whose job was not claimed with it (moves, updates, cron runs; a dispatch
+ * claims it with the job).  Its own connection, no transaction: renders happen with none
+ * open.  A process without a database pool (an offline render, a unit test) has none.  On failure fills e
  * (503: the dispatch tries again; a manifest without the collector would be wrong). */
 static bool
 history_of(const char *environment, json_t **out, struct err *e)
@@ -137,12 +140,16 @@ history_of(const char *environment, json_t **out, struct err *e)
 	static const char sql[] = "SELECT history_server::text FROM environments"
 	    " WHERE name = $1 AND history_server IS NOT NULL";
 	const char *p[1] = { environment };
-	struct db *c = db_acquire(5000, e);
+	struct db *c = NULL;
 	PGresult *r = NULL;
 	bool ok = false;
+	int in_use, idle, size;
 
 	*out = NULL;
-	if (c == NULL || !db_exec(c, sql, 1, p, &r, e))
+	db_pool_stats(&in_use, &idle, &size);
+	if (size == 0)
+		return true;
+	if ((c = db_acquire(5000, e)) == NULL || !db_exec(c, sql, 1, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 1)
 		*out = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
@@ -166,8 +173,10 @@ dispatch_render(const struct dispatch_job *j, const struct member *t, struct err
 	json_t *out = NULL, *hs = NULL;
 	char tpu[64], lq[128];
 
+	if (j->history_known)
+		hs = json_incref(j->history);
 	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e) &&
-	    history_of(j->environment, &hs, e)) {
+	    (j->history_known || history_of(j->environment, &hs, e))) {
 		pins = pins_of(j->placement, &in.placement.npins);
 		in.placement.pins = pins;
 		if (hs != NULL && kuberay_history_from_json(hs, &hist))
