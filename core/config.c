@@ -107,6 +107,9 @@ static const struct ckey keys[] = {
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
 	{ "status-watch", C_INT, S(status_watch), "1", "FLEETD_STATUS_WATCH", false,
 	  "status follows member clusters with watches (0: polling only)" },
+	{ "kuberay-namespace", C_STR, S(kuberay_namespace), "default",
+	  "FLEETD_KUBERAY_NAMESPACE", false, "namespace of the KubeRay operator on the members: "
+	  "the only one each job's NetworkPolicy admits to the Ray dashboard ports" },
 	{ "poll-concurrency", C_INT, S(poll_concurrency), "256", "FLEETD_POLL_CONCURRENCY", false,
 	  "provider and Kubernetes calls in flight during a capacity refresh" },
 	{ "console-dir", C_STR, S(console_dir), FLEETD_SOURCE_DIR "/console", "FLEETD_CONSOLE_DIR",

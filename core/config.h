@@ -49,6 +49,7 @@ struct config {
 	int	 lease_ttl_s;		/* a cluster lease lasts this long unrenewed */
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
 	int	 status_watch;		/* 1: status follows watches, 0: polls */
+	char	*kuberay_namespace;	/* the KubeRay operator's namespace on the members */
 	int	 poll_concurrency;	/* capacity refresh calls in flight */
 	int	 budget_interval_ms;	/* the budgets worker's round */
 	int	 janitor_interval_ms;	/* expired idempotency rows are deleted this often */

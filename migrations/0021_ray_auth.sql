@@ -1,0 +1,11 @@
+-- 0021: each job's Ray auth token (issue 25: Ray clusters closed to other tenants).
+-- Random, made when the job is first dispatched, applied to the member as the Secret the
+-- Ray object's spec.authOptions names, and handed out by GET /v1/jobs/{id}/dashboard.
+-- Stored only sealed with the master key (AES-256-GCM, base64(iv || ciphertext || tag),
+-- additional data "ray-auth:<job id>"), as cluster credentials are; never in plaintext.
+
+CREATE TABLE job_ray_auth (
+	job_id		uuid PRIMARY KEY REFERENCES jobs (id) ON DELETE CASCADE,
+	sealed		text NOT NULL,
+	created_at	timestamptz NOT NULL DEFAULT now()
+);
