@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "core/crypto.h"
+#include "core/jsonx.h"
+#include "providers/kuberay.h"
+#include "queue/jobs/job.h"
 #include "queue/jobs/rayauth.h"
 #include "regions/cluster.h"
 
@@ -102,4 +105,77 @@ rayauth_ensure(const char *job_id, char **token, struct err *e)
 	}
 	*token = x.token;
 	return true;
+}
+
+/* The RayCluster spec inside a manifest of any kind. */
+static json_t *
+cluster_spec(json_t *m)
+{
+	const char *kind = json_string_value(json_object_get(m, "kind"));
+	json_t *spec = json_object_get(m, "spec");
+
+	if (kind == NULL)
+		return NULL;
+	if (strcmp(kind, "RayJob") == 0)
+		return json_object_get(spec, "rayClusterSpec");
+	if (strcmp(kind, "RayService") == 0)
+		return json_object_get(spec, "rayClusterConfig");
+	if (strcmp(kind, "RayCronJob") == 0)
+		return json_object_get(json_object_get(spec, "jobTemplate"), "rayClusterSpec");
+	return spec;
+}
+
+bool
+rayauth_dashboard(struct db *c, json_t *job, json_t **out, struct err *e)
+{
+	const char *id = json_string_value(json_object_get(job, "id"));
+	const char *state = json_string_value(json_object_get(job, "state"));
+	json_t *m = NULL, *cs, *ao, *ing, *o;
+	char *token = NULL, url[512];
+	const char *secret;
+	bool ok = false;
+
+	if (id == NULL || state == NULL || (strcmp(state, "dispatched") != 0 &&
+	    strcmp(state, "running") != 0))
+		return err_set(e, 409, "dashboard.no_cluster", "the job has no ray cluster now "
+		    "(state %.16s)", state ? state : "unknown");
+	if (!job_manifest(c, id, &m, e)) {
+		if (e->status == 404)
+			err_set(e, 409, "dashboard.no_cluster", "the job has no ray cluster yet");
+		return false;
+	}
+	cs = cluster_spec(m);
+	ao = json_object_get(cs, "authOptions");
+	secret = json_string_value(json_object_get(ao, "secretName"));
+	if (secret != NULL && !rayauth_get(c, id, &token, e)) {
+		if (e->status == 404)
+			err_set(e, 409, "dashboard.no_cluster", "the job's token is not made yet");
+		goto cleanup;
+	}
+	o = json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?}", "job_id", id, "auth",
+	    token != NULL ? "token" : "none", "token", token,
+	    "namespace", jsonx_meta_str(m, "namespace"),
+	    "kind", json_string_value(json_object_get(m, "kind")),
+	    "object", jsonx_meta_str(m, "name"), "secret_name", secret);
+	json_object_set_new(o, "secret_key", secret ? json_string(KUBERAY_AUTH_KEY) :
+	    json_null());
+	json_object_set_new(o, "url", kuberay_dashboard_url(m, url, sizeof(url)) ?
+	    json_string(url) : json_null());
+	ing = json_object_get(json_object_get(cs, "headGroupSpec"), "ingressOptions");
+	if (json_is_true(json_object_get(json_object_get(cs, "headGroupSpec"), "enableIngress")) &&
+	    json_string_value(json_object_get(ing, "host")) != NULL) {
+		snprintf(url, sizeof(url), "%s://%s%s", json_array_size(json_object_get(ing, "tls")) >
+		    0 ? "https" : "http", json_string_value(json_object_get(ing, "host")),
+		    json_string_value(json_object_get(ing, "path")) ? json_string_value(
+		    json_object_get(ing, "path")) : "/");
+		json_object_set_new(o, "ingress_url", json_string(url));
+	} else {
+		json_object_set_new(o, "ingress_url", json_null());
+	}
+	*out = o;
+	ok = true;
+cleanup:
+	rayauth_free(token);
+	json_decref(m);
+	return ok;
 }

@@ -15,6 +15,12 @@
 bool	rayauth_ensure(const char *job_id, char **token, struct err *e);
 /* The job's token on c; 404 rayauth.not_yet while the job was never dispatched. */
 bool	rayauth_get(struct db *c, const char *job_id, char **token, struct err *e);
+/* GET /v1/jobs/{id}/dashboard for job (its public object, already visible to the caller):
+ * {job_id, auth: token|none, token, url, ingress_url, namespace, kind, object,
+ * secret_name, secret_key} from the applied manifest and the sealed token.  409
+ * dashboard.no_cluster while the job has no live Ray object.  *out a new reference; it
+ * holds the token: never log it. */
+bool	rayauth_dashboard(struct db *c, json_t *job, json_t **out, struct err *e);
 /* Wipes and frees a token (NULL is fine). */
 void	rayauth_free(char *token);
 
