@@ -102,6 +102,7 @@ struct kuberay_ingress {
 #define KUBERAY_AUTH_KEY	"auth_token"	/* the Secret's data key KubeRay reads */
 #define KUBERAY_DASHBOARD_PORT	8265
 #define KUBERAY_AGENT_PORT	52365		/* dashboard agent (RayService serve API) */
+#define KUBERAY_SERVE_PORT	8000		/* a RayService's Serve HTTP proxy */
 
 /* The checkpoint signal of an attempt (docs/design/contracts.md): what fleetd writes in the ConfigMap
  * fleet-signal-<first 8 hex of the job id>-<attempt>. NULL fields: empty values. */

@@ -149,6 +149,10 @@ kuberay_network_policy(const struct kuberay_input *in, struct err *e)
 		json_array_append_new(rules, json_pack("{s:[o], s:[o]}", "from", pods_peer(sub),
 		    "ports", port(KUBERAY_DASHBOARD_PORT)));
 	}
+	/* a RayService's Serve endpoint (port 8000 of its <name>-serve-svc) is the
+	 * application its clients hold, wherever they run: open, the Ray ports stay closed */
+	if (in->spec->kind == JOBSPEC_RAYSERVICE)
+		json_array_append_new(rules, json_pack("{s:[o]}", "ports", port(KUBERAY_SERVE_PORT)));
 	if (in->ingress != NULL)
 		json_array_append_new(rules, json_pack("{s:[o], s:[o]}", "from",
 		    ns_peer(in->ingress->controller_ns ? in->ingress->controller_ns :

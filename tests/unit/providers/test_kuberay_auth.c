@@ -176,6 +176,17 @@ test_network_policy(void **state)
 	    "kubernetes.io/metadata.name"), "ingress-nginx");
 	json_decref(np);
 	jobspec_cleanup(&c.spec);
+	/* a RayService: its Serve port from anywhere (a rule without peers), nothing more */
+	case_init(&c, 2, 0, 0, 0, 0, 4);
+	np = kuberay_network_policy(&c.in, &e);
+	spec = json_object_get(np, "spec");
+	assert_int_equal(json_array_size(json_object_get(spec, "ingress")), 3);
+	r = json_array_get(json_object_get(spec, "ingress"), 2);
+	assert_null(json_object_get(r, "from"));
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(r,
+	    "ports"), 0), "port")), 8000);
+	json_decref(np);
+	jobspec_cleanup(&c.spec);
 	/* a RayCluster has no submitter: two rules */
 	case_init(&c, 1, 0, 0, 0, 0, 4);
 	np = kuberay_network_policy(&c.in, &e);
