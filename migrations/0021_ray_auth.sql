@@ -9,3 +9,9 @@ CREATE TABLE job_ray_auth (
 	sealed		text NOT NULL,
 	created_at	timestamptz NOT NULL DEFAULT now()
 );
+
+-- An environment may ask for an ingress in front of its jobs' Ray dashboards (KubeRay
+-- headGroupSpec.enableIngress + ingressOptions), always behind the token:
+-- {host, path, path_type, tls_secret, controller_namespace}; NULL = none.
+ALTER TABLE environments ADD COLUMN dashboard_ingress jsonb
+	CHECK (dashboard_ingress IS NULL OR jsonb_typeof(dashboard_ingress) = 'object');

@@ -80,6 +80,8 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 	in->environment = j->environment;
 	in->queue = j->queue;
 	in->operator_ns = cfg.kuberay_namespace;
+	if (t->dashboard_ingress != NULL && t->ingress.host != NULL)
+		in->ingress = &t->ingress;
 	p->cluster = t->name;
 	p->pool = pstr(pl, "pool");
 	p->head_pool = pstr(pl, "head_pool");

@@ -249,6 +249,61 @@ test_network_enforced(void **state)
 	json_decref(c);
 }
 
+/* An environment's dashboard ingress: refused when malformed (a pointer), then rendered
+ * into the next job's head group (behind its token) and handed out as ingress_url; its
+ * NetworkPolicy admits the ingress controller's namespace to the dashboard port only. */
+static void
+test_environment_ingress(void **state)
+{
+	char *id, other[64], path[256];
+	json_t *m, *head, *d, *c;
+	struct http_result r;
+
+	(void)state;
+	assert_int_equal(harness_call("PUT", admin, "{\"name\":\"" ENV "\",\"dashboard_ingress\":"
+	    "{\"host\":\"Not A Host\"}}", "/v1/environments/" ENV), 400);
+	harness_expect_problem(NULL, 400, "env.bad_ingress", "/dashboard_ingress/host");
+	assert_int_equal(harness_call("PUT", e_oper, "{\"name\":\"" ENV "\",\"dashboard_ingress\":"
+	    "{\"host\":\"ray.ten.example.com\"}}", "/v1/environments/" ENV), 403);
+	assert_int_equal(harness_call("PUT", admin, "{\"name\":\"" ENV "\",\"dashboard_ingress\":"
+	    "{\"host\":\"ray.ten.example.com\",\"path\":\"/dash\",\"tls_secret\":"
+	    "\"ray-tls\",\"controller_namespace\":\"ingress-ctl\"}}", "/v1/environments/" ENV),
+	    200);
+	assert_string_equal(harness_js(harness_r.json, "dashboard_ingress.path_type"), "Prefix");
+	id = harness_keep(harness_submit(t_sub, ENV, "qa", "RayCluster", "lab", "default", H100, 1,
+	    -1));
+	json_decref(harness_job_wait(admin, id, "running", 0, 90));
+	m = json_incref(harness_get_ok(admin, "/v1/jobs/%s/manifest", id));
+	head = json_object_get(json_object_get(m, "spec"), "headGroupSpec");
+	assert_true(json_is_true(json_object_get(head, "enableIngress")));
+	assert_string_equal(harness_js(head, "ingressOptions.host"), "ray.ten.example.com");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
+	    json_object_get(head, "ingressOptions"), "tls"), 0), "secretName")), "ray-tls");
+	snprintf(other, sizeof(other), "%s", harness_js(m, "spec.authOptions.secretName"));
+	d = harness_get_ok(t_oper, "/v1/jobs/%s/dashboard", id);
+	assert_string_equal(harness_js(d, "ingress_url"), "https://ray.ten.example.com/dash");
+	assert_string_equal(harness_js(d, "auth"), "token");
+	snprintf(path, sizeof(path), "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies/%s",
+	    ns, other);
+	harness_kube(&F.cs, &r, F.name[0], "GET", path, NULL, NULL);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "ingress-ctl"));
+	harness_http_free(&r);
+	snprintf(path, sizeof(path), "{\"cluster\":\"%s\",\"from\":{\"namespace\":\"ingress-ctl\","
+	    "\"labels\":{}},\"to\":{\"namespace\":\"%s\",\"object\":\"%s\"},\"port\":8265}",
+	    F.name[0], ns, harness_js(m, "metadata.name"));
+	assert_int_equal(harness_sim(&F.cs, "POST", "/_sim/connect", path, &c), 200);
+	assert_true(json_is_true(json_object_get(c, "connected")));
+	assert_int_equal(harness_ji(c, "status"), 401);	/* behind the token */
+	json_decref(c);
+	json_decref(m);
+	/* removed again: later jobs get none */
+	assert_int_equal(harness_call("PUT", admin, "{\"name\":\"" ENV "\",\"dashboard_ingress\":"
+	    "null}", "/v1/environments/" ENV), 200);
+	assert_true(json_is_null(json_object_get(harness_r.json, "dashboard_ingress")));
+	assert_int_equal(harness_call("POST", admin, NULL, "/v1/jobs/%s/cancel", id), 200);
+}
+
 /* Once the job ends there is no dashboard to hand out. */
 static void
 test_dashboard_after_cancel(void **state)
@@ -268,6 +323,7 @@ main(void)
 		cmocka_unit_test(test_token_nowhere_else),
 		cmocka_unit_test(test_member_objects),
 		cmocka_unit_test(test_network_enforced),
+		cmocka_unit_test(test_environment_ingress),
 		cmocka_unit_test(test_dashboard_after_cancel),
 	};
 
