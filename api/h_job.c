@@ -10,6 +10,7 @@
 #include "queue/jobs/job.h"
 #include "queue/jobs/job_text.h"
 #include "queue/jobs/postmortem.h"
+#include "queue/jobs/rayauth.h"
 
 static const struct crud jobs = {
 	.type = "job", .code = "queue.job_not_found", .noun = "job", .collection = "/v1/jobs",
@@ -217,5 +218,41 @@ HANDLER(h_job_update_spec)
 cleanup:
 	json_decref(before);
 	json_decref(after);
+	return ok;
+}
+
+/* GET /v1/jobs/{id}/dashboard (issue 25): the Ray dashboard's URL and token.  The token
+ * lets its holder run code in the job's Ray cluster (the Jobs API), as a spec update does:
+ * admins and operators (of the job's environment, or of its team) get it; a submitter only
+ * for a job it submitted (403 auth.not_submitter otherwise); viewers never (the route's
+ * role); a role of another team or environment finds no job (404).  Audited, the token
+ * never in the audit row. */
+HANDLER(h_job_dashboard)
+{
+	const char *id = rq_param(rq, "id");
+	json_t *job = NULL, *out = NULL;
+	bool mine = true, ok = false;
+
+	if (!crud_get(rq, &jobs, rq->db, id, false, &job, e))
+		return false;
+	if (rq->role == ROLE_SUBMITTER) {
+		if (!job_submitted_by(rq->db, id, rq->actor.id, &mine, e))
+			goto cleanup;
+		if (!mine) {
+			err_set(e, 403, "auth.not_submitter", "a submitter may open only the "
+			    "dashboards of the jobs it submitted");
+			goto cleanup;
+		}
+	}
+	if (!rayauth_dashboard(rq->db, job, &out, e) ||
+	    !audit_write(rq->db, &rq->actor, "job.dashboard", "job", id,
+	    json_string_value(json_object_get(job, "environment")), NULL, NULL, e))
+		goto cleanup;
+	rq_reply(rq, 200, out);
+	out = NULL;
+	ok = true;
+cleanup:
+	json_decref(job);
+	json_decref(out);
 	return ok;
 }

@@ -70,6 +70,7 @@ HANDLER(h_job_cancel);
 HANDLER(h_job_update_spec);
 HANDLER(h_job_events);
 HANDLER(h_job_manifest);
+HANDLER(h_job_dashboard);
 HANDLER(h_job_placement);
 HANDLER(h_job_postmortem);
 HANDLER(h_job_move);

@@ -81,6 +81,7 @@ const struct route routes[] = {
 	{ "PUT", "/v1/jobs/{id}/spec", h_job_update_spec, ROLE_OPERATOR, R_BODY | R_TEAM },
 	{ "GET", "/v1/jobs/{id}/events", h_job_events, ROLE_VIEWER, R_TEAM },
 	{ "GET", "/v1/jobs/{id}/manifest", h_job_manifest, ROLE_VIEWER, R_TEAM },
+	{ "GET", "/v1/jobs/{id}/dashboard", h_job_dashboard, ROLE_SUBMITTER, R_TEAM },
 	{ "GET", "/v1/jobs/{id}/placement", h_job_placement, ROLE_VIEWER, R_TEAM },
 	{ "GET", "/v1/jobs/{id}/postmortem", h_job_postmortem, ROLE_VIEWER, 0 },
 	{ "POST", "/v1/jobs/{id}/move", h_job_move, ROLE_OPERATOR, R_BODY | R_TEAM },

@@ -337,6 +337,20 @@ jobs_manifest(struct cli_ctx *c, const struct cli_args *a)
 	return rc;
 }
 
+/* GET /v1/jobs/{id}/dashboard: the Ray dashboard's URL and token (issue 25), as JSON; the
+ * token is printed only on stdout, for the caller who may have it. */
+static int
+jobs_dashboard(struct cli_ctx *c, const struct cli_args *a)
+{
+	json_t *d;
+	int rc = job_get(c, a, "/dashboard", &d);
+
+	if (rc == CLI_OK)
+		cli_print_json(d);
+	json_decref(d);
+	return rc;
+}
+
 /* The spec from a file or "-" (stdin), as a JSON object. */
 static int
 read_spec(const char *file, json_t **out)
@@ -542,6 +556,8 @@ const struct cli_cmd cli_jobs_cmds[] = {
 	    NULL, jobs_explain },
 	{ "jobs", "manifest", "ID", 1, "the KubeRay object applied for a job", NULL,
 	    jobs_manifest },
+	{ "jobs", "dashboard", "ID", 1, "the Ray dashboard's URL and token of a running job "
+	    "(operators, admins and the job's submitter)", NULL, jobs_dashboard },
 	{ "jobs", "postmortem", "ID", 1, "what each ended attempt looked like on its cluster "
 	    "(pods, exit codes, events), kept after the cluster is gone", NULL, jobs_postmortem },
 	{ "jobs", "submit", NULL, 0, "submit a job spec", submit_flags, jobs_submit },

@@ -395,6 +395,9 @@ void	 cs_gcp_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_azure_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_aws_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_sim_handle(struct cs *cs, struct cs_req *rq);
+/* netpol.c: POST /_sim/connect, pod-to-pod traffic through the NetworkPolicies and a Ray
+ * head's token auth (issue 25). */
+void	 cs_connect_sim(struct cs *cs, struct cs_req *rq, json_t *body);
 bool	 cs_sim_iam(struct cs *cs, json_t *body, struct err *e);
 bool	 cs_fault_add(struct cs *cs, json_t *f, int *id, struct err *e);
 /* SigV4 check of one request's parts against secret at time now ("YYYYMMDDTHHMMSSZ" or

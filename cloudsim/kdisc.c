@@ -20,6 +20,7 @@ static const struct core_res {
 	{ "events", "Event", "ev", "get,list,watch", true },
 	{ "configmaps", "ConfigMap", "cm", "create,delete,get,list,patch", true },
 	{ "serviceaccounts", "ServiceAccount", "sa", "create,delete,get,list,patch", true },
+	{ "secrets", "Secret", "", "create,delete,get,list,patch", true },
 };
 
 /* The other API groups whose objects kplain.c stores (issue 13); kueue.x-k8s.io only on a
@@ -30,6 +31,8 @@ static const struct group_res {
 	const char *verbs;		/* NULL: create,delete,get,list,patch */
 } groups[] = {
 	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true, false, NULL },
+	/* issue 25: the attempt's NetworkPolicy (cloudsim enforces it: netpol.c) */
+	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, false, NULL },
 	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true, NULL },

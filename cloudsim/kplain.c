@@ -21,6 +21,8 @@ static const struct {
 	{ "", "v1", "configmaps", "ConfigMap", true },
 	{ "", "v1", "serviceaccounts", "ServiceAccount", true },
 	{ "", "v1", "services", "Service", true },
+	{ "", "v1", "secrets", "Secret", true },
+	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true },
 	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true },
 	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true },
 	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true },

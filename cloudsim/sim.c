@@ -311,6 +311,8 @@ cs_sim_handle(struct cs *cs, struct cs_req *rq)
 		objects(cs, rq);
 	} else if (strncmp(what, "watch-", 6) == 0) {
 		cs_watch_sim(cs, rq, what + 6, body);
+	} else if (strcmp(what, "connect") == 0 && strcmp(rq->method, "POST") == 0) {
+		cs_connect_sim(cs, rq, body);
 	} else if (strcmp(what, "faults") == 0) {
 		faults(cs, rq, body);
 	} else if ((strcmp(what, "spot-reclaim") == 0 || strcmp(what, "preempt") == 0) &&

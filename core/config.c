@@ -111,6 +111,9 @@ static const struct ckey keys[] = {
 	  false, "seconds over which the status worker checks each followed job in full once"
 	  " (spread: a slice of the leased clusters each second; watch events and job changes"
 	  " are acted on at once; 1 to 20)" },
+	{ "kuberay-namespace", C_STR, S(kuberay_namespace), "default",
+	  "FLEETD_KUBERAY_NAMESPACE", false, "namespace of the KubeRay operator on the members: "
+	  "the only one each job's NetworkPolicy admits to the Ray dashboard ports" },
 	{ "poll-concurrency", C_INT, S(poll_concurrency), "256", "FLEETD_POLL_CONCURRENCY", false,
 	  "provider and Kubernetes calls in flight during a capacity refresh" },
 	{ "console-dir", C_STR, S(console_dir), FLEETD_SOURCE_DIR "/console", "FLEETD_CONSOLE_DIR",

@@ -50,6 +50,7 @@ struct config {
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
 	int	 status_watch;		/* 1: status follows watches, 0: polls */
 	int	 status_full_period_s;	/* each followed job fully checked once per this */
+	char	*kuberay_namespace;	/* the KubeRay operator's namespace on the members */
 	int	 poll_concurrency;	/* capacity refresh calls in flight */
 	int	 budget_interval_ms;	/* the budgets worker's round */
 	int	 janitor_interval_ms;	/* expired idempotency rows are deleted this often */

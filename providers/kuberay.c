@@ -923,10 +923,24 @@ kuberay_kueue_gated(const struct kuberay_input *in, const char **reason)
 	return true;
 }
 
+/* The RayCluster spec inside a kind's spec. */
+static json_t *
+cluster_of(enum jobspec_kind kind, json_t *spec)
+{
+	switch (kind) {
+	case JOBSPEC_RAYJOB:		return json_object_get(spec, "rayClusterSpec");
+	case JOBSPEC_RAYSERVICE:	return json_object_get(spec, "rayClusterConfig");
+	case JOBSPEC_RAYCRONJOB:	return json_object_get(json_object_get(spec,
+					    "jobTemplate"), "rayClusterSpec");
+	default:			return spec;
+	}
+}
+
 json_t *
 kuberay_render(const struct kuberay_input *in, struct err *e)
 {
 	struct ctx c;
+	json_t *out;
 
 	memset(&c, 0, sizeof(c));
 	c.in = in;
@@ -956,6 +970,14 @@ kuberay_render(const struct kuberay_input *in, struct err *e)
 	if (c.gcs == JOBSPEC_GCS_FT_DEFAULT)
 		c.gcs = c.s->kind == JOBSPEC_RAYSERVICE || c.s->kind == JOBSPEC_RAYCLUSTER ?
 		    JOBSPEC_GCS_FT_ROCKSDB : JOBSPEC_GCS_FT_OFF;
-	return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "ray.io/v1",
+	out = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "ray.io/v1",
 	    "kind", jobspec_kind_name(c.s->kind), "metadata", metadata(&c), "spec", kind_spec(&c));
+	/* issue 25: token auth on the attempt's Secret (named as its signal objects) and the
+	 * dashboard ingress, in whichever cluster spec the kind carries */
+	if (!kuberay_auth_cluster(in, c.signal, cluster_of(c.s->kind, json_object_get(out,
+	    "spec")), e)) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
 }

@@ -86,7 +86,32 @@ struct kuberay_input {
 	bool		 suspend;	/* moves and preemption: spec.suspend */
 	const char	*checkpoint_deadline;	/* RFC 3339; sets fleet.io/checkpoint-requested */
 	const struct kuberay_history *history;	/* NULL: no History Server collector */
+	/* issue 25, closed Ray clusters (providers/kuberay_auth.c) */
+	const char	*auth_token;	/* the job's Ray auth token: kuberay_signal_objects adds the
+					 * Secret holding it; never in the Ray manifest; NULL = no
+					 * Secret (the manifest still names it when auth is on) */
+	bool		 auth_off;	/* no spec.authOptions even on a Ray that has token auth */
+	const char	*operator_ns;	/* the KubeRay operator's namespace, admitted to the head's
+					 * dashboard ports by the NetworkPolicy; NULL = "default" */
+	const struct kuberay_ingress *ingress;	/* dashboard ingress; NULL = none */
 };
+
+/* headGroupSpec.enableIngress + ingressOptions (KubeRay 1.7 CRD: host, path, pathType,
+ * tls[{hosts, secretName}]); the ingress controller's namespace is admitted to the
+ * dashboard port by the NetworkPolicy. */
+struct kuberay_ingress {
+	const char	*host;		/* required, a DNS name */
+	const char	*path;		/* NULL = "/" */
+	const char	*path_type;	/* Exact | Prefix | ImplementationSpecific; NULL = Prefix */
+	const char	*tls_secret;	/* TLS Secret in the job's namespace; NULL = no TLS */
+	const char	*controller_ns;	/* namespace of the ingress controller; NULL = ingress-nginx */
+};
+
+#define KUBERAY_AUTH_MIN_RAY	"2.52.0"	/* Ray's first release with token auth */
+#define KUBERAY_AUTH_KEY	"auth_token"	/* the Secret's data key KubeRay reads */
+#define KUBERAY_DASHBOARD_PORT	8265
+#define KUBERAY_AGENT_PORT	52365		/* dashboard agent (RayService serve API) */
+#define KUBERAY_SERVE_PORT	8000		/* a RayService's Serve HTTP proxy */
 
 /* The checkpoint signal of an attempt (docs/design/contracts.md): what fleetd writes in the ConfigMap
  * fleet-signal-<first 8 hex of the job id>-<attempt>. NULL fields: empty values. */
@@ -140,6 +165,31 @@ void		 kuberay_history_apply(const struct kuberay_history *h, const char *owner_
  * sessions, live | session} (the links only when canon names a url). NULL on bad input. */
 json_t		*kuberay_history_link(const json_t *canon, const char *ns, const char *kind,
 		    const char *name, bool live);
+/* kuberay_auth.c. Whether a Ray version has token auth (>= KUBERAY_AUTH_MIN_RAY). */
+bool		 kuberay_auth_supported(const char *ray_version);
+/* Whether the manifest of in carries spec.authOptions (supported and not auth_off). */
+bool		 kuberay_auth_on(const struct kuberay_input *in);
+/* The Secret (v1, type Opaque, data auth_token) holding in->auth_token, named as the
+ * attempt's signal objects; NULL + e (422) on bad input or no token.  Caller owns it and
+ * must not log it. */
+json_t		*kuberay_auth_secret(const struct kuberay_input *in, struct err *e);
+/* The attempt's NetworkPolicy (networking.k8s.io/v1, policyTypes [Ingress]) on the job's
+ * pods: from the job's own pods any port; from the KubeRay operator's namespace the
+ * dashboard and agent ports; from the RayJob's submitter pod the dashboard port; from the
+ * ingress controller's namespace the dashboard port when in->ingress; nothing else. */
+json_t		*kuberay_network_policy(const struct kuberay_input *in, struct err *e);
+/* Adds authOptions {mode: token, secretName: secret} (when kuberay_auth_on) and the
+ * ingress fields (headGroupSpec) to a rendered cluster spec; 422 kuberay.bad_ingress on a
+ * bad ingress, kuberay.ingress_needs_auth for an ingress without token auth. */
+bool		 kuberay_auth_cluster(const struct kuberay_input *in, const char *secret,
+		    json_t *cluster_spec, struct err *e);
+/* Namespace and name (kuberay_signal_name) of the attempt's objects; false + e (422). */
+bool		 kuberay_signal_where(const struct kuberay_input *in, char *ns, size_t nn,
+		    char *name, size_t n, struct err *e);
+/* The head's in-cluster dashboard URL for a rendered manifest (RayCluster, RayService:
+ * http://<name>-head-svc.<ns>.svc.cluster.local:8265), written to buf; false for a kind
+ * whose head service KubeRay names itself (RayJob, RayCronJob). */
+bool		 kuberay_dashboard_url(const json_t *manifest, char *buf, size_t len);
 
 /* kuberay_pod.c. Adds a validated pod section (jobspec_parse_pod) to a pod template: env,
  * envFrom and mounts to the first (Ray) container of spec, volumes, tolerations, service

@@ -46,8 +46,9 @@ kuberay_signal_name(const char *job_id, int attempt, char *buf, size_t len)
 }
 
 /* Namespace and name of the attempt's objects; false (e filled) on bad input. */
-static bool
-where(const struct kuberay_input *in, char *ns, size_t nn, char *name, size_t n, struct err *e)
+bool
+kuberay_signal_where(const struct kuberay_input *in, char *ns, size_t nn, char *name, size_t n,
+    struct err *e)
 {
 	const char *queue = in->queue ? in->queue : in->spec ? in->spec->queue : NULL;
 
@@ -114,7 +115,7 @@ kuberay_signal_configmap(const struct kuberay_input *in, const struct kuberay_si
 
 	if (in->spec == NULL || in->environment == NULL)
 		return err_set(e, 422, "kuberay.bad_input", "signal objects need a spec"), NULL;
-	if (!where(in, ns, sizeof(ns), name, sizeof(name), e))
+	if (!kuberay_signal_where(in, ns, sizeof(ns), name, sizeof(name), e))
 		return NULL;
 	return configmap(labelled(in, ns, name), sig, kuberay_signal_grace(in->spec,
 	    in->placement.provider, sig && sig->reason ? sig->reason : ""),
@@ -125,10 +126,10 @@ json_t *
 kuberay_signal_objects(const struct kuberay_input *in, const struct kuberay_signal *sig,
     struct err *e)
 {
-	json_t *cm = kuberay_signal_configmap(in, sig, e), *out;
+	json_t *cm = kuberay_signal_configmap(in, sig, e), *out, *o = NULL;
 	char ns[64], name[64];
 
-	if (cm == NULL || !where(in, ns, sizeof(ns), name, sizeof(name), e)) {
+	if (cm == NULL || !kuberay_signal_where(in, ns, sizeof(ns), name, sizeof(name), e)) {
 		json_decref(cm);
 		return NULL;
 	}
@@ -147,6 +148,19 @@ kuberay_signal_objects(const struct kuberay_input *in, const struct kuberay_sign
 	/* pods that run as their own account (pod.service_account) acknowledge too */
 	kuberay_pod_accounts(in->spec, ns, json_object_get(json_array_get(out,
 	    json_array_size(out) - 1), "subjects"));
+	/* issue 25 (kuberay_auth.c): the Secret the manifest's authOptions names, and the
+	 * NetworkPolicy closing the job's pods to other tenants */
+	if (in->auth_token != NULL && (o = kuberay_auth_secret(in, e)) == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	if (o != NULL)
+		json_array_append_new(out, o);
+	if ((o = kuberay_network_policy(in, e)) == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	json_array_append_new(out, o);
 	return out;
 }
 

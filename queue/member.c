@@ -29,8 +29,9 @@ member_load(struct db *c, const char *cluster_id, struct member **out,
     struct err *e)
 {
 	static const char sql[] = "SELECT k.name, c.provider, k.api_server, k.ca_cert,"
-	    " k.batch_scheduler, k.stockout_timeout_s, k.kueue::text, k.batch_probe::text"
-	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id WHERE k.id = $1::uuid";
+	    " k.batch_scheduler, k.stockout_timeout_s, k.kueue::text, k.batch_probe::text,"
+	    " ev.dashboard_ingress::text FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+	    " LEFT JOIN environments ev ON ev.name = c.environment WHERE k.id = $1::uuid";
 	const char *p[1] = { cluster_id };
 	struct member *t = NULL;
 	PGresult *r = NULL;
@@ -64,6 +65,18 @@ member_load(struct db *c, const char *cluster_id, struct member **out,
 		json_decref(kq);
 		json_decref(probe);
 	}
+	/* the environment's dashboard ingress (regions/env.c checked its fields) */
+	if (!PQgetisnull(r, 0, 8) &&
+	    (t->dashboard_ingress = json_loads(PQgetvalue(r, 0, 8), 0, NULL)) != NULL) {
+		json_t *di = t->dashboard_ingress;
+
+		t->ingress.host = json_string_value(json_object_get(di, "host"));
+		t->ingress.path = json_string_value(json_object_get(di, "path"));
+		t->ingress.path_type = json_string_value(json_object_get(di, "path_type"));
+		t->ingress.tls_secret = json_string_value(json_object_get(di, "tls_secret"));
+		t->ingress.controller_ns = json_string_value(json_object_get(di,
+		    "controller_namespace"));
+	}
 	PQclear(r);
 	if ((t->token = cluster_token(c, cluster_id, e)) == NULL) {
 		member_free(t);
@@ -90,6 +103,7 @@ member_free(struct member *t)
 	}
 	free(t->api_server);
 	free(t->ca_pem);
+	json_decref(t->dashboard_ingress);
 	free(t);
 }
 

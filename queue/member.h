@@ -10,6 +10,7 @@
 
 #include "core/db.h"
 #include "core/err.h"
+#include "providers/kuberay.h"
 #include "providers/provider.h"
 
 /* A member cluster as the workers call it (heap, member_free). */
@@ -22,6 +23,8 @@ struct member {
 	char			kueue_cluster_queue[64];
 	char			kueue_lq_prefix[32];
 	int			stockout_timeout_s;
+	json_t			*dashboard_ingress;	/* its environment's (issue 25), or NULL */
+	struct kuberay_ingress	ingress;	/* points into dashboard_ingress */
 	char			*api_server;
 	char			*ca_pem;
 	char			*token;

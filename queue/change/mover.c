@@ -291,6 +291,11 @@ target_apply(struct mjob *m, const struct member *dst, struct err *e)
 	if (jsonx_at(m->move, "resume_from", NULL) != NULL)	/* evacuated: last acknowledged */
 		resume_annotate(obj, jsonx_at(m->move, "resume_from", NULL));
 	ok = kube_ensure_namespace(&dst->pc, jsonx_at(obj, "metadata", "namespace"), e);
+	/* the next attempt's objects before its Ray object, as dispatch applies them: the
+	 * signal ServiceAccount its pods run as, and (issue 25) the Secret its authOptions
+	 * names and its NetworkPolicy */
+	ok = ok && dispatch_signal_apply_for(dst, m->id, m->environment, m->queue,
+	    m->attempt + 1, m->spec, json_object_get(m->move, "to"), e);
 	/* Once per attempt, as dispatch's apply_once: an object of this attempt already there
 	 * (an earlier visit applied it, then could not record it) is taken as applied */
 	if (ok && kube_get_object(&dst->pc, "ray.io/v1", m->kind, jsonx_at(obj, "metadata",

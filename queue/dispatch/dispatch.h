@@ -71,6 +71,10 @@ const char *dispatch_kueue_reason(const struct dispatch_job *j, const struct mem
 /* Renders and server-side applies them, in order (network call: no transaction held). */
 bool	 dispatch_signal_apply(const struct dispatch_job *j, const struct member *t,
 	    const struct kuberay_signal *sig, bool configmap_only, struct err *e);
+/* The same for a job known by its parts (the mover's next attempt at its target). */
+bool	 dispatch_signal_apply_for(const struct member *t, const char *id,
+	    const char *environment, const char *queue, int attempt, json_t *spec,
+	    json_t *placement, struct err *e);
 /* Deletes attempt's checkpoint-signal objects (RoleBinding, Role, ServiceAccount, ConfigMap
  * fleet-signal-<8hex>-<attempt>) from ns: once that attempt's Ray object is gone for good.
  * Absent objects are success; false + e on the first refusal (network call: no transaction

@@ -5,12 +5,14 @@
 #include <string.h>
 
 #include "core/db.h"
+#include "core/config.h"
 #include "core/log.h"
 #include "providers/jobspec.h"
 #include "providers/kube.h"
 #include "providers/kuberay.h"
 #include "regions/catalog.h"
 #include "queue/dispatch/dispatch.h"
+#include "queue/jobs/rayauth.h"
 
 void
 dispatch_job_free(struct dispatch_job *j)
@@ -80,6 +82,9 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 	in->attempt = j->attempt;
 	in->environment = j->environment;
 	in->queue = j->queue;
+	in->operator_ns = cfg.kuberay_namespace;
+	if (t->dashboard_ingress != NULL && t->ingress.host != NULL)
+		in->ingress = &t->ingress;
 	p->cluster = t->name;
 	p->pool = pstr(pl, "pool");
 	p->head_pool = pstr(pl, "head_pool");
@@ -206,6 +211,23 @@ dispatch_render_for(const struct member *t, const char *id, const char *environm
 	return dispatch_render(&dj, t, e);
 }
 
+bool
+dispatch_signal_apply_for(const struct member *t, const char *id, const char *environment,
+    const char *queue, int attempt, json_t *spec, json_t *placement, struct err *e)
+{
+	struct dispatch_job dj;
+
+	memset(&dj, 0, sizeof(dj));
+	snprintf(dj.id, sizeof(dj.id), "%s", id);
+	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", t->id);
+	snprintf(dj.environment, sizeof(dj.environment), "%s", environment);
+	snprintf(dj.queue, sizeof(dj.queue), "%s", queue);
+	dj.attempt = attempt;
+	dj.spec = spec;
+	dj.placement = placement;
+	return dispatch_signal_apply(&dj, t, NULL, false, e);
+}
+
 json_t *
 dispatch_signal_render(const struct dispatch_job *j, const struct member *t,
     const struct kuberay_signal *sig, bool configmap_only, struct err *e)
@@ -213,11 +235,24 @@ dispatch_signal_render(const struct dispatch_job *j, const struct member *t,
 	struct kuberay_input in;
 	struct job_spec s;
 	json_t *out = NULL;
-	char tpu[64], lq[128];
+	char tpu[64], lq[128], *token = NULL;
 
-	if (fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e))
-		out = configmap_only ? kuberay_signal_configmap(&in, sig, e) :
-		    kuberay_signal_objects(&in, sig, e);
+	if (!fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e))
+		goto cleanup;
+	if (configmap_only) {
+		out = kuberay_signal_configmap(&in, sig, e);
+		goto cleanup;
+	}
+	/* issue 25: the Secret the manifest's authOptions names holds the job's token (one
+	 * short transaction of its own: no transaction is open here, nor across the apply) */
+	if (kuberay_auth_on(&in)) {
+		if (!rayauth_ensure(j->id, &token, e))
+			goto cleanup;
+		in.auth_token = token;
+	}
+	out = kuberay_signal_objects(&in, sig, e);
+cleanup:
+	rayauth_free(token);
 	jobspec_cleanup(&s);
 	return out;
 }
@@ -259,18 +294,20 @@ bool
 dispatch_signal_delete(const struct prov_cluster *pc, const char *ns, const char *job_id,
     int attempt, struct err *e)
 {
-	static const char *const kinds[4][2] = {
+	static const char *const kinds[][2] = {
 		{ "rbac.authorization.k8s.io/v1", "RoleBinding" },
 		{ "rbac.authorization.k8s.io/v1", "Role" },
 		{ "v1", "ServiceAccount" },
 		{ "v1", "ConfigMap" },
+		{ "v1", "Secret" },	/* issue 25: the token, and the NetworkPolicy */
+		{ "networking.k8s.io/v1", "NetworkPolicy" },
 	};
 	char name[64];
 
 	if (ns == NULL || job_id == NULL || !kuberay_signal_name(job_id, attempt, name,
 	    sizeof(name)))
 		return true;	/* no such objects were ever named */
-	for (size_t i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (!kube_delete_object(pc, kinds[i][0], kinds[i][1], ns, name, NULL, e))
 			return false;
 	return true;

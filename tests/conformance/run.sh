@@ -295,6 +295,24 @@ fail "kubectl: Kueue's webhook refuses queue-name with in-tree autoscaling" \
 	kubectl apply --server-side -f "$work/rjk.yaml"
 fail "kubectl: nothing was stored" 'NotFound|not found' kubectl get rayjob rayjob-kueue
 
+# ---- issue 25: the NetworkPolicy fleetd applies with each attempt (golden of
+# test_kuberay_auth), applied with kubectl as fleetd does and read back
+np="$top/tests/fixtures/netpol/rayjob-networkpolicy.json"
+npns=$(python3 -c "import json; print(json.load(open('$np'))['metadata']['namespace'])")
+npname=$(python3 -c "import json; print(json.load(open('$np'))['metadata']['name'])")
+run "kubectl: api-resources (networking.k8s.io)" kubectl api-resources
+echo "$out" | grep -Eq "^networkpolicies +networking.k8s.io/v1 +true +NetworkPolicy" ||
+	bad "kubectl: no networkpolicies in api-resources"
+kubectl get namespace "$npns" >/dev/null 2>&1 || run "kubectl: create namespace $npns" \
+	kubectl create namespace "$npns"
+run "kubectl: apply --server-side (fleetd's NetworkPolicy)" \
+	kubectl apply --server-side --field-manager=fleetd -f "$np"
+run "kubectl: get networkpolicy -n $npns -o yaml" kubectl get networkpolicy -n "$npns" -o yaml
+has "kubectl: the policy is fleetd's" "name: $npname"
+has "kubectl: Ingress only" "policyTypes:"
+has "kubectl: the dashboard port admitted from the operator" "port: 8265"
+run "kubectl: delete networkpolicy" kubectl delete networkpolicy -n "$npns" "$npname"
+
 # ---- issue 24: failures injected the way an outside test makes them (on the second
 # HyperPod cluster, which no other client here uses), read back with kubectl
 hp2=$(jq_py "print([c['name'] for c in d['clusters'] if c['provider']=='hyperpod'][1])")

@@ -376,7 +376,11 @@ test_render(void **state)
 		/* the pods' own account may acknowledge the checkpoint signal too */
 		objs = kuberay_signal_objects(&in, NULL, &e);
 		assert_non_null(objs);
-		subj = json_object_get(json_array_get(objs, json_array_size(objs) - 1), "subjects");
+		subj = NULL;	/* the RoleBinding's, wherever the list puts it */
+		for (size_t k = 0; k < json_array_size(objs); k++)
+			if (strcmp(json_string_value(json_object_get(json_array_get(objs, k),
+			    "kind")) ?: "", "RoleBinding") == 0)
+				subj = json_object_get(json_array_get(objs, k), "subjects");
 		assert_int_equal(json_array_size(subj), 2);
 		assert_non_null(find_named(subj, "train-wi"));
 		json_decref(objs);

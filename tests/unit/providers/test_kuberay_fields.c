@@ -242,7 +242,10 @@ test_signal_objects(void **state)
 	case_init(&c, 0, 0, 1, 0, 0, 2);	/* idx 2: a spec with a checkpoint uri */
 	objs = kuberay_signal_objects(&c.in, &sig, &e);
 	assert_non_null(objs);
-	assert_int_equal(json_array_size(objs), 4);
+	/* ServiceAccount, ConfigMap, Role, RoleBinding, and (issue 25) the NetworkPolicy; the
+	 * Secret only with a token (test_kuberay_auth) */
+	assert_int_equal(json_array_size(objs), 5);
+	assert_string_equal(str_at(json_array_get(objs, 4), "kind"), "NetworkPolicy");
 	assert_true(kuberay_signal_name(c.job_id, c.in.attempt, name, sizeof(name)));
 	assert_int_equal(strncmp(name, "fleet-signal-5f0c0002-", 22), 0);
 	json_array_foreach(objs, i, o) {
