@@ -206,7 +206,6 @@ read_pods(const struct member *t, const char *ns, struct nsview *v, struct err *
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
 	status_watch_want(t->id, "Pod");
 	status_watch_want(t->id, "Event");
-	status_watch_want(t->id, "ScaleEvent");
 	if ((items = status_watch_list(t->id, "Pod", ns)) == NULL) {
 		status_watch_count_list();
 		if (!member_list(&t->pc, path, SEL_MANAGED, &items, e))
@@ -228,20 +227,10 @@ read_pods(const struct member *t, const char *ns, struct nsview *v, struct err *
 	}
 	json_decref(items);
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
-	if ((v->events = status_watch_list(t->id, "Event", ns)) == NULL) {
-		status_watch_count_list();
-		if (!member_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e))
-			return false;
-	}
-	/* and the autoscaler's NotTriggerScaleUp, a Normal event */
-	if ((items = status_watch_list(t->id, "ScaleEvent", ns)) == NULL) {
-		status_watch_count_list();
-		if (!member_list(&t->pc, path, STATUS_SEL_NOSCALEUP, &items, e))
-			return false;
-	}
-	json_array_extend(v->events, items);
-	json_decref(items);
-	return true;
+	if ((v->events = status_watch_list(t->id, "Event", ns)) != NULL)
+		return true;
+	status_watch_count_list();
+	return member_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e);
 }
 
 /* The cluster's nodes (name -> Node), listed at most once per NODES_TTL_S per cluster and

@@ -39,16 +39,14 @@ struct status_seen {
 	json_t	*live;			/* the object, NULL when absent from the list */
 	int	unscheduled;		/* pods of this attempt without a node */
 	bool	spot;			/* a pod of this attempt got a spot reclaim notice */
-	json_t	*events;		/* array of Warning events (and NotTriggerScaleUp)
-					 * about its pods */
-	const char *no_room;		/* FailedScaleUp or NotTriggerScaleUp about a pod
-					 * of this attempt (borrowed from events), NULL */
+	json_t	*events;		/* array of Warning events about its pods */
+	const char *no_room;		/* FailedScaleUp about a pod of this attempt
+					 * (borrowed from events), NULL */
 	json_t	*pods;			/* array of its attempt's Pods as listed */
 	json_t	*nodes;			/* node name -> Node (borrowed), NULL when unread */
 };
 
 #define STATUS_SEL_MANAGED	"labelSelector=app.kubernetes.io%2Fmanaged-by%3Dfleetd"
-#define STATUS_SEL_NOSCALEUP	"fieldSelector=reason%3DNotTriggerScaleUp"
 
 /* ---- status_watch.c: the clusters' objects as watches keep them */
 bool	status_watch_start(struct err *e);	/* no-op when status-watch is 0 */

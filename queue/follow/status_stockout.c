@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/mono.h"
+#include "providers/kube.h"
 #include "queue/follow/status_int.h"
 
 #define VICTIM_SETTLE_S	20.0	/* after its victims left, signals wait this long */
@@ -92,20 +93,56 @@ victims_leaving(const struct member *t, const struct status_job *j)
 	return out;
 }
 
+/* The autoscaler's NotTriggerScaleUp is a Normal event, outside the Warning events the
+ * status cycle reads: asked for here, only for a job whose pods already failed scheduling,
+ * one list for its first pod still waiting for a node (the autoscaler says it of each).
+ * "NotTriggerScaleUp" or NULL. */
+static const char *
+not_triggered(const struct member *t, const struct status_job *j, json_t *pods)
+{
+	json_t *p, *items = NULL, *ev;
+	size_t i, k;
+	const char *out = NULL;
+
+	json_array_foreach(pods, i, p) {
+		const char *name = json_string_value(json_object_get(json_object_get(p,
+		    "metadata"), "name")), *node = json_string_value(json_object_get(
+		    json_object_get(p, "spec"), "nodeName"));
+		struct err e = { 0 };
+
+		if (name == NULL || (node != NULL && node[0] != '\0'))
+			continue;
+		if (!kube_list_events(&t->pc, j->ns, "Pod", name, &items, &e))
+			break;
+		json_array_foreach(items, k, ev)
+			if (strcmp(json_string_value(json_object_get(ev, "reason")) ?
+			    json_string_value(json_object_get(ev, "reason")) : "",
+			    "NotTriggerScaleUp") == 0)
+				out = "NotTriggerScaleUp";
+		json_decref(items);
+		break;
+	}
+	return out;
+}
+
 bool
 status_stocked_out(const struct member *t, const struct status_job *j,
     const struct status_seen *seen, const char **why)
 {
 	double limit = j->stockout_timeout_s > 0 ? j->stockout_timeout_s : 120, since;
+	const char *signal;
 
 	*why = NULL;
 	if (j->state != JOB_DISPATCHED || seen->unscheduled == 0)
 		return false;
-	if (seen->no_room != NULL || j->scale_failed) {
+	signal = seen->no_room ? seen->no_room : j->scale_failed ? "FailedScaleUp" : NULL;
+	if (signal == NULL && j->pending_for >= 0)
+		signal = not_triggered(t, j, seen->pods);
+	if (signal != NULL) {
 		if (victims_leaving(t, j))
 			victims_seen(j->id, true);
 		else if ((since = victims_seen(j->id, false)) < 0 || since >= VICTIM_SETTLE_S) {
-			*why = seen->no_room ? seen->no_room : "FailedScaleUp";
+			*why = signal;
 			return true;
 		}
 	}

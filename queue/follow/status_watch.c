@@ -20,7 +20,7 @@
 #include "core/worker_thread.h"
 #include "queue/follow/status_int.h"
 
-#define NKINDS		7
+#define NKINDS		6
 #define WATCH_TIMEOUT_S	300	/* the server ends a watch after this; we resume */
 #define IDLE_DROP_S	30	/* no job on the cluster for this long: its watches close */
 #define REFUSED_RETRY_S	60	/* a cluster that refused a watch is polled this long */
@@ -37,9 +37,6 @@ static const struct {
 	{ "RayCronJob", "/apis/ray.io/v1/raycronjobs", STATUS_SEL_MANAGED },
 	{ "Pod", "/api/v1/pods", STATUS_SEL_MANAGED },
 	{ "Event", "/api/v1/events", "fieldSelector=type%3DWarning" },
-	/* the cluster autoscaler's NotTriggerScaleUp is a Normal event (the FAQ's "Events"
-	 * section: https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md) */
-	{ "ScaleEvent", "/api/v1/events", STATUS_SEL_NOSCALEUP },
 };
 
 struct wcluster;
