@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/dispatch.sh — dispatch throughput and admitted->dispatched latency for 1,000
 # admitted jobs over 100 cloudsim member clusters with 20 ms Kubernetes latency, then the
-# time from a stockout to the job running on another cluster, in simulated time (default
-# 120 s stockout timeout, scaled with cloudsim's clock).  Appends to bench/RESULTS.md.
+# time from a stockout to the job running on another cluster, in simulated time (fleetd
+# withdraws the job on the autoscaler's FailedScaleUp; the 120 s stockout timeout, scaled
+# with cloudsim's clock, is only the backstop).  Appends to bench/RESULTS.md.
 # Needs a release build (make build; BENCH_BUILD overrides the folder).
 # BENCH_PERF=1: perf of fleetd while it dispatches -> bench/profiles/dispatch.txt.
 set -euo pipefail
@@ -162,21 +163,26 @@ q "UPDATE capacity SET free_accel = 16, topology = jsonb_build_object('nodes', (
 deadline=$(( $(date +%s) + 540 / scale + 10 ))
 ran=0
 while [ "$(date +%s)" -lt "$deadline" ]; do
-	[ "$(q "SELECT count(*) FROM job_events WHERE job_id = '$sid' AND to_state = 'running' AND attempt = 2")" = 1 ] && { ran=1; break; }
+	[ "$(q "SELECT count(*) FROM job_events WHERE job_id = '$sid' AND to_state = 'running' AND attempt >= 2")" -ge 1 ] && { ran=1; break; }
 	sleep 0.25
 done
 read -r wall second <<<"$(q "SELECT coalesce(round(extract(epoch from (SELECT min(at) FROM
-	job_events WHERE job_id = '$sid' AND attempt = 2 AND to_state = 'running') - (SELECT
+	job_events WHERE job_id = '$sid' AND attempt >= 2 AND to_state = 'running') - (SELECT
 	min(at) FROM job_events WHERE job_id = '$sid' AND attempt = 1 AND to_state =
 	'dispatched'))::numeric, 2), -1), (SELECT coalesce(k.name, '-') FROM jobs j LEFT JOIN
 	clusters k ON k.id = j.cluster_id WHERE j.id = '$sid')" | tr '|' ' ')"
 if [ "$ran" = 1 ]; then
 	sim=$(python3 -c "print(f'{float(\"$wall\") * $scale:.0f}')")
-	echo "stockout on $first -> running on $second after ${wall}s wall = ${sim}s simulated"
+	tries=$(q "SELECT attempt FROM jobs WHERE id = '$sid'")
+	echo "stockout on $first -> running on $second after ${wall}s wall = ${sim}s simulated (attempt $tries)"
 else
 	sim="not reached within $((540 / scale + 10)) s wall ($(q "SELECT state || ' attempt ' ||
 		attempt FROM jobs WHERE id = '$sid'"))"
 	echo "stockout on $first: job not running on another cluster: $sim" >&2
+	q "SELECT j.attempt, j.type, coalesce(j.to_state, ''), coalesce(k.name, ''), left(j.message, 160)
+		FROM job_events j LEFT JOIN jobs x ON x.id = j.job_id LEFT JOIN clusters k ON
+		k.id = x.cluster_id WHERE j.job_id = '$sid' ORDER BY j.id" >&2
+	q "SELECT attempt, decided_at, left(candidates::text, 400) FROM placements WHERE job_id = '$sid' ORDER BY 1" >&2
 fi
 [ "${BENCH_RECORD:-1}" = 1 ] || exit 0
 {
@@ -191,8 +197,8 @@ fi
 	echo "| admitted -> dispatched, median | ${p50} s |"
 	echo "| admitted -> dispatched, p99 | ${p99} s |"
 	if [ "$ran" = 1 ]; then
-		echo "| stockout ($first, 120 s timeout in simulated time) -> running on $second | ${sim} s simulated (${wall} s wall at time scale $scale; target ≤ 180 s) |"
+		echo "| stockout ($first: FailedScaleUp, 120 s timeout as the backstop) -> running on $second | ${sim} s simulated (${wall} s wall at time scale $scale; target ≤ 60 s) |"
 	else
-		echo "| stockout ($first, 120 s timeout in simulated time) -> running elsewhere | $sim (target ≤ 180 s simulated) |"
+		echo "| stockout ($first: FailedScaleUp, 120 s timeout as the backstop) -> running elsewhere | $sim (target ≤ 60 s simulated) |"
 	fi
 } >>"$top/bench/RESULTS.md"

@@ -620,6 +620,14 @@ autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 			continue;
 		any = true;
 		if (cs_pool_stockout(cs, pool)) {
+			/* the autoscaler's Warning FailedScaleUp on the pod, in GKE's words
+			 * ("GCE out of resources": the MIG's GCE_STOCKOUT /
+			 * ZONE_RESOURCE_POOL_EXHAUSTED, scale.up.error.out.of.resources in
+			 * https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler-visibility);
+			 * on AWS the Auto Scaling group's InsufficientInstanceCapacity
+			 * (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/troubleshooting-launch.html),
+			 * on Azure the scale set's AllocationFailed / SkuNotAvailable
+			 * (https://learn.microsoft.com/en-us/troubleshoot/azure/virtual-machines/windows/allocation-failure) */
 			if (now - p->last_scale_event >= 30) {
 				snprintf(msg, sizeof(msg), "Node scale up in zones %s associated with "
 				    "this pod failed: %s. Pod is at risk of not being scheduled.",
@@ -643,6 +651,9 @@ autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		p->scale_req = true;
 		return;
 	}
+	/* Normal NotTriggerScaleUp: no node group can take the pod (cluster-autoscaler FAQ,
+	 * "What events are emitted by CA?":
+	 * https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md) */
 	if (!any && now - p->last_scale_event >= 60) {
 		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "NotTriggerScaleUp",
 		    "pod didn't trigger scale-up: no node group can take this pod (max node "

@@ -57,6 +57,9 @@ static const struct ckey keys[] = {
 	  false, "capacity refresh period" },
 	{ "snapshot-max-age", C_INT, S(snapshot_max_age_s), "120", "FLEETD_SNAPSHOT_MAX_AGE",
 	  false, "seconds after which a capacity snapshot is stale" },
+	{ "repair-notready-grace", C_INT, S(repair_notready_grace_s), "60",
+	  "FLEETD_REPAIR_NOTREADY_GRACE", false, "seconds a node under a job may stay NotReady "
+	  "before it is repaired as lost" },
 	{ "gcp-oauth-url", C_STR, S(gcp_oauth_url), "https://oauth2.googleapis.com",
 	  "FLEETD_GCP_OAUTH_URL", false, "Google OAuth base URL" },
 	{ "gcp-iamcredentials-url", C_STR, S(gcp_iamcredentials_url),

@@ -25,6 +25,7 @@ struct config {
 	int	 scheduler_interval_ms;
 	int	 poll_interval_ms;
 	int	 snapshot_max_age_s;
+	int	 repair_notready_grace_s;	/* NotReady this long: the node is lost */
 	char	*gcp_oauth_url;
 	char	*gcp_iamcredentials_url;
 	char	*gcp_iam_url;

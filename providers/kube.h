@@ -107,6 +107,10 @@ bool	 kube_get_object(const struct prov_cluster *k, const char *api_version,
 /* Idempotent: an absent object is success with *existed false (existed may be NULL). */
 bool	 kube_delete_object(const struct prov_cluster *k, const char *api_version,
 	    const char *kind, const char *ns, const char *name, bool *existed, struct err *e);
+/* DELETE of a pod with gracePeriodSeconds=0 (a force delete, as `kubectl delete pod
+ * --force --grace-period=0`: a pod on a node whose kubelet is gone); absent is success. */
+bool	 kube_delete_pod_now(const struct prov_cluster *k, const char *ns, const char *name,
+	    struct err *e);
 /* JSON merge patch (RFC 7386, field manager fleetd) of an object fleetd does not own
  * whole (a RayCronJob's run); 404 kube.not_found when it is gone. */
 bool	 kube_patch_object(const struct prov_cluster *k, const char *api_version,

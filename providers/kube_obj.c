@@ -416,6 +416,29 @@ cleanup:
 	return ok;
 }
 
+bool
+kube_delete_pod_now(const struct prov_cluster *k, const char *ns, const char *name,
+    struct err *e)
+{
+	char path[1024], url[2048];
+	struct http_resp r = { 0 };
+	bool ok = false;
+
+	if (name == NULL || !kube_object_path("v1", "Pod", ns, name, path, sizeof(path)))
+		return err_set(e, 400, "kube.bad_object", "bad object reference");
+	/* https://kubernetes.io/docs/tasks/run-application/force-delete-stateful-set-pod/ */
+	url_of(k, path, "gracePeriodSeconds=0", url, sizeof(url));
+	if (!call(k, "DELETE", url, NULL, NULL, &r, e))
+		goto cleanup;
+	if (r.status == 404 || r.status == 200 || r.status == 202)
+		ok = true;
+	else
+		kube_status_err(&r, "delete pod", e);
+cleanup:
+	http_resp_cleanup(&r);
+	return ok;
+}
+
 /* Merge patch of the object, or of its status subresource when sub is "status". */
 static bool
 patch_at(const struct prov_cluster *k, const char *api_version, const char *kind,

@@ -25,7 +25,6 @@
 #include "queue/sched/scheduler.h"
 #include "regions/lease.h"
 
-#define NOTREADY_GRACE_S	30	/* member (simulated) seconds a node may be NotReady */
 #define HOSTNAME		"kubernetes.io/hostname"
 
 static const char *
@@ -130,7 +129,10 @@ seen_for(const char *name, bool ready)
 	return out;
 }
 
-/* Why node name is lost for good, NULL when it is not. */
+/* Why node name is lost for good, NULL when it is not.  A node NotReady (Ready False or
+ * Unknown, or the node lifecycle controller's not-ready/unreachable NoExecute taint) for
+ * less than cfg.repair_notready_grace_s — on the member's clock or on ours from first
+ * sight — is not: a node that comes back within the grace is left alone. */
 static const char *
 lost_why(json_t *nodes, const char *name, double now)
 {
@@ -143,8 +145,8 @@ lost_why(json_t *nodes, const char *name, double now)
 		seen_for(name, true);
 		return NULL;
 	}
-	if ((since > 0 && now - since >= NOTREADY_GRACE_S) ||
-	    seen_for(name, false) >= NOTREADY_GRACE_S)
+	if ((since > 0 && now - since >= cfg.repair_notready_grace_s) ||
+	    seen_for(name, false) >= cfg.repair_notready_grace_s)
 		return "NodeNotReady";
 	return NULL;
 }
@@ -456,6 +458,33 @@ drop_stranded(const struct member *t, const struct status_job *j, json_t *pods, 
 	}
 }
 
+/* Deletes the group's pods still bound to lost at once (gracePeriodSeconds 0: a NotReady
+ * node's kubelet cannot confirm their end, and the taint eviction would wait its 300 s),
+ * so KubeRay creates them again from the re-pinned template, on the spare. */
+static void
+drop_on_lost(const struct member *t, const struct status_job *j, json_t *pods, int g,
+    json_t *manifest, const char *lost)
+{
+	json_t *p;
+	const char *group = g == 0 ? NULL : str(json_array_get(json_object_get(cluster_spec(
+	    manifest, j->kind), "workerGroupSpecs"), (size_t)g - 1), "groupName");
+	size_t i;
+
+	json_array_foreach(pods, i, p) {
+		json_t *md = json_object_get(p, "metadata"), *lb = json_object_get(md, "labels");
+		struct err e = { 0 };
+		bool head = strcmp(str(lb, "ray.io/node-type"), "head") == 0;
+
+		if (strcmp(str(json_object_get(p, "spec"), "nodeName"), lost) != 0)
+			continue;
+		if (g == 0 ? !head : head || strcmp(str(lb, "ray.io/group"), group) != 0)
+			continue;
+		if (!kube_delete_pod_now(&t->pc, j->ns, str(md, "name"), &e))
+			log_warn(NULL, "status", "cannot delete a pod of a lost node", "{s:s, s:s, "
+			    "s:s}", "job", j->id, "pod", str(md, "name"), "error", e.msg);
+	}
+}
+
 /* Level-triggered: every pod of the attempt still waiting for a node whose hostname pin
  * is not its group's in the live object (created from the template before a repair
  * re-pinned it) is deleted, so KubeRay creates it again from the live template. */
@@ -643,6 +672,8 @@ status_repair(const struct member *t, struct status_job *j, const struct status_
 		snprintf(ref.resource_version, sizeof(ref.resource_version), "%s", rv ? rv : "");
 	}
 	drop_stranded(t, j, seen->pods, g, man);
+	if (strcmp(why, "NodeDeleted") != 0)
+		drop_on_lost(t, j, seen->pods, g, man, lost);
 	pl = moved(p.placement, g, lost, p.spare);
 	rec.old = p.placement;
 	rec.placement = pl;

@@ -333,6 +333,8 @@ seen_of(const struct nsview *v, const struct status_job *j, struct status_seen *
 		    json_integer_value(json_object_get(p, "attempt")) != j->attempt)
 			continue;
 		json_array_append(s->events, ev);
+		if (status_no_room(json_string_value(json_object_get(ev, "reason"))))
+			s->no_room = json_string_value(json_object_get(ev, "reason"));
 		s->spot = s->spot || status_event_spot(json_string_value(json_object_get(ev,
 		    "reason")), json_string_value(json_object_get(ev, "message")));
 	}

@@ -592,18 +592,6 @@ surface(const struct status_job *j, const struct status_seen *seen,
 	return findings;
 }
 
-/* Unschedulable past the cluster's timeout (twice that while the pool may still grow). */
-static bool
-stocked_out(const struct status_job *j, const struct status_seen *seen)
-{
-	double limit = j->stockout_timeout_s > 0 ? j->stockout_timeout_s : 120;
-
-	if (!j->scale_failed)
-		limit *= 2;
-	return j->state == JOB_DISPATCHED && seen->unscheduled > 0 &&
-	    j->pending_for >= 0 && j->pending_for >= limit;
-}
-
 /* Whether a finding says the provider reclaims a node of the job (a reclamation taint or
  * scheduled preemption on the node, as providers signal it). */
 static bool
@@ -729,6 +717,7 @@ act_live(const struct member *t, struct status_job *j, const struct status_seen 
 	struct settle s = { .j = j, .cluster_id = t->id };
 	struct status_obs obs;
 	char reason[600];
+	const char *why = NULL;
 	json_t *findings;
 
 	status_map(j->kind, seen->live, &obs);
@@ -766,17 +755,22 @@ act_live(const struct member *t, struct status_job *j, const struct status_seen 
 		settle(&s, st);
 		goto cleanup;
 	}
-	if (obs.phase == STATUS_PENDING && stocked_out(j, seen)) {
+	if (obs.phase == STATUS_PENDING && status_stocked_out(t, j, seen, &why)) {
 		if (!delete_object(t, j, st))
 			goto cleanup;
-		snprintf(reason, sizeof(reason), "stockout: pods unschedulable on %s for %.0f s; "
-		    "withdrawn to be placed elsewhere", t->name, j->pending_for);
+		if (strcmp(why, "timeout") == 0)
+			snprintf(reason, sizeof(reason), "stockout: pods unschedulable on %s for "
+			    "%.0f s; withdrawn to be placed elsewhere", t->name, j->pending_for);
+		else
+			snprintf(reason, sizeof(reason), "stockout: %s on %s (the cluster cannot find "
+			    "room for the pods); withdrawn to be placed elsewhere", why, t->name);
 		s.to = "pending";
 		s.reason = reason;
 		s.clear_object = true;
 		s.stockout = true;
-		s.data = json_pack("{s:s, s:s, s:i, s:s}", "cluster", t->name, "flavor", j->flavor,
-		    "unscheduled_pods", seen->unscheduled, "class", "capacity");
+		s.data = json_pack("{s:s, s:s, s:i, s:s, s:s}", "cluster", t->name, "flavor",
+		    j->flavor, "unscheduled_pods", seen->unscheduled, "class", "capacity", "signal",
+		    why);
 		settle(&s, st);
 		json_decref(s.data);
 	} else if (seen->spot && obs.phase == STATUS_PENDING) {

@@ -40,6 +40,8 @@ struct status_seen {
 	int	unscheduled;		/* pods of this attempt without a node */
 	bool	spot;			/* a pod of this attempt got a spot reclaim notice */
 	json_t	*events;		/* array of Warning events about its pods */
+	const char *no_room;		/* FailedScaleUp about a pod of this attempt
+					 * (borrowed from events), NULL */
 	json_t	*pods;			/* array of its attempt's Pods as listed */
 	json_t	*nodes;			/* node name -> Node (borrowed), NULL when unread */
 };
@@ -64,6 +66,15 @@ bool	status_watch_polled(const char *cluster_id);
 void	status_watch_count_list(void);		/* a list the cycle made itself */
 void	status_watch_metrics(char **buf, size_t *len, size_t *cap);
 
+/* ---- status_stockout.c: a dispatched job the member has no room for */
+
+/* Whether an event reason says the cluster has no room for a pod (FailedScaleUp,
+ * NotTriggerScaleUp). */
+bool	status_no_room(const char *reason);
+/* Whether to withdraw j (dispatched, pods waiting for a node) to be placed elsewhere;
+ * *why: the member's signal that decided, or "timeout" (the backstop). */
+bool	status_stocked_out(const struct member *t, const struct status_job *j,
+	    const struct status_seen *seen, const char **why);
 /* Acts on one job: cancel, TTL, preemption, state mapping, stockout, spot loss. */
 void	status_act(const struct member *t, struct status_job *j,
 	    const struct status_seen *seen, struct status_stats *st);

@@ -383,8 +383,9 @@ kube_call(const char *cluster, const char *method, const char *path, const char 
 	harness_http_free(&r);
 }
 
-/* The chosen pool cannot grow (stockout) and its nodes are taken: the job is withdrawn
- * after the cluster's timeout and runs on another cluster, keeping its queue position. */
+/* The chosen pool cannot grow (stockout) and its nodes are taken: the job is withdrawn on
+ * the member's own signal (the autoscaler's FailedScaleUp), long before the cluster's
+ * timeout (600 s here), and runs on another cluster, keeping its queue position. */
 static void
 test_stockout(void **state)
 {
@@ -418,6 +419,7 @@ test_stockout(void **state)
 	assert_int_equal(json_integer_value(json_object_get(pool, "free_accelerators")), 0);
 	seed_pool(aks_id, "aks", pool, 3, 0);	/* full, but may grow one node */
 	json_decref(pool);
+	harness_sql("UPDATE clusters SET stockout_timeout_s = 600 WHERE id = '%s'", aks_id);
 	id = submit("RayJob", "stock", 1, "\"constraints\":{\"regions\":[\"eastus\","
 	    "\"us-central1\"],\"spot\":false}");
 	enq = harness_sql_str("SELECT enqueued_at::text FROM jobs WHERE id = '%s'", id);
@@ -437,6 +439,9 @@ test_stockout(void **state)
 	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
 	    " from_state = 'dispatched' AND to_state = 'pending' AND message LIKE 'stockout%%'",
 	    id) == 1);
+	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND"
+	    " to_state = 'pending' AND data->>'signal' = 'FailedScaleUp'", id) == 1);
+	harness_sql("UPDATE clusters SET stockout_timeout_s = 2 WHERE id = '%s'", aks_id);
 	assert_true(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s' AND type ="
 	    " 'cluster_event' AND data->>'reason' = 'FailedScheduling' AND attempt = 1", id) >= 1);
 	object_name(JOBSPEC_RAYJOB, "stock", id, 1, name, sizeof(name));

@@ -1,0 +1,151 @@
+/* status_stockout: a dispatched job whose pods wait for a node is withdrawn to be placed
+ * elsewhere as soon as the member says it has no room — the cluster autoscaler's
+ * FailedScaleUp or NotTriggerScaleUp about a pod of the attempt — and after the cluster's
+ * stockout timeout otherwise (the backstop for a member that says nothing).  A job waiting
+ * for the victims it preempted is not withdrawn on a signal: their room is coming. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/mono.h"
+#include "providers/kube.h"
+#include "queue/follow/status_int.h"
+
+#define VICTIM_SETTLE_S	20.0	/* after its victims left, signals wait this long */
+#define VICTIM_SLOTS	256
+
+/* Whether an event reason says the cluster cannot find room for a pod: the cluster
+ * autoscaler's FailedScaleUp (the provider refused to grow the node group: GKE's
+ * GCE_STOCKOUT / ZONE_RESOURCE_POOL_EXHAUSTED, "GCE out of resources", AWS
+ * InsufficientInstanceCapacity, Azure AllocationFailed / SkuNotAvailable) or
+ * NotTriggerScaleUp (no node group can take the pod: at its maximum, or it would not fit a
+ * new node).  The autoscaler FAQ lists both events:
+ * https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/FAQ.md
+ * ("What events are emitted by CA?"); GKE's messages:
+ * https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-autoscaler-visibility */
+bool
+status_no_room(const char *reason)
+{
+	return reason != NULL && (strcmp(reason, "FailedScaleUp") == 0 ||
+	    strcmp(reason, "NotTriggerScaleUp") == 0);
+}
+
+/* When each job (by a hash of its id) was last seen waiting for its victims. */
+static struct {
+	pthread_mutex_t	 mu;
+	uint64_t	 h[VICTIM_SLOTS];
+	double		 at[VICTIM_SLOTS];
+} V = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t
+hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+/* Seconds since j was last seen waiting for victims (-1 never); with now, records it. */
+static double
+victims_seen(const char *id, bool now)
+{
+	uint64_t h = hash(id);
+	size_t i = h % VICTIM_SLOTS;
+	double out = -1;
+
+	pthread_mutex_lock(&V.mu);
+	if (now) {
+		V.h[i] = h;
+		V.at[i] = mono_s();
+		out = 0;
+	} else if (V.h[i] == h) {
+		out = mono_s() - V.at[i];
+	}
+	pthread_mutex_unlock(&V.mu);
+	return out;
+}
+
+/* Whether jobs the scheduler or a move preempted for j still hold their room on j's
+ * cluster (state preempted, the reason naming j: queue/sched/scheduler.c). */
+static bool
+victims_leaving(const struct member *t, const struct status_job *j)
+{
+	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id ="
+	    " $1::uuid AND state = 'preempted' AND reason LIKE 'preempted by %' AND"
+	    " right(reason, 36) = $2)";
+	const char *p[2] = { t->id, j->id };
+	struct err e = { 0 };
+	struct db *c = db_acquire(5000, &e);
+	PGresult *r = NULL;
+	bool out = true;	/* unknown: not withdrawn on a signal now */
+
+	if (c != NULL && db_exec(c, sql, 2, p, &r, &e) && PQntuples(r) == 1)
+		out = PQgetvalue(r, 0, 0)[0] == 't';
+	if (e.status != 0)
+		log_warn(NULL, "status", "cannot read a job's victims", "{s:s, s:s}", "job", j->id,
+		    "error", e.msg);
+	PQclear(r);
+	db_release(c);
+	return out;
+}
+
+/* The autoscaler's NotTriggerScaleUp is a Normal event, outside the Warning events the
+ * status cycle reads: asked for here, only for a job whose pods already failed scheduling,
+ * one list for its first pod still waiting for a node (the autoscaler says it of each).
+ * "NotTriggerScaleUp" or NULL. */
+static const char *
+not_triggered(const struct member *t, const struct status_job *j, json_t *pods)
+{
+	json_t *p, *items = NULL, *ev;
+	size_t i, k;
+	const char *out = NULL;
+
+	json_array_foreach(pods, i, p) {
+		const char *name = json_string_value(json_object_get(json_object_get(p,
+		    "metadata"), "name")), *node = json_string_value(json_object_get(
+		    json_object_get(p, "spec"), "nodeName"));
+		struct err e = { 0 };
+
+		if (name == NULL || (node != NULL && node[0] != '\0'))
+			continue;
+		if (!kube_list_events(&t->pc, j->ns, "Pod", name, &items, &e))
+			break;
+		json_array_foreach(items, k, ev)
+			if (strcmp(json_string_value(json_object_get(ev, "reason")) ?
+			    json_string_value(json_object_get(ev, "reason")) : "",
+			    "NotTriggerScaleUp") == 0)
+				out = "NotTriggerScaleUp";
+		json_decref(items);
+		break;
+	}
+	return out;
+}
+
+bool
+status_stocked_out(const struct member *t, const struct status_job *j,
+    const struct status_seen *seen, const char **why)
+{
+	double limit = j->stockout_timeout_s > 0 ? j->stockout_timeout_s : 120, since;
+	const char *signal;
+
+	*why = NULL;
+	if (j->state != JOB_DISPATCHED || seen->unscheduled == 0)
+		return false;
+	signal = seen->no_room ? seen->no_room : j->scale_failed ? "FailedScaleUp" : NULL;
+	if (signal == NULL && j->pending_for >= 0)
+		signal = not_triggered(t, j, seen->pods);
+	if (signal != NULL) {
+		if (victims_leaving(t, j))
+			victims_seen(j->id, true);
+		else if ((since = victims_seen(j->id, false)) < 0 || since >= VICTIM_SETTLE_S) {
+			*why = signal;
+			return true;
+		}
+	}
+	*why = "timeout";	/* twice the timeout: the member said nothing (or victims) */
+	return j->pending_for >= 0 && j->pending_for >= 2 * limit;
+}
