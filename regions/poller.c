@@ -277,6 +277,7 @@ load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 		j->ops = prov_ops_get(db_val(r, i, 7));
 		kube_capacity_init(&j->kube, j->ops ? j->ops->pool_label : NULL,
 		    j->ops ? j->ops->rack_label : NULL);
+		j->kube.block_label = j->ops ? j->ops->block_label : NULL;
 		if (!prov_cloud_fill(&j->cloud, db_val(r, i, 6), db_val(r, i, 7), db_val(r, i, 8),
 		    db_val(r, i, 9), db_val(r, i, 10), db_val(r, i, 11), db_val(r, i, 12),
 		    &j->perr) || j->ops == NULL) {

@@ -87,6 +87,13 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 		p->rack_id = pstr(pl, "rack");
 	if (s->topology == JOBSPEC_TOPO_HOST)
 		p->host = pstr(pl, "host");
+	if (s->topology == JOBSPEC_TOPO_PACK) {
+		json_t *r = json_object_get(pl, "racks");
+
+		for (size_t i = 0; i < json_array_size(r) && i < KUBERAY_MAX_RACKS; i++)
+			p->racks[p->nracks++] = json_string_value(json_array_get(r, i));
+		p->block = pstr(pl, "block");
+	}
 	if (s->topology == JOBSPEC_TOPO_SLICE && pstr(pl, "flavor") != NULL) {
 		const char *f = pstr(pl, "flavor");
 		size_t n = strlen(f);
