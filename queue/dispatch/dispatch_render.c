@@ -87,6 +87,10 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 		p->rack_id = pstr(pl, "rack");
 	if (s->topology == JOBSPEC_TOPO_HOST)
 		p->host = pstr(pl, "host");
+	/* the topology keys the cluster declared (its labels fleet.io/rack-key and
+	 * fleet.io/block-key), else the provider's */
+	p->rack_label = t->rack_label[0] != '\0' ? t->rack_label : NULL;
+	p->block_label = t->block_label[0] != '\0' ? t->block_label : NULL;
 	if (s->topology == JOBSPEC_TOPO_PACK) {
 		json_t *r = json_object_get(pl, "racks");
 
