@@ -250,6 +250,10 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_HOST)
 			json_object_set_new(ref, "detail", json_string("the capacity exists but no "
 			    "single node holds the accelerator gang (at max_replicas) now"));
+		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_PACK)
+			json_object_set_new(ref, "detail", json_string("the capacity exists but no "
+			    "scale unit (InfiniBand block) has racks with room for the whole "
+			    "accelerator gang now; topology pack never spans two"));
 		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_SLICE)
 			json_object_set_new(ref, "detail", json_string("fewer whole free slices of "
 			    "the shape than replicas"));

@@ -1,7 +1,7 @@
 /* test_pack_topology: topology pack and rack over the hierarchy host < rack (NVLink
  * domain) < scale unit (InfiniBand block), as each provider's fleet has it: GB200 NVL72
  * racks (18 trays x 4 GPUs, two scale units of 4 racks), H100 hosts (8 GPUs, racks of 4
- * hosts), TPU v6e slices (GKE only).  A table: fits one rack, spans N racks of one scale
+ * hosts), TPU v6e slices (GKE only, whole slices: test_tpu_v6e).  A table: fits one rack, spans N racks of one scale
  * unit (never two units), does not fit a scale unit; then the choice among racks (whole
  * racks for a multi-rack gang, best fit for a one-rack gang) and the scattered count. */
 #include "sched_fixture.h"
@@ -205,6 +205,57 @@ test_units_never_mix(void **state)
 	arena_free(a);
 }
 
+/* TPU v6e (GKE only): slices of a 2x4 topology (2 hosts of 4 chips), 4 slices in one
+ * block: a slice job takes whole slices, one pod per host; one replica fits one slice, three
+ * take three, five do not fit (the chips are not there); three do not fit two whole slices
+ * and two partly used ones (topology_split: the chips are there). */
+static void
+test_tpu_v6e(void **state)
+{
+	static const struct { int replicas, partly_used; const char *want; } rows[] = {
+		{ 1, 0, "chosen" }, { 3, 0, "chosen" }, { 5, 0, "insufficient_capacity" },
+		{ 3, 2, "topology_split" },	/* 6 free hosts, 2 whole slices */
+	};
+	struct arena *a = arena_new();
+
+	(void)state;
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct sched_model *m = fx_model();
+		struct err e = { 0 };
+		struct sched_cluster *c = sched_model_add_cluster(m, "v6e", "prod", "r1", "gke", &e);
+		struct sched_pool *p = sched_cluster_add_pool(m, c, "tpu-v6e", false, 10.8, &e);
+		struct sched_alloc *al;
+		struct sched_job *j;
+		size_t n;
+
+		for (int sl = 0; sl < 4; sl++)
+			for (int h = 0; h < 2; h++) {
+				char nid[32], slice[16];
+
+				snprintf(nid, sizeof(nid), "v6e-s%d-h%d", sl, h);
+				snprintf(slice, sizeof(slice), "s%d", sl);
+				assert_true(sched_pool_add_node(m, c, p, nid, "sub-0", slice, "2x4",
+				    fx_vec(4, 180000, 720 * 1024), fx_vec(h == 0 && sl <
+				    rows[r].partly_used ? 2 : 4, 180000, 720 * 1024), &e));
+				sched_node_set_block(m, c, "block-0");
+			}
+		fx_queue(m, "q", NULL, 1, "tpu-v6e", 1000, U, U);
+		j = fx_job(m, "j", "q", 0, FX_NOW, "tpu-v6e", rows[r].replicas * 2, 4);
+		j->groups[0].hosts = 2;
+		j->topo = SCHED_TOPO_SLICE;
+		j->shape = sched_model_intern(m, "2x4");
+		fx_finalize(m);
+		assert_string_equal(sched_reason_code(sched_pack(m, j, c, a, &al, &n)), rows[r].want);
+		if (strcmp(rows[r].want, "chosen") == 0) {
+			assert_int_equal(n, (size_t)rows[r].replicas * 2);
+			for (size_t k = 0; k < n; k++)
+				assert_int_equal(al[k].pods, 1);
+		}
+		sched_model_free(m);
+	}
+	arena_free(a);
+}
+
 int
 main(void)
 {
@@ -212,6 +263,7 @@ main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_choice),
 		cmocka_unit_test(test_units_never_mix),
+		cmocka_unit_test(test_tpu_v6e),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
