@@ -10,13 +10,43 @@
 # TRACE_JOBS=N (default 10000), TRACE_SEED=S, TRACE_MAX_HOLDS=N (default: the scheduler's);
 # BENCH_BUILD=DIR (default build/rel);
 # BENCH_RECORD=1 appends the block to bench/RESULTS.md (default: print only).
+# Then (rack_trace below, issue 26) the NVL72 rack trace: RACK_TRACE_JOBS=N (default 2000),
+# RACK_TRACE_SEED=S.  TRACE_PART=sched|racks runs one part only (default: both).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BENCH_BUILD:-$top/build/rel}
 jobs=${TRACE_JOBS:-10000}
 seed=${TRACE_SEED:-0x5eed17b}
 
+part=${TRACE_PART:-all}
+
+# issue 26: mixed 8- to 512-GPU gangs on GB200 NVL72 racks (bench/sim/rack_trace.c), topology
+# pack against topology none on the same jobs: racks per gang against the fewest possible,
+# free GPUs left in partly used racks.  Simulated time: the figures do not depend on the load.
+rack_trace() {
+	local n=${RACK_TRACE_JOBS:-2000} s=${RACK_TRACE_SEED:-0x7ac4} out block
+	cmake --build "$build" -j2 --target rack_trace >/dev/null
+	out=$("$build/rack_trace" "$n" "$s")
+	block=$(
+		echo "## Topology pack on NVL72 racks ($(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$top" rev-parse --short HEAD), \`RACK_TRACE_JOBS=$n RACK_TRACE_SEED=$s TRACE_PART=racks bash bench/trace.sh\`)"
+		echo
+		echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (a simulation: its figures do not depend on the load)."
+		echo "Racks / fewest: racks an admitted gang spans over ceil(GPUs / 72). Partly used racks: free"
+		echo "GPUs in racks neither empty nor full, mean over cycles (and their share of all free GPUs)."
+		echo
+		echo "$out"
+	)
+	echo "$block"
+	if [ "${BENCH_RECORD:-0}" = 1 ]; then
+		printf '\n%s\n' "$block" >>"$top/bench/RESULTS.md"
+	fi
+}
+
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+if [ "$part" = racks ]; then
+	rack_trace
+	exit 0
+fi
 cmake --build "$build" -j2 --target sched_trace >/dev/null
 out=$("$build/sched_trace" "$jobs" "$seed")
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -35,4 +65,7 @@ block=$(
 echo "$block"
 if [ "${BENCH_RECORD:-0}" = 1 ]; then
 	printf '\n%s\n' "$block" >>"$top/bench/RESULTS.md"
+fi
+if [ "$part" = all ]; then
+	rack_trace
 fi

@@ -235,7 +235,7 @@ char *
 cli_explain_render(const json_t *x, const struct cli_table_opts *o)
 {
 	struct cli_buf b = { 0 };
-	const json_t *rej, *vic;
+	const json_t *rej, *vic, *topo;
 	json_t *m = NULL;
 	char label[32];
 
@@ -265,6 +265,22 @@ cli_explain_render(const json_t *x, const struct cli_table_opts *o)
 	vic = json_object_get(x, "victims");
 	if (json_is_array(vic) && json_array_size(vic) > 0)
 		add_line(&b, "Preempts:", vic, CLI_CELL_TEXT, o);
+	/* racks (NVLink domains) the gang uses, against a scattered placement (issue 26) */
+	topo = json_object_get(x, "topology");
+	if (json_is_integer(json_object_get(topo, "racks_used"))) {
+		const char *unit = json_string_value(json_object_get(topo, "scale_unit"));
+
+		cli_buf_printf(&b, "%-12s%lld", "Racks:", (long long)json_integer_value(
+		    json_object_get(topo, "racks_used")));
+		if (unit != NULL) {
+			cli_buf_add(&b, " of scale unit ");
+			cli_buf_add_clean(&b, unit);
+		}
+		if (json_is_integer(json_object_get(topo, "racks_if_scattered")))
+			cli_buf_printf(&b, " (scattered: %lld)", (long long)json_integer_value(
+			    json_object_get(topo, "racks_if_scattered")));
+		cli_buf_add(&b, "\n");
+	}
 	add_section(&b, "Candidates", &cli_view_candidates, json_object_get(x, "candidates"), o);
 	add_section(&b, "Blocking per cluster", &cli_view_blocking,
 	    json_object_get(x, "clusters"), o);

@@ -41,6 +41,8 @@ struct cs_pool {
 	bool		 stockout;		/* from the fleet file */
 	double		 price;
 	int		 nodes_per_rack;
+	int		 racks_per_block;	/* racks per scale unit (IB block); 0 = one
+						 * block for the whole pool */
 	char		 tpu_topology[16];
 	char		 rack_prefix[48];
 	int		 next_index;
@@ -53,6 +55,7 @@ struct cs_node {
 	char		 name[128];
 	struct cs_pool	*pool;
 	char		 rack[64];
+	char		 block[64];		/* scale unit / InfiniBand block */
 	char		 zone[48];
 	long long	 cpu_m, mem_b, gpu, tpu;	/* allocatable */
 	bool		 cordoned;
@@ -318,6 +321,7 @@ char	*cs_hyperpod_arn(const struct cs_cluster *cl);	/* malloc'd */
 char	*cs_provider_cluster_id(const struct cs_cluster *cl);	/* malloc'd */
 const char *cs_provider_name(enum cs_provider p);
 const char *cs_rack_label(enum cs_provider p);
+const char *cs_block_label(enum cs_provider p);
 struct cs_gsa *cs_gsa_find(struct cs *cs, const char *email);
 struct cs_aws_role *cs_role_find(struct cs *cs, const char *account, const char *name);
 /* Azure: the managed identity of resource id rid (case-insensitive) or client id. */

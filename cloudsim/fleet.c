@@ -22,6 +22,15 @@ cs_rack_label(enum cs_provider p)
 	    p == CS_AKS ? "fleet.io/rack" : "topology.k8s.aws/network-node-layer-3";
 }
 
+/* The scale unit above the rack: GKE's gce-topology-block, the AWS network's layer 2
+ * (providers/gke.c and hyperpod.c cite the pages); AKS documents none: fleet.io/block. */
+const char *
+cs_block_label(enum cs_provider p)
+{
+	return p == CS_GKE ? "cloud.google.com/gce-topology-block" :
+	    p == CS_AKS ? "fleet.io/block" : "topology.k8s.aws/network-node-layer-2";
+}
+
 struct cs_cluster *
 cs_cluster_find(struct cs *cs, const char *name)
 {
@@ -93,10 +102,10 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 	json_object_set_new(l, "topology.kubernetes.io/zone", json_string(n->zone));
 	json_object_set_new(l, "fleet.io/pool", json_string(p->name));
 	json_object_set_new(l, "fleet.io/rack", json_string(n->rack));
+	json_object_set_new(l, "fleet.io/block", json_string(n->block));
 	if (cl->provider == CS_GKE) {
-		char block[48];
+		const char *block = n->block;
 
-		snprintf(block, sizeof(block), "%08x", hash_str(p->rack_prefix));
 		json_object_set_new(l, "cloud.google.com/gke-nodepool", json_string(p->name));
 		json_object_set_new(l, "cloud.google.com/gke-os-distribution",
 		    json_string("cos"));
@@ -140,7 +149,7 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-1",
 		    json_sprintf("nn-%08x", hash_str(cl->name)));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-2",
-		    json_sprintf("nn-%08x", hash_str(p->rack_prefix)));
+		    json_string(n->block));
 		json_object_set_new(l, "topology.k8s.aws/network-node-layer-3",
 		    json_string(n->rack));
 		if (p->spot)
@@ -191,6 +200,15 @@ cs_node_build(struct cs_pool *p, int idx, double now)
 	cs_copy(n->zone, sizeof(n->zone), cl->zone);
 	snprintf(n->rack, sizeof(n->rack), "%s-%02d", p->rack_prefix,
 	    p->nodes_per_rack > 0 ? idx / p->nodes_per_rack : 0);
+	/* the scale unit: racks_per_block racks each, else the pool is one (named as each
+	 * platform's ids look: a GKE block id, an AWS network node) */
+	if (p->racks_per_block > 0)
+		snprintf(n->block, sizeof(n->block), "%s-b%02d", p->rack_prefix,
+		    idx / (p->nodes_per_rack * p->racks_per_block));
+	else if (cl->provider == CS_HYPERPOD)
+		snprintf(n->block, sizeof(n->block), "nn-%08x", hash_str(p->rack_prefix));
+	else
+		snprintf(n->block, sizeof(n->block), "%08x", hash_str(p->rack_prefix));
 	if (cl->provider == CS_GKE)
 		snprintf(n->name, sizeof(n->name), "gke-%.24s-%.16s-%08x-%04x", cl->name, p->name,
 		    h, (unsigned)(hash_str(n->rack) + (unsigned)idx) & 0xffff);
@@ -336,6 +354,9 @@ load_pool(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p, json_t *j, st
 	p->nodes_per_rack = (int)jnum(j, "nodes_per_rack", 4);
 	if (p->nodes_per_rack < 1)
 		p->nodes_per_rack = 1;
+	p->racks_per_block = (int)jnum(j, "racks_per_block", 0);
+	if (p->racks_per_block < 0)
+		p->racks_per_block = 0;
 	snprintf(p->rack_prefix, sizeof(p->rack_prefix), "%.20s-%.20s", cl->name, p->name);
 	if (json_is_object(json_object_get(j, "labels")))
 		p->extra_labels = json_incref(json_object_get(j, "labels"));

@@ -117,10 +117,11 @@ cluster_json(struct cs *cs, struct cs_cluster *cl)
 		    "accelerators_per_node", p->mt->accel_count, "spot", p->spot,
 		    "price_per_hour", p->price));
 	}
-	c = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:O}",
+	c = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:O}",
 	    "name", cl->name, "provider", cs_provider_name(cl->provider), "environment", cl->env,
 	    "region", cl->region, "zone", cl->zone, "token", cl->token, "provider_cluster_id", id,
 	    "batch_scheduler", cl->batch_scheduler, "rack_label", cs_rack_label(cl->provider),
+	    "block_label", cs_block_label(cl->provider),
 	    "kubernetes_version", cl->k8s_version, "ca_file", "", "pools", pools, "iam", cl->iam);
 	json_object_set_new(c, "api_server", json_sprintf("%s/k8s/%s", cs->kube_url, cl->name));
 	json_object_set_new(c, "ca_file", json_sprintf("%s/ca.pem", cs->state_dir));

@@ -523,7 +523,14 @@ aks_verify_pair(const struct prov_cloud *c, const char *cp, const char *cluster,
 const struct prov_ops prov_aks_ops = {
 	.name = "aks",
 	.pool_label = "kubernetes.azure.com/agentpool",
+	/* AKS documents no node label for the NVLink domain of its ND GB200/GB300 v6 racks
+	 * nor for the InfiniBand scale unit
+	 * (https://learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/
+	 * nd-gb200-v6-series lists none): the cluster's operator labels the nodes with
+	 * fleet.io/rack and fleet.io/block (for example from nvidia.com/gpu.clique, which
+	 * NVIDIA's GPU feature discovery sets on multi-node NVLink systems). */
 	.rack_label = "fleet.io/rack",
+	.block_label = "fleet.io/block",
 	.verify_pair = aks_verify_pair,
 	.pools_begin = aks_pools_begin,
 	.pools_finish = aks_pools_finish,

@@ -562,7 +562,13 @@ cleanup:
 const struct prov_ops prov_gke_ops = {
 	.name = "gke",
 	.pool_label = "cloud.google.com/gke-nodepool",
+	/* GKE labels each node of a reserved block with its place in it:
+	 * cloud.google.com/gce-topology-block (the block: sub-blocks joined by one
+	 * network fabric), -subblock (the rack: an NVL72 rack of A4X, the NVLink domain) and
+	 * -host; https://cloud.google.com/ai-hypercomputer/docs/workloads/
+	 * schedule-gke-workloads-tas ("Topology of GKE nodes"). */
 	.rack_label = "cloud.google.com/gce-topology-subblock",
+	.block_label = "cloud.google.com/gce-topology-block",
 	.verify_pair = gke_verify_pair,
 	.pools_begin = gke_pools_begin,
 	.pools_finish = gke_pools_finish,

@@ -383,7 +383,13 @@ hyperpod_verify_pair(const struct prov_cloud *c, const char *cp, const char *clu
 const struct prov_ops prov_hyperpod_ops = {
 	.name = "hyperpod",
 	.pool_label = "sagemaker.amazonaws.com/instance-group-name",
+	/* EKS (and HyperPod's EKS nodes) label each node with its place in the AWS network
+	 * hierarchy: topology.k8s.aws/network-node-layer-1 (top) .. -3 (the bottom layer for
+	 * most instance types: nodes sharing it are closest; an UltraServer's instances share
+	 * it); https://docs.aws.amazon.com/eks/latest/userguide/ml-workload-topology.html.
+	 * Layer 3 is the rack, layer 2 the scale unit above it. */
 	.rack_label = "topology.k8s.aws/network-node-layer-3",
+	.block_label = "topology.k8s.aws/network-node-layer-2",
 	.verify_pair = hyperpod_verify_pair,
 	.pools_begin = hyperpod_pools_begin,
 	.pools_finish = hyperpod_pools_finish,

@@ -14,7 +14,8 @@
 #define MAX_ACCEL	64
 
 static const char *const kind_names[] = { "RayJob", "RayCluster", "RayService", "RayCronJob" };
-static const char *const topo_names[] = { "none", "host", "rack", "slice" };
+static const char *const topo_names[] = { "none", "host", "rack", "slice", "pack" };
+#define NTOPOS	(sizeof(topo_names) / sizeof(topo_names[0]))
 static const char *const delete_names[] = { "", "DeleteCluster", "DeleteWorkers", "DeleteSelf" };
 
 #define NKINDS	(sizeof(kind_names) / sizeof(kind_names[0]))
@@ -39,7 +40,7 @@ jobspec_kind_parse(const char *name, enum jobspec_kind *out)
 const char *
 jobspec_topology_name(enum jobspec_topology t)
 {
-	return (unsigned)t < 4 ? topo_names[t] : "?";
+	return (unsigned)t < NTOPOS ? topo_names[t] : "?";
 }
 
 const char *
@@ -314,12 +315,12 @@ parse_topology(json_t *root, struct job_spec *s, struct err *e)
 		return err_field(e, 400, "api.wrong_type", "/topology",
 		    "topology must be a string or an object");
 	}
-	for (int i = 0; i < 4; i++) {
+	for (size_t i = 0; i < NTOPOS; i++) {
 		if (strcmp(type, topo_names[i]) == 0)
 			s->topology = (enum jobspec_topology)i;
 	}
 	if (strcmp(type, topo_names[s->topology]) != 0)
-		return invalid(e, tptr, "topology must be one of none, host, rack, slice");
+		return invalid(e, tptr, "topology must be one of none, host, rack, pack, slice");
 	if (s->topology != JOBSPEC_TOPO_SLICE && shape != NULL)
 		return invalid(e, "/topology/shape", "shape applies only to topology slice");
 	if (s->topology != JOBSPEC_TOPO_SLICE)

@@ -26,6 +26,7 @@ enum jobspec_topology {
 	JOBSPEC_TOPO_HOST,	/* every worker of the accelerator gang on one node */
 	JOBSPEC_TOPO_RACK,	/* one rack / NVLink domain */
 	JOBSPEC_TOPO_SLICE,	/* exactly one TPU slice of slice_shape per replica */
+	JOBSPEC_TOPO_PACK,	/* fewest racks within one scale unit (IB block) */
 };
 
 enum jobspec_spot {

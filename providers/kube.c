@@ -208,6 +208,9 @@ parse_node(json_t *it, struct kube_capacity *out)
 	label(labels, out->rack_label, n->rack, sizeof(n->rack));
 	if (n->rack[0] == '\0')
 		label(labels, "fleet.io/rack", n->rack, sizeof(n->rack));
+	label(labels, out->block_label, n->block, sizeof(n->block));
+	if (n->block[0] == '\0')
+		label(labels, "fleet.io/block", n->block, sizeof(n->block));
 	label(labels, "node.kubernetes.io/instance-type", n->instance_type,
 	    sizeof(n->instance_type));
 	label(labels, "cloud.google.com/gke-tpu-topology", n->tpu_topology,

@@ -16,6 +16,7 @@ struct kube_node {
 	char		name[254];
 	char		pool[96];	/* from the provider's pool label, "" when absent */
 	char		rack[128];	/* rack / NVLink domain label, "" when absent */
+	char		block[128];	/* scale unit / InfiniBand block label, "" when absent */
 	char		slice[128];	/* TPU slice (the pool of a multi-host slice), else "" */
 	char		tpu_topology[24];
 	char		instance_type[96];
@@ -27,6 +28,8 @@ struct kube_node {
 struct kube_capacity {
 	const char		*pool_label;	/* set before parsing (ops->pool_label) */
 	const char		*rack_label;
+	const char		*block_label;	/* set after init (ops->block_label); NULL:
+						 * fleet.io/block only */
 	struct kube_node	*v;
 	size_t			 n, cap;
 	json_t			*use;		/* node name -> [cpu_m, mem, accel] until finish */

@@ -130,6 +130,18 @@ kuberay_rack_label(enum kuberay_provider p)
 	}
 }
 
+/* The scale unit above the rack, as each provider labels it (providers/gke.c and
+ * providers/hyperpod.c cite the pages; AKS documents none: fleet.io/block). */
+const char *
+kuberay_block_label(enum kuberay_provider p)
+{
+	switch (p) {
+	case KUBERAY_GKE:	return "cloud.google.com/gce-topology-block";
+	case KUBERAY_HYPERPOD:	return "topology.k8s.aws/network-node-layer-2";
+	default:		return "fleet.io/block";
+	}
+}
+
 static const char *
 pool_label(enum kuberay_provider p)
 {
@@ -324,6 +336,16 @@ check_input(struct ctx *c, struct err *e)
 	if (in->spec->topology == JOBSPEC_TOPO_RACK && (p->rack_id == NULL ||
 	    !label_value_ok(p->rack_id)))
 		return err_set(e, 422, "kuberay.bad_placement", "topology rack needs the rack id");
+	if (in->spec->topology == JOBSPEC_TOPO_PACK) {
+		bool ok = p->nracks > 0 && p->nracks <= KUBERAY_MAX_RACKS &&
+		    (p->block == NULL || label_value_ok(p->block));
+
+		for (size_t i = 0; ok && i < p->nracks; i++)
+			ok = p->racks[i] != NULL && label_value_ok(p->racks[i]);
+		if (!ok)
+			return err_set(e, 422, "kuberay.bad_placement", "topology pack needs the "
+			    "racks chosen (1 to 64 label values)");
+	}
 	if (in->spec->topology == JOBSPEC_TOPO_SLICE && (p->provider != KUBERAY_GKE ||
 	    p->tpu_accelerator == NULL || !label_value_ok(p->tpu_accelerator)))
 		return err_set(e, 422, "kuberay.unsupported_topology", "tpu slices need a gke "
@@ -572,6 +594,24 @@ host_affinity(const struct ctx *c)
 	    "topologyKey", "kubernetes.io/hostname");
 }
 
+/* topology pack: required node affinity to the chosen racks (NVLink domains) and their
+ * scale unit, so the member's scheduler keeps the gang where fleetd packed it. */
+static void
+pack_exprs(const struct ctx *c, json_t *ex)
+{
+	const char *rk = c->p->rack_label ? c->p->rack_label : kuberay_rack_label(c->p->provider);
+	const char *bk = c->p->block_label ? c->p->block_label :
+	    kuberay_block_label(c->p->provider);
+	json_t *vals = json_array();
+
+	for (size_t i = 0; i < c->p->nracks; i++)
+		json_array_append_new(vals, json_string(c->p->racks[i]));
+	json_array_append_new(ex, json_pack("{s:s, s:s, s:o}", "key", rk, "operator", "In",
+	    "values", vals));
+	if (c->p->block != NULL)
+		json_array_append_new(ex, match_expr(bk, "In", c->p->block));
+}
+
 /* Workers: the chosen pool, the provider's accelerator and spot vocabulary, topology. */
 static void
 worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spec)
@@ -587,6 +627,8 @@ worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spe
 		    kuberay_rack_label(c->p->provider);
 
 		json_array_append_new(ex, match_expr(key, "In", c->p->rack_id));
+	} else if (c->s->topology == JOBSPEC_TOPO_PACK) {
+		pack_exprs(c, ex);
 	} else if (c->s->topology == JOBSPEC_TOPO_HOST && c->p->host != NULL) {
 		json_object_set_new(sel, "kubernetes.io/hostname", json_string(c->p->host));
 		json_decref(pin);	/* the selector says it already */

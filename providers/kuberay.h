@@ -33,6 +33,8 @@ struct kuberay_pin {
 	const char	*node;
 };
 
+#define KUBERAY_MAX_RACKS	64	/* racks one topology pack job may span */
+
 struct kuberay_placement {
 	enum kuberay_provider provider;
 	const char	*cluster;	/* member cluster name (annotation only) */
@@ -45,6 +47,11 @@ struct kuberay_placement {
 	bool		 spot;		/* workers run on spot capacity (the head never does) */
 	const char	*rack_id;	/* topology rack: required */
 	const char	*rack_label;	/* node label naming the rack; NULL = provider default */
+	const char	*racks[KUBERAY_MAX_RACKS];	/* topology pack: the racks chosen
+							 * (required, >= 1; borrowed) */
+	size_t		 nracks;
+	const char	*block;		/* topology pack: their scale unit; NULL = unlabelled */
+	const char	*block_label;	/* node label naming the scale unit; NULL = default */
 	const char	*host;		/* topology host: node name; NULL = pod affinity on hostname */
 	const char	*tpu_accelerator; /* slice (GKE): gke-tpu-accelerator, e.g. tpu-v5p-slice */
 	const char	*tpu_topology;	/* slice: gke-tpu-topology; NULL = the job's slice shape */
@@ -234,6 +241,8 @@ const char	*kuberay_default_image(const char *ray_version, const char *flavor, c
 bool		 kuberay_image_warning(const struct job_spec *s, char *buf, size_t len);
 /* Default node label naming a rack / NVLink domain for the provider. */
 const char	*kuberay_rack_label(enum kuberay_provider p);
+/* Default node label naming a scale unit / InfiniBand block for the provider. */
+const char	*kuberay_block_label(enum kuberay_provider p);
 const char	*kuberay_provider_name(enum kuberay_provider p);	/* gke | aks | hyperpod */
 bool		 kuberay_provider_from_name(const char *name, enum kuberay_provider *out);
 bool		 kuberay_scheduler_from_name(const char *name, enum kuberay_scheduler *out);

@@ -182,6 +182,7 @@ struct prov_ops {
 	const char	*name;		/* "gke" */
 	const char	*pool_label;	/* node label naming the pool */
 	const char	*rack_label;	/* node label naming the rack / NVLink domain */
+	const char	*block_label;	/* node label naming the scale unit / IB block */
 	/* Phase 2: appends one {check, ok, message, pointer} object per check to checks.
 	 * True when every check passed; else false with e = 422 "iam.verification_failed"
 	 * (checks say what to fix), or 502/504 when the provider could not be asked. */

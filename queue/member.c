@@ -30,7 +30,10 @@ member_load(struct db *c, const char *cluster_id, struct member **out,
 {
 	static const char sql[] = "SELECT k.name, c.provider, k.api_server, k.ca_cert,"
 	    " k.batch_scheduler, k.stockout_timeout_s, k.kueue::text, k.batch_probe::text,"
-	    " ev.dashboard_ingress::text FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
+	    " ev.dashboard_ingress::text,"
+	    " coalesce(k.labels->>'fleet.io/rack-key', ''),"
+	    " coalesce(k.labels->>'fleet.io/block-key', '')"
+	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
 	    " LEFT JOIN environments ev ON ev.name = c.environment WHERE k.id = $1::uuid";
 	const char *p[1] = { cluster_id };
 	struct member *t = NULL;
@@ -52,6 +55,8 @@ member_load(struct db *c, const char *cluster_id, struct member **out,
 	t->ca_pem = xstrdup(PQgetvalue(r, 0, 3));
 	snprintf(t->batch_scheduler, sizeof(t->batch_scheduler), "%s", PQgetvalue(r, 0, 4));
 	t->stockout_timeout_s = atoi(PQgetvalue(r, 0, 5));
+	snprintf(t->rack_label, sizeof(t->rack_label), "%s", PQgetvalue(r, 0, 9));
+	snprintf(t->block_label, sizeof(t->block_label), "%s", PQgetvalue(r, 0, 10));
 	{
 		json_t *kq = json_loads(PQgetvalue(r, 0, 6), 0, NULL),
 		    *probe = json_loads(PQgetvalue(r, 0, 7), 0, NULL);

@@ -22,6 +22,9 @@ struct member {
 	bool			kueue_elastic;	/* cluster_kueue_elastic of its row */
 	char			kueue_cluster_queue[64];
 	char			kueue_lq_prefix[32];
+	char			rack_label[64];		/* the cluster's own rack key (its label
+						 * fleet.io/rack-key), "" = the provider's */
+	char			block_label[64];	/* fleet.io/block-key, likewise */
 	int			stockout_timeout_s;
 	json_t			*dashboard_ingress;	/* its environment's (issue 25), or NULL */
 	struct kuberay_ingress	ingress;	/* points into dashboard_ingress */

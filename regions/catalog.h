@@ -38,6 +38,8 @@ struct catalog_flavor {
 };
 
 bool	 catalog_flavor_valid(const char *flavor);
+/* A Kubernetes label key: [DNS subdomain prefix "/"] name (regions/flavor.c). */
+bool	 catalog_label_key_ok(const char *k);
 /* The shipped definition of flavor (static table, ignoring the overlay), NULL when it is
  * not built in. */
 const struct catalog_flavor *catalog_builtin_flavor(const char *flavor);

@@ -12,6 +12,7 @@
 #include "core/http.h"
 #include "core/jsonx.h"
 #include "providers/kube.h"
+#include "regions/catalog.h"
 #include "regions/cluster.h"
 
 bool
@@ -311,12 +312,29 @@ cluster_parse(json_t *body, const char *provider, bool for_replace, struct clust
 			return err_field(e, 400, "api.wrong_type", "/labels",
 			    "labels must be an object of at most 64 strings");
 		json_object_foreach(in->labels, k, v) {
-			char ptr[128];
+			char ptr[220], *o = ptr + 8;
 
-			snprintf(ptr, sizeof(ptr), "/labels/%.100s", k);
+			/* the member's JSON pointer: "~" and "/" escaped (RFC 6901) */
+			memcpy(ptr, "/labels/", 8);
+			for (const char *x = k; *x != '\0' && o < ptr + sizeof(ptr) - 3; x++) {
+				if (*x == '~' || *x == '/') {
+					*o++ = '~';
+					*o++ = *x == '~' ? '0' : '1';
+				} else {
+					*o++ = *x;
+				}
+			}
+			*o = '\0';
 			if (!json_is_string(v) || strlen(k) > 63 || json_string_length(v) > 63)
 				return err_field(e, 400, "cluster.bad_label", ptr,
 				    "labels are strings of at most 63 characters");
+			/* the cluster's own topology keys: node label keys the poller reads and
+			 * the renderer requires (README "Placement") */
+			if ((strcmp(k, "fleet.io/rack-key") == 0 ||
+			    strcmp(k, "fleet.io/block-key") == 0) &&
+			    !catalog_label_key_ok(json_string_value(v)))
+				return err_field(e, 400, "cluster.bad_label", ptr,
+				    "%s must be a node label key such as nvidia.com/gpu.clique", k);
 		}
 	}
 	return true;

@@ -60,8 +60,8 @@ label_name_ok(const char *s, size_t len)
 }
 
 /* A label key: [DNS subdomain prefix "/"] name. */
-static bool
-label_key_ok(const char *k)
+bool
+catalog_label_key_ok(const char *k)
 {
 	const char *slash = strchr(k, '/');
 
@@ -145,7 +145,7 @@ machine_valid(json_t *mt, size_t i, json_t **out, struct err *e)
 		    !jsonx_str(lab, "value", ptr, true, &v, e))
 			return bad(e);
 		snprintf(ptr, sizeof(ptr), "%s/node_label/key", pre);
-		if (!label_key_ok(k))
+		if (!catalog_label_key_ok(k))
 			return err_field(e, 422, BAD, ptr, "not a kubernetes label key");
 		snprintf(ptr, sizeof(ptr), "%s/node_label/value", pre);
 		if (!label_name_ok(v, strlen(v)))
@@ -191,7 +191,7 @@ flavor_spec_valid(const char *name, json_t *body, json_t **spec, struct err *e)
 		return err_field(e, 422, BAD, "/kind", "kind must be gpu or tpu");
 	if (res == NULL)
 		res = kind[0] == 'g' ? "nvidia.com/gpu" : "google.com/tpu";
-	else if (!label_key_ok(res) || strchr(res, '/') == NULL)
+	else if (!catalog_label_key_ok(res) || strchr(res, '/') == NULL)
 		return err_field(e, 422, BAD, "/k8s_resource", "k8s_resource must be an extended "
 		    "resource name such as nvidia.com/gpu");
 	if (!int_in(body, "memory_gib", "", true, 1, 4096, &mem, e) ||

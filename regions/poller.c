@@ -56,6 +56,8 @@ struct job {
 	double			 lat_ms[2];
 	double			 last_ok;	/* epoch of the last good refresh, 0 = never */
 	char			*sched;		/* batch_scheduler */
+	char			*rack_key, *block_key;	/* the cluster's declared topology
+						 * keys (labels fleet.io/rack-key, -block-key) */
 	json_t			*kueue;		/* its registration (kueue), or NULL */
 	double			 probe_age;	/* seconds since the last batch probe, -1 never */
 };
@@ -209,6 +211,8 @@ job_free(struct job *j)
 		memset(j->token, 0, strlen(j->token));
 	free(j->token);
 	free(j->pcid);
+	free(j->rack_key);
+	free(j->block_key);
 	free(j->sched);
 	json_decref(j->kueue);
 	memset(&j->creds, 0, sizeof(j->creds));
@@ -234,7 +238,9 @@ load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 	    " k.provider_cluster_id, c.id, c.provider, c.region, c.account::text, c.external_id,"
 	    " p.control_plane_role, p.cluster_role,"
 	    " coalesce(extract(epoch FROM k.last_refresh_at), 0), k.batch_scheduler,"
-	    " k.kueue::text, coalesce(extract(epoch FROM now() - k.batch_probe_at), -1)"
+	    " k.kueue::text, coalesce(extract(epoch FROM now() - k.batch_probe_at), -1),"
+	    " coalesce(k.labels->>'fleet.io/rack-key', ''),"
+	    " coalesce(k.labels->>'fleet.io/block-key', '')"
 	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
 	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id"
 	    " WHERE $1::uuid[] IS NULL OR k.id = ANY($1::uuid[]) ORDER BY k.id";
@@ -275,8 +281,12 @@ load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 		j->probe_age = atof(db_val(r, i, 16) ? db_val(r, i, 16) : "-1");
 		prov_pools_init(&j->pools);
 		j->ops = prov_ops_get(db_val(r, i, 7));
+		j->rack_key = dup(r, i, 17);
+		j->block_key = dup(r, i, 18);
 		kube_capacity_init(&j->kube, j->ops ? j->ops->pool_label : NULL,
-		    j->ops ? j->ops->rack_label : NULL);
+		    j->rack_key[0] ? j->rack_key : j->ops ? j->ops->rack_label : NULL);
+		j->kube.block_label = j->block_key[0] ? j->block_key : j->ops ?
+		    j->ops->block_label : NULL;
 		if (!prov_cloud_fill(&j->cloud, db_val(r, i, 6), db_val(r, i, 7), db_val(r, i, 8),
 		    db_val(r, i, 9), db_val(r, i, 10), db_val(r, i, 11), db_val(r, i, 12),
 		    &j->perr) || j->ops == NULL) {

@@ -69,6 +69,10 @@ pool_nodes(const struct kube_capacity *kube, const char *pool, int *count, long 
 		if (k->tpu_topology[0] != '\0')
 			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1), "shape",
 			    json_string(k->tpu_topology));
+		/* the scale unit (InfiniBand block) holding the rack: topology pack */
+		if (k->block[0] != '\0')
+			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1), "block",
+			    json_string(k->block));
 	}
 	return nodes;
 }

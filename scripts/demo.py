@@ -127,7 +127,7 @@ for env in envs:
     for q, w in (("research", 1.0), ("prod-training", 2.0)):
         body = {"name": q, "environment": env, "cohort": "ml", "weight": w,
                 "nominal_quota": {"nvidia-h100-80gb": 16, "nvidia-a100-80gb": 8, "nvidia-l4": 8,
-                                  "tpu-v5p": 16},
+                                  "tpu-v5p": 16, "nvidia-gb200": 144},
                 "default_priority_class": "default"}
         must(*call("POST", fleet + "/v1/queues", body), "queue", ok=(201, 409))
 print("demo fleet registered")

@@ -110,7 +110,7 @@ grow_job(struct sched_model *m, const char *id, const char *queue_id, json_t *ol
 	jd->n_req = 0;
 	jd->flavor_mask = 0;
 	if (jd->topo != SCHED_TOPO_SLICE)
-		jd->topo = SCHED_TOPO_NONE;	/* host and rack: the caller narrows the nodes */
+		jd->topo = SCHED_TOPO_NONE;	/* host, rack, pack: the caller narrows the nodes */
 	for (size_t i = 0; i < sn.ngroups && i < so.ngroups; i++) {
 		int before = group_pods(&so, &so.groups[i]), after = group_pods(&sn, &sn.groups[i]);
 		const struct sched_group *g;
@@ -141,6 +141,8 @@ narrow(struct sched_model *m, struct sched_cluster *k, json_t *placement)
 {
 	const char *host = json_string_value(json_object_get(placement, "host"));
 	const char *rack = json_string_value(json_object_get(placement, "rack"));
+	json_t *racks = json_object_get(placement, "racks"), *r;	/* topology pack */
+	size_t x;
 
 	if (host == NULL && rack == NULL)
 		return;
@@ -148,6 +150,10 @@ narrow(struct sched_model *m, struct sched_cluster *k, json_t *placement)
 		struct sched_node *n = &k->nodes[i];
 		bool keep = host != NULL ? n->id != NULL && strcmp(n->id, host) == 0 :
 		    n->rack >= 0 && strcmp(sched_model_name(m, n->rack), rack) == 0;
+
+		json_array_foreach(racks, x, r)	/* the gang's racks, each allowed */
+			keep |= host == NULL && n->rack >= 0 && json_is_string(r) &&
+			    strcmp(sched_model_name(m, n->rack), json_string_value(r)) == 0;
 
 		if (!keep)
 			memset(&n->free, 0, sizeof(n->free));
@@ -276,7 +282,8 @@ room_check(struct db *c, json_t *job, json_t *new, bool grow, int gen, json_t **
 	if (grow) {
 		jd = grow_job(m, id, json_string_value(json_object_get(job, "queue_id")),
 		    json_object_get(job, "spec"), new, map, e);
-		if (jd != NULL && (cur->topo == SCHED_TOPO_HOST || cur->topo == SCHED_TOPO_RACK))
+		if (jd != NULL && (cur->topo == SCHED_TOPO_HOST || cur->topo == SCHED_TOPO_RACK ||
+		    cur->topo == SCHED_TOPO_PACK))
 			narrow(m, k, json_object_get(job, "placement"));
 	} else {
 		char nid[64];

@@ -95,6 +95,17 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 		p->rack_id = pstr(pl, "rack");
 	if (s->topology == JOBSPEC_TOPO_HOST)
 		p->host = pstr(pl, "host");
+	/* the topology keys the cluster declared (its labels fleet.io/rack-key and
+	 * fleet.io/block-key), else the provider's */
+	p->rack_label = t->rack_label[0] != '\0' ? t->rack_label : NULL;
+	p->block_label = t->block_label[0] != '\0' ? t->block_label : NULL;
+	if (s->topology == JOBSPEC_TOPO_PACK) {
+		json_t *r = json_object_get(pl, "racks");
+
+		for (size_t i = 0; i < json_array_size(r) && i < KUBERAY_MAX_RACKS; i++)
+			p->racks[p->nracks++] = json_string_value(json_array_get(r, i));
+		p->block = pstr(pl, "block");
+	}
 	if (s->topology == JOBSPEC_TOPO_SLICE && pstr(pl, "flavor") != NULL) {
 		const char *f = pstr(pl, "flavor"), *label = catalog_tpu_accelerator(f);
 		size_t n = strlen(f);

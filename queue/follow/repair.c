@@ -318,6 +318,8 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		    strcmp(str(x, "node"), lost) == 0) {
 			p->pods += (int)json_integer_value(json_object_get(x, "pods"));
 			snprintf(p->pool, sizeof(p->pool), "%s", str(x, "pool"));
+			if (json_is_string(json_object_get(x, "rack")))	/* the lost node's own */
+				rack = str(x, "rack");
 		}
 	if (p->pods == 0) {
 		err_set(e, 409, "status.changed", "the placement does not name the node");
@@ -354,7 +356,7 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		ok = true;
 		goto cleanup;
 	}
-	if (gang && cur->topo == SCHED_TOPO_RACK && rack != NULL)
+	if (gang && (cur->topo == SCHED_TOPO_RACK || cur->topo == SCHED_TOPO_PACK) && rack != NULL)
 		snprintf(p->domain, sizeof(p->domain), "rack %s (pool %s)", rack, p->pool);
 	else
 		rack = NULL;

@@ -92,6 +92,7 @@ add_pool(struct sched_model *m, struct sched_cluster *k, PGresult *r, int i, str
 		    json_string_value(json_object_get(n, "slice")),
 		    json_string_value(json_object_get(n, "shape")), al, fr, e))
 			goto cleanup;
+		sched_node_set_block(m, k, json_string_value(json_object_get(n, "block")));
 		if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0)
 			p->node_alloc = al;
 	}
@@ -248,7 +249,8 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 	j->can_preempt = can_preempt;
 	j->topo = s.topology == JOBSPEC_TOPO_HOST ? SCHED_TOPO_HOST :
 	    s.topology == JOBSPEC_TOPO_RACK ? SCHED_TOPO_RACK :
-	    s.topology == JOBSPEC_TOPO_SLICE ? SCHED_TOPO_SLICE : SCHED_TOPO_NONE;
+	    s.topology == JOBSPEC_TOPO_SLICE ? SCHED_TOPO_SLICE :
+	    s.topology == JOBSPEC_TOPO_PACK ? SCHED_TOPO_PACK : SCHED_TOPO_NONE;
 	if (s.slice_shape != NULL)
 		j->shape = sched_model_intern(m, s.slice_shape);
 	j->spot = s.spot == JOBSPEC_SPOT_ONLY ? SCHED_SPOT_ONLY :

@@ -28,7 +28,10 @@ struct sched_vec {
 	int64_t	v[SCHED_NRES];
 };
 
-enum sched_topo { SCHED_TOPO_NONE, SCHED_TOPO_HOST, SCHED_TOPO_RACK, SCHED_TOPO_SLICE };
+/* The accelerator gang's topology: none; one node (host); one rack / NVLink domain (rack);
+ * whole TPU slices (slice); the fewest racks of one scale unit / InfiniBand block (pack). */
+enum sched_topo { SCHED_TOPO_NONE, SCHED_TOPO_HOST, SCHED_TOPO_RACK, SCHED_TOPO_SLICE,
+    SCHED_TOPO_PACK };
 enum sched_strategy { SCHED_BEST_EFFORT_FIFO, SCHED_STRICT_FIFO };
 enum sched_spot { SCHED_SPOT_ANY, SCHED_SPOT_ONLY, SCHED_SPOT_NEVER };
 enum sched_state {
@@ -87,7 +90,9 @@ void	sched_config_default(struct sched_config *c);
 struct sched_node {
 	const char		*id;		/* NULL for a node grown this cycle */
 	int			 pool;
-	int			 rack;		/* interned, -1 none */
+	int			 rack;		/* interned, -1 none: NVLink domain / rack */
+	int			 block;		/* interned, -1 none: scale unit / IB block
+						 * holding the rack (none: one per cluster) */
 	int			 slice;		/* interned slice id, -1 none */
 	int			 shape;		/* interned slice shape, -1 none */
 	struct sched_vec	 alloc;		/* allocatable */
@@ -253,6 +258,14 @@ bool			 sched_pool_add_node(struct sched_model *m, struct sched_cluster *c,
 			    const char *slice, const char *shape, struct sched_vec alloc,
 			    struct sched_vec free, struct err *e);
 
+/* Names the scale unit (InfiniBand block, GKE block, AWS layer 2) of c's last added node;
+ * NULL = none. */
+void			 sched_node_set_block(struct sched_model *m, struct sched_cluster *c,
+			    const char *block);
+/* Distinct racks of the accelerator allocations al[0..n) of j on c (nodes to grow: none). */
+int			 sched_racks_of(const struct sched_job *j, const struct sched_cluster *c,
+			    const struct sched_alloc *al, size_t n);
+
 struct sched_queue	*sched_model_add_queue(struct sched_model *m, const char *id,
 			    const char *env, const char *cohort, double weight,
 			    enum sched_strategy strategy, struct err *e);
@@ -348,6 +361,11 @@ struct sched_placement {
 	 * of 100,000 pending decisions) */
 	uint32_t		*counts;
 	enum sched_reason	 reason;	/* the most telling reason when nothing fits */
+	/* topology rack and pack, when placed with an arena: the racks the accelerator gang
+	 * uses, and how many the same gang would use placed with topology none now (-1:
+	 * not known) */
+	int			 racks_used;
+	int			 racks_scattered;
 };
 
 /* Static filter for j on c: the first failing check, or SCHED_R_CHOSEN. */

@@ -60,7 +60,7 @@ static json_t *
 topology_json(const struct sched_model *m, const struct sched_job *j, int cluster,
 	      const struct sched_alloc *al, size_t n)
 {
-	static const char *const names[] = { "none", "host", "rack", "slice" };
+	static const char *const names[] = { "none", "host", "rack", "slice", "pack" };
 	static const char *const defs[] = {
 		"no constraint: pods go wherever they fit",
 		"every accelerator pod of the job on one node, elastic growth included: the "
@@ -68,6 +68,8 @@ topology_json(const struct sched_model *m, const struct sched_job *j, int cluste
 		"every accelerator pod in one rack (NVLink domain)",
 		"each replica of the accelerator group is one whole TPU slice of the shape: "
 		    "one pod per host of the slice",
+		"the accelerator gang on the fewest racks (NVLink domains) of one scale unit "
+		    "(InfiniBand block), on racks no other gang uses when there are enough",
 	};
 	const struct sched_cluster *c = cluster >= 0 ? m->clusters[cluster] : NULL;
 	json_t *o = json_pack("{s:s, s:s}", "type", names[j->topo], "definition", defs[j->topo]);
@@ -85,7 +87,8 @@ topology_json(const struct sched_model *m, const struct sched_job *j, int cluste
 			continue;
 		nd = &c->nodes[al[i].node];
 		name = j->topo == SCHED_TOPO_HOST ? nd->id :
-		    j->topo == SCHED_TOPO_RACK ? sched_model_name(m, nd->rack) :
+		    j->topo == SCHED_TOPO_RACK || j->topo == SCHED_TOPO_PACK ?
+		    sched_model_name(m, nd->rack) :
 		    j->topo == SCHED_TOPO_SLICE ? sched_model_name(m, nd->slice) : NULL;
 		if (name == NULL)
 			continue;
@@ -98,8 +101,18 @@ topology_json(const struct sched_model *m, const struct sched_job *j, int cluste
 		json_decref(where);
 		return o;
 	}
-	json_object_set_new(o, j->topo == SCHED_TOPO_HOST ? "nodes" : j->topo == SCHED_TOPO_RACK ?
-	    "racks" : "slices", where);
+	json_object_set_new(o, j->topo == SCHED_TOPO_HOST ? "nodes" : j->topo == SCHED_TOPO_RACK ||
+	    j->topo == SCHED_TOPO_PACK ? "racks" : "slices", where);
+	if (j->topo == SCHED_TOPO_PACK) {
+		const struct sched_node *nd = NULL;
+
+		for (i = 0; i < n && nd == NULL; i++)
+			if (j->groups[al[i].group].pod.v[SCHED_ACCEL] > 0 && al[i].node >= 0 &&
+			    (size_t)al[i].node < c->n_nodes)
+				nd = &c->nodes[al[i].node];
+		json_object_set_new(o, "scale_unit", nd != NULL && nd->block >= 0 ?
+		    json_string(sched_model_name(m, nd->block)) : json_null());
+	}
 	return o;
 }
 
@@ -147,6 +160,12 @@ sched_decision_to_json(const struct sched_model *m, const struct sched_decision 
 		    d->place.allocs, d->place.n_allocs, NULL, -1));
 		json_object_set_new(o, "topology", topology_json(m, j, d->place.cluster,
 		    d->place.allocs, d->place.n_allocs));
+		if (d->place.racks_used >= 0)
+			json_object_set_new(json_object_get(o, "topology"), "racks_used",
+			    json_integer(d->place.racks_used));
+		if (d->place.racks_scattered >= 0)
+			json_object_set_new(json_object_get(o, "topology"), "racks_if_scattered",
+			    json_integer(d->place.racks_scattered));
 		json_object_set_new(o, "victims", vic);
 	} else {
 		json_decref(vic);
@@ -231,6 +250,10 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_HOST)
 			json_object_set_new(ref, "detail", json_string("the capacity exists but no "
 			    "single node holds the accelerator gang (at max_replicas) now"));
+		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_PACK)
+			json_object_set_new(ref, "detail", json_string("the capacity exists but no "
+			    "scale unit (InfiniBand block) has racks with room for the whole "
+			    "accelerator gang now; topology pack never spans two"));
 		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_SLICE)
 			json_object_set_new(ref, "detail", json_string("fewer whole free slices of "
 			    "the shape than replicas"));

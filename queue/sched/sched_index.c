@@ -93,7 +93,7 @@ grow_node(struct sched_cluster *c, int pool)
 	n = &c->nodes[c->n_nodes];
 	memset(n, 0, sizeof(*n));
 	n->pool = pool;
-	n->rack = n->slice = n->shape = -1;
+	n->rack = n->block = n->slice = n->shape = -1;
 	n->alloc = p->node_alloc;
 	n->free = p->node_alloc;
 	if (p->grow_nodes > 0)

@@ -86,4 +86,17 @@ bool	 sched_pool_open(const struct sched_model *m, const struct sched_job *j,
 enum sched_reason sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c);
 
+/* Topology pack (sched_blocks.c): a set of racks of one scale unit to try. */
+#define SCHED_MAX_RACKS	64	/* racks one pack job may span */
+struct sched_rackset {
+	int	racks[SCHED_MAX_RACKS];
+	int	n;
+	int	block;		/* interned scale unit, -1 none */
+};
+/* The rack sets j may pack into on c, best first, at most max: in each scale unit the
+ * fewest racks whose free room holds the gang, then the fewest racks already used by
+ * another gang (a gang of more than one rack), then the least room left over. */
+size_t	 sched_blocks_choose(const struct sched_model *m, const struct sched_job *j,
+	    const struct sched_cluster *c, struct sched_rackset *out, size_t max);
+
 #endif

@@ -305,6 +305,7 @@ sched_pool_add_node(struct sched_model *m, struct sched_cluster *c, struct sched
 	n->id = arena_strdup(m->arena, id);
 	n->pool = (int)(p - c->pools);
 	n->rack = sched_model_intern(m, rack);
+	n->block = -1;
 	n->slice = sched_model_intern(m, slice);
 	n->shape = sched_model_intern(m, shape);
 	n->alloc = alloc;
@@ -312,6 +313,13 @@ sched_pool_add_node(struct sched_model *m, struct sched_cluster *c, struct sched
 	if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0)
 		p->node_alloc = alloc;
 	return true;
+}
+
+void
+sched_node_set_block(struct sched_model *m, struct sched_cluster *c, const char *block)
+{
+	if (c->n_nodes > 0)
+		c->nodes[c->n_nodes - 1].block = sched_model_intern(m, block);
 }
 
 struct sched_queue *

@@ -59,11 +59,13 @@ take(struct sched_vec *free, const struct sched_vec *pod, int64_t k)
 #define MAX_SLICES	64	/* slices one job may span (one per replica) */
 
 /* One packing attempt.  Topology binds the accelerator groups only: host = every
- * accelerator pod on node `host`; rack = on nodes of `rack`; slice = one pod per host of
- * the chosen slices (each replica of a multi-host group a whole slice). */
+ * accelerator pod on node `host`; rack and pack = on nodes of the chosen racks; slice =
+ * one pod per host of the chosen slices (each replica of a multi-host group a whole
+ * slice). */
 struct try {
 	enum sched_topo	topo;
-	int		rack;		/* -1 = any */
+	int		racks[SCHED_MAX_RACKS];
+	int		n_racks;	/* 0 = any */
 	int		host;		/* node index (may be virtual), -1 = any */
 	int		host_grow;	/* pool to grow the host node from, -1 = existing */
 	int		slices[MAX_SLICES];
@@ -72,6 +74,15 @@ struct try {
 	size_t		n_virt;
 	size_t		n_allocs;
 };
+
+static bool
+rack_chosen(const struct try *t, int rack)
+{
+	for (int i = 0; i < t->n_racks; i++)
+		if (t->racks[i] == rack)
+			return true;
+	return false;
+}
 
 static bool
 slice_chosen(const struct try *t, int slice)
@@ -99,8 +110,8 @@ place_existing(struct sched_model *m, const struct sched_job *j, const struct sc
 			continue;
 		if (bound && t->topo == SCHED_TOPO_HOST && (int)i != t->host)
 			continue;
-		if (bound && t->topo == SCHED_TOPO_RACK &&
-		    (i >= t->base || (t->rack >= 0 && c->nodes[i].rack != t->rack)))
+		if (bound && (t->topo == SCHED_TOPO_RACK || t->topo == SCHED_TOPO_PACK) &&
+		    (i >= t->base || (t->n_racks > 0 && !rack_chosen(t, c->nodes[i].rack))))
 			continue;
 		if (bound && t->topo == SCHED_TOPO_SLICE &&
 		    (i >= t->base || !slice_chosen(t, c->nodes[i].slice) || m->s_used[i]))
@@ -217,7 +228,7 @@ try_pack(struct sched_model *m, const struct sched_job *j, const struct sched_cl
 	if (leftover != NULL) {
 		*leftover = 0;
 		for (i = 0; i < t->base + t->n_virt; i++)
-			if ((t->rack >= 0 && i < t->base && c->nodes[i].rack == t->rack) ||
+			if ((t->n_racks > 0 && i < t->base && rack_chosen(t, c->nodes[i].rack)) ||
 			    (t->host >= 0 && (int)i == t->host))
 				*leftover += m->s_free[i].v[SCHED_ACCEL];
 	}
@@ -252,7 +263,7 @@ static bool
 pack_racks(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	   size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .rack = -1, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
 	int best = -1, seen[256];
 	int64_t best_left = INT64_MAX, left;
 	size_t i, n_seen = 0, k;
@@ -267,7 +278,8 @@ pack_racks(struct sched_model *m, const struct sched_job *j, const struct sched_
 		if (k < n_seen || n_seen == sizeof(seen) / sizeof(seen[0]))
 			continue;
 		seen[n_seen++] = nd->rack;
-		t.rack = nd->rack;
+		t.racks[0] = nd->rack;
+		t.n_racks = 1;
 		if (try_pack(m, j, c, &t, n_allocs, &left) && left < best_left) {
 			best_left = left;
 			best = nd->rack;
@@ -275,8 +287,33 @@ pack_racks(struct sched_model *m, const struct sched_job *j, const struct sched_
 	}
 	if (best < 0)
 		return false;
-	t.rack = best;
+	t.racks[0] = best;
+	t.n_racks = 1;
 	return try_pack(m, j, c, &t, n_allocs, NULL);
+}
+
+/* topology pack: the rack sets of sched_blocks_choose, best first, until one holds the
+ * whole job (its cpu and memory too). */
+static bool
+pack_blocks(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
+	    size_t *n_allocs)
+{
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
+	struct sched_rackset sets[8];
+	size_t n = sched_blocks_choose(m, j, c, sets, sizeof(sets) / sizeof(sets[0])), i;
+	bool gang = false;
+
+	for (int g = 0; g < j->n_groups; g++)
+		gang |= j->groups[g].pod.v[SCHED_ACCEL] > 0;
+	if (!gang)	/* topology binds the accelerator gang only */
+		return try_pack(m, j, c, &t, n_allocs, NULL);
+	for (i = 0; i < n; i++) {
+		memcpy(t.racks, sets[i].racks, (size_t)sets[i].n * sizeof(t.racks[0]));
+		t.n_racks = sets[i].n;
+		if (try_pack(m, j, c, &t, n_allocs, NULL))
+			return true;
+	}
+	return false;
 }
 
 /* Replicas of the (single) accelerator group of a slice job: each needs a whole free
@@ -296,7 +333,7 @@ static bool
 pack_slices(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	    size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .rack = -1, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
 	int want = slice_replicas(j);
 	size_t i;
 
@@ -352,7 +389,7 @@ static bool
 pack_hosts(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	   size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .rack = -1, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
 	struct sched_vec lo, hi;
 	int64_t best_left = INT64_MAX, left;
 	int best = -1, best_grow = -1;
@@ -397,11 +434,13 @@ enum sched_reason
 sched_pack_scratch(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	     size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .rack = -1, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
 	bool ok;
 
 	if (j->topo == SCHED_TOPO_RACK)
 		ok = pack_racks(m, j, c, n_allocs);
+	else if (j->topo == SCHED_TOPO_PACK)
+		ok = pack_blocks(m, j, c, n_allocs);
 	else if (j->topo == SCHED_TOPO_SLICE)
 		ok = pack_slices(m, j, c, n_allocs);
 	else if (j->topo == SCHED_TOPO_HOST)

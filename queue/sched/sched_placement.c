@@ -118,7 +118,7 @@ flavor_bound(const struct sched_job *j, int f)
 {
 	int g;
 
-	if (j->topo != SCHED_TOPO_RACK && j->topo != SCHED_TOPO_SLICE)
+	if (j->topo != SCHED_TOPO_RACK && j->topo != SCHED_TOPO_SLICE && j->topo != SCHED_TOPO_PACK)
 		return false;
 	for (g = 0; g < j->n_groups; g++)
 		if (j->groups[g].flavor == f && j->groups[g].pod.v[SCHED_ACCEL] > 0)
@@ -364,6 +364,25 @@ record(struct sched_model *m, struct row *rows, size_t n, struct arena *a,
 	out->n_cands = keep;
 }
 
+/* Racks the placed gang uses and, for topology rack and pack, how many the same gang
+ * would use placed with topology none now (what explain compares). */
+static void
+racks_compared(struct sched_model *m, const struct sched_job *j, struct sched_placement *out)
+{
+	const struct sched_cluster *c = m->clusters[out->cluster];
+	struct sched_job loose;
+	size_t n = 0;
+
+	out->racks_used = sched_racks_of(j, c, out->allocs, out->n_allocs);
+	out->racks_scattered = out->racks_used;
+	if (j->topo != SCHED_TOPO_RACK && j->topo != SCHED_TOPO_PACK)
+		return;
+	loose = *j;
+	loose.topo = SCHED_TOPO_NONE;
+	out->racks_scattered = sched_pack_scratch(m, &loose, c, &n) == SCHED_R_CHOSEN ?
+	    sched_racks_of(&loose, c, m->a_scratch, n) : -1;
+}
+
 bool
 sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason quota,
 	    struct arena *a, struct sched_placement *out)
@@ -375,6 +394,7 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 	memset(out, 0, sizeof(*out));
 	out->cluster = -1;
 	out->score = NAN;
+	out->racks_used = out->racks_scattered = -1;
 	if (a != NULL) {
 		out->counts = arena_alloc(a, sizeof(*out->counts) * SCHED_NREASONS);
 	} else {
@@ -419,6 +439,7 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 			out->allocs = arena_alloc(a, n_allocs * sizeof(*out->allocs) + 1);
 			memcpy(out->allocs, m->a_scratch, n_allocs * sizeof(*out->allocs));
 			out->n_allocs = n_allocs;
+			racks_compared(m, j, out);
 		}
 	}
 	record(m, rows, n, a, out);

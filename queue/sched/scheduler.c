@@ -106,14 +106,27 @@ scheduler_preempt(struct db *c, const char *victims, enum sched_preemptor by, si
 	return true;
 }
 
+static void
+note_rack(json_t *racks, const char *rack)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(racks, i, v)
+		if (strcmp(json_string_value(v), rack) == 0)
+			return;
+	json_array_append_new(racks, json_string(rack));
+}
+
 json_t *
 scheduler_placement_json(struct sched_model *m, const struct sched_placement *place,
 			 json_t *pools)
 {
 	const struct sched_cluster *k = sched_model_cluster(m, (size_t)place->cluster);
 	json_t *kp = json_object_get(pools, k->id), *allocs = json_array(), *out;
+	json_t *racks = json_array();
 	const char *worker_pool = NULL, *head_pool = NULL, *machine = NULL, *flavor = NULL;
-	const char *rack = NULL, *host = NULL;
+	const char *rack = NULL, *host = NULL, *block = NULL;
 	bool spot = false;
 	double price = 0;
 	long accel = 0;
@@ -126,9 +139,14 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 		    (size_t)a->node < k->n_nodes ? &k->nodes[a->node] : NULL;
 		const char *pname = json_string_value(json_object_get(pi, "pool"));
 
-		json_array_append_new(allocs, json_pack("{s:i, s:s?, s:s?, s:i, s:b}",
+		json_array_append_new(allocs, json_pack("{s:i, s:s?, s:s?, s:i, s:b, s:s?}",
 		    "group", a->group, "node", n ? n->id : NULL, "pool", pname, "pods", a->pods,
-		    "grown", a->grown));
+		    "grown", a->grown, "rack", n && n->rack >= 0 ? sched_model_name(m, n->rack) :
+		    NULL));
+		if (a->res.v[SCHED_ACCEL] > 0 && n != NULL && n->rack >= 0)
+			note_rack(racks, sched_model_name(m, n->rack));
+		if (a->res.v[SCHED_ACCEL] > 0 && n != NULL && n->block >= 0 && block == NULL)
+			block = sched_model_name(m, n->block);
 		if (a->group == 0) {
 			head_pool = pname;
 			continue;
@@ -155,6 +173,15 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	    "pool", worker_pool, "head_pool", head_pool, "machine_type", machine, "flavor", flavor,
 	    "spot", spot, "rack", rack, "host", host, "price_hour", price, "accel", accel,
 	    "allocs", allocs);
+	/* the racks (NVLink domains) and scale unit of the accelerator gang: the renderer
+	 * pins topology pack to them, explain shows them beside the scattered count */
+	json_object_set_new(out, "racks", racks);
+	if (block != NULL)
+		json_object_set_new(out, "block", json_string(block));
+	if (place->racks_used > 0)	/* 0: a caller's own placement (not sched_place) */
+		json_object_set_new(out, "racks_used", json_integer(place->racks_used));
+	if (place->racks_scattered > 0)
+		json_object_set_new(out, "racks_if_scattered", json_integer(place->racks_scattered));
 	return out;
 }
 

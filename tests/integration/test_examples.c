@@ -4,7 +4,12 @@
  * pool for pool, and the research queue of scripts/demo.py, on the test fleet's accounts;
  * keep it in step with the demo, or an example that runs here may not run in `make run`),
  * and every manifest fleetd applied for it passes ../shared/tools/validate-manifest (the
- * real KubeRay CRD schemas); the rack gang's manifest pins the rack it was placed in. */
+ * real KubeRay CRD schemas); the rack gang's manifest pins the rack it was placed in.
+ * The GB200 NVL72 gang of 144 GPUs (topology pack) lands on exactly two whole racks of one
+ * scale unit of dev-gke-usc1's gb200 pool (4 racks of 18 trays, 2 racks a unit, 4 trays of
+ * the first rack busy): the placement, explain (racks used 2, a scattered placement 3),
+ * the manifest's required affinity and cloudsim's own scheduler (the nodes its pods run
+ * on) all say the same two racks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,14 +33,16 @@ static const struct {
 	const char	*file;
 	const char	*kind;
 	bool		 rack;	/* topology rack: placed in one rack, pinned to it */
+	bool		 pack;	/* topology pack: two racks of one scale unit */
 } examples[] = {
-	{ "first-job.json", "RayJob", false },
-	{ "raycluster.json", "RayCluster", false },
-	{ "rayservice.json", "RayService", false },
-	{ "raycronjob.json", "RayCronJob", false },
-	{ "tpu-slice.json", "RayJob", false },
-	{ "h100-rack-gang.json", "RayJob", true },
-	{ "spot-checkpoint.json", "RayJob", false },
+	{ "first-job.json", "RayJob", false, false },
+	{ "raycluster.json", "RayCluster", false, false },
+	{ "rayservice.json", "RayService", false, false },
+	{ "raycronjob.json", "RayCronJob", false, false },
+	{ "tpu-slice.json", "RayJob", false, false },
+	{ "h100-rack-gang.json", "RayJob", true, false },
+	{ "spot-checkpoint.json", "RayJob", false, false },
+	{ "gb200-nvl72-pack.json", "RayJob", false, true },
 };
 #define NEXAMPLES (sizeof(examples) / sizeof(examples[0]))
 
@@ -119,6 +126,89 @@ wait_running(size_t i, double timeout_s)
 	    ids[i], state, reason, harness_log());
 }
 
+/* The rack (fleet.io/rack, which cloudsim sets beside each platform's own label) of every
+ * node a pod of job id runs on, as cloudsim's scheduler bound them; how many pods. */
+static int
+pods_in_racks(const char *id, json_t *racks, int *outside)
+{
+	struct http_result r;
+	json_t *pods, *nodes, *p, *n;
+	size_t i, k;
+	int count = 0;
+
+	*outside = 0;
+	harness_kube(&F.cs, &r, "dev-gke-usc1", "GET", "/api/v1/nodes", NULL, NULL);
+	nodes = json_loads(r.body, 0, NULL);
+	harness_http_free(&r);
+	harness_kube(&F.cs, &r, "dev-gke-usc1", "GET", "/api/v1/pods", NULL, NULL);
+	pods = json_loads(r.body, 0, NULL);
+	harness_http_free(&r);
+	json_array_foreach(json_object_get(pods, "items"), i, p) {
+		const char *node = harness_js(p, "spec.nodeName"), *rack = NULL;
+		bool in = false;
+		json_t *v;
+
+		json_t *l = json_object_get(json_object_get(p, "metadata"), "labels");
+
+		if (node[0] == '\0' || !json_is_string(json_object_get(l, "fleet.io/job-id")) ||
+		    strcmp(json_string_value(json_object_get(l, "fleet.io/job-id")), id) != 0 ||
+		    !json_is_string(json_object_get(l, "ray.io/node-type")) ||
+		    strcmp(json_string_value(json_object_get(l, "ray.io/node-type")), "worker") != 0)
+			continue;
+		json_array_foreach(json_object_get(nodes, "items"), k, n)
+			if (strcmp(harness_js(n, "metadata.name"), node) == 0)
+				rack = json_string_value(json_object_get(json_object_get(
+				    json_object_get(n, "metadata"), "labels"), "fleet.io/rack"));
+		json_array_foreach(racks, k, v)
+			in |= rack != NULL && strcmp(rack, json_string_value(v)) == 0;
+		*outside += !in;
+		count++;
+	}
+	json_decref(pods);
+	json_decref(nodes);
+	return count;
+}
+
+/* topology pack: the placement, explain, the manifest and cloudsim's scheduler agree on
+ * two racks of one scale unit. */
+static void
+check_pack(size_t i, const char *file)
+{
+	json_t *job = json_incref(harness_get_ok(F.admin, "/v1/jobs/%s", ids[i])), *pl, *racks;
+	json_t *topo;
+	int outside = 0, pods;
+
+	pl = json_object_get(job, "placement");
+	racks = json_object_get(pl, "racks");
+	if (json_array_size(racks) != 2 || harness_js(pl, "block")[0] == '\0')
+		fail_msg("examples/%s: placed on %zu racks, block '%s'", examples[i].file,
+		    json_array_size(racks), harness_js(pl, "block"));
+	/* both racks of the second unit: the first has four busy trays */
+	for (size_t k = 0; k < 2; k++)
+		if (strstr(json_string_value(json_array_get(racks, k)), "-gb200-0") == NULL ||
+		    (strcmp(json_string_value(json_array_get(racks, k)) +
+		    strlen(json_string_value(json_array_get(racks, k))) - 2, "02") != 0 &&
+		    strcmp(json_string_value(json_array_get(racks, k)) +
+		    strlen(json_string_value(json_array_get(racks, k))) - 2, "03") != 0))
+			fail_msg("examples/%s: rack %s is not a whole rack of the second unit",
+			    examples[i].file, json_string_value(json_array_get(racks, k)));
+	for (size_t k = 0; k < 2; k++)
+		if (harness_sh("grep -q '\"%s\"' %s", json_string_value(json_array_get(racks, k)),
+		    file) != 0)
+			fail_msg("examples/%s: the manifest does not require rack %s",
+			    examples[i].file, json_string_value(json_array_get(racks, k)));
+	topo = json_object_get(json_object_get(harness_get_ok(F.admin, "/v1/jobs/%s/placement",
+	    ids[i]), "decision"), "topology");
+	assert_string_equal(harness_js(topo, "type"), "pack");
+	assert_int_equal(harness_ji(topo, "racks_used"), 2);
+	assert_int_equal(harness_ji(topo, "racks_if_scattered"), 3);
+	assert_int_equal(json_array_size(json_object_get(topo, "racks")), 2);
+	pods = pods_in_racks(ids[i], racks, &outside);
+	assert_int_equal(pods, 36);
+	assert_int_equal(outside, 0);
+	json_decref(job);
+}
+
 /* Submitted unchanged: 201; then running; then the applied manifest validates. */
 static void
 test_examples_run(void **state)
@@ -164,6 +254,8 @@ test_examples_run(void **state)
 		if (rack[0] != '\0' && harness_sh("grep -q '\"%s\"' %s", rack, file) != 0)
 			fail_msg("examples/%s: the applied manifest does not pin rack %s",
 			    examples[i].file, rack);
+		if (examples[i].pack)
+			check_pack(i, file);
 	}
 	free_ids();
 }

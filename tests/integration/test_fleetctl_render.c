@@ -178,12 +178,13 @@ test_views(void **state)
 		{ FIX "explain_admitted.json", FIX "explain_admitted.txt" },
 		{ FIX "explain_pending.json", FIX "explain_pending.txt" },
 		{ FIX "explain_placed.json", FIX "explain_placed.txt" },
+		{ FIX "explain_pack.json", FIX "explain_pack.txt" },	/* Racks: (issue 26) */
 	};
 	json_t *in, *wrapped;
 	char *t, *t2;
 
 	(void)state;
-	for (int i = 0; i < 3; i++) {
+	for (size_t i = 0; i < sizeof(explain) / sizeof(explain[0]); i++) {
 		in = harness_json_file(explain[i][0]);
 		t = cli_explain_render(in, &o);
 		harness_golden(explain[i][1], t);

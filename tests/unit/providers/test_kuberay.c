@@ -366,11 +366,78 @@ test_corpus(void **state)
 	assert_true(count >= 48);
 }
 
+/* topology pack (issue 26): the accelerator workers require the chosen racks (NVLink
+ * domains, In [...]) and their scale unit under each provider's labels; the head and the
+ * cpu group are not bound.  Goldens rayjob-<provider>-ondemand-pack-fixed.json. */
+static void
+test_pack(void **state)
+{
+	(void)state;
+	for (int prov = 0; prov < 3; prov++) {
+		struct corpus_case c;
+		struct err e = { 0 };
+		json_t *m, *specs, *g, *ex;
+		size_t i;
+		int seen = 0;
+
+		case_init(&c, 0, prov, 0, 1, 0, 6 + prov);
+		c.spec.topology = JOBSPEC_TOPO_PACK;
+		c.in.placement.rack_id = NULL;
+		c.in.placement.racks[0] = "rack-07";
+		c.in.placement.racks[1] = "rack-08";
+		c.in.placement.nracks = 2;
+		c.in.placement.block = "block-2";
+		snprintf(c.name, sizeof(c.name), "rayjob-%s-ondemand-pack-fixed", provs[prov]);
+		m = kuberay_render(&c.in, &e);
+		if (m == NULL)
+			fail_msg("%s: render failed: %s %s", c.name, e.code, e.msg);
+		specs = json_object_get(json_object_get(json_object_get(m, "spec"),
+		    "rayClusterSpec"), "workerGroupSpecs");
+		json_array_foreach(specs, i, g) {
+			json_t *pod = json_object_get(json_object_get(g, "template"), "spec");
+			json_t *terms = json_object_get(json_object_get(json_object_get(json_object_get(
+			    pod, "affinity"), "nodeAffinity"),
+			    "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms");
+			size_t k;
+			bool rack = false, block = false;
+
+			json_array_foreach(json_object_get(json_array_get(terms, 0), "matchExpressions"),
+			    k, ex) {
+				json_t *v = json_object_get(ex, "values");
+
+				if (strcmp(str_at(ex, "key"), kuberay_rack_label(c.in.placement.provider))
+				    == 0 && json_array_size(v) == 2 && strcmp(json_string_value(
+				    json_array_get(v, 1)), "rack-08") == 0)
+					rack = true;
+				if (strcmp(str_at(ex, "key"), kuberay_block_label(
+				    c.in.placement.provider)) == 0 && strcmp(json_string_value(
+				    json_array_get(v, 0)), "block-2") == 0)
+					block = true;
+			}
+			if (strcmp(str_at(g, "groupName"), "gpu") == 0) {
+				assert_true(rack && block);
+				seen++;
+			} else {
+				assert_false(rack || block);
+			}
+		}
+		assert_int_equal(seen, 1);
+		compare_golden(&c, m);
+		json_decref(m);
+		/* no racks: refused, never rendered unbound */
+		c.in.placement.nracks = 0;
+		assert_null(kuberay_render(&c.in, &e));
+		assert_string_equal(e.code, "kuberay.bad_placement");
+		jobspec_cleanup(&c.spec);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_corpus),
+		cmocka_unit_test(test_pack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
