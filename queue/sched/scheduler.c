@@ -382,6 +382,20 @@ commit_lanes(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
 	return ok && l.ok;
 }
 
+/* The cycle's capacity-preference migrations, in one fenced transaction after its
+ * admissions (they took what the admissions left). */
+static bool
+commit_migrations(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
+		  json_t *pools, const struct fence *f, struct sched_stats *st, struct err *e)
+{
+	bool ok = db_begin(c, e) && fenced(c, f, e) &&
+	    scheduler_migrate_commit(c, m, cy, pools, &st->migrated, e) && db_commit(c, e);
+
+	if (!ok)
+		db_rollback(c);
+	return ok;
+}
+
 /* out: the current snapshot as text, "" when longer than SNAP_LEN (never taken as equal). */
 static bool
 current_snapshot(struct db *c, char *out, struct err *e)
@@ -435,6 +449,8 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	t2 = mono_s();
 	st->pending = cy.n;
 	if (!commit_lanes(c, m, &cy, pools, who, f, st, e))
+		goto cleanup;
+	if (cy.n_mig > 0 && !commit_migrations(c, m, &cy, pools, f, st, e))
 		goto cleanup;
 	st->load_s = t1 - t0;
 	st->decide_s = t2 - t1;
@@ -637,11 +653,11 @@ loop(void *arg)
 			atomic_fetch_add(&S.admitted, st.admitted);
 			atomic_fetch_add(&S.preempted, st.preempted);
 			S.last_cycle_s = mono_s() - t0;
-			if (st.admitted > 0 || st.preempted > 0)
-				log_info(NULL, "scheduler", "cycle", "{s:s, s:i, s:i, s:i, s:f}",
+			if (st.admitted > 0 || st.preempted > 0 || st.migrated > 0)
+				log_info(NULL, "scheduler", "cycle", "{s:s, s:i, s:i, s:i, s:i, s:f}",
 				    "environment", S.envs[k], "pending", (int)st.pending, "admitted",
-				    (int)st.admitted, "preempted", (int)st.preempted, "seconds",
-				    S.last_cycle_s);
+				    (int)st.admitted, "preempted", (int)st.preempted, "migrated",
+				    (int)st.migrated, "seconds", S.last_cycle_s);
 		}
 		counts_refresh(c, mono_s());
 		listen_wait(c, cfg.scheduler_interval_ms);
