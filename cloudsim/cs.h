@@ -38,6 +38,7 @@ struct cs_pool {
 	int		 target;		/* wanted node count (autoscaler) */
 	bool		 autoscale;
 	bool		 spot;
+	char		 capacity[16];		/* "reservation", "flex_start" or "" (issue 27) */
 	bool		 stockout;		/* from the fleet file */
 	double		 price;
 	int		 nodes_per_rack;

@@ -113,7 +113,7 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	const struct sched_cluster *k = sched_model_cluster(m, (size_t)place->cluster);
 	json_t *kp = json_object_get(pools, k->id), *allocs = json_array(), *out;
 	const char *worker_pool = NULL, *head_pool = NULL, *machine = NULL, *flavor = NULL;
-	const char *rack = NULL, *host = NULL;
+	const char *rack = NULL, *host = NULL, *ctype = NULL;
 	bool spot = false;
 	double price = 0;
 	long accel = 0;
@@ -138,6 +138,7 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 			machine = json_string_value(json_object_get(pi, "machine_type"));
 			flavor = json_string_value(json_object_get(pi, "flavor"));
 			spot = json_is_true(json_object_get(pi, "spot"));
+			ctype = json_string_value(json_object_get(pi, "capacity_type"));
 			price = json_real_value(json_object_get(pi, "price_hour"));
 			if (n != NULL && n->rack >= 0)
 				rack = sched_model_name(m, n->rack);
@@ -155,6 +156,8 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	    "pool", worker_pool, "head_pool", head_pool, "machine_type", machine, "flavor", flavor,
 	    "spot", spot, "rack", rack, "host", host, "price_hour", price, "accel", accel,
 	    "allocs", allocs);
+	if (ctype != NULL)	/* issue 27: what the capacity preference ranks */
+		json_object_set_new(out, "capacity_type", json_string(ctype));
 	return out;
 }
 
@@ -482,7 +485,7 @@ static struct {
 	atomic_int	 leading;
 	char		 snap[MAX_ENVS][SNAP_LEN];	/* of the last cycle, "" = none */
 	double		 snap_at[MAX_ENVS];
-	atomic_ulong	 cycles, admitted, preempted, errors, skipped;
+	atomic_ulong	 cycles, admitted, preempted, errors, skipped, migrated;
 	_Atomic double	 last_cycle_s;
 	pthread_mutex_t	 mu;
 } S = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -652,6 +655,7 @@ loop(void *arg)
 			atomic_fetch_add(&S.cycles, 1);
 			atomic_fetch_add(&S.admitted, st.admitted);
 			atomic_fetch_add(&S.preempted, st.preempted);
+			atomic_fetch_add(&S.migrated, st.migrated);
 			S.last_cycle_s = mono_s() - t0;
 			if (st.admitted > 0 || st.preempted > 0 || st.migrated > 0)
 				log_info(NULL, "scheduler", "cycle", "{s:s, s:i, s:i, s:i, s:i, s:f}",
@@ -707,12 +711,15 @@ scheduler_metrics(char **buf, size_t *len, size_t *cap)
 	    "# TYPE fleetd_scheduler_admissions_total counter\nfleetd_scheduler_admissions_total %lu\n"
 	    "# HELP fleetd_scheduler_preemptions_total Jobs preempted by this replica.\n"
 	    "# TYPE fleetd_scheduler_preemptions_total counter\nfleetd_scheduler_preemptions_total %lu\n"
+	    "# HELP fleetd_scheduler_migrations_total Capacity-preference migrations (moves) this"
+	    " replica started.\n"
+	    "# TYPE fleetd_scheduler_migrations_total counter\nfleetd_scheduler_migrations_total %lu\n"
 	    "# HELP fleetd_scheduler_cycle_seconds Duration of the last cycle.\n"
 	    "# TYPE fleetd_scheduler_cycle_seconds gauge\nfleetd_scheduler_cycle_seconds %.6f\n"
 	    "# HELP fleetd_scheduler_leading Environments this replica leads.\n"
 	    "# TYPE fleetd_scheduler_leading gauge\nfleetd_scheduler_leading %d\n",
 	    atomic_load(&S.cycles), atomic_load(&S.skipped), atomic_load(&S.admitted),
-	    atomic_load(&S.preempted),
+	    atomic_load(&S.preempted), atomic_load(&S.migrated),
 	    (double)S.last_cycle_s, atomic_load(&S.leading));
 	pthread_mutex_lock(&counts_mu);
 	if (counts_text != NULL)

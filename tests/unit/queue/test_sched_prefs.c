@@ -1,4 +1,4 @@
-/* test_capacity_prefs: capacity preferences (queue/sched/sched_prefs.c) — a job starts on the
+/* test_sched_prefs: capacity preferences (queue/sched/sched_prefs.c) — a job starts on the
  * best type with room, waits when it takes only its first choice, migrates to a more
  * preferred type when one frees (after its minimum run time, at most max_migrations times,
  * not within its cooldown), never through a victim, and within max_price per GPU-hour. */
