@@ -321,6 +321,8 @@ row_cmp(const void *a, const void *b)
 		return cx - cy;
 	if (cx < 2 && x->score != y->score)
 		return x->score < y->score ? -1 : 1;
+	if (cx < 2 && x->cost != y->cost)	/* price breaks a tie (issue 27) */
+		return x->cost < y->cost ? -1 : 1;
 	if (x->why != y->why)
 		return (int)y->why - (int)x->why;
 	return x->cluster - y->cluster;
@@ -395,8 +397,9 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 
 		for (i = 0; i < n; i++)
 			if (rows[i].why == SCHED_R_CHOSEN && !rows[i].tried &&
-			    (best < 0 || rows[i].score < rows[best].score))
-				best = (int)i;
+			    (best < 0 || rows[i].score < rows[best].score ||
+			    (rows[i].score == rows[best].score && rows[i].cost < rows[best].cost)))
+				best = (int)i;	/* equal scores: the cheaper (price breaks ties) */
 		if (best < 0)
 			break;
 		rows[best].tried = true;

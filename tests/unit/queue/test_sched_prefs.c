@@ -381,6 +381,32 @@ test_max_price_per_gpu_hour(void **state)
 	sched_model_free(m);
 }
 
+/* Price breaks a tie: with the price weight off, two clusters equal in every other score
+ * part, the cheaper wins whatever the order they were added in. */
+static void
+test_price_breaks_ties(void **state)
+{
+	struct sched_config cfg;
+	struct sched_model *m;
+	struct arena *a = arena_new();
+	struct sched_placement pl;
+	struct sched_job *j;
+
+	(void)state;
+	sched_config_default(&cfg);
+	cfg.w_price = 0;
+	m = sched_model_new(&cfg, FX_NOW);
+	fx_cluster(m, "dear", "us-east1", "gpu", 40, 2, 8, 0);
+	fx_cluster(m, "cheap", "us-east1", "gpu", 20, 2, 8, 0);
+	fx_queue(m, "q", NULL, 1, "gpu", 100, U, U);
+	j = fx_job(m, "j", "q", 0, FX_NOW, "gpu", 1, 8);
+	fx_finalize(m);
+	assert_true(sched_place(m, j, SCHED_R_CHOSEN, a, &pl));
+	assert_string_equal(sched_model_cluster(m, (size_t)pl.cluster)->id, "cheap");
+	arena_free(a);
+	sched_model_free(m);
+}
+
 int
 main(void)
 {
@@ -394,6 +420,7 @@ main(void)
 		cmocka_unit_test(test_no_swap),
 		cmocka_unit_test(test_one_slot_one_migration),
 		cmocka_unit_test(test_max_price_per_gpu_hour),
+		cmocka_unit_test(test_price_breaks_ties),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
