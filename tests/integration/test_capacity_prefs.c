@@ -190,6 +190,24 @@ test_spot_to_on_demand_with_checkpoint(void **state)
 	assert_int_equal(harness_ji(j, "attempt"), 2);
 	json_decref(j);
 	expect_verdict(train, "cooldown");
+	{
+		/* fleetctl explain says it in one line */
+		char url[128], tok[256];
+		const char *env[3] = { url, tok, NULL };
+		struct harness_ctl r;
+
+		snprintf(url, sizeof(url), "FLEET_URL=%s", F.fd.url);
+		snprintf(tok, sizeof(tok), "FLEET_TOKEN=%s", oper);
+		harness_ctl_home_make();
+		harness_ctl_run(&r, NULL, env, (const char *const[]){ "jobs", "explain", train,
+		    NULL });
+		assert_int_equal(r.rc, 0);
+		if (strstr(r.out, "capacity preference: reservation > on_demand > spot; on "
+		    "on_demand; migrations 1 of 2; cooldown:") == NULL)
+			fail_msg("fleetctl jobs explain: %s", r.out);
+		harness_ctl_free(&r);
+		harness_ctl_home_drop();
+	}
 
 	/* without the cooldown it moves on to its first choice, and then has used both of its
 	 * migrations */
