@@ -1,7 +1,8 @@
 // console.test.js: the fleetd console in Debian's chromium, driven by playwright-core.
 // Env: FLEET_URL, ADMIN_TOKEN, VIEWER_TOKEN, SCOPED_TOKEN, SCOPED_ENV, OUT (screenshots).
 // Checks: log in, the demo fleet, submit a job and see pending -> running live (no reload),
-// explain with cluster names, cancel; drain a cluster to 100 %; a viewer sees no operator
+// explain with cluster names, cancel; drain a cluster to 100 %; costs: the spend chart and
+// the budgets banner at 100 %; a viewer sees no operator
 // buttons; a scoped token sees only its environment; no CSP violation; axe: no serious or
 // critical violation on any page; screenshots of each page at 1280 px and 390 px.
 'use strict';
@@ -150,6 +151,39 @@ async function main() {
     check(/\d/.test(await page.textContent(`[data-op="${opId}"]`)), 'the operation row shows its counts');
     await axe(page, 'operations');
     check(page.csp.length === 0, 'CSP violations: ' + page.csp.join('; '));
+
+    // ---- costs (issue 27): spend per team per day and the budgets banner
+    step = 'costs';
+    const env0 = await page.evaluate(async () => {
+      const t = sessionStorage.getItem('fleet.token');
+      const r = await fetch('/v1/jobs?limit=1', { headers: { Authorization: 'Bearer ' + t } });
+      return (await r.json()).items[0].environment;
+    });
+    // a budget far below what the demo's jobs spent this month: 100 % and more
+    const budget = await page.evaluate(async (env) => {
+      const t = sessionStorage.getItem('fleet.token');
+      const r = await fetch('/v1/budgets', { method: 'POST', headers: { Authorization: 'Bearer ' + t,
+        'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'console-tiny', environment: env,
+        scope: 'environment', amount_usd: 0.000001 }) });
+      return { status: r.status, body: await r.json() };
+    }, env0);
+    check(budget.status === 201, `budget created (${budget.status})`);
+    await page.click('#nav a[data-view=costs]');
+    await page.waitForSelector('[data-testid=cost-chart]');
+    await page.waitForSelector('[data-testid=cost-table]');
+    const spent = await page.$$eval('[data-testid=cost-table] td', (e) => e.map((x) => x.textContent));
+    check(spent.some((x) => x !== '$0.00'), `some team spent something in the chart's table: ${spent.slice(0, 6).join(', ')}`);
+    check(await page.$$eval('[data-testid=cost-chart] rect[data-team]', (e) => e.length) > 0, 'bars in the chart');
+    await page.waitForSelector('#budget-banner:not([hidden])');
+    check(await page.getAttribute('#budget-banner', 'data-level') === 'exhausted', 'the banner says exhausted at 100 %');
+    check(/console-tiny/.test(await page.textContent('#budget-banner')), 'the banner names the budget');
+    await axe(page, 'costs');
+    await shot(page, '09-costs');
+    await page.evaluate(async (id) => {
+      const t = sessionStorage.getItem('fleet.token');
+      await fetch('/v1/budgets/' + id, { method: 'DELETE', headers: { Authorization: 'Bearer ' + t } });
+    }, budget.body.id);
+    check(page.csp.length === 0, 'CSP violations on costs: ' + page.csp.join('; '));
 
     // ---- phone width
     step = 'phone';
