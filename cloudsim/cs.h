@@ -393,6 +393,8 @@ void	 cs_gce_handle(struct cs *cs, struct cs_req *rq, struct cs_token *t);
 void	 cs_kube_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_gcp_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_azure_handle(struct cs *cs, struct cs_req *rq);
+/* prices.c: the Azure Retail Prices API over the fleet's AKS pools (no token). */
+void	 cs_prices_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_aws_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_sim_handle(struct cs *cs, struct cs_req *rq);
 bool	 cs_sim_iam(struct cs *cs, json_t *body, struct err *e);
