@@ -11,6 +11,7 @@
 #include "iam/reverify.h"
 #include "queue/change/change.h"
 #include "queue/cost/budget.h"
+#include "regions/price_feed.h"
 #include "queue/cost/cost.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/follow/status.h"
@@ -40,6 +41,7 @@ static const struct worker table[] = {
 	{ "iam-verify",	iam_verify_start,	iam_verify_stop,	iam_verify_metrics },
 	{ "webhooks",	delivery_start,		delivery_stop,		delivery_metrics },
 	{ "budgets",	budget_start,		budget_stop,		NULL },
+	{ "prices",	price_feed_start,	price_feed_stop,	NULL },
 };
 
 #define NWORKERS	(sizeof(table) / sizeof(table[0]))

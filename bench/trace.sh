@@ -69,3 +69,33 @@ fi
 if [ "$part" = all ]; then
 	rack_trace
 fi
+
+# ---- Capacity preferences (issue 27), a section of its own: bench/sim/prefs_trace.c replays
+# jobs ranking reservation > on_demand > spot, with reservations freeing over time and spot
+# reclaims, under three policies (wait for the preferred type; start anywhere, never
+# migrate; start anywhere and migrate as the scheduler plans it) and prints the share of
+# GPU-hours on the preferred type, waits, migrations per job and checkpoint work lost.
+# TRACE_PREFS=0 skips it; TRACE_PREFS_JOBS=N (default 1500), TRACE_PREFS_SEED=S.
+prefs_section() {
+	local pjobs=${TRACE_PREFS_JOBS:-1500} pseed=${TRACE_PREFS_SEED:-0x5eed27} pout pblock
+	cmake --build "$build" -j2 --target prefs_trace >/dev/null
+	pout=$("$build/prefs_trace" "$pjobs" "$pseed")
+	pblock=$(
+		echo "## Capacity preferences on a trace ($(date -u '+%Y-%m-%d %H:%M UTC'), \`TRACE_PREFS_JOBS=$pjobs TRACE_PREFS_SEED=$pseed bash bench/trace.sh\`, commit $(git -C "$top" rev-parse --short HEAD))"
+		echo
+		echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (a simulation in simulated time: its figures do not depend on the load)."
+		echo "Preferred share: GPU-hours on the first choice (reservation) over all GPU-hours run."
+		echo "Work lost: GPU-hours since the last periodic checkpoint when spot was reclaimed; a"
+		echo "migration checkpoints at its signal and loses its restart time only."
+		echo
+		echo "$pout"
+	)
+	echo
+	echo "$pblock"
+	if [ "${BENCH_RECORD:-0}" = 1 ]; then
+		printf '\n%s\n' "$pblock" >>"$top/bench/RESULTS.md"
+	fi
+}
+if [ "${TRACE_PREFS:-1}" = 1 ]; then
+	prefs_section
+fi

@@ -300,6 +300,28 @@ jobs_postmortem(struct cli_ctx *c, const struct cli_args *a)
 	return rc;
 }
 
+/* The scheduler's capacity-preference verdict (issue 27), one line, when the job has one. */
+static void
+print_prefs(json_t *x)
+{
+	json_t *p = json_object_get(x, "capacity_preference"), *v;
+	size_t i;
+
+	if (!json_is_object(p))
+		return;
+	printf("capacity preference:");
+	json_array_foreach(json_object_get(p, "order"), i, v)
+		printf("%s%s", i ? " > " : " ", json_string_value(v));
+	if (json_is_true(json_object_get(p, "first_choice_only")))
+		printf(" (first choice only)");
+	if (json_is_string(json_object_get(p, "current")))
+		printf("; on %s", json_string_value(json_object_get(p, "current")));
+	printf("; migrations %lld of %lld; %s: %s\n",
+	    (long long)json_integer_value(json_object_get(p, "migrations")),
+	    (long long)json_integer_value(json_object_get(p, "max_migrations")),
+	    s_of(p, "verdict"), s_of(p, "detail"));
+}
+
 static int
 jobs_explain(struct cli_ctx *c, const struct cli_args *a)
 {
@@ -315,6 +337,7 @@ jobs_explain(struct cli_ctx *c, const struct cli_args *a)
 		cli_print_json(x);
 	} else if (rc == CLI_OK) {
 		print_failure(x);
+		print_prefs(x);
 		if ((t = cli_explain_render(x, &o)) == NULL)
 			rc = cli_fail(CLI_ERROR, "out of memory");
 		else

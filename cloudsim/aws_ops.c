@@ -376,6 +376,11 @@ describe(struct cs *cs, struct cs_req *rq, struct cs_cluster *cl)
 		    1, "Status", "InService"));
 		json_object_set_new(json_array_get(groups, i), "ExecutionRole",
 		    json_sprintf("arn:aws:iam::%s:role/hyperpod-exec-%s", cl->account, cl->name));
+		/* reserved capacity: a SageMaker training plan (ClusterInstanceGroupDetails) */
+		if (strcmp(p->capacity, "reservation") == 0)
+			json_object_set_new(json_array_get(groups, i), "TrainingPlanArn",
+			    json_sprintf("arn:aws:sagemaker:%s:%s:training-plan/%s", cl->region,
+			    cl->account, p->name));
 	}
 	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:f, s:o, s:{s:{s:o}}, s:s}",
 	    "ClusterArn", arn, "ClusterName", cl->name, "ClusterStatus", "InService",

@@ -272,7 +272,7 @@ paged(struct cs *cs, struct cs_req *rq, json_t *items)
 static json_t *
 agent_pool(struct cs_cluster *cl, struct cs_pool *p)
 {
-	json_t *taints = json_array(), *t, *labels;
+	json_t *taints = json_array(), *t, *labels, *ap;
 	size_t i;
 
 	json_array_foreach(p->extra_taints, i, t)
@@ -287,7 +287,7 @@ agent_pool(struct cs_cluster *cl, struct cs_pool *p)
 		json_array_append_new(taints, json_string(
 		    "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"));
 	labels = p->extra_labels ? json_deep_copy(p->extra_labels) : json_object();
-	return json_pack("{s:o, s:s, s:s, s:{s:i, s:s, s:i, s:s, s:s, s:s, s:b, s:i, s:i, s:s, "
+	ap = json_pack("{s:o, s:s, s:s, s:{s:i, s:s, s:i, s:s, s:s, s:s, s:b, s:i, s:i, s:s, "
 	    "s:s, s:f, s:o, s:o, s:s, s:{s:s}, s:s, s:[s], s:i, s:s}}",
 	    "id", json_sprintf("/subscriptions/%s/resourceGroups/%s/providers/"
 	    "Microsoft.ContainerService/managedClusters/%s/agentPools/%s", cl->account,
@@ -301,6 +301,13 @@ agent_pool(struct cs_cluster *cl, struct cs_pool *p)
 	    "provisioningState", "Succeeded", "powerState", "code", "Running",
 	    "orchestratorVersion", cl->k8s_version, "availabilityZones", "1", "maxPods", 110,
 	    "type", "VirtualMachineScaleSets");
+	/* a pool on a capacity reservation group names it:
+	 * https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/get */
+	if (ap != NULL && strcmp(p->capacity, "reservation") == 0)
+		json_object_set_new(json_object_get(ap, "properties"), "capacityReservationGroupID",
+		    json_sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/"
+		    "capacityReservationGroups/%s", cl->account, cl->resource_group, p->name));
+	return ap;
 }
 
 static void

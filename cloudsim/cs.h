@@ -38,6 +38,7 @@ struct cs_pool {
 	int		 target;		/* wanted node count (autoscaler) */
 	bool		 autoscale;
 	bool		 spot;
+	char		 capacity[16];		/* "reservation", "flex_start" or "" (issue 27) */
 	bool		 stockout;		/* from the fleet file */
 	double		 price;
 	int		 nodes_per_rack;
@@ -397,6 +398,8 @@ void	 cs_gce_handle(struct cs *cs, struct cs_req *rq, struct cs_token *t);
 void	 cs_kube_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_gcp_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_azure_handle(struct cs *cs, struct cs_req *rq);
+/* prices.c: the Azure Retail Prices API over the fleet's AKS pools (no token). */
+void	 cs_prices_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_aws_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_sim_handle(struct cs *cs, struct cs_req *rq);
 /* netpol.c: POST /_sim/connect, pod-to-pod traffic through the NetworkPolicies and a Ray

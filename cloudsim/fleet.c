@@ -349,6 +349,13 @@ load_pool(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p, json_t *j, st
 	p->autoscale = json_is_true(json_object_get(j, "autoscaling")) ||
 	    (json_object_get(j, "autoscaling") == NULL && p->max > p->initial);
 	p->spot = json_is_true(json_object_get(j, "spot"));
+	/* "capacity_type": "reservation" | "flex_start": how each provider's API shows the
+	 * pool (cloudsim/gke.c, azure.c, aws_ops.c) */
+	if (json_string_value(json_object_get(j, "capacity_type")) != NULL &&
+	    (strcmp(json_string_value(json_object_get(j, "capacity_type")), "reservation") == 0 ||
+	    strcmp(json_string_value(json_object_get(j, "capacity_type")), "flex_start") == 0))
+		snprintf(p->capacity, sizeof(p->capacity), "%s",
+		    json_string_value(json_object_get(j, "capacity_type")));
 	p->stockout = json_is_true(json_object_get(j, "stockout"));
 	p->price = jnum(j, "price_per_hour", 0);
 	p->nodes_per_rack = (int)jnum(j, "nodes_per_rack", 4);

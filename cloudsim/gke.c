@@ -55,6 +55,14 @@ node_pool(struct cs_cluster *cl, struct cs_pool *p)
 	    "podIpv4CidrSize", 24, "maxPodsConstraint", "maxPodsPerNode", "110", "selfLink",
 	    json_sprintf("https://container.googleapis.com/v1/%s", base), "etag",
 	    "b2b5a6f6-cs");
+	/* capacity types as the NodePool resource states them:
+	 * https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools */
+	if (strcmp(p->capacity, "flex_start") == 0)
+		json_object_set_new(np, "queuedProvisioning", json_pack("{s:b}", "enabled", 1));
+	else if (strcmp(p->capacity, "reservation") == 0)
+		json_object_set_new(cfg, "reservationAffinity", json_pack("{s:s, s:s, s:[s]}",
+		    "consumeReservationType", "SPECIFIC_RESERVATION", "key",
+		    "compute.googleapis.com/reservation-name", "values", p->name));
 	if (p->mt->tpu)
 		json_object_set_new(np, "placementPolicy", json_pack("{s:s, s:s}", "type",
 		    "COMPACT", "tpuTopology", p->tpu_topology[0] ? p->tpu_topology : "2x2x1"));

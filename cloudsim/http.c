@@ -280,6 +280,7 @@ route(struct cs_req *rq, void (**fn)(struct cs *, struct cs_req *))
 		{ "/gce/", "gce", FAM_GOOGLE, cs_gcp_handle },
 		{ "/azure/login/", "azure_login", FAM_AAD, cs_azure_handle },
 		{ "/arm/", "arm", FAM_ARM, cs_azure_handle },
+		{ "/azure/prices/", "azure_prices", FAM_ARM, cs_prices_handle },
 		{ "/aws/sts", "sts", FAM_AWS_QUERY, cs_aws_handle },
 		{ "/aws/iam", "aws_iam", FAM_AWS_QUERY, cs_aws_handle },
 		{ "/aws/sagemaker", "sagemaker", FAM_AWS_JSON, cs_aws_handle },

@@ -171,9 +171,114 @@ function setRefresh(wants, run, pollMs) {
   S.timer = setInterval(() => { if (!S.live || pollMs) run(); }, pollMs || 5000);
 }
 
+// ---- Costs (issue 27): spend per team per day over the last two weeks, from
+// GET /v1/costs?group_by=team (one call per UTC day), and the budgets banner
+const TEAM_COLORS = ['#0a58ca', '#116329', '#a40e26', '#7d4e00', '#5a32a3', '#0b7285', '#862e9c', '#495057'];
+const DAYS = 14;
+const usd = (x) => '$' + Number(x || 0).toFixed(2);
+
+// Budgets at or past their soft threshold (80 % by default) and at 100 %, as one banner
+// above every view; refreshed at most every 60 s.
+let budgetsAt = 0, budgetsCache = [];
+async function budgetBanner() {
+  const el = $('budget-banner');
+  if (!el) return;
+  if (Date.now() - budgetsAt > 60000) {
+    try { budgetsCache = await all('/v1/budgets?limit=200'); budgetsAt = Date.now(); } catch (_) { budgetsCache = []; }
+  }
+  const hot = budgetsCache.filter((b) => Number(b.percent) >= Number(b.soft_percent || 80));
+  if (hot.length === 0) { el.hidden = true; el.replaceChildren(); return; }
+  const over = hot.filter((b) => Number(b.percent) >= 100);
+  el.hidden = false;
+  el.className = 'banner ' + (over.length ? 'banner-bad' : 'banner-warn');
+  el.dataset.level = over.length ? 'exhausted' : 'soft';
+  el.replaceChildren(h('strong', {}, over.length ? 'Budget exhausted: ' : 'Budget warning: '),
+    ...hot.map((b, i) => h('span', { 'data-budget': b.name, 'data-percent': String(b.percent) },
+      (i ? '; ' : '') + `${b.name} (${b.scope} ${b.team || b.queue || b.environment}) ` +
+      `${usd(b.spent_usd)} of ${usd(b.amount_usd)}, ${Number(b.percent).toFixed(0)} %` +
+      (b.hard && Number(b.percent) >= 100 ? ', submissions refused' : ''))),
+    ' ', h('a', { href: '#/costs' }, 'Costs'));
+}
+
+function dayStart(offset) {
+  const d = new Date();
+  d.setUTCHours(0, 0, 0, 0);
+  d.setUTCDate(d.getUTCDate() - offset);
+  return d;
+}
+
+async function viewCosts(v) {
+  const days = [];
+  for (let i = DAYS - 1; i >= 0; i--) days.push(dayStart(i));
+  const reports = await Promise.all(days.map((d) => {
+    const to = new Date(d.getTime() + 86400000);
+    return api('GET', `/v1/costs?group_by=team&from=${encodeURIComponent(d.toISOString())}` +
+      `&to=${encodeURIComponent(to.toISOString())}`);
+  }));
+  const teams = [...new Set(reports.flatMap((r) => (r.items || []).map((x) => x.key || '(no team)')))].sort();
+  const per = reports.map((r) => {
+    const m = new Map();
+    for (const x of r.items || []) m.set(x.key || '(no team)', (m.get(x.key || '(no team)') || 0) + Number(x.dollars || 0));
+    return m;
+  });
+  const max = Math.max(1e-9, ...per.map((m) => [...m.values()].reduce((a, b) => a + b, 0)));
+  const W = 700, H = 220, pad = 40, bw = (W - pad) / DAYS;
+  const NS = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(NS, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${W} ${H + 30}`);
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', `Spend per team per day, last ${DAYS} days (the table below has the figures)`);
+  svg.setAttribute('data-testid', 'cost-chart');
+  svg.classList.add('chart');
+  const add = (tag, attrs, text) => {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, val] of Object.entries(attrs)) e.setAttribute(k, val);
+    if (text !== undefined) e.textContent = text;
+    svg.append(e);
+    return e;
+  };
+  add('line', { x1: pad, y1: H, x2: W, y2: H, stroke: '#6c757d' });
+  add('text', { x: 0, y: 12, 'font-size': 11 }, usd(max));
+  per.forEach((m, i) => {
+    let y = H;
+    teams.forEach((t, k) => {
+      const val = m.get(t) || 0;
+      if (val <= 0) return;
+      const hh = (val / max) * (H - 20);
+      y -= hh;
+      add('rect', { x: pad + i * bw + 2, y, width: bw - 4, height: hh, fill: TEAM_COLORS[k % TEAM_COLORS.length],
+        'data-team': t, 'data-day': days[i].toISOString().slice(0, 10), 'data-dollars': val.toFixed(2) });
+    });
+    if (i % 2 === 0)
+      add('text', { x: pad + i * bw + 2, y: H + 16, 'font-size': 10 }, days[i].toISOString().slice(5, 10));
+  });
+  const legend = h('ul', { class: 'legend' }, teams.map((t, k) => {
+    const sw = h('span', { class: 'swatch' });
+    sw.style.background = TEAM_COLORS[k % TEAM_COLORS.length];	// CSSOM: no inline style attribute (CSP)
+    return h('li', {}, sw, t);
+  }));
+  const table = h('table', { 'data-testid': 'cost-table' },
+    h('caption', {}, `Spend per team (USD), last ${DAYS} UTC days`),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Day'), teams.map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, per.map((m, i) => h('tr', {}, h('th', { scope: 'row' }, days[i].toISOString().slice(0, 10)),
+      teams.map((t) => h('td', { 'data-team': t }, usd(m.get(t) || 0)))))));
+  const budgets = budgetsCache.length ? budgetsCache : await all('/v1/budgets?limit=200').catch(() => []);
+  const btable = h('table', { 'data-testid': 'budget-table' },
+    h('caption', {}, 'Budgets this month'),
+    h('thead', {}, h('tr', {}, ['Budget', 'Scope', 'Spent', 'Amount', '%', 'Hard'].map((x) => h('th', { scope: 'col' }, x)))),
+    h('tbody', {}, budgets.map((b) => h('tr', { 'data-budget': b.name },
+      h('td', {}, b.name), h('td', {}, `${b.scope} ${b.team || b.queue || b.environment}`),
+      h('td', {}, usd(b.spent_usd)), h('td', {}, usd(b.amount_usd)),
+      h('td', { class: Number(b.percent) >= 100 ? 'error' : Number(b.percent) >= Number(b.soft_percent || 80) ? 's-pending' : '' },
+        Number(b.percent).toFixed(1)), h('td', {}, b.hard ? 'yes' : 'no')))));
+  v.replaceChildren(h('h1', {}, 'Costs'),
+    h('section', { class: 'card' }, h('h2', {}, 'Spend per team'), svg, legend, table),
+    h('section', { class: 'card' }, h('h2', {}, 'Budgets'), budgets.length ? btable : h('p', { class: 'hint' }, 'No budgets.')));
+}
+
 // ---- router
 const views = { fleet: viewFleet, queues: viewQueues, jobs: viewJobs, job: viewJob,
-  ops: viewOps, op: viewOp };
+  ops: viewOps, op: viewOp, costs: viewCosts };
 async function route() {
   if (!S.token) return;
   const parts = location.hash.replace(/^#\/?/, '').split('/');
@@ -185,6 +290,7 @@ async function route() {
   S.refresh = null; clearInterval(S.timer);
   const v = $('view');
   v.replaceChildren(h('p', { class: 'hint' }, 'Loading…'));
+  budgetBanner();
   try {
     await (views[name] || viewFleet)(v, parts.slice(1).map(decodeURIComponent));
   } catch (e) {

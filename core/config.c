@@ -101,7 +101,8 @@ static const struct ckey keys[] = {
 	  "fleetd@fleet-control.iam.gserviceaccount.com", "FLEETD_GCP_PRINCIPAL", false,
 	  "service account that impersonates control-plane accounts" },
 	{ "workers", C_STR, S(workers),
-	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep,webhooks,budgets",
+	  "scheduler,dispatch,status,poller,mover,updater,janitor,iam-verify,sweep,webhooks,budgets,"
+	  "prices",
 	  "FLEETD_WORKERS", false, "background loops this replica runs (comma list; none = API only)" },
 	{ "lease-ttl", C_INT, S(lease_ttl_s), "10", "FLEETD_LEASE_TTL", false,
 	  "seconds a member cluster's lease lasts unrenewed: how long a dead replica's clusters"
@@ -137,6 +138,11 @@ static const struct ckey keys[] = {
 	{ "budget-interval-ms", C_INT, S(budget_interval_ms), "60000",
 	  "FLEETD_BUDGET_INTERVAL_MS", false,
 	  "how often budgets are checked for thresholds crossed by running jobs" },
+	{ "price-refresh-ms", C_INT, S(price_refresh_ms), "0", "FLEETD_PRICE_REFRESH_MS", false,
+	  "how often list prices are read from the providers' public price sources (0: never;"
+	  " the shipped table and overrides)" },
+	{ "azure-prices-url", C_STR, S(azure_prices_url), "https://prices.azure.com",
+	  "FLEETD_AZURE_PRICES_URL", false, "Azure Retail Prices API base URL" },
 	{ "janitor-interval-ms", C_INT, S(janitor_interval_ms), "600000",
 	  "FLEETD_JANITOR_INTERVAL_MS", false, "how often expired idempotency keys are deleted" },
 	{ "iam-verify-interval", C_INT, S(iam_verify_interval_s), "86400",

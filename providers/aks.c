@@ -81,6 +81,12 @@ agent_pool(json_t *v, size_t i, struct prov_pools *out, void *ctx, struct err *e
 	snprintf(p->machine_type, sizeof(p->machine_type), "%s", size);
 	p->nodes = (int)jint(json_object_get(pr, "count"));
 	p->spot = prio != NULL && strcmp(prio, "Spot") == 0;
+	/* An agent pool tied to a capacity reservation group runs on reserved capacity
+	 * (issue 27): properties.capacityReservationGroupID,
+	 * https://learn.microsoft.com/en-us/rest/api/aks/agent-pools/get and
+	 * https://learn.microsoft.com/en-us/azure/aks/use-capacity-reservation-groups */
+	if (!p->spot && json_string_value(json_object_get(pr, "capacityReservationGroupID")) != NULL)
+		snprintf(p->capacity_type, sizeof(p->capacity_type), "reservation");
 	p->autoscaling = json_is_true(json_object_get(pr, "enableAutoScaling"));
 	p->min_nodes = p->max_nodes = p->nodes;
 	if (p->autoscaling) {

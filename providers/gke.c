@@ -75,6 +75,18 @@ parse_pool(json_t *np, struct prov_pools *out)
 		snprintf(p->tpu_topology, sizeof(p->tpu_topology), "%s", topo);
 	p->spot = json_is_true(json_object_get(config, "spot")) ||
 	    json_is_true(json_object_get(config, "preemptible"));
+	/* Capacity type (issue 27).  A pool with queuedProvisioning.enabled gets nodes only
+	 * through a ProvisioningRequest (Dynamic Workload Scheduler, flex-start); one whose
+	 * nodes must consume a specific reservation runs on reserved capacity:
+	 * https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters.nodePools
+	 * (NodePool.queuedProvisioning, NodeConfig.reservationAffinity.consumeReservationType) */
+	if (json_is_true(json_object_get(json_object_get(np, "queuedProvisioning"), "enabled")))
+		snprintf(p->capacity_type, sizeof(p->capacity_type), "flex_start");
+	else if (!p->spot && json_string_value(json_object_get(json_object_get(config,
+	    "reservationAffinity"), "consumeReservationType")) != NULL &&
+	    strcmp(json_string_value(json_object_get(json_object_get(config,
+	    "reservationAffinity"), "consumeReservationType")), "SPECIFIC_RESERVATION") == 0)
+		snprintf(p->capacity_type, sizeof(p->capacity_type), "reservation");
 	p->nodes = (int)(jint(json_object_get(np, "initialNodeCount")) * zones);
 	if (json_object_get(np, "currentNodeCount") != NULL)
 		p->nodes = (int)jint(json_object_get(np, "currentNodeCount"));

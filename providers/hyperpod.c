@@ -51,6 +51,11 @@ prov_hyperpod_parse_cluster(const char *body, size_t len, struct prov_pools *out
 		snprintf(p->name, sizeof(p->name), "%s", name);
 		snprintf(p->machine_type, sizeof(p->machine_type), "%s", type);
 		p->nodes = (int)cur;
+		/* An instance group on a SageMaker training plan (reserved capacity, AWS
+		 * capacity blocks) names it in TrainingPlanArn (issue 27):
+		 * https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupDetails.html */
+		if (json_string_value(json_object_get(g, "TrainingPlanArn")) != NULL)
+			snprintf(p->capacity_type, sizeof(p->capacity_type), "reservation");
 		p->min_nodes = (int)cur;
 		p->max_nodes = (int)(tgt > cur ? tgt : cur);
 	}

@@ -372,19 +372,113 @@ parse_string_list(json_t *o, const char *key, const char *const *allowed, char *
 	return true;
 }
 
+static const char *const capacity_types[] = { "reservation", "on_demand", "spot", "flex_start",
+    NULL };
+
+static bool
+capacity_int(json_t *o, const char *key, const char *ptr, int max, int *out, struct err *e)
+{
+	long long v = -1;
+	char p[128];
+
+	*out = -1;
+	if (!jsonx_int(o, key, ptr, false, &v, e))
+		return false;
+	if (json_object_get(o, key) == NULL || json_is_null(json_object_get(o, key)))
+		return true;
+	snprintf(p, sizeof(p), "%s/%s", ptr, key);
+	if (v < 0 || v > max)
+		return err_field(e, 400, "jobspec.invalid_value", p, "%s must be between 0 and %d",
+		    key, max);
+	*out = (int)v;
+	return true;
+}
+
+bool
+jobspec_capacity_from_json(json_t *o, const char *ptr, struct jobspec_capacity *out,
+			   struct err *e)
+{
+	static const char *const keys[] = { "order", "first_choice_only", "max_migrations",
+	    "min_run_seconds", "cooldown_seconds", NULL };
+	json_t *order, *v;
+	char p[128];
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	out->max_migrations = out->min_run_s = out->cooldown_s = -1;
+	if (o == NULL || json_is_null(o))
+		return true;
+	if (!json_is_object(o))
+		return err_field(e, 400, "jobspec.invalid_value", ptr,
+		    "capacity_preference must be an object");
+	if (!jsonx_only(o, keys, ptr, e) ||
+	    !jsonx_bool(o, "first_choice_only", ptr, false, &out->first_only, e) ||
+	    !capacity_int(o, "max_migrations", ptr, 100, &out->max_migrations, e) ||
+	    !capacity_int(o, "min_run_seconds", ptr, 604800, &out->min_run_s, e) ||
+	    !capacity_int(o, "cooldown_seconds", ptr, 604800, &out->cooldown_s, e))
+		return false;
+	order = json_object_get(o, "order");
+	snprintf(p, sizeof(p), "%s/order", ptr);
+	if (!json_is_array(order) || json_array_size(order) == 0 ||
+	    json_array_size(order) > JOBSPEC_NCTYPES)
+		return err_field(e, 400, "jobspec.invalid_value", p, "order must list 1 to 4 of "
+		    "reservation, on_demand, spot, flex_start, best first");
+	json_array_foreach(order, i, v) {
+		const char *name = json_string_value(v);
+		size_t k;
+
+		snprintf(p, sizeof(p), "%s/order/%zu", ptr, i);
+		for (k = 0; name != NULL && capacity_types[k] != NULL &&
+		    strcmp(capacity_types[k], name) != 0; k++)
+			;
+		if (name == NULL || capacity_types[k] == NULL)
+			return err_field(e, 400, "jobspec.invalid_value", p, "not a capacity type "
+			    "(reservation, on_demand, spot, flex_start)");
+		for (int d = 0; d < out->n; d++)
+			if (out->order[d] == capacity_types[k])
+				return err_field(e, 400, "jobspec.invalid_value", p, "duplicate entry");
+		out->order[out->n++] = capacity_types[k];
+	}
+	return true;
+}
+
+json_t *
+jobspec_capacity_to_json(const struct jobspec_capacity *c)
+{
+	json_t *o, *order;
+
+	if (c->n == 0)
+		return NULL;
+	order = json_array();
+	for (int i = 0; i < c->n; i++)
+		json_array_append_new(order, json_string(c->order[i]));
+	o = json_pack("{s:o, s:b}", "order", order, "first_choice_only", c->first_only);
+	if (c->max_migrations >= 0)
+		json_object_set_new(o, "max_migrations", json_integer(c->max_migrations));
+	if (c->min_run_s >= 0)
+		json_object_set_new(o, "min_run_seconds", json_integer(c->min_run_s));
+	if (c->cooldown_s >= 0)
+		json_object_set_new(o, "cooldown_seconds", json_integer(c->cooldown_s));
+	return o;
+}
+
 static bool
 parse_constraints(json_t *root, struct job_spec *s, struct err *e)
 {
-	static const char *const keys[] = { "regions", "providers", "spot", "max_price", NULL };
+	static const char *const keys[] = { "regions", "providers", "spot", "max_price",
+	    "capacity_preference", NULL };
 	static const char *const providers[] = { "gke", "aks", "hyperpod", NULL };
 	json_t *c;
 	bool spot = false;
 
 	if (!jsonx_obj(root, "constraints", "", false, &c, e))
 		return false;
+	s->capacity.max_migrations = s->capacity.min_run_s = s->capacity.cooldown_s = -1;
 	if (c == NULL)
 		return true;
 	if (!jsonx_only(c, keys, "/constraints", e) ||
+	    !jobspec_capacity_from_json(json_object_get(c, "capacity_preference"),
+	    "/constraints/capacity_preference", &s->capacity, e) ||
 	    !parse_string_list(c, "regions", NULL, s->regions, &s->nregions, e) ||
 	    !parse_string_list(c, "providers", providers, s->providers, &s->nproviders, e) ||
 	    !jsonx_bool(c, "spot", "/constraints", false, &spot, e) ||
@@ -869,6 +963,8 @@ constraints_to_json(const struct job_spec *s)
 		json_object_set_new(c, "spot", json_boolean(s->spot == JOBSPEC_SPOT_ONLY));
 	if (s->has_max_price)
 		json_object_set_new(c, "max_price", json_real(s->max_price));
+	if (s->capacity.n > 0)
+		json_object_set_new(c, "capacity_preference", jobspec_capacity_to_json(&s->capacity));
 	return c;
 }
 

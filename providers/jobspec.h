@@ -78,6 +78,26 @@ struct jobspec_gcs {
 	char	*redis_secret_key;	/* redis: key in that secret */
 };
 
+/* A capacity preference (issue 27): capacity types ranked best first, as a queue
+ * (queues.capacity_preference) or a job (constraints.capacity_preference) states it:
+ * {"order": ["reservation"|"on_demand"|"spot"|"flex_start", ...], "first_choice_only",
+ *  "max_migrations", "min_run_seconds", "cooldown_seconds"}. */
+#define JOBSPEC_NCTYPES	4
+struct jobspec_capacity {
+	const char *order[JOBSPEC_NCTYPES];	/* static names; n 0 = none stated */
+	int	 n;
+	bool	 first_only;
+	int	 max_migrations;	/* -1: not stated */
+	int	 min_run_s;		/* -1: not stated */
+	int	 cooldown_s;		/* -1: not stated */
+};
+
+/* Parses o (NULL or null: none) into *out; 400 with a pointer under ptr on a bad value. */
+bool	 jobspec_capacity_from_json(json_t *o, const char *ptr, struct jobspec_capacity *out,
+	    struct err *e);
+/* NULL when c states nothing. */
+json_t	*jobspec_capacity_to_json(const struct jobspec_capacity *c);
+
 struct job_spec {
 	enum jobspec_kind kind;
 	char	*queue;
@@ -113,6 +133,7 @@ struct job_spec {
 	enum jobspec_spot spot;
 	bool	 has_max_price;
 	double	 max_price;		/* per accelerator-hour, USD */
+	struct jobspec_capacity capacity;	/* constraints.capacity_preference */
 	json_t	*runtime_env;		/* object or NULL */
 	char	*checkpoint_uri;	/* NULL: no checkpointing */
 	json_t	*labels;		/* {key: value} strings (team: showback, budgets); NULL */

@@ -71,6 +71,8 @@ struct prov_pool {
 	double	price_hour;		/* per node, from the catalog */
 	int	quota_left;		/* accelerators the regional quota still allows, -1 = unknown */
 	int	reserved;		/* accelerators held by provider reservations */
+	char	capacity_type[16];	/* "" (on_demand, or spot when spot), "reservation",
+					 * "flex_start" (issue 27) */
 };
 
 /* A regional quota line (GCE quotas[], Azure usages). */

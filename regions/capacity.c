@@ -109,7 +109,7 @@ capacity_summary_text(struct db *c, const struct capacity_filter *f, struct aren
 	    " t.environment, t.region, t.provider, t.flavor, t.capacity_type), '[]'),"
 	    " 'snapshot_max_age_s', $6::int)::text FROM ("
 	    " SELECT cl.environment, cl.region, cl.provider, cap.flavor,"
-	    "  CASE WHEN cap.spot THEN 'spot' ELSE 'on_demand' END AS capacity_type,"
+	    "  cap.capacity_type,"
 	    "  count(DISTINCT k.id) AS clusters, sum(cap.nodes)::int AS nodes,"
 	    "  sum(cap.nodes * cap.accel_per_node)::int AS total,"
 	    "  coalesce(sum(cap.free_accel) FILTER (WHERE cap.observed_at > now() -"
@@ -131,7 +131,7 @@ capacity_summary_text(struct db *c, const struct capacity_filter *f, struct aren
 	    "  AND ($3::text IS NULL OR cl.provider = $3)"
 	    "  AND ($4::text IS NULL OR cap.flavor = $4)"
 	    "  AND ($5::text[] IS NULL OR cl.environment = ANY($5::text[]))"
-	    " GROUP BY cl.environment, cl.region, cl.provider, cap.flavor, cap.spot) t";
+	    " GROUP BY cl.environment, cl.region, cl.provider, cap.flavor, cap.capacity_type) t";
 	char *envs = db_scope_array(f->envs, f->nenvs), age[16], *key = NULL, *snap = NULL;
 	PGresult *r = NULL;
 	long long sec = 0;

@@ -23,8 +23,8 @@ struct capacity_filter {
 	int			 nenvs;
 };
 
-/* {"items": [{environment, region, provider, flavor, capacity_type ("spot" |
- * "on_demand"), clusters, nodes, total, free_now,
+/* {"items": [{environment, region, provider, flavor, capacity_type ("reservation" |
+ * "on_demand" | "spot" | "flex_start"), clusters, nodes, total, free_now,
  * growable, quota_left, fresh_clusters, stale_clusters, oldest_observed_at,
  * newest_observed_at, max_age_s}], "snapshot_max_age_s"}.  free_now counts only fresh
  * snapshots of ready, uncordoned clusters; growable = (max_nodes - nodes) x accelerators

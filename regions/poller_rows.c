@@ -114,9 +114,13 @@ poller_rows(const char *provider, const struct prov_pools *pools,
 		classify(provider, p->machine_type, p->accel_type, p->spot, &apn, flavor,
 		    sizeof(flavor), &price);
 		nodes = count > 0 ? count : p->nodes;
-		json_array_append_new(rows, row(p->name, flavor, p->machine_type, p->spot, price,
+		json_t *rw = row(p->name, flavor, p->machine_type, p->spot, price,
 		    apn, nodes, p->max_nodes > nodes ? p->max_nodes : nodes, p->autoscaling,
-		    p->quota_left, p->reserved, free, topo, list));
+		    p->quota_left, p->reserved, free, topo, list);
+
+		json_object_set_new(rw, "capacity_type", json_string(p->spot ? "spot" :
+		    p->capacity_type[0] ? p->capacity_type : "on_demand"));
+		json_array_append_new(rows, rw);
 		json_object_set_new(seen, p->name, json_true());
 	}
 	/* nodes of pools the provider did not describe (self-managed, or a lagging API) */
@@ -161,19 +165,22 @@ write_ok(struct db *c, void *varg, struct err *e)
 	    "  ORDER BY x->>'pool', x->>'flavor', o),"
 	    " ins AS (INSERT INTO capacity (cluster_id, pool, flavor, machine_type, spot,"
 	    "  price_hour, accel_per_node, nodes, max_nodes, autoscaling, quota_left, reserved,"
-	    "  free_accel, free_cpu_m, free_mem, topology, observed_at)"
+	    "  free_accel, free_cpu_m, free_mem, topology, observed_at, capacity_type)"
 	    "  SELECT $1::uuid, x->>'pool', x->>'flavor', x->>'machine_type', (x->>'spot')::boolean,"
 	    "  round((x->>'price_hour')::numeric, 4)::float8, (x->>'accel_per_node')::int,"
 	    "  (x->>'nodes')::int, (x->>'max_nodes')::int, (x->>'autoscaling')::boolean,"
 	    "  (x->>'quota_left')::int, (x->>'reserved')::int, (x->>'free_accel')::int,"
-	    "  (x->>'free_cpu_m')::bigint, (x->>'free_mem')::bigint, x->'topology', now() - make_interval(secs => $3::float8) FROM r"
+	    "  (x->>'free_cpu_m')::bigint, (x->>'free_mem')::bigint, x->'topology', now() - make_interval(secs => $3::float8),"
+	    "  coalesce(x->>'capacity_type', CASE WHEN (x->>'spot')::boolean THEN 'spot'"
+	    "  ELSE 'on_demand' END) FROM r"
 	    "  ON CONFLICT (cluster_id, pool, flavor) DO UPDATE SET machine_type ="
 	    "  excluded.machine_type, spot = excluded.spot, price_hour = excluded.price_hour,"
 	    "  accel_per_node = excluded.accel_per_node, nodes = excluded.nodes, max_nodes ="
 	    "  excluded.max_nodes, autoscaling = excluded.autoscaling, quota_left ="
 	    "  excluded.quota_left, reserved = excluded.reserved, free_accel = excluded.free_accel,"
 	    "  free_cpu_m = excluded.free_cpu_m, free_mem = excluded.free_mem, topology ="
-	    "  excluded.topology, observed_at = excluded.observed_at RETURNING 1),"
+	    "  excluded.topology, observed_at = excluded.observed_at,"
+	    "  capacity_type = excluded.capacity_type RETURNING 1),"
 	    " del AS (DELETE FROM capacity k WHERE k.cluster_id = $1::uuid AND NOT EXISTS"
 	    "  (SELECT 1 FROM r WHERE r.x->>'pool' = k.pool AND r.x->>'flavor' = k.flavor))"
 	    " UPDATE clusters SET failures = 0, state = 'ready', last_refresh_at = now(),"

@@ -370,7 +370,7 @@ static const char sql_write[] =
     "UPDATE jobs SET spec = $2::jsonb, spec_update = jsonb_strip_nulls(jsonb_build_object("
     " 'generation', $3::int, 'phase', 'pending', 'fields', $4::jsonb, 'upgrade', $5::boolean,"
     " 'old_spec', spec, 'requested_at', now(), 'next_at', now(), 'extra', $6::jsonb,"
-    /* an upgrade's deadline: the new spec's, else its environment's (migration 0021) */
+    /* an upgrade's deadline: the new spec's, else its environment's (migration 0022) */
     " 'deadline_s', CASE WHEN $5::boolean THEN coalesce(($2::jsonb->>"
     "'upgrade_deadline_seconds')::int, (SELECT v.upgrade_deadline_seconds FROM environments v"
     " WHERE v.name = jobs.environment), 3600) END,"

@@ -225,7 +225,7 @@ explain_failure(struct db *c, const char *id, enum job_state state, json_t **out
 }
 
 /* Where the History Server shows the job's Ray cluster (its environment names log storage:
- * migration 0021; providers/kuberay_history.c): the session "live" while the attempt runs,
+ * migration 0023; providers/kuberay_history.c): the session "live" while the attempt runs,
  * else the sessions list and the session path to fill in. */
 static bool
 explain_history(struct db *c, const char *id, enum job_state state, json_t *out,
@@ -268,6 +268,39 @@ explain_job(struct db *c, json_t *job, json_t **out, struct err *e)
 	return true;
 }
 
+/* A placed job with a capacity preference (its own or its queue's): the scheduler's
+ * verdict on migrating it now (queue/sched/sched_prefs.c), as out's "capacity_preference". */
+static bool
+explain_prefs(struct db *c, json_t *job, json_t *out, struct err *e)
+{
+	static const char sql[] = "SELECT capacity_preference IS NOT NULL FROM queues"
+	    " WHERE id = $1::uuid";
+	const char *p[1] = { json_string_value(json_object_get(job, "queue_id")) };
+	json_t *cp = json_object_get(json_object_get(json_object_get(job, "spec"), "constraints"),
+	    "capacity_preference");
+	struct sched_model *m = NULL;
+	struct sched_job *j;
+	PGresult *r = NULL;
+	bool want = cp != NULL;
+
+	if (!want && p[0] != NULL) {
+		if (!db_exec(c, sql, 1, p, &r, e))
+			return false;
+		want = PQntuples(r) == 1 && PQgetvalue(r, 0, 0)[0] == 't';
+		PQclear(r);
+	}
+	if (!want)
+		return true;
+	if (!loader_model(c, json_string_value(json_object_get(job, "environment")),
+	    cfg.snapshot_max_age_s, &m, e))
+		return false;
+	j = sched_model_find_job(m, json_string_value(json_object_get(job, "id")));
+	if (j != NULL)
+		json_object_set_new(out, "capacity_preference", sched_explain_prefs(m, j));
+	sched_model_free(m);
+	return true;
+}
+
 static bool
 explain_job_plain(struct db *c, json_t *job, json_t **out, struct err *e)
 {
@@ -279,6 +312,11 @@ explain_job_plain(struct db *c, json_t *job, json_t **out, struct err *e)
 	if (state != JOB_PENDING) {
 		if (!explain_placed(c, id, job, out, e))
 			return false;
+		if (!job_state_is_final(state) && !explain_prefs(c, job, *out, e)) {
+			json_decref(*out);
+			*out = NULL;
+			return false;
+		}
 		if (strcmp(json_string_value(json_object_get(job, "kind")) ?
 		    json_string_value(json_object_get(job, "kind")) : "", "RayCronJob") == 0 &&
 		    !explain_cron(c, id, job, *out, e)) {

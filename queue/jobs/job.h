@@ -46,7 +46,7 @@
 	" 'updated_at', j.updated_at, 'checkpoint', j.checkpoint || jsonb_build_object(" \
 	" 'age_seconds', extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int)," \
 	" 'serve_endpoint', " JOB_SERVE_ENDPOINT ", 'spec_update', " JOB_SPEC_UPDATE "," \
-	" 'team', q.team)::text"
+	" 'team', q.team, 'capacity_migrations', j.capacity_migrations)::text"
 #define JOB_FROM " FROM jobs j JOIN queues q ON q.id = j.queue_id" \
 	" LEFT JOIN clusters k ON k.id = j.cluster_id LEFT JOIN clouds c ON c.id = k.cloud_id"
 

@@ -25,7 +25,7 @@
 	" j.finished_at, j.version, j.created_at, j.updated_at, j.checkpoint ||" \
 	" jsonb_build_object('age_seconds'," \
 	"  extract(epoch from now() - (j.checkpoint->>'at')::timestamptz)::int), " \
-	JOB_SERVE_ENDPOINT ", " JOB_SPEC_UPDATE ", q.team"
+	JOB_SERVE_ENDPOINT ", " JOB_SPEC_UPDATE ", q.team, j.capacity_migrations"
 
 /* Member names and how each column is written: s string, n number, j JSON, t timestamp. */
 static const struct {
@@ -40,6 +40,7 @@ static const struct {
 	{ "dispatched_at", 't' }, { "started_at", 't' }, { "finished_at", 't' },
 	{ "version", 'n' }, { "created_at", 't' }, { "updated_at", 't' }, { "checkpoint", 'j' },
 	{ "serve_endpoint", 'j' }, { "spec_update", 'j' }, { "team", 's' },
+	{ "capacity_migrations", 'n' },
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 #define COL_ID		0
@@ -47,7 +48,7 @@ static const struct {
 #define COL_VERSION	22
 #define COL_CHECKPOINT	25	/* its age changes with time: such a job is never kept */
 #define COL_TEAM	28
-#define COL_KEYS	29	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
+#define COL_KEYS	30	/* after the columns: j.xmin, q.xmin, k.xmin, c.xmin */
 #define KEYS " j.xmin, q.xmin, k.xmin, c.xmin"
 
 struct buf {

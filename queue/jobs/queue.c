@@ -8,6 +8,7 @@
 #include "core/jsonx.h"
 #include "iam/team.h"
 #include "queue/job_state.h"
+#include "providers/jobspec.h"
 #include "queue/jobs/queue.h"
 #include "regions/catalog.h"
 #include "regions/flavor.h"
@@ -21,6 +22,7 @@
 	" 'borrowing_limit', borrowing_limit, 'lending_limit', lending_limit," \
 	" 'default_priority_class', default_priority_class, 'queueing_strategy'," \
 	" queueing_strategy, 'max_infra_retries', max_infra_retries, 'team', team," \
+	" 'capacity_preference', capacity_preference," \
 	" 'version', version, 'created_at', created_at, 'updated_at', updated_at)::text"
 
 /* ---- priority classes */
@@ -191,6 +193,7 @@ struct queue_fields {
 	const char	*name, *env, *cohort, *pc, *strategy, *team;
 	double		 weight;
 	char		*nominal, *borrow, *lend;	/* malloc'd json text */
+	char		*prefs;		/* capacity_preference, canonical json text; NULL none */
 	char		 retries[16];		/* max_infra_retries, default 3 */
 };
 
@@ -200,6 +203,7 @@ fields_cleanup(struct queue_fields *f)
 	free(f->nominal);
 	free(f->borrow);
 	free(f->lend);
+	free(f->prefs);
 }
 
 static bool
@@ -207,8 +211,9 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 {
 	static const char *const allowed[] = { "name", "environment", "cohort", "weight",
 		"nominal_quota", "borrowing_limit", "lending_limit", "default_priority_class",
-		"queueing_strategy", "max_infra_retries", "team", NULL };
+		"queueing_strategy", "max_infra_retries", "team", "capacity_preference", NULL };
 	long long retries = 3;
+	struct jobspec_capacity cap;
 	json_t *nq = json_object_get(body, "nominal_quota");
 	json_t *bl = json_object_get(body, "borrowing_limit");
 	json_t *ll = json_object_get(body, "lending_limit");
@@ -244,6 +249,16 @@ queue_unpack(struct db *c, json_t *body, struct queue_fields *f, struct err *e)
 		    "queueing_strategy must be best_effort_fifo or strict_fifo");
 	if (f->team != NULL && !team_check_queue(c, f->team, f->env, e))
 		return false;
+	/* ranked capacity types for the queue's jobs (issue 27; queue/sched/sched_prefs.c) */
+	if (!jobspec_capacity_from_json(json_object_get(body, "capacity_preference"),
+	    "/capacity_preference", &cap, e))
+		return false;
+	if (cap.n > 0) {
+		json_t *pj = jobspec_capacity_to_json(&cap);
+
+		f->prefs = json_dumps(pj, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(pj);
+	}
 	if (!flavor_sync(c, e) || !quota_valid(nq, "/nominal_quota", e) ||
 	    !quota_valid(bl, "/borrowing_limit", e) ||
 	    !quota_valid(ll, "/lending_limit", e))
@@ -270,8 +285,9 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 {
 	static const char sql[] = "INSERT INTO queues (id, name, environment, cohort, weight,"
 	    " nominal_quota, borrowing_limit, lending_limit, default_priority_class,"
-	    " queueing_strategy, max_infra_retries, team) VALUES ($1, $2, $3, $4, $5::float8,"
-	    " $6::jsonb, $7::jsonb, $8::jsonb, $9, $10, $11::int, $12)"
+	    " queueing_strategy, max_infra_retries, team, capacity_preference) VALUES ($1, $2,"
+	    " $3, $4, $5::float8, $6::jsonb, $7::jsonb, $8::jsonb, $9, $10, $11::int, $12,"
+	    " $13::jsonb)"
 	    " ON CONFLICT (environment, name) DO NOTHING RETURNING " QUEUE_JSON;
 	struct queue_fields f;
 	json_t *env = NULL;
@@ -290,10 +306,10 @@ queue_create(struct db *c, json_t *body, json_t **out, struct err *e)
 	uuid_unparse_lower(u, id);
 	snprintf(w, sizeof(w), "%.17g", f.weight);
 	{
-		const char *p[12] = { id, f.name, f.env, f.cohort, w, f.nominal, f.borrow, f.lend,
-		    f.pc, f.strategy, f.retries, f.team };
+		const char *p[13] = { id, f.name, f.env, f.cohort, w, f.nominal, f.borrow, f.lend,
+		    f.pc, f.strategy, f.retries, f.team, f.prefs };
 
-		if (!db_get_json(c, sql, 12, p, "queue.not_found", "queue", out, e)) {
+		if (!db_get_json(c, sql, 13, p, "queue.not_found", "queue", out, e)) {
 			if (e->status == 404)
 				err_field(e, 409, "queue.exists", "/name",
 				    "environment %s already has a queue named %s", f.env, f.name);
@@ -353,10 +369,13 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 	static const char sql[] = "UPDATE queues SET cohort = $2, weight = $3::float8,"
 	    " nominal_quota = $4::jsonb, borrowing_limit = $5::jsonb, lending_limit = $6::jsonb,"
 	    " default_priority_class = $7, queueing_strategy = $8, max_infra_retries = $9::int,"
-	    " team = $10, version = version + 1, updated_at = now() WHERE id = $1::uuid AND"
+	    " team = $10, capacity_preference = $11::jsonb, version = version + 1,"
+	    " updated_at = now() WHERE id = $1::uuid AND"
 	    " (cohort, weight, nominal_quota, borrowing_limit, lending_limit,"
-	    " default_priority_class, queueing_strategy, max_infra_retries, team) IS DISTINCT"
-	    " FROM ($2, $3::float8, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9::int, $10)";
+	    " default_priority_class, queueing_strategy, max_infra_retries, team,"
+	    " capacity_preference) IS DISTINCT"
+	    " FROM ($2, $3::float8, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $9::int, $10,"
+	    " $11::jsonb)";
 	struct queue_fields f;
 	json_t *cur = NULL;
 	char w[32];
@@ -375,10 +394,10 @@ queue_replace(struct db *c, const char *id, json_t *body, json_t **out, struct e
 	}
 	snprintf(w, sizeof(w), "%.17g", f.weight);
 	{
-		const char *p[10] = { id, f.cohort, w, f.nominal, f.borrow, f.lend, f.pc,
-		    f.strategy, f.retries, f.team };
+		const char *p[11] = { id, f.cohort, w, f.nominal, f.borrow, f.lend, f.pc,
+		    f.strategy, f.retries, f.team, f.prefs };
 
-		ok = db_exec(c, sql, 10, p, NULL, e) && queue_get(c, id, false, out, e);
+		ok = db_exec(c, sql, 11, p, NULL, e) && queue_get(c, id, false, out, e);
 	}
 cleanup:
 	json_decref(cur);

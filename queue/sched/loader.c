@@ -16,14 +16,14 @@ static const char sql_clusters[] =
     " k.cordoned, c.state = 'active', cap.pool, cap.flavor, cap.spot, cap.price_hour,"
     " cap.accel_per_node, greatest(cap.max_nodes - cap.nodes, 0), cap.topology::text,"
     " extract(epoch from cap.observed_at)::bigint,"
-    " coalesce(extract(epoch from s.at)::bigint, 0), cap.machine_type, k.name"
+    " coalesce(extract(epoch from s.at)::bigint, 0), cap.machine_type, k.name, cap.capacity_type"
     " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
     " JOIN capacity cap ON cap.cluster_id = k.id"
     " LEFT JOIN stockouts s ON s.cluster_id = k.id AND s.flavor = cap.flavor"
     " WHERE ($1::text IS NULL OR c.environment = $1) ORDER BY k.id, cap.pool, cap.flavor";
 static const char sql_queues[] =
     "SELECT id::text, environment, cohort, weight, queueing_strategy, nominal_quota::text,"
-    " borrowing_limit::text, lending_limit::text FROM queues"
+    " borrowing_limit::text, lending_limit::text, capacity_preference::text FROM queues"
     " WHERE ($1::text IS NULL OR environment = $1)";
 /* Read through a cursor 2,000 rows at a time, so that the specs of every job are never
  * held at once (WITH HOLD: also outside a transaction, where the server keeps the rows). */
@@ -39,7 +39,8 @@ static const char sql_queues[] =
     " e.to_state = 'preempted' AND e.data ? 'by') END," \
     " CASE WHEN j.kind = 'RayCronJob' AND j.state = 'running' THEN" \
     " coalesce(j.cron_runs, '[]'::jsonb) END::text," \
-    " CASE WHEN j.state = 'pending' THEN j.avoid_nodes END::text" \
+    " CASE WHEN j.state = 'pending' THEN j.avoid_nodes END::text," \
+    " j.capacity_migrations, coalesce(extract(epoch from j.migrated_at)::bigint, 0)" \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
     " LEFT JOIN clusters k ON k.id = j.cluster_id" \
     " WHERE j.state IN " JOB_STATES_LIVE_SQL \
@@ -75,6 +76,9 @@ add_pool(struct sched_model *m, struct sched_cluster *k, PGresult *r, int i, str
 
 	if (p == NULL)
 		goto cleanup;
+	if (!spot && sched_ctype_parse(PQgetvalue(r, i, 18)) >= 0)
+		p->ctype = (enum sched_ctype)sched_ctype_parse(PQgetvalue(r, i, 18));
+	p->accel_per_node = accel;
 	p->grow_nodes = atoi(PQgetvalue(r, i, 12));
 	p->stockout_at = atoll(PQgetvalue(r, i, 15));
 	p->stockout_penalty = p->stockout_at > 0 ? 1.0 : 0.0;	/* decays from stockout_at */
@@ -120,9 +124,10 @@ note_pool(json_t *pools, PGresult *r, int i)
 		json_object_set_new(pools, "_names", names);
 	}
 	json_object_set_new(names, PQgetvalue(r, i, 0), json_string(PQgetvalue(r, i, 17)));
-	json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:f, s:i}",
+	json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:b, s:s, s:f, s:i}",
 	    "pool", PQgetvalue(r, i, 7), "machine_type", PQgetvalue(r, i, 16),
 	    "flavor", PQgetvalue(r, i, 8), "spot", PQgetvalue(r, i, 9)[0] == 't',
+	    "capacity_type", PQgetvalue(r, i, 9)[0] == 't' ? "spot" : PQgetvalue(r, i, 18),
 	    "price_hour", atof(PQgetvalue(r, i, 10)), "accel_per_node",
 	    atoi(PQgetvalue(r, i, 11))));
 }
@@ -169,6 +174,49 @@ limit_of(json_t *o, const char *flavor, int64_t dflt)
 	json_t *v = json_object_get(o, flavor);
 
 	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* queues.capacity_preference (validated when written, queue/jobs/queue.c). */
+static bool
+queue_prefs(struct sched_queue *q, const char *text, struct err *e)
+{
+	json_t *o = json_loads(text, 0, NULL);
+	struct jobspec_capacity c;
+	bool ok = jobspec_capacity_from_json(o, "/capacity_preference", &c, e);
+
+	json_decref(o);
+	if (!ok)
+		return false;
+	for (int k = 0; k < c.n; k++)
+		q->pref[q->n_pref++] = (unsigned char)sched_ctype_parse(c.order[k]);
+	q->first_only = c.first_only;
+	q->max_migrations = c.max_migrations;
+	q->min_run_s = c.min_run_s;
+	q->cooldown_s = c.cooldown_s;
+	return true;
+}
+
+/* The job's capacity preference: its own constraints, else its queue's. */
+static void
+job_prefs(struct sched_model *m, struct sched_job *j, const struct jobspec_capacity *c)
+{
+	const struct sched_queue *q = sched_model_queue(m, (size_t)j->queue);
+
+	if (c->n > 0) {
+		for (int k = 0; k < c->n; k++)
+			j->pref[j->n_pref++] = (unsigned char)sched_ctype_parse(c->order[k]);
+		j->first_only = c->first_only;
+	} else if (q->n_pref > 0) {
+		memcpy(j->pref, q->pref, sizeof(j->pref));
+		j->n_pref = q->n_pref;
+		j->first_only = q->first_only;
+	}
+	j->max_migrations = c->max_migrations >= 0 ? c->max_migrations :
+	    q->max_migrations >= 0 ? q->max_migrations : j->max_migrations;
+	j->min_run_s = c->min_run_s >= 0 ? c->min_run_s : q->min_run_s >= 0 ? q->min_run_s :
+	    j->min_run_s;
+	j->cooldown_s = c->cooldown_s >= 0 ? c->cooldown_s : q->cooldown_s >= 0 ?
+	    q->cooldown_s : j->cooldown_s;
 }
 
 static bool
@@ -222,6 +270,8 @@ load_queues(struct db *c, struct sched_model *m, const char *env, struct err *e)
 		json_decref(nom);
 		json_decref(bl);
 		json_decref(ll);
+		if (qok && !PQgetisnull(r, i, 8))
+			qok = queue_prefs(q, PQgetvalue(r, i, 8), e);
 		if (!qok)
 			goto cleanup;
 	}
@@ -256,6 +306,7 @@ loader_add_job(struct sched_model *m, const char *id, const char *queue_id, int 
 	j->spot = s.spot == JOBSPEC_SPOT_ONLY ? SCHED_SPOT_ONLY :
 	    s.spot == JOBSPEC_SPOT_NEVER ? SCHED_SPOT_NEVER : SCHED_SPOT_ANY;
 	j->max_price = s.has_max_price ? s.max_price : 0;
+	job_prefs(m, j, &s.capacity);
 	{
 		struct sched_vec head = { { 0, s.head_cpu_milli, mib(s.head_memory_bytes) } };
 
@@ -485,6 +536,10 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 	if (!pending && on != NULL && !load_placement(m, j, PQgetvalue(r, i, 7), in_flight,
 	    atoll(PQgetvalue(r, i, 8)), PQgetisnull(r, i, 9) ? NULL : PQgetvalue(r, i, 9), e))
 		return false;
+	j->migrations = atoi(PQgetvalue(r, i, 15));
+	j->migrated_at = atoll(PQgetvalue(r, i, 16));
+	j->started_at = pending ? 0 : atoll(PQgetvalue(r, i, 8));
+	j->moving = !PQgetisnull(r, i, 10) || state == JOB_MOVING;
 	if (!pending && on != NULL && !PQgetisnull(r, i, 11) && !load_upgrade_old(m, r, i, e))
 		return false;
 	return PQgetisnull(r, i, 10) || load_move_target(m, r, i, e);

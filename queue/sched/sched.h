@@ -34,6 +34,19 @@ enum sched_topo { SCHED_TOPO_NONE, SCHED_TOPO_HOST, SCHED_TOPO_RACK, SCHED_TOPO_
     SCHED_TOPO_PACK };
 enum sched_strategy { SCHED_BEST_EFFORT_FIFO, SCHED_STRICT_FIFO };
 enum sched_spot { SCHED_SPOT_ANY, SCHED_SPOT_ONLY, SCHED_SPOT_NEVER };
+/* Capacity types a pool sells (capacity.capacity_type), ranked per queue or job. */
+enum sched_ctype {
+	SCHED_CT_RESERVATION,	/* GCE reservation, AWS capacity block, Azure capacity reservation */
+	SCHED_CT_ON_DEMAND,
+	SCHED_CT_SPOT,
+	SCHED_CT_FLEX_START,	/* GKE queued provisioning (DWS flex-start, ProvisioningRequest) */
+	SCHED_NCTYPES
+};
+#define SCHED_CT_ANY	(-1)	/* sched_model's ctype_only: no restriction */
+
+const char	*sched_ctype_name(enum sched_ctype t);
+/* -1 when s names no capacity type. */
+int		 sched_ctype_parse(const char *s);
 enum sched_state {
 	SCHED_PENDING,
 	SCHED_ADMITTED,		/* holds quota; capacity in flight unless the snapshot shows it */
@@ -54,6 +67,8 @@ enum sched_reason {
 	SCHED_R_REGION_NOT_ALLOWED,
 	SCHED_R_PROVIDER_NOT_ALLOWED,
 	SCHED_R_SPOT_MISMATCH,
+	SCHED_R_CAPACITY_TYPE,		/* no pool of a capacity type the job ranks (or of its
+					 * first choice, when it takes only that) */
 	SCHED_R_NO_HEAD_POOL,		/* no on-demand cpu pool whose node holds the head */
 	SCHED_R_OVER_PRICE,
 	SCHED_R_OVER_QUOTA,
@@ -79,6 +94,11 @@ struct sched_config {
 	size_t	max_candidates;		/* candidates kept per decision, 0 = all (32) */
 	size_t	max_holds;		/* clusters held for waiting heads per cycle (8) */
 	bool	preempt;		/* allow preemption in the cycle (true) */
+	bool	migrate;		/* plan capacity-preference migrations (true) */
+	int64_t	migrate_min_run_s;	/* default run time before a migration (600) */
+	int64_t	migrate_cooldown_s;	/* default time between two migrations (1800) */
+	int	migrate_max;		/* default migrations per job (2) */
+	size_t	max_migrations_cycle;	/* migrations planned per cycle (16) */
 	bool	lean_pending;		/* a cycle's pending decisions keep no candidates or
 					 * allocations, only their reason and counts (false):
 					 * the scheduler stores nothing else of them, and at
@@ -102,7 +122,9 @@ struct sched_node {
 struct sched_pool {
 	int			 flavor;
 	bool			 spot;
+	enum sched_ctype	 ctype;		/* SCHED_CT_SPOT when spot, else as the row says */
 	double			 price;		/* per node-hour */
+	int			 accel_per_node;	/* 0: node_alloc's */
 	struct sched_vec	 node_alloc;	/* one node's allocatable (growth, price share) */
 	int			 grow_nodes;	/* nodes the pool may still add */
 	double			 stockout_penalty;
@@ -138,6 +160,12 @@ struct sched_queue {
 	int			 env, cohort;		/* interned; cohort -1 = alone */
 	double			 weight;
 	enum sched_strategy	 strategy;
+	/* capacity preference of the queue (queues.capacity_preference), for jobs that
+	 * state none; -1: the scheduler's default */
+	unsigned char		 pref[SCHED_NCTYPES];
+	int			 n_pref;
+	bool			 first_only;
+	int			 max_migrations, min_run_s, cooldown_s;
 	bool			 has_quota[SCHED_MAX_FLAVORS];
 	struct sched_quota	 quota[SCHED_MAX_FLAVORS];	/* absent flavor: nominal 0 */
 	/* derived */
@@ -207,7 +235,17 @@ struct sched_job {
 	int			*providers;
 	int			 n_providers, cap_providers;
 	enum sched_spot		 spot;
-	double			 max_price;	/* per node-hour, 0 = no limit */
+	double			 max_price;	/* per accelerator-hour, 0 = no limit */
+	/* Capacity preference (queue/sched/sched_prefs.c): the ranked capacity types, from the
+	 * job's constraints or else its queue; n_pref 0 = any type, no preference. */
+	unsigned char		 pref[SCHED_NCTYPES];
+	int			 n_pref;
+	bool			 first_only;	/* waits for pref[0]; never migrates */
+	int			 migrations;	/* capacity migrations so far */
+	int			 max_migrations;
+	int64_t			 min_run_s, cooldown_s;
+	int64_t			 started_at;	/* running since (unix s), 0 unknown */
+	int64_t			 migrated_at;	/* last migration (unix s), 0 none */
 	/* placement of admitted/running jobs */
 	int			 cluster;	/* -1 none */
 	bool			 in_flight;	/* reservation not yet in the snapshot */
@@ -225,6 +263,7 @@ struct sched_job {
 	 * id and node name, in the arena; never used for it again (issue 24). */
 	const char		**avoid;
 	int			 n_avoid;
+	bool			 moving;	/* a move of it is under way (never migrated) */
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
 						 * the caller persists sched_decision.hold_cluster */
 	/* derived */
@@ -421,9 +460,18 @@ struct sched_decision {
 	bool			 borrowing;
 };
 
+/* A planned capacity migration: j moves into free capacity of a more preferred type. */
+struct sched_migration {
+	int			 job;
+	struct sched_placement	 place;		/* the target */
+	int			 from_rank, to_rank;
+};
+
 struct sched_cycle {
 	struct sched_decision	*d;
 	size_t			 n;
+	struct sched_migration	*mig;		/* capacity migrations, after the admissions */
+	size_t			 n_mig;
 	size_t			 admitted, preempted, pending;
 	size_t			 preempt_searches;	/* preemption plans computed */
 	size_t			 preempt_memo_hits;	/* skipped: an equal job just failed */
@@ -433,6 +481,35 @@ struct sched_cycle {
  * order).  Applies admissions and preemptions to the model.  Memory from a. */
 void			 sched_cycle_run(struct sched_model *m, struct arena *a,
 			    struct sched_cycle *out);
+
+/* Capacity preferences (sched_prefs.c). */
+/* Rank of ctype t for j (0 best); n_pref when j does not take t; 0 without preferences. */
+int			 sched_job_rank(const struct sched_job *j, enum sched_ctype t);
+/* Rank j has where it is placed now: the worst rank over its accelerator allocations. */
+int			 sched_job_placed_rank(const struct sched_model *m, const struct sched_job *j);
+/* sched_place over the job's ranked types, best first (pref[0] only when first_only);
+ * *rank is the winner's rank.  Without preferences, sched_place. */
+bool			 sched_place_pref(struct sched_model *m, const struct sched_job *j,
+			    enum sched_reason quota, struct arena *a, struct sched_placement *out,
+			    int *rank);
+/* Why a placed job is or is not migrated now ("on_first_choice", "min_run_time",
+ * "cooldown", "max_migrations", "first_choice_only", "no_room", "migrate", ...). */
+enum sched_migrate_verdict {
+	SCHED_MV_NO_PREFERENCE, SCHED_MV_FIRST_CHOICE, SCHED_MV_NOT_RUNNING,
+	SCHED_MV_MIN_RUN, SCHED_MV_COOLDOWN, SCHED_MV_MAX, SCHED_MV_NO_ROOM, SCHED_MV_MIGRATE
+};
+const char		*sched_migrate_verdict_code(enum sched_migrate_verdict v);
+/* Tries j's better ranks on free capacity (the model unchanged); on SCHED_MV_MIGRATE *out
+ * is the target (memory from a) and *to_rank its rank. */
+enum sched_migrate_verdict sched_migrate_check(struct sched_model *m, const struct sched_job *j,
+			    struct arena *a, struct sched_placement *out, int *to_rank);
+/* Plans this cycle's migrations after its admissions: running jobs below their first
+ * choice, priority then age, into free capacity only (never a victim); each reserves its
+ * target in the model.  Fills out->mig. */
+void			 sched_migrate_plan(struct sched_model *m, struct arena *a,
+			    struct sched_cycle *out);
+/* {order, first_choice_only, current, rank, migrations, max_migrations, verdict, detail}. */
+json_t			*sched_explain_prefs(struct sched_model *m, const struct sched_job *j);
 
 /* Explain (sched_explain.c).  New references; NULL only on allocation failure. */
 json_t			*sched_decision_to_json(const struct sched_model *m,

@@ -318,6 +318,9 @@ class_hash(const struct sched_job *j)
 	h = mix(h, j->spot);
 	h = mix(h, (int64_t)(j->max_price * 1000.0));
 	h = mix(h, (int64_t)j->flavor_mask);
+	h = mix(h, j->first_only);
+	for (g = 0; g < j->n_pref; g++)
+		h = mix(h, j->pref[g] + 31);
 	for (g = 0; g < j->n_groups; g++) {
 		const struct sched_group *gr = &j->groups[g];
 
@@ -347,7 +350,8 @@ same_class(const struct sched_job *a, const struct sched_job *b)
 	    a->spot != b->spot || a->max_price != b->max_price ||
 	    a->flavor_mask != b->flavor_mask || a->n_groups != b->n_groups ||
 	    a->n_regions != b->n_regions || a->n_providers != b->n_providers ||
-	    a->n_req != b->n_req)
+	    a->n_req != b->n_req || a->n_pref != b->n_pref || a->first_only != b->first_only ||
+	    memcmp(a->pref, b->pref, sizeof(a->pref)) != 0)
 		return false;
 	for (g = 0; g < a->n_groups; g++) {
 		const struct sched_group *x = &a->groups[g], *y = &b->groups[g];
@@ -423,8 +427,10 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 	struct sched_preemption pp;
 	enum sched_reason quota = sched_quota_check(m, j);
 	size_t i;
+	int rank;
+	bool planned;
 
-	if (sched_place(m, j, quota, place_arena(m, a), &d->place)) {
+	if (sched_place_pref(m, j, quota, place_arena(m, a), &d->place, &rank)) {
 		*reopened |= unhold(m, j);
 		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
@@ -434,7 +440,11 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		return;
 	}
 	d->reason = d->place.reason;
-	if (may_preempt(m, j, d->reason) && preempt_plan(m, j, a, &pp, nofit, *gen, out)) {
+	/* a job that takes only its first choice preempts only there (sched_prefs.c) */
+	m->ctype_only = j->first_only && j->n_pref > 0 ? j->pref[0] : SCHED_CT_ANY;
+	planned = may_preempt(m, j, d->reason) && preempt_plan(m, j, a, &pp, nofit, *gen, out);
+	m->ctype_only = SCHED_CT_ANY;
+	if (planned) {
 		++*gen;
 		for (i = 0; i < pp.n_victims; i++) {
 			struct sched_job *v = m->jobs[pp.victims[i]];
@@ -486,6 +496,7 @@ second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		struct sched_decision *d = &out->d[i];
 		struct sched_job *j = m->jobs[d->job];
 		enum sched_reason quota;
+		int rank;
 
 		if (d->outcome != SCHED_OUT_PENDING || j->state != SCHED_PENDING ||
 		    (d->reason != SCHED_R_INSUFFICIENT_CAPACITY && d->reason != SCHED_R_OVER_QUOTA &&
@@ -493,7 +504,7 @@ second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 			continue;
 		if ((quota = sched_quota_check(m, j)) != SCHED_R_CHOSEN)
 			continue;
-		if (!sched_place(m, j, quota, place_arena(m, a), &d->place)) {
+		if (!sched_place_pref(m, j, quota, place_arena(m, a), &d->place, &rank)) {
 			settle(m, a, d, false);
 			continue;
 		}
@@ -574,6 +585,8 @@ sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 	while (reopened)
 		reopened = second_chance(m, a, out);
 	finish(m, out, by_job);
+	/* capacity-preference migrations take what the admissions left (sched_prefs.c) */
+	sched_migrate_plan(m, a, out);
 	free(by_job);
 	free(nofit);
 }

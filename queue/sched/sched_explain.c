@@ -225,15 +225,19 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 		static const char *const names[] = { "pending", "admitted", "running", "preempted",
 		    "finished" };
 
-		return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "job", j->id, "queue", q->id,
+		return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "job", j->id, "queue", q->id,
 		    "state", names[j->state],
 		    "cluster", j->cluster >= 0 ? json_string(m->clusters[j->cluster]->id) : json_null(),
 		    "allocations", sched_explain_allocs(m, j, j->cluster, j->allocs, j->n_allocs,
 		    NULL, -1),
-		    "topology", topology_json(m, j, j->cluster, j->allocs, j->n_allocs));
+		    "topology", topology_json(m, j, j->cluster, j->allocs, j->n_allocs),
+		    "capacity_preference", sched_explain_prefs(m, j));
 	}
 	quota = sched_quota_check(m, j);
 	arr = json_array();
+	/* a job that takes only its first choice: every cluster as that type alone sees it */
+	if (j->first_only && j->n_pref > 0)
+		m->ctype_only = j->pref[0];
 	for (i = 0; i < m->n_clusters; i++) {
 		const struct sched_cluster *c = m->clusters[i];
 
@@ -259,9 +263,11 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 			    "the shape than replicas"));
 		json_array_append_new(arr, ref);
 	}
-	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:o, s:o}", "job", j->id, "queue", q->id,
+	m->ctype_only = SCHED_CT_ANY;
+	o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:o, s:o, s:o, s:o}", "job", j->id, "queue", q->id,
 	    "state", "pending", "position", position(m, j), "quota", sched_reason_code(quota),
 	    "hold_cluster", j->hold_cluster >= 0 ? json_string(m->clusters[j->hold_cluster]->id) :
-	    json_null(), "clusters", arr, "topology", topology_json(m, j, -1, NULL, 0));
+	    json_null(), "clusters", arr, "topology", topology_json(m, j, -1, NULL, 0),
+	    "capacity_preference", sched_explain_prefs(m, j));
 	return o;
 }

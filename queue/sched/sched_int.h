@@ -25,6 +25,8 @@ struct sched_model {
 	struct sched_map	  cluster_ids, queue_ids, job_ids;
 	int			  flavor_name[SCHED_MAX_FLAVORS];
 	int			  n_flavors;
+	int			  ctype_only;	/* SCHED_CT_ANY, or the one capacity type
+						 * sched_place_pref tries now */
 	int			  cpu_flavor;	/* "cpu" (heads, cpu-only workers): on-demand pools
 						 * only, whatever the job's spot and price; -1 none */
 	struct sched_cluster	**clusters;
@@ -80,6 +82,8 @@ int	 sched_pair_cmp(const void *a, const void *b);
 int	 sched_victim_cmp(const struct sched_job *x, const struct sched_job *y);
 enum sched_reason sched_pack_scratch(struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c, size_t *n_allocs);
+/* Price per accelerator-hour of p (per node-hour when its nodes have none). */
+double	 sched_pool_accel_price(const struct sched_pool *p);
 bool	 sched_reclaims(const struct sched_model *m, const struct sched_job *j);
 bool	 sched_pool_open(const struct sched_model *m, const struct sched_job *j,
 	    const struct sched_pool *p);

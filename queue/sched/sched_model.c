@@ -17,6 +17,7 @@ static const char *const reason_codes[SCHED_NREASONS] = {
 	[SCHED_R_REGION_NOT_ALLOWED] = "region_not_allowed",
 	[SCHED_R_PROVIDER_NOT_ALLOWED] = "provider_not_allowed",
 	[SCHED_R_SPOT_MISMATCH] = "spot_mismatch",
+	[SCHED_R_CAPACITY_TYPE] = "capacity_type_mismatch",
 	[SCHED_R_NO_HEAD_POOL] = "no_head_pool",
 	[SCHED_R_OVER_PRICE] = "over_price",
 	[SCHED_R_OVER_QUOTA] = "over_quota",
@@ -50,6 +51,11 @@ sched_config_default(struct sched_config *c)
 	c->max_candidates = 32;
 	c->max_holds = 8;
 	c->preempt = true;
+	c->migrate = true;
+	c->migrate_min_run_s = 600;
+	c->migrate_cooldown_s = 1800;
+	c->migrate_max = 2;
+	c->max_migrations_cycle = 16;
 }
 
 void *
@@ -144,6 +150,7 @@ sched_model_new(const struct sched_config *cfg, int64_t now)
 	m->now = now;
 	m->arena = arena_new();
 	m->cpu_flavor = -1;
+	m->ctype_only = SCHED_CT_ANY;
 	return m;
 }
 
@@ -283,6 +290,7 @@ sched_cluster_add_pool(struct sched_model *m, struct sched_cluster *c, const cha
 	memset(p, 0, sizeof(*p));
 	p->flavor = f;
 	p->spot = spot;
+	p->ctype = spot ? SCHED_CT_SPOT : SCHED_CT_ON_DEMAND;
 	p->price = price;
 	p->held_by = -1;
 	return p;
@@ -341,6 +349,7 @@ sched_model_add_queue(struct sched_model *m, const char *id, const char *env,
 	q->cohort = cohort != NULL && cohort[0] != '\0' ? sched_model_intern(m, cohort) : -1;
 	q->weight = weight;
 	q->strategy = strategy;
+	q->max_migrations = q->min_run_s = q->cooldown_s = -1;
 	m->queues = sched_grow(m->queues, &m->cap_queues, m->n_queues + 1, sizeof(*m->queues));
 	m->queues[m->n_queues++] = q;
 	map_put(&m->queue_ids, q->id, q->idx);
@@ -386,6 +395,9 @@ sched_model_add_job(struct sched_model *m, const char *id, const char *queue, in
 	j->shape = -1;
 	j->cluster = -1;
 	j->hold_cluster = -1;
+	j->max_migrations = m->cfg.migrate_max;
+	j->min_run_s = m->cfg.migrate_min_run_s;
+	j->cooldown_s = m->cfg.migrate_cooldown_s;
 	m->jobs = sched_grow(m->jobs, &m->cap_jobs, m->n_jobs + 1, sizeof(*m->jobs));
 	m->jobs[m->n_jobs++] = j;
 	map_put(&m->job_ids, j->id, j->idx);

@@ -17,9 +17,21 @@ sched_pool_matches(const struct sched_model *m, const struct sched_job *j,
 		return !p->spot;
 	if ((j->spot == SCHED_SPOT_ONLY && !p->spot) || (j->spot == SCHED_SPOT_NEVER && p->spot))
 		return false;
-	if (j->max_price > 0.0 && p->price > j->max_price)
+	if (j->max_price > 0.0 && sched_pool_accel_price(p) > j->max_price)
 		return false;
-	return true;
+	/* capacity preference: only the types the job ranks, and while sched_place_pref tries
+	 * one rank, only that type */
+	if (m->ctype_only != SCHED_CT_ANY && (int)p->ctype != m->ctype_only)
+		return false;
+	return j->n_pref == 0 || sched_job_rank(j, p->ctype) < j->n_pref;
+}
+
+double
+sched_pool_accel_price(const struct sched_pool *p)
+{
+	int64_t n = p->accel_per_node > 0 ? p->accel_per_node : p->node_alloc.v[SCHED_ACCEL];
+
+	return n > 0 ? p->price / (double)n : p->price;
 }
 
 static bool

@@ -86,7 +86,7 @@ sched_cluster_filter(const struct sched_model *m, const struct sched_job *j,
 	if (j->n_providers > 0 && index_of(j->providers, j->n_providers, c->provider) < 0)
 		return SCHED_R_PROVIDER_NOT_ALLOWED;
 	for (g = 0; g < j->n_groups; g++) {
-		bool spot_ok = false, price_ok = false;
+		bool spot_ok = false, price_ok = false, type_ok = false;
 
 		if (j->groups[g].flavor == m->cpu_flavor) {
 			if (j->groups[g].head && !head_pool(c, m->cpu_flavor, &j->groups[g].pod))
@@ -102,11 +102,18 @@ sched_cluster_filter(const struct sched_model *m, const struct sched_job *j,
 			    (j->spot == SCHED_SPOT_NEVER && pp->spot))
 				continue;
 			spot_ok = true;
-			if (j->max_price <= 0.0 || pp->price <= j->max_price)
+			if ((m->ctype_only != SCHED_CT_ANY && (int)pp->ctype != m->ctype_only) ||
+			    (j->n_pref > 0 && sched_job_rank(j, pp->ctype) >= j->n_pref))
+				continue;
+			type_ok = true;
+			/* max_price is per accelerator-hour (constraints.max_price) */
+			if (j->max_price <= 0.0 || sched_pool_accel_price(pp) <= j->max_price)
 				price_ok = true;
 		}
 		if (!spot_ok)
 			return SCHED_R_SPOT_MISMATCH;
+		if (!type_ok)
+			return SCHED_R_CAPACITY_TYPE;
 		if (!price_ok)
 			return SCHED_R_OVER_PRICE;
 	}
@@ -314,6 +321,8 @@ row_cmp(const void *a, const void *b)
 		return cx - cy;
 	if (cx < 2 && x->score != y->score)
 		return x->score < y->score ? -1 : 1;
+	if (cx < 2 && x->cost != y->cost)	/* price breaks a tie (issue 27) */
+		return x->cost < y->cost ? -1 : 1;
 	if (x->why != y->why)
 		return (int)y->why - (int)x->why;
 	return x->cluster - y->cluster;
@@ -408,8 +417,9 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 
 		for (i = 0; i < n; i++)
 			if (rows[i].why == SCHED_R_CHOSEN && !rows[i].tried &&
-			    (best < 0 || rows[i].score < rows[best].score))
-				best = (int)i;
+			    (best < 0 || rows[i].score < rows[best].score ||
+			    (rows[i].score == rows[best].score && rows[i].cost < rows[best].cost)))
+				best = (int)i;	/* equal scores: the cheaper (price breaks ties) */
 		if (best < 0)
 			break;
 		rows[best].tried = true;

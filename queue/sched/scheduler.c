@@ -126,7 +126,7 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 	json_t *kp = json_object_get(pools, k->id), *allocs = json_array(), *out;
 	json_t *racks = json_array();
 	const char *worker_pool = NULL, *head_pool = NULL, *machine = NULL, *flavor = NULL;
-	const char *rack = NULL, *host = NULL, *block = NULL;
+	const char *rack = NULL, *host = NULL, *block = NULL, *ctype = NULL;
 	bool spot = false;
 	double price = 0;
 	long accel = 0;
@@ -156,6 +156,7 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 			machine = json_string_value(json_object_get(pi, "machine_type"));
 			flavor = json_string_value(json_object_get(pi, "flavor"));
 			spot = json_is_true(json_object_get(pi, "spot"));
+			ctype = json_string_value(json_object_get(pi, "capacity_type"));
 			price = json_real_value(json_object_get(pi, "price_hour"));
 			if (n != NULL && n->rack >= 0)
 				rack = sched_model_name(m, n->rack);
@@ -182,6 +183,8 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 		json_object_set_new(out, "racks_used", json_integer(place->racks_used));
 	if (place->racks_scattered > 0)
 		json_object_set_new(out, "racks_if_scattered", json_integer(place->racks_scattered));
+	if (ctype != NULL)	/* issue 27: what the capacity preference ranks */
+		json_object_set_new(out, "capacity_type", json_string(ctype));
 	return out;
 }
 
@@ -409,6 +412,20 @@ commit_lanes(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
 	return ok && l.ok;
 }
 
+/* The cycle's capacity-preference migrations, in one fenced transaction after its
+ * admissions (they took what the admissions left). */
+static bool
+commit_migrations(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
+		  json_t *pools, const struct fence *f, struct sched_stats *st, struct err *e)
+{
+	bool ok = db_begin(c, e) && fenced(c, f, e) &&
+	    scheduler_migrate_commit(c, m, cy, pools, &st->migrated, e) && db_commit(c, e);
+
+	if (!ok)
+		db_rollback(c);
+	return ok;
+}
+
 /* out: the current snapshot as text, "" when longer than SNAP_LEN (never taken as equal). */
 static bool
 current_snapshot(struct db *c, char *out, struct err *e)
@@ -463,6 +480,8 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	st->pending = cy.n;
 	if (!commit_lanes(c, m, &cy, pools, who, f, st, e))
 		goto cleanup;
+	if (cy.n_mig > 0 && !commit_migrations(c, m, &cy, pools, f, st, e))
+		goto cleanup;
 	st->load_s = t1 - t0;
 	st->decide_s = t2 - t1;
 	st->commit_s = mono_s() - t2;
@@ -493,7 +512,7 @@ static struct {
 	atomic_int	 leading;
 	char		 snap[MAX_ENVS][SNAP_LEN];	/* of the last cycle, "" = none */
 	double		 snap_at[MAX_ENVS];
-	atomic_ulong	 cycles, admitted, preempted, errors, skipped;
+	atomic_ulong	 cycles, admitted, preempted, errors, skipped, migrated;
 	_Atomic double	 last_cycle_s;
 	pthread_mutex_t	 mu;
 } S = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -663,12 +682,13 @@ loop(void *arg)
 			atomic_fetch_add(&S.cycles, 1);
 			atomic_fetch_add(&S.admitted, st.admitted);
 			atomic_fetch_add(&S.preempted, st.preempted);
+			atomic_fetch_add(&S.migrated, st.migrated);
 			S.last_cycle_s = mono_s() - t0;
-			if (st.admitted > 0 || st.preempted > 0)
-				log_info(NULL, "scheduler", "cycle", "{s:s, s:i, s:i, s:i, s:f}",
+			if (st.admitted > 0 || st.preempted > 0 || st.migrated > 0)
+				log_info(NULL, "scheduler", "cycle", "{s:s, s:i, s:i, s:i, s:i, s:f}",
 				    "environment", S.envs[k], "pending", (int)st.pending, "admitted",
-				    (int)st.admitted, "preempted", (int)st.preempted, "seconds",
-				    S.last_cycle_s);
+				    (int)st.admitted, "preempted", (int)st.preempted, "migrated",
+				    (int)st.migrated, "seconds", S.last_cycle_s);
 		}
 		counts_refresh(c, mono_s());
 		listen_wait(c, cfg.scheduler_interval_ms);
@@ -718,12 +738,15 @@ scheduler_metrics(char **buf, size_t *len, size_t *cap)
 	    "# TYPE fleetd_scheduler_admissions_total counter\nfleetd_scheduler_admissions_total %lu\n"
 	    "# HELP fleetd_scheduler_preemptions_total Jobs preempted by this replica.\n"
 	    "# TYPE fleetd_scheduler_preemptions_total counter\nfleetd_scheduler_preemptions_total %lu\n"
+	    "# HELP fleetd_scheduler_migrations_total Capacity-preference migrations (moves) this"
+	    " replica started.\n"
+	    "# TYPE fleetd_scheduler_migrations_total counter\nfleetd_scheduler_migrations_total %lu\n"
 	    "# HELP fleetd_scheduler_cycle_seconds Duration of the last cycle.\n"
 	    "# TYPE fleetd_scheduler_cycle_seconds gauge\nfleetd_scheduler_cycle_seconds %.6f\n"
 	    "# HELP fleetd_scheduler_leading Environments this replica leads.\n"
 	    "# TYPE fleetd_scheduler_leading gauge\nfleetd_scheduler_leading %d\n",
 	    atomic_load(&S.cycles), atomic_load(&S.skipped), atomic_load(&S.admitted),
-	    atomic_load(&S.preempted),
+	    atomic_load(&S.preempted), atomic_load(&S.migrated),
 	    (double)S.last_cycle_s, atomic_load(&S.leading));
 	pthread_mutex_lock(&counts_mu);
 	if (counts_text != NULL)

@@ -14,6 +14,7 @@ struct sched_stats {
 	size_t	pending;	/* jobs considered */
 	size_t	admitted;	/* admissions committed */
 	size_t	preempted;	/* victims committed */
+	size_t	migrated;	/* capacity-preference migrations committed (moves) */
 	double	load_s, decide_s, commit_s;
 };
 
@@ -37,6 +38,11 @@ int	scheduler_grace_s(const json_t *spec);
  * *n is how many were preempted; the caller's transaction. */
 bool	scheduler_preempt(struct db *c, const char *victims, enum sched_preemptor by,
 	    size_t *n, struct err *e);
+
+/* Commits cy's capacity-preference migrations as moves (queue/sched/scheduler_migrate.c);
+ * *n counts the jobs that became moving.  The caller's transaction. */
+bool	scheduler_migrate_commit(struct db *c, struct sched_model *m, const struct sched_cycle *cy,
+	    json_t *pools, size_t *n, struct err *e);
 
 bool	scheduler_start(struct err *e);
 void	scheduler_stop(void);

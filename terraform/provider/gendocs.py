@@ -44,6 +44,12 @@ variable "fleetd_token" {
   borrowing_limit        = { "nvidia-h100-80gb" = 32 }
   default_priority_class = fleet_priority_class.production.name
   queueing_strategy      = "strict_fifo"
+  capacity_preference = {
+    order            = ["reservation", "on_demand", "spot"]
+    min_run_seconds  = 600
+    cooldown_seconds = 1800
+    max_migrations   = 2
+  }
 }''',
     "fleet_flavor": '''resource "fleet_flavor" "gb300" {
   name       = "nvidia-gb300-nvl72"

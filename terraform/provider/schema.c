@@ -296,6 +296,15 @@ static const struct tf_attr environment_attrs[] = {
 	META, END
 };
 
+static const struct tf_attr capacity_pref_attrs[] = {
+	{"order", NULL, TY_LIST, TY_STR, NULL, F_REQ, NULL, "Capacity types, best first: reservation, on_demand, spot, flex_start (types not listed are not used)."},
+	{"first_choice_only", NULL, TY_BOOL, 0, NULL, F_OPT | F_COMP, NULL, "Wait for the first type and never migrate; default false."},
+	{"max_migrations", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "Migrations to a more preferred type per job (default 2)."},
+	{"min_run_seconds", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "Run time before a migration (default 600)."},
+	{"cooldown_seconds", NULL, TY_NUM, 0, NULL, F_OPT, NULL, "Time between two migrations of one job, the hysteresis (default 1800)."},
+	END
+};
+
 static const struct tf_attr queue_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Queue id (uuid); the import id."},
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_name, "Name, unique in the environment; immutable."},
@@ -308,6 +317,7 @@ static const struct tf_attr queue_attrs[] = {
 	{"default_priority_class", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "Priority class name or id for jobs that name none."},
 	{"queueing_strategy", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_strategy, "best_effort_fifo (default) or strict_fifo."},
 	{"team", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_name, "Team owning the queue (its members see and submit to it); unset: environment-wide."},
+	{"capacity_preference", NULL, TY_OBJ, 0, capacity_pref_attrs, F_OPT | F_COMP, NULL, "Ranked capacity types for the queue's jobs (a job's constraints.capacity_preference overrides it): a job starts on the best type with room and the scheduler moves it, with its checkpoint, to a more preferred type when one frees."},
 	META, END
 };
 

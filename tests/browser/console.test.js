@@ -2,7 +2,8 @@
 // Env: FLEET_URL, ADMIN_TOKEN, VIEWER_TOKEN, SCOPED_TOKEN, SCOPED_ENV, OUT (screenshots).
 // Checks: log in, the demo fleet, submit a job and see pending -> running live (no reload),
 // explain with cluster names, cancel; drain a cluster to 100 %; a failed job's page says why
-// first (class, reason, pods, ranks, nodes, evidence) with its post-mortem (FAILED_JOB); a viewer sees no operator
+// first (class, reason, pods, ranks, nodes, evidence) with its post-mortem (FAILED_JOB); costs:
+// the spend chart and the budgets banner at 100 %; a viewer sees no operator
 // buttons; a scoped token sees only its environment; no CSP violation; axe: no serious or
 // critical violation on any page; screenshots of each page at 1280 px and 390 px.
 'use strict';
@@ -172,6 +173,44 @@ async function main() {
     await axe(page, 'job-failed');
     await shot(page, '08b-job-failed-why');
     check(page.csp.length === 0, 'CSP violations: ' + page.csp.join('; '));
+
+    // ---- costs (issue 27): spend per team per day and the budgets banner
+    step = 'costs';
+    await page.click('#nav a[data-view=costs]');
+    await page.waitForSelector('[data-testid=cost-chart]');
+    await page.waitForSelector('[data-testid=cost-table]');
+    check(await page.$$eval('[data-testid=cost-table] tbody tr', (e) => e.length) === 14, 'one row per day, 14 days');
+    await axe(page, 'costs');
+    await shot(page, '09-costs');
+    // The banner from what GET /v1/budgets answers (its percent is the API's, tested in
+    // tests/integration/test_costs.c): the demo's jobs spend too little to cross a threshold,
+    // so the answer is given here: one budget at 85 % of a soft 80, one at 120 %.
+    const bud = (name, pct, hard) => ({ id: name, name, environment: 'dev', scope: 'team', team: 'ml',
+      queue: null, amount_usd: 100, period: 'month', soft_percent: 80, hard, spent_usd: pct,
+      percent: pct, period_start: '2026-12-01T00:00:00Z', version: 1 });
+    let answer = [bud('ml-soft', 85, false), bud('ml-hard', 120, true)];
+    await page.route(/\/v1\/budgets(\?|$)/, (r) => r.fulfill({ status: 200, contentType: 'application/json',
+      body: JSON.stringify({ items: answer, next: null }) }));
+    await page.evaluate(() => { budgetsAt = 0; });	// eslint-disable-line no-undef
+    await page.click('#nav a[data-view=fleet]');
+    await page.waitForSelector('#budget-banner:not([hidden])');
+    check(await page.getAttribute('#budget-banner', 'data-level') === 'exhausted', 'the banner says exhausted at 100 %');
+    check(/ml-hard/.test(await page.textContent('#budget-banner')) && /ml-soft/.test(await page.textContent('#budget-banner')),
+      'the banner names both budgets');
+    check(/submissions refused/.test(await page.textContent('#budget-banner')), 'a hard budget at 100 % says submissions are refused');
+    await axe(page, 'fleet with the budgets banner');
+    await shot(page, '09-budget-banner');
+    answer = [bud('ml-soft', 85, false)];
+    await page.evaluate(() => { budgetsAt = 0; });	// eslint-disable-line no-undef
+    await page.click('#nav a[data-view=queues]');
+    await page.waitForSelector('#budget-banner[data-level=soft]');
+    check(!/ml-hard/.test(await page.textContent('#budget-banner')), 'the soft banner names only the soft budget');
+    answer = [bud('ml-soft', 50, false)];
+    await page.evaluate(() => { budgetsAt = 0; });	// eslint-disable-line no-undef
+    await page.click('#nav a[data-view=ops]');
+    await page.waitForSelector('#budget-banner', { state: 'hidden' });
+    await page.unroute(/\/v1\/budgets(\?|$)/);
+    check(page.csp.length === 0, 'CSP violations on costs: ' + page.csp.join('; '));
 
     // ---- phone width
     step = 'phone';

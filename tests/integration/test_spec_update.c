@@ -395,7 +395,7 @@ test_rayservice_upgrade_deadline(void **state)
 
 	(void)state;
 	harness_queue(R.admin, ENV, "two", "low", H100, 2);
-	/* the environment's default deadline (migration 0021), read back through the API */
+	/* the environment's default deadline (migration 0022), read back through the API */
 	j = harness_get_ok(R.admin, "/v1/environments/" ENV);
 	assert_int_equal(harness_ji(j, "upgrade_deadline_seconds"), 3600);
 	snprintf(qb, sizeof(qb), "{\"name\":\"" ENV "\",\"upgrade_deadline_seconds\":90}");

@@ -528,6 +528,41 @@ test_kube_endless_and_truncated(void **state)
 	fake_stop(&f);
 }
 
+/* Capacity types (issue 27) as each provider's pool resource states them. */
+static void
+test_capacity_types(void **state)
+{
+	static const char gke[] = "{\"nodePools\":[{\"name\":\"dws\",\"config\":{\"machineType\":"
+	    "\"a3-highgpu-8g\"},\"initialNodeCount\":0,\"queuedProvisioning\":{\"enabled\":true}},"
+	    "{\"name\":\"res\",\"config\":{\"machineType\":\"a3-highgpu-8g\",\"reservationAffinity\":"
+	    "{\"consumeReservationType\":\"SPECIFIC_RESERVATION\",\"key\":"
+	    "\"compute.googleapis.com/reservation-name\",\"values\":[\"r1\"]}},\"initialNodeCount\":1},"
+	    "{\"name\":\"any\",\"config\":{\"machineType\":\"a3-highgpu-8g\",\"reservationAffinity\":"
+	    "{\"consumeReservationType\":\"ANY_RESERVATION\"}},\"initialNodeCount\":1}]}";
+	static const char aks[] = "{\"value\":[{\"name\":\"crg\",\"properties\":{\"vmSize\":"
+	    "\"Standard_ND96isr_H100_v5\",\"count\":1,\"capacityReservationGroupID\":\"/subscriptions/s"
+	    "/resourceGroups/g/providers/Microsoft.Compute/capacityReservationGroups/c\"}},"
+	    "{\"name\":\"od\",\"properties\":{\"vmSize\":\"Standard_ND96isr_H100_v5\",\"count\":1}}]}";
+	struct prov_pools p;
+	struct err e = { 0 };
+	char *next = NULL;
+
+	(void)state;
+	prov_pools_init(&p);
+	assert_true(prov_gke_parse_node_pools(gke, strlen(gke), &p, &next, &e));
+	free(next);
+	assert_string_equal(prov_pools_find(&p, "dws")->capacity_type, "flex_start");
+	assert_string_equal(prov_pools_find(&p, "res")->capacity_type, "reservation");
+	assert_string_equal(prov_pools_find(&p, "any")->capacity_type, "");	/* on demand */
+	prov_pools_cleanup(&p);
+	prov_pools_init(&p);
+	assert_true(prov_aks_parse_agent_pools(aks, strlen(aks), &p, &next, &e));
+	free(next);
+	assert_string_equal(prov_pools_find(&p, "crg")->capacity_type, "reservation");
+	assert_string_equal(prov_pools_find(&p, "od")->capacity_type, "");
+	prov_pools_cleanup(&p);
+}
+
 int
 main(void)
 {
@@ -546,6 +581,7 @@ main(void)
 		cmocka_unit_test(test_aws_sign),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_kube_endless_and_truncated),
+		cmocka_unit_test(test_capacity_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,7 +26,7 @@ static const struct pl_cluster filter_table[] = {
 	{ "c-eu", "europe-west4", "gke", "gpu", false, 10, 2, 8, 0, "region_not_allowed" },
 	{ "c-aks", "us-east1", "aks", "gpu", false, 10, 2, 8, 0, "provider_not_allowed" },
 	{ "c-spot", "us-east1", "gke", "gpu", true, 10, 2, 8, 0, "spot_mismatch" },
-	{ "c-dear", "us-east1", "gke", "gpu", false, 90, 2, 8, 0, "over_price" },
+	{ "c-dear", "us-east1", "gke", "gpu", false, 900, 2, 8, 0, "over_price" },
 	{ "c-small", "us-east1", "gke", "gpu", false, 10, 3, 4, 0, "insufficient_capacity" },
 	{ "c-good", "us-west1", "gke", "gpu", false, 10, 2, 8, 0, "chosen" },
 	{ "c-also", "us-east1", "gke", "gpu", false, 12, 2, 8, 0, "outscored" },
