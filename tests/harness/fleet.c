@@ -324,7 +324,11 @@ harness_fleet_token(struct harness_fleet *f, const char *role, const char *envs)
 int
 harness_fleet_stop(struct harness_fleet *f)
 {
-	int st = harness_teardown(&f->fd, f->dburl, &f->cs);
+	int st;
+
+	if (f == NULL)	/* the group setup failed before it made one */
+		return 0;
+	st = harness_teardown(&f->fd, f->dburl, &f->cs);
 
 	free(f->admin);
 	f->admin = NULL;
