@@ -205,20 +205,29 @@ dispatch_render(const struct dispatch_job *j, const struct member *t, struct err
 	return out;
 }
 
+/* A job of the given fields for the renders outside a dispatch (moves, updates, cron runs):
+ * spec and placement borrowed, the History Server setting read by the render. */
+static void
+job_for(struct dispatch_job *dj, const struct member *t, const char *id,
+    const char *environment, const char *queue, int attempt, json_t *spec, json_t *placement)
+{
+	memset(dj, 0, sizeof(*dj));
+	snprintf(dj->id, sizeof(dj->id), "%s", id);
+	snprintf(dj->cluster_id, sizeof(dj->cluster_id), "%s", t->id);
+	snprintf(dj->environment, sizeof(dj->environment), "%s", environment);
+	snprintf(dj->queue, sizeof(dj->queue), "%s", queue);
+	dj->attempt = attempt;
+	dj->spec = spec;
+	dj->placement = placement;
+}
+
 json_t *
 dispatch_render_for(const struct member *t, const char *id, const char *environment,
     const char *queue, int attempt, json_t *spec, json_t *placement, struct err *e)
 {
 	struct dispatch_job dj;
 
-	memset(&dj, 0, sizeof(dj));
-	snprintf(dj.id, sizeof(dj.id), "%s", id);
-	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", t->id);
-	snprintf(dj.environment, sizeof(dj.environment), "%s", environment);
-	snprintf(dj.queue, sizeof(dj.queue), "%s", queue);
-	dj.attempt = attempt;
-	dj.spec = spec;
-	dj.placement = placement;
+	job_for(&dj, t, id, environment, queue, attempt, spec, placement);
 	return dispatch_render(&dj, t, e);
 }
 
@@ -228,14 +237,7 @@ dispatch_signal_apply_for(const struct member *t, const char *id, const char *en
 {
 	struct dispatch_job dj;
 
-	memset(&dj, 0, sizeof(dj));
-	snprintf(dj.id, sizeof(dj.id), "%s", id);
-	snprintf(dj.cluster_id, sizeof(dj.cluster_id), "%s", t->id);
-	snprintf(dj.environment, sizeof(dj.environment), "%s", environment);
-	snprintf(dj.queue, sizeof(dj.queue), "%s", queue);
-	dj.attempt = attempt;
-	dj.spec = spec;
-	dj.placement = placement;
+	job_for(&dj, t, id, environment, queue, attempt, spec, placement);
 	return dispatch_signal_apply(&dj, t, NULL, false, e);
 }
 
