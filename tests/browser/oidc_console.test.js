@@ -14,6 +14,7 @@ const URL0 = process.env.FLEET_URL;
 const ISSUER = process.env.ISSUER;
 const failures = [];
 let step = 'start';
+let lastError = '';
 
 function check(cond, msg) {
   if (!cond) { failures.push(`${step}: ${msg}`); console.error(`FAIL ${step}: ${msg}`); }
@@ -29,6 +30,8 @@ async function main() {
     page.setDefaultTimeout(30000);
     const csp = [], authReqs = [], tokenReqs = [];
     page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) csp.push(m.text()); });
+    page.on('console', (m) => { lastError += m.text() + ' | '; });
+    page.on('requestfailed', (r) => { lastError += 'failed ' + r.url() + ' ' + (r.failure() || {}).errorText + ' | '; });
     page.on('pageerror', (e) => check(false, 'page error: ' + e.message));
     page.on('request', (r) => {
       if (r.url().startsWith(ISSUER + '/auth?')) authReqs.push(new URL(r.url()).searchParams);
@@ -42,7 +45,10 @@ async function main() {
 
     step = 'sso';
     await page.click('#sso-login');
-    await page.waitForURL((u) => u.href.startsWith(ISSUER + '/interaction/'));
+    await page.waitForURL((u) => u.href.startsWith(ISSUER + '/interaction/')).catch(async (e) => {
+      lastError += 'login-error: ' + await page.textContent('#login-error');
+      throw e;
+    });
     check(authReqs.length === 1, `one authorization request (${authReqs.length})`);
     const q = authReqs[0] || new URLSearchParams();
     check(q.get('code_challenge_method') === 'S256', `code_challenge_method=S256 (${q.get('code_challenge_method')})`);
@@ -98,4 +104,4 @@ async function main() {
 main().then(() => {
   if (failures.length) { console.error(`${failures.length} failure(s)`); process.exit(1); }
   console.log('oidc_console.test.js: all checks passed');
-}, (e) => { console.error(`FAIL ${step}: ${e.stack || e}`); process.exit(1); });
+}, (e) => { console.error(`FAIL ${step}: ${e.stack || e}`); console.error('console said: ' + lastError); process.exit(1); });

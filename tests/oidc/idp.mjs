@@ -37,6 +37,10 @@ const provider = new Provider(issuer, {
 		response_types: ['code'],
 	}] : [])],
 	pkce: { required: () => true },
+	// oidc-provider keeps offline_access only with prompt=consent (OIDC Core 11); like many
+	// company IdPs, this one gives the console a refresh token without asking again
+	issueRefreshToken: async (ctx, client, code) => client.grantTypeAllowed('refresh_token') &&
+		(code.scopes.has('offline_access') || client.clientId === 'fleet-console-web'),
 	clientBasedCORS: (ctx, origin, client) =>
 		client.clientId === 'fleet-console-web' && origin === consoleOrigin,
 	jwks: JSON.parse(fs.readFileSync(process.env.KEYS, 'utf8')),

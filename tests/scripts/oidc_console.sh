@@ -43,7 +43,7 @@ cat >"$tmp/users.json" <<'JSON'
 {"alice": {"email": "alice@example.com", "groups": ["ml-viewers"]}}
 JSON
 node "$dir/forge.mjs" key RS256 k1 | python3 -c 'import json,sys; print(json.dumps({"keys": [json.load(sys.stdin)]}))' >"$tmp/keys.json"
-PORT=$ip KEYS=$tmp/keys.json USERS=$tmp/users.json ALG=RS256 CONSOLE_REDIRECT=$url/ \
+PORT=$ip KEYS=$tmp/keys.json USERS=$tmp/users.json ALG=RS256 AUDIENCE=$aud CONSOLE_REDIRECT=$url/ \
 AUTH_LOG=$tmp/auth.log node "$dir/idp.mjs" >"$tmp/idp.log" 2>&1 &
 idp_pid=$!
 for _ in $(seq 100); do grep -q '^ready' "$tmp/idp.log" && break; sleep 0.3; done
@@ -105,7 +105,7 @@ SQL
 echo "== chromium: Log in with SSO"
 FLEET_URL=$url ISSUER=$iss OWN_JOB=$jml OTHER_JOB=$jot AUTH_LOG=$tmp/auth.log \
 	NODE_PATH=$top/tests/browser/node_modules node "$top/tests/browser/oidc_console.test.js" ||
-	{ tail -20 "$tmp/idp.log" "$tmp/fleetd.log"; fail "the console's SSO test failed"; }
+	{ tail -n 20 "$tmp/idp.log" "$tmp/fleetd.log"; fail "the console's SSO test failed"; }
 
 kill -0 "$fd_pid" || fail "fleetd died"
 kill "$fd_pid"
