@@ -88,7 +88,7 @@ function flash(msg, isError) {
 // GET /v1/console/config, as a public client (no secret).  The verifier, state and nonce
 // wait in sessionStorage while the browser is at the issuer; the access token is kept as a
 // pasted one is, the refresh token (if offered) beside it.
-const SSO = { cfg: null, meta: null, timer: null };
+const SSO = { cfg: null, meta: null, timer: null, pending: null };
 const b64url = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf)))
   .replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 const randomString = () => b64url(crypto.getRandomValues(new Uint8Array(32)));
@@ -128,7 +128,13 @@ function ssoKeep(t) {
   if (t.expires_in && sessionStorage.getItem('fleet.refresh'))
     SSO.timer = setTimeout(ssoRefresh, Math.max(5, t.expires_in - 30) * 1000);
 }
-async function ssoRefresh() {
+// One refresh at a time: the provider may rotate the refresh token (a second use of the old
+// one would fail, and may end the grant).
+function ssoRefresh() {
+  if (!SSO.pending) SSO.pending = ssoRefreshOnce().finally(() => { SSO.pending = null; });
+  return SSO.pending;
+}
+async function ssoRefreshOnce() {
   const rt = sessionStorage.getItem('fleet.refresh');
   if (!rt || !SSO.cfg) return false;
   try {
