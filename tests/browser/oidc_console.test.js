@@ -92,10 +92,22 @@ async function main() {
     check(true, 'the renewed token lists her jobs');
 
     step = 'logout';
+    const rt = await page.evaluate(() => sessionStorage.getItem('fleet.refresh'));
+    const revoked = page.waitForResponse((r) => r.url() === ISSUER + '/token/revocation');
     await page.click('#logout');
+    check((await revoked).status() === 200, 'the refresh token revoked at the provider');
+    const again = await fetch(ISSUER + '/token', { method: 'POST', body: new URLSearchParams({
+      client_id: 'fleet-console-web', grant_type: 'refresh_token', refresh_token: rt }) });
+    check(again.status === 400, `the revoked refresh token is refused (${again.status})`);
     await page.waitForSelector('#login:not([hidden])');
     check(await page.evaluate(() => sessionStorage.getItem('fleet.token') === null &&
       sessionStorage.getItem('fleet.refresh') === null), 'tokens gone from the tab');
+
+    step = 'forged callback';
+    await page.goto(URL0 + '/?code=forged&state=forged');
+    await page.waitForFunction(() => /unknown state/.test(document.getElementById('login-error').textContent));
+    check(!page.url().includes('code='), 'a callback of an unknown state is refused and leaves the URL');
+    check(await page.evaluate(() => sessionStorage.getItem('fleet.token') === null), 'no token from it');
     check(csp.length === 0, 'no CSP violation: ' + csp.join(' | '));
   } finally {
     await browser.close();

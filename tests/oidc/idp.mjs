@@ -58,6 +58,7 @@ const provider = new Provider(issuer, {
 	interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
 	features: {
 		devInteractions: { enabled: false },
+		revocation: { enabled: true },	// the console revokes its refresh token on log out
 		resourceIndicators: {
 			enabled: true,
 			defaultResource: () => audience,
