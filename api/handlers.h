@@ -104,6 +104,9 @@ HANDLER(h_console_index);
 HANDLER(h_console_js);
 HANDLER(h_console_css);
 HANDLER(h_whoami);
+HANDLER(h_console_config);
+/* the console's Content-Security-Policy (connect-src adds the OIDC issuer's origin with SSO) */
+const char *console_csp(void);
 /* h_job_events with follow=true: the SSE stream of one job (*handled says it answered). */
 bool	h_job_events_follow(struct request *rq, bool *handled, struct err *e);
 

@@ -14,6 +14,7 @@ const struct route routes[] = {
 	{ "GET", "/", h_console_index, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
 	{ "GET", "/console/app.js", h_console_js, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
 	{ "GET", "/console/app.css", h_console_css, ROLE_NONE, R_PUBLIC | R_NOTX | R_RAW },
+	{ "GET", "/v1/console/config", h_console_config, ROLE_NONE, R_PUBLIC | R_NOTX },
 	{ "GET", "/v1/whoami", h_whoami, ROLE_VIEWER, R_NOTX | R_TEAM },
 
 	{ "GET", "/v1/environments", h_env_list, ROLE_VIEWER, R_TEAM },

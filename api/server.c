@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 #include <uuid/uuid.h>
 
+#include "api/handlers.h"
 #include "api/metrics.h"
 #include "api/server.h"
 #include "api/sse.h"
@@ -434,10 +435,7 @@ add_common_headers(struct request *rq, struct MHD_Response *resp)
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (rq->content_type != NULL && strncmp(rq->content_type, "text/html", 9) == 0) {
-		/* the console: its own scripts, styles and API only; no inline code, no frames */
-		MHD_add_response_header(resp, "Content-Security-Policy",
-		    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-		    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+		MHD_add_response_header(resp, "Content-Security-Policy", console_csp());
 		MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
 		MHD_add_response_header(resp, "X-Frame-Options", "DENY");
 	}

@@ -29,7 +29,7 @@ const isOperator = () => S.me && (S.me.role === 'operator' || S.me.role === 'adm
 const clusterName = (id) => (id && S.clusters.get(id)) ? S.clusters.get(id).name : (id || '—');
 
 // ---- API
-async function api(method, path, body) {
+async function api(method, path, body, retried) {
   const opts = { method, headers: { Authorization: 'Bearer ' + S.token } };
   if (body !== undefined) {
     opts.headers['Content-Type'] = 'application/json';
@@ -39,6 +39,8 @@ async function api(method, path, body) {
   const text = await r.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (_) { data = null; }
+  if (r.status === 401 && !retried && sessionStorage.getItem('fleet.refresh') && await ssoRefresh())
+    return api(method, path, body, true);
   if (r.status === 401) { logout('The token was refused.'); throw new Error('unauthorized'); }
   if (!r.ok) {
     const err = new Error((data && (data.detail || data.title)) || ('HTTP ' + r.status));
@@ -82,8 +84,107 @@ function flash(msg, isError) {
   setTimeout(() => p.remove(), 6000);
 }
 
+// ---- SSO: the authorization-code flow with PKCE (RFC 7636) at the OIDC issuer named by
+// GET /v1/console/config, as a public client (no secret).  The verifier, state and nonce
+// wait in sessionStorage while the browser is at the issuer; the access token is kept as a
+// pasted one is, the refresh token (if offered) beside it.
+const SSO = { cfg: null, meta: null, timer: null, pending: null };
+const b64url = (buf) => btoa(String.fromCharCode(...new Uint8Array(buf)))
+  .replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+const randomString = () => b64url(crypto.getRandomValues(new Uint8Array(32)));
+const redirectUri = () => location.origin + location.pathname;
+async function ssoMeta() {
+  if (SSO.meta) return SSO.meta;
+  const r = await fetch(SSO.cfg.issuer.replace(/\/$/, '') + '/.well-known/openid-configuration');
+  if (!r.ok) throw new Error('SSO discovery: HTTP ' + r.status);
+  const m = await r.json();
+  if (m.issuer !== SSO.cfg.issuer) throw new Error('SSO discovery names another issuer');
+  SSO.meta = m;
+  return m;
+}
+async function ssoStart() {
+  const m = await ssoMeta();
+  const verifier = randomString(), state = randomString(), nonce = randomString();
+  const challenge = b64url(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(verifier)));
+  sessionStorage.setItem('fleet.sso', JSON.stringify({ verifier, state, nonce, hash: location.hash }));
+  const q = new URLSearchParams({ response_type: 'code', client_id: SSO.cfg.client_id,
+    redirect_uri: redirectUri(), scope: SSO.cfg.scope, state, nonce,
+    code_challenge: challenge, code_challenge_method: 'S256' });
+  if (SSO.cfg.resource) q.set('resource', SSO.cfg.resource);
+  location.assign(m.authorization_endpoint + '?' + q);
+}
+async function ssoToken(params) {
+  const m = await ssoMeta();
+  const body = new URLSearchParams({ client_id: SSO.cfg.client_id, ...params });
+  if (SSO.cfg.resource) body.set('resource', SSO.cfg.resource);
+  const r = await fetch(m.token_endpoint, { method: 'POST', body });
+  const j = await r.json().catch(() => ({}));
+  if (!r.ok || !j.access_token) throw new Error('token endpoint: ' + (j.error_description || j.error || 'HTTP ' + r.status));
+  return j;
+}
+function ssoKeep(t) {
+  if (t.refresh_token) sessionStorage.setItem('fleet.refresh', t.refresh_token);
+  clearTimeout(SSO.timer);
+  if (t.expires_in && sessionStorage.getItem('fleet.refresh'))
+    SSO.timer = setTimeout(ssoRefresh, Math.max(5, t.expires_in - 30) * 1000);
+}
+// One refresh at a time: the provider may rotate the refresh token (a second use of the old
+// one would fail, and may end the grant).
+function ssoRefresh() {
+  if (!SSO.pending) SSO.pending = ssoRefreshOnce().finally(() => { SSO.pending = null; });
+  return SSO.pending;
+}
+async function ssoRefreshOnce() {
+  const rt = sessionStorage.getItem('fleet.refresh');
+  if (!rt || !SSO.cfg) return false;
+  try {
+    const t = await ssoToken({ grant_type: 'refresh_token', refresh_token: rt });
+    S.token = t.access_token;
+    sessionStorage.setItem('fleet.token', t.access_token);
+    ssoKeep(t);
+    return true;
+  } catch (e) {
+    sessionStorage.removeItem('fleet.refresh');
+    return false;
+  }
+}
+function idClaims(jwt) {
+  const p = jwt.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+  return JSON.parse(atob(p + '='.repeat((4 - p.length % 4) % 4)));
+}
+// The issuer sent the browser back with ?code&state (or ?error): check the state, swap the
+// code and the verifier for tokens, check the ID token's nonce (it came straight from the
+// token endpoint, so its signature needs no check here: OIDC Core 3.1.3.7); the URL loses
+// the code at once.
+async function ssoCallback(q) {
+  const saved = JSON.parse(sessionStorage.getItem('fleet.sso') || 'null');
+  sessionStorage.removeItem('fleet.sso');
+  history.replaceState(null, '', redirectUri() + ((saved && saved.hash) || ''));
+  if (q.get('error')) throw new Error('SSO refused: ' + (q.get('error_description') || q.get('error')));
+  if (!saved || q.get('state') !== saved.state) throw new Error('SSO answer with an unknown state');
+  const t = await ssoToken({ grant_type: 'authorization_code', code: q.get('code'),
+    redirect_uri: redirectUri(), code_verifier: saved.verifier });
+  if (t.id_token) {
+    const c = idClaims(t.id_token);
+    const aud = [].concat(c.aud);
+    if (c.nonce !== saved.nonce || c.iss !== SSO.cfg.issuer || !aud.includes(SSO.cfg.client_id))
+      throw new Error('SSO answer with a foreign ID token');
+  }
+  ssoKeep(t);
+  return t.access_token;
+}
+function ssoLogout() {
+  const rt = sessionStorage.getItem('fleet.refresh');
+  sessionStorage.removeItem('fleet.refresh');
+  clearTimeout(SSO.timer);
+  if (rt && SSO.meta && SSO.meta.revocation_endpoint)	// best effort: the grant ends at the issuer
+    fetch(SSO.meta.revocation_endpoint, { method: 'POST', body: new URLSearchParams({
+      client_id: SSO.cfg.client_id, token: rt, token_type_hint: 'refresh_token' }) }).catch(() => {});
+}
+
 // ---- login
 function logout(msg) {
+  ssoLogout();
   sessionStorage.removeItem('fleet.token');
   S.token = null; S.me = null;
   if (S.es) S.es.abort();
@@ -651,6 +752,25 @@ document.addEventListener('DOMContentLoaded', () => {
     login(t);
   });
   $('logout').addEventListener('click', () => logout(''));
-  const saved = sessionStorage.getItem('fleet.token');
-  if (saved) login(saved);
+  $('sso-login').addEventListener('click', () => ssoStart().catch((e) => logout(e.message)));
+  start();
 });
+async function start() {
+  try {
+    const c = await (await fetch('/v1/console/config')).json();
+    SSO.cfg = c.oidc || null;
+  } catch (_) { SSO.cfg = null; }
+  $('sso').hidden = !SSO.cfg;
+  const q = new URLSearchParams(location.search);
+  if (SSO.cfg && q.has('state') && (q.has('code') || q.has('error'))) {
+    let t;
+    try { t = await ssoCallback(q); } catch (e) { logout(e.message); return; }
+    login(t);
+    return;
+  }
+  const saved = sessionStorage.getItem('fleet.token');
+  if (saved) {
+    if (SSO.cfg && sessionStorage.getItem('fleet.refresh')) ssoKeep({ expires_in: 60 });
+    login(saved);
+  }
+}

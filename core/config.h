@@ -81,6 +81,8 @@ struct config {
 	int	 oidc_key_grace;	/* seconds a key gone from the JWKS still verifies */
 	int	 oidc_refresh_min;	/* seconds between JWKS fetches on unknown kids */
 	int	 oidc_jwks_max_age;	/* seconds after which the JWKS is fetched again */
+	char	*oidc_console_client_id; /* the console's public client (PKCE); unset: no SSO */
+	char	*oidc_console_scopes;	/* scopes the console asks for */
 	int	 webhook_interval_ms;	/* the webhooks worker's round */
 	int	 webhook_timeout_ms;	/* one delivery attempt */
 	int	 webhook_max_attempts;	/* then the delivery is dead */

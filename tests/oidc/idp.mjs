@@ -2,8 +2,12 @@
 // tests/scripts/oidc.sh.  Env: PORT, KEYS (file: {"keys": [private JWKs]}, the first of an
 // alg signs), USERS (file: {"alice": {"email", "groups"}}; read on every token, so a group
 // change takes effect on the next one), AUDIENCE (fleetd's resource indicator), ALG.
-// Logins are headless: /interaction/UID logs in the user named by login_hint and grants
-// the requested scopes (no devInteractions).  Prints "ready" when listening.
+// CONSOLE_REDIRECT (optional): the console's own URL, registered for the public client
+// fleet-console-web (no secret, PKCE required) whose token endpoint answers CORS requests
+// from that URL's origin only.  AUTH_LOG (optional file): one line of JSON per authorization
+// request's query.  Logins: /interaction/UID logs in the user named by login_hint, or, with
+// none, shows a form asking for the user name (a browser's login); consent grants the
+// requested scopes (no devInteractions).  Prints "ready" when listening.
 import fs from 'node:fs';
 import http from 'node:http';
 import Provider, { errors } from 'oidc-provider';
@@ -12,6 +16,8 @@ const port = Number(process.env.PORT);
 const issuer = `http://127.0.0.1:${port}`;
 const audience = process.env.AUDIENCE;
 const resources = [audience, 'https://other.example'];	// the second: a wrong audience
+const consoleRedirect = process.env.CONSOLE_REDIRECT;
+const consoleOrigin = consoleRedirect && new URL(consoleRedirect).origin;
 const users = () => JSON.parse(fs.readFileSync(process.env.USERS, 'utf8'));
 
 const provider = new Provider(issuer, {
@@ -22,7 +28,21 @@ const provider = new Provider(issuer, {
 		redirect_uris: ['http://127.0.0.1/callback'],
 		grant_types: ['authorization_code', 'refresh_token'],
 		response_types: ['code'],
-	}],
+	}, ...(consoleRedirect ? [{
+		client_id: 'fleet-console-web',
+		application_type: 'web',
+		token_endpoint_auth_method: 'none',
+		redirect_uris: [consoleRedirect],
+		grant_types: ['authorization_code', 'refresh_token'],
+		response_types: ['code'],
+	}] : [])],
+	pkce: { required: () => true },
+	// oidc-provider keeps offline_access only with prompt=consent (OIDC Core 11); like many
+	// company IdPs, this one gives the console a refresh token without asking again
+	issueRefreshToken: async (ctx, client, code) => client.grantTypeAllowed('refresh_token') &&
+		(code.scopes.has('offline_access') || client.clientId === 'fleet-console-web'),
+	clientBasedCORS: (ctx, origin, client) =>
+		client.clientId === 'fleet-console-web' && origin === consoleOrigin,
 	jwks: JSON.parse(fs.readFileSync(process.env.KEYS, 'utf8')),
 	cookies: { keys: ['tests-only-cookie-key'] },
 	scopes: ['openid', 'email', 'offline_access', 'fleet'],
@@ -38,6 +58,7 @@ const provider = new Provider(issuer, {
 	interactions: { url: (ctx, interaction) => `/interaction/${interaction.uid}` },
 	features: {
 		devInteractions: { enabled: false },
+		revocation: { enabled: true },	// the console revokes its refresh token on log out
 		resourceIndicators: {
 			enabled: true,
 			defaultResource: () => audience,
@@ -57,7 +78,19 @@ const provider = new Provider(issuer, {
 async function interaction(req, res) {
 	const d = await provider.interactionDetails(req, res);
 	if (d.prompt.name === 'login') {
-		const id = d.params.login_hint;
+		let id = d.params.login_hint;
+		if (!id && req.method === 'GET') {
+			res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(
+				`<!doctype html><title>Sign in</title><h1>Sign in</h1>
+<form method="post" action="/interaction/${d.uid}"><label>User <input name="user" id="user"></label>
+<button type="submit" id="signin">Sign in</button></form>`);
+			return;
+		}
+		if (!id) {
+			let body = '';
+			for await (const c of req) body += c;
+			id = new URLSearchParams(body).get('user');
+		}
 		if (!users()[id]) {
 			res.writeHead(403).end('no such user');
 			return;
@@ -79,6 +112,9 @@ async function interaction(req, res) {
 
 const handler = provider.callback();
 http.createServer((req, res) => {
+	if (process.env.AUTH_LOG && req.url.startsWith('/auth?'))
+		fs.appendFileSync(process.env.AUTH_LOG, JSON.stringify(Object.fromEntries(
+			new URL(req.url, issuer).searchParams)) + '\n');
 	if (req.url.startsWith('/interaction/')) {
 		interaction(req, res).catch((e) => res.writeHead(500).end(String(e)));
 		return;

@@ -91,6 +91,13 @@ fd_pid=$!
 for _ in $(seq 100); do curl -sf "$url/healthz" >/dev/null && break; sleep 0.3; done
 curl -sf "$url/healthz" >/dev/null || { tail -20 "$tmp/fleetd.log"; fail "fleetd did not start"; }
 
+echo "== the console without SSO (no FLEETD_OIDC_CONSOLE_CLIENT_ID)"
+[ "$(curl -sf "$url/v1/console/config")" = '{"oidc":null}' ] ||
+	fail "GET /v1/console/config names an SSO login without a console client: $(curl -s "$url/v1/console/config")"
+curl -s -D - -o /dev/null "$url/" | tr -d '\r' | grep -qi "^content-security-policy: .*connect-src 'self';" ||
+	fail "the console's connect-src allows more than 'self' without SSO"
+echo "ok   no SSO button, connect-src 'self' only"
+
 echo "== roles from groups"
 alice=$(login alice)
 alice_refresh=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["refresh_token"])' "$tmp/login.json")
