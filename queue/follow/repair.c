@@ -295,6 +295,51 @@ narrow(struct sched_model *m, struct sched_cluster *k, int pool, const char *rac
 	sched_cluster_refresh(k);
 }
 
+/* Charges cluster k's nodes with every allocation the live jobs' placements name
+ * (jobs.placement, which each repair rewrites in the transaction that records it): a
+ * node's free room is at most its allocatable less what the placements hold there.  The
+ * capacity snapshot alone is not enough: the loader charges a running job to nothing (the
+ * snapshot is taken to show its pods), yet a repair moved pods to a spare that the snapshot
+ * shows free until its next poll.  Without this, every job of one status pass that lost
+ * its node chose the same spare (issue 24: 10 and 12 GPUs re-pinned to 8-GPU nodes).
+ * Taking the smaller of the two never counts one pod twice. */
+static bool
+charge_placements(struct sched_model *m, struct sched_cluster *k, struct err *e)
+{
+	struct sched_vec *held;
+
+	if (k->n_nodes == 0)
+		return true;
+	if ((held = calloc(k->n_nodes, sizeof(*held))) == NULL)
+		return err_set(e, 500, "status.oom", "out of memory");
+	for (size_t i = 0; i < m->n_jobs; i++) {
+		const struct sched_job *j = m->jobs[i];
+
+		if ((j->state != SCHED_ADMITTED && j->state != SCHED_RUNNING) ||
+		    j->cluster != k->idx)
+			continue;
+		for (size_t a = 0; a < j->n_allocs; a++) {
+			const struct sched_alloc *al = &j->allocs[a];
+
+			if (al->grown || al->node < 0 || (size_t)al->node >= k->n_nodes)
+				continue;
+			for (int r = 0; r < SCHED_NRES; r++)
+				held[al->node].v[r] += al->res.v[r];
+		}
+	}
+	for (size_t i = 0; i < k->n_nodes; i++)
+		for (int r = 0; r < SCHED_NRES; r++) {
+			int64_t room = k->nodes[i].alloc.v[r] - held[i].v[r];
+
+			if (room < 0)
+				room = 0;
+			if (k->nodes[i].free.v[r] > room)
+				k->nodes[i].free.v[r] = room;
+		}
+	free(held);
+	return true;
+}
+
 /* Picks p->spare for group g's pods on lost (or says why none in p->reason). */
 static bool
 choose(struct db *c, const struct status_job *j, const char *cluster_id, const char *lost,
@@ -378,6 +423,8 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		goto cleanup;
 	jd->groups[0].head = head;
 	sched_job_avoid_node(m, jd, cluster_id, lost);
+	if (!charge_placements(m, k, e))
+		goto cleanup;
 	narrow(m, k, pool, rack, nodes);
 	if (sched_pack(m, jd, k, a, &al, &n) == SCHED_R_CHOSEN && n > 0 && al[0].node >= 0 &&
 	    !al[0].grown && (size_t)al[0].node < k->n_nodes && k->nodes[al[0].node].id != NULL) {

@@ -1,8 +1,9 @@
 /* test_repair: a node lost under a running job is repaired (issue 24, item 1) — deleted, or
  * NotReady past the grace (set with kubectl, as the outside world does) — a spare of the
  * same pool is pinned in the lost node's place, the replacement pod runs there and the
- * placement says so; a node back within the grace is left alone; with no spare left the
- * job's explain says waiting_for_spare. */
+ * placement says so; a node back within the grace is left alone; two jobs losing their
+ * nodes at once with one spare: one is repaired, the other waits (the spare is charged);
+ * with no spare left the job's explain says waiting_for_spare. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -340,6 +341,93 @@ test_notready_past_grace_repaired(void **state)
 	free(id);
 }
 
+/* The most worker pods (8 GPUs each) that the placements of jobs a and b pin to one node. */
+static long
+most_on_one_node(const char *a, const char *b)
+{
+	return harness_sql_long("SELECT coalesce(max(n), 0) FROM (SELECT a->>'node', sum((a->>"
+	    "'pods')::int) n FROM jobs, jsonb_array_elements(placement->'allocs') a WHERE id IN"
+	    " ('%s', '%s') AND (a->>'group')::int > 0 GROUP BY 1) x", a, b);
+}
+
+/* Two 8-GPU workers of two jobs lose their nodes at once (both NotReady past the grace
+ * together, so both are found lost in the same status pass); the pool has one spare with
+ * room for one of them.  Exactly one is repaired onto the spare; the other waits for a
+ * spare with a reason; at no time do the placements pin more than one 8-GPU worker to a
+ * node (issue 24: the spare's free GPUs were not charged with the repair chosen before). */
+static void
+test_many_lost_one_spare(void **state)
+{
+	char *n1, *n2, *j1 = one_worker("many-a", &n1), *j2 = one_worker("many-b", &n2), *spare;
+	json_t *used = json_array(), *d;
+	long repaired = 0, waiting = 0, most;
+	double t0;
+	const char *rj, *wj;
+
+	(void)state;
+	assert_string_not_equal(n1, n2);
+	json_array_append_new(used, json_string(n1));
+	json_array_append_new(used, json_string(n2));
+	spare = spare_of(used);
+	assert_non_null(spare);
+	node_ready(n1, "False");
+	node_ready(n2, "False");
+	t0 = harness_now_s();
+	while (harness_now_s() - t0 < GRACE_S + 60) {
+		most = most_on_one_node(j1, j2);
+		if (most > 1)
+			fail_msg("%ld 8-GPU workers pinned to one 8-GPU node", most);
+		repaired = harness_job_event_count(j1, "repaired", NULL) +
+		    harness_job_event_count(j2, "repaired", NULL);
+		waiting = harness_job_event_count(j1, "waiting_for_spare", NULL) +
+		    harness_job_event_count(j2, "waiting_for_spare", NULL);
+		if (repaired >= 1 && waiting >= 1)
+			break;
+		usleep(100 * 1000);
+	}
+	if (repaired != 1 || waiting < 1) {
+		char *ev = harness_sql_str("SELECT coalesce(string_agg(type || ': ' || message, E'\\n'"
+		    " ORDER BY id), '') FROM job_events WHERE job_id IN ('%s', '%s')", j1, j2);
+
+		fail_msg("%ld repaired, %ld waiting (want 1 and 1); events:\n%s", repaired, waiting,
+		    ev);
+	}
+	/* several status cycles and a retry of the waiting job later: still so */
+	t0 = harness_now_s();
+	while (harness_now_s() - t0 < 12) {
+		assert_true(most_on_one_node(j1, j2) <= 1);
+		usleep(200 * 1000);
+	}
+	assert_int_equal(harness_job_event_count(j1, "repaired", NULL) +
+	    harness_job_event_count(j2, "repaired", NULL), 1);
+	rj = harness_job_event_count(j1, "repaired", NULL) == 1 ? j1 : j2;
+	wj = rj == j1 ? j2 : j1;
+	assert_true(placement_names(rj, spare));
+	assert_false(placement_names(wj, spare));
+	{
+		char *s = harness_sql_str("SELECT data::text FROM job_events WHERE job_id = '%s' AND"
+		    " type = 'waiting_for_spare' ORDER BY id DESC LIMIT 1", wj);
+
+		d = json_loads(s, 0, NULL);
+		free(s);
+	}
+	assert_non_null(d);
+	assert_string_equal(harness_js(d, "lost_node"), wj == j1 ? n1 : n2);
+	assert_true(strlen(harness_js(d, "reason")) > 0);
+	assert_true(strstr(harness_js(d, "domain"), POOL) != NULL);
+	json_decref(d);
+	node_ready(n1, "True");	/* back for the next test */
+	node_ready(n2, "True");
+	cancel(j1);
+	cancel(j2);
+	json_decref(used);
+	free(spare);
+	free(n1);
+	free(n2);
+	free(j1);
+	free(j2);
+}
+
 /* Two 8-GPU workers on two of the pool's three nodes; one node is deleted: its worker is
  * re-pinned to the third and runs there, the placement and a `repaired` event say so.
  * Then the second node goes with no spare left: explain says waiting_for_spare, once. */
@@ -457,6 +545,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_notready_back_within_grace),
 		cmocka_unit_test(test_notready_past_grace_repaired),
+		cmocka_unit_test(test_many_lost_one_spare),
 		cmocka_unit_test(test_node_lost_repaired_then_waits),
 	};
 
