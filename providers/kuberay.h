@@ -161,7 +161,8 @@ json_t		*kuberay_signal_objects(const struct kuberay_input *in,
 		    const struct kuberay_signal *sig, struct err *e);
 
 /* GKE flex-start with queued provisioning (issue 27): for a flex_start placement, the
- * PodTemplate of each worker group (its rendered pod template) and one ProvisioningRequest
+ * PodTemplate of each worker group (its rendered pod template), named kuberay_signal_name
+ * "-w0", "-w1", ... in group order, and one ProvisioningRequest
  * (autoscaling.x-k8s.io/v1, class queued-provisioning.gke.io) named kuberay_signal_name with
  * a podSet per group; kuberay_signal_objects appends them.  An empty array otherwise. */
 #define KUBERAY_PROVREQ_CLASS	"queued-provisioning.gke.io"

@@ -213,7 +213,8 @@ kuberay_provisioning_objects(const struct kuberay_input *in, struct err *e)
 
 		if (gn == NULL || n <= 0)
 			continue;
-		snprintf(tn, sizeof(tn), "%s-%s", name, gn);
+		/* named by position: dispatch_signal_delete finds them without the spec */
+		snprintf(tn, sizeof(tn), "%s-w%zu", name, json_array_size(sets));
 		md = labelled(in, ns, tn);
 		json_array_append_new(out, json_pack("{s:s, s:s, s:o, s:O}", "apiVersion", "v1",
 		    "kind", "PodTemplate", "metadata", md, "template", json_object_get(g,
