@@ -400,6 +400,7 @@ void	 cs_gcp_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_azure_handle(struct cs *cs, struct cs_req *rq);
 /* prices.c: the Azure Retail Prices API over the fleet's AKS pools (no token). */
 void	 cs_prices_handle(struct cs *cs, struct cs_req *rq);
+void	 cs_aws_prices_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_aws_handle(struct cs *cs, struct cs_req *rq);
 void	 cs_sim_handle(struct cs *cs, struct cs_req *rq);
 /* netpol.c: POST /_sim/connect, pod-to-pod traffic through the NetworkPolicies and a Ray

@@ -281,6 +281,7 @@ route(struct cs_req *rq, void (**fn)(struct cs *, struct cs_req *))
 		{ "/azure/login/", "azure_login", FAM_AAD, cs_azure_handle },
 		{ "/arm/", "arm", FAM_ARM, cs_azure_handle },
 		{ "/azure/prices/", "azure_prices", FAM_ARM, cs_prices_handle },
+		{ "/aws/pricing/", "aws_pricing", FAM_SIM, cs_aws_prices_handle },
 		{ "/aws/sts", "sts", FAM_AWS_QUERY, cs_aws_handle },
 		{ "/aws/iam", "aws_iam", FAM_AWS_QUERY, cs_aws_handle },
 		{ "/aws/sagemaker", "sagemaker", FAM_AWS_JSON, cs_aws_handle },

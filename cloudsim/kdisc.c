@@ -21,6 +21,7 @@ static const struct core_res {
 	{ "configmaps", "ConfigMap", "cm", "create,delete,get,list,patch", true },
 	{ "serviceaccounts", "ServiceAccount", "sa", "create,delete,get,list,patch", true },
 	{ "secrets", "Secret", "", "create,delete,get,list,patch", true },
+	{ "podtemplates", "PodTemplate", "", "create,delete,get,list,patch", true },
 };
 
 /* The other API groups whose objects kplain.c stores (issue 13); kueue.x-k8s.io only on a
@@ -34,6 +35,9 @@ static const struct group_res {
 	/* issue 25: the attempt's NetworkPolicy (cloudsim enforces it: netpol.c) */
 	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, false, NULL },
 	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false, NULL },
+	/* issue 27: GKE's queued provisioning (the cluster autoscaler's CRD, which GKE serves) */
+	{ "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", true,
+	  false, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", false,

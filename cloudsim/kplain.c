@@ -1,6 +1,7 @@
 /* cloudsim kplain: the plain Kubernetes objects fleetd keeps next to a Ray object —
  * ConfigMaps and ServiceAccounts (core v1), Roles and RoleBindings (rbac v1), Kueue
- * LocalQueues, ClusterQueues and WorkloadPriorityClasses, and the Services the simulated
+ * LocalQueues, ClusterQueues and WorkloadPriorityClasses, PodTemplates and
+ * ProvisioningRequests (autoscaling.x-k8s.io/v1, GKE queued provisioning), and the Services the simulated
  * KubeRay operator keeps for a RayService (cs_plain_put/cs_plain_del): get, list, create, server-side
  * apply (the applier's keys merged over the object: keys written by another manager, such as
  * the acknowledgement a job patches into its signal ConfigMap, are kept), JSON merge patch
@@ -23,6 +24,10 @@ static const struct {
 	{ "", "v1", "services", "Service", true },
 	{ "", "v1", "secrets", "Secret", true },
 	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true },
+	/* issue 27: GKE flex-start with queued provisioning (the pods' PodTemplates and the
+	 * ProvisioningRequest naming them) */
+	{ "", "v1", "podtemplates", "PodTemplate", true },
+	{ "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", true },
 	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true },
 	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true },
 	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true },

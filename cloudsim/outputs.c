@@ -81,6 +81,7 @@ write_env(struct cs *cs, struct err *e)
 	    "FLEETD_AZURE_LOGIN_URL=%s/azure/login\n"
 	    "FLEETD_ARM_URL=%s/arm\n"
 	    "FLEETD_AZURE_PRICES_URL=%s/azure/prices\n"
+	    "FLEETD_AWS_PRICES_URL=%s/aws/pricing\n"
 	    "FLEETD_AWS_STS_URL=%s/aws/sts\n"
 	    "FLEETD_AWS_IAM_URL=%s/aws/iam\n"
 	    "FLEETD_SAGEMAKER_URL=%s/aws/sagemaker\n"
@@ -94,7 +95,7 @@ write_env(struct cs *cs, struct err *e)
 	    "FLEETD_AZURE_TENANT_ID=%s\n"
 	    "FLEETD_AZURE_CLIENT_ID=%s\n"
 	    "FLEETD_AZURE_CLIENT_SECRET=%s\n",
-	    b, b, b, b, b, b, b, b, b, b, b, b, cs->kube_url, cs->state_dir, cs->state_dir,
+	    b, b, b, b, b, b, b, b, b, b, b, b, b, cs->kube_url, cs->state_dir, cs->state_dir,
 	    cs->state_dir, u->access_key, u->secret_key, u->account, a->tenant, a->client_id,
 	    a->secret) < 0)
 		abort();

@@ -145,3 +145,97 @@ cleanup:
 	json_decref(items);
 	json_decref(page);
 }
+
+/* ---- AWS: the Price List Bulk API's AmazonSageMaker offer for the fleet's HyperPod pools,
+ * as https://pricing.us-east-1.amazonaws.com answers it — public, no signature: a region
+ * index naming each region's current offer file, and that file (products and their
+ * OnDemand terms, prices per hour as decimal strings in pricePerUnit.USD):
+ * https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/using-ppslong.html
+ * https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/reading-service-price-list-file-for-services.html
+ * Each region's file also sells a notebook instance fleetd does not run on (skipped by the
+ * reader) and carries a Reserved term (ignored). */
+
+#define AWS_OFFERS	"/aws/pricing/offers/v1.0/aws/AmazonSageMaker/"
+#define AWS_VERSION	"20241201000000"
+
+static void
+aws_product(json_t *products, json_t *od, const char *region, const char *type, double price,
+    int n)
+{
+	char sku[32], term[48], rate[64], usd[32];
+
+	snprintf(sku, sizeof(sku), "SIM%04d%.8s", n, region);
+	snprintf(term, sizeof(term), "%s.JRTCKXETXF", sku);
+	snprintf(rate, sizeof(rate), "%s.6YS6EN2CT7", term);
+	snprintf(usd, sizeof(usd), "%.10f", price);
+	json_object_set_new(products, sku, json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s,"
+	    " s:s, s:s}}", "sku", sku, "productFamily", "ML Instance", "attributes", "servicecode",
+	    "AmazonSageMaker", "location", region, "regionCode", region, "instanceType", type,
+	    "instanceName", type, "component", "HyperPod", "operation", "RunInstance"));
+	json_object_set_new(od, sku, json_pack("{s:{s:s, s:s, s:s, s:{s:{s:s, s:s, s:s, s:{s:s},"
+	    " s:[]}}, s:{}}}", term, "offerTermCode", "JRTCKXETXF", "sku", sku, "effectiveDate",
+	    "2024-12-01T00:00:00Z", "priceDimensions", rate, "rateCode", rate, "description",
+	    "SageMaker HyperPod instance hour", "unit", "Hrs", "pricePerUnit", "USD", usd,
+	    "appliesTo", "termAttributes"));
+}
+
+void
+cs_aws_prices_handle(struct cs *cs, struct cs_req *rq)
+{
+	const char *rest = rq->path + strlen(AWS_OFFERS);
+	char region[64] = "";
+	int used = 0;
+
+	if (strcmp(rq->method, "GET") != 0 || strncmp(rq->path, AWS_OFFERS, strlen(AWS_OFFERS))
+	    != 0) {
+		cs_reply_error(rq, 404, "NoSuchKey", "The specified key does not exist.");
+		return;
+	}
+	if (strcmp(rest, "current/region_index.json") == 0) {
+		json_t *regions = json_object();
+
+		for (size_t c = 0; c < cs->nclusters; c++) {
+			const struct cs_cluster *k = &cs->clusters[c];
+
+			if (k->provider == CS_HYPERPOD && json_object_get(regions, k->region) == NULL)
+				json_object_set_new(regions, k->region, json_pack("{s:s, s:s++}",
+				    "regionCode", k->region, "currentVersionUrl",
+				    "/offers/v1.0/aws/AmazonSageMaker/" AWS_VERSION "/", k->region,
+				    "/index.json"));
+		}
+		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "formatVersion", "v1.0",
+		    "disclaimer", "cloudsim", "publicationDate", "2024-12-01T00:00:00Z", "regions",
+		    regions));
+		return;
+	}
+	if (sscanf(rest, AWS_VERSION "/%63[a-z0-9-]/index.json%n", region, &used) == 1 &&
+	    rest[used] == '\0') {
+		json_t *products = json_object(), *od = json_object();
+		int n = 0;
+
+		for (size_t c = 0; c < cs->nclusters; c++) {
+			const struct cs_cluster *k = &cs->clusters[c];
+
+			if (k->provider != CS_HYPERPOD || strcmp(k->region, region) != 0)
+				continue;
+			for (size_t p = 0; p < k->npools; p++)
+				if (k->pools[p].price > 0)
+					aws_product(products, od, region, k->pools[p].mt->name,
+					    k->pools[p].price, n++);
+		}
+		if (n == 0) {
+			json_decref(products);
+			json_decref(od);
+			cs_reply_error(rq, 404, "NoSuchKey", "The specified key does not exist.");
+			return;
+		}
+		aws_product(products, od, region, "ml.t3.medium", 0.05, n++);
+		cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:{s:o, s:{}}}",
+		    "formatVersion", "v1.0", "disclaimer", "cloudsim", "offerCode",
+		    "AmazonSageMaker", "version", AWS_VERSION, "publicationDate",
+		    "2024-12-01T00:00:00Z", "products", products, "terms", "OnDemand", od,
+		    "Reserved"));
+		return;
+	}
+	cs_reply_error(rq, 404, "NoSuchKey", "The specified key does not exist.");
+}

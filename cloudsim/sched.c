@@ -595,6 +595,8 @@ why_text(const struct why *w, size_t total, char *out, size_t n)
 }
 
 /* Asks the autoscaler for a node that would take p; emits its events. */
+static bool	provisioned(struct cs_cluster *cl, struct cs_pod *p);
+
 static void
 autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 {
@@ -613,6 +615,10 @@ autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 
 		if (!pool->autoscale && pool->target >= pool->max)
 			continue;
+		if (strcmp(pool->capacity, "flex_start") == 0 && !provisioned(cl, p)) {
+			any = true;	/* queued provisioning: the pool waits for the request */
+			continue;
+		}
 		probe = cs_node_build(pool, pool->next_index, now);
 		ok = fits(NULL, p, probe, zero, &w);
 		cs_node_free(probe);
@@ -708,6 +714,70 @@ schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		p->last_fail_event = now;
 	}
 	autoscale(cs, cl, p, now);
+}
+
+/* GKE flex-start with queued provisioning
+ * (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest): a
+ * queued-provisioning.gke.io ProvisioningRequest is Accepted when seen and Provisioned
+ * autoscale_delay_s later (the capacity found, all at once); a flex_start pool grows only
+ * for pods that consume a Provisioned request (annotation
+ * autoscaling.x-k8s.io/consume-provisioning-request). */
+static void
+provisioning_tick(struct cs *cs, struct cs_cluster *cl, double now)
+{
+	const char *key;
+	json_t *o;
+	char t[32], due[32];
+
+	cs_rfc3339(now, t);
+	cs_rfc3339(now - cs->cfg.autoscale_delay_s, due);
+	json_object_foreach(cl->plain, key, o) {
+		json_t *st, *conds, *c0;
+		const char *cls = json_string_value(json_object_get(json_object_get(o, "spec"),
+		    "provisioningClassName")), *since;
+
+		if (strncmp(key, "provisioningrequests/", 21) != 0 || cls == NULL ||
+		    strcmp(cls, "queued-provisioning.gke.io") != 0)
+			continue;
+		st = json_object_get(o, "status");
+		if (!json_is_object(st)) {
+			json_object_set_new(o, "status", json_pack("{s:[{s:s, s:s, s:s, s:s, s:s}]}",
+			    "conditions", "type", "Accepted", "status", "True", "reason",
+			    "Accepted", "message", "ProvisioningRequest is accepted",
+			    "lastTransitionTime", t));
+			cl->rv++;
+			continue;
+		}
+		conds = json_object_get(st, "conditions");
+		c0 = json_array_get(conds, 0);
+		since = json_string_value(json_object_get(c0, "lastTransitionTime"));
+		if (json_array_size(conds) != 1 || since == NULL || strcmp(since, due) > 0)
+			continue;
+		json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type",
+		    "Provisioned", "status", "True", "reason", "Provisioned", "message",
+		    "Provisioning Request was successfully provisioned.", "lastTransitionTime", t));
+		cl->rv++;
+	}
+}
+
+/* The pod consumes a ProvisioningRequest of its namespace that is Provisioned. */
+static bool
+provisioned(struct cs_cluster *cl, struct cs_pod *p)
+{
+	const char *name = json_string_value(json_object_get(jsonx_meta(p->obj, "annotations"),
+	    "autoscaling.x-k8s.io/consume-provisioning-request"));
+	json_t *pr, *c;
+	size_t i;
+
+	if (name == NULL || (pr = cs_plain_get(cl, "provisioningrequests", p->ns, name)) == NULL)
+		return false;
+	json_array_foreach(json_object_get(json_object_get(pr, "status"), "conditions"), i, c)
+		if (json_is_string(json_object_get(c, "type")) && json_is_string(json_object_get(c,
+		    "status")) && strcmp(json_string_value(json_object_get(c, "type")),
+		    "Provisioned") == 0 && strcmp(json_string_value(json_object_get(c, "status")),
+		    "True") == 0)
+			return true;
+	return false;
 }
 
 static void
@@ -832,6 +902,7 @@ cs_tick(struct cs *cs)
 
 		cs_spot_tick(cs, cl, now);	/* spot.c: reclaims whose notice ran out */
 		cs_node_controllers(cs, cl);	/* NotReady, NoExecute evictions, pod GC */
+		provisioning_tick(cs, cl, now);
 		scale(cs, cl, now);
 		for (i = 0; i < cl->objects.n; i++)
 			reconcile(cs, cl, cl->objects.v[i]);

@@ -143,6 +143,8 @@ static const struct ckey keys[] = {
 	  " the shipped table and overrides)" },
 	{ "azure-prices-url", C_STR, S(azure_prices_url), "https://prices.azure.com",
 	  "FLEETD_AZURE_PRICES_URL", false, "Azure Retail Prices API base URL" },
+	{ "aws-prices-url", C_STR, S(aws_prices_url), "https://pricing.us-east-1.amazonaws.com",
+	  "FLEETD_AWS_PRICES_URL", false, "AWS Price List Bulk API base URL" },
 	{ "janitor-interval-ms", C_INT, S(janitor_interval_ms), "600000",
 	  "FLEETD_JANITOR_INTERVAL_MS", false, "how often expired idempotency keys are deleted" },
 	{ "iam-verify-interval", C_INT, S(iam_verify_interval_s), "86400",

@@ -56,6 +56,7 @@ struct config {
 	int	 budget_interval_ms;	/* the budgets worker's round */
 	int	 price_refresh_ms;	/* the prices worker's round, 0 off */
 	char	*azure_prices_url;	/* Azure Retail Prices API base */
+	char	*aws_prices_url;	/* AWS Price List Bulk API base */
 	int	 janitor_interval_ms;	/* expired idempotency rows are deleted this often */
 	int	 iam_verify_interval_s;	/* every active cloud's IAM pair is re-verified */
 	long	 body_memory_limit;	/* bytes all in-flight request bodies may hold */

@@ -724,6 +724,22 @@ worker_group(const struct ctx *c, const struct jobspec_group *g)
 	json_object_set_new(o, "rayStartParams", g->ray_start_params != NULL ?
 	    json_deep_copy(g->ray_start_params) : json_object());
 	json_object_set_new(o, "template", pod_template(c, g));
+	/* flex-start with queued provisioning: the pods consume the attempt's
+	 * ProvisioningRequest, named by these two annotations:
+	 * https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest */
+	if (c->p->flex_start && c->p->provider == KUBERAY_GKE) {
+		json_t *md = json_object_get(json_object_get(o, "template"), "metadata");
+		json_t *ann = json_object_get(md, "annotations");
+
+		if (!json_is_object(ann)) {
+			ann = json_object();
+			json_object_set_new(md, "annotations", ann);
+		}
+		json_object_set_new(ann, "autoscaling.x-k8s.io/consume-provisioning-request",
+		    json_string(c->signal));
+		json_object_set_new(ann, "autoscaling.x-k8s.io/provisioning-class-name",
+		    json_string(KUBERAY_PROVREQ_CLASS));
+	}
 	return o;
 }
 

@@ -45,6 +45,9 @@ struct kuberay_placement {
 	const char	*machine_type;	/* instance type; HyperPod: node.kubernetes.io/instance-type */
 	const char	*accelerator;	/* GKE gke-accelerator value; NULL = the group's flavor */
 	bool		 spot;		/* workers run on spot capacity (the head never does) */
+	bool		 flex_start;	/* GKE: workers on a flex-start pool with queued provisioning
+					 * (Dynamic Workload Scheduler): their pods consume the
+					 * attempt's ProvisioningRequest (kuberay_provisioning_objects) */
 	const char	*rack_id;	/* topology rack: required */
 	const char	*rack_label;	/* node label naming the rack; NULL = provider default */
 	const char	*racks[KUBERAY_MAX_RACKS];	/* topology pack: the racks chosen
@@ -156,6 +159,14 @@ json_t		*kuberay_signal_for_manifest(const json_t *manifest,
  * all named kuberay_signal_name. NULL + e (422) on bad input. */
 json_t		*kuberay_signal_objects(const struct kuberay_input *in,
 		    const struct kuberay_signal *sig, struct err *e);
+
+/* GKE flex-start with queued provisioning (issue 27): for a flex_start placement, the
+ * PodTemplate of each worker group (its rendered pod template), named kuberay_signal_name
+ * "-w0", "-w1", ... in group order, and one ProvisioningRequest
+ * (autoscaling.x-k8s.io/v1, class queued-provisioning.gke.io) named kuberay_signal_name with
+ * a podSet per group; kuberay_signal_objects appends them.  An empty array otherwise. */
+#define KUBERAY_PROVREQ_CLASS	"queued-provisioning.gke.io"
+json_t		*kuberay_provisioning_objects(const struct kuberay_input *in, struct err *e);
 
 /* kuberay_history.c. Validates an environment's history_server object {storage,
  * collector_image, url?, s3_region?} (400/422 naming ptr's members) into *canon (new

@@ -161,6 +161,76 @@ kuberay_signal_objects(const struct kuberay_input *in, const struct kuberay_sign
 		return NULL;
 	}
 	json_array_append_new(out, o);
+	/* issue 27: flex-start's PodTemplates and ProvisioningRequest, applied and deleted with
+	 * the rest */
+	if ((o = kuberay_provisioning_objects(in, e)) == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	json_array_extend(out, o);
+	json_decref(o);
+	return out;
+}
+
+/* The worker groups of a rendered Ray object, wherever its kind keeps them. */
+static json_t *
+worker_groups(json_t *m)
+{
+	json_t *sp = json_object_get(m, "spec"), *g;
+
+	if ((g = json_object_get(sp, "workerGroupSpecs")) != NULL)
+		return g;
+	if ((g = json_object_get(json_object_get(sp, "rayClusterSpec"), "workerGroupSpecs")))
+		return g;
+	return json_object_get(json_object_get(sp, "rayClusterConfig"), "workerGroupSpecs");
+}
+
+/* A ProvisioningRequest's podSets reference PodTemplates in its namespace; GKE's queued
+ * provisioning class takes spec.parameters as strings:
+ * https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
+ * https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/provisioningrequest/apis/autoscaling.x-k8s.io/v1/types.go */
+json_t *
+kuberay_provisioning_objects(const struct kuberay_input *in, struct err *e)
+{
+	json_t *out = json_array(), *m, *sets, *g;
+	char ns[64], name[64];
+	size_t i;
+
+	if (!in->placement.flex_start || in->placement.provider != KUBERAY_GKE)
+		return out;
+	if (!kuberay_signal_where(in, ns, sizeof(ns), name, sizeof(name), e) ||
+	    (m = kuberay_render(in, e)) == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	sets = json_array();
+	json_array_foreach(worker_groups(m), i, g) {
+		const char *gn = json_string_value(json_object_get(g, "groupName"));
+		json_int_t n = json_integer_value(json_object_get(g, "replicas")), hosts =
+		    json_integer_value(json_object_get(g, "numOfHosts"));
+		char tn[128];
+		json_t *md;
+
+		if (gn == NULL || n <= 0)
+			continue;
+		/* named by position: dispatch_signal_delete finds them without the spec */
+		snprintf(tn, sizeof(tn), "%s-w%zu", name, json_array_size(sets));
+		md = labelled(in, ns, tn);
+		json_array_append_new(out, json_pack("{s:s, s:s, s:o, s:O}", "apiVersion", "v1",
+		    "kind", "PodTemplate", "metadata", md, "template", json_object_get(g,
+		    "template")));
+		json_array_append_new(sets, json_pack("{s:I, s:{s:s}}", "count",
+		    n * (hosts > 1 ? hosts : 1), "podTemplateRef", "name", tn));
+	}
+	json_decref(m);
+	if (json_array_size(sets) == 0) {
+		json_decref(sets);
+		return out;
+	}
+	json_array_append_new(out, json_pack("{s:s, s:s, s:o, s:{s:s, s:o}}", "apiVersion",
+	    "autoscaling.x-k8s.io/v1", "kind", "ProvisioningRequest", "metadata",
+	    labelled(in, ns, name), "spec", "provisioningClassName", KUBERAY_PROVREQ_CLASS,
+	    "podSets", sets));
 	return out;
 }
 

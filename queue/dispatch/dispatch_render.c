@@ -91,6 +91,9 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 	p->cpu_pool = cpu_pool_of(s, pl, p->pool);
 	p->machine_type = pstr(pl, "machine_type");
 	p->spot = json_is_true(json_object_get(pl, "spot"));
+	/* issue 27: a flex_start pool (GKE queued provisioning) gets a ProvisioningRequest */
+	p->flex_start = pstr(pl, "capacity_type") != NULL &&
+	    strcmp(pstr(pl, "capacity_type"), "flex_start") == 0;
 	if (s->topology == JOBSPEC_TOPO_RACK)
 		p->rack_id = pstr(pl, "rack");
 	if (s->topology == JOBSPEC_TOPO_HOST)
@@ -320,9 +323,23 @@ dispatch_signal_delete(const struct prov_cluster *pc, const char *ns, const char
 	if (ns == NULL || job_id == NULL || !kuberay_signal_name(job_id, attempt, name,
 	    sizeof(name)))
 		return true;	/* no such objects were ever named */
+	bool existed = false;
+
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 		if (!kube_delete_object(pc, kinds[i][0], kinds[i][1], ns, name, NULL, e))
 			return false;
+	/* issue 27: a flex-start attempt's ProvisioningRequest, then its PodTemplates "-w<i>"
+	 * (kuberay_provisioning_objects) until the first absent one */
+	if (!kube_delete_object(pc, "autoscaling.x-k8s.io/v1", "ProvisioningRequest", ns, name,
+	    &existed, e))
+		return false;
+	for (int i = 0; existed && i < JOBSPEC_MAX_GROUPS; i++) {
+		char tn[80];
+
+		snprintf(tn, sizeof(tn), "%s-w%d", name, i);
+		if (!kube_delete_object(pc, "v1", "PodTemplate", ns, tn, &existed, e))
+			return false;
+	}
 	return true;
 }
 

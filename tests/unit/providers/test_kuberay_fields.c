@@ -282,6 +282,91 @@ test_signal_objects(void **state)
 	jobspec_cleanup(&c.spec);
 }
 
+/* GKE flex-start with queued provisioning (issue 27): the worker pods name the attempt's
+ * ProvisioningRequest, which the signal objects carry with a PodTemplate per worker group. */
+static void
+test_flex_start(void **state)
+{
+	struct corpus_case c;
+	struct err e = { 0 };
+	json_t *objs, *m, *g, *ann, *pr, *pt, *ps;
+	char name[64];
+	size_t i, npt = 0;
+
+	(void)state;
+	case_init(&c, 0, 0, 0, 0, 0, 2);
+	/* not flex-start: no annotation, no ProvisioningRequest */
+	m = kuberay_render(&c.in, &e);
+	assert_non_null(m);
+	json_array_foreach(json_object_get(json_object_get(json_object_get(m, "spec"),
+	    "rayClusterSpec"), "workerGroupSpecs"), i, g)
+		assert_null(json_object_get(json_object_get(json_object_get(g, "template"),
+		    "metadata"), "annotations"));
+	json_decref(m);
+	objs = kuberay_signal_objects(&c.in, NULL, &e);
+	assert_int_equal(json_array_size(objs), 5);
+	json_decref(objs);
+
+	c.in.placement.flex_start = true;
+	assert_true(kuberay_signal_name(c.job_id, c.in.attempt, name, sizeof(name)));
+	m = kuberay_render(&c.in, &e);
+	assert_non_null(m);
+	assert_true(json_array_size(json_object_get(json_object_get(json_object_get(m, "spec"),
+	    "rayClusterSpec"), "workerGroupSpecs")) >= 1);
+	json_array_foreach(json_object_get(json_object_get(json_object_get(m, "spec"),
+	    "rayClusterSpec"), "workerGroupSpecs"), i, g) {
+		ann = json_object_get(json_object_get(json_object_get(g, "template"), "metadata"),
+		    "annotations");
+		assert_string_equal(str_at(ann, "autoscaling.x-k8s.io/consume-provisioning-request"),
+		    name);
+		assert_string_equal(str_at(ann, "autoscaling.x-k8s.io/provisioning-class-name"),
+		    "queued-provisioning.gke.io");
+	}
+	/* the head does not consume it (it runs on an on-demand pool) */
+	assert_null(json_object_get(json_object_get(json_object_get(json_object_get(
+	    json_object_get(json_object_get(m, "spec"), "rayClusterSpec"), "headGroupSpec"),
+	    "template"), "metadata"), "annotations"));
+	objs = kuberay_signal_objects(&c.in, NULL, &e);
+	assert_non_null(objs);
+	pr = json_array_get(objs, json_array_size(objs) - 1);
+	assert_string_equal(str_at(pr, "apiVersion"), "autoscaling.x-k8s.io/v1");
+	assert_string_equal(str_at(pr, "kind"), "ProvisioningRequest");
+	assert_string_equal(str_at(json_object_get(pr, "metadata"), "name"), name);
+	assert_string_equal(str_at(json_object_get(pr, "spec"), "provisioningClassName"),
+	    "queued-provisioning.gke.io");
+	ps = json_object_get(json_object_get(pr, "spec"), "podSets");
+	assert_int_equal(json_array_size(ps), json_array_size(json_object_get(json_object_get(
+	    json_object_get(m, "spec"), "rayClusterSpec"), "workerGroupSpecs")));
+	json_array_foreach(objs, i, pt) {
+		json_t *set;
+
+		if (strcmp(str_at(pt, "kind"), "PodTemplate") != 0)
+			continue;
+		set = json_array_get(ps, npt);
+		g = json_array_get(json_object_get(json_object_get(json_object_get(m, "spec"),
+		    "rayClusterSpec"), "workerGroupSpecs"), npt++);
+		assert_string_equal(str_at(pt, "apiVersion"), "v1");
+		assert_string_equal(str_at(json_object_get(set, "podTemplateRef"), "name"),
+		    str_at(json_object_get(pt, "metadata"), "name"));
+		assert_string_equal(str_at(json_object_get(pt, "metadata"), "namespace"),
+		    str_at(json_object_get(pr, "metadata"), "namespace"));
+		/* the pods the request provisions for are the group's own */
+		assert_true(json_equal(json_object_get(pt, "template"), json_object_get(g,
+		    "template")));
+		assert_int_equal(json_integer_value(json_object_get(set, "count")),
+		    json_integer_value(json_object_get(g, "replicas")));
+	}
+	assert_int_equal(npt, json_array_size(ps));
+	json_decref(objs);
+	json_decref(m);
+	/* another provider: no ProvisioningRequest (flex-start is GKE's) */
+	c.in.placement.provider = KUBERAY_AKS;
+	objs = kuberay_signal_objects(&c.in, NULL, &e);
+	assert_int_equal(json_array_size(objs), 5);
+	json_decref(objs);
+	jobspec_cleanup(&c.spec);
+}
+
 /* The values of pod spec ps's required node-affinity expression on key (NULL: none). */
 static json_t *
 affinity_values(json_t *ps, const char *key)
@@ -369,6 +454,7 @@ main(void)
 		cmocka_unit_test(test_scheduler_labels),
 		cmocka_unit_test(test_gcs_and_job_fields),
 		cmocka_unit_test(test_pins),
+		cmocka_unit_test(test_flex_start),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
