@@ -100,14 +100,18 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	    "  checkpoint_deadline END, updated_at = now(),"
 	    " claimed_by = CASE WHEN $8::boolean THEN NULL ELSE claimed_by END,"
 	    " claimed_at = CASE WHEN $8::boolean THEN NULL ELSE claimed_at END"
-	    " WHERE id = $1::uuid AND attempt = $2::int AND state = $3 RETURNING id";
+	    " WHERE id = $1::uuid AND attempt = $2::int AND state = $3"
+	    " AND cancel_requested = $10::boolean RETURNING id";
 	static const char sql_stock[] = "INSERT INTO stockouts (cluster_id, flavor, at)"
 	    " VALUES ($1::uuid, $2, now()) ON CONFLICT (cluster_id, flavor) DO UPDATE SET at = now()";
 	struct settle *s = arg;
 	char at[16], grace[16], *ms = s->manifest ? json_dumps(s->manifest, JSON_COMPACT) : NULL;
-	const char *p[9] = { s->j->id, at, job_state_name(s->j->state), ms, s->rv,
+	/* $10: a cancel requested since the row was loaded makes this a "changed meanwhile":
+	 * a stockout's withdrawal must not send a cancelled job back to pending, where nothing
+	 * follows it (the next turn loads the cancel and acts on it) */
+	const char *p[10] = { s->j->id, at, job_state_name(s->j->state), ms, s->rv,
 	    s->clear_object ? "true" : "false", s->spot_deadline ? "true" : "false",
-	    s->release ? "true" : "false", grace };
+	    s->release ? "true" : "false", grace, s->j->cancel ? "true" : "false" };
 	PGresult *r = NULL;
 	bool ok = false;
 
@@ -115,7 +119,7 @@ settle_tx(struct db *c, void *arg, struct err *e)
 	snprintf(grace, sizeof(grace), "%d", SCHED_GRACE_S);
 	if (!lease_fence(c, s->cluster_id, e))	/* another replica follows it now */
 		goto cleanup;
-	if (!db_exec(c, sql_row, 9, p, &r, e))
+	if (!db_exec(c, sql_row, 10, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {
 		err_set(e, 409, "status.changed", "the job changed meanwhile");
