@@ -37,7 +37,9 @@ started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 bench_pg
-pgmaster=$(head -1 "$work/pg/data/postmaster.pid")
+pgserver=$work/pg	# pg.sh keeps the server's files elsewhere when postgres cannot reach $work
+[ -f "$work/pg/server_dir" ] && pgserver=$(cat "$work/pg/server_dir")
+pgmaster=$(head -1 "$pgserver/data/postmaster.pid")
 psql() { "$pgbin/psql" -qAtX -v ON_ERROR_STOP=1 "$@"; }
 durable=$(psql "$DATABASE_URL" -c "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name)
 	FROM pg_settings WHERE name IN ('fsync', 'full_page_writes', 'synchronous_commit')")
