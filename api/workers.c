@@ -8,6 +8,8 @@
 #include "api/metrics.h"
 #include "api/workers.h"
 #include "core/config.h"
+#include "core/log.h"
+#include "core/mono.h"
 #include "iam/reverify.h"
 #include "queue/change/change.h"
 #include "queue/cost/budget.h"
@@ -86,8 +88,13 @@ void
 workers_stop(void)
 {
 	for (size_t i = NWORKERS; i-- > 0;) {
-		if (running[i])
+		if (running[i]) {
+			double t0 = mono_s();
+
 			table[i].stop();
+			log_info(NULL, "workers", "worker stopped", "{s:s, s:f}", "worker",
+			    table[i].name, "seconds", mono_s() - t0);
+		}
 		running[i] = false;
 	}
 }

@@ -67,6 +67,11 @@ static const char sql_jobs[] =
     " WHERE j.cluster_id = ANY($1::uuid[]) AND " FOLLOWED("j.")
     " ORDER BY j.cluster_id, j.id";
 
+/* Set by status_stop: a sync in hand finishes the job it is acting on and leaves the rest
+ * of its batch (the next holder of the cluster's lease looks at those jobs; nothing is
+ * acted on half), so that a stop is not held by a queue of member calls timing out. */
+static atomic_bool quitting;
+
 /* The jobs of one cluster for one cycle. */
 struct batch {
 	char			 cluster_id[40];
@@ -402,6 +407,8 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 
 		if (strcmp(j->ns, ns) != 0)
 			continue;
+		if (atomic_load(&quitting))
+			break;
 		if (!ok && active(j) && !j->cancel) {
 			status_unreadable(j, t->name, &e);
 			continue;
@@ -518,6 +525,8 @@ sync_cluster(void *arg)
 
 		if (json_object_get(done, ns) != NULL)
 			continue;
+		if (atomic_load(&quitting))
+			break;
 		json_object_set_new(done, ns, json_true());
 		sync_ns(m.t, b, ns);
 	}
@@ -773,6 +782,7 @@ loop(void *arg)
 bool
 status_start(struct err *e)
 {
+	atomic_store(&quitting, false);
 	if (!lease_start(e))
 		return false;
 	S.pool = dispatch_pool_new(cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16);
@@ -804,6 +814,7 @@ status_stop(void)
 		members_clear();
 		return;
 	}
+	atomic_store(&quitting, true);
 	worker_thread_stop(&S.th);
 	dispatch_pool_free(S.pool);
 	status_watch_stop();

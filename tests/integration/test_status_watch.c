@@ -1,6 +1,7 @@
 /* test_status_watch: the status worker follows member clusters by watches — a RayJob's
  * status change reaches the job within a second, an expired watch (410) is listed again
- * and still followed, and a cluster that refuses watches is polled instead. */
+ * and still followed, a cluster that refuses watches is polled instead, and a stopping
+ * worker leaves the batch in hand to the next holder instead of waiting out its calls. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests/harness/harness.h"
@@ -128,12 +130,65 @@ test_refused_watch_is_polled(void **state)
 	free(id);
 }
 
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Four RayClusters of two GPUs on one member are cancelled at once and the member answers each call
+ * after 1 s: the status worker's batch is four cancels of several calls each (post-mortem,
+ * object, signal objects). A SIGTERM in the middle must not wait for the whole batch (it
+ * took over a minute before: found by bench/fleet.sh, a replica that went on for 16
+ * minutes after its SIGTERM); the next fleetd finishes the cancels. */
+static void
+test_stop_leaves_the_batch(void **state)
+{
+	char body[1024], *id[4];
+	double t0, took;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		snprintf(body, sizeof(body), "{\"environment\":\"" ENV "\",\"kind\":\"RayCluster\","
+		    "\"queue\":\"ml\",\"name\":\"stop%d\",\"ray_version\":\"2.52.0\",\"head\":{"
+		    "\"cpu\":\"2\",\"memory\":\"8Gi\"},\"worker_groups\":[{\"name\":\"gpu\","
+		    "\"replicas\":1,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":"
+		    "\"" H100 "\",\"count\":2}}],\"constraints\":{\"providers\":[\"hyperpod\"]}}", i);
+		id[i] = strdup(harness_js(harness_post_created(admin, "/v1/jobs", body), "id"));
+	}
+	for (int i = 0; i < 4; i++)
+		harness_job_wait_row(id[i], "running", 0, 60);
+	harness_sim_post(&cs, "/_sim/faults", "{\"service\":\"k8s\",\"cluster\":\"test-hp-usw2\","
+	    "\"latency_ms\":1000}");
+	for (int i = 0; i < 4; i++) {
+		long st = harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", id[i]);
+
+		assert_true(st == 200 || st == 202);
+	}
+	sleep(2);	/* the batch of four cancels is in hand */
+	t0 = now_s();
+	harness_fleetd_stop(&fd);
+	took = now_s() - t0;
+	print_message("stop with a batch of four slow cancels in hand: %.1f s\n", took);
+	assert_true(took < 20);	/* one cancel's calls at most (the harness waits 20 s) */
+	harness_sim(&cs, "DELETE", "/_sim/faults", NULL, NULL);
+	harness_fleetd_start(&fd, dburl, (const char *const *)cs.env);
+	for (int i = 0; i < 4; i++) {
+		harness_job_wait_row(id[i], "cancelled", 0, 60);
+		free(id[i]);
+	}
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_watch_follows_and_relists),
 		cmocka_unit_test(test_refused_watch_is_polled),
+		cmocka_unit_test(test_stop_leaves_the_batch),
 	};
 
 	return cmocka_run_group_tests(tests, setup, harness_group_teardown);
