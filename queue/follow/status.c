@@ -61,7 +61,8 @@ static const char sql_jobs[] =
     " k.stockout_timeout_s, coalesce(j.placement->>'flavor', 'cpu'),"
     " coalesce(j.reason LIKE 'spot%', false), j.spec->'checkpoint'->>'grace_seconds',"
     " coalesce(jsonb_array_length(j.cron_runs), 0), j.infra_retries,"
-    " coalesce((j.spec->>'max_infra_retries')::int, q.max_infra_retries)"
+    " coalesce((j.spec->>'max_infra_retries')::int, q.max_infra_retries),"
+    " j.manifest->'metadata'->>'name', j.manifest->'metadata'->>'namespace'"
     " FROM pick JOIN jobs j ON j.id = pick.id"
     " JOIN clusters k ON k.id = j.cluster_id JOIN queues q ON q.id = j.queue_id"
     " WHERE j.cluster_id = ANY($1::uuid[]) AND " FOLLOWED("j.")
@@ -87,8 +88,10 @@ batch_free(void *arg)
 
 	if (b == NULL)
 		return;
-	for (size_t i = 0; i < b->n; i++)
+	for (size_t i = 0; i < b->n; i++) {
 		json_decref(b->v[i].manifest);
+		free(b->v[i].manifest_text);
+	}
 	free(b->v);
 	free(b);
 }
@@ -96,21 +99,19 @@ batch_free(void *arg)
 static void
 job_row(PGresult *r, int i, struct status_job *j)
 {
-	const char *name, *ns;
+	const char *name = PQgetisnull(r, i, 19) ? NULL : PQgetvalue(r, i, 19),
+	    *ns = PQgetisnull(r, i, 20) ? NULL : PQgetvalue(r, i, 20);
 
 	memset(j, 0, sizeof(*j));
 	snprintf(j->id, sizeof(j->id), "%s", PQgetvalue(r, i, 0));
 	j->state = job_state_parse(PQgetvalue(r, i, 1));
 	snprintf(j->kind, sizeof(j->kind), "%s", PQgetvalue(r, i, 2));
 	j->attempt = atoi(PQgetvalue(r, i, 3));
-	if (!PQgetisnull(r, i, 5))
-		j->manifest = json_loads(PQgetvalue(r, i, 5), 0, NULL);
-	name = jsonx_meta_str(j->manifest, "name");
-	ns = jsonx_meta_str(j->manifest, "namespace");
-	if (name == NULL || ns == NULL) {
-		json_decref(j->manifest);
-		j->manifest = NULL;
-	}
+	/* parsed by the sync, on the pool's threads: not here, on the one thread that loads
+	 * for every cluster (its parse was 40 % of the status worker at 100 clusters) */
+	if (!PQgetisnull(r, i, 5) && name != NULL && ns != NULL &&
+	    (j->manifest_text = strdup(PQgetvalue(r, i, 5))) == NULL)
+		abort();
 	snprintf(j->object, sizeof(j->object), "%s", name ? name : "");
 	snprintf(j->ns, sizeof(j->ns), "%s", ns ? ns : "");
 	j->cancel = PQgetvalue(r, i, 6)[0] == 't';
@@ -514,6 +515,14 @@ sync_cluster(void *arg)
 	struct err e = { 0 };
 	json_t *done = json_object();
 
+	for (size_t i = 0; i < b->n; i++) {
+		struct status_job *j = &b->v[i];
+
+		if (j->manifest_text != NULL)
+			j->manifest = json_loads(j->manifest_text, 0, NULL);
+		free(j->manifest_text);
+		j->manifest_text = NULL;
+	}
 	if (!member_take(b->cluster_id, &m, &e)) {
 		for (size_t i = 0; i < b->n; i++)
 			status_unreadable(&b->v[i], b->cluster_id, &e);

@@ -32,6 +32,7 @@ struct status_job {
 	int	infra_retries;		/* attempts given after infrastructure/preemption */
 	int	max_infra_retries;	/* the spec's, else the queue's */
 	json_t	*manifest;		/* as applied, NULL when never applied */
+	char	*manifest_text;		/* as loaded, until the sync parses it */
 };
 
 /* What the cluster showed about one job this cycle. */
