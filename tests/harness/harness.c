@@ -36,10 +36,16 @@ static struct fleetd_proc g_procs[GROUP_MAX];
 static char g_dbs[GROUP_MAX][512];
 static int g_nprocs, g_ndbs;
 
+/* harness_pg_private's server: its folder (for scripts/pg.sh) and URL, "" when none */
+static char g_priv_dir[256], g_priv_url[512];
+
 static const char *
 base_url(void)
 {
 	const char *u = getenv("FLEETD_TEST_DATABASE_URL");
+
+	if (g_priv_url[0] != '\0')
+		return g_priv_url;
 
 	if (u == NULL || *u == '\0') {
 		fprintf(stderr, "FLEETD_TEST_DATABASE_URL is not set: run through `make test` "
@@ -86,6 +92,47 @@ harness_db_create(const char *tag, char *url, size_t urllen)
 	harness_sql_use(url);
 	if (g_ndbs < GROUP_MAX)
 		snprintf(g_dbs[g_ndbs++], sizeof(g_dbs[0]), "%s", url);
+}
+
+static void
+pg_private_destroy(void)
+{
+	if (g_priv_dir[0] == '\0')
+		return;
+	harness_sh("bash '" FLEETD_SOURCE_DIR "/scripts/pg.sh' destroy '%s' >/dev/null 2>&1;"
+	    " rm -rf '%s'", g_priv_dir, g_priv_dir);
+	g_priv_dir[0] = g_priv_url[0] = '\0';
+}
+
+void
+harness_pg_private(void)
+{
+	const char *shared = getenv("FLEETD_TEST_PGDIR");
+	char cmd[1024];
+	FILE *f;
+
+	if (g_priv_url[0] != '\0')
+		return;
+	if (shared == NULL || *shared == '\0')
+		fail_msg("FLEETD_TEST_PGDIR is not set: run through `make test` (tests/run.sh)");
+	snprintf(g_priv_dir, sizeof(g_priv_dir), "/tmp/fleetd-test-pg-own.XXXXXX");
+	if (mkdtemp(g_priv_dir) == NULL)
+		fail_msg("mkdtemp: cannot make a folder for a private Postgres");
+	atexit(pg_private_destroy);
+	/* the shared server's password file: PGPASSFILE (tests/run.sh) serves both servers */
+	if (harness_sh("install -m 600 '%s/pgpass' '%s/pgpass' && bash '" FLEETD_SOURCE_DIR
+	    "/scripts/pg.sh' start '%s' >&2", shared, g_priv_dir, g_priv_dir) != 0)
+		fail_msg("could not start a private Postgres in %s", g_priv_dir);
+	snprintf(cmd, sizeof(cmd), "bash '" FLEETD_SOURCE_DIR "/scripts/pg.sh' url '%s'",
+	    g_priv_dir);
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	if (fgets(g_priv_url, sizeof(g_priv_url), f) == NULL)
+		g_priv_url[0] = '\0';
+	assert_int_equal(pclose(f), 0);
+	g_priv_url[strcspn(g_priv_url, "\n")] = '\0';
+	if (strncmp(g_priv_url, "postgresql://", 13) != 0)
+		fail_msg("pg.sh url %s: no URL", g_priv_dir);
 }
 
 void
@@ -247,7 +294,8 @@ harness_fleetd_start(struct fleetd_proc *p, const char *dburl, const char *const
 		_exit(127);
 	}
 	snprintf(health, sizeof(health), "%s/healthz", p->url);
-	for (int i = 0; i < 600; i++) {	/* 30 s: the machine may be loaded */
+	for (double end = harness_now_s() + 60; harness_now_s() < end;) {
+		/* 60 s: the machine may be loaded (tests run beside each other) */
 		int st;
 
 		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
@@ -299,7 +347,9 @@ harness_fleetd_stop(struct fleetd_proc *p)
 		return -1;
 	harness_rec_port(p->port, false);
 	kill(p->pid, SIGTERM);
-	for (int i = 0; i < 400; i++) {
+	/* a deadline, not a figure: it returns as soon as fleetd exits (a loaded machine once
+	 * took over 20 s) */
+	for (double end = harness_now_s() + 60; harness_now_s() < end;) {
 		if (waitpid(p->pid, &st, WNOHANG) == p->pid) {
 			p->pid = 0;
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -309,7 +359,7 @@ harness_fleetd_stop(struct fleetd_proc *p)
 	kill(p->pid, SIGKILL);
 	waitpid(p->pid, &st, 0);
 	p->pid = 0;
-	fail_msg("fleetd did not stop within 20 s of SIGTERM");
+	fail_msg("fleetd did not stop within 60 s of SIGTERM");
 	return -1;
 }
 

@@ -57,6 +57,12 @@ struct harness_cs {
  * missing database is a failure.  It becomes the database of harness_sql*. */
 void	harness_db_create(const char *tag, char *url, size_t urllen);
 void	harness_db_drop(const char *url);
+/* Starts a Postgres of this test process alone (scripts/pg.sh, in a fresh folder, with the
+ * password of tests/run.sh's server so PGPASSFILE serves both); harness_db_create makes its
+ * databases there from then on.  For a test that reads the server's clusterwide state
+ * (pg_current_snapshot: a commit of another test's database changes it too), since tests run
+ * beside each other.  Destroyed when the process exits. */
+void	harness_pg_private(void);
 
 /* ---- processes */
 

@@ -424,7 +424,7 @@ test_move_preempts(void **state)
 	/* the plan reads the capacity snapshot: wait until one taken after the fillers ran
 	 * shows the target's node full (a snapshot fetched while their pods were still being
 	 * bound showed it free, and the dry run found room without a victim under load) */
-	assert_int_equal(harness_wait_long(30, 0, "SELECT coalesce(sum(free_accel), -1) FROM"
+	assert_int_equal(harness_wait_long(120, 0, "SELECT coalesce(sum(free_accel), -1) FROM"
 	    " capacity WHERE cluster_id = '%s' AND pool = 'p5'", target_id), 0);
 
 	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"},\"dry_run\":true}",

@@ -12,7 +12,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLEETD_BUILD_DIR:-$top/build/asan}
 command -v kubectl >/dev/null || { echo "failure_drill: kubectl is needed (the drill's client)" >&2; exit 1; }
 out=$(mktemp -d /tmp/fleetd-faildrill-short.XXXXXX)
-timeout -k 10 88 python3 "$top/tests/chaos/chaos.py" failuredrill --build "$build" \
+timeout -k 10 300 python3 "$top/tests/chaos/chaos.py" failuredrill --build "$build" \
 	--workdir "$out/w" --jobs "${DRILL_JOBS:-20}" --spot-reclaims 2 --ooms 2 --bad-images 1 \
 	--time-scale 4 --settle 20 --known-gaps recovery
 rc=$?

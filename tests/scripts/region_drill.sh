@@ -7,7 +7,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FLEETD_BUILD_DIR:-$top/build/asan}
 out=$(mktemp -d /tmp/fleetd-drill-short.XXXXXX)
 mkdir -p "$out/regionloss"
-timeout -k 10 85 python3 "$top/tests/chaos/chaos.py" regionloss --build "$build" \
+timeout -k 10 300 python3 "$top/tests/chaos/chaos.py" regionloss --build "$build" \
 	--workdir "$out/regionloss/w" --jobs "${DRILL_JOBS:-24}" --time-scale 10 --settle 40
 rc=$?
 cat "$out/regionloss/result-regionloss.json" 2>/dev/null || true
