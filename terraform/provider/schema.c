@@ -805,7 +805,7 @@ tf_validate_attrs(const struct tf_attr *attrs, json_t *config, const char *prefi
 			continue;
 		}
 		if (a->ty == TY_OBJ && a->nested != NULL && json_is_object(v)) {
-			char sub[200];
+			char sub[256];
 
 			snprintf(sub, sizeof sub, "%s.", path);
 			tf_validate_attrs(a->nested, v, sub, d);
