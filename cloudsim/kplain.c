@@ -151,6 +151,34 @@ schema_causes(int k, json_t *o)
 	return causes;
 }
 
+/* The ProvisioningRequest CRD's transition rules: spec.provisioningClassName, podSets and
+ * parameters each carry x-kubernetes-validations "self == oldSelf" (Value is immutable),
+ * judged when the old and the new object both have the field; the causes (new array). */
+static json_t *
+immutable_causes(int k, json_t *old, json_t *next)
+{
+	static const struct { const char *field, *type; } rules[] = {
+		{ "provisioningClassName", "string" }, { "podSets", "array" },
+		{ "parameters", "object" },
+	};
+	json_t *causes = json_array(), *o = json_object_get(old, "spec"),
+	    *n = json_object_get(next, "spec");
+	char f[64], m[96];
+
+	if (strcmp(kinds[k].plural, "provisioningrequests") != 0)
+		return causes;
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		json_t *a = json_object_get(o, rules[i].field), *b = json_object_get(n, rules[i].field);
+
+		if (a == NULL || b == NULL || json_equal(a, b))
+			continue;
+		snprintf(f, sizeof(f), "spec.%s", rules[i].field);
+		snprintf(m, sizeof(m), "Invalid value: \"%s\": Value is immutable", rules[i].type);
+		cause(causes, f, "FieldValueInvalid", m);
+	}
+	return causes;
+}
+
 /* Whether the new object o passes its schema; else the 422 is answered. */
 static bool
 schema_ok(struct cs_req *rq, int k, const char *name, json_t *o)
@@ -279,7 +307,7 @@ one(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const char *
 {
 	const char *ct = cs_header(rq, "Content-Type");
 	char key[512];
-	json_t *cur, *b;
+	json_t *cur, *b, *next, *causes;
 
 	key_of(k, ns, name, key, sizeof(key));
 	if (cl->plain == NULL)
@@ -325,10 +353,19 @@ one(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const char *
 		/* apply: the applier's fields over the object; merge patch: null deletes */
 		json_object_del(json_object_get(b, "metadata"), "uid");
 		json_object_del(json_object_get(b, "metadata"), "resourceVersion");
-		merge(cur, b, !apply);
+		next = json_deep_copy(cur);
+		merge(next, b, !apply);
 		json_decref(b);
-		stamp(cs, cl, cur, k, ns, name, false);
-		cs_reply_json(rq, 200, json_deep_copy(cur));
+		causes = immutable_causes(k, cur, next);
+		if (json_array_size(causes) > 0) {
+			json_decref(next);
+			invalid(rq, k, name, causes);
+			return;
+		}
+		json_decref(causes);
+		stamp(cs, cl, next, k, ns, name, false);
+		json_object_set_new(cl->plain, key, next);
+		cs_reply_json(rq, 200, json_deep_copy(next));
 	} else {
 		cs_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method "
 		    "on the requested resource");

@@ -375,6 +375,12 @@ done
 has "kubectl: queued provisioning sets Provisioned=True" "^True$"
 run "kubectl: get provisioningrequests -o name" kubectl get provisioningrequests.autoscaling.x-k8s.io -o name
 has "kubectl: the fully qualified resource name works" "^provisioningrequest.autoscaling.x-k8s.io/conf-pr$"
+fail "kubectl: the request's spec is immutable (the CRD's transition rule)" \
+	'spec.provisioningClassName: Invalid value: "string": Value is immutable' \
+	kubectl patch provreq conf-pr --type=merge -p '{"spec":{"provisioningClassName":"check-capacity.autoscaling.x-k8s.io"}}'
+run "kubectl: label provreq (metadata may change)" kubectl label provreq conf-pr fleet.io/conformance=yes
+run "kubectl: get provreq -l" kubectl get provreq -l fleet.io/conformance=yes -o name
+has "kubectl: the label stored" "^provisioningrequest.autoscaling.x-k8s.io/conf-pr$"
 run "kubectl: delete provreq" kubectl delete provreq conf-pr
 has "kubectl: the request deleted" 'provisioningrequest.autoscaling.x-k8s.io "conf-pr" deleted'
 fail "kubectl: get of the deleted request is NotFound" \
