@@ -65,10 +65,7 @@ status_of(struct cs_req *rq, int k, int code, const char *reason, const char *na
 
 	snprintf(msg, sizeof(msg), "%s \"%s\" %s", qualified(k, q, sizeof(q)), name,
 	    code == 404 ? "not found" : "already exists");
-	cs_reply_json(rq, code, json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:{s:s, s:s, s:s}, "
-	    "s:i}", "kind", "Status", "apiVersion", "v1", "metadata", "status", "Failure",
-	    "message", msg, "reason", reason, "details", "name", name, "group", kinds[k].group,
-	    "kind", kinds[k].plural, "code", code));
+	cs_kube_status(rq, code, reason, msg, name, kinds[k].group, kinds[k].plural, NULL);
 }
 
 /* A 422 Invalid Status with causes ([{field, reason, message}]; stolen), its message as
@@ -91,10 +88,7 @@ invalid(struct cs_req *rq, int k, const char *name, json_t *causes)
 			    json_string_value(json_object_get(c, "message")));
 	if (json_array_size(causes) > 1 && off < sizeof(msg))
 		snprintf(msg + off, sizeof(msg) - off, "]");
-	cs_reply_json(rq, 422, json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:{s:s, s:s, s:s, "
-	    "s:o}, s:i}", "kind", "Status", "apiVersion", "v1", "metadata", "status", "Failure",
-	    "message", msg, "reason", "Invalid", "details", "name", name, "group",
-	    kinds[k].group, "kind", kinds[k].kind, "causes", causes, "code", 422));
+	cs_kube_status(rq, 422, "Invalid", msg, name, kinds[k].group, kinds[k].kind, causes);
 }
 
 static void
