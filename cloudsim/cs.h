@@ -503,6 +503,10 @@ void	 cs_reply_object(struct cs *cs, struct cs_req *rq, const char *kind, json_t
 /* ---- kwatch.c: watch cache per cluster, ?watch=1 streams */
 /* Whether item passes a labelSelector and fieldSelector (either NULL). */
 bool	 cs_kube_filter(const char *ls, const char *fs, json_t *item);
+/* A Kubernetes Status answer (kind Status, status Failure) with code, reason and message,
+ * details {name, group, kind} and, unless NULL, causes ([{field, reason, message}], stolen). */
+void	 cs_kube_status(struct cs_req *rq, int code, const char *reason, const char *msg,
+	    const char *name, const char *group, const char *kind, json_t *causes);
 void	 cs_watch_sync(struct cs *cs, struct cs_cluster *cl);	/* record changes (locked) */
 void	 cs_watch_sync_all(struct cs *cs);
 /* Starts a watch of resource res ("pods", "rayjobs", ...) in ns (NULL = all). */

@@ -2,6 +2,7 @@
  * /apis/ray.io/v1 discovery, /openapi/v3 (core kinds and the KubeRay CRD schemas, with the
  * PATCH parameters kubectl probes for fieldValidation and dryRun), and the CRD schema
  * check behind fieldValidation=Strict and server-side apply. */
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,23 +31,26 @@ static const struct group_res {
 	const char *group, *version, *name, *kind;
 	bool namespaced, kueue;
 	const char *verbs;		/* NULL: create,delete,get,list,patch */
+	const char *shorts;		/* the CRD's shortNames, NULL: none */
 } groups[] = {
-	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true, false, NULL },
+	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true, false, NULL, NULL },
 	/* issue 25: the attempt's NetworkPolicy (cloudsim enforces it: netpol.c) */
-	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, false, NULL },
-	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false, NULL },
-	/* issue 27: GKE's queued provisioning (the cluster autoscaler's CRD, which GKE serves) */
+	{ "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, false, NULL, NULL },
+	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true, false, NULL, NULL },
+	/* issue 27: GKE's queued provisioning (the cluster autoscaler's CRD, which GKE serves;
+	 * its names: cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml
+	 * in https://github.com/kubernetes/autoscaler) */
 	{ "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", true,
-	  false, NULL },
-	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true, NULL },
-	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true, NULL },
+	  false, NULL, "provreq,provreqs" },
+	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true, NULL, NULL },
+	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true, NULL, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", false,
-	  true, NULL },
+	  true, NULL, NULL },
 	/* kauthz.c: what kubectl auth can-i asks */
 	{ "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
-	  false, false, "create" },
+	  false, false, "create", NULL },
 	{ "authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview",
-	  false, false, "create" },
+	  false, false, "create", NULL },
 };
 
 #define NGROUPS	(sizeof(groups) / sizeof(groups[0]))
@@ -100,12 +104,25 @@ group_resources(struct cs_req *rq, const char *group, const char *version)
 	json_t *res = json_array();
 	char gv[96];
 
-	for (size_t i = 0; i < NGROUPS; i++)
-		if (strcmp(groups[i].group, group) == 0)
-			json_array_append_new(res, json_pack("{s:s, s:s, s:b, s:s, s:o}", "name",
-			    groups[i].name, "singularName", "", "namespaced", groups[i].namespaced,
-			    "kind", groups[i].kind, "verbs", split(groups[i].verbs ? groups[i].verbs :
-			    "create,delete,get,list,patch")));
+	for (size_t i = 0; i < NGROUPS; i++) {
+		json_t *r;
+		char sing[64];
+		size_t n;
+
+		if (strcmp(groups[i].group, group) != 0)
+			continue;
+		/* singularName: the lowercased kind, as API servers report it (a CRD's
+		 * spec.names.singular) */
+		for (n = 0; groups[i].kind[n] != '\0' && n + 1 < sizeof(sing); n++)
+			sing[n] = (char)tolower((unsigned char)groups[i].kind[n]);
+		sing[n] = '\0';
+		r = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", groups[i].name, "singularName",
+		    sing, "namespaced", groups[i].namespaced, "kind", groups[i].kind, "verbs",
+		    split(groups[i].verbs ? groups[i].verbs : "create,delete,get,list,patch"));
+		if (groups[i].shorts != NULL)
+			json_object_set_new(r, "shortNames", split(groups[i].shorts));
+		json_array_append_new(res, r);
+	}
 	snprintf(gv, sizeof(gv), "%s/%s", group, version);
 	cs_reply_json(rq, 200, json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList",
 	    "apiVersion", "v1", "groupVersion", gv, "resources", res));

@@ -62,11 +62,8 @@ invalid(struct cs_req *rq, const char *kind, const char *name, const char *field
 
 	snprintf(msg, sizeof(msg), "%s.ray.io \"%s\" is invalid: %s: %s", kind, name, field,
 	    what);
-	cs_reply_json(rq, 422, json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:{s:s, s:s, s:s, "
-	    "s:[{s:s, s:s, s:s}]}, s:i}", "kind", "Status", "apiVersion", "v1", "metadata",
-	    "status", "Failure", "message", msg, "reason", "Invalid", "details", "name", name,
-	    "group", "ray.io", "kind", kind, "causes", "reason", reason, "message", what, "field",
-	    field, "code", 422));
+	cs_kube_status(rq, 422, "Invalid", msg, name, "ray.io", kind, json_pack("[{s:s, s:s, "
+	    "s:s}]", "reason", reason, "message", what, "field", field));
 }
 
 static void
@@ -75,20 +72,15 @@ not_found(struct cs_req *rq, const char *plural, const char *name)
 	char msg[512];
 
 	snprintf(msg, sizeof(msg), "%s.ray.io \"%s\" not found", plural, name);
-	cs_reply_json(rq, 404, json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:{s:s, s:s, s:s}, "
-	    "s:i}", "kind", "Status", "apiVersion", "v1", "metadata", "status", "Failure",
-	    "message", msg, "reason", "NotFound", "details", "name", name, "group", "ray.io",
-	    "kind", plural, "code", 404));
+	cs_kube_status(rq, 404, "NotFound", msg, name, "ray.io", plural, NULL);
 }
 
 static void
 conflict(struct cs_req *rq, const char *plural, const char *name, const char *msg,
     json_t *causes)
 {
-	cs_reply_json(rq, 409, json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:{s:s, s:s, s:s, "
-	    "s:o}, s:i}", "kind", "Status", "apiVersion", "v1", "metadata", "status", "Failure",
-	    "message", msg, "reason", "Conflict", "details", "name", name, "group", "ray.io",
-	    "kind", plural, "causes", causes ? causes : json_array(), "code", 409));
+	cs_kube_status(rq, 409, "Conflict", msg, name, "ray.io", plural, causes ? causes :
+	    json_array());
 }
 
 /* Checks a pod template at path; fills field/what on failure. */
@@ -639,10 +631,7 @@ post(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plural
 		char msg[512];
 
 		snprintf(msg, sizeof(msg), "%s.ray.io \"%s\" already exists", plural, name);
-		cs_reply_json(rq, 409, json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:{s:s, s:s, "
-		    "s:s}, s:i}", "kind", "Status", "apiVersion", "v1", "metadata", "status",
-		    "Failure", "message", msg, "reason", "AlreadyExists", "details", "name", name,
-		    "group", "ray.io", "kind", plural, "code", 409));
+		cs_kube_status(rq, 409, "AlreadyExists", msg, name, "ray.io", plural, NULL);
 		return;
 	}
 	if (dry_run(rq)) {

@@ -46,6 +46,147 @@ key_of(int k, const char *ns, const char *name, char *out, size_t n)
 		out[n - 1] = '\0';
 }
 
+/* The resource as an API server names it in its messages: "podtemplates",
+ * "provisioningrequests.autoscaling.x-k8s.io" (k8s.io/apimachinery errors.NewNotFound with
+ * the group-qualified resource). */
+static const char *
+qualified(int k, char *out, size_t n)
+{
+	snprintf(out, n, "%s%s%s", kinds[k].plural, kinds[k].group[0] ? "." : "",
+	    kinds[k].group);
+	return out;
+}
+
+/* A Kubernetes Status naming the object (404 NotFound, 409 AlreadyExists). */
+static void
+status_of(struct cs_req *rq, int k, int code, const char *reason, const char *name)
+{
+	char q[160], msg[512];
+
+	snprintf(msg, sizeof(msg), "%s \"%s\" %s", qualified(k, q, sizeof(q)), name,
+	    code == 404 ? "not found" : "already exists");
+	cs_kube_status(rq, code, reason, msg, name, kinds[k].group, kinds[k].plural, NULL);
+}
+
+/* A 422 Invalid Status with causes ([{field, reason, message}]; stolen), its message as
+ * the API server joins them: KIND[.GROUP] "name" is invalid: FIELD: MESSAGE, or [..., ...]
+ * for more than one. */
+static void
+invalid(struct cs_req *rq, int k, const char *name, json_t *causes)
+{
+	char msg[1024];
+	size_t off, i;
+	json_t *c;
+
+	off = (size_t)snprintf(msg, sizeof(msg), "%s%s%s \"%s\" is invalid: %s", kinds[k].kind,
+	    kinds[k].group[0] ? "." : "", kinds[k].group, name,
+	    json_array_size(causes) > 1 ? "[" : "");
+	json_array_foreach(causes, i, c)
+		if (off < sizeof(msg))
+			off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s%s: %s",
+			    i ? ", " : "", json_string_value(json_object_get(c, "field")),
+			    json_string_value(json_object_get(c, "message")));
+	if (json_array_size(causes) > 1 && off < sizeof(msg))
+		snprintf(msg + off, sizeof(msg) - off, "]");
+	cs_kube_status(rq, 422, "Invalid", msg, name, kinds[k].group, kinds[k].kind, causes);
+}
+
+static void
+cause(json_t *causes, const char *field, const char *reason, const char *message)
+{
+	json_array_append_new(causes, json_pack("{s:s, s:s, s:s}", "field", field, "reason",
+	    reason, "message", message));
+}
+
+/* What the ProvisioningRequest CRD's schema requires of a new object (the cluster
+ * autoscaler's autoscaling.x-k8s.io_provisioningrequests.yaml: spec with podSets, 1 to 32
+ * of {count >= 1, podTemplateRef.name}, and provisioningClassName):
+ * https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/apis/config/crd/autoscaling.x-k8s.io_provisioningrequests.yaml
+ * The causes found (new array; empty when it passes); other kinds pass. */
+static json_t *
+schema_causes(int k, json_t *o)
+{
+	json_t *causes = json_array(), *spec = json_object_get(o, "spec"), *sets, *ps;
+	char f[96];
+	size_t i;
+
+	if (strcmp(kinds[k].plural, "provisioningrequests") != 0)
+		return causes;
+	if (!json_is_object(spec)) {
+		cause(causes, "spec", "FieldValueRequired", "Required value");
+		return causes;
+	}
+	sets = json_object_get(spec, "podSets");
+	if (sets == NULL)
+		cause(causes, "spec.podSets", "FieldValueRequired", "Required value");
+	else if (!json_is_array(sets))
+		cause(causes, "spec.podSets", "FieldValueTypeInvalid",
+		    "Invalid value: \"string\": spec.podSets in body must be of type array");
+	else if (json_array_size(sets) < 1 || json_array_size(sets) > 32)
+		cause(causes, "spec.podSets", json_array_size(sets) < 1 ? "FieldValueInvalid" :
+		    "FieldValueTooMany", json_array_size(sets) < 1 ?
+		    "Invalid value: 0: spec.podSets in body should have at least 1 items" :
+		    "Too many: must have at most 32 items");
+	json_array_foreach(json_is_array(sets) ? sets : NULL, i, ps) {
+		json_t *cnt = json_object_get(ps, "count");
+
+		snprintf(f, sizeof(f), "spec.podSets[%zu].count", i);
+		if (cnt == NULL)
+			cause(causes, f, "FieldValueRequired", "Required value");
+		else if (!json_is_integer(cnt) || json_integer_value(cnt) < 1)
+			cause(causes, f, "FieldValueInvalid", "Invalid value: must be an integer of "
+			    "at least 1");
+		snprintf(f, sizeof(f), "spec.podSets[%zu].podTemplateRef.name", i);
+		if (!json_is_string(json_object_get(json_object_get(ps, "podTemplateRef"), "name")))
+			cause(causes, f, "FieldValueRequired", "Required value");
+	}
+	if (!json_is_string(json_object_get(spec, "provisioningClassName")))
+		cause(causes, "spec.provisioningClassName", "FieldValueRequired", "Required value");
+	return causes;
+}
+
+/* The ProvisioningRequest CRD's transition rules: spec.provisioningClassName, podSets and
+ * parameters each carry x-kubernetes-validations "self == oldSelf" (Value is immutable),
+ * judged when the old and the new object both have the field; the causes (new array). */
+static json_t *
+immutable_causes(int k, json_t *old, json_t *next)
+{
+	static const struct { const char *field, *type; } rules[] = {
+		{ "provisioningClassName", "string" }, { "podSets", "array" },
+		{ "parameters", "object" },
+	};
+	json_t *causes = json_array(), *o = json_object_get(old, "spec"),
+	    *n = json_object_get(next, "spec");
+	char f[64], m[96];
+
+	if (strcmp(kinds[k].plural, "provisioningrequests") != 0)
+		return causes;
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		json_t *a = json_object_get(o, rules[i].field), *b = json_object_get(n, rules[i].field);
+
+		if (a == NULL || b == NULL || json_equal(a, b))
+			continue;
+		snprintf(f, sizeof(f), "spec.%s", rules[i].field);
+		snprintf(m, sizeof(m), "Invalid value: \"%s\": Value is immutable", rules[i].type);
+		cause(causes, f, "FieldValueInvalid", m);
+	}
+	return causes;
+}
+
+/* Whether the new object o passes its schema; else the 422 is answered. */
+static bool
+schema_ok(struct cs_req *rq, int k, const char *name, json_t *o)
+{
+	json_t *causes = schema_causes(k, o);
+
+	if (json_array_size(causes) == 0) {
+		json_decref(causes);
+		return true;
+	}
+	invalid(rq, k, name, causes);
+	return false;
+}
+
 json_t *
 cs_plain_get(struct cs_cluster *cl, const char *plural, const char *ns, const char *name)
 {
@@ -160,22 +301,24 @@ one(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const char *
 {
 	const char *ct = cs_header(rq, "Content-Type");
 	char key[512];
-	json_t *cur, *b;
+	json_t *cur, *b, *next, *causes;
 
 	key_of(k, ns, name, key, sizeof(key));
 	if (cl->plain == NULL)
 		cl->plain = json_object();
 	cur = json_object_get(cl->plain, key);
 	if (strcmp(rq->method, "GET") == 0) {
-		if (cur == NULL)
-			cs_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", kinds[k].plural,
-			    name);
-		else
-			cs_reply_json(rq, 200, json_deep_copy(cur));
+		if (cur == NULL) {
+			status_of(rq, k, 404, "NotFound", name);
+		} else {	/* a Table when kubectl asks for one */
+			json_t *copy = json_deep_copy(cur);
+
+			cs_reply_object(cs, rq, kinds[k].kind, copy);
+			json_decref(copy);
+		}
 	} else if (strcmp(rq->method, "DELETE") == 0) {
 		if (cur == NULL) {
-			cs_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", kinds[k].plural,
-			    name);
+			status_of(rq, k, 404, "NotFound", name);
 			return;
 		}
 		cs_reply_json(rq, 200, json_deep_copy(cur));
@@ -188,11 +331,14 @@ one(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const char *
 			return;
 		if (cur == NULL && !apply) {
 			json_decref(b);
-			cs_reply_error(rq, 404, "NotFound", "%s \"%s\" not found", kinds[k].plural,
-			    name);
+			status_of(rq, k, 404, "NotFound", name);
 			return;
 		}
 		if (cur == NULL) {
+			if (!schema_ok(rq, k, name, b)) {
+				json_decref(b);
+				return;
+			}
 			stamp(cs, cl, b, k, ns, name, true);
 			json_object_set(cl->plain, key, b);
 			cs_reply_json(rq, 201, b);
@@ -201,10 +347,19 @@ one(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const char *
 		/* apply: the applier's fields over the object; merge patch: null deletes */
 		json_object_del(json_object_get(b, "metadata"), "uid");
 		json_object_del(json_object_get(b, "metadata"), "resourceVersion");
-		merge(cur, b, !apply);
+		next = json_deep_copy(cur);
+		merge(next, b, !apply);
 		json_decref(b);
-		stamp(cs, cl, cur, k, ns, name, false);
-		cs_reply_json(rq, 200, json_deep_copy(cur));
+		causes = immutable_causes(k, cur, next);
+		if (json_array_size(causes) > 0) {
+			json_decref(next);
+			invalid(rq, k, name, causes);
+			return;
+		}
+		json_decref(causes);
+		stamp(cs, cl, next, k, ns, name, false);
+		json_object_set_new(cl->plain, key, next);
+		cs_reply_json(rq, 200, json_deep_copy(next));
 	} else {
 		cs_reply_error(rq, 405, "MethodNotAllowed", "the server does not allow this method "
 		    "on the requested resource");
@@ -215,7 +370,7 @@ static void
 collection(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const char *ns)
 {
 	json_t *items = json_array(), *v, *b;
-	const char *key, *name;
+	const char *key, *name, *dry;
 	char prefix[256], nm[256];
 
 	snprintf(prefix, sizeof(prefix), "%s/%s/", kinds[k].plural, kinds[k].namespaced && ns ?
@@ -226,24 +381,33 @@ collection(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, int k, const
 			return;
 		name = jsonx_meta_str(b, "name");
 		if (name == NULL || !cs_dns1123_label(name, 253)) {
+			json_t *causes = json_array();
+
+			cause(causes, "metadata.name", "FieldValueInvalid", "Invalid value");
+			snprintf(nm, sizeof(nm), "%s", name ? name : "");
 			json_decref(b);
-			cs_reply_error(rq, 422, "Invalid", "%s \"%s\" is invalid: metadata.name: "
-			    "Invalid value", kinds[k].kind, name ? name : "");
+			invalid(rq, k, nm, causes);
 			return;
 		}
-		if (cs_plain_get(cl, kinds[k].plural, ns, name) != NULL) {
+		/* a copy: stamp replaces metadata.name, which name points into */
+		snprintf(nm, sizeof(nm), "%s", name);
+		if (cs_plain_get(cl, kinds[k].plural, ns, nm) != NULL) {
 			json_decref(b);
-			cs_reply_error(rq, 409, "AlreadyExists", "%s \"%s\" already exists",
-			    kinds[k].plural, name);
+			status_of(rq, k, 409, "AlreadyExists", nm);
+			return;
+		}
+		if (!schema_ok(rq, k, nm, b)) {
+			json_decref(b);
 			return;
 		}
 		if (cl->plain == NULL)
 			cl->plain = json_object();
-		/* a copy: stamp replaces metadata.name, which name points into */
-		snprintf(nm, sizeof(nm), "%s", name);
+		dry = cs_query(rq, "dryRun");
 		stamp(cs, cl, b, k, ns, nm, true);
-		key_of(k, ns ? ns : "", nm, prefix, sizeof(prefix));
-		json_object_set(cl->plain, prefix, b);
+		if (dry == NULL || strcmp(dry, "All") != 0) {	/* ?dryRun=All stores nothing */
+			key_of(k, ns ? ns : "", nm, prefix, sizeof(prefix));
+			json_object_set(cl->plain, prefix, b);
+		}
 		cs_reply_json(rq, 201, b);
 		return;
 	}

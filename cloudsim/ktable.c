@@ -1,6 +1,7 @@
 /* cloudsim ktable: server-side printing — a list or object answered as a meta.k8s.io/v1
  * Table when the client asks for one (Accept: ...;as=Table), with the columns kubectl shows
- * for pods, nodes, namespaces and events, and the KubeRay CRDs' printer columns. */
+ * for pods, nodes, namespaces, events and pod templates, and the KubeRay CRDs' printer
+ * columns (other kinds: Name and Age, what a CRD without printer columns shows). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,51 @@ ray_cells(struct cs *cs, const char *plural, json_t *o, json_t *cols)
 	return cells;
 }
 
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A PodTemplate's row as the API server prints it (kubernetes
+ * pkg/printers/internalversion/printers.go, printPodTemplate: the containers' names and
+ * images joined by commas, the template's labels as k=v sorted by key, <none> without;
+ * no Age column):
+ * https://github.com/kubernetes/kubernetes/blob/master/pkg/printers/internalversion/printers.go */
+static json_t *
+podtemplate_cells(json_t *o, json_t *cols)
+{
+	static const char *const names[] = { "Name", "Containers", "Images", "Pod Labels", NULL };
+	json_t *tmpl = json_object_get(o, "template"), *c, *v;
+	json_t *lb = json_object_get(json_object_get(tmpl, "metadata"), "labels");
+	json_t *ctrs = json_object_get(json_object_get(tmpl, "spec"), "containers");
+	const char **keys = calloc(json_object_size(lb) + 1, sizeof(*keys)), *k;
+	char cn[512] = "", im[1024] = "", lab[1024] = "";
+	size_t i, n = 0, off;
+
+	add_cols(cols, names, -1);
+	json_array_foreach(ctrs, i, c) {
+		off = strlen(cn);
+		snprintf(cn + off, sizeof(cn) - off, "%s%s", i ? "," : "", str(c, "name", ""));
+		off = strlen(im);
+		snprintf(im + off, sizeof(im) - off, "%s%s", i ? "," : "", str(c, "image", ""));
+	}
+	json_object_foreach(lb, k, v) {
+		(void)v;
+		keys[n++] = k;
+	}
+	qsort(keys, n, sizeof(*keys), cmp_str);
+	for (i = 0; i < n; i++) {
+		off = strlen(lab);
+		snprintf(lab + off, sizeof(lab) - off, "%s%s=%s", i ? "," : "", keys[i],
+		    json_string_value(json_object_get(lb, keys[i])) ?
+		    json_string_value(json_object_get(lb, keys[i])) : "");
+	}
+	free(keys);
+	return json_pack("[s, s, s, s]", str(o, "metadata.name", ""), cn, im,
+	    n ? lab : "<none>");
+}
+
 static json_t *
 cells(struct cs *cs, const char *kind, json_t *o, json_t *cols)
 {
@@ -189,6 +235,8 @@ cells(struct cs *cs, const char *kind, json_t *o, json_t *cols)
 		return ns_cells(cs, o, cols);
 	if (strcmp(kind, "Event") == 0)
 		return event_cells(cs, o, cols);
+	if (strcmp(kind, "PodTemplate") == 0)
+		return podtemplate_cells(o, cols);
 	for (size_t i = 0; i < 4; i++)
 		if (strcmp(cs_kind_of(ray[i]), kind) == 0)
 			plural = ray[i];

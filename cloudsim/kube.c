@@ -360,6 +360,20 @@ cs_kube_list(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char
 	    "metadata", md, "items", out));
 }
 
+void
+cs_kube_status(struct cs_req *rq, int code, const char *reason, const char *msg,
+    const char *name, const char *group, const char *kind, json_t *causes)
+{
+	json_t *details = json_pack("{s:s, s:s, s:s}", "name", name, "group", group, "kind",
+	    kind);
+
+	if (causes != NULL)
+		json_object_set_new(details, "causes", causes);
+	cs_reply_json(rq, code, json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:o, s:i}", "kind",
+	    "Status", "apiVersion", "v1", "metadata", "status", "Failure", "message", msg,
+	    "reason", reason, "details", details, "code", code));
+}
+
 bool
 cs_ns_exists(struct cs_cluster *cl, const char *ns)
 {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bench/sim/prefs_trace.h"
+#include "bench/sim/trace_model.h"
 #include "queue/sched/sched.h"
 
 #define FLAVOR	"nvidia-h100-80gb"
@@ -226,17 +227,13 @@ model(struct psim *s, int64_t now, struct sched_model **out, struct err *e)
 	const struct prefs_trace_config *c = s->cfg;
 	struct sched_config cfg;
 	struct sched_model *m;
-	struct sched_quota un;
-	struct sched_queue *q;
 	char id[32];
 
 	sched_config_default(&cfg);
 	cfg.preempt = false;
 	cfg.migrate = s->policy == PREFS_MIGRATE;
 	cfg.max_candidates = 4;
-	m = sched_model_new(&cfg, now);
-	for (int r = 0; r < SCHED_NRES; r++)
-		un.nominal.v[r] = un.borrow_limit.v[r] = un.lend_limit.v[r] = SCHED_UNSET;
+	m = sched_model_new(&cfg, now);	/* its clusters observed now */
 	for (int cl = 0; cl < c->clusters; cl++) {
 		struct sched_cluster *k;
 		struct sched_pool *p[SCHED_NCTYPES], *cpu;
@@ -245,8 +242,6 @@ model(struct psim *s, int64_t now, struct sched_model **out, struct err *e)
 		snprintf(id, sizeof(id), "c%d", cl);
 		if ((k = sched_model_add_cluster(m, id, "trace", "r1", "gke", e)) == NULL)
 			goto fail;
-		k->ready = k->reachable = true;
-		k->observed_at = now;
 		cpu = sched_cluster_add_pool(m, k, "cpu", false, 1, e);
 		snprintf(id, sizeof(id), "c%d-cpu", cl);
 		if (cpu == NULL || !sched_pool_add_node(m, k, cpu, id, NULL, NULL, NULL, big, big, e))
@@ -274,9 +269,7 @@ model(struct psim *s, int64_t now, struct sched_model **out, struct err *e)
 				goto fail;
 		}
 	}
-	q = sched_model_add_queue(m, "q", "trace", NULL, 1, SCHED_BEST_EFFORT_FIFO, e);
-	if (q == NULL || !sched_queue_set_quota(m, q, "cpu", &un, e) ||
-	    !sched_queue_set_quota(m, q, FLAVOR, &un, e))
+	if (!trace_queue(m, "trace", FLAVOR, e))
 		goto fail;
 	for (int i = 0; i < c->n_jobs; i++) {
 		struct pjob *pj = &s->jobs[i];

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "bench/sim/rack_trace.h"
+#include "bench/sim/trace_model.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/sched_int.h"
 
@@ -64,15 +65,12 @@ build(struct sim *s, struct err *e)
 	struct sched_cluster *k = sched_model_add_cluster(s->m, "gb", "bench", "us-central1",
 	    "gke", e);
 	struct sched_pool *gp, *cp;
-	struct sched_quota open;
-	struct sched_queue *q;
 	struct sched_vec tray = { { GPUS, 140000, 884 * 1024 } }, head = { { 0, 64000, 256 * 1024 } };
 	char id[64], rack[48], block[32];
-	int u, r, t, r2;
+	int u, r, t;
 
 	if (k == NULL)
 		return false;
-	k->ready = k->reachable = true;
 	gp = sched_cluster_add_pool(s->m, k, FLAVOR, false, 60.0, e);
 	if (gp == NULL)
 		return false;
@@ -93,13 +91,7 @@ build(struct sim *s, struct err *e)
 		if (!sched_pool_add_node(s->m, k, cp, id, NULL, NULL, NULL, head, head, e))
 			return false;
 	}
-	for (r2 = 0; r2 < SCHED_NRES; r2++)
-		open.nominal.v[r2] = open.borrow_limit.v[r2] = open.lend_limit.v[r2] = SCHED_UNSET;
-	q = sched_model_add_queue(s->m, "q", "bench", NULL, 1.0, SCHED_BEST_EFFORT_FIFO, e);
-	if (q == NULL || !sched_queue_set_quota(s->m, q, "cpu", &open, e) ||
-	    !sched_queue_set_quota(s->m, q, FLAVOR, &open, e))
-		return false;
-	return sched_model_finalize(s->m, e);
+	return trace_queue(s->m, "bench", FLAVOR, e) && sched_model_finalize(s->m, e);
 }
 
 static bool

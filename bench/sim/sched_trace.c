@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "bench/sim/sched_trace.h"
+#include "bench/sim/trace_model.h"
 #include "queue/sched/loader.h"
 #include "queue/sched/sched_int.h"
 
@@ -235,10 +236,9 @@ static bool
 build_queues(struct sim *s, struct err *e)
 {
 	struct sched_quota open, q;
-	int i, r;
+	int i;
 
-	for (r = 0; r < SCHED_NRES; r++)
-		open.nominal.v[r] = open.borrow_limit.v[r] = open.lend_limit.v[r] = SCHED_UNSET;
+	trace_quota_open(&open);
 	for (i = 0; i < s->cfg->n_teams; i++) {
 		struct sched_queue *sq = sched_model_add_queue(s->m, s->cfg->teams[i].name, ENV,
 		    "cohort", s->cfg->teams[i].weight, SCHED_BEST_EFFORT_FIFO, e);

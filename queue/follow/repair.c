@@ -481,42 +481,19 @@ live_spare(json_t *live, json_t *manifest, const char *kind, int g, const char *
 	return NULL;
 }
 
-/* Deletes the group's pods of the attempt that wait for a node pinned to lost: KubeRay
- * creates them again from the re-pinned template. */
-static void
-drop_stranded(const struct member *t, const struct status_job *j, json_t *pods, int g,
-    json_t *manifest)
-{
-	json_t *p;
-	const char *group = g == 0 ? NULL : str(json_array_get(json_object_get(cluster_spec(
-	    manifest, j->kind), "workerGroupSpecs"), (size_t)g - 1), "groupName");
-	size_t i;
-
-	json_array_foreach(pods, i, p) {
-		json_t *md = json_object_get(p, "metadata"), *lb = json_object_get(md, "labels");
-		struct err e = { 0 };
-		bool head = strcmp(str(lb, "ray.io/node-type"), "head") == 0;
-
-		if (str(json_object_get(p, "spec"), "nodeName")[0] != '\0')
-			continue;
-		if (g == 0 ? !head : head || strcmp(str(lb, "ray.io/group"), group) != 0)
-			continue;
-		if (!kube_delete_object(&t->pc, "v1", "Pod", j->ns, str(md, "name"), NULL, &e))
-			log_warn(NULL, "status", "cannot delete a stranded pod", "{s:s, s:s, s:s}",
-			    "job", j->id, "pod", str(md, "name"), "error", e.msg);
-	}
-}
-
-/* Deletes the group's pods still bound to lost at once (gracePeriodSeconds 0: a NotReady
+/* Deletes the group's pods of the attempt on node: with node "", the ones still waiting
+ * for a node (pinned to lost: KubeRay creates them again from the re-pinned template);
+ * with node lost, the ones still bound to it, at once (gracePeriodSeconds 0: a NotReady
  * node's kubelet cannot confirm their end, and the taint eviction would wait its 300 s),
- * so KubeRay creates them again from the re-pinned template, on the spare. */
+ * so KubeRay creates them again on the spare. */
 static void
-drop_on_lost(const struct member *t, const struct status_job *j, json_t *pods, int g,
-    json_t *manifest, const char *lost)
+drop_group_pods(const struct member *t, const struct status_job *j, json_t *pods, int g,
+    json_t *manifest, const char *node)
 {
 	json_t *p;
 	const char *group = g == 0 ? NULL : str(json_array_get(json_object_get(cluster_spec(
 	    manifest, j->kind), "workerGroupSpecs"), (size_t)g - 1), "groupName");
+	bool waiting = node[0] == '\0';
 	size_t i;
 
 	json_array_foreach(pods, i, p) {
@@ -524,13 +501,16 @@ drop_on_lost(const struct member *t, const struct status_job *j, json_t *pods, i
 		struct err e = { 0 };
 		bool head = strcmp(str(lb, "ray.io/node-type"), "head") == 0;
 
-		if (strcmp(str(json_object_get(p, "spec"), "nodeName"), lost) != 0)
+		if (strcmp(str(json_object_get(p, "spec"), "nodeName"), node) != 0)
 			continue;
 		if (g == 0 ? !head : head || strcmp(str(lb, "ray.io/group"), group) != 0)
 			continue;
-		if (!kube_delete_pod_now(&t->pc, j->ns, str(md, "name"), &e))
-			log_warn(NULL, "status", "cannot delete a pod of a lost node", "{s:s, s:s, "
-			    "s:s}", "job", j->id, "pod", str(md, "name"), "error", e.msg);
+		if (waiting ? kube_delete_object(&t->pc, "v1", "Pod", j->ns, str(md, "name"), NULL,
+		    &e) : kube_delete_pod_now(&t->pc, j->ns, str(md, "name"), &e))
+			continue;
+		log_warn(NULL, "status", waiting ? "cannot delete a stranded pod" :
+		    "cannot delete a pod of a lost node", "{s:s, s:s, s:s}", "job", j->id, "pod",
+		    str(md, "name"), "error", e.msg);
 	}
 }
 
@@ -720,9 +700,9 @@ status_repair(const struct member *t, struct status_job *j, const struct status_
 
 		snprintf(ref.resource_version, sizeof(ref.resource_version), "%s", rv ? rv : "");
 	}
-	drop_stranded(t, j, seen->pods, g, man);
+	drop_group_pods(t, j, seen->pods, g, man, "");
 	if (strcmp(why, "NodeDeleted") != 0)
-		drop_on_lost(t, j, seen->pods, g, man, lost);
+		drop_group_pods(t, j, seen->pods, g, man, lost);
 	pl = moved(p.placement, g, lost, p.spare);
 	rec.old = p.placement;
 	rec.placement = pl;

@@ -28,6 +28,10 @@ variable "fleetd_token" {
     "fleet_environment": '''resource "fleet_environment" "prod" {
   name        = "prod"
   description = "production training and inference"
+  dashboard_ingress = {
+    host       = "ray.prod.example.com"
+    tls_secret = "ray-dashboard-tls"
+  }
 }''',
     "fleet_priority_class": '''resource "fleet_priority_class" "production" {
   name        = "production"

@@ -242,6 +242,24 @@ chk_upgrade_deadline(json_t *v, char *msg, size_t n)
 	return false;
 }
 
+static bool
+chk_ingress_path(json_t *v, char *msg, size_t n)
+{
+	const char *s = json_string_value(v);
+
+	if (s[0] == '/' && strlen(s) <= 256 && strpbrk(s, " \t\n") == NULL)
+		return true;
+	snprintf(msg, n, "must start with / (at most 256 characters, no spaces)");
+	return false;
+}
+
+static bool
+chk_path_type(json_t *v, char *msg, size_t n)
+{
+	static const char *const vals[] = {"Prefix", "Exact", "ImplementationSpecific", NULL};
+	return chk_enum(v, vals, msg, n);
+}
+
 /* ------------------------------------------------------------------ tables */
 
 #define END {0}
@@ -286,6 +304,15 @@ static const struct tf_attr history_server_attrs[] = {
 	END
 };
 
+static const struct tf_attr dashboard_ingress_attrs[] = {
+	{"host", NULL, TY_STR, 0, NULL, F_REQ, NULL, "DNS name the dashboards are served under."},
+	{"path", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_ingress_path, "Path of the ingress rule (default /)."},
+	{"path_type", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, chk_path_type, "Prefix, Exact or ImplementationSpecific (default Prefix)."},
+	{"tls_secret", NULL, TY_STR, 0, NULL, F_OPT, NULL, "TLS Secret in each job's namespace (unset: no TLS)."},
+	{"controller_namespace", NULL, TY_STR, 0, NULL, F_OPT | F_COMP, NULL, "Namespace of the ingress controller, which each job's NetworkPolicy admits to the dashboard port (default ingress-nginx)."},
+	END
+};
+
 static const struct tf_attr environment_attrs[] = {
 	{"id", NULL, TY_STR, 0, NULL, F_COMP, NULL, "Environment id (uuid)."},
 	{"name", NULL, TY_STR, 0, NULL, F_REQ | F_RNEW, chk_env, "Name, immutable; also the import id."},
@@ -293,6 +320,7 @@ static const struct tf_attr environment_attrs[] = {
 	{"pod_policy", NULL, TY_OBJ, 0, pod_policy_attrs, F_OPT | F_COMP, NULL, "What the pod sections of the environment's jobs may use; fleetd refuses the rest with 422."},
 	{"upgrade_deadline_seconds", NULL, TY_NUM, 0, NULL, F_OPT | F_COMP, chk_upgrade_deadline, "How long a RayService upgrade may run its second Ray cluster when the job names no deadline; past it fleetd rolls back to the serving cluster (default 3600)."},
 	{"history_server", NULL, TY_OBJ, 0, history_server_attrs, F_OPT | F_COMP, NULL, "KubeRay History Server (beta in KubeRay 1.7): jobs dispatched from now on carry its collector, writing Ray logs and events to storage. Removing the block keeps the server's setting (PUT history_server null through the API removes it)."},
+	{"dashboard_ingress", NULL, TY_OBJ, 0, dashboard_ingress_attrs, F_OPT | F_CLEAR, NULL, "An ingress in front of the Ray dashboard of every job dispatched from now on (KubeRay's headGroupSpec.enableIngress and ingressOptions), always behind the job's token. Removing the block removes it for the next attempts."},
 	META, END
 };
 
@@ -775,6 +803,12 @@ tf_validate_attrs(const struct tf_attr *attrs, json_t *config, const char *prefi
 			tf_diag(d, true, path, "Value for unconfigurable attribute",
 			    "Can't configure a value for \"%s\": its value is decided by fleetd.", path);
 			continue;
+		}
+		if (a->ty == TY_OBJ && a->nested != NULL && json_is_object(v)) {
+			char sub[256];
+
+			snprintf(sub, sizeof sub, "%s.", path);
+			tf_validate_attrs(a->nested, v, sub, d);
 		}
 		if (a->check && (a->ty != TY_STR || json_is_string(v)) && a->check(v, msg, sizeof msg))
 			continue;

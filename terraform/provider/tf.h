@@ -25,6 +25,7 @@ enum {
 	F_JSON	= 1 << 6,	/* a string holding a JSON document */
 	F_VOL	= 1 << 7,	/* computed value that changes with every update */
 	F_LOCAL	= 1 << 8,	/* provider-side only: never sent to nor read from fleetd */
+	F_CLEAR	= 1 << 9,	/* null is sent as null (the API removes it), not left out */
 };
 
 /* A validator: true when v (known, not null) is acceptable; else fills msg. */

@@ -496,6 +496,8 @@ tf_body(const struct tf_attr *attrs, json_t *state)
 		if (a->api && strchr(a->api, '.'))
 			continue;
 		v = tf_to_api(a, tf_get(state, a->name));
+		if (!v && (a->flags & F_CLEAR) && json_is_null(tf_get(state, a->name)))
+			v = json_null();
 		if (v)
 			json_object_set_new(o, a->api ? a->api : a->name, v);
 	}

@@ -313,6 +313,85 @@ has "kubectl: Ingress only" "policyTypes:"
 has "kubectl: the dashboard port admitted from the operator" "port: 8265"
 run "kubectl: delete networkpolicy" kubectl delete networkpolicy -n "$npns" "$npname"
 
+# ---- issue 27: GKE queued provisioning's kinds, as a user makes them with kubectl: a
+# PodTemplate (core v1) and a ProvisioningRequest (autoscaling.x-k8s.io/v1, served like the
+# cluster autoscaler's CRD: short names provreq/provreqs, printer column Age)
+run "kubectl: api-resources (podtemplates, provisioningrequests)" kubectl api-resources
+echo "$out" | grep -Eq "^podtemplates +v1 +true +PodTemplate" ||
+	bad "kubectl: no podtemplates in api-resources"
+echo "$out" | grep -Eq "^provisioningrequests +provreq,provreqs +autoscaling.x-k8s.io/v1 +true +ProvisioningRequest" ||
+	bad "kubectl: no provisioningrequests (short names provreq,provreqs) in api-resources"
+cat >"$work/pt.yaml" <<'EOT'
+apiVersion: v1
+kind: PodTemplate
+metadata:
+  name: conf-pt
+template:
+  metadata:
+    labels: {ray.io/node-type: worker, app: conf}
+  spec:
+    containers:
+    - {name: ray-worker, image: "rayproject/ray:2.52.0"}
+    - {name: sidecar, image: "busybox:1.36"}
+EOT
+cat >"$work/pr.yaml" <<'EOT'
+apiVersion: autoscaling.x-k8s.io/v1
+kind: ProvisioningRequest
+metadata:
+  name: conf-pr
+spec:
+  provisioningClassName: queued-provisioning.gke.io
+  parameters: {maxRunDurationSeconds: "3600"}
+  podSets:
+  - count: 2
+    podTemplateRef: {name: conf-pt}
+EOT
+sed -e 's/conf-pr/conf-pr-bad/' -e '/provisioningClassName/d' "$work/pr.yaml" >"$work/pr-bad.yaml"
+run "kubectl: create --dry-run=server (PodTemplate)" kubectl create --dry-run=server -f "$work/pt.yaml"
+fail "kubectl: a server dry run stored no PodTemplate" 'podtemplates "conf-pt" not found' \
+	kubectl get podtemplate conf-pt
+run "kubectl: create -f (PodTemplate)" kubectl create -f "$work/pt.yaml"
+has "kubectl: podtemplate created" "^podtemplate/conf-pt created"
+fail "kubectl: create again is AlreadyExists" 'AlreadyExists.*podtemplates "conf-pt" already exists' \
+	kubectl create -f "$work/pt.yaml"
+run "kubectl: get podtemplates (server-side Table)" kubectl get podtemplates
+has "kubectl: the API server's PodTemplate columns" "^NAME +CONTAINERS +IMAGES +POD LABELS$"
+has "kubectl: containers, images and sorted labels" "^conf-pt +ray-worker,sidecar +rayproject/ray:2.52.0,busybox:1.36 +app=conf,ray.io/node-type=worker$"
+run "kubectl: get podtemplate NAME -o jsonpath" kubectl get podtemplate conf-pt -o jsonpath='{.template.spec.containers[1].image}'
+has "kubectl: the template read back" "^busybox:1.36$"
+run "kubectl: create -f (ProvisioningRequest)" kubectl create -f "$work/pr.yaml"
+has "kubectl: provisioningrequest created" "^provisioningrequest.autoscaling.x-k8s.io/conf-pr created"
+fail "kubectl: a ProvisioningRequest without provisioningClassName is Invalid (the CRD's required)" \
+	'spec.provisioningClassName: Required value' kubectl create -f "$work/pr-bad.yaml"
+fail "kubectl: the invalid request was not stored" 'provisioningrequests.autoscaling.x-k8s.io "conf-pr-bad" not found' \
+	kubectl get provreq conf-pr-bad
+run "kubectl: get provreq (short name, server-side Table)" kubectl get provreq
+has "kubectl: the CRD's columns (NAME, AGE)" "^NAME +AGE$"
+has "kubectl: the request listed" "^conf-pr +[0-9]+[smh]$"
+for _ in $(seq 60); do
+	out=$(kubectl get provisioningrequest conf-pr -o jsonpath='{.status.conditions[?(@.type=="Provisioned")].status}' 2>&1)
+	[ "$out" = True ] && break; sleep 1
+done
+has "kubectl: queued provisioning sets Provisioned=True" "^True$"
+run "kubectl: get provisioningrequests -o name" kubectl get provisioningrequests.autoscaling.x-k8s.io -o name
+has "kubectl: the fully qualified resource name works" "^provisioningrequest.autoscaling.x-k8s.io/conf-pr$"
+fail "kubectl: the request's spec is immutable (the CRD's transition rule)" \
+	'spec.provisioningClassName: Invalid value: "string": Value is immutable' \
+	kubectl patch provreq conf-pr --type=merge -p '{"spec":{"provisioningClassName":"check-capacity.autoscaling.x-k8s.io"}}'
+run "kubectl: label provreq (metadata may change)" kubectl label provreq conf-pr fleet.io/conformance=yes
+run "kubectl: get provreq -l" kubectl get provreq -l fleet.io/conformance=yes -o name
+has "kubectl: the label stored" "^provisioningrequest.autoscaling.x-k8s.io/conf-pr$"
+run "kubectl: delete provreq" kubectl delete provreq conf-pr
+has "kubectl: the request deleted" 'provisioningrequest.autoscaling.x-k8s.io "conf-pr" deleted'
+fail "kubectl: get of the deleted request is NotFound" \
+	'NotFound.*provisioningrequests.autoscaling.x-k8s.io "conf-pr" not found' kubectl get provreq conf-pr
+fail "kubectl: delete again is NotFound" 'provisioningrequests.autoscaling.x-k8s.io "conf-pr" not found' \
+	kubectl delete provreq conf-pr
+run "kubectl: delete -f (PodTemplate)" kubectl delete -f "$work/pt.yaml"
+has "kubectl: the template deleted" 'podtemplate "conf-pt" deleted'
+fail "kubectl: get of the deleted template is NotFound" 'NotFound.*podtemplates "conf-pt" not found' \
+	kubectl get podtemplate conf-pt
+
 # ---- issue 24: failures injected the way an outside test makes them (on the second
 # HyperPod cluster, which no other client here uses), read back with kubectl
 hp2=$(jq_py "print([c['name'] for c in d['clusters'] if c['provider']=='hyperpod'][1])")

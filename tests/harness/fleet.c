@@ -343,3 +343,32 @@ harness_fleet_teardown(void **state)
 {
 	return harness_fleet_stop(*state) == 0 ? 0 : -1;
 }
+
+void
+harness_fleet_ctl_start(struct harness_fleet *f, const char *tag, const char *scenario,
+			const char *scale, const char *const *env)
+{
+	harness_ctl_home_make();
+	harness_fleet_start(f, tag, scenario, scale, env);
+}
+
+int
+harness_fleet_ctl_teardown(void **state)
+{
+	harness_ctl_home_drop();
+	return harness_fleet_teardown(state);
+}
+
+void
+harness_fleet_roles(struct harness_fleet *f, const char *env, const char **oper,
+		    const char **viewer, const char **admin, const char **other_admin)
+{
+	if (oper != NULL)
+		*oper = harness_fleet_token(f, "operator", env);
+	if (viewer != NULL)
+		*viewer = harness_fleet_token(f, "viewer", env);
+	if (admin != NULL)
+		*admin = harness_fleet_token(f, "admin", env);
+	if (other_admin != NULL)
+		*other_admin = harness_fleet_token(f, "admin", "other");
+}

@@ -394,6 +394,16 @@ int	harness_fleet_stop(struct harness_fleet *f);
 /* A cmocka group teardown for a setup that set *state to its struct harness_fleet:
  * harness_fleet_stop, failing when fleetd did not exit 0. */
 int	harness_fleet_teardown(void **state);
+/* harness_ctl_home_make (a fresh HOME for fleetctl), then harness_fleet_start: a fleet that
+ * tests also drive with fleetctl; its group teardown is harness_fleet_ctl_teardown. */
+void	harness_fleet_ctl_start(struct harness_fleet *f, const char *tag, const char *scenario,
+	    const char *scale, const char *const *env);
+/* harness_ctl_home_drop, then harness_fleet_teardown. */
+int	harness_fleet_ctl_teardown(void **state);
+/* The tokens a test of environment env asks for, kept by f (harness_fleet_token); an out
+ * left NULL is not made: an operator, a viewer and an admin of env, an admin of "other". */
+void	harness_fleet_roles(struct harness_fleet *f, const char *env, const char **oper,
+	    const char **viewer, const char **admin, const char **other_admin);
 
 /* ---- the fleetctl binary (ctl.c) */
 

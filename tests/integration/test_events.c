@@ -489,34 +489,55 @@ test_idle_streams(void **state)
 	free(s);
 }
 
+/* Opens a followed stream of a fresh viewer token of enva into s and reads one event
+ * through it; the token (malloc'd). */
+static char *
+stream_seen(struct sse *s)
+{
+	char *tok = harness_token(dburl, "viewer", "enva"), *data;
+	long long id;
+
+	sse_open(s, "/v1/events?follow=true", tok, NULL);
+	assert_int_equal(s->status, 200);
+	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
+	    " ('d1000000-0000-4000-8000-00000000000a', 'before', 'seen')");
+	assert_true(sse_next(s, 5000, &id, &data));
+	free(data);
+	return tok;
+}
+
+/* Reads s until the server ends it or limit_ms since t0 passed; prints how it went after
+ * what; whether it ended. */
+static bool
+stream_ends(struct sse *s, long t0, long limit_ms, const char *what)
+{
+	long long id;
+	char *data;
+
+	while (!s->closed && ms_now() - t0 < limit_ms)
+		if (sse_next(s, 500, &id, &data))
+			free(data);
+	print_message("events: stream of a token %s %s after %ld ms\n", what,
+	    s->closed ? "ended" : "still open", ms_now() - t0);
+	return s->closed;
+}
+
 /* A revoked token's open stream ends within a few seconds, even while events flow. */
 static void
 test_revoked_stream(void **state)
 {
-	char *tok = harness_token(dburl, "viewer", "enva"), *data;
 	struct sse s;
-	long long id;
+	char *tok = stream_seen(&s);
 	long t0;
 
 	(void)state;
-	sse_open(&s, "/v1/events?follow=true", tok, NULL);
-	assert_int_equal(s.status, 200);
-	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
-	    " ('d1000000-0000-4000-8000-00000000000a', 'before', 'seen')");
-	assert_true(sse_next(&s, 5000, &id, &data));
-	free(data);
 	harness_sql("UPDATE api_tokens SET revoked_at = now() WHERE secret_sha256 ="
 	    " encode(sha256('%s'::bytea), 'hex')", tok);
 	t0 = ms_now();
 	usleep(300 * 1000);
 	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
 	    " ('d1000000-0000-4000-8000-00000000000a', 'after', 'revoked')");
-	while (!s.closed && ms_now() - t0 < 8000)
-		if (sse_next(&s, 500, &id, &data))
-			free(data);
-	print_message("events: stream of a revoked token %s after %ld ms\n",
-	    s.closed ? "ended" : "still open", ms_now() - t0);
-	assert_true(s.closed);
+	assert_true(stream_ends(&s, t0, 8000, "revoked"));
 	assert_true(ms_now() - t0 < 5000);
 	sse_close(&s);
 	free(tok);
@@ -528,29 +549,15 @@ test_revoked_stream(void **state)
 static void
 test_changed_token_stream(void **state)
 {
-	char *tok = harness_token(dburl, "viewer", "enva"), *data;
 	struct sse s;
-	long long id;
-	long t0;
+	char *tok = stream_seen(&s);
 
 	(void)state;
-	sse_open(&s, "/v1/events?follow=true", tok, NULL);
-	assert_int_equal(s.status, 200);
-	harness_sql("INSERT INTO job_events (job_id, type, message) VALUES"
-	    " ('d1000000-0000-4000-8000-00000000000a', 'before', 'seen')");
-	assert_true(sse_next(&s, 5000, &id, &data));
-	free(data);
 	usleep(2500 * 1000);	/* a token check passes: unchanged, the stream stays */
 	assert_false(s.closed);
 	harness_sql("UPDATE api_tokens SET role = 'operator' WHERE secret_sha256 ="
 	    " encode(sha256('%s'::bytea), 'hex')", tok);
-	t0 = ms_now();
-	while (!s.closed && ms_now() - t0 < 10000)
-		if (sse_next(&s, 500, &id, &data))
-			free(data);
-	print_message("events: stream of a token whose role changed %s after %ld ms\n",
-	    s.closed ? "ended" : "still open", ms_now() - t0);
-	assert_true(s.closed);
+	assert_true(stream_ends(&s, ms_now(), 10000, "whose role changed"));
 	sse_close(&s);
 	free(tok);
 }

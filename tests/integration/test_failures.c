@@ -25,21 +25,11 @@ static const char *oper, *viewer, *other_admin;
 static int
 setup(void **state)
 {
-	harness_ctl_home_make();
-	harness_fleet_start(&F, "failures", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/failures.json",
-	    TIME_SCALE, NULL);
-	oper = harness_fleet_token(&F, "operator", ENV);
-	viewer = harness_fleet_token(&F, "viewer", ENV);
-	other_admin = harness_fleet_token(&F, "admin", "other");
+	harness_fleet_ctl_start(&F, "failures", FLEETD_SOURCE_DIR
+	    "/tests/fixtures/fleets/failures.json", TIME_SCALE, NULL);
+	harness_fleet_roles(&F, ENV, &oper, &viewer, NULL, &other_admin);
 	*state = &F;
 	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	harness_ctl_home_drop();
-	return harness_fleet_teardown(state);
 }
 
 /* The job's live RayJob path on the member, from its manifest. */
@@ -327,5 +317,5 @@ main(void)
 		cmocka_unit_test(test_cancel_kept),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_fleet_ctl_teardown);
 }

@@ -27,22 +27,11 @@ static const char *oper, *viewer, *env_admin, *other_admin;
 static int
 setup(void **state)
 {
-	harness_ctl_home_make();
-	harness_fleet_start(&F, "history", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/failures.json",
-	    "4", NULL);
-	oper = harness_fleet_token(&F, "operator", ENV);
-	viewer = harness_fleet_token(&F, "viewer", ENV);
-	env_admin = harness_fleet_token(&F, "admin", ENV);
-	other_admin = harness_fleet_token(&F, "admin", "other");
+	harness_fleet_ctl_start(&F, "history", FLEETD_SOURCE_DIR
+	    "/tests/fixtures/fleets/failures.json", "4", NULL);
+	harness_fleet_roles(&F, ENV, &oper, &viewer, &env_admin, &other_admin);
 	*state = &F;
 	return 0;
-}
-
-static int
-teardown(void **state)
-{
-	harness_ctl_home_drop();
-	return harness_fleet_teardown(state);
 }
 
 static json_t *
@@ -186,5 +175,5 @@ main(void)
 		cmocka_unit_test(test_collector_and_link),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, harness_fleet_ctl_teardown);
 }

@@ -34,12 +34,10 @@ static const char *oper, *viewer;
 static int
 setup(void **state)
 {
-	harness_ctl_home_make();
-	harness_fleet_start(&F, "repair", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/failures.json",
-	    TIME_SCALE, (const char *const[]){ "FLEETD_REPAIR_NOTREADY_GRACE=" STR(GRACE_S),
+	harness_fleet_ctl_start(&F, "repair", FLEETD_SOURCE_DIR
+	    "/tests/fixtures/fleets/failures.json", TIME_SCALE, (const char *const[]){ "FLEETD_REPAIR_NOTREADY_GRACE=" STR(GRACE_S),
 	    NULL });
-	oper = harness_fleet_token(&F, "operator", ENV);
-	viewer = harness_fleet_token(&F, "viewer", ENV);
+	harness_fleet_roles(&F, ENV, &oper, &viewer, NULL, NULL);
 	*state = &F;
 	return 0;
 }
@@ -51,8 +49,7 @@ teardown(void **state)
 {
 	if (kubeconfig[0] != '\0')
 		unlink(kubeconfig);
-	harness_ctl_home_drop();
-	return harness_fleet_teardown(state);
+	return harness_fleet_ctl_teardown(state);
 }
 
 /* GET of a member's path; the answer's JSON (new reference). */

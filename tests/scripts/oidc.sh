@@ -6,32 +6,8 @@
 # event streams: bounded per user across its tokens, ended at the token's expiry and when
 # the user's groups change.
 # Needs node and npm (a missing one is a failure) and FLEETD_TEST_DATABASE_URL (tests/run.sh).
-set -euo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${FLEETD_BUILD_DIR:-$top/build/asan}" && pwd)
-dir=$top/tests/oidc
-fail() { echo "FAIL oidc: $*" >&2; exit 1; }
-[ -n "${FLEETD_TEST_DATABASE_URL:-}" ] || fail "FLEETD_TEST_DATABASE_URL is unset (run through tests/run.sh)"
-[ -x "$build/fleetd" ] || fail "no fleetd in $build"
-command -v node >/dev/null || fail "node is required"
-bash "$top/tests/lib/ensure_npm.sh" "$dir" || fail "could not install tests/oidc's packages"
-
-tmp=$(mktemp -d /tmp/fleetd-oidc.XXXXXX)
-idp_pid= fd_pid= streams=
-db=oidc_$$
-base=$FLEETD_TEST_DATABASE_URL
-dburl=$(python3 -c 'import sys, urllib.parse as u
-p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$base" "$db")
-psql=$(command -v psql || echo "$(bash "$top/scripts/pg.sh" bindir "${FLEETD_TEST_PGDIR:-/nonexistent}")/psql")
-cleanup() {
-	for p in $streams; do kill "$p" 2>/dev/null || true; done
-	if [ -n "$fd_pid" ]; then kill "$fd_pid" 2>/dev/null; wait "$fd_pid" 2>/dev/null || true; fi
-	if [ -n "$idp_pid" ]; then kill "$idp_pid" 2>/dev/null; wait "$idp_pid" 2>/dev/null || true; fi
-	"$psql" "$base" -qAt -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+name=oidc
+. "$(dirname "$0")/../oidc/lib.sh"
 
 aud=https://fleetd.test
 ip=$(free_port)
@@ -47,14 +23,6 @@ node "$dir/forge.mjs" key ES256 k2 >"$tmp/k2.json"
 keys() { python3 -c 'import json, sys
 print(json.dumps({"keys": [json.load(open(f)) for f in sys.argv[1:]]}))' "$@" >"$tmp/keys.json"; }
 
-idp_start() {	# ALG: the provider's access tokens are signed with it
-	[ -n "$idp_pid" ] && kill "$idp_pid" && wait "$idp_pid" 2>/dev/null || true
-	PORT=$ip KEYS=$tmp/keys.json USERS=$tmp/users.json ALG=$1 node "$dir/idp.mjs" \
-		>"$tmp/idp.log" 2>&1 &
-	idp_pid=$!
-	for _ in $(seq 100); do grep -q '^ready' "$tmp/idp.log" && return 0; sleep 0.3; done
-	cat "$tmp/idp.log"; fail "the identity provider did not start"
-}
 login() { node "$dir/login.mjs" login "$1" "${2:-$aud}" >"$tmp/login.json" ||
 	fail "login of $1 failed"; python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$tmp/login.json" "${3:-access_token}"; }
 
@@ -74,22 +42,13 @@ expect() {	# WHAT WANT GOT
 
 keys "$tmp/k1.json"
 idp_start RS256
-"$psql" "$base" -qAt -c "CREATE DATABASE $db" >/dev/null || fail "cannot create database $db"
-DATABASE_URL=$dburl "$build/fleetd" migrate >/dev/null || fail "migrate failed"
-static=$(DATABASE_URL=$dburl "$build/fleetd" token create --name robot --role admin --env '*' |
-	grep -o 'fleet_[A-Za-z0-9_-]*' | head -1)
-[ -n "$static" ] || fail "no static token"
+fleetd_db
 fp=$(free_port)
-url=http://127.0.0.1:$fp
-DATABASE_URL=$dburl FLEETD_LISTEN=127.0.0.1:$fp FLEETD_WORKERS=none FLEETD_LOG_LEVEL=debug \
-FLEETD_OIDC_ISSUER=$iss FLEETD_OIDC_AUDIENCE=$aud FLEETD_OIDC_LEEWAY=5 FLEETD_OIDC_KEY_GRACE=4 \
-FLEETD_OIDC_REFRESH_MIN=0 FLEETD_OIDC_JWKS_MAX_AGE=1 FLEETD_SSE_PER_TOKEN=2 FLEETD_SSE_HEARTBEAT=1 \
-FLEETD_OIDC_GROUPS='{"ml-viewers": {"role": "viewer", "environments": ["*"], "team": "ml"},
- "platform-admins": {"role": "admin", "environments": ["*"], "team": "platform"}}' \
-	"$build/fleetd" serve >"$tmp/fleetd.log" 2>&1 &
-fd_pid=$!
-for _ in $(seq 100); do curl -sf "$url/healthz" >/dev/null && break; sleep 0.3; done
-curl -sf "$url/healthz" >/dev/null || { tail -20 "$tmp/fleetd.log"; fail "fleetd did not start"; }
+fleetd_start FLEETD_LOG_LEVEL=debug \
+	FLEETD_OIDC_ISSUER=$iss FLEETD_OIDC_AUDIENCE=$aud FLEETD_OIDC_LEEWAY=5 FLEETD_OIDC_KEY_GRACE=4 \
+	FLEETD_OIDC_REFRESH_MIN=0 FLEETD_OIDC_JWKS_MAX_AGE=1 FLEETD_SSE_PER_TOKEN=2 FLEETD_SSE_HEARTBEAT=1 \
+	FLEETD_OIDC_GROUPS='{"ml-viewers": {"role": "viewer", "environments": ["*"], "team": "ml"},
+ "platform-admins": {"role": "admin", "environments": ["*"], "team": "platform"}}'
 
 echo "== the console without SSO (no FLEETD_OIDC_CONSOLE_CLIENT_ID)"
 [ "$(curl -sf "$url/v1/console/config")" = '{"oidc":null}' ] ||
@@ -199,9 +158,6 @@ sleep 5					# past FLEETD_OIDC_KEY_GRACE
 expect "the retired key after the grace" "401 auth.key_retired" "$(call "$bob" GET /v1/environments)"
 expect "the new key still" "200 -" "$(call "$bob2" GET /v1/environments)"
 
-kill -0 "$fd_pid" || fail "fleetd died"
-kill "$fd_pid"
-wait "$fd_pid" || { tail -30 "$tmp/fleetd.log"; fail "fleetd exited with $? (sanitizer report above?)"; }
-fd_pid=
+fleetd_stop
 if grep -q "$bob\|$alice" "$tmp/fleetd.log"; then fail "a bearer token is in fleetd's log"; fi
 echo "oidc: all checks passed"

@@ -6,33 +6,10 @@
 # only), the user's team's jobs listed, another team's job a 404, S256 in the authorization
 # request, the refresh token, log out; GET /v1/console/config and the CSP's connect-src.
 # Needs node, npm, chromium (a missing one is a failure) and FLEETD_TEST_DATABASE_URL.
-set -euo pipefail
-top=$(cd "$(dirname "$0")/../.." && pwd)
-build=$(cd "${FLEETD_BUILD_DIR:-$top/build/asan}" && pwd)
-dir=$top/tests/oidc
-fail() { echo "FAIL oidc_console: $*" >&2; exit 1; }
-[ -n "${FLEETD_TEST_DATABASE_URL:-}" ] || fail "FLEETD_TEST_DATABASE_URL is unset (run through tests/run.sh)"
-[ -x "$build/fleetd" ] || fail "no fleetd in $build"
-command -v node >/dev/null || fail "node is required"
+name=oidc_console
+. "$(dirname "$0")/../oidc/lib.sh"
 command -v chromium >/dev/null || fail "chromium is missing (scripts/deps.sh)"
-bash "$top/tests/lib/ensure_npm.sh" "$dir" || fail "could not install tests/oidc's packages"
 bash "$top/tests/lib/ensure_npm.sh" "$top/tests/browser" || fail "could not install tests/browser's packages"
-
-tmp=$(mktemp -d /tmp/fleetd-oidc-console.XXXXXX)
-idp_pid= fd_pid=
-db=oidc_console_$$
-base=$FLEETD_TEST_DATABASE_URL
-dburl=$(python3 -c 'import sys, urllib.parse as u
-p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' "$base" "$db")
-psql=$(command -v psql || echo "$(bash "$top/scripts/pg.sh" bindir "${FLEETD_TEST_PGDIR:-/nonexistent}")/psql")
-cleanup() {
-	if [ -n "$fd_pid" ]; then kill "$fd_pid" 2>/dev/null; wait "$fd_pid" 2>/dev/null || true; fi
-	if [ -n "$idp_pid" ]; then kill "$idp_pid" 2>/dev/null; wait "$idp_pid" 2>/dev/null || true; fi
-	"$psql" "$base" -qAt -c "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1 || true
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 aud=https://fleetd.test
 ip=$(free_port)
@@ -43,25 +20,13 @@ cat >"$tmp/users.json" <<'JSON'
 {"alice": {"email": "alice@example.com", "groups": ["ml-viewers"]}}
 JSON
 node "$dir/forge.mjs" key RS256 k1 | python3 -c 'import json,sys; print(json.dumps({"keys": [json.load(sys.stdin)]}))' >"$tmp/keys.json"
-PORT=$ip KEYS=$tmp/keys.json USERS=$tmp/users.json ALG=RS256 AUDIENCE=$aud CONSOLE_REDIRECT=$url/ \
-AUTH_LOG=$tmp/auth.log node "$dir/idp.mjs" >"$tmp/idp.log" 2>&1 &
-idp_pid=$!
-for _ in $(seq 100); do grep -q '^ready' "$tmp/idp.log" && break; sleep 0.3; done
-grep -q '^ready' "$tmp/idp.log" || { cat "$tmp/idp.log"; fail "the identity provider did not start"; }
+idp_start RS256 AUDIENCE="$aud" CONSOLE_REDIRECT="$url/" AUTH_LOG="$tmp/auth.log"
 
-"$psql" "$base" -qAt -c "CREATE DATABASE $db" >/dev/null || fail "cannot create database $db"
-DATABASE_URL=$dburl "$build/fleetd" migrate >/dev/null || fail "migrate failed"
-static=$(DATABASE_URL=$dburl "$build/fleetd" token create --name robot --role admin --env '*' |
-	grep -o 'fleet_[A-Za-z0-9_-]*' | head -1)
-[ -n "$static" ] || fail "no static token"
-DATABASE_URL=$dburl FLEETD_LISTEN=127.0.0.1:$fp FLEETD_WORKERS=none \
-FLEETD_OIDC_ISSUER=$iss FLEETD_OIDC_AUDIENCE=$aud FLEETD_OIDC_CONSOLE_CLIENT_ID=fleet-console-web \
-FLEETD_OIDC_CONSOLE_SCOPES='openid email offline_access fleet' \
-FLEETD_OIDC_GROUPS='{"ml-viewers": {"role": "viewer", "environments": ["*"], "team": "ml"}}' \
-	"$build/fleetd" serve >"$tmp/fleetd.log" 2>&1 &
-fd_pid=$!
-for _ in $(seq 100); do curl -sf "$url/healthz" >/dev/null && break; sleep 0.3; done
-curl -sf "$url/healthz" >/dev/null || { tail -20 "$tmp/fleetd.log"; fail "fleetd did not start"; }
+fleetd_db
+fleetd_start FLEETD_OIDC_ISSUER="$iss" FLEETD_OIDC_AUDIENCE="$aud" \
+	FLEETD_OIDC_CONSOLE_CLIENT_ID=fleet-console-web \
+	FLEETD_OIDC_CONSOLE_SCOPES='openid email offline_access fleet' \
+	FLEETD_OIDC_GROUPS='{"ml-viewers": {"role": "viewer", "environments": ["*"], "team": "ml"}}'
 
 echo "== the console's configuration and CSP"
 python3 - "$url" "$iss" "$aud" <<'PY' || fail "GET /v1/console/config"
@@ -107,8 +72,5 @@ FLEET_URL=$url ISSUER=$iss OWN_JOB=$jml OTHER_JOB=$jot AUTH_LOG=$tmp/auth.log \
 	NODE_PATH=$top/tests/browser/node_modules node "$top/tests/browser/oidc_console.test.js" ||
 	{ tail -n 20 "$tmp/idp.log" "$tmp/fleetd.log"; fail "the console's SSO test failed"; }
 
-kill -0 "$fd_pid" || fail "fleetd died"
-kill "$fd_pid"
-wait "$fd_pid" || { tail -30 "$tmp/fleetd.log"; fail "fleetd exited with $? (sanitizer report above?)"; }
-fd_pid=
+fleetd_stop
 echo "oidc_console: all checks passed"

@@ -2,7 +2,8 @@
 fleetd and cloudsim (tests/chaos/lib.py starts Postgres, cloudsim and fleetd on loopback).
 init from a local filesystem mirror -> validate -> plan -> apply (three clouds through both
 registration phases, one per provider type, a member cluster, queue, priority class, token)
--> plan clean -> in-place update -> replacement -> drift made through the API planned ->
+-> plan clean -> in-place update -> an environment's dashboard_ingress set, drifted, imported and
+removed -> replacement -> drift made through the API planned ->
 import then plan clean -> plan-time validation errors naming the attribute -> a phase 2
 that fails with each failed check -> state scan -> destroy leaves nothing in fleetd.
 Usage: provider_cycle.py BUILD_DIR"""
@@ -250,6 +251,56 @@ def run(build, work):
                ["persistent_volume_claim"], "fleetd has the updated pod_policy")
         tf.plan_clean("after the in-place update")
 
+        # dashboard_ingress: set (fleetd fills path, path_type and controller_namespace),
+        # drift through the API planned back, read back by an import, removed with the block
+        v["env_ingress"] = """
+  dashboard_ingress = {
+    host       = "ray.tfprod.example.com"
+    tls_secret = "ray-dashboard-tls"
+  }"""
+        tf.write(main_tf(sim, v))
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect("fleet_environment.e will be updated in-place" in r.stdout and
+               re.search(r"\+ dashboard_ingress\s+= \{", r.stdout) and
+               re.search(r"\+ path\s+= \(known after apply\)", r.stdout) and
+               "0 to add, 1 to change, 0 to destroy" in r.stdout,
+               "dashboard_ingress planned in place, fleetd's defaults known after apply")
+        tf.run("apply", "-input=false", "-auto-approve")
+        want = {"host": "ray.tfprod.example.com", "path": "/", "path_type": "Prefix",
+                "tls_secret": "ray-dashboard-tls", "controller_namespace": "ingress-nginx"}
+        envj = sim.api("GET", f"/v1/environments/{ENV}")
+        expect(envj["dashboard_ingress"] == want,
+               f"fleetd has the dashboard_ingress ({envj['dashboard_ingress']})")
+        attrs = next(r_["instances"][0]["attributes"] for r_ in tf.state()["resources"]
+                     if r_["type"] == "fleet_environment")
+        expect(attrs["dashboard_ingress"] == want, "the state has fleetd's defaults")
+        tf.plan_clean("after setting dashboard_ingress")
+        sim.api("PUT", f"/v1/environments/{ENV}", {
+            "name": ENV, "description": envj["description"],
+            "dashboard_ingress": {"host": "other.example.com", "tls_secret": "ray-dashboard-tls"}})
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect(re.search(r'~ host\s+= "other.example.com" -> "ray.tfprod.example.com"', r.stdout),
+               "drift of dashboard_ingress.host planned back")
+        tf.run("apply", "-input=false", "-auto-approve")
+        expect(sim.api("GET", f"/v1/environments/{ENV}")["dashboard_ingress"] == want,
+               "the drift corrected")
+        tf.run("state", "rm", "fleet_environment.e")
+        tf.run("import", "-input=false", "fleet_environment.e", ENV)
+        attrs = next(r_["instances"][0]["attributes"] for r_ in tf.state()["resources"]
+                     if r_["type"] == "fleet_environment")
+        expect(attrs["dashboard_ingress"] == want, "import reads dashboard_ingress back")
+        tf.plan_clean("after importing the environment with its dashboard_ingress")
+        v["env_ingress"] = ""
+        tf.write(main_tf(sim, v))
+        r = tf.run("plan", "-input=false", "-detailed-exitcode", ok=(2,))
+        expect(re.search(r"- dashboard_ingress\s+= \{", r.stdout) and
+               "0 to add, 1 to change, 0 to destroy" in r.stdout,
+               "removing the block plans dashboard_ingress away")
+        tf.run("apply", "-input=false", "-auto-approve")
+        expect(sim.api("GET", f"/v1/environments/{ENV}")["dashboard_ingress"] is None,
+               "fleetd has no dashboard_ingress after the block is removed")
+        tf.plan_clean("after removing dashboard_ingress")
+
         # replacement (a token's role is immutable)
         v.update(token_role="operator")
         tf.write(main_tf(sim, v))
@@ -384,9 +435,13 @@ resource "fleet_queue" "imported" {
                              ("role", 'Attribute "role" must be one of'),
                              ("cluster_role", 'Attribute "cluster_role" must differ'),
                              ("api_server", 'Attribute "api_server" must be an https://'),
-                             ("batch_scheduler", 'Attribute "batch_scheduler" must be one of')):
+                             ("batch_scheduler", 'Attribute "batch_scheduler" must be one of'),
+                             ("dashboard_ingress.path",
+                              'Attribute "dashboard_ingress.path" must start with /'),
+                             ("dashboard_ingress.path_type",
+                              'Attribute "dashboard_ingress.path_type" must be one of')):
             expect(needle in out, f"validation names {attr}")
-        expect(out.count("Error:") >= 10, "each invalid attribute is its own error")
+        expect(out.count("Error:") >= 12, "each invalid attribute is its own error")
 
         # a failed phase 2 fails the apply with each failed check
         f2 = TF(os.path.join(work, "fail"), env)

@@ -96,7 +96,7 @@ resource "fleet_environment" "e" {{
     storage         = "gs://tf-ray-logs/{ENV}"
     collector_image = "quay.io/kuberay/collector:v1.7.0"
     url             = "https://ray-history.example.com"
-  }}
+  }}{v.get('env_ingress', '')}
 }}
 
 {v.get('flavor', '')}
@@ -336,6 +336,14 @@ resource "fleet_cloud_iam" "bad" {
   cloud_id           = "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"
   control_plane_role = "same@p.iam.gserviceaccount.com"
   cluster_role       = "same@p.iam.gserviceaccount.com"
+}
+resource "fleet_environment" "bad" {
+  name = "tf-bad"
+  dashboard_ingress = {
+    host      = "ray.example.com"
+    path      = "dash"
+    path_type = "Regex"
+  }
 }
 resource "fleet_cluster" "bad" {
   cloud_id            = "0d6a4f0e-8f4f-4a4b-9d55-1c2b3a4d5e6f"

@@ -175,4 +175,18 @@ str_at(json_t *o, const char *k)
 	return json_string_value(json_object_get(o, k));
 }
 
+/* The RayCluster spec inside manifest m of kind (the index into kinds[]), borrowed. */
+static inline json_t *
+case_cluster(json_t *m, int kind)
+{
+	json_t *spec = json_object_get(m, "spec");
+
+	switch (kind) {
+	case 0:	return json_object_get(spec, "rayClusterSpec");
+	case 1:	return spec;
+	case 2:	return json_object_get(spec, "rayClusterConfig");
+	default: return json_object_get(json_object_get(spec, "jobTemplate"), "rayClusterSpec");
+	}
+}
+
 #endif

@@ -19,20 +19,6 @@
 
 /* ------------------------------------------------------------------ structural checks */
 
-static json_t *
-cluster_of(json_t *m, int kind)
-{
-	json_t *spec = json_object_get(m, "spec");
-
-	switch (kind) {
-	case 0:	return json_object_get(spec, "rayClusterSpec");
-	case 1:	return spec;
-	case 2:	return json_object_get(spec, "rayClusterConfig");
-	default: return json_object_get(json_object_get(spec, "jobTemplate"), "rayClusterSpec");
-	}
-}
-
-
 static bool
 has_toleration(json_t *pod, const char *key)
 {
@@ -264,7 +250,7 @@ static void
 check_manifest(const struct corpus_case *c, json_t *m)
 {
 	json_t *md = json_object_get(m, "metadata"), *labels = json_object_get(md, "labels");
-	json_t *cluster = cluster_of(m, c->kind), *spec = json_object_get(m, "spec");
+	json_t *cluster = case_cluster(m, c->kind), *spec = json_object_get(m, "spec");
 	const char *name = str_at(md, "name");
 	char attempt[8];
 	regex_t re;

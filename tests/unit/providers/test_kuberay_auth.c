@@ -18,19 +18,6 @@
 
 #define TOKEN	"tok-5eCr3t-do-not-leak-0123456789abcdefghijkl"
 
-static json_t *
-cluster_spec(json_t *m, int kind)
-{
-	json_t *spec = json_object_get(m, "spec");
-
-	switch (kind) {
-	case 0:	return json_object_get(spec, "rayClusterSpec");
-	case 1:	return spec;
-	case 2:	return json_object_get(spec, "rayClusterConfig");
-	default: return json_object_get(json_object_get(spec, "jobTemplate"), "rayClusterSpec");
-	}
-}
-
 static void
 test_versions(void **state)
 {
@@ -61,7 +48,7 @@ test_auth_options(void **state)
 		m = kuberay_render(&c.in, &e);
 		if (m == NULL)
 			fail_msg("%s: %s %s", kinds[kind], e.code, e.msg);
-		ao = json_object_get(cluster_spec(m, kind), "authOptions");
+		ao = json_object_get(case_cluster(m, kind), "authOptions");
 		assert_non_null(ao);
 		assert_string_equal(str_at(ao, "mode"), "token");
 		assert_true(kuberay_signal_name(c.job_id, c.in.attempt, sig, sizeof(sig)));
@@ -75,7 +62,7 @@ test_auth_options(void **state)
 		c.spec.ray_version = strdup("2.49.0");
 		m = kuberay_render(&c.in, &e);
 		assert_non_null(m);
-		assert_null(json_object_get(cluster_spec(m, kind), "authOptions"));
+		assert_null(json_object_get(case_cluster(m, kind), "authOptions"));
 		json_decref(m);
 		jobspec_cleanup(&c.spec);
 	}
@@ -220,7 +207,7 @@ test_ingress(void **state)
 		m = kuberay_render(&c.in, &e);
 		if (m == NULL)
 			fail_msg("%s: %s %s", gold[i].golden, e.code, e.msg);
-		head = json_object_get(cluster_spec(m, gold[i].kind), "headGroupSpec");
+		head = json_object_get(case_cluster(m, gold[i].kind), "headGroupSpec");
 		assert_true(json_is_true(json_object_get(head, "enableIngress")));
 		opt = json_object_get(head, "ingressOptions");
 		assert_string_equal(str_at(opt, "host"), "ray.prod.example.com");
@@ -228,7 +215,7 @@ test_ingress(void **state)
 		assert_string_equal(str_at(opt, "pathType"), "Prefix");
 		assert_string_equal(str_at(json_array_get(json_object_get(opt, "tls"), 0),
 		    "secretName"), "ray-dashboard-tls");
-		assert_non_null(json_object_get(cluster_spec(m, gold[i].kind), "authOptions"));
+		assert_non_null(json_object_get(case_cluster(m, gold[i].kind), "authOptions"));
 		harness_golden_json(gold[i].golden, m);
 		json_decref(m);
 		jobspec_cleanup(&c.spec);

@@ -19,15 +19,6 @@ render_case(struct corpus_case *c, int kind, int prov, int spot, int topo, int e
 	case_init(c, kind, prov, spot, topo, el, idx);
 }
 
-static json_t *
-cluster_of(json_t *m, int kind)
-{
-	json_t *spec = json_object_get(m, "spec");
-
-	return kind == 0 ? json_object_get(spec, "rayClusterSpec") : kind == 1 ? spec :
-	    json_object_get(spec, "rayClusterConfig");
-}
-
 /* What Kueue's validating webhooks refuse (kubernetes-sigs/kueue, rayjob_webhook.go and
  * raycluster_webhook.go / common.go ValidateCreate): a labelled object with in-tree
  * autoscaling, unless it opts into workload slices (kueue.x-k8s.io/elastic-job: "true";
@@ -42,7 +33,7 @@ kueue_refuses(json_t *m, int kind, bool gate)
 	if (str_at(json_object_get(md, "labels"), "kueue.x-k8s.io/queue-name") == NULL ||
 	    kind > 1)
 		return false;
-	return json_is_true(json_object_get(cluster_of(m, kind), "enableInTreeAutoscaling")) &&
+	return json_is_true(json_object_get(case_cluster(m, kind), "enableInTreeAutoscaling")) &&
 	    !(slices && (kind == 0 || gate));
 }
 

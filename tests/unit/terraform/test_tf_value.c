@@ -187,6 +187,58 @@ test_validate(void **state)
 	arena_free(d.arena);
 }
 
+/* fleet_environment.dashboard_ingress: fleetd's object read into the state (tls_secret
+ * absent: null), sent back as it is; without it the body says null, which removes it
+ * (F_CLEAR), while history_server, unset, is left out (kept). */
+static void
+test_dashboard_ingress_body(void **state)
+{
+	const struct tf_attr *env = res_attrs("fleet_environment");
+	json_t *api = json_loads("{\"id\":\"e1\",\"name\":\"prod\",\"description\":\"\","
+	    "\"dashboard_ingress\":{\"host\":\"ray.example.com\",\"path\":\"/\","
+	    "\"path_type\":\"Prefix\",\"controller_namespace\":\"ingress-nginx\"},"
+	    "\"history_server\":null,\"version\":1}", 0, NULL);
+	json_t *st = tf_state_from_api(env, api), *di = json_object_get(st, "dashboard_ingress");
+	json_t *body;
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(di, "host")), "ray.example.com");
+	assert_true(json_is_null(json_object_get(di, "tls_secret")));
+	body = tf_body(env, st);
+	di = json_object_get(body, "dashboard_ingress");
+	assert_string_equal(json_string_value(json_object_get(di, "path_type")), "Prefix");
+	assert_null(json_object_get(di, "tls_secret"));
+	json_decref(body);
+	json_object_set_new(st, "dashboard_ingress", json_null());
+	body = tf_body(env, st);
+	assert_non_null(json_object_get(body, "dashboard_ingress"));
+	assert_true(json_is_null(json_object_get(body, "dashboard_ingress")));
+	assert_null(json_object_get(body, "history_server"));
+	json_decref(body);
+	json_decref(st);
+	json_decref(api);
+}
+
+/* Nested attributes are checked too, named by their dotted path. */
+static void
+test_validate_nested(void **state)
+{
+	struct tf_diags d = {.arena = arena_new()};
+	json_t *cfg = json_pack("{s:s, s:{s:s, s:s, s:s}}", "name", "prod", "dashboard_ingress",
+	    "host", "ray.example.com", "path", "dash", "path_type", "Regex");
+
+	(void)state;
+	tf_validate_attrs(res_attrs("fleet_environment"), cfg, "", &d);
+	assert_int_equal(d.n, 2);
+	assert_string_equal(d.v[0]->attribute->steps[0]->attribute_name, "dashboard_ingress");
+	assert_string_equal(d.v[0]->attribute->steps[1]->attribute_name, "path");
+	assert_non_null(strstr(d.v[0]->detail, "must start with /"));
+	assert_string_equal(d.v[1]->attribute->steps[1]->attribute_name, "path_type");
+	assert_non_null(strstr(d.v[1]->detail, "must be one of"));
+	json_decref(cfg);
+	arena_free(d.arena);
+}
+
 int
 main(void)
 {
@@ -197,6 +249,8 @@ main(void)
 		cmocka_unit_test(test_from_api),
 		cmocka_unit_test(test_json_documents),
 		cmocka_unit_test(test_validate),
+		cmocka_unit_test(test_dashboard_ingress_body),
+		cmocka_unit_test(test_validate_nested),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
