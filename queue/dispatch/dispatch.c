@@ -22,6 +22,7 @@
 #include "providers/kuberay.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
+#include "queue/jobs/rayauth.h"
 #include "regions/lease.h"
 
 #define CLAIM_PER_THREAD	4
@@ -120,6 +121,7 @@ struct outcome {
 	json_t				*manifest;
 	struct kube_ref			 ref;
 	bool				 reused;
+	json_t				*warning;	/* the image warning of the render */
 };
 
 /* admitted -> dispatched when the job is still this claim's: *mine false otherwise (and
@@ -453,30 +455,25 @@ cleanup:
 	member_free(t);
 }
 
-/* A user image that looks like a CPU build on NVIDIA workers: a warning in the job's events
- * (once per attempt); cloudsim, like a real node, crash-loops such pods. */
+/* A user image that looks like a CPU build on NVIDIA workers (the render's warning): a
+ * warning in the job's events (once per attempt); cloudsim, like a real node, crash-loops
+ * such pods. */
 static void
-warn_image(const struct dispatch_job *j)
+warn_image(const struct outcome *o)
 {
-	struct job_spec s;
 	struct err e = { 0 };
 	struct db *c;
-	char msg[512];
+	json_t *d;
 
-	memset(&s, 0, sizeof(s));
-	if (!jobspec_from_json(j->spec, &s, &e))
+	if (o->warning == NULL || (c = db_acquire(5000, &e)) == NULL)
 		return;
-	if (kuberay_image_warning(&s, msg, sizeof(msg)) && (c = db_acquire(5000, &e)) != NULL) {
-		json_t *d = json_pack("{s:s}", "image", s.image);
-
-		if (!job_event_once(c, j->id, j->attempt, "warning", "image_cpu_build", msg, d,
-		    &e))
-			log_warn(NULL, "dispatch", "cannot record the image warning", "{s:s}", "job",
-			    j->id);
-		json_decref(d);
-		db_release(c);
-	}
-	jobspec_cleanup(&s);
+	d = json_pack("{s:O?}", "image", json_object_get(o->warning, "image"));
+	if (!job_event_once(c, o->j->id, o->j->attempt, "warning", "image_cpu_build",
+	    json_string_value(json_object_get(o->warning, "message")), d, &e))
+		log_warn(NULL, "dispatch", "cannot record the image warning", "{s:s}", "job",
+		    o->j->id);
+	json_decref(d);
+	db_release(c);
 }
 
 /* ---- a batch: n claimed jobs of one cluster, one or many, in six phases
@@ -495,6 +492,7 @@ warn_image(const struct dispatch_job *j)
 enum many_state { M_LIVE, M_DONE, M_APPLIED, M_RECORDED, M_CHANGED };
 
 struct many {
+	struct dispatch_job	**jobs;		/* the claimed jobs (o[i].j is jobs[i]) */
 	struct outcome		*o;
 	unsigned char		*state;		/* enum many_state per job */
 	size_t			 n;
@@ -557,6 +555,37 @@ many_member(struct many *mb, struct member **t, struct dispatch_stats *st)
 	return ok;
 }
 
+/* The Ray auth tokens of the batch's jobs whose Ray has token auth, in one transaction
+ * (one commit per batch instead of one per job).  When that fails the jobs keep no token
+ * and each signal render reads its own (and fails or retries the job as before). */
+static void
+many_tokens(struct many *mb)
+{
+	const char **ids = calloc(mb->n, sizeof(*ids));
+	char **tokens = calloc(mb->n, sizeof(*tokens));
+	size_t *at = calloc(mb->n, sizeof(*at)), k = 0;
+	struct err e = { 0 };
+
+	if (ids == NULL || tokens == NULL || at == NULL)
+		abort();
+	for (size_t i = 0; i < mb->n; i++) {
+		struct dispatch_job *j = mb->jobs[i];
+
+		if (mb->state[i] == M_LIVE && j->ray_token == NULL && j->spec != NULL &&
+		    kuberay_auth_supported(json_string_value(json_object_get(j->spec,
+		    "ray_version")))) {
+			ids[k] = j->id;
+			at[k++] = i;
+		}
+	}
+	if (k > 0 && rayauth_ensure_many(ids, k, tokens, &e))
+		for (size_t x = 0; x < k; x++)
+			mb->jobs[at[x]]->ray_token = tokens[x];
+	free(ids);
+	free(tokens);
+	free(at);
+}
+
 /* render: each job's manifest, then its LocalQueue (once per batch) and namespace on the
  * cluster, and its signal objects into mb->sig (docs/design/contracts.md: ServiceAccount,
  * ConfigMap, Role, RoleBinding before the Ray object of the attempt). */
@@ -565,6 +594,7 @@ many_render(struct many *mb, struct dispatch_stats *st)
 {
 	const struct member *t = mb->t;
 
+	many_tokens(mb);
 	for (size_t i = 0; i < mb->n; i++) {
 		struct outcome *o = &mb->o[i];
 		struct err e = { 0 };
@@ -573,20 +603,23 @@ many_render(struct many *mb, struct dispatch_stats *st)
 		size_t x;
 
 		o->t = t;
-		if (o->j->spec == NULL || o->j->placement == NULL)
+		if (o->j->spec == NULL || o->j->placement == NULL) {
 			err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
-		else
-			o->manifest = dispatch_render(o->j, t, &e);
-		if (o->manifest == NULL) {
 			many_fail(mb, i, &e, true, st);
+			continue;
+		}
+		/* an unrenderable Ray object fails the job; signal objects that cannot be made
+		 * (their token not readable) retry it */
+		if (!dispatch_render_job(o->j, t, &o->manifest, &objs, &o->warning, &e)) {
+			many_fail(mb, i, &e, o->manifest == NULL, st);
 			continue;
 		}
 		ns = jsonx_meta_str(o->manifest, "namespace");
 		if (!ns_ensure(t, ns, &e) ||
-		    !kueue_ensure(o->j, t, o->manifest, mb->kueue_seen, &e) ||
-		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
+		    !kueue_ensure(o->j, t, o->manifest, mb->kueue_seen, &e)) {
 			if (e.status == 404)
 				ns_forget(t, ns);
+			json_decref(objs);
 			many_fail(mb, i, &e, false, st);
 			continue;
 		}
@@ -765,7 +798,7 @@ many_settle(struct many *mb, struct dispatch_stats *st)
 			st->dispatched++;
 			st->reused += o->reused;
 			delete_previous(o->j, o->manifest);
-			warn_image(o->j);
+			warn_image(o);
 		}
 	}
 }
@@ -779,6 +812,7 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 	if (n == 0)
 		return;
 	mb.n = n;
+	mb.jobs = jobs;
 	mb.o = calloc(n, sizeof(*mb.o));
 	mb.state = calloc(n, 1);
 	mb.kueue_seen = json_object();
@@ -797,8 +831,10 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 		many_record(&mb, st);
 		many_settle(&mb, st);
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		json_decref(mb.o[i].manifest);
+		json_decref(mb.o[i].warning);
+	}
 	free(mb.o);
 	free(mb.state);
 	free(mb.owner);
@@ -824,16 +860,44 @@ static struct {
 	atomic_size_t		 inflight;	/* claimed jobs queued or being applied */
 } S;
 
+/* A task of the pool: claimed jobs of one cluster.  Until a worker starts it, it is open:
+ * later claims of its cluster join it (up to BATCH_MAX) instead of queueing a task of
+ * their own behind it, so a busy cluster's jobs go out in one batch — one member load,
+ * one token transaction, one round of applies and one record transaction for all. */
 struct batch {
 	struct dispatch_job	*jobs[BATCH_MAX];
 	size_t			 n;
+	bool			 open;		/* on the open list, not started */
+	struct batch		*next_open;
+	struct batch		*next_fresh;	/* queue_jobs' list of its new batches */
 };
+
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct batch *open_head;
+
+/* Takes b off the open list (open_mu held); nothing joins it afterwards. */
+static void
+close_batch(struct batch *b)
+{
+	if (!b->open)
+		return;
+	for (struct batch **pp = &open_head; *pp != NULL; pp = &(*pp)->next_open)
+		if (*pp == b) {
+			*pp = b->next_open;
+			break;
+		}
+	b->open = false;
+	b->next_open = NULL;
+}
 
 static void
 task_drop(void *arg)
 {
 	struct batch *b = arg;
 
+	pthread_mutex_lock(&open_mu);
+	close_batch(b);
+	pthread_mutex_unlock(&open_mu);
 	for (size_t i = 0; i < b->n; i++)
 		dispatch_job_free(b->jobs[i]);
 	atomic_fetch_sub(&S.inflight, b->n);
@@ -846,31 +910,45 @@ task_run(void *arg)
 	struct batch *b = arg;
 	struct dispatch_stats st = { 0 };
 
+	pthread_mutex_lock(&open_mu);
+	close_batch(b);
+	pthread_mutex_unlock(&open_mu);
 	dispatch_many(cfg.instance_id, b->jobs, b->n, &st);
 	count(&st);
 	task_drop(b);
 }
 
-/* Hands the claimed jobs to the pool, one task per cluster (BATCH_MAX jobs at most). */
+/* Hands the claimed jobs to the pool: each joins its cluster's open batch when there is
+ * one with room, else starts a new one (a new task, queued once every job has found its
+ * batch, so the batches of this claim are whole when a worker takes them). */
 static void
 queue_jobs(struct dispatch_job **jobs, size_t n)
 {
-	atomic_fetch_add(&S.inflight, n);
-	for (size_t i = 0; i < n; i++) {
-		struct batch *b;
+	struct batch *fresh = NULL, *b;
 
-		if (jobs[i] == NULL)
-			continue;
-		if ((b = calloc(1, sizeof(*b))) == NULL)
-			abort();
-		for (size_t k = i; k < n && b->n < BATCH_MAX; k++)
-			if (jobs[k] != NULL && strcmp(jobs[k]->cluster_id, jobs[i]->cluster_id) == 0) {
-				b->jobs[b->n++] = jobs[k];
-				if (k != i)
-					jobs[k] = NULL;
-			}
-		dispatch_pool_add(S.pool, b->jobs[0]->cluster_id, task_run, task_drop, b);
+	atomic_fetch_add(&S.inflight, n);
+	pthread_mutex_lock(&open_mu);
+	for (size_t i = 0; i < n; i++) {
+		for (b = open_head; b != NULL; b = b->next_open)
+			if (b->n < BATCH_MAX &&
+			    strcmp(b->jobs[0]->cluster_id, jobs[i]->cluster_id) == 0)
+				break;
+		if (b == NULL) {
+			if ((b = calloc(1, sizeof(*b))) == NULL)
+				abort();
+			b->open = true;
+			b->next_open = open_head;
+			open_head = b;
+			b->next_fresh = fresh;
+			fresh = b;
+		}
+		b->jobs[b->n++] = jobs[i];
 		jobs[i] = NULL;
+	}
+	pthread_mutex_unlock(&open_mu);
+	while ((b = fresh) != NULL) {
+		fresh = b->next_fresh;
+		dispatch_pool_add(S.pool, b->jobs[0]->cluster_id, task_run, task_drop, b);
 	}
 }
 
