@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/select.h>
 #include <time.h>
 
@@ -124,6 +125,26 @@ struct outcome {
 	json_t				*warning;	/* the image warning of the render */
 };
 
+/* The admitted -> dispatched transition of o's job (its event says where and what). */
+static bool
+record_event(struct db *c, const struct outcome *o, struct err *e)
+{
+	json_t *md = json_object_get(o->manifest, "metadata"), *data;
+	const char *name = json_string_value(json_object_get(md, "name")),
+	    *ns = json_string_value(json_object_get(md, "namespace"));
+	char reason[160];
+	bool ok;
+
+	snprintf(reason, sizeof(reason), "applied to %s", o->t->name);
+	data = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "cluster", o->t->name, "namespace",
+	    ns ? ns : "", "object", name ? name : "", "kind",
+	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
+	    "reused", o->reused);
+	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e);
+	json_decref(data);
+	return ok;
+}
+
 /* admitted -> dispatched when the job is still this claim's: *mine false otherwise (and
  * nothing written).  False only on a database error. */
 static bool
@@ -134,10 +155,8 @@ record_row(struct db *c, const struct outcome *o, bool *mine, struct err *e)
 	    " claimed_at = NULL, tries = 0, next_try_at = now()"
 	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int"
 	    " AND claimed_by = $7 AND NOT cancel_requested RETURNING id";
-	json_t *md = json_object_get(o->manifest, "metadata"), *data;
-	const char *name = json_string_value(json_object_get(md, "name")),
-	    *ns = json_string_value(json_object_get(md, "namespace"));
-	char at[16], *ms = json_dumps(o->manifest, JSON_COMPACT), reason[160];
+	const char *name = jsonx_meta_str(o->manifest, "name");
+	char at[16], *ms = json_dumps(o->manifest, JSON_COMPACT);
 	const char *p[7] = { o->j->id, at, name, o->ref.uid, o->ref.resource_version, ms,
 	    o->who };
 	PGresult *r = NULL;
@@ -151,13 +170,7 @@ record_row(struct db *c, const struct outcome *o, bool *mine, struct err *e)
 		ok = true;
 		goto cleanup;
 	}
-	snprintf(reason, sizeof(reason), "applied to %s", o->t->name);
-	data = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "cluster", o->t->name, "namespace",
-	    ns ? ns : "", "object", name ? name : "", "kind",
-	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
-	    "reused", o->reused);
-	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e);
-	json_decref(data);
+	ok = record_event(c, o, e);
 	*mine = ok;
 cleanup:
 	PQclear(r);
@@ -740,26 +753,67 @@ many_apply(struct many *mb, struct dispatch_stats *st)
 	free(job);
 }
 
-/* Records every applied job of the batch in one transaction. */
+/* Records every applied job of the batch in one transaction: one UPDATE of all their rows
+ * (each still this claim's: the conditions of record_row), then each one's transition. */
 static bool
 record_many_tx(struct db *c, void *arg, struct err *e)
 {
+	static const char sql[] = "UPDATE jobs j SET object_name = x.name, object_uid = x.uid,"
+	    " object_rv = x.rv, manifest = x.manifest, dispatched_at = now(), claimed_by = NULL,"
+	    " claimed_at = NULL, tries = 0, next_try_at = now()"
+	    " FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, attempt int, name text, uid text,"
+	    " rv text, manifest jsonb)"
+	    " WHERE j.id = x.id AND j.state = 'admitted' AND j.attempt = x.attempt"
+	    " AND j.claimed_by = $2 AND NOT j.cancel_requested RETURNING j.id::text";
 	struct many *mb = arg;
-	bool any = false;
+	json_t *rows = json_array();
+	char *text = NULL;
+	const char *p[2];
+	PGresult *r = NULL;
+	bool any = false, ok = false;
 
 	for (size_t i = 0; i < mb->n; i++) {
-		bool mine;
+		const struct outcome *o = &mb->o[i];
 
 		if (mb->state[i] == M_RECORDED || mb->state[i] == M_CHANGED)
 			mb->state[i] = M_APPLIED;	/* a retried transaction starts over */
 		if (mb->state[i] != M_APPLIED)
 			continue;
-		if (!record_row(c, &mb->o[i], &mine, e))
-			return false;
+		json_array_append_new(rows, json_pack("{s:s, s:i, s:s?, s:s, s:s, s:O}", "id",
+		    o->j->id, "attempt", o->j->attempt, "name", jsonx_meta_str(o->manifest,
+		    "name"), "uid", o->ref.uid, "rv", o->ref.resource_version, "manifest",
+		    o->manifest));
+	}
+	if (json_array_size(rows) == 0) {
+		ok = true;
+		goto cleanup;
+	}
+	if ((text = json_dumps(rows, JSON_COMPACT)) == NULL) {
+		err_set(e, 500, "dispatch.oom", "cannot encode the batch");
+		goto cleanup;
+	}
+	p[0] = text;
+	p[1] = mb->o[0].who;
+	if (!db_exec(c, sql, 2, p, &r, e))
+		goto cleanup;
+	for (size_t i = 0; i < mb->n; i++) {
+		bool mine = false;
+
+		if (mb->state[i] != M_APPLIED)
+			continue;
+		for (int row = 0; row < PQntuples(r) && !mine; row++)
+			mine = strcasecmp(PQgetvalue(r, row, 0), mb->o[i].j->id) == 0;
+		if (mine && !record_event(c, &mb->o[i], e))
+			goto cleanup;
 		mb->state[i] = mine ? M_RECORDED : M_CHANGED;
 		any |= mine;
 	}
-	return !any || db_notify(c, "fleet_status", "", e);
+	ok = !any || db_notify(c, "fleet_status", "", e);
+cleanup:
+	PQclear(r);
+	free(text);
+	json_decref(rows);
+	return ok;
 }
 
 /* record: admitted -> dispatched for each applied job still this claim's; a job that
