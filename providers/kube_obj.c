@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "providers/creds_int.h"
 #include "providers/kube.h"
 
@@ -385,7 +386,7 @@ apply_run(const struct prov_cluster *k, json_t *objs, struct apply_one *a, char 
 
 	pthread_once(&all_once, all_key_init);
 	if ((b = pthread_getspecific(all_key)) == NULL) {
-		if ((b = http_batch_new(8)) == NULL)
+		if ((b = http_batch_new(cfg.member_round > 0 ? cfg.member_round : 8)) == NULL)
 			return err_set(e, 500, "kube.oom", "http client unavailable");
 		pthread_setspecific(all_key, b);
 	}
