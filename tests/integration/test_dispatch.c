@@ -346,7 +346,9 @@ test_exactly_once(void **state)
 	    " claimed_by IS NOT NULL", id) == 0; i++)
 		usleep(10 * 1000);
 	harness_sql("BEGIN");
-	was = harness_sql_str("SELECT state FROM jobs WHERE id = '%s' FOR UPDATE", id);
+	/* FOR NO KEY UPDATE: the record's UPDATE waits on it, while the insert of the job's Ray
+	 * auth token (a foreign key to the row: KEY SHARE), made before the apply, does not */
+	was = harness_sql_str("SELECT state FROM jobs WHERE id = '%s' FOR NO KEY UPDATE", id);
 	assert_string_equal(was, "admitted");
 	free(was);
 	for (int i = 0; i < 100 && sim_applies("test-hp-usw2", ns, "rayclusters", name) == 0; i++)
