@@ -200,7 +200,7 @@ fi
 [ "${BENCH_RECORD:-1}" = 1 ] || exit 0
 {
 	echo
-	echo "## Dispatch ($(date -u +%Y-%m-%d), \`bash bench/dispatch.sh\`, $jobs admitted jobs, $nclusters cloudsim clusters, 20 ms Kubernetes latency, FLEETD_DISPATCH_CONCURRENCY=${FLEETD_DISPATCH_CONCURRENCY:-64}, FLEETD_MEMBER_ROUND=${FLEETD_MEMBER_ROUND:-8})"
+	echo "## Dispatch ($(date -u +%Y-%m-%d), \`bash bench/dispatch.sh\`, $jobs admitted jobs, $nclusters cloudsim clusters, 20 ms Kubernetes latency, FLEETD_DISPATCH_CONCURRENCY=${FLEETD_DISPATCH_CONCURRENCY:-64}, FLEETD_MEMBER_ROUND=${FLEETD_MEMBER_ROUND:-4})"
 	echo
 	echo "| measure | value |"
 	echo "|---|---|"

@@ -109,7 +109,7 @@ static const struct ckey keys[] = {
 	  " wait before another takes them" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
-	{ "member-round", C_INT, S(member_round), "8", "FLEETD_MEMBER_ROUND", false,
+	{ "member-round", C_INT, S(member_round), "4", "FLEETD_MEMBER_ROUND", false,
 	  "server-side applies a worker thread sends at once in a round (a dispatch batch's"
 	  " signal objects, its Ray objects): each open one is a TLS connection of that thread's"
 	  " to the member (HTTP/1.1), so threads x this many handshakes at most per member" },

@@ -69,9 +69,10 @@ global_init(void)
  * find the connection.  libcurl reuses a connection (or a TLS session) only for a request
  * whose TLS settings match, CA blob included: a cluster with another CA never gets a
  * connection verified against a different one.  Freed when the thread ends. */
-/* Reset easy handles a thread keeps for its next calls: a dispatch round runs 8 at once
- * on a thread (kube_obj.c's batch); each kept one holds about 24 KiB (its struct and
- * receive buffer), so 64 dispatch threads keep at most about 12 MiB. */
+/* Reset easy handles a thread keeps for its next calls: a dispatch round runs
+ * FLEETD_MEMBER_ROUND (4) at once on a thread (kube_obj.c's batch); each kept one holds
+ * about 24 KiB (its struct and receive buffer), so 64 dispatch threads keep at most about
+ * 12 MiB. */
 #define IDLE_EASY_MAX		8
 
 struct thread_cache {

@@ -386,7 +386,10 @@ apply_run(const struct prov_cluster *k, json_t *objs, struct apply_one *a, char 
 
 	pthread_once(&all_once, all_key_init);
 	if ((b = pthread_getspecific(all_key)) == NULL) {
-		if ((b = http_batch_new(cfg.member_round > 0 ? cfg.member_round : 8)) == NULL)
+		/* FLEETD_MEMBER_ROUND (4): 64 dispatch threads x 4 = 256 applies in flight, more
+		 * than 500 jobs/s x 7 applies x 20 ms = 70 need; each is a TLS connection of
+		 * the thread's, and 8 doubled the handshakes (bench/RESULTS.md) */
+		if ((b = http_batch_new(cfg.member_round > 0 ? cfg.member_round : 4)) == NULL)
 			return err_set(e, 500, "kube.oom", "http client unavailable");
 		pthread_setspecific(all_key, b);
 	}
