@@ -6,6 +6,8 @@
 # with cloudsim's clock, is only the backstop).  Appends to bench/RESULTS.md.
 # Needs a release build (make build; BENCH_BUILD overrides the folder).
 # BENCH_PERF=1: perf of fleetd while it dispatches -> bench/profiles/dispatch.txt.
+# BENCH_STOCKOUT=0: the throughput part only (A/B runs; appends nothing).  Prints the CPU
+# fleetd and cloudsim spent per dispatched job, a figure less bent by a loaded machine.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/bench/lib.sh"
@@ -119,6 +121,9 @@ curl -sf -X POST "$FLEETD_CLOUDSIM_URL/_sim/faults" -d '{"service":"k8s","latenc
 start_fleetd dispatch
 conns() { curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2; f = 1} END {if (!f) print 0}'; }
 c0=$(conns)
+# CPU seconds of a process (utime + stime; clock ticks of 1/100 s)
+cpu_of() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }
+f0=$(cpu_of "$fpid") s0=$(cpu_of "$cspid")
 perf_begin "$fpid" "$work/dispatch.perf"
 t0=$(q "UPDATE jobs SET next_try_at = now() WHERE environment = 'bench';
 	SELECT pg_notify('fleet_dispatch', ''); SELECT extract(epoch from now())" | tail -1)
@@ -132,13 +137,21 @@ read -r done_n p50 p99 span <<<"$(q "SELECT count(*), round(percentile_cont(0.5)
 	round(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch from dispatched_at)
 	- $t0)::numeric, 3), round((max(extract(epoch from dispatched_at)) - $t0)::numeric, 3)
 	FROM jobs WHERE environment = 'bench' AND state = 'dispatched'" | tr '|' ' ')"
+f1=$(cpu_of "$fpid") s1=$(cpu_of "$cspid")
 perf_end dispatch "fleetd dispatching $jobs admitted jobs over $nclusters clusters, 20 ms Kubernetes latency"
 applies=$(curl -sf "$FLEETD_CLOUDSIM_URL/_sim/state" | python3 -c 'import json,sys
 a = json.load(sys.stdin)["applies"]; print(sum(v for k, v in a.items() if k.startswith("b-")))')
 tput=$(python3 -c "print(f'{$done_n/$span:.0f}')")
 opened=$(( $(conns) - c0 ))
+cpu_ms() { python3 -c "print(f'{($2 - $1) * 1000 / max(1, $done_n):.2f}')"; }
 echo "dispatched $done_n/$jobs in ${span}s ($tput jobs/s), admitted->dispatched p50 ${p50}s p99 ${p99}s, applies $applies, connections opened $opened"
+echo "CPU per dispatched job: fleetd $(cpu_ms "$f0" "$f1") ms, cloudsim $(cpu_ms "$s0" "$s1") ms (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 kill "$fpid"; wait "$fpid" 2>/dev/null || true
+# BENCH_STOCKOUT=0: the throughput part only (A/B runs of the dispatcher); nothing recorded
+if [ "${BENCH_STOCKOUT:-1}" != 1 ]; then
+	[ "${BENCH_RECORD:-1}" != 1 ] || echo "BENCH_STOCKOUT=0: nothing appended to bench/RESULTS.md" >&2
+	exit 0
+fi
 
 # ---- stockout: s-a's pool is full and cannot grow; the job runs on s-b afterwards
 q "UPDATE jobs SET state = 'cancelled', object_uid = NULL WHERE environment = 'bench';
@@ -187,7 +200,7 @@ fi
 [ "${BENCH_RECORD:-1}" = 1 ] || exit 0
 {
 	echo
-	echo "## Dispatch ($(date -u +%Y-%m-%d), \`bash bench/dispatch.sh\`, $jobs admitted jobs, $nclusters cloudsim clusters, 20 ms Kubernetes latency, FLEETD_DISPATCH_CONCURRENCY=${FLEETD_DISPATCH_CONCURRENCY:-64})"
+	echo "## Dispatch ($(date -u +%Y-%m-%d), \`bash bench/dispatch.sh\`, $jobs admitted jobs, $nclusters cloudsim clusters, 20 ms Kubernetes latency, FLEETD_DISPATCH_CONCURRENCY=${FLEETD_DISPATCH_CONCURRENCY:-64}, FLEETD_MEMBER_ROUND=${FLEETD_MEMBER_ROUND:-4})"
 	echo
 	echo "| measure | value |"
 	echo "|---|---|"

@@ -109,6 +109,10 @@ static const struct ckey keys[] = {
 	  " wait before another takes them" },
 	{ "dispatch-concurrency", C_INT, S(dispatch_concurrency), "64",
 	  "FLEETD_DISPATCH_CONCURRENCY", false, "member-cluster calls in flight" },
+	{ "member-round", C_INT, S(member_round), "4", "FLEETD_MEMBER_ROUND", false,
+	  "server-side applies a worker thread sends at once in a round (a dispatch batch's"
+	  " signal objects, its Ray objects): each open one is a TLS connection of that thread's"
+	  " to the member (HTTP/1.1), so threads x this many handshakes at most per member" },
 	{ "status-watch", C_INT, S(status_watch), "1", "FLEETD_STATUS_WATCH", false,
 	  "status follows member clusters with watches (0: polling only)" },
 	{ "status-full-period", C_INT, S(status_full_period_s), "5", "FLEETD_STATUS_FULL_PERIOD",

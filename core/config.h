@@ -49,6 +49,7 @@ struct config {
 	char	*workers;		/* background loops to run, comma list */
 	int	 lease_ttl_s;		/* a cluster lease lasts this long unrenewed */
 	int	 dispatch_concurrency;	/* member-cluster calls in flight */
+	int	 member_round;		/* a thread's calls at once in a round of applies */
 	int	 status_watch;		/* 1: status follows watches, 0: polls */
 	int	 status_full_period_s;	/* each followed job fully checked once per this */
 	char	*kuberay_namespace;	/* the KubeRay operator's namespace on the members */

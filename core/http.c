@@ -69,13 +69,34 @@ global_init(void)
  * find the connection.  libcurl reuses a connection (or a TLS session) only for a request
  * whose TLS settings match, CA blob included: a cluster with another CA never gets a
  * connection verified against a different one.  Freed when the thread ends. */
+/* Reset easy handles a thread keeps for its next calls: a dispatch round runs
+ * FLEETD_MEMBER_ROUND (4) at once on a thread (kube_obj.c's batch); each kept one holds
+ * about 24 KiB (its struct and receive buffer), so 64 dispatch threads keep at most about
+ * 12 MiB. */
+#define IDLE_EASY_MAX		8
+
+struct thread_cache {
+	CURLSH	*sh;
+	/* Easy handles of finished calls, reset (curl_easy_reset keeps the share): a new
+	 * handle per call was a few KiB of struct plus a 16 KiB receive buffer allocated,
+	 * zeroed and freed per request, which with 64 dispatch threads showed as malloc,
+	 * free and malloc_consolidate in bench/profiles/dispatch.txt. */
+	CURL	*idle[IDLE_EASY_MAX];
+	int	 nidle;
+};
+
 static pthread_key_t share_key;
 static pthread_once_t share_once = PTHREAD_ONCE_INIT;
 
 static void
-share_free(void *sh)
+share_free(void *arg)
 {
-	curl_share_cleanup(sh);	/* closes the kept connections */
+	struct thread_cache *tc = arg;
+
+	while (tc->nidle > 0)
+		curl_easy_cleanup(tc->idle[--tc->nidle]);
+	curl_share_cleanup(tc->sh);	/* closes the kept connections */
+	free(tc);
 }
 
 static void
@@ -85,26 +106,61 @@ share_key_init(void)
 		abort();
 }
 
-/* This thread's share, made on first use; NULL when it cannot be made (calls then
+/* This thread's caches, made on first use; NULL when they cannot be made (calls then
  * simply do not share). */
-static CURLSH *
-thread_share(void)
+static struct thread_cache *
+thread_cache(void)
 {
+	struct thread_cache *tc;
 	CURLSH *sh;
 
 	pthread_once(&share_once, share_key_init);
-	if ((sh = pthread_getspecific(share_key)) != NULL)
-		return sh;
+	if ((tc = pthread_getspecific(share_key)) != NULL)
+		return tc;
 	if ((sh = curl_share_init()) == NULL)
 		return NULL;
-	if (curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
+	if ((tc = calloc(1, sizeof(*tc))) == NULL ||
+	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) != CURLSHE_OK ||
 	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) != CURLSHE_OK ||
 	    curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS) != CURLSHE_OK ||
-	    pthread_setspecific(share_key, sh) != 0) {
+	    pthread_setspecific(share_key, tc) != 0) {
 		curl_share_cleanup(sh);
+		free(tc);
 		return NULL;
 	}
-	return sh;
+	tc->sh = sh;
+	return tc;
+}
+
+/* An easy handle for a call of this thread: a kept one (reset) or a new one. */
+static CURL *
+easy_get(void)
+{
+	struct thread_cache *tc = thread_cache();
+
+	if (tc != NULL && tc->nidle > 0)
+		return tc->idle[--tc->nidle];
+	return curl_easy_init();
+}
+
+/* Gives back a handle no multi holds: reset and kept for the thread's next call, or
+ * cleaned up when the thread keeps enough. */
+static void
+easy_put(CURL *h)
+{
+	struct thread_cache *tc = pthread_getspecific(share_key);
+
+	if (h == NULL)
+		return;
+	if (tc == NULL || tc->nidle >= IDLE_EASY_MAX) {
+		curl_easy_cleanup(h);
+		return;
+	}
+	/* out of the share first (as a cleanup would): a kept handle holds no thread's share
+	 * in use, whichever thread keeps it and whenever either is freed */
+	curl_easy_setopt(h, CURLOPT_SHARE, NULL);
+	curl_easy_reset(h);
+	tc->idle[tc->nidle++] = h;
 }
 
 long
@@ -271,8 +327,7 @@ call_free(struct call *c)
 {
 	if (c == NULL)
 		return;
-	if (c->easy != NULL)
-		curl_easy_cleanup(c->easy);
+	easy_put(c->easy);	/* before the strings it points at (the CA blob) */
 	curl_slist_free_all(c->slist);
 	for (size_t i = 0; i < c->req.nheaders; i++) {
 		free((char *)c->hdrs[i].name);
@@ -408,8 +463,8 @@ static bool
 call_start(struct http_batch *b, struct call *c)
 {
 	const struct http_req *r = &c->req;
-	CURL *h = curl_easy_init();
-	CURLSH *sh;
+	CURL *h = easy_get();
+	struct thread_cache *tc;
 	bool ok;
 
 	resp_reset(&c->resp);
@@ -433,13 +488,15 @@ call_start(struct http_batch *b, struct call *c)
 	    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->slist) == CURLE_OK &&
 	    set_method(h, r);
 	if (ok && r->ca_pem != NULL) {
+		/* not copied: c->req.ca_pem outlives the handle's use (call_free gives the
+		 * handle back first); a connection keeps its own copy for matching */
 		struct curl_blob blob = { (void *)r->ca_pem, strlen(r->ca_pem),
-		    CURL_BLOB_COPY };
+		    CURL_BLOB_NOCOPY };
 
 		ok = curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob) == CURLE_OK;
 	}
-	if (ok && (sh = thread_share()) != NULL)
-		ok = curl_easy_setopt(h, CURLOPT_SHARE, sh) == CURLE_OK;
+	if (ok && (tc = thread_cache()) != NULL)
+		ok = curl_easy_setopt(h, CURLOPT_SHARE, tc->sh) == CURLE_OK;
 	if (!ok || curl_multi_add_handle(b->multi, h) != CURLM_OK) {
 		curl_easy_cleanup(h);
 		c->easy = NULL;
@@ -526,7 +583,7 @@ call_finish(struct http_batch *b, struct call *c, CURLcode rc)
 	if (curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &opened) == CURLE_OK)
 		atomic_fetch_add(&connects, opened);
 	curl_multi_remove_handle(b->multi, c->easy);
-	curl_easy_cleanup(c->easy);
+	easy_put(c->easy);
 	c->easy = NULL;
 	unlink_active(b, c);
 	c->resp.attempts++;

@@ -94,6 +94,12 @@ bool	 kube_apply(const struct prov_cluster *k, json_t *obj, struct kube_ref *ref
 /* Server-side apply of every object of the array at once (independent objects: no order
  * among them); true when all were applied, else e says the first refusal. */
 bool	 kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e);
+/* uid, resourceVersion and generation of the object a member answered with (body of len
+ * bytes), read without building it: true only when the body is one JSON object with one
+ * "metadata" object whose uid and resourceVersion, when present, are plain strings (absent
+ * fields are empty, generation 0, as ref_from leaves them); false (ref zeroed) on anything
+ * else, which the caller then parses in full. */
+bool	 kube_ref_scan(const char *body, size_t len, struct kube_ref *ref);
 /* Server-side apply of every object of the array at once, each with its own outcome:
  * refs[i] as kube_apply fills it (refs may be NULL: the answers are then not parsed),
  * or errs[i] (status != 0) when object i was refused or its call failed. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "providers/creds_int.h"
 #include "providers/kube.h"
 
@@ -92,6 +93,179 @@ ref_from(json_t *obj, struct kube_ref *ref)
 	s = json_string_value(json_object_get(md, "resourceVersion"));
 	snprintf(ref->resource_version, sizeof(ref->resource_version), "%s", s ? s : "");
 	ref->generation = json_integer_value(json_object_get(md, "generation"));
+}
+
+/* ---- the reference in an apply's answer without building the object: the answer is
+ * the whole object (a few KiB), of which the dispatcher keeps three fields */
+
+static const char *
+ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/* Past the string at p (at its opening quote); NULL when it does not end. */
+static const char *
+skip_string(const char *p, const char *end)
+{
+	for (p++; p < end; p++) {
+		if (*p == '\\')
+			p++;
+		else if (*p == '"')
+			return p + 1;
+	}
+	return NULL;
+}
+
+/* Past the value at p; NULL when it is cut short.  Only brackets and strings are followed:
+ * a malformed scalar is not noticed (a server's answer has none; the caller falls back to
+ * the full parser on anything else it does not expect). */
+static const char *
+skip_value(const char *p, const char *end)
+{
+	int depth = 0;
+
+	p = ws(p, end);
+	if (p >= end)
+		return NULL;
+	if (*p != '{' && *p != '[' && *p != '"') {	/* a number, true, false or null */
+		while (p < end && *p != ',' && *p != '}' && *p != ']' && *p != ' ' &&
+		    *p != '\t' && *p != '\n' && *p != '\r')
+			p++;
+		return p;
+	}
+	do {
+		if (p >= end)
+			return NULL;
+		if (*p == '"') {
+			if ((p = skip_string(p, end)) == NULL)
+				return NULL;
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if (*p == '}' || *p == ']')
+			depth--;
+		p++;
+	} while (depth > 0);
+	return p;
+}
+
+/* The members of the object at p (at '{'): fn(key, keylen, value, arg) for each, value at
+ * its first character; NULL when the object is malformed, else past its '}'. */
+static const char *
+each_member(const char *p, const char *end,
+    bool (*fn)(const char *k, size_t kn, const char *v, const char *end, void *arg), void *arg)
+{
+	p = ws(p, end);
+	if (p >= end || *p != '{')
+		return NULL;
+	p = ws(p + 1, end);
+	if (p < end && *p == '}')
+		return p + 1;
+	while (p < end) {
+		const char *k, *ke;
+
+		if (*p != '"' || (ke = skip_string(p, end)) == NULL)
+			return NULL;
+		k = p + 1;
+		if (memchr(k, '\\', (size_t)(ke - 1 - k)) != NULL)
+			return NULL;	/* an escaped key: not one of ours, and not worth decoding */
+		p = ws(ke, end);
+		if (p >= end || *p != ':')
+			return NULL;
+		p = ws(p + 1, end);
+		if (!fn(k, (size_t)(ke - 1 - k), p, end, arg) || (p = skip_value(p, end)) == NULL)
+			return NULL;
+		p = ws(p, end);
+		if (p < end && *p == '}')
+			return p + 1;
+		if (p >= end || *p != ',')
+			return NULL;
+		p = ws(p + 1, end);
+	}
+	return NULL;
+}
+
+struct ref_scan {
+	struct kube_ref	*ref;
+	bool		 metadata;	/* seen */
+};
+
+/* A plain string value (no escapes) into out; false otherwise. */
+static bool
+plain_string(const char *v, const char *end, char *out, size_t n)
+{
+	const char *e = v < end && *v == '"' ? skip_string(v, end) : NULL;
+	size_t len;
+
+	if (e == NULL)
+		return false;
+	len = (size_t)(e - 1 - (v + 1));
+	if (len >= n || memchr(v + 1, '\\', len) != NULL)
+		return false;
+	memcpy(out, v + 1, len);
+	out[len] = '\0';
+	return true;
+}
+
+static bool
+metadata_member(const char *k, size_t kn, const char *v, const char *end, void *arg)
+{
+	struct kube_ref *ref = arg;
+
+	if (kn == 3 && memcmp(k, "uid", 3) == 0)
+		return plain_string(v, end, ref->uid, sizeof(ref->uid));
+	if (kn == 15 && memcmp(k, "resourceVersion", 15) == 0)
+		return plain_string(v, end, ref->resource_version, sizeof(ref->resource_version));
+	if (kn == 10 && memcmp(k, "generation", 10) == 0) {
+		char num[24], *ne;
+		size_t len = 0;
+
+		while (v + len < end && len < sizeof(num) - 1 && (v[len] == '-' ||
+		    (v[len] >= '0' && v[len] <= '9')))
+			len++;
+		if (len == 0 || (v + len < end && strchr(",} \t\r\n", v[len]) == NULL))
+			return false;	/* not an integer (1.0, 1e3): the full parser's */
+		memcpy(num, v, len);
+		num[len] = '\0';
+		ref->generation = strtoll(num, &ne, 10);
+		return *ne == '\0';
+	}
+	return true;
+}
+
+static bool
+top_member(const char *k, size_t kn, const char *v, const char *end, void *arg)
+{
+	struct ref_scan *rs = arg;
+
+	if (kn != 8 || memcmp(k, "metadata", 8) != 0)
+		return true;
+	if (rs->metadata)
+		return false;	/* twice: leave it to the full parser */
+	rs->metadata = true;
+	return each_member(v, end, metadata_member, rs->ref) != NULL;
+}
+
+bool
+kube_ref_scan(const char *body, size_t len, struct kube_ref *ref)
+{
+	struct ref_scan rs = { ref, false };
+	const char *end, *p;
+
+	memset(ref, 0, sizeof(*ref));
+	if (body == NULL)
+		return false;
+	end = body + len;
+	if ((p = each_member(body, end, top_member, &rs)) == NULL ||
+	    ws(p, end) != end || !rs.metadata) {
+		memset(ref, 0, sizeof(*ref));
+		return false;
+	}
+	return true;
 }
 
 static json_t *
@@ -212,7 +386,10 @@ apply_run(const struct prov_cluster *k, json_t *objs, struct apply_one *a, char 
 
 	pthread_once(&all_once, all_key_init);
 	if ((b = pthread_getspecific(all_key)) == NULL) {
-		if ((b = http_batch_new(8)) == NULL)
+		/* FLEETD_MEMBER_ROUND (4): 64 dispatch threads x 4 = 256 applies in flight, more
+		 * than 500 jobs/s x 7 applies x 20 ms = 70 need; each is a TLS connection of
+		 * the thread's, and 8 doubled the handshakes (bench/RESULTS.md) */
+		if ((b = http_batch_new(cfg.member_round > 0 ? cfg.member_round : 4)) == NULL)
 			return err_set(e, 500, "kube.oom", "http client unavailable");
 		pthread_setspecific(all_key, b);
 	}
@@ -282,6 +459,8 @@ apply_result(const struct apply_one *a, struct kube_ref *ref, struct err *e)
 	if (a->status != 200 && a->status != 201)
 		return kube_status_err(&r, "server-side apply", e);
 	if (ref == NULL)
+		return true;
+	if (kube_ref_scan(r.body, r.body_len, ref))	/* without building the object */
 		return true;
 	if ((j = body_json(&r, e)) == NULL)
 		return false;

@@ -32,7 +32,7 @@ member_load(struct db *c, const char *cluster_id, struct member **out,
 	    " k.batch_scheduler, k.stockout_timeout_s, k.kueue::text, k.batch_probe::text,"
 	    " ev.dashboard_ingress::text,"
 	    " coalesce(k.labels->>'fleet.io/rack-key', ''),"
-	    " coalesce(k.labels->>'fleet.io/block-key', '')"
+	    " coalesce(k.labels->>'fleet.io/block-key', ''), k.credentials_sealed"
 	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
 	    " LEFT JOIN environments ev ON ev.name = c.environment WHERE k.id = $1::uuid";
 	const char *p[1] = { cluster_id };
@@ -82,8 +82,16 @@ member_load(struct db *c, const char *cluster_id, struct member **out,
 		t->ingress.controller_ns = json_string_value(json_object_get(di,
 		    "controller_namespace"));
 	}
+	/* the token from the same row (cluster_token would read it in a second round trip) */
+	{
+		uint8_t key[32];
+
+		if (cluster_master_key(key, e))
+			t->token = cluster_open_token(key, PQgetvalue(r, 0, 11), cluster_id, e);
+		memset(key, 0, sizeof(key));
+	}
 	PQclear(r);
-	if ((t->token = cluster_token(c, cluster_id, e)) == NULL) {
+	if (t->token == NULL) {
 		member_free(t);
 		return false;
 	}

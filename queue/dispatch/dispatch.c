@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/select.h>
 #include <time.h>
 
@@ -22,6 +23,7 @@
 #include "providers/kuberay.h"
 #include "queue/dispatch/dispatch.h"
 #include "queue/jobs/job.h"
+#include "queue/jobs/rayauth.h"
 #include "regions/lease.h"
 
 #define CLAIM_PER_THREAD	4
@@ -120,7 +122,28 @@ struct outcome {
 	json_t				*manifest;
 	struct kube_ref			 ref;
 	bool				 reused;
+	json_t				*warning;	/* the image warning of the render */
 };
+
+/* The admitted -> dispatched transition of o's job (its event says where and what). */
+static bool
+record_event(struct db *c, const struct outcome *o, struct err *e)
+{
+	json_t *md = json_object_get(o->manifest, "metadata"), *data;
+	const char *name = json_string_value(json_object_get(md, "name")),
+	    *ns = json_string_value(json_object_get(md, "namespace"));
+	char reason[160];
+	bool ok;
+
+	snprintf(reason, sizeof(reason), "applied to %s", o->t->name);
+	data = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "cluster", o->t->name, "namespace",
+	    ns ? ns : "", "object", name ? name : "", "kind",
+	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
+	    "reused", o->reused);
+	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e);
+	json_decref(data);
+	return ok;
+}
 
 /* admitted -> dispatched when the job is still this claim's: *mine false otherwise (and
  * nothing written).  False only on a database error. */
@@ -132,10 +155,8 @@ record_row(struct db *c, const struct outcome *o, bool *mine, struct err *e)
 	    " claimed_at = NULL, tries = 0, next_try_at = now()"
 	    " WHERE id = $1::uuid AND state = 'admitted' AND attempt = $2::int"
 	    " AND claimed_by = $7 AND NOT cancel_requested RETURNING id";
-	json_t *md = json_object_get(o->manifest, "metadata"), *data;
-	const char *name = json_string_value(json_object_get(md, "name")),
-	    *ns = json_string_value(json_object_get(md, "namespace"));
-	char at[16], *ms = json_dumps(o->manifest, JSON_COMPACT), reason[160];
+	const char *name = jsonx_meta_str(o->manifest, "name");
+	char at[16], *ms = json_dumps(o->manifest, JSON_COMPACT);
 	const char *p[7] = { o->j->id, at, name, o->ref.uid, o->ref.resource_version, ms,
 	    o->who };
 	PGresult *r = NULL;
@@ -149,13 +170,7 @@ record_row(struct db *c, const struct outcome *o, bool *mine, struct err *e)
 		ok = true;
 		goto cleanup;
 	}
-	snprintf(reason, sizeof(reason), "applied to %s", o->t->name);
-	data = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "cluster", o->t->name, "namespace",
-	    ns ? ns : "", "object", name ? name : "", "kind",
-	    json_string_value(json_object_get(o->manifest, "kind")), "uid", o->ref.uid,
-	    "reused", o->reused);
-	ok = job_transition(c, o->j->id, "admitted", "dispatched", reason, data, e);
-	json_decref(data);
+	ok = record_event(c, o, e);
 	*mine = ok;
 cleanup:
 	PQclear(r);
@@ -453,30 +468,25 @@ cleanup:
 	member_free(t);
 }
 
-/* A user image that looks like a CPU build on NVIDIA workers: a warning in the job's events
- * (once per attempt); cloudsim, like a real node, crash-loops such pods. */
+/* A user image that looks like a CPU build on NVIDIA workers (the render's warning): a
+ * warning in the job's events (once per attempt); cloudsim, like a real node, crash-loops
+ * such pods. */
 static void
-warn_image(const struct dispatch_job *j)
+warn_image(const struct outcome *o)
 {
-	struct job_spec s;
 	struct err e = { 0 };
 	struct db *c;
-	char msg[512];
+	json_t *d;
 
-	memset(&s, 0, sizeof(s));
-	if (!jobspec_from_json(j->spec, &s, &e))
+	if (o->warning == NULL || (c = db_acquire(5000, &e)) == NULL)
 		return;
-	if (kuberay_image_warning(&s, msg, sizeof(msg)) && (c = db_acquire(5000, &e)) != NULL) {
-		json_t *d = json_pack("{s:s}", "image", s.image);
-
-		if (!job_event_once(c, j->id, j->attempt, "warning", "image_cpu_build", msg, d,
-		    &e))
-			log_warn(NULL, "dispatch", "cannot record the image warning", "{s:s}", "job",
-			    j->id);
-		json_decref(d);
-		db_release(c);
-	}
-	jobspec_cleanup(&s);
+	d = json_pack("{s:O?}", "image", json_object_get(o->warning, "image"));
+	if (!job_event_once(c, o->j->id, o->j->attempt, "warning", "image_cpu_build",
+	    json_string_value(json_object_get(o->warning, "message")), d, &e))
+		log_warn(NULL, "dispatch", "cannot record the image warning", "{s:s}", "job",
+		    o->j->id);
+	json_decref(d);
+	db_release(c);
 }
 
 /* ---- a batch: n claimed jobs of one cluster, one or many, in six phases
@@ -495,6 +505,7 @@ warn_image(const struct dispatch_job *j)
 enum many_state { M_LIVE, M_DONE, M_APPLIED, M_RECORDED, M_CHANGED };
 
 struct many {
+	struct dispatch_job	**jobs;		/* the claimed jobs (o[i].j is jobs[i]) */
 	struct outcome		*o;
 	unsigned char		*state;		/* enum many_state per job */
 	size_t			 n;
@@ -557,6 +568,37 @@ many_member(struct many *mb, struct member **t, struct dispatch_stats *st)
 	return ok;
 }
 
+/* The Ray auth tokens of the batch's jobs whose Ray has token auth, in one transaction
+ * (one commit per batch instead of one per job).  When that fails the jobs keep no token
+ * and each signal render reads its own (and fails or retries the job as before). */
+static void
+many_tokens(struct many *mb)
+{
+	const char **ids = calloc(mb->n, sizeof(*ids));
+	char **tokens = calloc(mb->n, sizeof(*tokens));
+	size_t *at = calloc(mb->n, sizeof(*at)), k = 0;
+	struct err e = { 0 };
+
+	if (ids == NULL || tokens == NULL || at == NULL)
+		abort();
+	for (size_t i = 0; i < mb->n; i++) {
+		struct dispatch_job *j = mb->jobs[i];
+
+		if (mb->state[i] == M_LIVE && j->ray_token == NULL && j->spec != NULL &&
+		    kuberay_auth_supported(json_string_value(json_object_get(j->spec,
+		    "ray_version")))) {
+			ids[k] = j->id;
+			at[k++] = i;
+		}
+	}
+	if (k > 0 && rayauth_ensure_many(ids, k, tokens, &e))
+		for (size_t x = 0; x < k; x++)
+			mb->jobs[at[x]]->ray_token = tokens[x];
+	free(ids);
+	free(tokens);
+	free(at);
+}
+
 /* render: each job's manifest, then its LocalQueue (once per batch) and namespace on the
  * cluster, and its signal objects into mb->sig (docs/design/contracts.md: ServiceAccount,
  * ConfigMap, Role, RoleBinding before the Ray object of the attempt). */
@@ -565,6 +607,7 @@ many_render(struct many *mb, struct dispatch_stats *st)
 {
 	const struct member *t = mb->t;
 
+	many_tokens(mb);
 	for (size_t i = 0; i < mb->n; i++) {
 		struct outcome *o = &mb->o[i];
 		struct err e = { 0 };
@@ -573,20 +616,23 @@ many_render(struct many *mb, struct dispatch_stats *st)
 		size_t x;
 
 		o->t = t;
-		if (o->j->spec == NULL || o->j->placement == NULL)
+		if (o->j->spec == NULL || o->j->placement == NULL) {
 			err_set(&e, 422, "dispatch.bad_row", "the job has no readable spec or placement");
-		else
-			o->manifest = dispatch_render(o->j, t, &e);
-		if (o->manifest == NULL) {
 			many_fail(mb, i, &e, true, st);
+			continue;
+		}
+		/* an unrenderable Ray object fails the job; signal objects that cannot be made
+		 * (their token not readable) retry it */
+		if (!dispatch_render_job(o->j, t, &o->manifest, &objs, &o->warning, &e)) {
+			many_fail(mb, i, &e, o->manifest == NULL, st);
 			continue;
 		}
 		ns = jsonx_meta_str(o->manifest, "namespace");
 		if (!ns_ensure(t, ns, &e) ||
-		    !kueue_ensure(o->j, t, o->manifest, mb->kueue_seen, &e) ||
-		    (objs = dispatch_signal_render(o->j, t, NULL, false, &e)) == NULL) {
+		    !kueue_ensure(o->j, t, o->manifest, mb->kueue_seen, &e)) {
 			if (e.status == 404)
 				ns_forget(t, ns);
+			json_decref(objs);
 			many_fail(mb, i, &e, false, st);
 			continue;
 		}
@@ -707,26 +753,67 @@ many_apply(struct many *mb, struct dispatch_stats *st)
 	free(job);
 }
 
-/* Records every applied job of the batch in one transaction. */
+/* Records every applied job of the batch in one transaction: one UPDATE of all their rows
+ * (each still this claim's: the conditions of record_row), then each one's transition. */
 static bool
 record_many_tx(struct db *c, void *arg, struct err *e)
 {
+	static const char sql[] = "UPDATE jobs j SET object_name = x.name, object_uid = x.uid,"
+	    " object_rv = x.rv, manifest = x.manifest, dispatched_at = now(), claimed_by = NULL,"
+	    " claimed_at = NULL, tries = 0, next_try_at = now()"
+	    " FROM jsonb_to_recordset($1::jsonb) AS x(id uuid, attempt int, name text, uid text,"
+	    " rv text, manifest jsonb)"
+	    " WHERE j.id = x.id AND j.state = 'admitted' AND j.attempt = x.attempt"
+	    " AND j.claimed_by = $2 AND NOT j.cancel_requested RETURNING j.id::text";
 	struct many *mb = arg;
-	bool any = false;
+	json_t *rows = json_array();
+	char *text = NULL;
+	const char *p[2];
+	PGresult *r = NULL;
+	bool any = false, ok = false;
 
 	for (size_t i = 0; i < mb->n; i++) {
-		bool mine;
+		const struct outcome *o = &mb->o[i];
 
 		if (mb->state[i] == M_RECORDED || mb->state[i] == M_CHANGED)
 			mb->state[i] = M_APPLIED;	/* a retried transaction starts over */
 		if (mb->state[i] != M_APPLIED)
 			continue;
-		if (!record_row(c, &mb->o[i], &mine, e))
-			return false;
+		json_array_append_new(rows, json_pack("{s:s, s:i, s:s?, s:s, s:s, s:O}", "id",
+		    o->j->id, "attempt", o->j->attempt, "name", jsonx_meta_str(o->manifest,
+		    "name"), "uid", o->ref.uid, "rv", o->ref.resource_version, "manifest",
+		    o->manifest));
+	}
+	if (json_array_size(rows) == 0) {
+		ok = true;
+		goto cleanup;
+	}
+	if ((text = json_dumps(rows, JSON_COMPACT)) == NULL) {
+		err_set(e, 500, "dispatch.oom", "cannot encode the batch");
+		goto cleanup;
+	}
+	p[0] = text;
+	p[1] = mb->o[0].who;
+	if (!db_exec(c, sql, 2, p, &r, e))
+		goto cleanup;
+	for (size_t i = 0; i < mb->n; i++) {
+		bool mine = false;
+
+		if (mb->state[i] != M_APPLIED)
+			continue;
+		for (int row = 0; row < PQntuples(r) && !mine; row++)
+			mine = strcasecmp(PQgetvalue(r, row, 0), mb->o[i].j->id) == 0;
+		if (mine && !record_event(c, &mb->o[i], e))
+			goto cleanup;
 		mb->state[i] = mine ? M_RECORDED : M_CHANGED;
 		any |= mine;
 	}
-	return !any || db_notify(c, "fleet_status", "", e);
+	ok = !any || db_notify(c, "fleet_status", "", e);
+cleanup:
+	PQclear(r);
+	free(text);
+	json_decref(rows);
+	return ok;
 }
 
 /* record: admitted -> dispatched for each applied job still this claim's; a job that
@@ -765,7 +852,7 @@ many_settle(struct many *mb, struct dispatch_stats *st)
 			st->dispatched++;
 			st->reused += o->reused;
 			delete_previous(o->j, o->manifest);
-			warn_image(o->j);
+			warn_image(o);
 		}
 	}
 }
@@ -779,6 +866,7 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 	if (n == 0)
 		return;
 	mb.n = n;
+	mb.jobs = jobs;
 	mb.o = calloc(n, sizeof(*mb.o));
 	mb.state = calloc(n, 1);
 	mb.kueue_seen = json_object();
@@ -797,8 +885,10 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 		many_record(&mb, st);
 		many_settle(&mb, st);
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		json_decref(mb.o[i].manifest);
+		json_decref(mb.o[i].warning);
+	}
 	free(mb.o);
 	free(mb.state);
 	free(mb.owner);
@@ -824,16 +914,44 @@ static struct {
 	atomic_size_t		 inflight;	/* claimed jobs queued or being applied */
 } S;
 
+/* A task of the pool: claimed jobs of one cluster.  Until a worker starts it, it is open:
+ * later claims of its cluster join it (up to BATCH_MAX) instead of queueing a task of
+ * their own behind it, so a busy cluster's jobs go out in one batch — one member load,
+ * one token transaction, one round of applies and one record transaction for all. */
 struct batch {
 	struct dispatch_job	*jobs[BATCH_MAX];
 	size_t			 n;
+	bool			 open;		/* on the open list, not started */
+	struct batch		*next_open;
+	struct batch		*next_fresh;	/* queue_jobs' list of its new batches */
 };
+
+static pthread_mutex_t open_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct batch *open_head;
+
+/* Takes b off the open list (open_mu held); nothing joins it afterwards. */
+static void
+close_batch(struct batch *b)
+{
+	if (!b->open)
+		return;
+	for (struct batch **pp = &open_head; *pp != NULL; pp = &(*pp)->next_open)
+		if (*pp == b) {
+			*pp = b->next_open;
+			break;
+		}
+	b->open = false;
+	b->next_open = NULL;
+}
 
 static void
 task_drop(void *arg)
 {
 	struct batch *b = arg;
 
+	pthread_mutex_lock(&open_mu);
+	close_batch(b);
+	pthread_mutex_unlock(&open_mu);
 	for (size_t i = 0; i < b->n; i++)
 		dispatch_job_free(b->jobs[i]);
 	atomic_fetch_sub(&S.inflight, b->n);
@@ -846,31 +964,45 @@ task_run(void *arg)
 	struct batch *b = arg;
 	struct dispatch_stats st = { 0 };
 
+	pthread_mutex_lock(&open_mu);
+	close_batch(b);
+	pthread_mutex_unlock(&open_mu);
 	dispatch_many(cfg.instance_id, b->jobs, b->n, &st);
 	count(&st);
 	task_drop(b);
 }
 
-/* Hands the claimed jobs to the pool, one task per cluster (BATCH_MAX jobs at most). */
+/* Hands the claimed jobs to the pool: each joins its cluster's open batch when there is
+ * one with room, else starts a new one (a new task, queued once every job has found its
+ * batch, so the batches of this claim are whole when a worker takes them). */
 static void
 queue_jobs(struct dispatch_job **jobs, size_t n)
 {
-	atomic_fetch_add(&S.inflight, n);
-	for (size_t i = 0; i < n; i++) {
-		struct batch *b;
+	struct batch *fresh = NULL, *b;
 
-		if (jobs[i] == NULL)
-			continue;
-		if ((b = calloc(1, sizeof(*b))) == NULL)
-			abort();
-		for (size_t k = i; k < n && b->n < BATCH_MAX; k++)
-			if (jobs[k] != NULL && strcmp(jobs[k]->cluster_id, jobs[i]->cluster_id) == 0) {
-				b->jobs[b->n++] = jobs[k];
-				if (k != i)
-					jobs[k] = NULL;
-			}
-		dispatch_pool_add(S.pool, b->jobs[0]->cluster_id, task_run, task_drop, b);
+	atomic_fetch_add(&S.inflight, n);
+	pthread_mutex_lock(&open_mu);
+	for (size_t i = 0; i < n; i++) {
+		for (b = open_head; b != NULL; b = b->next_open)
+			if (b->n < BATCH_MAX &&
+			    strcmp(b->jobs[0]->cluster_id, jobs[i]->cluster_id) == 0)
+				break;
+		if (b == NULL) {
+			if ((b = calloc(1, sizeof(*b))) == NULL)
+				abort();
+			b->open = true;
+			b->next_open = open_head;
+			open_head = b;
+			b->next_fresh = fresh;
+			fresh = b;
+		}
+		b->jobs[b->n++] = jobs[i];
 		jobs[i] = NULL;
+	}
+	pthread_mutex_unlock(&open_mu);
+	while ((b = fresh) != NULL) {
+		fresh = b->next_fresh;
+		dispatch_pool_add(S.pool, b->jobs[0]->cluster_id, task_run, task_drop, b);
 	}
 }
 

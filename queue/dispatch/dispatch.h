@@ -38,6 +38,8 @@ struct dispatch_job {
 	json_t	*placement;	/* the scheduler's placement document */
 	bool	 history_known;	/* history read with the claim (else the render reads it) */
 	json_t	*history;	/* the environment's History Server setting, NULL: none */
+	char	*ray_token;	/* the job's Ray auth token read for the whole batch
+				 * (dispatch_many); NULL: the signal render reads it */
 };
 
 struct dispatch_stats {
@@ -56,6 +58,14 @@ void	dispatch_job_free(struct dispatch_job *j);
  * 422 "kuberay.*" when the spec cannot be expressed there. */
 json_t	*dispatch_render(const struct dispatch_job *j, const struct member *t,
 	    struct err *e);
+/* dispatch_render and dispatch_signal_render (no signal, every object) of j on t from one
+ * reading of its spec, for a dispatch batch: *manifest, *signals (the objects' array) and
+ * *warning ({message, image} when the image looks like a CPU build on NVIDIA workers,
+ * kuberay_image_warning; else NULL), all new.  False + e: *manifest NULL when the Ray
+ * object cannot be rendered (as dispatch_render), else only the signal objects failed (as
+ * dispatch_signal_render) and *manifest is the caller's to free. */
+bool	 dispatch_render_job(const struct dispatch_job *j, const struct member *t,
+	    json_t **manifest, json_t **signals, json_t **warning, struct err *e);
 /* The same for a job known by its parts (the mover's next attempt, a spec update, a cron
  * run): attempt on t with spec and placement. */
 json_t	*dispatch_render_for(const struct member *t, const char *id,

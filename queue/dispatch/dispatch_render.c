@@ -22,6 +22,7 @@ dispatch_job_free(struct dispatch_job *j)
 	json_decref(j->spec);
 	json_decref(j->placement);
 	json_decref(j->history);
+	rayauth_free(j->ray_token);
 	free(j);
 }
 
@@ -208,6 +209,60 @@ dispatch_render(const struct dispatch_job *j, const struct member *t, struct err
 	return out;
 }
 
+bool
+dispatch_render_job(const struct dispatch_job *j, const struct member *t, json_t **manifest,
+    json_t **signals, json_t **warning, struct err *e)
+{
+	struct kuberay_input in;
+	struct kuberay_pin *pins = NULL;
+	struct kuberay_history hist;
+	struct job_spec s;
+	json_t *hs = NULL;
+	char tpu[64], lq[128], msg[512], *token = NULL;
+	bool ok = false;
+
+	*manifest = *signals = *warning = NULL;
+	if (j->history_known)
+		hs = json_incref(j->history);
+	if (!fill_input(j, t, &in, &s, tpu, sizeof(tpu), lq, sizeof(lq), e) ||
+	    (!j->history_known && !history_of(j->environment, &hs, e)))
+		goto cleanup;
+	/* dispatch_render's input */
+	pins = pins_of(j->placement, &in.placement.npins);
+	in.placement.pins = pins;
+	if (hs != NULL && kuberay_history_from_json(hs, &hist))
+		in.history = &hist;
+	if ((*manifest = kuberay_render(&in, e)) == NULL)
+		goto cleanup;
+	/* dispatch_signal_render's: the same without pins and history */
+	in.placement.pins = NULL;
+	in.placement.npins = 0;
+	in.history = NULL;
+	if (kuberay_auth_on(&in)) {
+		if (j->ray_token != NULL)
+			in.auth_token = j->ray_token;
+		else if (!rayauth_ensure(j->id, &token, e))
+			goto cleanup;
+		else
+			in.auth_token = token;
+	}
+	if ((*signals = kuberay_signal_objects(&in, NULL, e)) == NULL)
+		goto cleanup;
+	if (kuberay_image_warning(&s, msg, sizeof(msg)))
+		*warning = json_pack("{s:s, s:s?}", "message", msg, "image", s.image);
+	ok = true;
+cleanup:
+	if (!ok) {	/* *manifest stays when only the signal objects failed */
+		json_decref(*signals);
+		*signals = NULL;
+	}
+	rayauth_free(token);
+	jobspec_cleanup(&s);
+	free(pins);
+	json_decref(hs);
+	return ok;
+}
+
 /* A job of the given fields for the renders outside a dispatch (moves, updates, cron runs):
  * spec and placement borrowed, the History Server setting read by the render. */
 static void
@@ -262,9 +317,12 @@ dispatch_signal_render(const struct dispatch_job *j, const struct member *t,
 	/* issue 25: the Secret the manifest's authOptions names holds the job's token (one
 	 * short transaction of its own: no transaction is open here, nor across the apply) */
 	if (kuberay_auth_on(&in)) {
-		if (!rayauth_ensure(j->id, &token, e))
+		if (j->ray_token != NULL)	/* read with its batch's */
+			in.auth_token = j->ray_token;
+		else if (!rayauth_ensure(j->id, &token, e))
 			goto cleanup;
-		in.auth_token = token;
+		else
+			in.auth_token = token;
 	}
 	out = kuberay_signal_objects(&in, sig, e);
 cleanup:

@@ -2,9 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/crypto.h"
 #include "core/jsonx.h"
+#include "core/textbuf.h"
 #include "providers/kuberay.h"
 #include "queue/jobs/job.h"
 #include "queue/jobs/rayauth.h"
@@ -105,6 +107,149 @@ rayauth_ensure(const char *job_id, char **token, struct err *e)
 	}
 	*token = x.token;
 	return true;
+}
+
+/* ---- the tokens of a dispatch batch in one transaction */
+
+struct ensure_many {
+	const char *const	*ids;
+	size_t			 n;
+	char			**tokens;
+};
+
+/* A text[] literal of the ids whose token is still missing ("{}" when none): ids come
+ * from the database (canonical uuids) and sealed values are base64, so neither needs
+ * quoting; *missing counts them. */
+static char *
+missing_ids(const struct ensure_many *x, size_t *missing)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	*missing = 0;
+	textbuf_append(&buf, &len, &cap, "{", 1);
+	for (size_t i = 0; i < x->n; i++)
+		if (x->tokens[i] == NULL)
+			textbuf_appendf(&buf, &len, &cap, "%s%s", (*missing)++ ? "," : "",
+			    x->ids[i]);
+	textbuf_append(&buf, &len, &cap, "}", 1);
+	return buf;
+}
+
+/* Opens the stored tokens of the ids in arr into x->tokens. */
+static bool
+read_many(struct db *c, struct ensure_many *x, const char *arr, struct err *e)
+{
+	static const char sql[] = "SELECT job_id::text, sealed FROM job_ray_auth"
+	    " WHERE job_id = ANY($1::uuid[])";
+	const char *p[1] = { arr };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql, 1, p, &r, e))
+		return false;
+	for (int row = 0; row < PQntuples(r); row++)
+		for (size_t i = 0; i < x->n; i++) {
+			char ad[64];
+
+			if (x->tokens[i] != NULL ||
+			    strcasecmp(x->ids[i], PQgetvalue(r, row, 0)) != 0)
+				continue;
+			aad(x->ids[i], ad, sizeof(ad));
+			if ((x->tokens[i] = cluster_open(ad, PQgetvalue(r, row, 1), e)) == NULL)
+				goto cleanup;
+		}
+	ok = true;
+cleanup:
+	PQclear(r);
+	return ok;
+}
+
+static bool
+ensure_many_tx(struct db *c, void *arg, struct err *e)
+{
+	static const char ins[] = "INSERT INTO job_ray_auth (job_id, sealed)"
+	    " SELECT * FROM unnest($1::uuid[], $2::text[]) ON CONFLICT (job_id) DO NOTHING";
+	struct ensure_many *x = arg;
+	char *arr = NULL, *sealed = NULL;
+	size_t missing = 0, len = 0, cap = 0, k = 0;
+	const char *p[2];
+	bool ok = false;
+
+	for (size_t i = 0; i < x->n; i++) {	/* a retried transaction starts over */
+		rayauth_free(x->tokens[i]);
+		x->tokens[i] = NULL;
+	}
+	arr = missing_ids(x, &missing);
+	if (!read_many(c, x, arr, e))
+		goto cleanup;
+	free(arr);
+	arr = missing_ids(x, &missing);
+	if (missing == 0) {
+		ok = true;
+		goto cleanup;
+	}
+	textbuf_append(&sealed, &len, &cap, "{", 1);
+	for (size_t i = 0; i < x->n; i++) {
+		uint8_t raw[32];
+		char ad[64], *fresh, *s;
+
+		if (x->tokens[i] != NULL)
+			continue;
+		if (!crypto_random(raw, sizeof(raw))) {
+			err_set(e, 500, "rayauth.random", "no randomness for the token");
+			goto cleanup;
+		}
+		fresh = crypto_b64url_encode(raw, sizeof(raw));
+		memset(raw, 0, sizeof(raw));
+		aad(x->ids[i], ad, sizeof(ad));
+		s = fresh != NULL ? cluster_seal(ad, fresh, e) : NULL;
+		rayauth_free(fresh);
+		if (s == NULL) {
+			if (e->status == 0)
+				err_set(e, 500, "rayauth.seal", "cannot seal the token");
+			goto cleanup;
+		}
+		textbuf_appendf(&sealed, &len, &cap, "%s%s", k++ ? "," : "", s);
+		free(s);
+	}
+	textbuf_append(&sealed, &len, &cap, "}", 1);
+	p[0] = arr;
+	p[1] = sealed;
+	/* a concurrent first dispatch may win a row: read back whichever rows stand */
+	if (!db_exec(c, ins, 2, p, NULL, e) || !read_many(c, x, arr, e))
+		goto cleanup;
+	for (size_t i = 0; i < x->n; i++)
+		if (x->tokens[i] == NULL) {
+			err_set(e, 500, "rayauth.missing", "a job's token was not stored");
+			goto cleanup;
+		}
+	ok = true;
+cleanup:
+	free(arr);
+	free(sealed);
+	return ok;
+}
+
+bool
+rayauth_ensure_many(const char *const *ids, size_t n, char **tokens, struct err *e)
+{
+	struct ensure_many x = { ids, n, tokens };
+
+	for (size_t i = 0; i < n; i++)
+		tokens[i] = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!db_uuid_ok(ids[i]))
+			return err_set(e, 404, "queue.job_not_found", "job not found");
+	if (n == 0)
+		return true;
+	if (db_tx(ensure_many_tx, &x, e))
+		return true;
+	for (size_t i = 0; i < n; i++) {
+		rayauth_free(tokens[i]);
+		tokens[i] = NULL;
+	}
+	return false;
 }
 
 /* The RayCluster spec inside a manifest of any kind. */

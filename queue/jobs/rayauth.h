@@ -5,6 +5,7 @@
 #define FLEET_QUEUE_JOBS_RAYAUTH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "core/db.h"
 #include "core/err.h"
@@ -13,6 +14,10 @@
  * transaction on a pooled connection of its own, no network call.  *token is malloc'd;
  * release it with rayauth_free.  503 config.no_master_key without a master key. */
 bool	rayauth_ensure(const char *job_id, char **token, struct err *e);
+/* rayauth_ensure of n jobs in one transaction (a dispatch batch: one commit, not one per
+ * job): tokens[i] the token of ids[i] (malloc'd, rayauth_free each); on failure every
+ * tokens[i] is NULL. */
+bool	rayauth_ensure_many(const char *const *ids, size_t n, char **tokens, struct err *e);
 /* The job's token on c; 404 rayauth.not_yet while the job was never dispatched. */
 bool	rayauth_get(struct db *c, const char *job_id, char **token, struct err *e);
 /* GET /v1/jobs/{id}/dashboard for job (its public object, already visible to the caller):

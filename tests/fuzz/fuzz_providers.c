@@ -187,6 +187,22 @@ kube(const struct chunks *c)
 		    "node %s negative figures", n->name);
 	}
 	kube_capacity_cleanup(&cap);
+	/* an apply's answer: the scan reads what the full parse reads, whenever both read it */
+	{
+		struct kube_ref ref;
+		json_t *j = json_loadb(b0, c->n[0], 0, NULL), *md = json_object_get(j, "metadata");
+
+		if (kube_ref_scan(b0, c->n[0], &ref) && json_is_object(md)) {
+			const char *uid = json_string_value(json_object_get(md, "uid")),
+			    *rv = json_string_value(json_object_get(md, "resourceVersion"));
+
+			FUZZ_CHECK(strcmp(ref.uid, uid ? uid : "") == 0 &&
+			    strcmp(ref.resource_version, rv ? rv : "") == 0 && ref.generation ==
+			    json_integer_value(json_object_get(md, "generation")),
+			    "kube_ref_scan differs from the full parse");
+		}
+		json_decref(j);
+	}
 	/* the same quantity in millis and in units agree (both rounded up; the parser's 1e-9
 	 * tolerance lets "1n" be 1m but 0 units, hence the slack of one milli) */
 	if (kube_parse_quantity(q, true, &milli) && kube_parse_quantity(q, false, &units))

@@ -346,7 +346,9 @@ test_exactly_once(void **state)
 	    " claimed_by IS NOT NULL", id) == 0; i++)
 		usleep(10 * 1000);
 	harness_sql("BEGIN");
-	was = harness_sql_str("SELECT state FROM jobs WHERE id = '%s' FOR UPDATE", id);
+	/* FOR NO KEY UPDATE: the record's UPDATE waits on it, while the insert of the job's Ray
+	 * auth token (a foreign key to the row: KEY SHARE), made before the apply, does not */
+	was = harness_sql_str("SELECT state FROM jobs WHERE id = '%s' FOR NO KEY UPDATE", id);
 	assert_string_equal(was, "admitted");
 	free(was);
 	for (int i = 0; i < 100 && sim_applies("test-hp-usw2", ns, "rayclusters", name) == 0; i++)
@@ -368,6 +370,37 @@ test_exactly_once(void **state)
 	    " to_state = 'dispatched' AND data->>'reused' = 'true'", id) == 1);
 	cancel(id);
 	harness_job_wait_row(id, "cancelled", 1, 20);
+	free(id);
+}
+
+/* A CPU build of Ray on NVIDIA workers: the render's warning (dispatch_render_job, from
+ * the one reading of the spec a dispatch makes) becomes one event of the attempt, with the
+ * image; the job is still applied once. */
+static void
+test_image_warning(void **state)
+{
+	char *id = submit("RayCluster", "cpuimage", 1, "\"constraints\":{\"providers\":"
+	    "[\"hyperpod\"]},\"image\":\"rayproject/ray:2.52.0\"");
+	char name[64], ns[64];
+
+	(void)state;
+#define WARNED "SELECT count(*) FROM job_events WHERE job_id = '%s' AND type = 'warning'" \
+	    " AND data->>'key' = 'image_cpu_build' AND data->>'image' = 'rayproject/ray:2.52.0'" \
+	    " AND attempt = 1"
+	for (int i = 0; i < 300 && harness_sql_long(WARNED, id) == 0; i++)
+		usleep(100 * 1000);
+	assert_int_equal(harness_sql_long(WARNED, id), 1);
+#undef WARNED
+	object_name(JOBSPEC_RAYCLUSTER, "cpuimage", id, 1, name, sizeof(name));
+	assert_true(kuberay_namespace(ENV, "ml", ns, sizeof(ns)));
+	assert_int_equal(sim_applies("test-hp-usw2", ns, "rayclusters", name), 1);
+	/* its pods crash-loop (as on a real node): the job may have failed already (409) */
+	harness_call("POST", admin, "{}", "/v1/jobs/%s/cancel", id);
+	for (int i = 0; i < 300 && harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s'"
+	    " AND state IN ('cancelled', 'failed')", id) == 0; i++)
+		usleep(100 * 1000);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND state IN"
+	    " ('cancelled', 'failed')", id), 1);
 	free(id);
 }
 
@@ -682,6 +715,7 @@ main(void)
 		cmocka_unit_test(test_lifecycle),
 		cmocka_unit_test(test_cancel),
 		cmocka_unit_test(test_exactly_once),
+		cmocka_unit_test(test_image_warning),
 		cmocka_unit_test(test_stockout),
 		cmocka_unit_test(test_preemption),
 		cmocka_unit_test(test_preemption_two_replicas),
