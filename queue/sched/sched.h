@@ -215,62 +215,63 @@ struct sched_flavor_req {
 	struct sched_vec	 v;
 };
 
+/* Laid out by size (pointers and 64-bit values, then 32-, 16- and 8-bit ones) so that no
+ * padding is left: at 100,000 pending jobs every byte here is 100 kB of the scheduler's
+ * peak (issue 29: 64 MiB; tests/unit/queue/test_sched_memory.c bounds it). */
 struct sched_job {
-	const char		*id;
-	int			 idx;
-	int			 queue;
-	int			 priority;
-	bool			 can_preempt;
-	int64_t			 enqueued_at, admitted_at;
-	enum sched_state	 state;
-	enum sched_topo		 topo;
-	int			 shape;		/* interned slice shape for SCHED_TOPO_SLICE */
+	const char		*id;		/* in the model's string pool */
 	/* Per-job arrays live in the model's arena, sized to what the job has (at most
-	 * SCHED_MAX_GROUPS groups, SCHED_MAX_CHOICES regions or providers): a pending job is
-	 * a few hundred bytes, so 100,000 of them fit the scheduler's memory budget. */
+	 * SCHED_MAX_GROUPS groups, SCHED_MAX_CHOICES regions or providers). */
 	struct sched_group	*groups;
-	int			 n_groups, cap_groups;
+	struct sched_flavor_req	*req;		/* derived: cap_groups entries, in the arena */
 	int			*regions;	/* allowed, in preference order */
-	int			 n_regions, cap_regions;
 	int			*providers;
-	int			 n_providers, cap_providers;
-	enum sched_spot		 spot;
-	double			 max_price;	/* per accelerator-hour, 0 = no limit */
-	/* Capacity preference (queue/sched/sched_prefs.c): the ranked capacity types, from the
-	 * job's constraints or else its queue; n_pref 0 = any type, no preference. */
-	unsigned char		 pref[SCHED_NCTYPES];
-	int			 n_pref;
-	bool			 first_only;	/* waits for pref[0]; never migrates */
-	int			 migrations;	/* capacity migrations so far */
-	int			 max_migrations;
-	int64_t			 min_run_s, cooldown_s;
-	int64_t			 started_at;	/* running since (unix s), 0 unknown */
-	int64_t			 migrated_at;	/* last migration (unix s), 0 none */
 	/* placement of admitted/running jobs */
-	int			 cluster;	/* -1 none */
-	bool			 in_flight;	/* reservation not yet in the snapshot */
-	bool			 shared_groups;	/* groups and req are shared with equal pending
-						 * jobs (sched_job_keep_groups): copied before
-						 * any write (sched_job_own_groups) */
 	struct sched_alloc	*allocs;
 	size_t			 n_allocs;
 	/* Jobs whose admission evicted this one (ids, in the arena): it never evicts them
 	 * back, so a preemption cannot turn into a preempt-requeue cycle.  The scheduler
 	 * persists them as the "by" of its preempted events (queue/sched/loader.c reads them). */
 	const char		**evicted_by;
-	int			 n_evicted_by;
 	/* Nodes its earlier attempts failed on (infrastructure, preemption): pairs of cluster
 	 * id and node name, in the arena; never used for it again (issue 24). */
 	const char		**avoid;
-	int			 n_avoid;
-	bool			 moving;	/* a move of it is under way (never migrated) */
+	int64_t			 enqueued_at, admitted_at;
+	int64_t			 started_at;	/* running since (unix s), 0 unknown */
+	int64_t			 migrated_at;	/* last migration (unix s), 0 none */
+	double			 max_price;	/* per accelerator-hour, 0 = no limit */
+	uint64_t		 flavor_mask;	/* derived */
+	int			 idx;
+	int			 queue;
+	int			 priority;
+	enum sched_state	 state;
+	enum sched_topo		 topo;
+	enum sched_spot		 spot;
+	int			 shape;		/* interned slice shape for SCHED_TOPO_SLICE */
+	int			 cluster;	/* -1 none */
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
 						 * the caller persists sched_decision.hold_cluster */
-	/* derived */
-	struct sched_flavor_req	*req;		/* cap_groups entries, in the arena */
+	int			 rank;		/* derived: position in its queue's pending order */
 	int			 n_req;
-	uint64_t		 flavor_mask;
-	int			 rank;		/* position in its queue's pending order */
+	int			 migrations;	/* capacity migrations so far */
+	int			 max_migrations;
+	int			 min_run_s, cooldown_s;	/* seconds, at most a week (jobspec) */
+	short			 n_groups, cap_groups;
+	short			 n_regions, cap_regions;
+	short			 n_providers, cap_providers;
+	short			 n_evicted_by;
+	short			 n_avoid;
+	/* Capacity preference (queue/sched/sched_prefs.c): the ranked capacity types, from the
+	 * job's constraints or else its queue; n_pref 0 = any type, no preference. */
+	unsigned char		 pref[SCHED_NCTYPES];
+	unsigned char		 n_pref;
+	bool			 first_only;	/* waits for pref[0]; never migrates */
+	bool			 can_preempt;
+	bool			 in_flight;	/* reservation not yet in the snapshot */
+	bool			 shared_groups;	/* groups and req are shared with equal pending
+						 * jobs (sched_job_keep_groups): copied before
+						 * any write (sched_job_own_groups) */
+	bool			 moving;	/* a move of it is under way (never migrated) */
 };
 
 struct sched_model;

@@ -342,7 +342,7 @@ sched_model_job(const struct sched_model *m, size_t i)
 struct sched_job *
 sched_model_find_job(const struct sched_model *m, const char *id)
 {
-	int i = sched_map_get(&m->job_ids, id);
+	int i = sched_job_index(m, id);
 
 	return i < 0 ? NULL : m->jobs[i];
 }

@@ -22,7 +22,12 @@ struct sched_model {
 	struct sched_map	  names;	/* interned strings -> id */
 	const char		**name_of;
 	size_t			  n_names, cap_names;
-	struct sched_map	  cluster_ids, queue_ids, job_ids;
+	struct sched_map	  cluster_ids, queue_ids;
+	/* Jobs by id: open addressing over job indices (-1 empty), the key being the job's
+	 * own id, so a slot takes 4 bytes instead of a key pointer and a value (12). */
+	int			 *job_slots;
+	size_t			  job_cap;
+	struct sched_strblock	 *strs;		/* job ids, packed (no 16-byte alignment) */
 	int			  flavor_name[SCHED_MAX_FLAVORS];
 	int			  n_flavors;
 	int			  ctype_only;	/* SCHED_CT_ANY, or the one capacity type
@@ -62,7 +67,19 @@ struct sched_model {
 	bool			  finalized;
 };
 
+/* A block of the model's string pool: strings copied end to end. */
+struct sched_strblock {
+	struct sched_strblock	*next;
+	size_t			 size, used;
+	char			 data[];
+};
+
 int	 sched_map_get(const struct sched_map *mp, const char *k);
+/* The index of the job with id k, -1 when none. */
+int	 sched_job_index(const struct sched_model *m, const char *k);
+/* Bytes the model holds now (its arena, string pool, arrays and tables; not the cycle's
+ * arena), for tests/unit/queue/test_sched_memory.c and the benches. */
+size_t	 sched_model_bytes(const struct sched_model *m);
 void	*sched_grow(void *p, size_t *cap, size_t need, size_t size);
 void	 sched_pool_refresh(struct sched_pool *p, const struct sched_cluster *c, int pool);
 void	 sched_queue_refresh(struct sched_model *m, struct sched_queue *q);
