@@ -448,16 +448,20 @@ bool			 sched_preempt_plan(struct sched_model *m, const struct sched_job *j,
 /* Cycle (sched_cycle.c). */
 enum sched_outcome { SCHED_OUT_ADMIT, SCHED_OUT_PENDING };
 
+/* One job's decision.  56 bytes, one per pending job each cycle: the placement is a
+ * pointer, to the attempt's (an admission's, or any decision's without lean_pending) in
+ * the cycle's arena, or to one shared empty placement (cluster -1, no detail) for a
+ * pending decision of a lean_pending cycle and a job never attempted. */
 struct sched_decision {
-	int			 job;
-	enum sched_outcome	 outcome;
-	struct sched_placement	 place;		/* cluster/allocs for an admission */
+	const struct sched_placement *place;	/* cluster/allocs for an admission */
 	int			*victims;
 	size_t			 n_victims;
+	double			 share;		/* queue share after admission */
+	int			 job;
+	enum sched_outcome	 outcome;
 	enum sched_reason	 reason;	/* pending: why */
 	int			 position;	/* pending: 1-based in its queue */
 	int			 hold_cluster;	/* pending: cluster held for it, -1 none */
-	double			 share;		/* queue share after admission */
 	bool			 borrowing;
 };
 

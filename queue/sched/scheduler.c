@@ -346,8 +346,8 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			cands = cands ? json_incref(cands) : json_array();
 			json_object_del(dec, "candidates");
 			add(&both[1], json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
-			    "cluster", sched_model_cluster(m, (size_t)d->place.cluster)->id,
-			    "placement", scheduler_placement_json(m, &d->place, pools), "decision", dec,
+			    "cluster", sched_model_cluster(m, (size_t)d->place->cluster)->id,
+			    "placement", scheduler_placement_json(m, d->place, pools), "decision", dec,
 			    "candidates", cands));
 			json_decref(dec);
 		}

@@ -85,7 +85,7 @@ test_shared_until_written(void **state)
 		assert_int_equal(cy[0].d[i].job, cy[1].d[i].job);
 		assert_int_equal(cy[0].d[i].outcome, cy[1].d[i].outcome);
 		assert_int_equal(cy[0].d[i].reason, cy[1].d[i].reason);
-		assert_int_equal(cy[0].d[i].place.cluster, cy[1].d[i].place.cluster);
+		assert_int_equal(cy[0].d[i].place->cluster, cy[1].d[i].place->cluster);
 	}
 	assert_int_equal(j0->state, SCHED_ADMITTED);
 	assert_false(j0->shared_groups);
