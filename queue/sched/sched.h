@@ -364,6 +364,12 @@ struct sched_job	*sched_model_job(const struct sched_model *m, size_t i);
 struct sched_job	*sched_model_find_job(const struct sched_model *m, const char *id);
 struct sched_cluster	*sched_model_find_cluster(const struct sched_model *m, const char *id);
 
+/* Bytes the model holds now: its arena, job id pool, arrays and tables (not a cycle's arena,
+ * nor the lean_pending scratch arena, which is renewed past 4 MiB).  At 100,000 pending jobs
+ * this is most of the scheduler's peak: tests/unit/queue/test_sched_memory.c bounds it per
+ * pending job. */
+size_t			 sched_model_bytes(const struct sched_model *m);
+
 /* State changes the caller (or a simulation) makes between cycles. */
 void			 sched_model_finish_job(struct sched_model *m, struct sched_job *j);
 void			 sched_model_requeue_job(struct sched_model *m, struct sched_job *j);

@@ -77,9 +77,7 @@ struct sched_strblock {
 int	 sched_map_get(const struct sched_map *mp, const char *k);
 /* The index of the job with id k, -1 when none. */
 int	 sched_job_index(const struct sched_model *m, const char *k);
-/* Bytes the model holds now (its arena, string pool, arrays and tables; not the cycle's
- * arena), for tests/unit/queue/test_sched_memory.c and the benches. */
-size_t	 sched_model_bytes(const struct sched_model *m);
+
 void	*sched_grow(void *p, size_t *cap, size_t need, size_t size);
 void	 sched_pool_refresh(struct sched_pool *p, const struct sched_cluster *c, int pool);
 void	 sched_queue_refresh(struct sched_model *m, struct sched_queue *q);

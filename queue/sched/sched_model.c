@@ -303,8 +303,6 @@ sched_model_bytes(const struct sched_model *m)
 		n += m->n_by_flavor[i] * sizeof(int);
 	n += m->s_cap * (sizeof(*m->s_free) + sizeof(*m->s_used) + sizeof(*m->s_order) +
 	    sizeof(*m->s_pool)) + m->a_cap * sizeof(*m->a_scratch);
-	if (m->place_tmp != NULL)
-		n += arena_used(m->place_tmp);
 	return n;
 }
 
