@@ -215,13 +215,15 @@ struct sched_flavor_req {
 	struct sched_vec	 v;
 };
 
-/* Laid out by size (pointers and 64-bit values, then 32-, 16- and 8-bit ones) so that no
- * padding is left: at 100,000 pending jobs every byte here is 100 kB of the scheduler's
- * peak (issue 29: 64 MiB; tests/unit/queue/test_sched_memory.c bounds it). */
+/* Laid out by size (pointers and 64-bit values, then 32-, 16- and 8-bit ones, the flags as
+ * bits) so that no padding is left: 192 bytes.  At 100,000 pending jobs every byte here is
+ * 100 kB of the scheduler's peak (issue 29: 64 MiB; tests/unit/queue/test_sched_memory.c
+ * bounds it). */
 struct sched_job {
 	const char		*id;		/* in the model's string pool */
 	/* Per-job arrays live in the model's arena, sized to what the job has (at most
-	 * SCHED_MAX_GROUPS groups, SCHED_MAX_CHOICES regions or providers). */
+	 * SCHED_MAX_GROUPS groups, SCHED_MAX_CHOICES regions or providers); jobs of equal
+	 * groups share one copy (sched_job_keep_groups). */
 	struct sched_group	*groups;
 	struct sched_flavor_req	*req;		/* derived: cap_groups entries, in the arena */
 	int			*regions;	/* allowed, in preference order */
@@ -244,34 +246,34 @@ struct sched_job {
 	int			 idx;
 	int			 queue;
 	int			 priority;
-	enum sched_state	 state;
-	enum sched_topo		 topo;
-	enum sched_spot		 spot;
 	int			 shape;		/* interned slice shape for SCHED_TOPO_SLICE */
 	int			 cluster;	/* -1 none */
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
 						 * the caller persists sched_decision.hold_cluster */
 	int			 rank;		/* derived: position in its queue's pending order */
-	int			 n_req;
-	int			 migrations;	/* capacity migrations so far */
-	int			 max_migrations;
 	int			 min_run_s, cooldown_s;	/* seconds, at most a week (jobspec) */
 	short			 n_groups, cap_groups;
+	short			 n_req;
 	short			 n_regions, cap_regions;
 	short			 n_providers, cap_providers;
 	short			 n_evicted_by;
 	short			 n_avoid;
+	short			 migrations;	/* capacity migrations so far */
+	short			 max_migrations;
+	uint8_t			 state;		/* enum sched_state */
+	uint8_t			 topo;		/* enum sched_topo */
+	uint8_t			 spot;		/* enum sched_spot */
 	/* Capacity preference (queue/sched/sched_prefs.c): the ranked capacity types, from the
 	 * job's constraints or else its queue; n_pref 0 = any type, no preference. */
 	unsigned char		 pref[SCHED_NCTYPES];
 	unsigned char		 n_pref;
-	bool			 first_only;	/* waits for pref[0]; never migrates */
-	bool			 can_preempt;
-	bool			 in_flight;	/* reservation not yet in the snapshot */
-	bool			 shared_groups;	/* groups and req are shared with equal pending
-						 * jobs (sched_job_keep_groups): copied before
-						 * any write (sched_job_own_groups) */
-	bool			 moving;	/* a move of it is under way (never migrated) */
+	bool			 first_only : 1;	/* waits for pref[0]; never migrates */
+	bool			 can_preempt : 1;
+	bool			 in_flight : 1;		/* reservation not yet in the snapshot */
+	bool			 shared_groups : 1;	/* groups and req are shared with equal
+							 * jobs (sched_job_keep_groups): copied
+							 * before any write (sched_job_own_groups) */
+	bool			 moving : 1;	/* a move of it is under way (never migrated) */
 };
 
 struct sched_model;
@@ -376,7 +378,7 @@ void			 sched_model_requeue_job(struct sched_model *m, struct sched_job *j);
 
 /* Fair share (sched_fairshare.c). */
 void			 sched_job_request(const struct sched_job *j, bool admitted,
-			    struct sched_flavor_req *out, int *n);
+			    struct sched_flavor_req *out, short *n);
 enum sched_reason	 sched_quota_check(const struct sched_model *m, const struct sched_job *j);
 /* What queue q may still take of resource r of flavor f (borrowing limit and cohort);
  * SCHED_UNSET when unmanaged. */
@@ -457,7 +459,9 @@ enum sched_outcome { SCHED_OUT_ADMIT, SCHED_OUT_PENDING };
 /* One job's decision.  56 bytes, one per pending job each cycle: the placement is a
  * pointer, to the attempt's (an admission's, or any decision's without lean_pending) in
  * the cycle's arena, or to one shared empty placement (cluster -1, no detail) for a
- * pending decision of a lean_pending cycle and a job never attempted. */
+ * pending decision of a lean_pending cycle and a job never attempted.  In a lean_pending
+ * cycle an admission's allocs are the admitted job's own (sched_job.allocs): read them
+ * before the job is requeued or the model freed. */
 struct sched_decision {
 	const struct sched_placement *place;	/* cluster/allocs for an admission */
 	int			*victims;

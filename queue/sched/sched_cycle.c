@@ -253,11 +253,13 @@ static const struct sched_placement no_place = { .cluster = -1, .racks_used = -1
     .racks_scattered = -1 };
 
 /* The placement d keeps of an attempt p: an admission copies into the cycle's arena what
- * still lives in the scratch arena (allocs when allocs_in_tmp); a pending decision of a
- * lean_pending cycle keeps none (its reason is the decision's). */
+ * still lives in the scratch arena, but for its allocations, which are those sched_apply
+ * gave the admitted job (own: p->allocs are in the scratch and equal to own->allocs; NULL:
+ * they are in the cycle's arena already); a pending decision of a lean_pending cycle keeps
+ * none (its reason is the decision's). */
 static const struct sched_placement *
 keep_place(struct sched_model *m, struct arena *a, const struct sched_placement *p,
-	   enum sched_outcome outcome, bool allocs_in_tmp)
+	   enum sched_outcome outcome, const struct sched_job *own)
 {
 	struct sched_placement *k;
 
@@ -279,12 +281,8 @@ keep_place(struct sched_model *m, struct arena *a, const struct sched_placement 
 		memcpy(c, k->cands, k->n_cands * sizeof(*c));
 		k->cands = c;
 	}
-	if (allocs_in_tmp && k->allocs != NULL) {
-		struct sched_alloc *al = arena_alloc(a, k->n_allocs * sizeof(*al) + 1);
-
-		memcpy(al, k->allocs, k->n_allocs * sizeof(*al));
-		k->allocs = al;
-	}
+	if (own != NULL && k->allocs != NULL)
+		k->allocs = own->allocs;	/* valid while the job keeps its placement */
 	return k;
 }
 
@@ -442,7 +440,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		d->outcome = SCHED_OUT_ADMIT;
 		out->admitted++;
 		++*gen;
-		d->place = keep_place(m, a, &pl, d->outcome, true);
+		d->place = keep_place(m, a, &pl, d->outcome, j);
 		return;
 	}
 	d->reason = pl.reason;
@@ -471,7 +469,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		d->reason = SCHED_R_CHOSEN;
 		out->admitted++;
 		out->preempted += pp.n_victims;
-		d->place = keep_place(m, a, &pl, d->outcome, false);
+		d->place = keep_place(m, a, &pl, d->outcome, NULL);
 		return;
 	}
 	if (j->hold_cluster < 0 && *holds < m->cfg.max_holds &&
@@ -485,7 +483,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		}
 	}
 	d->hold_cluster = j->hold_cluster;
-	d->place = keep_place(m, a, &pl, d->outcome, false);
+	d->place = keep_place(m, a, &pl, d->outcome, NULL);
 }
 
 /* Evictions free more than their preemptor takes (whole gangs), and an admitted job's
@@ -512,7 +510,7 @@ second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		if ((quota = sched_quota_check(m, j)) != SCHED_R_CHOSEN)
 			continue;
 		if (!sched_place_pref(m, j, quota, place_arena(m, a), &pl, &rank)) {
-			d->place = keep_place(m, a, &pl, d->outcome, false);
+			d->place = keep_place(m, a, &pl, d->outcome, NULL);
 			continue;
 		}
 		reopened |= unhold(m, j);
@@ -521,7 +519,7 @@ second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		d->reason = SCHED_R_CHOSEN;
 		d->hold_cluster = -1;
 		out->admitted++;
-		d->place = keep_place(m, a, &pl, d->outcome, true);
+		d->place = keep_place(m, a, &pl, d->outcome, j);
 	}
 	return reopened;	/* a hold it released may let an earlier job in */
 }

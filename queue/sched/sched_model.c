@@ -607,6 +607,21 @@ sched_job_own_groups(struct sched_model *m, struct sched_job *j)
 }
 
 void
+sched_job_scratch_groups(struct sched_model *m, struct sched_job *j)
+{
+	if (j->groups == m->g_scratch)
+		return;
+	if (j->n_groups > 0)
+		memcpy(m->g_scratch, j->groups, (size_t)j->n_groups * sizeof(*j->groups));
+	if (j->n_req > 0)
+		memcpy(m->r_scratch, j->req, (size_t)j->n_req * sizeof(*j->req));
+	j->groups = m->g_scratch;
+	j->req = m->r_scratch;
+	j->cap_groups = SCHED_MAX_GROUPS;
+	j->shared_groups = false;
+}
+
+void
 sched_job_keep_groups(struct sched_model *m, struct sched_job *j)
 {
 	uint64_t h;
@@ -614,10 +629,6 @@ sched_job_keep_groups(struct sched_model *m, struct sched_job *j)
 
 	if (j->groups != m->g_scratch)
 		return;		/* not built in the scratch (or kept already) */
-	if (j->state != SCHED_PENDING) {
-		groups_copy(m, j);
-		return;
-	}
 	if (m->g_n * 2 >= m->g_cap) {	/* grow: rehash the shared jobs */
 		size_t cap = m->g_cap ? m->g_cap * 2 : 256;
 		struct sched_job **t = calloc(cap, sizeof(*t));

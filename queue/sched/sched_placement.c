@@ -477,10 +477,11 @@ sched_apply(struct sched_model *m, struct sched_job *j, int cluster, struct sche
 	j->admitted_at = m->now;
 	j->hold_cluster = -1;
 	if (was_pending) {
-		sched_job_own_groups(m, j);	/* counts and req change: its own copy */
-		for (g = 0; g < j->n_groups; g++)
+		sched_job_scratch_groups(m, j);	/* counts and req change: rewritten in the */
+		for (g = 0; g < j->n_groups; g++)	/* scratch, then kept (shared when equal) */
 			j->groups[g].count = j->groups[g].min;
 		sched_job_request(j, true, j->req, &j->n_req);
+		sched_job_keep_groups(m, j);
 		sched_usage_add(m, j, +1);
 	}
 }
