@@ -297,8 +297,8 @@ sched_model_bytes(const struct sched_model *m)
 	for (i = 0; i < m->n_queues; i++)
 		n += m->queues[i]->pending != NULL ? (m->queues[i]->n_pending + 1) * sizeof(int) : 0;
 	for (i = 0; i < m->n_jobs; i++)
-		n += m->jobs[i]->allocs != NULL ?
-		    (m->jobs[i]->n_allocs + 1) * sizeof(struct sched_alloc) : 0;
+		n += m->jobs[i]->allocs != NULL ? (m->jobs[i]->n_allocs > 0 ?
+		    m->jobs[i]->n_allocs : 1) * sizeof(struct sched_alloc) : 0;
 	for (i = 0; i < SCHED_MAX_FLAVORS; i++)
 		n += m->n_by_flavor[i] * sizeof(int);
 	n += m->s_cap * (sizeof(*m->s_free) + sizeof(*m->s_used) + sizeof(*m->s_order) +

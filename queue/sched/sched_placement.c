@@ -464,7 +464,7 @@ sched_apply(struct sched_model *m, struct sched_job *j, int cluster, struct sche
 	int g;
 
 	free(j->allocs);
-	j->allocs = calloc(n_allocs + 1, sizeof(*j->allocs));
+	j->allocs = calloc(n_allocs > 0 ? n_allocs : 1, sizeof(*j->allocs));
 	if (j->allocs == NULL)
 		abort();
 	memcpy(j->allocs, allocs, n_allocs * sizeof(*allocs));
