@@ -323,10 +323,11 @@ bool			 sched_job_add_group(struct sched_model *m, struct sched_job *j,
 			    struct err *e);
 /* Building a job's groups without an allocation per job: sched_job_build_groups points j
  * at the model's scratch arrays (call before its first sched_job_add_group), and
- * sched_job_keep_groups then stores them: a pending job shares one copy with every
- * pending job of equal groups (at 100,000 pending jobs of a few shapes that is 160 bytes
- * less per job), any other job gets its own, sized to what it has.  A write to a shared
- * job's groups or req goes after sched_job_own_groups. */
+ * sched_job_keep_groups then stores them: a job shares one copy with every job of equal
+ * groups (counts included: pending jobs share theirs, admitted ones theirs; at 100,000
+ * pending jobs of a few shapes that is 160 bytes less per job), the first of a shape gets
+ * one sized to what it has.  A write to a shared job's groups or req goes after
+ * sched_job_own_groups (an admission rewrites them in the scratch, then keeps them). */
 void			 sched_job_build_groups(struct sched_model *m, struct sched_job *j);
 void			 sched_job_keep_groups(struct sched_model *m, struct sched_job *j);
 void			 sched_job_own_groups(struct sched_model *m, struct sched_job *j);
