@@ -21,6 +21,12 @@
 #include "queue/sched/scheduler.h"
 
 #define BATCH		500
+/* A batch is sent once its JSON text reaches this many bytes, whatever its rows: 500
+ * admissions with their candidates and placements are about 1.2 MB, which the batch's
+ * buffer and then libpq's output buffer of the connection (kept by the pool) each held
+ * twice over (both grow by doubling) in each of the two lanes: 8 MiB of the scheduler's
+ * peak at 100,000 pending jobs (issue 29). */
+#define BATCH_BYTES	(256 * 1024)
 #define CANDIDATES	8	/* kept per admission: the winner and 7 runners-up; the
 				 * decision's "rejections" still counts every other cluster */
 #define MAX_ENVS	64
@@ -327,7 +333,7 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 		if (d->outcome == SCHED_OUT_PENDING) {
 			add(&reasons, json_pack("{s:s, s:s}", "id", j->id, "reason",
 			    sched_reason_code(d->reason)));
-			if (reasons.n >= BATCH)
+			if (reasons.n >= BATCH || reasons.len >= BATCH_BYTES)
 				ok = flush(c, &reasons, 1, who, e);
 			continue;
 		}
@@ -351,7 +357,7 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			    "candidates", cands));
 			json_decref(dec);
 		}
-		if (both[1].n >= BATCH)
+		if (both[1].n >= BATCH || both[0].len + both[1].len >= BATCH_BYTES)
 			ok = flush(c, both, 2, who, e);
 	}
 	ok = ok && flush(c, both, 2, who, e) && flush(c, &reasons, 1, who, e);
