@@ -134,7 +134,7 @@ test_bytes_per_pending_job(void **state)
 	print_message("%d jobs, %zu admitted: model %zu bytes, cycle %zu bytes: %zu per job "
 	    "(sched_job %zu, sched_decision %zu)\n", NJOBS, cy.admitted, model, cycle,
 	    (model + cycle) / NJOBS, sizeof(struct sched_job), sizeof(struct sched_decision));
-	assert_true(sizeof(struct sched_job) <= 208);
+	assert_true(sizeof(struct sched_job) <= 192);
 	assert_true(sizeof(struct sched_decision) <= 56);
 	assert_true((model + cycle) / NJOBS <= BOUND_PER_JOB);
 	arena_free(a);
