@@ -231,13 +231,14 @@ may_preempt(const struct sched_model *m, const struct sched_job *j, enum sched_r
 }
 
 /* The arena a placement is tried in: the cycle's, or with cfg.lean_pending a scratch one
- * (renewed once it grows: the decisions that pointed into it were settled by then). */
+ * (renewed once it passes 1 MiB: the decisions that pointed into it were settled by then;
+ * an attempt leaves a few hundred bytes there, so a larger bound only raised the peak). */
 static struct arena *
 place_arena(struct sched_model *m, struct arena *a)
 {
 	if (!m->cfg.lean_pending)
 		return a;
-	if (m->place_tmp != NULL && arena_used(m->place_tmp) > ((size_t)4 << 20)) {
+	if (m->place_tmp != NULL && arena_used(m->place_tmp) > ((size_t)1 << 20)) {
 		arena_free(m->place_tmp);
 		m->place_tmp = NULL;
 	}
