@@ -368,7 +368,7 @@ struct sched_job	*sched_model_find_job(const struct sched_model *m, const char *
 struct sched_cluster	*sched_model_find_cluster(const struct sched_model *m, const char *id);
 
 /* Bytes the model holds now: its arena, job id pool, arrays and tables (not a cycle's arena,
- * nor the lean_pending scratch arena, which is renewed past 4 MiB).  At 100,000 pending jobs
+ * nor the lean_pending scratch arena, which is renewed past 1 MiB).  At 100,000 pending jobs
  * this is most of the scheduler's peak: tests/unit/queue/test_sched_memory.c bounds it per
  * pending job. */
 size_t			 sched_model_bytes(const struct sched_model *m);
