@@ -1,5 +1,6 @@
 /* fleetd: the control plane binary — `serve`, `migrate` and `token create`. */
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -213,6 +214,13 @@ main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* Large blocks (a scheduler cycle's decisions and job table, result sets, batch
+	 * buffers) are mapped and unmapped on their own, and a heap's free top is given back:
+	 * glibc's default raises both thresholds after the first large free, after which such
+	 * blocks stayed in the heaps between cycles (issue 29: the peak with 100,000 pending
+	 * jobs).  Before any thread starts. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 256 * 1024);
 	if (!config_load(argc, argv, 1, &rest, &nrest, &e)) {
 		fprintf(stderr, "fleetd: %s\n", e.msg);
 		return 2;

@@ -1,6 +1,7 @@
 /* scheduler: the leader loop and the batched commit of a cycle's decisions.  The model
  * is read in one REPEATABLE READ snapshot; every decision is re-checked by its UPDATE
  * (state = 'pending'), so a job that changed meanwhile is simply left for the next cycle. */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,6 +31,10 @@
 #define CANDIDATES	8	/* kept per admission: the winner and 7 runners-up; the
 				 * decision's "rejections" still counts every other cluster */
 #define MAX_ENVS	64
+/* A cycle over at least this many jobs gives its freed pages back at its end (malloc_trim):
+ * glibc keeps a thread's freed small blocks in its heap, where the next cycle's model and
+ * the other workers' allocations (other heaps) add to it rather than reuse it. */
+#define TRIM_AFTER_JOBS	10000
 /* The snapshot a cycle's model was read in (pg_current_snapshot()): while the server's
  * current snapshot is the same, nothing was committed since, and the next cycle would
  * decide the same but for time (a starving job's hold, a snapshot going stale): the loop
@@ -460,7 +465,7 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	json_t *pools = NULL;
 	struct db *c;
 	double t0 = mono_s(), t1, t2;
-	bool ok = false;
+	bool ok = false, big;
 
 	memset(st, 0, sizeof(*st));
 	sched_config_default(&conf);
@@ -493,10 +498,13 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	st->commit_s = mono_s() - t2;
 	ok = true;
 cleanup:
+	big = m != NULL && sched_model_n_jobs(m) >= TRIM_AFTER_JOBS;
 	arena_free(a);
 	sched_model_free(m);
 	json_decref(pools);
 	db_release(c);
+	if (big)
+		malloc_trim(0);	/* the model's pages back before the next cycle or worker */
 	return ok;
 }
 

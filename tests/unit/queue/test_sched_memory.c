@@ -13,7 +13,7 @@
 #define NJOBS		20000
 #define NQUEUES		30
 #define NCLUSTERS	10
-/* Bytes per pending job, model and cycle together.  Measured 345 (sched_job 208, its id 37,
+/* Bytes per pending job, model and cycle together.  Measured 339 (sched_job 192, its id 37,
  * its slot in the job table and the jobs array 26, its decision 56, its place in the
  * queue's order 4, the admissions' detail spread over all); before issue 29 the same jobs
  * took 510 (sched_job 272, id 48 in the arena, a 12-byte slot in a string map, a decision of
