@@ -15,9 +15,10 @@
 #define NCLUSTERS	10
 /* Bytes per pending job, model and cycle together.  Measured 339 (sched_job 192, its id 37,
  * its slot in the job table and the jobs array 26, its decision 56, its place in the
- * queue's order 4, the admissions' detail spread over all); before issue 29 the same jobs
- * took 510 (sched_job 272, id 48 in the arena, a 12-byte slot in a string map, a decision of
- * 120 with its placement inline). */
+ * queue's order 4, the admissions' detail spread over all); before issue 29 the same count
+ * gives about 510 (sched_job 272, id 48 in the arena, a 12-byte slot in a string map, a
+ * decision of 120 with its placement inline, each admission's groups and allocations copied
+ * once more). */
 #define BOUND_PER_JOB	360
 
 static const char *const flavors[3] = { "nvidia-h100-80gb", "nvidia-a100-80gb", "nvidia-l4" };
