@@ -404,11 +404,11 @@ struct sched_placement {
 	size_t			 n_allocs;
 	struct sched_candidate	*cands;		/* winner first, then by score */
 	size_t			 n_cands;
-	/* SCHED_NREASONS counts of clusters by reason: in the arena given to sched_place (the
-	 * model's scratch, valid until its next call, when none); NULL in a pending decision
-	 * of a lean_pending cycle, which keeps its reason only (8 bytes instead of 76 in each
-	 * of 100,000 pending decisions) */
-	uint32_t		*counts;
+	/* SCHED_NREASONS counts of clusters by reason (of one environment: below 65,536): in
+	 * the arena given to sched_place (the model's scratch, valid until its next call,
+	 * when none); NULL in a pending decision of a lean_pending cycle, which keeps its
+	 * reason only */
+	uint16_t		*counts;
 	enum sched_reason	 reason;	/* the most telling reason when nothing fits */
 	/* topology rack and pack, when placed with an arena: the racks the accelerator gang
 	 * uses, and how many the same gang would use placed with topology none now (-1:
@@ -457,7 +457,7 @@ bool			 sched_preempt_plan(struct sched_model *m, const struct sched_job *j,
 /* Cycle (sched_cycle.c). */
 enum sched_outcome { SCHED_OUT_ADMIT, SCHED_OUT_PENDING };
 
-/* One job's decision.  56 bytes, one per pending job each cycle: the placement is a
+/* One job's decision.  48 bytes, one per pending job each cycle: the placement is a
  * pointer, to the attempt's (an admission's, or any decision's without lean_pending) in
  * the cycle's arena, or to one shared empty placement (cluster -1, no detail) for a
  * pending decision of a lean_pending cycle and a job never attempted.  In a lean_pending
@@ -466,13 +466,13 @@ enum sched_outcome { SCHED_OUT_ADMIT, SCHED_OUT_PENDING };
 struct sched_decision {
 	const struct sched_placement *place;	/* cluster/allocs for an admission */
 	int			*victims;
-	size_t			 n_victims;
 	double			 share;		/* queue share after admission */
+	uint32_t		 n_victims;
 	int			 job;
-	enum sched_outcome	 outcome;
-	enum sched_reason	 reason;	/* pending: why */
 	int			 position;	/* pending: 1-based in its queue */
 	int			 hold_cluster;	/* pending: cluster held for it, -1 none */
+	uint8_t			 outcome;	/* enum sched_outcome */
+	uint8_t			 reason;	/* enum sched_reason; pending: why */
 	bool			 borrowing;
 };
 

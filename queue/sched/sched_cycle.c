@@ -271,13 +271,14 @@ keep_place(struct sched_model *m, struct arena *a, const struct sched_placement 
 	if (!m->cfg.lean_pending)
 		return k;	/* the attempt's memory is the cycle's already */
 	if (k->counts != NULL) {
-		uint32_t *c = arena_alloc(a, sizeof(*c) * SCHED_NREASONS);
+		uint16_t *c = arena_alloc(a, sizeof(*c) * SCHED_NREASONS);
 
 		memcpy(c, k->counts, sizeof(*c) * SCHED_NREASONS);
 		k->counts = c;
 	}
 	if (k->cands != NULL) {
-		struct sched_candidate *c = arena_alloc(a, k->n_cands * sizeof(*c) + 1);
+		struct sched_candidate *c = arena_alloc(a, (k->n_cands > 0 ? k->n_cands : 1) *
+		    sizeof(*c));
 
 		memcpy(c, k->cands, k->n_cands * sizeof(*c));
 		k->cands = c;

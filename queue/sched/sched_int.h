@@ -60,7 +60,7 @@ struct sched_model {
 	struct sched_flavor_req	  r_scratch[SCHED_MAX_GROUPS];
 	struct sched_job	**g_shared;	/* open addressing: a job of each shape shared */
 	size_t			  g_cap, g_n;
-	uint32_t		  counts_scratch[SCHED_NREASONS];	/* sched_place without
+	uint16_t		  counts_scratch[SCHED_NREASONS];	/* sched_place without
 							 * an arena */
 	size_t			 *env_clusters;	/* clusters per interned environment */
 	size_t			  n_env;

@@ -433,7 +433,7 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 		if ((int)i != win && rows[i].why == SCHED_R_CHOSEN)
 			rows[i].why = SCHED_R_OUTSCORED;
 	if (env >= 0 && (size_t)env < m->n_env && m->env_clusters[env] > visited)
-		out->counts[SCHED_R_WRONG_FLAVOR] += (uint32_t)(m->env_clusters[env] - visited);
+		out->counts[SCHED_R_WRONG_FLAVOR] += (uint16_t)(m->env_clusters[env] - visited);
 	out->reason = out->counts[SCHED_R_WRONG_FLAVOR] ? SCHED_R_WRONG_FLAVOR : SCHED_R_NOT_ATTEMPTED;
 	for (i = 0; i < n; i++) {
 		out->counts[rows[i].why]++;
