@@ -1,9 +1,12 @@
 /* fleetd: the control plane binary — `serve`, `migrate` and `token create`. */
+#include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <curl/curl.h>
 
@@ -32,6 +35,13 @@ usage(FILE *f)
 	    "                         create an API token (talks to the database directly)\n"
 	    "  help                   this text\n\n");
 	config_usage(f);
+}
+
+/* An rlimit value as the log shows it: -1 for unlimited. */
+static long long
+rlim_json(rlim_t v)
+{
+	return v == RLIM_INFINITY || v > (rlim_t)LLONG_MAX ? -1 : (long long)v;
 }
 
 static bool
@@ -142,12 +152,16 @@ cmd_serve(char **rest, int n, struct err *e)
 	 * pool, clients and listeners. */
 	{
 		int pool = cfg.dispatch_concurrency > 0 ? cfg.dispatch_concurrency : 16;
-		long nofile = 0, keep;
+		long reserve = (long)cfg.conn_limit + cfg.db_pool + 64, nofile = 0, keep;
+		struct rlimit before = { 0, 0 };
 
-		keep = http_size_caches((long)cfg.conn_limit + cfg.db_pool + 64, 2 * pool + 8,
-		    &nofile);
-		log_info(NULL, "api", "open files", "{s:I, s:I}", "limit", (json_int_t)nofile,
-		    "idle_connections_per_thread", (json_int_t)keep);
+		getrlimit(RLIMIT_NOFILE, &before);
+		keep = http_size_caches(reserve, 2 * pool + 8, &nofile);
+		log_info(NULL, "api", "open files", "{s:I, s:I, s:I, s:I, s:I, s:i}",
+		    "soft_limit_at_start", (json_int_t)rlim_json(before.rlim_cur),
+		    "hard_limit", (json_int_t)rlim_json(before.rlim_max),
+		    "limit", (json_int_t)nofile, "reserved", (json_int_t)reserve,
+		    "idle_connections_per_thread", (json_int_t)keep, "threads", 2 * pool + 8);
 	}
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
@@ -200,6 +214,13 @@ main(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	/* Large blocks (a scheduler cycle's decisions and job table, result sets, batch
+	 * buffers) are mapped and unmapped on their own, and a heap's free top is given back:
+	 * glibc's default raises both thresholds after the first large free, after which such
+	 * blocks stayed in the heaps between cycles (issue 29: the peak with 100,000 pending
+	 * jobs).  Before any thread starts. */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 256 * 1024);
 	if (!config_load(argc, argv, 1, &rest, &nrest, &e)) {
 		fprintf(stderr, "fleetd: %s\n", e.msg);
 		return 2;

@@ -342,7 +342,7 @@ apply(struct psim *s, struct sched_model *m, const struct sched_cycle *cy, int64
 		if (d->outcome != SCHED_OUT_ADMIT)
 			continue;
 		pj = &s->jobs[atoi(sched_model_job(m, (size_t)d->job)->id + 1)];
-		n = gpu_nodes(m, &d->place, nodes);
+		n = gpu_nodes(m, d->place, nodes);
 		for (int p = 0; p < n && p < pj->pods; p++) {
 			pj->node[p] = nodes[p];
 			s->nodes[nodes[p]].job = (int)(pj - s->jobs);

@@ -148,14 +148,14 @@ record(struct sim *s, const struct sched_cycle *cy, int64_t now, struct rack_tra
 		t->end = now + t->run_s;
 		least = (t->gpus + s->rack_gpus - 1) / s->rack_gpus;
 		o->admitted++;
-		*ratio_sum += (double)x->place.racks_used / least;
-		*used += x->place.racks_used;
+		*ratio_sum += (double)x->place->racks_used / least;
+		*used += x->place->racks_used;
 		*fewest += least;
 		*wait += now - t->arrive;
-		o->at_min += x->place.racks_used == least;
+		o->at_min += x->place->racks_used == least;
 		if (least > 1) {
 			o->multi_rack++;
-			*multi_sum += (double)x->place.racks_used / least;
+			*multi_sum += (double)x->place->racks_used / least;
 		}
 	}
 }

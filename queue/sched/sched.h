@@ -215,62 +215,65 @@ struct sched_flavor_req {
 	struct sched_vec	 v;
 };
 
+/* Laid out by size (pointers and 64-bit values, then 32-, 16- and 8-bit ones, the flags as
+ * bits) so that no padding is left: 192 bytes.  At 100,000 pending jobs every byte here is
+ * 100 kB of the scheduler's peak (issue 29: 64 MiB; tests/unit/queue/test_sched_memory.c
+ * bounds it). */
 struct sched_job {
-	const char		*id;
-	int			 idx;
-	int			 queue;
-	int			 priority;
-	bool			 can_preempt;
-	int64_t			 enqueued_at, admitted_at;
-	enum sched_state	 state;
-	enum sched_topo		 topo;
-	int			 shape;		/* interned slice shape for SCHED_TOPO_SLICE */
+	const char		*id;		/* in the model's string pool */
 	/* Per-job arrays live in the model's arena, sized to what the job has (at most
-	 * SCHED_MAX_GROUPS groups, SCHED_MAX_CHOICES regions or providers): a pending job is
-	 * a few hundred bytes, so 100,000 of them fit the scheduler's memory budget. */
+	 * SCHED_MAX_GROUPS groups, SCHED_MAX_CHOICES regions or providers); jobs of equal
+	 * groups share one copy (sched_job_keep_groups). */
 	struct sched_group	*groups;
-	int			 n_groups, cap_groups;
+	struct sched_flavor_req	*req;		/* derived: cap_groups entries, in the arena */
 	int			*regions;	/* allowed, in preference order */
-	int			 n_regions, cap_regions;
 	int			*providers;
-	int			 n_providers, cap_providers;
-	enum sched_spot		 spot;
-	double			 max_price;	/* per accelerator-hour, 0 = no limit */
-	/* Capacity preference (queue/sched/sched_prefs.c): the ranked capacity types, from the
-	 * job's constraints or else its queue; n_pref 0 = any type, no preference. */
-	unsigned char		 pref[SCHED_NCTYPES];
-	int			 n_pref;
-	bool			 first_only;	/* waits for pref[0]; never migrates */
-	int			 migrations;	/* capacity migrations so far */
-	int			 max_migrations;
-	int64_t			 min_run_s, cooldown_s;
-	int64_t			 started_at;	/* running since (unix s), 0 unknown */
-	int64_t			 migrated_at;	/* last migration (unix s), 0 none */
 	/* placement of admitted/running jobs */
-	int			 cluster;	/* -1 none */
-	bool			 in_flight;	/* reservation not yet in the snapshot */
-	bool			 shared_groups;	/* groups and req are shared with equal pending
-						 * jobs (sched_job_keep_groups): copied before
-						 * any write (sched_job_own_groups) */
 	struct sched_alloc	*allocs;
 	size_t			 n_allocs;
 	/* Jobs whose admission evicted this one (ids, in the arena): it never evicts them
 	 * back, so a preemption cannot turn into a preempt-requeue cycle.  The scheduler
 	 * persists them as the "by" of its preempted events (queue/sched/loader.c reads them). */
 	const char		**evicted_by;
-	int			 n_evicted_by;
 	/* Nodes its earlier attempts failed on (infrastructure, preemption): pairs of cluster
 	 * id and node name, in the arena; never used for it again (issue 24). */
 	const char		**avoid;
-	int			 n_avoid;
-	bool			 moving;	/* a move of it is under way (never migrated) */
+	int64_t			 enqueued_at, admitted_at;
+	int64_t			 started_at;	/* running since (unix s), 0 unknown */
+	int64_t			 migrated_at;	/* last migration (unix s), 0 none */
+	double			 max_price;	/* per accelerator-hour, 0 = no limit */
+	uint64_t		 flavor_mask;	/* derived */
+	int			 idx;
+	int			 queue;
+	int			 priority;
+	int			 shape;		/* interned slice shape for SCHED_TOPO_SLICE */
+	int			 cluster;	/* -1 none */
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
 						 * the caller persists sched_decision.hold_cluster */
-	/* derived */
-	struct sched_flavor_req	*req;		/* cap_groups entries, in the arena */
-	int			 n_req;
-	uint64_t		 flavor_mask;
-	int			 rank;		/* position in its queue's pending order */
+	int			 rank;		/* derived: position in its queue's pending order */
+	int			 min_run_s, cooldown_s;	/* seconds, at most a week (jobspec) */
+	short			 n_groups, cap_groups;
+	short			 n_req;
+	short			 n_regions, cap_regions;
+	short			 n_providers, cap_providers;
+	short			 n_evicted_by;
+	short			 n_avoid;
+	short			 migrations;	/* capacity migrations so far */
+	short			 max_migrations;
+	uint8_t			 state;		/* enum sched_state */
+	uint8_t			 topo;		/* enum sched_topo */
+	uint8_t			 spot;		/* enum sched_spot */
+	/* Capacity preference (queue/sched/sched_prefs.c): the ranked capacity types, from the
+	 * job's constraints or else its queue; n_pref 0 = any type, no preference. */
+	unsigned char		 pref[SCHED_NCTYPES];
+	unsigned char		 n_pref;
+	bool			 first_only : 1;	/* waits for pref[0]; never migrates */
+	bool			 can_preempt : 1;
+	bool			 in_flight : 1;		/* reservation not yet in the snapshot */
+	bool			 shared_groups : 1;	/* groups and req are shared with equal
+							 * jobs (sched_job_keep_groups): copied
+							 * before any write (sched_job_own_groups) */
+	bool			 moving : 1;	/* a move of it is under way (never migrated) */
 };
 
 struct sched_model;
@@ -320,10 +323,11 @@ bool			 sched_job_add_group(struct sched_model *m, struct sched_job *j,
 			    struct err *e);
 /* Building a job's groups without an allocation per job: sched_job_build_groups points j
  * at the model's scratch arrays (call before its first sched_job_add_group), and
- * sched_job_keep_groups then stores them: a pending job shares one copy with every
- * pending job of equal groups (at 100,000 pending jobs of a few shapes that is 160 bytes
- * less per job), any other job gets its own, sized to what it has.  A write to a shared
- * job's groups or req goes after sched_job_own_groups. */
+ * sched_job_keep_groups then stores them: a job shares one copy with every job of equal
+ * groups (counts included: pending jobs share theirs, admitted ones theirs; at 100,000
+ * pending jobs of a few shapes that is 160 bytes less per job), the first of a shape gets
+ * one sized to what it has.  A write to a shared job's groups or req goes after
+ * sched_job_own_groups (an admission rewrites them in the scratch, then keeps them). */
 void			 sched_job_build_groups(struct sched_model *m, struct sched_job *j);
 void			 sched_job_keep_groups(struct sched_model *m, struct sched_job *j);
 void			 sched_job_own_groups(struct sched_model *m, struct sched_job *j);
@@ -363,13 +367,19 @@ struct sched_job	*sched_model_job(const struct sched_model *m, size_t i);
 struct sched_job	*sched_model_find_job(const struct sched_model *m, const char *id);
 struct sched_cluster	*sched_model_find_cluster(const struct sched_model *m, const char *id);
 
+/* Bytes the model holds now: its arena, job id pool, arrays and tables (not a cycle's arena,
+ * nor the lean_pending scratch arena, which is renewed past 1 MiB).  At 100,000 pending jobs
+ * this is most of the scheduler's peak: tests/unit/queue/test_sched_memory.c bounds it per
+ * pending job. */
+size_t			 sched_model_bytes(const struct sched_model *m);
+
 /* State changes the caller (or a simulation) makes between cycles. */
 void			 sched_model_finish_job(struct sched_model *m, struct sched_job *j);
 void			 sched_model_requeue_job(struct sched_model *m, struct sched_job *j);
 
 /* Fair share (sched_fairshare.c). */
 void			 sched_job_request(const struct sched_job *j, bool admitted,
-			    struct sched_flavor_req *out, int *n);
+			    struct sched_flavor_req *out, short *n);
 enum sched_reason	 sched_quota_check(const struct sched_model *m, const struct sched_job *j);
 /* What queue q may still take of resource r of flavor f (borrowing limit and cohort);
  * SCHED_UNSET when unmanaged. */
@@ -394,11 +404,11 @@ struct sched_placement {
 	size_t			 n_allocs;
 	struct sched_candidate	*cands;		/* winner first, then by score */
 	size_t			 n_cands;
-	/* SCHED_NREASONS counts of clusters by reason: in the arena given to sched_place (the
-	 * model's scratch, valid until its next call, when none); NULL in a pending decision
-	 * of a lean_pending cycle, which keeps its reason only (8 bytes instead of 76 in each
-	 * of 100,000 pending decisions) */
-	uint32_t		*counts;
+	/* SCHED_NREASONS counts of clusters by reason (of one environment: below 65,536): in
+	 * the arena given to sched_place (the model's scratch, valid until its next call,
+	 * when none); NULL in a pending decision of a lean_pending cycle, which keeps its
+	 * reason only */
+	uint16_t		*counts;
 	enum sched_reason	 reason;	/* the most telling reason when nothing fits */
 	/* topology rack and pack, when placed with an arena: the racks the accelerator gang
 	 * uses, and how many the same gang would use placed with topology none now (-1:
@@ -447,16 +457,22 @@ bool			 sched_preempt_plan(struct sched_model *m, const struct sched_job *j,
 /* Cycle (sched_cycle.c). */
 enum sched_outcome { SCHED_OUT_ADMIT, SCHED_OUT_PENDING };
 
+/* One job's decision.  48 bytes, one per pending job each cycle: the placement is a
+ * pointer, to the attempt's (an admission's, or any decision's without lean_pending) in
+ * the cycle's arena, or to one shared empty placement (cluster -1, no detail) for a
+ * pending decision of a lean_pending cycle and a job never attempted.  In a lean_pending
+ * cycle an admission's allocs are the admitted job's own (sched_job.allocs): read them
+ * before the job is requeued or the model freed. */
 struct sched_decision {
-	int			 job;
-	enum sched_outcome	 outcome;
-	struct sched_placement	 place;		/* cluster/allocs for an admission */
+	const struct sched_placement *place;	/* cluster/allocs for an admission */
 	int			*victims;
-	size_t			 n_victims;
-	enum sched_reason	 reason;	/* pending: why */
+	double			 share;		/* queue share after admission */
+	uint32_t		 n_victims;
+	int			 job;
 	int			 position;	/* pending: 1-based in its queue */
 	int			 hold_cluster;	/* pending: cluster held for it, -1 none */
-	double			 share;		/* queue share after admission */
+	uint8_t			 outcome;	/* enum sched_outcome */
+	uint8_t			 reason;	/* enum sched_reason; pending: why */
 	bool			 borrowing;
 };
 

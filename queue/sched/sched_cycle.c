@@ -231,13 +231,14 @@ may_preempt(const struct sched_model *m, const struct sched_job *j, enum sched_r
 }
 
 /* The arena a placement is tried in: the cycle's, or with cfg.lean_pending a scratch one
- * (renewed once it grows: the decisions that pointed into it were settled by then). */
+ * (renewed once it passes 1 MiB: the decisions that pointed into it were settled by then;
+ * an attempt leaves a few hundred bytes there, so a larger bound only raised the peak). */
 static struct arena *
 place_arena(struct sched_model *m, struct arena *a)
 {
 	if (!m->cfg.lean_pending)
 		return a;
-	if (m->place_tmp != NULL && arena_used(m->place_tmp) > ((size_t)4 << 20)) {
+	if (m->place_tmp != NULL && arena_used(m->place_tmp) > ((size_t)1 << 20)) {
 		arena_free(m->place_tmp);
 		m->place_tmp = NULL;
 	}
@@ -246,41 +247,45 @@ place_arena(struct sched_model *m, struct arena *a)
 	return m->place_tmp;
 }
 
-/* Settles d's placement memory after an attempt: an admission copies what still lives
- * in the scratch arena into the cycle's; a pending decision keeps no detail. */
-static void
-settle(struct sched_model *m, struct arena *a, struct sched_decision *d, bool allocs_in_tmp)
+/* A pending decision of a lean_pending cycle (and one never attempted): nothing placed,
+ * no detail.  Shared by all of them: at 100,000 pending jobs a placement of its own each
+ * took 7 MiB. */
+static const struct sched_placement no_place = { .cluster = -1, .racks_used = -1,
+    .racks_scattered = -1 };
+
+/* The placement d keeps of an attempt p: an admission copies into the cycle's arena what
+ * still lives in the scratch arena, but for its allocations, which are those sched_apply
+ * gave the admitted job (own: p->allocs are in the scratch and equal to own->allocs; NULL:
+ * they are in the cycle's arena already); a pending decision of a lean_pending cycle keeps
+ * none (its reason is the decision's). */
+static const struct sched_placement *
+keep_place(struct sched_model *m, struct arena *a, const struct sched_placement *p,
+	   enum sched_outcome outcome, const struct sched_job *own)
 {
-	struct sched_placement *p = &d->place;
+	struct sched_placement *k;
 
+	if (m->cfg.lean_pending && outcome != SCHED_OUT_ADMIT)
+		return &no_place;
+	k = arena_alloc(a, sizeof(*k));
+	*k = *p;
 	if (!m->cfg.lean_pending)
-		return;
-	if (d->outcome != SCHED_OUT_ADMIT) {
-		p->cands = NULL;
-		p->n_cands = 0;
-		p->allocs = NULL;
-		p->n_allocs = 0;
-		p->counts = NULL;
-		return;
-	}
-	if (p->counts != NULL) {
-		uint32_t *k = arena_alloc(a, sizeof(*k) * SCHED_NREASONS);
+		return k;	/* the attempt's memory is the cycle's already */
+	if (k->counts != NULL) {
+		uint16_t *c = arena_alloc(a, sizeof(*c) * SCHED_NREASONS);
 
-		memcpy(k, p->counts, sizeof(*k) * SCHED_NREASONS);
-		p->counts = k;
+		memcpy(c, k->counts, sizeof(*c) * SCHED_NREASONS);
+		k->counts = c;
 	}
-	if (p->cands != NULL) {
-		struct sched_candidate *c = arena_alloc(a, p->n_cands * sizeof(*c) + 1);
+	if (k->cands != NULL) {
+		struct sched_candidate *c = arena_alloc(a, (k->n_cands > 0 ? k->n_cands : 1) *
+		    sizeof(*c));
 
-		memcpy(c, p->cands, p->n_cands * sizeof(*c));
-		p->cands = c;
+		memcpy(c, k->cands, k->n_cands * sizeof(*c));
+		k->cands = c;
 	}
-	if (allocs_in_tmp && p->allocs != NULL) {
-		struct sched_alloc *al = arena_alloc(a, p->n_allocs * sizeof(*al) + 1);
-
-		memcpy(al, p->allocs, p->n_allocs * sizeof(*al));
-		p->allocs = al;
-	}
+	if (own != NULL && k->allocs != NULL)
+		k->allocs = own->allocs;	/* valid while the job keeps its placement */
+	return k;
 }
 
 /* Failed preemption searches of this cycle.  A search's outcome depends on the model and on
@@ -425,21 +430,22 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 	struct sched_cycle *out)
 {
 	struct sched_preemption pp;
+	struct sched_placement pl;
 	enum sched_reason quota = sched_quota_check(m, j);
 	size_t i;
 	int rank;
 	bool planned;
 
-	if (sched_place_pref(m, j, quota, place_arena(m, a), &d->place, &rank)) {
+	if (sched_place_pref(m, j, quota, place_arena(m, a), &pl, &rank)) {
 		*reopened |= unhold(m, j);
-		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
+		sched_apply(m, j, pl.cluster, pl.allocs, pl.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
 		out->admitted++;
 		++*gen;
-		settle(m, a, d, true);
+		d->place = keep_place(m, a, &pl, d->outcome, j);
 		return;
 	}
-	d->reason = d->place.reason;
+	d->reason = pl.reason;
 	/* a job that takes only its first choice preempts only there (sched_prefs.c) */
 	m->ctype_only = j->first_only && j->n_pref > 0 ? j->pref[0] : SCHED_CT_ANY;
 	planned = may_preempt(m, j, d->reason) && preempt_plan(m, j, a, &pp, nofit, *gen, out);
@@ -457,15 +463,15 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		*reopened = true;
 		sched_apply(m, j, pp.cluster, pp.allocs, pp.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
-		d->place.cluster = pp.cluster;
-		d->place.allocs = pp.allocs;
-		d->place.n_allocs = pp.n_allocs;
+		pl.cluster = pp.cluster;
+		pl.allocs = pp.allocs;
+		pl.n_allocs = pp.n_allocs;
 		d->victims = pp.victims;
 		d->n_victims = pp.n_victims;
 		d->reason = SCHED_R_CHOSEN;
 		out->admitted++;
 		out->preempted += pp.n_victims;
-		settle(m, a, d, false);
+		d->place = keep_place(m, a, &pl, d->outcome, NULL);
 		return;
 	}
 	if (j->hold_cluster < 0 && *holds < m->cfg.max_holds &&
@@ -479,7 +485,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		}
 	}
 	d->hold_cluster = j->hold_cluster;
-	settle(m, a, d, false);
+	d->place = keep_place(m, a, &pl, d->outcome, NULL);
 }
 
 /* Evictions free more than their preemptor takes (whole gangs), and an admitted job's
@@ -495,6 +501,7 @@ second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 	for (i = 0; i < out->n; i++) {
 		struct sched_decision *d = &out->d[i];
 		struct sched_job *j = m->jobs[d->job];
+		struct sched_placement pl;
 		enum sched_reason quota;
 		int rank;
 
@@ -504,17 +511,17 @@ second_chance(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 			continue;
 		if ((quota = sched_quota_check(m, j)) != SCHED_R_CHOSEN)
 			continue;
-		if (!sched_place_pref(m, j, quota, place_arena(m, a), &d->place, &rank)) {
-			settle(m, a, d, false);
+		if (!sched_place_pref(m, j, quota, place_arena(m, a), &pl, &rank)) {
+			d->place = keep_place(m, a, &pl, d->outcome, NULL);
 			continue;
 		}
 		reopened |= unhold(m, j);
-		sched_apply(m, j, d->place.cluster, d->place.allocs, d->place.n_allocs);
+		sched_apply(m, j, pl.cluster, pl.allocs, pl.n_allocs);
 		d->outcome = SCHED_OUT_ADMIT;
 		d->reason = SCHED_R_CHOSEN;
 		d->hold_cluster = -1;
 		out->admitted++;
-		settle(m, a, d, true);
+		d->place = keep_place(m, a, &pl, d->outcome, j);
 	}
 	return reopened;	/* a hold it released may let an earlier job in */
 }
@@ -538,7 +545,7 @@ finish(struct sched_model *m, struct sched_cycle *out, struct sched_decision **b
 				d = by_job[j->idx] = &out->d[out->n++];
 				d->job = j->idx;
 				d->outcome = SCHED_OUT_PENDING;
-				d->place.cluster = -1;
+				d->place = &no_place;
 				d->reason = q->blocked ? SCHED_R_QUEUE_BLOCKED : SCHED_R_NOT_ATTEMPTED;
 				d->hold_cluster = j->hold_cluster;
 			}

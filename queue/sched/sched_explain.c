@@ -135,13 +135,13 @@ sched_decision_to_json(const struct sched_model *m, const struct sched_decision 
 	size_t i;
 	int r;
 
-	for (i = 0; i < d->place.n_cands; i++)
-		json_array_append_new(cands, cluster_ref(m, d->place.cands[i].cluster,
-		    d->place.cands[i].reason, d->place.cands[i].score));
-	for (r = SCHED_R_OUTSCORED; r < SCHED_NREASONS && d->place.counts != NULL; r++)
-		if (d->place.counts[r] > 0)
+	for (i = 0; i < d->place->n_cands; i++)
+		json_array_append_new(cands, cluster_ref(m, d->place->cands[i].cluster,
+		    d->place->cands[i].reason, d->place->cands[i].score));
+	for (r = SCHED_R_OUTSCORED; r < SCHED_NREASONS && d->place->counts != NULL; r++)
+		if (d->place->counts[r] > 0)
 			json_object_set_new(rej, sched_reason_code(r),
-			    json_integer(d->place.counts[r]));
+			    json_integer(d->place->counts[r]));
 	for (i = 0; i < d->n_victims; i++)
 		json_array_append_new(vic, json_string(m->jobs[d->victims[i]]->id));
 	o = json_pack("{s:s, s:s, s:s, s:o, s:b, s:o, s:o}", "job", j->id,
@@ -154,18 +154,18 @@ sched_decision_to_json(const struct sched_model *m, const struct sched_decision 
 		return NULL;
 	}
 	if (d->outcome == SCHED_OUT_ADMIT) {
-		json_object_set_new(o, "cluster", json_string(m->clusters[d->place.cluster]->id));
-		json_object_set_new(o, "score", num_or_null(d->place.score));
-		json_object_set_new(o, "allocations", sched_explain_allocs(m, j, d->place.cluster,
-		    d->place.allocs, d->place.n_allocs, NULL, -1));
-		json_object_set_new(o, "topology", topology_json(m, j, d->place.cluster,
-		    d->place.allocs, d->place.n_allocs));
-		if (d->place.racks_used >= 0)
+		json_object_set_new(o, "cluster", json_string(m->clusters[d->place->cluster]->id));
+		json_object_set_new(o, "score", num_or_null(d->place->score));
+		json_object_set_new(o, "allocations", sched_explain_allocs(m, j, d->place->cluster,
+		    d->place->allocs, d->place->n_allocs, NULL, -1));
+		json_object_set_new(o, "topology", topology_json(m, j, d->place->cluster,
+		    d->place->allocs, d->place->n_allocs));
+		if (d->place->racks_used >= 0)
 			json_object_set_new(json_object_get(o, "topology"), "racks_used",
-			    json_integer(d->place.racks_used));
-		if (d->place.racks_scattered >= 0)
+			    json_integer(d->place->racks_used));
+		if (d->place->racks_scattered >= 0)
 			json_object_set_new(json_object_get(o, "topology"), "racks_if_scattered",
-			    json_integer(d->place.racks_scattered));
+			    json_integer(d->place->racks_scattered));
 		json_object_set_new(o, "victims", vic);
 	} else {
 		json_decref(vic);

@@ -35,7 +35,8 @@ over(int64_t usage, int64_t floor)
 
 /* The flavor request of j: pending jobs at min replicas, admitted at their count. */
 void
-sched_job_request(const struct sched_job *j, bool admitted, struct sched_flavor_req *out, int *n)
+sched_job_request(const struct sched_job *j, bool admitted, struct sched_flavor_req *out,
+		  short *n)
 {
 	int g, k, r;
 

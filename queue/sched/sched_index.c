@@ -272,12 +272,19 @@ prepare_job(struct sched_model *m, struct sched_job *j, struct err *e)
 		return err_set(e, 400, "queue.no_groups", "job %s has no worker groups", j->id);
 	if ((j->state == SCHED_ADMITTED || j->state == SCHED_RUNNING) && j->cluster < 0)
 		return err_set(e, 409, "queue.no_cluster", "admitted job %s has no cluster", j->id);
-	if (j->state != SCHED_PENDING)	/* pending ones may share equal groups: the same */
-		sched_job_own_groups(m, j);	/* counts and req are written back */
-	for (g = 0; g < j->n_groups; g++)
-		if (j->groups[g].count == 0 && j->state != SCHED_PENDING)
-			j->groups[g].count = j->groups[g].min;
-	sched_job_request(j, j->state != SCHED_PENDING, j->req, &j->n_req);
+	if (j->state != SCHED_PENDING) {
+		/* counts and req change: rewritten in the scratch, then kept (shared with the
+		 * admitted jobs of equal groups) */
+		sched_job_scratch_groups(m, j);
+		for (g = 0; g < j->n_groups; g++)
+			if (j->groups[g].count == 0)
+				j->groups[g].count = j->groups[g].min;
+		sched_job_request(j, true, j->req, &j->n_req);
+		sched_job_keep_groups(m, j);
+	} else {
+		/* pending ones may share equal groups: the same req is written back */
+		sched_job_request(j, false, j->req, &j->n_req);
+	}
 	j->flavor_mask = 0;
 	for (g = 0; g < j->n_groups; g++)
 		j->flavor_mask |= 1ULL << j->groups[g].flavor;
@@ -342,7 +349,7 @@ sched_model_job(const struct sched_model *m, size_t i)
 struct sched_job *
 sched_model_find_job(const struct sched_model *m, const char *id)
 {
-	int i = sched_map_get(&m->job_ids, id);
+	int i = sched_job_index(m, id);
 
 	return i < 0 ? NULL : m->jobs[i];
 }

@@ -189,9 +189,121 @@ sched_model_free(struct sched_model *m)
 	map_cleanup(&m->names);
 	map_cleanup(&m->cluster_ids);
 	map_cleanup(&m->queue_ids);
-	map_cleanup(&m->job_ids);
+	free(m->job_slots);
+	while (m->strs != NULL) {
+		struct sched_strblock *next = m->strs->next;
+
+		free(m->strs);
+		m->strs = next;
+	}
 	arena_free(m->arena);
 	free(m);
+}
+
+/* --- job ids: a packed string pool and a table of job indices --- */
+
+#define STRBLOCK	(64 * 1024)
+
+/* A copy of s in the model's string pool (no alignment: a 36-character uuid takes 37
+ * bytes, not the arena's 48). */
+static const char *
+pool_strdup(struct sched_model *m, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	struct sched_strblock *b = m->strs;
+	char *p;
+
+	if (b == NULL || b->size - b->used < n) {
+		size_t size = n > STRBLOCK ? n : STRBLOCK;
+
+		b = malloc(sizeof(*b) + size);
+		if (b == NULL)
+			abort();
+		b->size = size;
+		b->used = 0;
+		b->next = m->strs;
+		m->strs = b;
+	}
+	p = b->data + b->used;
+	memcpy(p, s, n);
+	b->used += n;
+	return p;
+}
+
+int
+sched_job_index(const struct sched_model *m, const char *k)
+{
+	size_t i;
+
+	if (m->job_cap == 0 || k == NULL)
+		return -1;
+	for (i = hash(k) & (m->job_cap - 1); m->job_slots[i] >= 0; i = (i + 1) & (m->job_cap - 1))
+		if (strcmp(m->jobs[m->job_slots[i]]->id, k) == 0)
+			return m->job_slots[i];
+	return -1;
+}
+
+static void
+slot_insert(struct sched_model *m, int idx)
+{
+	size_t i;
+
+	for (i = hash(m->jobs[idx]->id) & (m->job_cap - 1); m->job_slots[i] >= 0;
+	    i = (i + 1) & (m->job_cap - 1))
+		;
+	m->job_slots[i] = idx;
+}
+
+/* Enters m->jobs[idx], the last job added; at most half the slots are taken. */
+static void
+job_slot_put(struct sched_model *m, int idx)
+{
+	if (m->n_jobs * 2 > m->job_cap) {	/* rehash jobs 0..idx-1 into twice the slots */
+		size_t cap = m->job_cap ? m->job_cap * 2 : 256;
+
+		free(m->job_slots);
+		m->job_slots = malloc(cap * sizeof(*m->job_slots));
+		if (m->job_slots == NULL)
+			abort();
+		memset(m->job_slots, 0xff, cap * sizeof(*m->job_slots));	/* all -1 */
+		m->job_cap = cap;
+		for (int k = 0; k < idx; k++)
+			slot_insert(m, k);
+	}
+	slot_insert(m, idx);
+}
+
+static size_t
+map_bytes(const struct sched_map *mp)
+{
+	return mp->cap * (sizeof(*mp->keys) + sizeof(*mp->vals));
+}
+
+size_t
+sched_model_bytes(const struct sched_model *m)
+{
+	size_t n = sizeof(*m) + arena_used(m->arena), i;
+
+	for (const struct sched_strblock *b = m->strs; b != NULL; b = b->next)
+		n += sizeof(*b) + b->size;
+	n += m->job_cap * sizeof(*m->job_slots) + m->cap_jobs * sizeof(*m->jobs);
+	n += map_bytes(&m->names) + map_bytes(&m->cluster_ids) + map_bytes(&m->queue_ids);
+	n += m->cap_names * sizeof(*m->name_of) + m->cap_clusters * sizeof(*m->clusters) +
+	    m->cap_queues * sizeof(*m->queues) + m->n_cohorts * sizeof(*m->cohorts) +
+	    m->g_cap * sizeof(*m->g_shared) + m->n_env * sizeof(*m->env_clusters);
+	for (i = 0; i < m->n_clusters; i++)
+		n += m->clusters[i]->cap_pools * sizeof(struct sched_pool) +
+		    m->clusters[i]->cap_nodes * sizeof(struct sched_node);
+	for (i = 0; i < m->n_queues; i++)
+		n += m->queues[i]->pending != NULL ? (m->queues[i]->n_pending + 1) * sizeof(int) : 0;
+	for (i = 0; i < m->n_jobs; i++)
+		n += m->jobs[i]->allocs != NULL ? (m->jobs[i]->n_allocs > 0 ?
+		    m->jobs[i]->n_allocs : 1) * sizeof(struct sched_alloc) : 0;
+	for (i = 0; i < SCHED_MAX_FLAVORS; i++)
+		n += m->n_by_flavor[i] * sizeof(int);
+	n += m->s_cap * (sizeof(*m->s_free) + sizeof(*m->s_used) + sizeof(*m->s_order) +
+	    sizeof(*m->s_pool)) + m->a_cap * sizeof(*m->a_scratch);
+	return n;
 }
 
 void
@@ -376,7 +488,7 @@ sched_model_add_job(struct sched_model *m, const char *id, const char *queue, in
 	struct sched_job *j;
 	int qi;
 
-	if (id == NULL || sched_map_get(&m->job_ids, id) >= 0) {
+	if (id == NULL || sched_job_index(m, id) >= 0) {
 		err_set(e, 409, "queue.duplicate_job", "job %s listed twice", id ? id : "(null)");
 		return NULL;
 	}
@@ -386,7 +498,7 @@ sched_model_add_job(struct sched_model *m, const char *id, const char *queue, in
 		return NULL;
 	}
 	j = arena_alloc(m->arena, sizeof(*j));
-	j->id = arena_strdup(m->arena, id);
+	j->id = pool_strdup(m, id);
 	j->idx = (int)m->n_jobs;
 	j->queue = qi;
 	j->priority = priority;
@@ -400,7 +512,7 @@ sched_model_add_job(struct sched_model *m, const char *id, const char *queue, in
 	j->cooldown_s = m->cfg.migrate_cooldown_s;
 	m->jobs = sched_grow(m->jobs, &m->cap_jobs, m->n_jobs + 1, sizeof(*m->jobs));
 	m->jobs[m->n_jobs++] = j;
-	map_put(&m->job_ids, j->id, j->idx);
+	job_slot_put(m, j->idx);
 	return j;
 }
 
@@ -495,6 +607,21 @@ sched_job_own_groups(struct sched_model *m, struct sched_job *j)
 }
 
 void
+sched_job_scratch_groups(struct sched_model *m, struct sched_job *j)
+{
+	if (j->groups == m->g_scratch)
+		return;
+	if (j->n_groups > 0)
+		memcpy(m->g_scratch, j->groups, (size_t)j->n_groups * sizeof(*j->groups));
+	if (j->n_req > 0)
+		memcpy(m->r_scratch, j->req, (size_t)j->n_req * sizeof(*j->req));
+	j->groups = m->g_scratch;
+	j->req = m->r_scratch;
+	j->cap_groups = SCHED_MAX_GROUPS;
+	j->shared_groups = false;
+}
+
+void
 sched_job_keep_groups(struct sched_model *m, struct sched_job *j)
 {
 	uint64_t h;
@@ -502,10 +629,6 @@ sched_job_keep_groups(struct sched_model *m, struct sched_job *j)
 
 	if (j->groups != m->g_scratch)
 		return;		/* not built in the scratch (or kept already) */
-	if (j->state != SCHED_PENDING) {
-		groups_copy(m, j);
-		return;
-	}
 	if (m->g_n * 2 >= m->g_cap) {	/* grow: rehash the shared jobs */
 		size_t cap = m->g_cap ? m->g_cap * 2 : 256;
 		struct sched_job **t = calloc(cap, sizeof(*t));
@@ -597,13 +720,14 @@ sched_job_add_group(struct sched_model *m, struct sched_job *j, const char *flav
 }
 
 static bool
-add_choice(struct sched_model *m, int **arr, int *n, int *cap, const char *s, struct err *e)
+add_choice(struct sched_model *m, int **arr, short *n, short *cap, const char *s,
+	   struct err *e)
 {
 	if (*n == SCHED_MAX_CHOICES)
 		return err_set(e, 400, "queue.too_many_choices", "more than %d allowed values",
 		    SCHED_MAX_CHOICES);
 	if (*n == *cap) {
-		int ncap = *cap ? 2 * *cap : 2;
+		short ncap = *cap ? 2 * *cap : 2;
 		int *na = arena_alloc(m->arena, (size_t)ncap * sizeof(*na));
 
 		if (*n > 0)

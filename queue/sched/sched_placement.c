@@ -433,7 +433,7 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 		if ((int)i != win && rows[i].why == SCHED_R_CHOSEN)
 			rows[i].why = SCHED_R_OUTSCORED;
 	if (env >= 0 && (size_t)env < m->n_env && m->env_clusters[env] > visited)
-		out->counts[SCHED_R_WRONG_FLAVOR] += (uint32_t)(m->env_clusters[env] - visited);
+		out->counts[SCHED_R_WRONG_FLAVOR] += (uint16_t)(m->env_clusters[env] - visited);
 	out->reason = out->counts[SCHED_R_WRONG_FLAVOR] ? SCHED_R_WRONG_FLAVOR : SCHED_R_NOT_ATTEMPTED;
 	for (i = 0; i < n; i++) {
 		out->counts[rows[i].why]++;
@@ -464,7 +464,7 @@ sched_apply(struct sched_model *m, struct sched_job *j, int cluster, struct sche
 	int g;
 
 	free(j->allocs);
-	j->allocs = calloc(n_allocs + 1, sizeof(*j->allocs));
+	j->allocs = calloc(n_allocs > 0 ? n_allocs : 1, sizeof(*j->allocs));
 	if (j->allocs == NULL)
 		abort();
 	memcpy(j->allocs, allocs, n_allocs * sizeof(*allocs));
@@ -477,10 +477,11 @@ sched_apply(struct sched_model *m, struct sched_job *j, int cluster, struct sche
 	j->admitted_at = m->now;
 	j->hold_cluster = -1;
 	if (was_pending) {
-		sched_job_own_groups(m, j);	/* counts and req change: its own copy */
-		for (g = 0; g < j->n_groups; g++)
+		sched_job_scratch_groups(m, j);	/* counts and req change: rewritten in the */
+		for (g = 0; g < j->n_groups; g++)	/* scratch, then kept (shared when equal) */
 			j->groups[g].count = j->groups[g].min;
 		sched_job_request(j, true, j->req, &j->n_req);
+		sched_job_keep_groups(m, j);
 		sched_usage_add(m, j, +1);
 	}
 }

@@ -1,6 +1,7 @@
 /* scheduler: the leader loop and the batched commit of a cycle's decisions.  The model
  * is read in one REPEATABLE READ snapshot; every decision is re-checked by its UPDATE
  * (state = 'pending'), so a job that changed meanwhile is simply left for the next cycle. */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -21,9 +22,19 @@
 #include "queue/sched/scheduler.h"
 
 #define BATCH		500
+/* A batch is sent once its JSON text reaches this many bytes, whatever its rows: 500
+ * admissions with their candidates and placements are about 1.2 MB, which the batch's
+ * buffer and then libpq's output buffer of the connection (kept by the pool) each held
+ * twice over (both grow by doubling) in each of the two lanes: 8 MiB of the scheduler's
+ * peak at 100,000 pending jobs (issue 29). */
+#define BATCH_BYTES	(256 * 1024)
 #define CANDIDATES	8	/* kept per admission: the winner and 7 runners-up; the
 				 * decision's "rejections" still counts every other cluster */
 #define MAX_ENVS	64
+/* A cycle over at least this many jobs gives its freed pages back at its end (malloc_trim):
+ * glibc keeps a thread's freed small blocks in its heap, where the next cycle's model and
+ * the other workers' allocations (other heaps) add to it rather than reuse it. */
+#define TRIM_AFTER_JOBS	10000
 /* The snapshot a cycle's model was read in (pg_current_snapshot()): while the server's
  * current snapshot is the same, nothing was committed since, and the next cycle would
  * decide the same but for time (a starving job's hold, a snapshot going stale): the loop
@@ -327,7 +338,7 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 		if (d->outcome == SCHED_OUT_PENDING) {
 			add(&reasons, json_pack("{s:s, s:s}", "id", j->id, "reason",
 			    sched_reason_code(d->reason)));
-			if (reasons.n >= BATCH)
+			if (reasons.n >= BATCH || reasons.len >= BATCH_BYTES)
 				ok = flush(c, &reasons, 1, who, e);
 			continue;
 		}
@@ -346,12 +357,12 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			cands = cands ? json_incref(cands) : json_array();
 			json_object_del(dec, "candidates");
 			add(&both[1], json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
-			    "cluster", sched_model_cluster(m, (size_t)d->place.cluster)->id,
-			    "placement", scheduler_placement_json(m, &d->place, pools), "decision", dec,
+			    "cluster", sched_model_cluster(m, (size_t)d->place->cluster)->id,
+			    "placement", scheduler_placement_json(m, d->place, pools), "decision", dec,
 			    "candidates", cands));
 			json_decref(dec);
 		}
-		if (both[1].n >= BATCH)
+		if (both[1].n >= BATCH || both[0].len + both[1].len >= BATCH_BYTES)
 			ok = flush(c, both, 2, who, e);
 	}
 	ok = ok && flush(c, both, 2, who, e) && flush(c, &reasons, 1, who, e);
@@ -454,7 +465,7 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	json_t *pools = NULL;
 	struct db *c;
 	double t0 = mono_s(), t1, t2;
-	bool ok = false;
+	bool ok = false, big;
 
 	memset(st, 0, sizeof(*st));
 	sched_config_default(&conf);
@@ -487,10 +498,13 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 	st->commit_s = mono_s() - t2;
 	ok = true;
 cleanup:
+	big = m != NULL && sched_model_n_jobs(m) >= TRIM_AFTER_JOBS;
 	arena_free(a);
 	sched_model_free(m);
 	json_decref(pools);
 	db_release(c);
+	if (big)
+		malloc_trim(0);	/* the model's pages back before the next cycle or worker */
 	return ok;
 }
 

@@ -384,8 +384,8 @@ test_growth_and_inflight(void **state)
 	sched_cycle_run(m, a, &cy);
 	d = fx_decision(m, &cy, "big");
 	assert_int_equal(d->outcome, SCHED_OUT_ADMIT);
-	assert_string_equal(sched_model_cluster(m, (size_t)d->place.cluster)->id, "g");
-	assert_true(d->place.allocs[0].grown);
+	assert_string_equal(sched_model_cluster(m, (size_t)d->place->cluster)->id, "g");
+	assert_true(d->place->allocs[0].grown);
 	assert_int_equal(c->n_nodes, 2);
 	assert_int_equal(c->pools[0].grow_nodes, 0);
 	d = fx_decision(m, &cy, "next");
@@ -426,8 +426,8 @@ test_elastic_and_groups(void **state)
 	sched_cycle_run(m, a, &cy);
 	d = fx_decision(m, &cy, "ray");
 	assert_int_equal(d->outcome, SCHED_OUT_ADMIT);
-	for (i = 0; i < d->place.n_allocs; i++)
-		pods[d->place.allocs[i].group] += d->place.allocs[i].pods;
+	for (i = 0; i < d->place->n_allocs; i++)
+		pods[d->place->allocs[i].group] += d->place->allocs[i].pods;
 	assert_int_equal(pods[0], 1);
 	assert_int_equal(pods[1], 2);	/* elastic: admitted at min */
 	assert_int_equal(fx_usage(m, "q", "gpu"), 4);
@@ -435,7 +435,7 @@ test_elastic_and_groups(void **state)
 	assert_non_null(js);
 	assert_string_equal(json_string_value(json_object_get(js, "outcome")), "admitted");
 	assert_string_equal(json_string_value(json_object_get(js, "cluster")), "c1");
-	assert_int_equal(json_array_size(json_object_get(js, "allocations")), d->place.n_allocs);
+	assert_int_equal(json_array_size(json_object_get(js, "allocations")), d->place->n_allocs);
 	json_decref(js);
 	js = sched_explain_job(m, j);
 	assert_string_equal(json_string_value(json_object_get(js, "state")), "admitted");

@@ -173,7 +173,7 @@ test_same_decisions_as_without(void **state)
 				assert_int_equal(x->job, y->job);
 				assert_int_equal(x->outcome, y->outcome);
 				assert_int_equal(x->reason, y->reason);
-				assert_int_equal(x->place.cluster, y->place.cluster);
+				assert_int_equal(x->place->cluster, y->place->cluster);
 				assert_int_equal(x->n_victims, y->n_victims);
 				for (v = 0; v < x->n_victims; v++)
 					assert_int_equal(x->victims[v], y->victims[v]);
@@ -187,7 +187,7 @@ test_same_decisions_as_without(void **state)
 				assert_int_equal(x->job, z->job);
 				assert_int_equal(x->outcome, z->outcome);
 				assert_int_equal(x->reason, z->reason);
-				assert_int_equal(x->place.cluster, z->place.cluster);
+				assert_int_equal(x->place->cluster, z->place->cluster);
 				if (x->outcome == SCHED_OUT_ADMIT) {
 					json_t *jx = sched_decision_to_json(m[0], x);
 					json_t *jz = sched_decision_to_json(m[2], z);
@@ -196,7 +196,7 @@ test_same_decisions_as_without(void **state)
 					json_decref(jx);
 					json_decref(jz);
 				} else {
-					assert_null(z->place.counts);
+					assert_null(z->place->counts);
 				}
 			}
 			/* the next round: victims back in line, some admitted jobs finish */

@@ -115,7 +115,7 @@ test_starts_on_best_free(void **state)
 	sched_cycle_run(m, a, &cy);
 	d = fx_decision(m, &cy, "j");
 	assert_int_equal(d->outcome, SCHED_OUT_ADMIT);
-	assert_string_equal(pool_type_of(m, &d->place), "spot");
+	assert_string_equal(pool_type_of(m, d->place), "spot");
 	assert_int_equal(cy.n_mig, 0);
 	arena_free(a);
 	sched_model_free(m);
@@ -128,7 +128,7 @@ test_starts_on_best_free(void **state)
 	sched_cycle_run(m, a, &cy);
 	d = fx_decision(m, &cy, "j");
 	assert_int_equal(d->outcome, SCHED_OUT_ADMIT);
-	assert_string_equal(pool_type_of(m, &d->place), "on_demand");
+	assert_string_equal(pool_type_of(m, d->place), "on_demand");
 	arena_free(a);
 	sched_model_free(m);
 }
@@ -358,7 +358,7 @@ test_max_price_per_gpu_hour(void **state)
 	j->max_price = 2.0;
 	fx_finalize(m);
 	sched_cycle_run(m, a, &cy);
-	assert_string_equal(pool_type_of(m, &fx_decision(m, &cy, "j")->place), "spot");
+	assert_string_equal(pool_type_of(m, fx_decision(m, &cy, "j")->place), "spot");
 	sched_model_free(m);
 
 	m = fleet(false, true, false, false);

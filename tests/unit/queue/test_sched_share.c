@@ -1,7 +1,8 @@
 /* test_sched_share: pending jobs loaded with equal worker groups share one copy of their
  * groups and requests (issue 17: 100,000 pending jobs in 64 MiB), a job that is admitted or
  * requeued takes its own copy before its counts change, and the decisions are those of the
- * same jobs each with groups of its own. */
+ * same jobs each with groups of its own.  Admitted jobs of equal groups share the admitted
+ * copy the same way (issue 29). */
 #include "sched_fixture.h"
 
 #include <jansson.h>
@@ -74,7 +75,8 @@ test_shared_until_written(void **state)
 	assert_true(j0->shared_groups && j5->shared_groups);
 	assert_ptr_not_equal(j0->groups, j3->groups);	/* two replicas: another shape */
 	assert_false(sched_model_job(own, 0)->shared_groups);
-	/* the first two fit (one node each): admitted, with copies of their own */
+	/* the first two fit (one node each): admitted, their counts written in a copy that
+	 * the two share (equal admitted groups), not in the pending jobs' copy */
 	sched_cycle_run(m, a, &cy[0]);
 	sched_cycle_run(own, a, &cy[1]);
 	if (cy[0].admitted != 2)
@@ -85,11 +87,14 @@ test_shared_until_written(void **state)
 		assert_int_equal(cy[0].d[i].job, cy[1].d[i].job);
 		assert_int_equal(cy[0].d[i].outcome, cy[1].d[i].outcome);
 		assert_int_equal(cy[0].d[i].reason, cy[1].d[i].reason);
-		assert_int_equal(cy[0].d[i].place.cluster, cy[1].d[i].place.cluster);
+		assert_int_equal(cy[0].d[i].place->cluster, cy[1].d[i].place->cluster);
 	}
 	assert_int_equal(j0->state, SCHED_ADMITTED);
-	assert_false(j0->shared_groups);
+	assert_int_equal(j1->state, SCHED_ADMITTED);
 	assert_ptr_not_equal(j0->groups, j5->groups);
+	assert_ptr_not_equal(j0->req, j5->req);
+	assert_ptr_equal(j0->groups, j1->groups);
+	assert_true(j0->shared_groups && j1->shared_groups);
 	assert_int_equal(j0->groups[1].count, j0->groups[1].min);
 	assert_int_equal(j5->groups[1].count, 0);	/* the pending sharers saw no write */
 	assert_int_equal(sched_model_job(m, 2)->groups[1].count, 0);
