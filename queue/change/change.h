@@ -24,6 +24,11 @@
  * target cannot hold the job; nothing changes then. */
 bool	move_request(struct db *c, const struct actor *who, const char *job_id, json_t *body,
 	    const char *operation, json_t **out, json_t **reasons, struct err *e);
+/* A rack-topology job whose rack is lost: reserves a placement on another cluster of the
+ * environment and marks the job moving with reason (the mover carries it out); *plan is
+ * the plan (new reference).  409 move.no_capacity when no other cluster holds it. */
+bool	move_rack_lost(struct db *c, const char *job_id, const char *reason, json_t **plan,
+	    struct err *e);
 /* Drain: cordons the cluster(s) and creates an operation moving every placed job to
  * another cluster of the same environment.  scope: {"cluster_id"} or {"environment",
  * "region"}, and "team" for a team's drain: only the jobs of that team's queues move and

@@ -510,6 +510,31 @@ move_request(struct db *c, const struct actor *who, const char *job_id, json_t *
 	return ok;
 }
 
+/* A rack-topology job whose rack is lost (no spare left in it, queue/follow/repair.c):
+ * moved as a drain moves a job, anywhere but its source cluster, by fleetd itself. */
+bool
+move_rack_lost(struct db *c, const char *job_id, const char *reason, json_t **plan,
+	       struct err *e)
+{
+	struct target t = { .anywhere = true };
+	struct actor who;
+	json_t *job = NULL, *reasons = NULL, *out = NULL;
+	bool ok;
+
+	memset(&who, 0, sizeof(who));
+	snprintf(who.name, sizeof(who.name), "fleetd (rack lost)");
+	*plan = NULL;
+	if (!job_get(c, job_id, true, &job, e))
+		return false;
+	ok = request_target(c, &who, job, &t, reason, false, NULL, &out, &reasons, e);
+	if (ok)
+		*plan = json_incref(json_object_get(out, "plan"));
+	json_decref(out);
+	json_decref(job);
+	json_decref(reasons);
+	return ok;
+}
+
 /* ---- drains */
 
 /* An operation's state: a running one is succeeded or failed once no job waits or moves. */

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/mono.h"
 #include "providers/kube.h"
+#include "queue/change/change.h"
 #include "queue/follow/status_int.h"
 #include "queue/jobs/job.h"
 #include "queue/sched/loader.h"
@@ -245,6 +246,7 @@ struct plan {
 	char		 reason[1024];		/* why there is no spare */
 	int		 pods;			/* the group's pods on the lost node */
 	char		 pool[128];
+	char		 rack[128];		/* the gang's rack (topology rack, pack) */
 };
 
 static bool
@@ -401,9 +403,10 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		ok = true;
 		goto cleanup;
 	}
-	if (gang && (cur->topo == SCHED_TOPO_RACK || cur->topo == SCHED_TOPO_PACK) && rack != NULL)
+	if (gang && (cur->topo == SCHED_TOPO_RACK || cur->topo == SCHED_TOPO_PACK) && rack != NULL) {
 		snprintf(p->domain, sizeof(p->domain), "rack %s (pool %s)", rack, p->pool);
-	else
+		snprintf(p->rack, sizeof(p->rack), "%s", rack);
+	} else
 		rack = NULL;
 	/* the group's pods on the lost node, as a job of its own (the running job keeps its
 	 * quota: the pods are replaced, not added) */
@@ -619,6 +622,67 @@ moved(json_t *placement, int g, const char *lost, const char *spare)
 	return pl;
 }
 
+/* ---- a rack lost: the job moves */
+
+struct rack_lost {
+	const struct status_job	*j;
+	const char		*cluster_id, *lost, *why;
+	const struct plan	*p;
+	int			 g;
+	char			 target[128];
+};
+
+/* Reserves another cluster for the job (the move machinery: queue/change/move.c; the mover
+ * checkpoints, stops the source and applies there) and records a `rack_lost` event. */
+static bool
+rack_tx(struct db *c, void *arg, struct err *e)
+{
+	struct rack_lost *r = arg;
+	json_t *plan = NULL, *to, *d;
+	char reason[600], msg[1024];
+	bool ok = false;
+
+	snprintf(reason, sizeof(reason), "rack_lost: rack %s lost (%s %s) with no spare left in "
+	    "it", r->p->rack, r->lost, r->why);
+	if (!lease_fence(c, r->cluster_id, e) || !move_rack_lost(c, r->j->id, reason, &plan, e))
+		goto cleanup;
+	to = json_object_get(plan, "to");
+	snprintf(r->target, sizeof(r->target), "%s", json_is_string(json_object_get(to,
+	    "cluster_name")) ? str(to, "cluster_name") : str(to, "cluster"));
+	d = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s}", "rack", r->p->rack, "lost_node",
+	    r->lost, "why", r->why, "group", r->g, "domain", r->p->domain, "target_cluster",
+	    r->target, "target_cluster_id", str(to, "cluster"));
+	snprintf(msg, sizeof(msg), "rack %s lost (%s %s), no spare left in it: moving to %s",
+	    r->p->rack, r->lost, r->why, r->target);
+	ok = job_event(c, r->j->id, "rack_lost", msg, d, e);
+	json_decref(d);
+cleanup:
+	json_decref(plan);
+	return ok;
+}
+
+/* Whether the job was set moving off its lost rack; false (no capacity elsewhere, or an
+ * error, logged): it waits for a spare as any other. */
+static bool
+rack_move(const struct member *t, const struct status_job *j, const char *lost,
+    const char *why, int g, const struct plan *p, struct status_stats *st)
+{
+	struct rack_lost r = { .j = j, .cluster_id = t->id, .lost = lost, .why = why, .p = p,
+	    .g = g };
+	struct err e = { 0 };
+
+	if (!db_tx(rack_tx, &r, &e)) {
+		if (e.status != 409)
+			log_warn(NULL, "status", "cannot move a job off a lost rack", "{s:s, s:s}",
+			    "job", j->id, "error", e.msg);
+		return false;
+	}
+	st->events++;
+	log_info(NULL, "status", "rack lost: job moving", "{s:s, s:s, s:s}", "job", j->id,
+	    "rack", p->rack, "target", r.target);
+	return true;
+}
+
 /* Jobs that found no spare lately (hash of job, attempt and lost node -> when): loading the
  * scheduler's model is not repeated every status cycle while a job waits. */
 #define WAIT_SLOTS	256
@@ -697,6 +761,8 @@ status_repair(const struct member *t, struct status_job *j, const struct status_
 		snprintf(p.spare, sizeof(p.spare), "%s", already);
 	db_release(c);	/* no transaction or connection held across the member's calls */
 	c = NULL;
+	if (p.spare[0] == '\0' && p.rack[0] != '\0' && rack_move(t, j, lost, why, g, &p, st))
+		goto cleanup;
 	if (p.spare[0] == '\0') {
 		snprintf(key, sizeof(key), "%d:%s", g, lost);
 		d = json_pack("{s:s, s:s, s:i, s:s, s:s, s:i}", "lost_node", lost, "why", why,
