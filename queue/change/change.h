@@ -55,6 +55,7 @@ struct mover_stats {
 	size_t	stepped;	/* phases advanced */
 	size_t	moved;		/* moves finished */
 	size_t	failed;		/* moves abandoned (job requeued) */
+	size_t	cancelled;	/* moves ended by a cancel (job cancelled) */
 	size_t	retried;
 };
 
