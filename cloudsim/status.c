@@ -183,9 +183,12 @@ oom_kill(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, double now)
 static bool
 oom_done(struct cs_cluster *cl, struct cs_object *o)
 {
-	for (size_t i = 0; i < cl->pods.n; i++)
-		if (strcmp(cl->pods.v[i]->owner_uid, o->uid) == 0 && cl->pods.v[i]->oom_at > 0)
+	for (size_t i = 0; i < cl->pods.n; i++) {
+		const struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->owner_uid, o->uid) == 0 && p->oom_at > 0)
 			return true;
+	}
 	return false;
 }
 
