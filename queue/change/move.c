@@ -25,6 +25,8 @@ struct target {
 	bool		 same;		/* a lost rack: only the source cluster (another rack) */
 	bool		 no_preempt;	/* free capacity only (a lost rack's same-cluster try) */
 	json_t		*avoid;		/* node names of the source cluster never used */
+	bool		 lost;		/* a lost rack: no checkpoint request (the gang is broken),
+					 * the next attempt resumes from the last acknowledged one */
 };
 
 /* How the source cluster of a job answers its health checks. */
@@ -411,7 +413,7 @@ cleanup:
 /* Commits the reservation: the mover carries out the rest. */
 static bool
 reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char *operation,
-	const struct actor *who, const struct source_health *fence, struct err *e)
+	const struct actor *who, const struct source_health *fence, bool lost, struct err *e)
 {
 	static const char sql_admitted[] = "UPDATE jobs SET cluster_id = ($2::jsonb->>'cluster')::uuid,"
 	    " placement = $2::jsonb, version = version + 1, updated_at = now(), next_try_at = now()"
@@ -420,13 +422,14 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 	    " 'reason', $4::text, 'requested_by', $5::text, 'started_at', now(), 'phase', 'reserved',"
 	    " 'from', jsonb_build_object('cluster_id', cluster_id, 'object_name', object_name,"
 	    " 'attempt', attempt, 'placement', placement, 'fenced', $6::boolean), 'to', $2::jsonb,"
-	    " 'resume_from', CASE WHEN $6::boolean THEN coalesce(checkpoint->>'uri',"
-	    " spec->'checkpoint'->>'uri') END), next_try_at = now()"
-	    " WHERE id = $1::uuid";
+	    " 'resume_from', CASE WHEN $6::boolean OR $7::boolean THEN coalesce(checkpoint->>'uri',"
+	    " spec->'checkpoint'->>'uri') END, 'no_checkpoint_request', $7::boolean),"
+	    " next_try_at = now() WHERE id = $1::uuid";
 	const char *id = json_string_value(json_object_get(job, "id"));
 	enum job_state state = job_state_parse(json_string_value(json_object_get(job, "state")));
 	char *to = json_dumps(json_object_get(planj, "to"), JSON_COMPACT);
-	const char *p[6] = { id, to, operation, reason, who->name, fence ? "true" : "false" };
+	const char *p[7] = { id, to, operation, reason, who->name, fence ? "true" : "false",
+	    lost ? "true" : "false" };
 	PGresult *r = NULL;
 	bool ok = false;
 
@@ -443,7 +446,7 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 	}
 	if (fence != NULL && !fence_source(c, job, fence, e))
 		goto cleanup;
-	ok = db_exec(c, sql_move, 6, p, NULL, e) &&
+	ok = db_exec(c, sql_move, 7, p, NULL, e) &&
 	    job_transition(c, id, "admitted,dispatched,running", "moving",
 	    reason && *reason ? reason : "move requested", planj, e);
 cleanup:
@@ -510,7 +513,7 @@ request_target(struct db *c, const struct actor *who, json_t *job, const struct 
 		ok = true;
 		goto cleanup;
 	}
-	if (!reserve(c, job, planj, reason, operation, who, fence ? &h : NULL, e))
+	if (!reserve(c, job, planj, reason, operation, who, fence ? &h : NULL, t->lost, e))
 		goto cleanup;
 	*out = json_pack("{s:O}", "plan", planj);
 	ok = true;
@@ -574,7 +577,7 @@ bool
 move_rack_lost(struct db *c, const char *job_id, const char *reason, json_t *rack_nodes,
 	       json_t *down_nodes, json_t **plan, bool *same, struct err *e)
 {
-	struct target t = { .same = true, .no_preempt = true };
+	struct target t = { .same = true, .no_preempt = true, .lost = true };
 	struct actor who;
 	json_t *job = NULL, *reasons = NULL, *out = NULL, *avoid = json_array();
 	const char *kind;
@@ -601,7 +604,7 @@ move_rack_lost(struct db *c, const char *job_id, const char *reason, json_t *rac
 			goto cleanup;
 	}
 	if (!ok) {
-		struct target other = { .anywhere = true };
+		struct target other = { .anywhere = true, .lost = true };
 
 		err_clear(e);
 		json_decref(reasons);

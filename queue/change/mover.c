@@ -411,7 +411,10 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 
 	if (x->src == NULL || x->service)
 		return go(m, PH_SUSPENDED, NULL);	/* nothing to stop first */
-	if (json_object_get(ck, "uri") == NULL) {
+	/* a lost rack: the gang is broken, no checkpoint can be written now; the next attempt
+	 * resumes from the last acknowledged one (move.resume_from) */
+	if (json_object_get(ck, "uri") == NULL ||
+	    json_is_true(json_object_get(m->move, "no_checkpoint_request"))) {
 		json_object_set_new(m->patch, "deadline_epoch", json_integer(0));
 		return go(m, PH_CHECKPOINTING, NULL);
 	}
