@@ -252,6 +252,29 @@ print_failure(const json_t *x)
 		printf("\n");
 }
 
+/* A container state as the kubelet gave it: "running since T", "terminated OOMKilled exit
+ * 137 at T", "waiting ImagePullBackOff" (an exit code only where the container ended). */
+static void
+print_cstate(const json_t *st)
+{
+	const char *r = json_string_value(json_object_get(st, "reason"));
+	const json_t *x = json_object_get(st, "exit_code");
+
+	if (st == NULL) {
+		printf("-");
+		return;
+	}
+	printf("%s", s_of(st, "state"));
+	if (r != NULL && r[0] != '\0')
+		printf(" %s", r);
+	if (json_is_integer(x))
+		printf(" exit %lld", json_integer_value(x));
+	if (json_is_string(json_object_get(st, "finished_at")))
+		printf(" at %s", s_of(st, "finished_at"));
+	else if (json_is_string(json_object_get(st, "started_at")))
+		printf(" since %s", s_of(st, "started_at"));
+}
+
 static int
 jobs_postmortem(struct cli_ctx *c, const struct cli_args *a)
 {
@@ -282,14 +305,17 @@ jobs_postmortem(struct cli_ctx *c, const struct cli_args *a)
 			    s_of(p, "type"), s_of(p, "node"), s_of(p, "phase"),
 			    json_integer_value(json_object_get(p, "restarts")));
 			json_array_foreach(json_object_get(p, "containers"), q, ct) {
-				const json_t *st = json_object_get(ct, "state"),
-				    *ls = json_object_get(ct, "last_state");
+				const json_t *ls = json_object_get(ct, "last_state");
 
-				printf("    %s: %s %s exit %lld%s%s exit %lld\n", s_of(ct, "name"),
-				    s_of(st, "state"), s_of(st, "reason"), json_integer_value(
-				    json_object_get(st, "exit_code")), ls ? ", last " : "", ls ?
-				    s_of(ls, "reason") : "", json_integer_value(json_object_get(ls,
-				    "exit_code")));
+				printf("    %s: ", s_of(ct, "name"));
+				print_cstate(json_object_get(ct, "state"));
+				printf(", %lld restarts", json_integer_value(json_object_get(ct,
+				    "restarts")));
+				if (ls != NULL) {
+					printf("; last: ");
+					print_cstate(ls);
+				}
+				printf("\n");
 			}
 		}
 		json_array_foreach(json_object_get(r, "events"), k, p)

@@ -69,9 +69,12 @@ struct cs_node {
 	long long	 used[4];		/* cpu, mem, gpu, tpu requested (tick cache) */
 };
 
+struct cs;
 struct cs_pod;
 /* The name of pod p's first container ("ray" when it has none). */
 const char	*cs_pod_container(const struct cs_pod *p);
+/* The kubelet's Created and Started events for a container it (re)starts. */
+void		 cs_container_started(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p);
 
 struct cs_pod {
 	char		 name[160];
@@ -90,6 +93,9 @@ struct cs_pod {
 	int		 replica;		/* replica of a multi-host group (numOfHosts > 1) */
 	int		 hosts;			/* numOfHosts of its group (1 = single host) */
 	double		 next_restart;		/* sim time of the next crash-loop restart */
+	double		 oom_at;		/* sim time its container was OOM-killed, 0 never */
+	double		 oom_started;		/* when that killed container had started */
+	bool		 oom_final;		/* restartPolicy Never: it stays terminated */
 	char		 unschedulable[768];	/* the last FailedScheduling message */
 	json_t		*obj;			/* owned full pod (metadata, spec) */
 	json_t		*status;		/* status as patched (owned), served as given; NULL =

@@ -80,7 +80,36 @@ cs_pod_json(const struct cs_pod *p)
 	spec = json_object_get(j, "spec");
 	if (json_is_object(spec) && p->node[0])
 		json_object_set_new(spec, "nodeName", json_string(p->node));
-	if (p->running_at > 0) {
+	if (p->oom_at > 0) {
+		/* OOM-killed (cloudsim/status.c oom_kill): exit 137, reason OOMKilled, as the
+		 * kubelet reports it — the container restarted with the kill in lastState, or
+		 * (restartPolicy Never) terminated with the pod Failed */
+		char killed[32], first[32];
+		json_t *term;
+
+		cs_rfc3339(p->oom_at, killed);
+		cs_rfc3339(p->oom_started, first);
+		term = json_pack("{s:{s:i, s:s, s:s, s:s}}", "terminated", "exitCode", 137,
+		    "reason", "OOMKilled", "startedAt", first, "finishedAt", killed);
+		if (p->oom_final) {
+			st = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s, s:s}], s:[{s:s, s:b,"
+			    " s:b, s:i, s:s, s:o}]}", "phase", "Failed", "startTime", first, "podIP",
+			    "10.8.0.10", "conditions", "type", "PodScheduled", "status", "True", "type",
+			    "Ready", "status", "False", "reason", "ContainersNotReady",
+			    "containerStatuses",
+			    "name", cs_pod_container(p), "ready", 0, "started", 0, "restartCount",
+			    p->restarts, "image", image ? image : "", "state", term);
+		} else {
+			cs_rfc3339(p->running_at, ts2);
+			st = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:b,"
+			    " s:b, s:i, s:s, s:{s:{s:s}}, s:o}]}", "phase", "Running", "startTime",
+			    first, "podIP", "10.8.0.10", "conditions", "type", "PodScheduled",
+			    "status", "True", "type", "Ready", "status", "True", "containerStatuses",
+			    "name", cs_pod_container(p), "ready", 1, "started", 1, "restartCount",
+			    p->restarts, "image", image ? image : "", "state", "running", "startedAt",
+			    ts2, "lastState", term);
+		}
+	} else if (p->running_at > 0) {
 		cs_rfc3339(p->running_at, ts2);
 		st = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s, s:b, s:b,"
 		    " s:i, s:s, s:{s:{s:s}}}]}", "phase", "Running",

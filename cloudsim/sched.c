@@ -50,9 +50,8 @@ cs_pod_container(const struct cs_pod *p)
 	return n != NULL ? n : "ray";
 }
 
-/* The kubelet's events for a container it (re)starts. */
-static void
-container_started(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p)
+void
+cs_container_started(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p)
 {
 	char msg[256];
 
@@ -875,7 +874,7 @@ crash_loops(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 		snprintf(msg, sizeof(msg), "Container image \"%s\" already present on machine", img);
 		cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Pulled", msg);
 	}
-	container_started(cs, cl, p);
+	cs_container_started(cs, cl, p);
 	p->restarts++;
 	backoff = 10.0;
 	for (int i = 1; i < p->restarts && backoff < 300.0; i++)
@@ -920,7 +919,7 @@ cs_tick(struct cs *cs)
 			    !image_pull_fails(cs, cl, p) && !crash_loops(cs, cl, p, now)) {
 				p->running_at = now;
 				snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
-				container_started(cs, cl, p);
+				cs_container_started(cs, cl, p);
 			}
 		}
 		for (i = 0; i < cl->objects.n; i++)

@@ -140,22 +140,56 @@ cluster_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, bool *
 	return st;
 }
 
-/* The kubelet's story of a worker killed for memory. */
-static void
-oom_event(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
+/* The kernel's OOM killer ends a running worker's container (its memory limit exceeded)
+ * and the kubelet reports it as it reports any container's end: exit code 137 (SIGKILL),
+ * reason OOMKilled — in lastState.terminated once it has restarted the container
+ * (restartPolicy Always, the Pod default: restartCount + 1, state running again), or in
+ * state.terminated with the pod Failed when the pod's restartPolicy is Never.  The kubelet
+ * posts no Warning event of its own for it (the pod-level "OOMKilled" event cloudsim
+ * used to post was a shortcut no member gives).  Shapes:
+ * https://kubernetes.io/docs/tasks/configure-pod-container/assign-memory-resource/
+ * ("Exceed a Container's memory limit": lastState.terminated, reason OOMKilled, exitCode
+ * 137, the restart) and
+ * https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-states
+ * Returns false when no worker of o runs (nothing to kill). */
+static bool
+oom_kill(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, double now)
 {
 	size_t i;
 
 	for (i = 0; i < cl->pods.n; i++) {
 		struct cs_pod *p = cl->pods.v[i];
+		const char *rp;
 
-		if (strcmp(p->owner_uid, o->uid) == 0 && !p->head) {
-			cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Warning", "OOMKilled",
-			    "Container ray-worker was OOMKilled (exit code 137): memory limit "
-			    "exceeded");
-			return;
+		if (strcmp(p->owner_uid, o->uid) != 0 || p->head || p->running_at <= 0)
+			continue;
+		rp = json_string_value(json_object_get(json_object_get(p->obj, "spec"),
+		    "restartPolicy"));
+		p->oom_at = now;
+		p->oom_started = p->running_at;
+		p->oom_final = rp != NULL && strcmp(rp, "Never") == 0;
+		if (!p->oom_final) {
+			p->restarts++;
+			p->running_at = now;
+			cs_container_started(cs, cl, p);
 		}
+		snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+		return true;
 	}
+	return false;
+}
+
+/* Whether a worker of o was OOM-killed already. */
+static bool
+oom_done(struct cs_cluster *cl, struct cs_object *o)
+{
+	for (size_t i = 0; i < cl->pods.n; i++) {
+		const struct cs_pod *p = cl->pods.v[i];
+
+		if (strcmp(p->owner_uid, o->uid) == 0 && p->oom_at > 0)
+			return true;
+	}
+	return false;
 }
 
 static void
@@ -187,11 +221,14 @@ job_status(struct cs *cs, struct cs_cluster *cl, struct cs_object *o, json_t *st
 	if (ready && o->ready_at == 0)
 		o->ready_at = now;
 	if (o->job_end == 0 && o->job_start > 0 && now >= o->job_start + run) {
-		o->job_end = now;
-		o->spawned = outcome && (strcmp(outcome, "failed") == 0 ||
-		    strcmp(outcome, "oomkilled") == 0) ? 1 : 0;
-		if (outcome && strcmp(outcome, "oomkilled") == 0)
-			oom_event(cs, cl, o);
+		bool oom = outcome && strcmp(outcome, "oomkilled") == 0;
+
+		/* the worker is OOM-killed first; the Ray job fails at the next tick, as its
+		 * driver sees the worker die (the pod shows the kill before the RayJob fails) */
+		if (!oom || oom_done(cl, o) || !oom_kill(cs, cl, o, now)) {
+			o->job_end = now;
+			o->spawned = outcome && (strcmp(outcome, "failed") == 0 || oom) ? 1 : 0;
+		}
 	}
 	if (o->job_end == 0 && json_is_integer(dl) && json_integer_value(dl) > 0 &&
 	    now >= o->created + (double)json_integer_value(dl)) {

@@ -649,7 +649,8 @@ function whyCard(x, pm) {
           h('td', {}, (p.containers || []).map((c) => {
             const st = c.state || {}, ls = c.last_state;
             return `${c.name}: ${st.state || '—'} ${st.reason || ''}` +
-              (ls ? `, last ${ls.reason || '—'} exit ${ls.exit_code ?? '—'}` : '');
+              (st.exit_code != null ? ` exit ${st.exit_code}` : '') +
+              (ls ? `, last ${ls.state || '—'} ${ls.reason || '—'} exit ${ls.exit_code ?? '—'}` : '');
           }).join('; ')))))),
         (r.events || []).length ? h('ul', { class: 'plain hint' }, r.events.map((ev) =>
           h('li', {}, `${ev.object || ''} ${ev.reason || ''}: ${ev.message || ''}`))) : null);

@@ -24,6 +24,13 @@
  * target cannot hold the job; nothing changes then. */
 bool	move_request(struct db *c, const struct actor *who, const char *job_id, json_t *body,
 	    const char *operation, json_t **out, json_t **reasons, struct err *e);
+/* A rack-topology job whose rack is lost: reserves a placement on another rack of its own
+ * cluster (free capacity only, never on rack_nodes or down_nodes, names of the source's
+ * nodes; *same true), else on another cluster of the environment, and marks the job moving
+ * with reason (the mover carries it out); rack_nodes join the job's avoid_nodes.  *plan is
+ * the plan (new reference).  409 move.no_capacity when nothing holds it. */
+bool	move_rack_lost(struct db *c, const char *job_id, const char *reason,
+	    json_t *rack_nodes, json_t *down_nodes, json_t **plan, bool *same, struct err *e);
 /* Drain: cordons the cluster(s) and creates an operation moving every placed job to
  * another cluster of the same environment.  scope: {"cluster_id"} or {"environment",
  * "region"}, and "team" for a team's drain: only the jobs of that team's queues move and
@@ -50,6 +57,7 @@ struct mover_stats {
 	size_t	stepped;	/* phases advanced */
 	size_t	moved;		/* moves finished */
 	size_t	failed;		/* moves abandoned (job requeued) */
+	size_t	cancelled;	/* moves ended by a cancel (job cancelled) */
 	size_t	retried;
 };
 

@@ -22,6 +22,11 @@ struct target {
 	const char	*cluster_id;
 	bool		 anywhere;	/* drains: any other cluster of the environment */
 	bool		 evacuate;	/* "source": "unreachable": fence the source */
+	bool		 same;		/* a lost rack: only the source cluster (another rack) */
+	bool		 no_preempt;	/* free capacity only (a lost rack's same-cluster try) */
+	json_t		*avoid;		/* node names of the source cluster never used */
+	bool		 lost;		/* a lost rack: no checkpoint request (the gang is broken),
+					 * the next attempt resumes from the last acknowledged one */
 };
 
 /* How the source cluster of a job answers its health checks. */
@@ -177,7 +182,20 @@ preempt_plan(struct sched_model *m, struct sched_job *j, struct arena *a,
 	return true;
 }
 
-/* Places j on the model restricted to ids (all but the source when anywhere). */
+/* Whether cluster id is outside the target: anything but the source when t->same, else
+ * the source and (unless anywhere) every cluster not in ids. */
+static bool
+outside(const struct target *t, json_t *ids, const char *src, const char *id)
+{
+	bool is_src = src != NULL && strcmp(id, src) == 0;
+
+	if (t->same)
+		return !is_src;
+	return is_src || (!t->anywhere && !in_set(ids, id));
+}
+
+/* Places j on the model restricted to ids (all but the source when anywhere; only the
+ * source, off the nodes t->avoid names, when same). */
 static bool
 plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **planj,
      json_t **reasons, struct err *e)
@@ -202,18 +220,29 @@ plan(struct db *c, json_t *job, const struct target *t, json_t *ids, json_t **pl
 	for (size_t i = 0; i < sched_model_n_clusters(m); i++) {
 		struct sched_cluster *k = sched_model_cluster(m, i);
 
-		if ((src != NULL && strcmp(k->id, src) == 0) ||
-		    (!t->anywhere && !in_set(ids, k->id)))
+		if (outside(t, ids, src, k->id))
 			k->cordoned = true;	/* outside the target: not a candidate */
 	}
+	if (t->avoid != NULL && src != NULL) {
+		size_t i;
+		json_t *v;
+
+		json_array_foreach(t->avoid, i, v)
+			if (json_is_string(v))
+				sched_job_avoid_node(m, j, src, json_string_value(v));
+	}
+	/* on its own cluster the job's room is its own again: the source is stopped before
+	 * the target is applied (the mover; never used for a RayService, whose target is up
+	 * first) */
+	if (t->same)
+		sched_release(m, j);
 	*reasons = json_array();
 	if (!sched_place(m, j, SCHED_R_CHOSEN, a, &pl) &&
-	    !preempt_plan(m, j, a, &pl, &victims)) {
+	    (t->no_preempt || !preempt_plan(m, j, a, &pl, &victims))) {
 		for (size_t i = 0; i < pl.n_cands; i++) {
 			struct sched_cluster *k = sched_model_cluster(m, (size_t)pl.cands[i].cluster);
 
-			if ((src != NULL && strcmp(k->id, src) == 0) ||
-			    (!t->anywhere && !in_set(ids, k->id)))
+			if (outside(t, ids, src, k->id))
 				continue;
 			json_array_append_new(*reasons, json_pack("{s:s, s:s, s:s}", "cluster",
 			    k->id, "region", sched_model_name(m, k->region), "reason",
@@ -384,7 +413,7 @@ cleanup:
 /* Commits the reservation: the mover carries out the rest. */
 static bool
 reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char *operation,
-	const struct actor *who, const struct source_health *fence, struct err *e)
+	const struct actor *who, const struct source_health *fence, bool lost, struct err *e)
 {
 	static const char sql_admitted[] = "UPDATE jobs SET cluster_id = ($2::jsonb->>'cluster')::uuid,"
 	    " placement = $2::jsonb, version = version + 1, updated_at = now(), next_try_at = now()"
@@ -393,13 +422,14 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 	    " 'reason', $4::text, 'requested_by', $5::text, 'started_at', now(), 'phase', 'reserved',"
 	    " 'from', jsonb_build_object('cluster_id', cluster_id, 'object_name', object_name,"
 	    " 'attempt', attempt, 'placement', placement, 'fenced', $6::boolean), 'to', $2::jsonb,"
-	    " 'resume_from', CASE WHEN $6::boolean THEN coalesce(checkpoint->>'uri',"
-	    " spec->'checkpoint'->>'uri') END), next_try_at = now()"
-	    " WHERE id = $1::uuid";
+	    " 'resume_from', CASE WHEN $6::boolean OR $7::boolean THEN coalesce(checkpoint->>'uri',"
+	    " spec->'checkpoint'->>'uri') END, 'no_checkpoint_request', $7::boolean),"
+	    " next_try_at = now() WHERE id = $1::uuid";
 	const char *id = json_string_value(json_object_get(job, "id"));
 	enum job_state state = job_state_parse(json_string_value(json_object_get(job, "state")));
 	char *to = json_dumps(json_object_get(planj, "to"), JSON_COMPACT);
-	const char *p[6] = { id, to, operation, reason, who->name, fence ? "true" : "false" };
+	const char *p[7] = { id, to, operation, reason, who->name, fence ? "true" : "false",
+	    lost ? "true" : "false" };
 	PGresult *r = NULL;
 	bool ok = false;
 
@@ -416,7 +446,7 @@ reserve(struct db *c, json_t *job, json_t *planj, const char *reason, const char
 	}
 	if (fence != NULL && !fence_source(c, job, fence, e))
 		goto cleanup;
-	ok = db_exec(c, sql_move, 6, p, NULL, e) &&
+	ok = db_exec(c, sql_move, 7, p, NULL, e) &&
 	    job_transition(c, id, "admitted,dispatched,running", "moving",
 	    reason && *reason ? reason : "move requested", planj, e);
 cleanup:
@@ -464,9 +494,9 @@ request_target(struct db *c, const struct actor *who, json_t *job, const struct 
 	if (job_state_parse(json_string_value(json_object_get(job, "state"))) != JOB_ADMITTED &&
 	    (!source_health_get(c, job, &h, e) || !source_check(t, &h, &fence, e)))
 		return false;
-	if (!t->anywhere && !target_clusters(c, env, t, &ids, e))
+	if (!t->anywhere && !t->same && !target_clusters(c, env, t, &ids, e))
 		return false;
-	if (!t->anywhere && json_array_size(ids) == 0) {
+	if (!t->anywhere && !t->same && json_array_size(ids) == 0) {
 		*reasons = json_array();
 		err_field(e, 409, "move.no_capacity", "/target/region",
 		    "environment %s has no cluster in %s", env, t->region);
@@ -483,7 +513,7 @@ request_target(struct db *c, const struct actor *who, json_t *job, const struct 
 		ok = true;
 		goto cleanup;
 	}
-	if (!reserve(c, job, planj, reason, operation, who, fence ? &h : NULL, e))
+	if (!reserve(c, job, planj, reason, operation, who, fence ? &h : NULL, t->lost, e))
 		goto cleanup;
 	*out = json_pack("{s:O}", "plan", planj);
 	ok = true;
@@ -507,6 +537,87 @@ move_request(struct db *c, const struct actor *who, const char *job_id, json_t *
 		return false;
 	ok = request_target(c, who, job, &t, reason, dry, operation, out, reasons, e);
 	json_decref(job);
+	return ok;
+}
+
+/* Adds the lost rack's nodes to the job's avoid_nodes (never used by a later attempt,
+ * as a failure's nodes: queue/follow/status_act.c). */
+static bool
+avoid_rack(struct db *c, json_t *job, json_t *rack_nodes, struct err *e)
+{
+	static const char sql[] = "UPDATE jobs SET avoid_nodes = coalesce(avoid_nodes,"
+	    " '[]'::jsonb) || $2::jsonb WHERE id = $1::uuid";
+	json_t *rows = json_array(), *v;
+	const char *src = json_string_value(json_object_get(job, "cluster_id"));
+	char *txt;
+	size_t i;
+	bool ok;
+
+	json_array_foreach(rack_nodes, i, v)
+		if (src != NULL && json_is_string(v))
+			json_array_append_new(rows, json_pack("{s:s, s:O}", "cluster_id", src,
+			    "node", v));
+	txt = json_dumps(rows, JSON_COMPACT);
+	{
+		const char *p[2] = { json_string_value(json_object_get(job, "id")), txt };
+
+		ok = json_array_size(rows) == 0 || (txt != NULL && db_exec(c, sql, 2, p, NULL, e));
+	}
+	free(txt);
+	json_decref(rows);
+	return ok;
+}
+
+/* A rack-topology job whose rack is lost (no spare left in it, queue/follow/repair.c):
+ * moved by fleetd itself, first to another rack of its own cluster (free capacity only, off
+ * the lost rack and the nodes down now), else as a drain moves a job, anywhere but its
+ * source cluster.  A RayService (one object name across attempts, the target up before the
+ * source goes) is not re-placed on its own cluster. */
+bool
+move_rack_lost(struct db *c, const char *job_id, const char *reason, json_t *rack_nodes,
+	       json_t *down_nodes, json_t **plan, bool *same, struct err *e)
+{
+	struct target t = { .same = true, .no_preempt = true, .lost = true };
+	struct actor who;
+	json_t *job = NULL, *reasons = NULL, *out = NULL, *avoid = json_array();
+	const char *kind;
+	bool ok = false;
+
+	memset(&who, 0, sizeof(who));
+	snprintf(who.name, sizeof(who.name), "fleetd (rack lost)");
+	*plan = NULL;
+	*same = false;
+	if (rack_nodes != NULL)
+		json_array_extend(avoid, rack_nodes);
+	if (down_nodes != NULL)
+		json_array_extend(avoid, down_nodes);
+	t.avoid = avoid;
+	if (!job_get(c, job_id, true, &job, e))
+		goto cleanup;
+	kind = json_string_value(json_object_get(job, "kind"));
+	if (!avoid_rack(c, job, rack_nodes, e))
+		goto cleanup;
+	if (kind == NULL || strcmp(kind, "RayService") != 0) {
+		ok = request_target(c, &who, job, &t, reason, false, NULL, &out, &reasons, e);
+		*same = ok;
+		if (!ok && strcmp(e->code, "move.no_capacity") != 0)
+			goto cleanup;
+	}
+	if (!ok) {
+		struct target other = { .anywhere = true, .lost = true };
+
+		err_clear(e);
+		json_decref(reasons);
+		reasons = NULL;
+		ok = request_target(c, &who, job, &other, reason, false, NULL, &out, &reasons, e);
+	}
+	if (ok)
+		*plan = json_incref(json_object_get(out, "plan"));
+cleanup:
+	json_decref(out);
+	json_decref(job);
+	json_decref(reasons);
+	json_decref(avoid);
 	return ok;
 }
 

@@ -2,7 +2,9 @@
  * each visit claims due moving jobs (SKIP LOCKED), commits, talks to the member
  * clusters with no transaction open, then records the next phase in a new transaction.
  * The source lets go only after the target is reserved (move.c); for RayService the
- * target must report ready before the source is deleted, so a ready copy always exists. */
+ * target must report ready before the source is deleted, so a ready copy always exists.
+ * A cancel requested during a move ends it at the next visit, in any phase (ph_cancel):
+ * the target's object goes if it was applied, the source's goes, the job is cancelled. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,6 +42,8 @@ struct mjob {
 	bool	 finish;	/* record the job dispatched at the target */
 	bool	 abandon;	/* requeue */
 	bool	 transient;	/* this visit failed (tries counts such visits in a row) */
+	bool	 cancel;	/* cancel_requested when claimed: the move ends, the job too */
+	bool	 cancelled;	/* this visit ended it: record the job cancelled */
 	const char *why;
 	char	 why_buf[256];	/* why, when it comes from an error of step() */
 	int	 delay_s;	/* next visit */
@@ -52,7 +56,7 @@ static const char sql_claim[] =
     " now() - make_interval(secs => $2::int)) ORDER BY next_try_at LIMIT $3"
     " FOR UPDATE SKIP LOCKED)"
     " RETURNING j.id::text, j.kind, j.attempt, j.tries, j.spec::text, j.move::text,"
-    " coalesce(j.manifest::text, 'null'), j.environment, q.name";
+    " coalesce(j.manifest::text, 'null'), j.environment, q.name, j.cancel_requested";
 
 static void
 mjob_free(struct mjob *m)
@@ -369,6 +373,7 @@ enum outcome {
 	OUT_NEXT,	/* go to m->next */
 	OUT_RETRY,	/* a member cluster failed: back off (e says why) */
 	OUT_ABANDON,	/* requeue the job (m->why says why) */
+	OUT_CANCELLED,	/* a cancel ended the move: both ends cleaned up, the job ends */
 };
 
 /* Both ends of the move for one visit (src NULL when there is nothing at the source). */
@@ -406,7 +411,10 @@ ph_reserved(struct mjob *m, struct ends *x, struct err *e)
 
 	if (x->src == NULL || x->service)
 		return go(m, PH_SUSPENDED, NULL);	/* nothing to stop first */
-	if (json_object_get(ck, "uri") == NULL) {
+	/* a lost rack: the gang is broken, no checkpoint can be written now; the next attempt
+	 * resumes from the last acknowledged one (move.resume_from) */
+	if (json_object_get(ck, "uri") == NULL ||
+	    json_is_true(json_object_get(m->move, "no_checkpoint_request"))) {
 		json_object_set_new(m->patch, "deadline_epoch", json_integer(0));
 		return go(m, PH_CHECKPOINTING, NULL);
 	}
@@ -491,6 +499,43 @@ ph_applied(struct mjob *m, struct ends *x, struct err *e)
 	return go(m, PH_DONE, "target ready, source deleted");
 }
 
+/* A cancel requested during the move ends the move wherever it is (the status worker
+ * follows no moving job, so nothing else would): the next attempt's object at the target
+ * is deleted when it was applied (recorded, or applied by a visit whose record was lost:
+ * rendered again to know its name), then the source's object and signal objects; a fenced
+ * source is left to the orphan sweep.  Member failures retry; the job is never requeued. */
+static enum outcome
+ph_cancel(struct mjob *m, struct ends *x, enum phase ph, struct err *e)
+{
+	json_t *tobj = json_object_get(json_object_get(m->move, "target_object"), "manifest");
+	json_t *rendered = NULL;
+	bool ok = true;
+
+	if (tobj == NULL && (ph == PH_SUSPENDED || ph == PH_APPLIED)) {
+		rendered = dispatch_render_for(x->dst, m->id, m->environment, m->queue,
+		    m->attempt + 1, m->spec, json_object_get(m->move, "to"), e);
+		if (rendered == NULL)
+			err_clear(e);	/* nothing was rendered, so nothing was applied */
+		tobj = rendered;
+	}
+	if (tobj != NULL) {
+		ok = kube_delete_object(&x->dst->pc, "ray.io/v1", m->kind,
+		    jsonx_at(tobj, "metadata", "namespace"), jsonx_at(tobj, "metadata", "name"),
+		    NULL, e);
+		if (ok)
+			dispatch_signal_delete_for(&x->dst->pc, tobj, "mover");
+	}
+	json_decref(rendered);
+	if (!ok)
+		return OUT_RETRY;
+	if (x->src != NULL && !source_delete(m, x->src, e))
+		return OUT_RETRY;
+	m->why = tobj != NULL ? "cancelled during the move; the target's and the source's "
+	    "objects were deleted" : "cancelled during the move; the source's object was "
+	    "deleted, nothing was applied at the target";
+	return OUT_CANCELLED;
+}
+
 static enum outcome (*const phase_fns[PH_COUNT])(struct mjob *, struct ends *, struct err *) = {
 	[PH_RESERVED] = ph_reserved, [PH_CHECKPOINTING] = ph_checkpointing,
 	[PH_SUSPENDED] = ph_suspended, [PH_APPLIED] = ph_applied,
@@ -509,7 +554,7 @@ step(struct mjob *m)
 	m->patch = json_object();
 	m->delay_s = 1;
 	m->next = PH_COUNT;
-	if (ph == PH_COUNT || phase_fns[ph] == NULL)
+	if (ph == PH_COUNT || (phase_fns[ph] == NULL && !m->cancel))
 		return;		/* unknown or finished phase: nothing to do */
 	if (m->manifest != NULL && !json_is_null(m->manifest) && src_id != NULL &&
 	    !json_is_true(json_object_get(json_object_get(m->move, "from"), "fenced")) &&
@@ -517,17 +562,18 @@ step(struct mjob *m)
 		goto out;
 	if (!end_target(jsonx_at(m->move, "to", "cluster"), &x.dst, &e))
 		goto out;
-	o = phase_fns[ph](m, &x, &e);
+	o = m->cancel ? ph_cancel(m, &x, ph, &e) : phase_fns[ph](m, &x, &e);
 out:
 	m->advance = o == OUT_NEXT;
 	m->abandon = o == OUT_ABANDON;
+	m->cancelled = o == OUT_CANCELLED;
 	if (o == OUT_RETRY) {
 		m->transient = true;
 		m->delay_s = m->tries < 6 ? 1 << m->tries : 60;
 		snprintf(m->why_buf, sizeof(m->why_buf), "%s", e.msg[0] ? e.msg :
 		    "member cluster unavailable");
 		m->why = m->why_buf;	/* e dies with this call: record_tx reads why later */
-		m->abandon = m->tries > 30;
+		m->abandon = m->tries > 30 && !m->cancel;	/* a cancelled job is never requeued */
 	}
 	member_free(x.src);
 	member_free(x.dst);
@@ -573,10 +619,40 @@ record_abandon(struct db *c, struct mjob *m, const char *op, struct err *e)
 
 	if (!db_exec(c, sql_abandon, 1, p, &r, e))
 		goto cleanup;
-	ok = PQntuples(r) == 0 ||	/* cancelled meanwhile: the status worker cleans up */
+	ok = PQntuples(r) == 0 ||	/* no longer moving: nothing to record */
 	    (job_transition(c, m->id, "moving", "pending", why, NULL, e) &&
 	    (op == NULL || db_exec(c, sql_op, 3, q, NULL, e)));
 cleanup:
+	PQclear(r);
+	return ok;
+}
+
+/* The move ended by a cancel: the job is cancelled where it was, nothing of it is left to
+ * follow (no object uid), and a drain counts it cancelled. */
+static bool
+record_cancel(struct db *c, struct mjob *m, const char *op, struct err *e)
+{
+	static const char sql_end[] = "UPDATE jobs SET object_uid = NULL, claimed_by = NULL,"
+	    " claimed_at = NULL, tries = 0, move = NULL WHERE id = $1::uuid AND state = 'moving'"
+	    " AND cancel_requested RETURNING 1";
+	static const char sql_op[] = "UPDATE operation_jobs SET state = 'cancelled', reason = $3,"
+	    " updated_at = now() WHERE operation_id = $1::uuid AND job_id = $2::uuid";
+	const char *p[1] = { m->id };
+	const char *q[3] = { op, m->id, m->why };
+	json_t *data = json_pack("{s:s, s:O?, s:O?}", "phase", jsonx_at(m->move, "phase", NULL) ?
+	    jsonx_at(m->move, "phase", NULL) : "", "from", json_object_get(json_object_get(m->move,
+	    "from"), "cluster_id"), "to", json_object_get(json_object_get(m->move, "to"),
+	    "cluster"));
+	PGresult *r = NULL;
+	bool ok = false;
+
+	if (!db_exec(c, sql_end, 1, p, &r, e))
+		goto cleanup;
+	ok = PQntuples(r) == 0 ||	/* changed meanwhile: nothing to record */
+	    (job_transition(c, m->id, "moving", "cancelled", m->why, data, e) &&
+	    (op == NULL || db_exec(c, sql_op, 3, q, NULL, e)));
+cleanup:
+	json_decref(data);
 	PQclear(r);
 	return ok;
 }
@@ -601,6 +677,10 @@ record_tx(struct db *c, void *arg, struct err *e)
 	bool ok = false;
 
 	snprintf(delay, sizeof(delay), "%d", m->delay_s);
+	if (m->cancelled) {
+		ok = record_cancel(c, m, op, e);
+		goto cleanup;
+	}
 	if (m->abandon) {
 		ok = record_abandon(c, m, op, e);
 		goto cleanup;
@@ -608,7 +688,7 @@ record_tx(struct db *c, void *arg, struct err *e)
 	if (!db_exec(c, sql_step, 5, p, &r, e))
 		goto cleanup;
 	if (PQntuples(r) == 0) {
-		ok = true;	/* cancelled meanwhile: the status worker cleans up */
+		ok = true;	/* no longer moving: nothing to record */
 		goto cleanup;
 	}
 	if (m->advance && m->why != NULL && !job_event(c, m->id, "move", m->why,
@@ -652,6 +732,7 @@ mover_round(const char *who, struct mover_stats *st, struct err *e)
 		m->manifest = json_loads(PQgetvalue(r, i, 6), JSON_DECODE_ANY, NULL);
 		snprintf(m->environment, sizeof(m->environment), "%s", PQgetvalue(r, i, 7));
 		snprintf(m->queue, sizeof(m->queue), "%s", PQgetvalue(r, i, 8));
+		m->cancel = PQgetvalue(r, i, 9)[0] == 't';
 	}
 	PQclear(r);
 	st->claimed += (size_t)n;
@@ -668,9 +749,11 @@ mover_round(const char *who, struct mover_stats *st, struct err *e)
 		st->stepped += m->advance;
 		st->moved += m->finish;
 		st->failed += m->abandon;
-		st->retried += !m->advance && !m->abandon;
-		if (m->finish || m->abandon)
-			log_info(NULL, "mover", m->finish ? "job moved" : "move abandoned",
+		st->cancelled += m->cancelled;
+		st->retried += !m->advance && !m->abandon && !m->cancelled;
+		if (m->finish || m->abandon || m->cancelled)
+			log_info(NULL, "mover", m->finish ? "job moved" : m->cancelled ?
+			    "move ended by a cancel" : "move abandoned",
 			    "{s:s, s:s}", "job", m->id, "why", m->why ? m->why : "");
 	}
 	ok = true;

@@ -5,7 +5,9 @@
  * naming the spare (once: the live object is compared first), the replacement pods still
  * pinned to the lost node are deleted so KubeRay recreates them from the new template, and
  * the placement and a `repaired` event are recorded in one transaction.  No spare: one
- * `waiting_for_spare` event with the reason and the domain (explain shows it). */
+ * `waiting_for_spare` event with the reason and the domain (explain shows it); for a
+ * rack-topology gang whose rack has no spare left, a move (rack_move): another rack of the
+ * same cluster first, else another cluster, with a `rack_lost` event. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "core/log.h"
 #include "core/mono.h"
 #include "providers/kube.h"
+#include "queue/change/change.h"
 #include "queue/follow/status_int.h"
 #include "queue/jobs/job.h"
 #include "queue/sched/loader.h"
@@ -245,6 +248,9 @@ struct plan {
 	char		 reason[1024];		/* why there is no spare */
 	int		 pods;			/* the group's pods on the lost node */
 	char		 pool[128];
+	char		 rack[128];		/* the gang's rack (topology rack, pack) */
+	json_t		*rack_nodes;		/* that rack's nodes (names), the lost one too */
+	json_t		*down_nodes;		/* the cluster's other nodes gone or NotReady now */
 };
 
 static bool
@@ -340,6 +346,35 @@ charge_placements(struct sched_model *m, struct sched_cluster *k, struct err *e)
 	return true;
 }
 
+/* For a lost rack's move (rack_move): the rack's nodes (lost among them, even when the
+ * snapshot no longer shows it) and the cluster's other nodes that the member lists as gone
+ * or not ready now, so that a re-placement on the same cluster uses neither. */
+static void
+rack_and_down(struct sched_model *m, const struct sched_cluster *k, const char *rack,
+    const char *lost, json_t *nodes, struct plan *p)
+{
+	bool has_lost = false;
+
+	p->rack_nodes = json_array();
+	p->down_nodes = json_array();
+	for (size_t i = 0; i < k->n_nodes; i++) {
+		const struct sched_node *n = &k->nodes[i];
+		double since;
+
+		if (n->id == NULL)
+			continue;
+		if (n->rack >= 0 && strcmp(sched_model_name(m, n->rack), rack) == 0) {
+			json_array_append_new(p->rack_nodes, json_string(n->id));
+			has_lost = has_lost || strcmp(n->id, lost) == 0;
+		} else if (json_object_get(nodes, n->id) == NULL ||
+		    not_ready(json_object_get(nodes, n->id), &since)) {
+			json_array_append_new(p->down_nodes, json_string(n->id));
+		}
+	}
+	if (!has_lost)
+		json_array_append_new(p->rack_nodes, json_string(lost));
+}
+
 /* Picks p->spare for group g's pods on lost (or says why none in p->reason). */
 static bool
 choose(struct db *c, const struct status_job *j, const char *cluster_id, const char *lost,
@@ -401,9 +436,10 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		ok = true;
 		goto cleanup;
 	}
-	if (gang && (cur->topo == SCHED_TOPO_RACK || cur->topo == SCHED_TOPO_PACK) && rack != NULL)
+	if (gang && (cur->topo == SCHED_TOPO_RACK || cur->topo == SCHED_TOPO_PACK) && rack != NULL) {
 		snprintf(p->domain, sizeof(p->domain), "rack %s (pool %s)", rack, p->pool);
-	else
+		snprintf(p->rack, sizeof(p->rack), "%s", rack);
+	} else
 		rack = NULL;
 	/* the group's pods on the lost node, as a job of its own (the running job keeps its
 	 * quota: the pods are replaced, not added) */
@@ -423,6 +459,8 @@ choose(struct db *c, const struct status_job *j, const char *cluster_id, const c
 		goto cleanup;
 	jd->groups[0].head = head;
 	sched_job_avoid_node(m, jd, cluster_id, lost);
+	if (rack != NULL)
+		rack_and_down(m, k, rack, lost, nodes, p);
 	if (!charge_placements(m, k, e))
 		goto cleanup;
 	narrow(m, k, pool, rack, nodes);
@@ -599,6 +637,78 @@ moved(json_t *placement, int g, const char *lost, const char *spare)
 	return pl;
 }
 
+/* ---- a rack lost: the job moves */
+
+struct rack_lost {
+	const struct status_job	*j;
+	const char		*cluster_id, *lost, *why;
+	const struct plan	*p;
+	int			 g;
+	bool			 same;		/* re-placed on another rack of its cluster */
+	char			 target[128];
+	char			 target_rack[128];
+};
+
+/* Reserves another rack of the job's cluster, else another cluster, for the job (the move
+ * machinery: queue/change/move.c; the mover checkpoints, stops the source and applies the
+ * next attempt there) and records a `rack_lost` event. */
+static bool
+rack_tx(struct db *c, void *arg, struct err *e)
+{
+	struct rack_lost *r = arg;
+	json_t *plan = NULL, *to, *d;
+	char reason[600], msg[1024];
+	bool ok = false;
+
+	snprintf(reason, sizeof(reason), "rack_lost: rack %s lost (%s %s) with no spare left in "
+	    "it", r->p->rack, r->lost, r->why);
+	if (!lease_fence(c, r->cluster_id, e) || !move_rack_lost(c, r->j->id, reason,
+	    r->p->rack_nodes, r->p->down_nodes, &plan, &r->same, e))
+		goto cleanup;
+	to = json_object_get(plan, "to");
+	snprintf(r->target, sizeof(r->target), "%s", json_is_string(json_object_get(to,
+	    "cluster_name")) ? str(to, "cluster_name") : str(to, "cluster"));
+	snprintf(r->target_rack, sizeof(r->target_rack), "%s", str(to, "rack"));
+	d = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:s, s:b, s:s?}", "rack", r->p->rack,
+	    "lost_node", r->lost, "why", r->why, "group", r->g, "domain", r->p->domain,
+	    "target_cluster", r->target, "target_cluster_id", str(to, "cluster"), "same_cluster",
+	    r->same, "target_rack", r->target_rack[0] ? r->target_rack : NULL);
+	if (r->same)
+		snprintf(msg, sizeof(msg), "rack %s lost (%s %s), no spare left in it: moving to "
+		    "rack %s of the same cluster %s", r->p->rack, r->lost, r->why,
+		    r->target_rack[0] ? r->target_rack : "(another)", r->target);
+	else
+		snprintf(msg, sizeof(msg), "rack %s lost (%s %s), no spare left in it and no spare "
+		    "rack in its cluster: moving to %s", r->p->rack, r->lost, r->why, r->target);
+	ok = job_event(c, r->j->id, "rack_lost", msg, d, e);
+	json_decref(d);
+cleanup:
+	json_decref(plan);
+	return ok;
+}
+
+/* Whether the job was set moving off its lost rack; false (no capacity elsewhere, or an
+ * error, logged): it waits for a spare as any other. */
+static bool
+rack_move(const struct member *t, const struct status_job *j, const char *lost,
+    const char *why, int g, const struct plan *p, struct status_stats *st)
+{
+	struct rack_lost r = { .j = j, .cluster_id = t->id, .lost = lost, .why = why, .p = p,
+	    .g = g };
+	struct err e = { 0 };
+
+	if (!db_tx(rack_tx, &r, &e)) {
+		if (e.status != 409)
+			log_warn(NULL, "status", "cannot move a job off a lost rack", "{s:s, s:s}",
+			    "job", j->id, "error", e.msg);
+		return false;
+	}
+	st->events++;
+	log_info(NULL, "status", "rack lost: job moving", "{s:s, s:s, s:s, s:b}", "job", j->id,
+	    "rack", p->rack, "target", r.target, "same_cluster", r.same);
+	return true;
+}
+
 /* Jobs that found no spare lately (hash of job, attempt and lost node -> when): loading the
  * scheduler's model is not repeated every status cycle while a job waits. */
 #define WAIT_SLOTS	256
@@ -677,6 +787,8 @@ status_repair(const struct member *t, struct status_job *j, const struct status_
 		snprintf(p.spare, sizeof(p.spare), "%s", already);
 	db_release(c);	/* no transaction or connection held across the member's calls */
 	c = NULL;
+	if (p.spare[0] == '\0' && p.rack[0] != '\0' && rack_move(t, j, lost, why, g, &p, st))
+		goto cleanup;
 	if (p.spare[0] == '\0') {
 		snprintf(key, sizeof(key), "%d:%s", g, lost);
 		d = json_pack("{s:s, s:s, s:i, s:s, s:s, s:i}", "lost_node", lost, "why", why,
@@ -734,4 +846,6 @@ cleanup:
 	json_decref(man);
 	json_decref(p.spec);
 	json_decref(p.placement);
+	json_decref(p.rack_nodes);
+	json_decref(p.down_nodes);
 }

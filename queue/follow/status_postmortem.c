@@ -65,10 +65,13 @@ pod_of(json_t *p)
 		if (i >= STATUS_PM_CONTAINERS)
 			break;
 		restarts += (long)json_integer_value(json_object_get(c, "restartCount"));
-		json_array_append_new(cs, json_pack("{s:o, s:o, s:I, s:o*, s:o*}", "name",
+		/* as the kubelet reports it: the current state, and what the last run ended
+		 * with (an OOM kill the container was restarted after is only in lastState) */
+		json_array_append_new(cs, json_pack("{s:o, s:o, s:I, s:O*, s:o*, s:o*}", "name",
 		    text(str(c, "name")), "image", text(str(c, "image")), "restarts",
-		    json_integer_value(json_object_get(c, "restartCount")), "state",
-		    state_of(json_object_get(c, "state")), "last_state",
+		    json_integer_value(json_object_get(c, "restartCount")), "ready",
+		    json_is_boolean(json_object_get(c, "ready")) ? json_object_get(c, "ready") :
+		    NULL, "state", state_of(json_object_get(c, "state")), "last_state",
 		    state_of(json_object_get(c, "lastState"))));
 	}
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:o}", "name", text(str(md, "name")),

@@ -450,6 +450,22 @@ run "kubectl: auth can-i --list" kubectl auth can-i --list
 has "kubectl: every resource and verb" '^\*\.\* +\[\] +\[\] +\[\*\]'
 fail "kubectl: auth can-i with a wrong token is Unauthorized" "Unauthorized|must be logged in" \
 	kubectl --kubeconfig "$work/kc-bad" auth can-i get pods
+# an OOM kill as the kubelet reports it (cloudsim's oomkilled outcome; the sample's pods
+# keep the Pod default restartPolicy Always), read with kubectl: the container restarted,
+# the kill in lastState (reason OOMKilled, exit 137), restartCount 1
+sed -e "s/^  name: $rjname\$/  name: rj-oom/" \
+	-e 's/cloudsim.fleet.io\/run-seconds: "300"/cloudsim.fleet.io\/run-seconds: "1"\n    cloudsim.fleet.io\/outcome: oomkilled/' \
+	"$work/rj.yaml" >"$work/rj-oom.yaml"
+run "kubectl $hp2: a RayJob whose worker is OOM-killed" kubectl apply --server-side -f "$work/rj-oom.yaml"
+run "kubectl: the OOM-killed RayJob fails" kubectl wait --timeout=90s \
+	--for=jsonpath='{.status.jobDeploymentStatus}'=Failed rayjob/rj-oom
+rc=$(kubectl get rayjob rj-oom -o jsonpath='{.status.rayClusterName}' 2>/dev/null)
+run "kubectl: the OOM-killed worker's container status" kubectl get pod \
+	-l "ray.io/cluster=$rc,ray.io/node-type=worker" -o jsonpath='{.items[0].status.containerStatuses[0].lastState.terminated.reason}/{.items[0].status.containerStatuses[0].lastState.terminated.exitCode}/{.items[0].status.containerStatuses[0].restartCount}/{.items[0].status.phase}'
+has "kubectl: OOMKilled/137/1/Running (restarted, the kill in lastState)" "^OOMKilled/137/1/Running$"
+run "kubectl: get pods shows the restart" kubectl get pod -l "ray.io/cluster=$rc,ray.io/node-type=worker"
+has "kubectl: Running with RESTARTS 1" " Running +1 "
+run "kubectl: delete the OOM-killed RayJob" kubectl delete rayjob rj-oom
 export KUBECONFIG=$work/kc-$gk
 
 echo "# kubectl done at ${SECONDS}s"

@@ -1,7 +1,7 @@
 /* test_moves: moves end to end against cloudsim — a fleet of two GPU regions (and a full
  * one) registered through the API, a checkpointed RayJob moved across regions, dry runs
  * and refusals that change nothing, a RayService that stays ready while it moves, cancels
- * during a move.  Drains: test_drains. */
+ * during a move (which end the move at once).  Drains: test_drains. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -478,6 +478,77 @@ test_move_record_lost(void **state)
 	free(st);
 }
 
+/* Applies cloudsim counted on cluster cl of objects whose name starts with prefix. */
+static long long
+sim_applies_prefix(const char *cl, const char *prefix)
+{
+	json_t *st = harness_sim_get(&F.cs, "/_sim/state"), *v;
+	long long n = 0;
+	const char *k;
+
+	json_object_foreach(json_object_get(st, "applies"), k, v)
+		if (strncmp(k, cl, strlen(cl)) == 0 && k[strlen(cl)] == '/' &&
+		    strncmp(strrchr(k, '/') + 1, prefix, strlen(prefix)) == 0)
+			n += json_integer_value(v);
+	json_decref(st);
+	return n;
+}
+
+/* A cancel ends a move at once, whatever its phase: a job whose checkpoint grace is 600 s
+ * (cloudsim never acknowledges) is cancelled while the mover waits in `checkpointing`; the
+ * move ends without waiting the grace, nothing is ever applied at the target, the source's
+ * object goes, and the job is cancelled from `moving`.  Before: the mover did not read
+ * cancel_requested, so the job stayed moving for the whole grace, then landed at the
+ * target (applied there) and only then was cancelled by the status worker. */
+static void
+test_cancel_ends_move(void **state)
+{
+	char *id, *s;
+	json_t *j;
+	double end, t0;
+
+	(void)state;
+	harness_cordon(oper, F.cluster_id[USE1], true);
+	id = harness_keep(harness_submit(oper, ENV, "ml", "RayJob", "held", "default", H100, 8,
+	    600));
+	j = harness_job_wait(F.admin, id, "running", 1, 60);
+	assert_string_equal(harness_js(j, "cluster_id"), F.cluster_id[USW2]);
+	json_decref(j);
+	harness_cordon(oper, F.cluster_id[USE1], false);
+	if (harness_move(oper, id, "{\"region\":\"us-east-1\"}", NULL) != 202)
+		fail_msg("move: %ld %s", harness_r.status, harness_r.body);
+	end = harness_now_s() + 30;
+	for (s = NULL;; usleep(200 * 1000)) {
+		free(s);
+		s = harness_sql_str("SELECT coalesce(move->>'phase', state) FROM jobs WHERE id ="
+		    " '%s'", id);
+		if (strcmp(s, "checkpointing") == 0 || harness_now_s() > end)
+			break;
+	}
+	if (strcmp(s, "checkpointing") != 0)
+		fail_msg("the move never waited for the checkpoint: %s", s);
+	free(s);
+	t0 = harness_now_s();
+	assert_int_equal(harness_call("POST", oper, NULL, "/v1/jobs/%s/cancel", id), 200);
+	json_decref(harness_job_wait(F.admin, id, "cancelled", 0, 45));
+	print_message("cancel during checkpointing: cancelled in %.1f s (grace 600 s)\n",
+	    harness_now_s() - t0);
+	end = harness_now_s() + 30;
+	while (sim_count_prefix("held-") > 0 && harness_now_s() < end)
+		usleep(250 * 1000);
+	if (sim_count_prefix("held-") > 0 || sim_applies_prefix(F.name[USE1], "held-") != 0) {
+		harness_job_print_events(F.admin, id);
+		fail_msg("objects left (%d) or applied at the target (%lld); fleetd log %s",
+		    sim_count_prefix("held-"), sim_applies_prefix(F.name[USE1], "held-"),
+		    harness_log());
+	}
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s'"
+	    " AND from_state = 'moving' AND to_state = 'cancelled' AND message LIKE"
+	    " 'cancelled during the move%%'", id), 1);
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND move IS"
+	    " NULL AND object_uid IS NULL AND attempt = 1", id), 1);
+}
+
 int
 main(void)
 {
@@ -489,6 +560,7 @@ main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_cancel_during_move),
 		cmocka_unit_test(test_move_record_lost),
+		cmocka_unit_test(test_cancel_ends_move),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -179,12 +179,60 @@ test_postmortem_bounded(void **state)
 	json_decref(events);
 }
 
+/* The kubelet's two shapes of an OOM kill are kept as they are: restarted (restartPolicy
+ * Always) — running again, the kill in last_state, 1 restart, ready; not restarted (Never)
+ * — terminated OOMKilled with exit 137, not ready, the pod Failed. */
+static void
+test_postmortem_kubelet_oom(void **state)
+{
+	json_t *pods = json_array(), *events = json_array(), *pm, *c;
+
+	(void)state;
+	json_array_append_new(pods, pod("w-restarted", "worker", "n1", "[{\"name\":\"ray-worker\","
+	    "\"ready\":true,\"restartCount\":1,\"image\":\"rayproject/ray:2.52.0-gpu\","
+	    "\"state\":{\"running\":{\"startedAt\":\"2026-01-01T00:05:00Z\"}},\"lastState\":"
+	    "{\"terminated\":{\"exitCode\":137,\"reason\":\"OOMKilled\",\"startedAt\":"
+	    "\"2026-01-01T00:00:00Z\",\"finishedAt\":\"2026-01-01T00:04:59Z\"}}}]"));
+	json_array_append_new(pods, pod("w-final", "worker", "n2", "[{\"name\":\"ray-worker\","
+	    "\"ready\":false,\"restartCount\":0,\"image\":\"rayproject/ray:2.52.0-gpu\","
+	    "\"state\":{\"terminated\":{\"exitCode\":137,\"reason\":\"OOMKilled\"}}}]"));
+	json_object_set_new(json_object_get(json_array_get(pods, 1), "status"), "phase",
+	    json_string("Failed"));
+	pm = status_postmortem(pods, events, NULL, "RayJob", NULL, "Failed", "", NULL);
+	c = json_array_get(json_object_get(json_array_get(json_object_get(pm, "pods"), 0),
+	    "containers"), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "state"),
+	    "state")), "running");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "last_state"),
+	    "reason")), "OOMKilled");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "last_state"),
+	    "exit_code")), 137);
+	assert_int_equal(json_integer_value(json_object_get(c, "restarts")), 1);
+	assert_true(json_is_true(json_object_get(c, "ready")));
+	c = json_array_get(json_object_get(json_array_get(json_object_get(pm, "pods"), 1),
+	    "containers"), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "state"),
+	    "state")), "terminated");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "state"),
+	    "reason")), "OOMKilled");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "state"),
+	    "exit_code")), 137);
+	assert_true(json_is_false(json_object_get(c, "ready")));
+	assert_null(json_object_get(c, "last_state"));
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(pm,
+	    "pods"), 1), "phase")), "Failed");
+	json_decref(pm);
+	json_decref(pods);
+	json_decref(events);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classes),
 		cmocka_unit_test(test_postmortem_bounded),
+		cmocka_unit_test(test_postmortem_kubelet_oom),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
