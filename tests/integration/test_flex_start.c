@@ -4,8 +4,9 @@
  * and applies a ProvisioningRequest (autoscaling.x-k8s.io/v1, class
  * queued-provisioning.gke.io) with a PodTemplate per worker group, its worker pods naming
  * it; cloudsim accepts it, provisions every node at once after its delay and only then
- * marks it Provisioned, and the job runs on the new node.  Cancelling the job deletes the
- * request and its PodTemplate. */
+ * marks it Provisioned, and the job runs on the new node.  Meanwhile the job waits for its
+ * request, not withdrawn as a stockout although its pods wait longer than the cluster's
+ * stockout timeout.  Cancelling the job deletes the request and its PodTemplate. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -138,6 +139,9 @@ test_flex_start_from_zero_nodes(void **state)
 	    " AND nodes = 0 AND max_nodes = 2 AND capacity_type = 'flex_start'"
 	    " AND (topology->'node_template'->>'alloc_accel')::int = 8");
 
+	/* the stockout backstop (twice the cluster's timeout) is far shorter than the wait for
+	 * the capacity: a flex-start job waits for its request all the same */
+	harness_sql("UPDATE clusters SET stockout_timeout_s = 3");
 	if (harness_call("POST", oper, "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\","
 	    "\"queue\":\"ml\",\"name\":\"flex\",\"ray_version\":\"2.52.0\","
 	    "\"entrypoint\":\"python train.py\",\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
@@ -203,6 +207,14 @@ test_flex_start_from_zero_nodes(void **state)
 	for (;;) {
 		size_t have;
 
+		j = harness_job(F.admin, id);
+		if (harness_ji(j, "attempt") != 1 || (strcmp(harness_js(j, "state"),
+		    "dispatched") != 0 && strcmp(harness_js(j, "state"), "running") != 0)) {
+			harness_job_print_events(F.admin, id);
+			fail_msg("job %s is %s at attempt %lld while its request is queued", id,
+			    harness_js(j, "state"), harness_ji(j, "attempt"));
+		}
+		json_decref(j);
 		conditions(path, conds, sizeof(conds));
 		have = pool_nodes(first, sizeof(first));
 		worker_node(id, node, sizeof(node));
