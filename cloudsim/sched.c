@@ -604,7 +604,6 @@ consumes_request(const struct cs_pod *p)
 }
 
 /* Asks the autoscaler for a node that would take p; emits its events. */
-
 static void
 autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 {
@@ -751,8 +750,8 @@ template_pod(json_t *pt)
 		return NULL;
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		abort();
-	p->obj = json_pack("{s:O, s:O}", "metadata", json_is_object(json_object_get(t,
-	    "metadata")) ? json_object_get(t, "metadata") : json_object(), "spec",
+	p->obj = json_pack("{s:o, s:O}", "metadata", json_is_object(json_object_get(t,
+	    "metadata")) ? json_incref(json_object_get(t, "metadata")) : json_object(), "spec",
 	    json_object_get(t, "spec"));
 	json_array_foreach(json_object_get(json_object_get(t, "spec"), "containers"), i, c)
 		add_requests(json_object_get(c, "resources"), &p->cpu_m, &p->mem_b, &p->gpu,
