@@ -215,15 +215,19 @@ test_flex_start_from_zero_nodes(void **state)
 			    harness_js(j, "state"), harness_ji(j, "attempt"));
 		}
 		json_decref(j);
-		conditions(path, conds, sizeof(conds));
-		have = pool_nodes(first, sizeof(first));
+		/* read in this order, so that a node or a scheduled worker seen before the
+		 * conditions proves they came first (cloudsim only ever adds them) */
 		worker_node(id, node, sizeof(node));
+		have = pool_nodes(NULL, 0);
+		conditions(path, conds, sizeof(conds));
 		if (strstr(conds, "Provisioned=True") == NULL) {
 			if (have != 0 || node[0] != '\0')
 				fail_msg("%zu node(s), worker on '%s' before the request is "
 				    "provisioned (%s)", have, node, conds);
 			waited = true;
-		} else if (have != 1) {
+		} else if ((have = pool_nodes(NULL, 0)) != 1) {
+			/* Provisioned: "all of the requested resources were created and
+			 * registered" — read after the condition, the node must be there */
 			fail_msg("the request is provisioned (%s) with %zu node(s) in the pool",
 			    conds, have);
 		} else if (node[0] != '\0') {
@@ -237,10 +241,10 @@ test_flex_start_from_zero_nodes(void **state)
 	if (!waited)
 		fail_msg("the request was provisioned at the first look (%s)", conds);
 	assert_non_null(strstr(conds, "Accepted=True"));
-	/* running, on the node the request brought */
-	json_decref(harness_job_wait(F.admin, id, "running", 1, 300));
+	/* the request brought one node (the one 8-GPU worker's), at once; the job runs there */
+	assert_int_equal(pool_nodes(first, sizeof(first)), 1);
 	assert_string_equal(node, first);
-	assert_int_equal(pool_nodes(NULL, 0), 1);
+	json_decref(harness_job_wait(F.admin, id, "running", 1, 300));
 
 	/* cancelling the job deletes the request and its PodTemplate */
 	assert_int_equal(harness_call("POST", oper, NULL, "/v1/jobs/%s/cancel", id), 200);
