@@ -593,9 +593,16 @@ why_text(const struct why *w, size_t total, char *out, size_t n)
 		    "Preemption is not helpful for scheduling.", total, total);
 }
 
-/* Asks the autoscaler for a node that would take p; emits its events. */
-static bool	provisioned(struct cs_cluster *cl, struct cs_pod *p);
+/* The pod names a ProvisioningRequest it consumes (annotation
+ * autoscaling.x-k8s.io/consume-provisioning-request). */
+static bool
+consumes_request(const struct cs_pod *p)
+{
+	return json_string_value(json_object_get(jsonx_meta(p->obj, "annotations"),
+	    "autoscaling.x-k8s.io/consume-provisioning-request")) != NULL;
+}
 
+/* Asks the autoscaler for a node that would take p; emits its events. */
 static void
 autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 {
@@ -614,8 +621,11 @@ autoscale(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 
 		if (!pool->autoscale && pool->target >= pool->max)
 			continue;
-		if (strcmp(pool->capacity, "flex_start") == 0 && !provisioned(cl, p)) {
-			any = true;	/* queued provisioning: the pool waits for the request */
+		if (strcmp(pool->capacity, "flex_start") == 0) {
+			/* queued provisioning: the pool grows only through a ProvisioningRequest,
+			 * all of its nodes at once (provisioning_tick); a pod consuming one waits
+			 * for it */
+			any = any || consumes_request(p);
 			continue;
 		}
 		probe = cs_node_build(pool, pool->next_index, now);
@@ -716,11 +726,109 @@ schedule(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 }
 
 /* GKE flex-start with queued provisioning
- * (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest): a
- * queued-provisioning.gke.io ProvisioningRequest is Accepted when seen and Provisioned
- * autoscale_delay_s later (the capacity found, all at once); a flex_start pool grows only
- * for pods that consume a Provisioned request (annotation
- * autoscaling.x-k8s.io/consume-provisioning-request). */
+ * (https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest), with the
+ * conditions of the ProvisioningRequest API (autoscaling.x-k8s.io/v1,
+ * https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1/types.go):
+ * Accepted when the autoscaler takes the request; Provisioned when "all of the requested
+ * resources were created and registered in the cluster".  A queued-provisioning.gke.io
+ * request is Accepted when first seen; autoscale_delay_s later, when the flex_start pool
+ * its PodTemplates select has room for every pod of every podSet (all or nothing: the
+ * pool's max, a stockout), the nodes are added at once and the request becomes
+ * Provisioned; until then it waits in the queue.  Its pods then schedule on those nodes. */
+
+/* A pod as a PodTemplate describes it (selectors, tolerations, requests), never added to
+ * the cluster; NULL when pt has no template. */
+static struct cs_pod *
+template_pod(json_t *pt)
+{
+	json_t *t = json_object_get(pt, "template"), *c;
+	struct cs_pod *p;
+	size_t i;
+
+	if (!json_is_object(t) || !json_is_object(json_object_get(t, "spec")))
+		return NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		abort();
+	p->obj = json_pack("{s:o, s:O}", "metadata", json_is_object(json_object_get(t,
+	    "metadata")) ? json_incref(json_object_get(t, "metadata")) : json_object(), "spec",
+	    json_object_get(t, "spec"));
+	json_array_foreach(json_object_get(json_object_get(t, "spec"), "containers"), i, c)
+		add_requests(json_object_get(c, "resources"), &p->cpu_m, &p->mem_b, &p->gpu,
+		    &p->tpu);
+	return p;
+}
+
+/* The flex_start pool of cl whose new node takes pod q, and how many of q a node holds
+ * (*per); NULL when none. */
+static struct cs_pool *
+flex_pool_for(struct cs_cluster *cl, const struct cs_pod *q, double now, long long *per)
+{
+	for (size_t i = 0; i < cl->npools; i++) {
+		struct cs_pool *pool = &cl->pools[i];
+		struct cs_node *probe;
+		long long u[4] = { 0, 0, 0, 0 };
+		struct why w = { 0 };
+
+		if (strcmp(pool->capacity, "flex_start") != 0)
+			continue;
+		probe = cs_node_build(pool, pool->next_index, now);
+		*per = 0;
+		while (*per < 1000 && fits(NULL, q, probe, u, &w)) {
+			u[0] += q->cpu_m;
+			u[1] += q->mem_b;
+			u[2] += q->gpu;
+			u[3] += q->tpu;
+			(*per)++;
+		}
+		cs_node_free(probe);
+		if (*per > 0)
+			return pool;
+	}
+	return NULL;
+}
+
+/* Adds, all at once, the nodes every podSet of request o needs; false (nothing added) when
+ * a PodTemplate is missing or selects no flex_start pool, or a pool lacks the room. */
+static bool
+provision(struct cs *cs, struct cs_cluster *cl, json_t *o, double now)
+{
+	const char *ns = json_string_value(json_object_get(json_object_get(o, "metadata"),
+	    "namespace"));
+	int *need = calloc(cl->npools + 1, sizeof(*need));
+	json_t *set;
+	size_t i, k;
+	bool ok = false;
+
+	if (need == NULL)
+		abort();
+	json_array_foreach(json_object_get(json_object_get(o, "spec"), "podSets"), i, set) {
+		const char *tn = json_string_value(json_object_get(json_object_get(set,
+		    "podTemplateRef"), "name"));
+		json_t *pt = tn ? cs_plain_get(cl, "podtemplates", ns, tn) : NULL;
+		long long count = json_integer_value(json_object_get(set, "count")), per = 0;
+		struct cs_pod *q = pt ? template_pod(pt) : NULL;
+		struct cs_pool *pool = q ? flex_pool_for(cl, q, now, &per) : NULL;
+
+		cs_pod_free(q);
+		if (pool == NULL || count <= 0)
+			goto cleanup;
+		need[pool - cl->pools] += (int)((count + per - 1) / per);
+		ok = true;
+	}
+	for (k = 0; ok && k < cl->npools; k++)
+		if (need[k] > 0 && (cl->pools[k].target + need[k] > cl->pools[k].max ||
+		    cs_pool_stockout(cs, &cl->pools[k])))
+			ok = false;
+	for (k = 0; ok && k < cl->npools; k++)
+		for (int n = 0; n < need[k]; n++) {
+			cs_node_add(&cl->pools[k], now);
+			cl->pools[k].target++;
+		}
+cleanup:
+	free(need);
+	return ok;
+}
+
 static void
 provisioning_tick(struct cs *cs, struct cs_cluster *cl, double now)
 {
@@ -750,33 +858,14 @@ provisioning_tick(struct cs *cs, struct cs_cluster *cl, double now)
 		conds = json_object_get(st, "conditions");
 		c0 = json_array_get(conds, 0);
 		since = json_string_value(json_object_get(c0, "lastTransitionTime"));
-		if (json_array_size(conds) != 1 || since == NULL || strcmp(since, due) > 0)
+		if (json_array_size(conds) != 1 || since == NULL || strcmp(since, due) > 0 ||
+		    !provision(cs, cl, o, now))
 			continue;
 		json_array_append_new(conds, json_pack("{s:s, s:s, s:s, s:s, s:s}", "type",
 		    "Provisioned", "status", "True", "reason", "Provisioned", "message",
 		    "Provisioning Request was successfully provisioned.", "lastTransitionTime", t));
 		cl->rv++;
 	}
-}
-
-/* The pod consumes a ProvisioningRequest of its namespace that is Provisioned. */
-static bool
-provisioned(struct cs_cluster *cl, struct cs_pod *p)
-{
-	const char *name = json_string_value(json_object_get(jsonx_meta(p->obj, "annotations"),
-	    "autoscaling.x-k8s.io/consume-provisioning-request"));
-	json_t *pr, *c;
-	size_t i;
-
-	if (name == NULL || (pr = cs_plain_get(cl, "provisioningrequests", p->ns, name)) == NULL)
-		return false;
-	json_array_foreach(json_object_get(json_object_get(pr, "status"), "conditions"), i, c)
-		if (json_is_string(json_object_get(c, "type")) && json_is_string(json_object_get(c,
-		    "status")) && strcmp(json_string_value(json_object_get(c, "type")),
-		    "Provisioned") == 0 && strcmp(json_string_value(json_object_get(c, "status")),
-		    "True") == 0)
-			return true;
-	return false;
 }
 
 static void

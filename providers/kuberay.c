@@ -529,6 +529,16 @@ on_main_pool(const struct ctx *c, const struct jobspec_group *g)
 	return g->accel_flavor != NULL || c->p->cpu_pool == NULL;
 }
 
+/* GKE's cloud.google.com/gke-accelerator value of a flavor: the flavor's own name but where
+ * GKE names the GPU otherwise (the A100 40GB is nvidia-tesla-a100:
+ * https://cloud.google.com/kubernetes-engine/docs/how-to/gpus, "GPU quota" / accelerator
+ * types; the nodes carry it, so a selector of the flavor's name matches none). */
+static const char *
+gke_accelerator(const char *flavor)
+{
+	return strcmp(flavor, "nvidia-a100-40gb") == 0 ? "nvidia-tesla-a100" : flavor;
+}
+
 static void
 worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel,
 		 json_t *tol)
@@ -551,7 +561,8 @@ worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel
 			    p->tpu_topology != NULL ? p->tpu_topology : c->s->slice_shape));
 		} else if (g->accel_flavor != NULL) {
 			json_object_set_new(sel, "cloud.google.com/gke-accelerator", json_string(
-			    p->accelerator != NULL ? p->accelerator : g->accel_flavor));
+			    p->accelerator != NULL ? p->accelerator :
+			    gke_accelerator(g->accel_flavor)));
 		}
 		if (spot) {
 			json_object_set_new(sel, "cloud.google.com/gke-spot", json_string("true"));

@@ -34,6 +34,12 @@ struct poller_result {
  * ready}]}}.  Nodes whose pool the provider did not list get a row of their own. */
 json_t	*poller_rows(const char *provider, const struct prov_pools *pools,
 	    const struct kube_capacity *kube);
+/* The allocatable {alloc_accel, alloc_cpu_m, alloc_mem (bytes), source} of a node of
+ * machine_type that a pool with no node would add (GKE's documented reservations off the
+ * catalog's shape); a new object, NULL when the catalog does not know the machine type.
+ * poller_rows puts it in topology.node_template of a flex_start pool with no node. */
+json_t	*poller_node_template(const char *provider, const char *machine_type,
+	    int accel_per_node);
 /* Writes one cluster's outcome in its own transaction. */
 bool	 poller_record(struct poller_result *res, struct err *e);
 

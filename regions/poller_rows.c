@@ -34,6 +34,56 @@ classify(const char *provider, const char *machine_type, const char *accel_type,
 		snprintf(flavor, n, "cpu");
 }
 
+/* The node a pool would add, for a pool with no node yet (issue 27: a GKE flex-start pool
+ * with queued provisioning has none until a ProvisioningRequest is provisioned, and the
+ * scheduler needs a node's shape to place on its growth).  From the machine type the
+ * provider's API names and the catalog's vCPUs and memory, less what GKE reserves for
+ * the system and the eviction threshold
+ * (https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes#memory_and_cpu_reservations):
+ * memory 25 % of the first 4 GiB, 20 % of the next 4, 10 % of the next 8, 6 % of the next
+ * 112, 2 % above 128 GiB, plus 100 MiB; CPU 6 % of the first core, 1 % of the next, 0.5 %
+ * of the next 2, 0.25 % of every core above 4.  NULL when the catalog does not know the
+ * machine type.  Only an estimate: once a node registers, its allocatable is used. */
+json_t *
+poller_node_template(const char *provider, const char *machine_type, int accel_per_node)
+{
+	static const struct { double upto_gib, share; } mem[] = {
+		{ 4, 0.25 }, { 8, 0.20 }, { 16, 0.10 }, { 128, 0.06 }, { 1e12, 0.02 },
+	};
+	static const struct { double upto, share; } cpu[] = {
+		{ 1, 0.06 }, { 2, 0.01 }, { 4, 0.005 }, { 1e12, 0.0025 },
+	};
+	struct catalog_machine m;
+	struct err e = { 0 };
+	double gib, reserved_gib = 0, cores, reserved_cores = 0, below = 0;
+	long long mem_b, cpu_m;
+
+	if (!catalog_machine_lookup(provider, machine_type, &m, &e) || m.vcpus <= 0 ||
+	    m.memory_gib <= 0)
+		return NULL;
+	gib = m.memory_gib;
+	for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]) && gib > below; i++) {
+		reserved_gib += ((gib < mem[i].upto_gib ? gib : mem[i].upto_gib) - below) *
+		    mem[i].share;
+		below = mem[i].upto_gib;
+	}
+	cores = m.vcpus;
+	below = 0;
+	for (size_t i = 0; i < sizeof(cpu) / sizeof(cpu[0]) && cores > below; i++) {
+		reserved_cores += ((cores < cpu[i].upto ? cores : cpu[i].upto) - below) *
+		    cpu[i].share;
+		below = cpu[i].upto;
+	}
+	mem_b = (long long)((gib - reserved_gib) * 1024.0 * 1024.0 * 1024.0) -
+	    100LL * 1024 * 1024;
+	cpu_m = (long long)(cores * 1000.0) - (long long)(reserved_cores * 1000.0 + 0.999);
+	if (mem_b <= 0 || cpu_m <= 0)
+		return NULL;
+	return json_pack("{s:I, s:I, s:I, s:s}", "alloc_accel", (json_int_t)(accel_per_node > 0 ?
+	    accel_per_node : m.accel_per_node), "alloc_cpu_m", (json_int_t)cpu_m, "alloc_mem",
+	    (json_int_t)mem_b, "source", "catalog");
+}
+
 static json_t *
 pool_nodes(const struct kube_capacity *kube, const char *pool, int *count, long long free[3],
     char *tpu_topology, size_t tn, char *itype, size_t in)
@@ -120,6 +170,14 @@ poller_rows(const char *provider, const struct prov_pools *pools,
 
 		json_object_set_new(rw, "capacity_type", json_string(p->spot ? "spot" :
 		    p->capacity_type[0] ? p->capacity_type : "on_demand"));
+		/* a flex-start pool with no node: its shape from the machine type */
+		if (count == 0 && strcmp(p->capacity_type, "flex_start") == 0) {
+			json_t *t = poller_node_template(provider, p->machine_type, apn);
+
+			if (t != NULL)
+				json_object_set_new(json_object_get(rw, "topology"),
+				    "node_template", t);
+		}
 		json_array_append_new(rows, rw);
 		json_object_set_new(seen, p->name, json_true());
 	}

@@ -130,6 +130,15 @@ for env in envs:
                                   "tpu-v5p": 16, "nvidia-gb200": 144},
                 "default_priority_class": "default"}
         must(*call("POST", fleet + "/v1/queues", body), "queue", ok=(201, 409))
+# README "Spot to on-demand on `make run`": a queue that prefers on-demand A100s and takes spot
+# while on-demand is full; dev-gke-usc1-moves (one on-demand and one spot a2-highgpu-8g node)
+# is the only cluster of dev with that flavor.
+if "dev" in envs:
+    body = {"name": "moves", "environment": "dev", "weight": 1.0,
+            "nominal_quota": {"nvidia-a100-40gb": 32}, "default_priority_class": "default",
+            "capacity_preference": {"order": ["on_demand", "spot"], "min_run_seconds": 30,
+                                    "cooldown_seconds": 600, "max_migrations": 2}}
+    must(*call("POST", fleet + "/v1/queues", body), "queue", ok=(201, 409))
 print("demo fleet registered")
 
 # A kubeconfig with one context per demo member cluster, so that kubectl can look at what

@@ -2,7 +2,9 @@
  * elsewhere as soon as the member says it has no room — the cluster autoscaler's
  * FailedScaleUp or NotTriggerScaleUp about a pod of the attempt — and after the cluster's
  * stockout timeout otherwise (the backstop for a member that says nothing).  A job waiting
- * for the victims it preempted is not withdrawn on a signal: their room is coming. */
+ * for the victims it preempted is not withdrawn on a signal: their room is coming.  A
+ * flex-start job waits for its ProvisioningRequest instead, and is withdrawn when that
+ * request fails. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,16 +127,86 @@ not_triggered(const struct member *t, const struct status_job *j, json_t *pods)
 	return out;
 }
 
+/* GKE flex-start (issue 27): the ProvisioningRequest the attempt's worker pods consume, as
+ * their pod templates name it (providers/kuberay.c); NULL when they consume none. */
+static const char *
+request_consumed(const json_t *manifest)
+{
+	json_t *sp = json_object_get(manifest, "spec"), *groups, *g;
+	size_t i;
+
+	if ((groups = json_object_get(sp, "workerGroupSpecs")) == NULL &&
+	    (groups = json_object_get(json_object_get(sp, "rayClusterSpec"),
+	    "workerGroupSpecs")) == NULL)
+		groups = json_object_get(json_object_get(sp, "rayClusterConfig"),
+		    "workerGroupSpecs");
+	json_array_foreach(groups, i, g) {
+		const char *name = json_string_value(json_object_get(json_object_get(
+		    json_object_get(json_object_get(g, "template"), "metadata"), "annotations"),
+		    "autoscaling.x-k8s.io/consume-provisioning-request"));
+
+		if (name != NULL)
+			return name;
+	}
+	return NULL;
+}
+
+/* Whether the request will not bring its nodes, by the conditions of the ProvisioningRequest
+ * API (autoscaling.x-k8s.io/v1,
+ * https://github.com/kubernetes/autoscaler/blob/master/cluster-autoscaler/apis/provisioningrequest/autoscaling.x-k8s.io/v1/types.go):
+ * Failed ("impossible to obtain resources"), BookingExpired (provisioned, but its pods did
+ * not come in time), CapacityRevoked.  1 with *why the condition, 0 when it is queued or
+ * provisioned, -1 when it cannot be read (then the pods are judged like any others). */
+static int
+request_lost(const struct member *t, const char *ns, const char *name, const char **why)
+{
+	static const char *const lost[] = { "Failed", "BookingExpired", "CapacityRevoked" };
+	struct err e = { 0 };
+	json_t *pr = NULL, *c;
+	size_t i;
+	int out = 0;
+
+	if (!kube_get_object(&t->pc, "autoscaling.x-k8s.io/v1", "ProvisioningRequest", ns, name,
+	    &pr, &e))
+		return -1;
+	json_array_foreach(json_object_get(json_object_get(pr, "status"), "conditions"), i, c) {
+		const char *type = json_string_value(json_object_get(c, "type")),
+		    *st = json_string_value(json_object_get(c, "status"));
+
+		for (size_t k = 0; type != NULL && st != NULL && k < 3; k++)
+			if (strcmp(type, lost[k]) == 0 && strcmp(st, "True") == 0) {
+				*why = lost[k];
+				out = 1;
+			}
+	}
+	json_decref(pr);
+	return out;
+}
+
 bool
 status_stocked_out(const struct member *t, const struct status_job *j,
     const struct status_seen *seen, const char **why)
 {
 	double limit = j->stockout_timeout_s > 0 ? j->stockout_timeout_s : 120, since;
-	const char *signal;
+	const char *signal, *request;
 
 	*why = NULL;
 	if (j->state != JOB_DISPATCHED || seen->unscheduled == 0)
 		return false;
+	/* flex-start: the pods wait for their ProvisioningRequest, queued for as long as the
+	 * provider takes to find the capacity (GKE's Dynamic Workload Scheduler); withdrawn only
+	 * when the request says it will not bring the nodes */
+	if ((request = request_consumed(j->manifest)) != NULL) {
+		switch (request_lost(t, j->ns, request, why)) {
+		case 1:
+			return true;
+		case 0:
+			*why = NULL;
+			return false;
+		default:
+			break;
+		}
+	}
 	signal = seen->no_room ? seen->no_room : j->scale_failed ? "FailedScaleUp" : NULL;
 	if (signal == NULL && j->pending_for >= 0)
 		signal = not_triggered(t, j, seen->pods);

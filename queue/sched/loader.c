@@ -100,6 +100,15 @@ add_pool(struct sched_model *m, struct sched_cluster *k, PGresult *r, int i, str
 		if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0)
 			p->node_alloc = al;
 	}
+	/* a pool with no node yet (a GKE flex-start pool before its first ProvisioningRequest
+	 * is provisioned): the shape the poller took from its machine type (issue 27;
+	 * regions/poller_rows.c, poller_node_template) */
+	if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0 &&
+	    json_is_object(n = json_object_get(topo, "node_template"))) {
+		p->node_alloc.v[SCHED_ACCEL] = num(n, "alloc_accel", accel);
+		p->node_alloc.v[SCHED_CPU] = num(n, "alloc_cpu_m", 0);
+		p->node_alloc.v[SCHED_MEM] = mib(num(n, "alloc_mem", 0));
+	}
 	ok = true;
 cleanup:
 	json_decref(topo);

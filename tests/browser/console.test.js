@@ -3,7 +3,8 @@
 // Checks: log in, the demo fleet, submit a job and see pending -> running live (no reload),
 // explain with cluster names, cancel; drain a cluster to 100 %; a failed job's page says why
 // first (class, reason, pods, ranks, nodes, evidence) with its post-mortem (FAILED_JOB); costs:
-// the spend chart and the budgets banner at 100 %; a viewer sees no operator
+// the spend chart (the bar of COST_TEAM on COST_DAY is the COST_USD `fleetctl costs` printed)
+// and the budgets banner at 100 %; a viewer sees no operator
 // buttons; a scoped token sees only its environment; no CSP violation; axe: no serious or
 // critical violation on any page; screenshots of each page at 1280 px and 390 px.
 'use strict';
@@ -180,6 +181,27 @@ async function main() {
     await page.waitForSelector('[data-testid=cost-chart]');
     await page.waitForSelector('[data-testid=cost-table]');
     check(await page.$$eval('[data-testid=cost-table] tbody tr', (e) => e.length) === 14, 'one row per day, 14 days');
+    // a job of team COST_TEAM ran today and ended (browser_console.sh): its bar in today's
+    // column has the height of its spend, and the figure is the one `fleetctl costs` printed
+    const team = process.env.COST_TEAM, want = Number(process.env.COST_USD), day = process.env.COST_DAY;
+    check(want > 0, `fleetctl costs gave a spend for ${team}: ${process.env.COST_USD}`);
+    const bars = await page.$$eval(`[data-testid=cost-chart] rect[data-team="${team}"]`, (e) => e.map((x) => ({
+      day: x.getAttribute('data-day'), usd: Number(x.getAttribute('data-dollars')),
+      h: Number(x.getAttribute('height')), y: Number(x.getAttribute('y')) })));
+    const today = bars.filter((b) => b.day === day);
+    check(today.length === 1, `one bar of ${team} on ${day}: ${JSON.stringify(bars)}`);
+    if (today.length === 1) {
+      check(Math.abs(today[0].usd - want) < 0.0051, `the chart says $${today[0].usd} for ${team}, fleetctl costs $${want}`);
+      check(today[0].h > 0 && today[0].y < 220, `the bar has a height (${today[0].h})`);
+      const top = Number((await page.textContent('[data-testid=cost-chart] text')).replace('$', ''));
+      check(top >= today[0].usd - 0.005, `the axis top ($${top}) is at least the bar's spend`);
+    }
+    const cell = await page.$$eval(`[data-testid=cost-table] tbody tr`, (rows, t) => rows.map((r) => ({
+      day: r.querySelector('th').textContent, usd: (r.querySelector(`td[data-team="${t}"]`) || {}).textContent })), team);
+    const row = cell.find((r) => r.day === day);
+    check(row && /^\$\d+\.\d\d$/.test(row.usd) && Math.abs(Number(row.usd.slice(1)) - want) < 0.0051,
+      `the table's ${day} cell for ${team}: ${row && row.usd}, fleetctl costs $${want}`);
+    check((await page.textContent('#view .legend')).includes(team), `the legend names ${team}`);
     await axe(page, 'costs');
     await shot(page, '09-costs');
     // The banner from what GET /v1/budgets answers (its percent is the API's, tested in

@@ -2,7 +2,8 @@
 # browser_console: the web console in real Chromium (Debian's chromium; playwright-core and
 # axe-core from tests/browser/package-lock.json, no browser download) against the `make run`
 # stack (scripts/run.sh on a free port with its own state folder). Screenshots are kept in
-# BUILD_DIR/browser-artifacts/.
+# BUILD_DIR/browser-artifacts/. The Costs chart is checked against `fleetctl costs` after a
+# job of a team has run.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${FLEETD_BUILD_DIR:-$top/build/asan}" && pwd)
@@ -32,7 +33,27 @@ kubectl --kubeconfig "$state/cloudsim/kubeconfig" --context "$(jget '["cluster"]
 	fail "kubectl annotate failed"
 for _ in $(seq 120); do [ "$(jget '["state"]')" = failed ] && break; sleep 1; done
 [ "$(jget '["state"]')" = failed ] || fail "the OOM-killed job did not fail"
+# a job of team "vision" that ran (on the on-demand A100 node of dev-gke-usc1-moves) and ended:
+# the Costs page must chart its spend, the figure `fleetctl costs --group-by team` prints for
+# the same UTC day
+cj=$(api -X POST "$url/v1/jobs" -d @"$top/examples/demo/on-demand-hold.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+cstate() { api "$url/v1/jobs/$cj" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])'; }
+for _ in $(seq 120); do [ "$(cstate)" = running ] && break; sleep 1; done
+[ "$(cstate)" = running ] || fail "the team's job never ran"
+sleep 30
+api -X POST "$url/v1/jobs/$cj/cancel" >/dev/null || fail "cancel of the team's job failed"
+for _ in $(seq 120); do [ "$(cstate)" = cancelled ] && break; sleep 1; done
+[ "$(cstate)" = cancelled ] || fail "the team's job was not cancelled"
+day=$(date -u +%Y-%m-%d)
+FLEET_URL=$url FLEET_TOKEN=$admin NO_COLOR=1 COLUMNS=200 "$build/fleetctl" costs --group-by team \
+	--from "$day" --to "$(date -u -d "$day + 1 day" +%Y-%m-%d)" >"$state/costs.txt" ||
+	fail "fleetctl costs failed"
+cat "$state/costs.txt"
+cost_usd=$(awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "USD") c = i } $1 == "vision" { print $c }' "$state/costs.txt")
+python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)' "${cost_usd:-0}" ||
+	fail "fleetctl costs shows no spend for team vision"
 rm -rf "$out"
+COST_TEAM=vision COST_USD=$cost_usd COST_DAY=$day \
 FAILED_JOB=$fj FLEET_URL=$url ADMIN_TOKEN=$admin VIEWER_TOKEN=$viewer SCOPED_TOKEN=$scoped SCOPED_ENV=$scoped_env \
 	OUT=$out NODE_PATH=$top/tests/browser/node_modules node "$top/tests/browser/console.test.js" ||
 	fail "console test failed (screenshots in $out)"

@@ -384,6 +384,77 @@ test_poller_rows(void **state)
 	kube_capacity_cleanup(&k);
 }
 
+/* issue 27: a flex-start pool with no node gets the shape of the node it would add, from
+ * its machine type, the catalog and GKE's documented reservations; other pools and a
+ * flex-start pool with a node do not. */
+static void
+test_flex_start_template(void **state)
+{
+	struct prov_pools p;
+	struct kube_capacity k;
+	struct prov_pool *pool;
+	json_t *rows, *t, *r;
+	long long mib;
+
+	(void)state;
+	prov_pools_init(&p);
+	pool = prov_pools_add(&p);
+	snprintf(pool->name, sizeof(pool->name), "h100-flex");
+	snprintf(pool->machine_type, sizeof(pool->machine_type), "a3-highgpu-8g");
+	snprintf(pool->capacity_type, sizeof(pool->capacity_type), "flex_start");
+	pool->accel_per_node = 8;
+	pool->max_nodes = 2;
+	pool->autoscaling = true;
+	pool = prov_pools_add(&p);
+	snprintf(pool->name, sizeof(pool->name), "h100-od");
+	snprintf(pool->machine_type, sizeof(pool->machine_type), "a3-highgpu-8g");
+	pool->accel_per_node = 8;
+	pool->max_nodes = 2;
+	pool->autoscaling = true;
+	kube_capacity_init(&k, "p", "r");
+	rows = poller_rows("gke", &p, &k);
+	assert_int_equal(json_array_size(rows), 2);
+	r = json_array_get(rows, 0);
+	assert_string_equal(json_string_value(json_object_get(r, "capacity_type")), "flex_start");
+	assert_int_equal(json_integer_value(json_object_get(r, "nodes")), 0);
+	t = json_object_get(json_object_get(r, "topology"), "node_template");
+	assert_non_null(t);
+	assert_int_equal(json_integer_value(json_object_get(t, "alloc_accel")), 8);
+	/* 208 vCPUs less 6 % + 1 % + 2 x 0.5 % + 204 x 0.25 % of a core = 590 m */
+	assert_int_equal(json_integer_value(json_object_get(t, "alloc_cpu_m")), 207410);
+	/* 1872 GiB less 1 + 0.8 + 0.8 + 6.72 + 34.88 GiB and 100 MiB */
+	mib = (long long)json_integer_value(json_object_get(t, "alloc_mem")) / (1024 * 1024);
+	assert_true(mib >= 1871566 && mib <= 1871568);
+	/* an on-demand pool with no node: none (it learns its shape from a node) */
+	assert_null(json_object_get(json_object_get(json_array_get(rows, 1), "topology"),
+	    "node_template"));
+	json_decref(rows);
+	/* once a node registers, its allocatable is the shape: no template */
+	k.v = calloc(1, sizeof(*k.v));
+	k.n = 1;
+	snprintf(k.v[0].name, sizeof(k.v[0].name), "n1");
+	snprintf(k.v[0].pool, sizeof(k.v[0].pool), "h100-flex");
+	k.v[0].alloc_accel = 8;
+	k.v[0].alloc_cpu_m = 207500;
+	k.v[0].ready = true;
+	rows = poller_rows("gke", &p, &k);
+	assert_null(json_object_get(json_object_get(json_array_get(rows, 0), "topology"),
+	    "node_template"));
+	json_decref(rows);
+	/* a small machine: g2-standard-8, 8 vCPUs, 32 GiB and one L4 (the catalog's count
+	 * when the API names none) */
+	t = poller_node_template("gke", "g2-standard-8", 0);
+	assert_non_null(t);
+	assert_int_equal(json_integer_value(json_object_get(t, "alloc_accel")), 1);
+	assert_int_equal(json_integer_value(json_object_get(t, "alloc_cpu_m")), 7910);
+	mib = (long long)json_integer_value(json_object_get(t, "alloc_mem")) / (1024 * 1024);
+	assert_true(mib >= 29021 && mib <= 29023);	/* 28.44 GiB less 100 MiB */
+	json_decref(t);
+	assert_null(poller_node_template("gke", "no-such-machine", 8));
+	prov_pools_cleanup(&p);
+	kube_capacity_cleanup(&k);
+}
+
 int
 main(void)
 {
@@ -393,6 +464,7 @@ main(void)
 		cmocka_unit_test(test_host_growth_and_ceiling),
 		cmocka_unit_test(test_slice),
 		cmocka_unit_test(test_poller_rows),
+		cmocka_unit_test(test_flex_start_template),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
