@@ -903,6 +903,7 @@ cs_tick(struct cs *cs)
 		cs_spot_tick(cs, cl, now);	/* spot.c: reclaims whose notice ran out */
 		cs_node_controllers(cs, cl);	/* NotReady, NoExecute evictions, pod GC */
 		provisioning_tick(cs, cl, now);
+		cs_slice_tick(cs, cl, now);	/* tpuslice.c: GKE dynamic slicing */
 		scale(cs, cl, now);
 		for (i = 0; i < cl->objects.n; i++)
 			reconcile(cs, cl, cl->objects.v[i]);
