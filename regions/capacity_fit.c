@@ -48,6 +48,8 @@ units(int free, int per)
 	return per > 1 ? free / per * per : free;
 }
 
+static bool fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c);
+
 /* Best group of row for q (smallest that fits); true when one fits. */
 static bool
 fit_now(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
@@ -159,7 +161,7 @@ pack_take(struct prack **v, int nv, int k, int need, struct prack **out, int *su
 static bool
 fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
 {
-	json_t *nodes = json_object_get(r->topology, "nodes"), *n, *units = json_object();
+	json_t *nodes = json_object_get(r->topology, "nodes"), *n, *byunit = json_object();
 	json_t *u;
 	const char *bname;
 	size_t i;
@@ -174,9 +176,9 @@ fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
 
 		if (!json_is_true(json_object_get(n, "ready")) || rack == NULL || rack[0] == '\0')
 			continue;
-		if ((unit = json_object_get(units, blk ? blk : "")) == NULL) {
+		if ((unit = json_object_get(byunit, blk ? blk : "")) == NULL) {
 			unit = json_object();
-			json_object_set_new(units, blk ? blk : "", unit);
+			json_object_set_new(byunit, blk ? blk : "", unit);
 		}
 		if ((rk = json_object_get(unit, rack)) == NULL) {
 			rk = json_pack("[i, b]", 0, 0);
@@ -187,7 +189,7 @@ fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
 		if (json_is_integer(al) && f < json_integer_value(al))
 			json_array_set_new(rk, 1, json_true());
 	}
-	json_object_foreach(units, bname, u) {
+	json_object_foreach(byunit, bname, u) {
 		struct prack rk[PACK_MAX_RACKS], *all[PACK_MAX_RACKS], *unused[PACK_MAX_RACKS];
 		struct prack *pick[PACK_MAX_RACKS];
 		const char *rname;
@@ -234,7 +236,7 @@ fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
 			    pick[t]->name);
 		}
 	}
-	json_decref(units);
+	json_decref(byunit);
 	return have;
 }
 

@@ -309,6 +309,11 @@ bool			 sched_pool_add_node(struct sched_model *m, struct sched_cluster *c,
  * to (GKE dynamic slicing); NULL = none. */
 void			 sched_node_set_partition(struct sched_model *m, struct sched_cluster *c,
 			    int k, const char *id);
+/* 1 + the index in sched_tpu_part_shapes of the partitions a slice job's allocations
+ * al[0..n) on c use (sched_placement.part_shape), 0 when they are fixed slices. */
+int			 sched_slice_part_of(const struct sched_model *m,
+			    const struct sched_job *j, const struct sched_cluster *c,
+			    const struct sched_alloc *al, size_t n);
 /* Index in sched_tpu_part_shapes of the interned shape, -1 when none. */
 int			 sched_tpu_part_of(const struct sched_model *m, int shape);
 /* Names the scale unit (InfiniBand block, GKE block, AWS layer 2) of c's last added node;

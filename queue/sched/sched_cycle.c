@@ -460,6 +460,8 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		d->place.cluster = pp.cluster;
 		d->place.allocs = pp.allocs;
 		d->place.n_allocs = pp.n_allocs;
+		d->place.part_shape = sched_slice_part_of(m, j, m->clusters[pp.cluster], pp.allocs,
+		    pp.n_allocs);
 		d->victims = pp.victims;
 		d->n_victims = pp.n_victims;
 		d->reason = SCHED_R_CHOSEN;

@@ -90,11 +90,6 @@ bool	 sched_pool_open(const struct sched_model *m, const struct sched_job *j,
 enum sched_reason sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c);
 
-/* 1 + the dynamic-slicing shape index of the partitions a slice job's allocations al[0..n)
- * on c use, 0 when they are fixed slices (sched_placement.part_shape). */
-int	 sched_slice_part_of(const struct sched_model *m, const struct sched_job *j,
-	    const struct sched_cluster *c, const struct sched_alloc *al, size_t n);
-
 /* Topology pack (sched_blocks.c): a set of racks of one scale unit to try. */
 #define SCHED_MAX_RACKS	64	/* racks one pack job may span */
 struct sched_rackset {
