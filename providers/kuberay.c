@@ -512,20 +512,6 @@ head_placement(const struct ctx *c, json_t *spec)
 		break;
 	}
 	pin = pin_expr(c, 0);
-	if (g->accel_flavor != NULL && c->s->topology == JOBSPEC_TOPO_SLICE &&
-	    c->p->provider == KUBERAY_GKE && c->p->ntpu_partitions > 1) {
-		json_t *names = json_array();
-
-		for (size_t i = 0; i < c->p->ntpu_partitions; i++) {
-			char sn[64];
-
-			if (kuberay_tpu_slice_name(c->in->job_id, c->in->attempt, (int)i, sn,
-			    sizeof(sn)))
-				json_array_append_new(names, json_string(sn));
-		}
-		json_array_append_new(ex, json_pack("{s:s, s:s, s:o}", "key",
-		    "cloud.google.com/gke-tpu-slice", "operator", "In", "values", names));
-	}
 	if (pin != NULL)
 		json_array_append_new(ex, pin);
 	if (json_object_size(sel) > 0)
@@ -662,6 +648,20 @@ worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spe
 		pin = NULL;
 	} else if (c->s->topology == JOBSPEC_TOPO_HOST) {
 		json_object_set_new(spec, "affinity", host_affinity(c));
+	}
+	if (g->accel_flavor != NULL && c->s->topology == JOBSPEC_TOPO_SLICE &&
+	    c->p->provider == KUBERAY_GKE && c->p->ntpu_partitions > 1) {
+		json_t *names = json_array();
+
+		for (size_t i = 0; i < c->p->ntpu_partitions; i++) {
+			char sn[64];
+
+			if (kuberay_tpu_slice_name(c->in->job_id, c->in->attempt, (int)i, sn,
+			    sizeof(sn)))
+				json_array_append_new(names, json_string(sn));
+		}
+		json_array_append_new(ex, json_pack("{s:s, s:s, s:o}", "key",
+		    "cloud.google.com/gke-tpu-slice", "operator", "In", "values", names));
 	}
 	if (pin != NULL)
 		json_array_append_new(ex, pin);
