@@ -351,6 +351,8 @@ slice_replicas(const struct sched_job *j)
 	return n;
 }
 
+#define MAX_SEEN_PARTS	512	/* partitions one pass looks at once each */
+
 /* Hosts of a partition of each shape of sched_tpu_part_shapes (4 chips per TPU7x host). */
 static const int part_hosts[SCHED_TPU_PARTS] = { 1, 2, 4, 8, 16 };
 
@@ -394,20 +396,32 @@ pack_slices(struct sched_model *m, const struct sched_job *j, const struct sched
 			continue;
 		t.slices[t.n_slices++] = nd->slice;
 	}
-	for (int pass = 0; k >= 0 && pass < 2 && t.n_slices < want; pass++)
+	/* the replicas are all fixed slices or all partitions (each partition gets a Slice) */
+	if (t.n_slices < want && k >= 0)
+		t.n_slices = 0;
+	for (int pass = 0; k >= 0 && pass < 2 && t.n_slices < want; pass++) {
+		int seen[MAX_SEEN_PARTS], ns = 0;
+
 		for (i = 0; i < c->n_nodes && t.n_slices < want; i++) {
 			const struct sched_node *nd = &c->nodes[i];
-			bool whole;
+			bool whole, dup = false;
 
 			if (nd->part[k] < 0 || slice_chosen(&t, nd->part[k]) ||
 			    !uses_pool_of(m, j, &c->pools[nd->pool]))
 				continue;
+			for (int x = 0; x < ns && !dup; x++)	/* each partition looked at once */
+				dup = seen[x] == nd->part[k];
+			if (dup)
+				continue;
+			if (ns < MAX_SEEN_PARTS)
+				seen[ns++] = nd->part[k];
 			whole = k == top || (nd->part[top] >= 0 && part_free(c, top, nd->part[top]));
 			if ((pass == 0) == whole || !part_free(c, k, nd->part[k]))
 				continue;
 			t.slices[t.n_slices++] = nd->part[k];
 			t.part = k;
 		}
+	}
 	if (t.n_slices < want)
 		return false;
 	return try_pack(m, j, c, &t, n_allocs, NULL);
