@@ -50,6 +50,45 @@ units(int free, int per)
 
 static bool fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c);
 
+/* topology slice on GKE dynamic slicing (issue 26): a free partition of the shape in a
+ * reserved TPU7x sub-block (the nodes' "partitions", providers/kube.h) — every host of it
+ * ready and free, as the scheduler carves one (queue/sched/sched_pack.c). */
+static bool
+fit_partition(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
+{
+	json_t *nodes = json_object_get(r->topology, "nodes"), *n, *parts = json_object(), *v;
+	const char *id;
+	size_t i;
+	bool have = false;
+
+	json_array_foreach(nodes, i, n) {
+		const char *pid = json_string_value(json_object_get(json_object_get(n,
+		    "partitions"), q->slice_topology));
+		int f = (int)json_integer_value(json_object_get(n, "free_accel"));
+		json_t *e;
+
+		if (pid == NULL)
+			continue;
+		if ((e = json_object_get(parts, pid)) == NULL) {
+			e = json_pack("[i, b]", 0, 1);
+			json_object_set_new(parts, pid, e);
+		}
+		json_array_set_new(e, 0, json_integer(json_integer_value(json_array_get(e, 0)) + 1));
+		if (!json_is_true(json_object_get(n, "ready")) || f < q->slice.chips_per_host)
+			json_array_set_new(e, 1, json_false());
+	}
+	json_object_foreach(parts, id, v)
+		if (!have && json_integer_value(json_array_get(v, 0)) == q->slice.hosts &&
+		    json_is_true(json_array_get(v, 1))) {
+			have = true;
+			snprintf(c->group, sizeof(c->group), "%s", id);
+			c->free = q->slice.chips;
+			c->leftover = 0;
+		}
+	json_decref(parts);
+	return have;
+}
+
 /* Best group of row for q (smallest that fits); true when one fits. */
 static bool
 fit_now(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
@@ -67,7 +106,7 @@ fit_now(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
 	}
 	if (q->topology == CAP_TOPO_SLICE && (tt == NULL || strcmp(tt, q->slice_topology) != 0)) {
 		json_decref(groups);
-		return false;
+		return fit_partition(q, r, c);
 	}
 	json_array_foreach(nodes, i, n) {
 		int f = (int)json_integer_value(json_object_get(n, "free_accel")), u;
@@ -434,6 +473,19 @@ cmp(const void *a, const void *b)
 	return strcmp(x->cl->name, y->cl->name);
 }
 
+/* Some node of r is in a dynamic-slicing partition of shape (a TPU7x sub-block). */
+static bool
+has_partition(const struct cap_row *r, const char *shape)
+{
+	json_t *n;
+	size_t i;
+
+	json_array_foreach(json_object_get(r->topology, "nodes"), i, n)
+		if (json_object_get(json_object_get(n, "partitions"), shape) != NULL)
+			return true;
+	return false;
+}
+
 /* The largest scale unit of r at allocatable: the racked nodes of one block (pack never
  * grows nodes). */
 static int
@@ -482,8 +534,8 @@ environment_max(const struct capacity_req *q, const struct cap_cluster *v, size_
 				best = r->accel_per_node;
 			if (q->topology == CAP_TOPO_RACK && all > best)
 				best = all;
-			if (q->topology == CAP_TOPO_SLICE && tt != NULL &&
-			    strcmp(tt, q->slice_topology) == 0)
+			if (q->topology == CAP_TOPO_SLICE && ((tt != NULL &&
+			    strcmp(tt, q->slice_topology) == 0) || has_partition(r, q->slice_topology)))
 				best = q->slice.chips;
 			if (q->topology == CAP_TOPO_PACK && unit_max(r) > best)
 				best = unit_max(r);

@@ -477,6 +477,39 @@ test_pack(void **state)
 	fleet_free(&f);
 }
 
+/* topology slice on GKE dynamic slicing (issue 26): a TPU7x sub-block of 4 hosts shown
+ * here (2x2x2 partitions p0 = h0+h1, p1 = h2+h3); p0 has a busy host, p1 is free: the
+ * search names p1; a 2x2x4 (4 hosts) partition is not whole free. */
+static void
+test_partition(void **state)
+{
+	struct fleet f;
+	json_t *nodes = json_array(), *ans, *c0;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	for (int h = 0; h < 4; h++)
+		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:i, s:i, s:b,"
+		    " s:{s:s, s:s}}", "name", h == 0 ? "h0" : h == 1 ? "h1" : h == 2 ? "h2" : "h3",
+		    "rack", "", "slice", "", "free_accel", h == 0 ? 0 : 4, "alloc_accel", 4,
+		    "ready", 1, "partitions", "2x2x2", h < 2 ? "p0" : "p1", "2x2x4", "q0")));
+	add(&f, "d", "us-central1", "gke", 1, mkrow("ironwood", "tpu-v7x", false, 48, 4, 4, 4,
+	    -1, 12, json_pack("{s:o}", "nodes", nodes)));
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"tpu-v7x\",\"count\":8,"
+	    "\"topology\":\"slice\",\"slice_topology\":\"2x2x2\"}");
+	c0 = json_array_get(json_object_get(ans, "candidates"), 0);
+	if (c0 == NULL)
+		fail_msg("no candidate: %s", json_dumps(ans, 0));
+	assert_string_equal(json_string_value(json_object_get(c0, "slice")), "p1");
+	assert_int_equal(json_integer_value(json_object_get(c0, "free")), 8);
+	json_decref(ans);
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"tpu-v7x\",\"count\":16,"
+	    "\"topology\":\"slice\",\"slice_topology\":\"2x2x4\"}");
+	assert_int_equal(json_array_size(json_object_get(ans, "candidates")), 0);
+	json_decref(ans);
+	fleet_free(&f);
+}
+
 int
 main(void)
 {
@@ -486,6 +519,7 @@ main(void)
 		cmocka_unit_test(test_host_growth_and_ceiling),
 		cmocka_unit_test(test_slice),
 		cmocka_unit_test(test_pack),
+		cmocka_unit_test(test_partition),
 		cmocka_unit_test(test_poller_rows),
 	};
 
