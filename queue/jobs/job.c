@@ -44,7 +44,8 @@ job_manifest(struct db *c, const char *id, json_t **out, struct err *e)
 }
 
 /* topology pack (issue 26): the accelerator gang of each flavor must fit the racks of one
- * scale unit (InfiniBand block; a cluster's racks without a block label are one unit), as
+ * scale unit (InfiniBand block; a cluster's racks without a block label are one unit) of a
+ * cluster the job allows (spot, providers, regions), as
  * queue/sched/sched_blocks.c places it: only nodes with a rack count, and a pack gang never
  * grows nodes.  400 topology.too_large at /topology naming the largest scale unit known;
  * nothing is refused while no node of the flavor carries a rack (the fleet has not said what
@@ -63,14 +64,21 @@ pack_fits(struct db *c, const char *env, const struct job_spec *s, const char *p
 	    " jsonb_array_elements(cap.topology->'nodes') x"
 	    " WHERE cl.environment = $1 AND cap.flavor = $2 AND ($3::boolean IS NULL OR"
 	    " cap.spot = $3::boolean) AND ($4::text[] IS NULL OR cl.provider = ANY($4::text[]))"
+	    " AND ($5::text[] IS NULL OR cl.region = ANY($5::text[]))"
 	    " AND coalesce(x->>'rack', '') <> ''"
 	    " GROUP BY k.id, k.name, blk) u ORDER BY u.accel DESC, u.name, u.blk LIMIT 1";
 	const char *spot = s->spot == JOBSPEC_SPOT_ONLY ? "true" :
 	    s->spot == JOBSPEC_SPOT_NEVER ? "false" : NULL;
+	char regs[600] = "{";
 
+	/* only the regions the job allows count, as its providers */
+	for (size_t i = 0; i < s->nregions && strlen(regs) + 66 < sizeof(regs); i++)
+		snprintf(regs + strlen(regs), sizeof(regs) - strlen(regs), "%s%.64s", i ? "," : "",
+		    s->regions[i]);
+	strcat(regs, "}");
 	for (size_t i = 0; i < s->ngroups; i++) {
 		const char *fl = s->groups[i].accel_flavor;
-		const char *p[4] = { env, fl, spot, providers };
+		const char *p[5] = { env, fl, spot, providers, s->nregions > 0 ? regs : NULL };
 		long long need = 0, most;
 		PGresult *r = NULL;
 		bool seen = false;
@@ -87,7 +95,7 @@ pack_fits(struct db *c, const char *env, const struct job_spec *s, const char *p
 			    strcmp(s->groups[k].accel_flavor, fl) == 0)
 				need += (long long)s->groups[k].min_replicas *
 				    s->groups[k].accel_count;
-		if (!db_exec(c, sql, 4, p, &r, e))
+		if (!db_exec(c, sql, 5, p, &r, e))
 			return false;
 		if (PQntuples(r) == 0) {	/* no rack of the flavor known: it waits */
 			PQclear(r);
