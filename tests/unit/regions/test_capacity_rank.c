@@ -492,7 +492,7 @@ test_partition(void **state)
 		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:i, s:i, s:b,"
 		    " s:{s:s, s:s}}", "name", h == 0 ? "h0" : h == 1 ? "h1" : h == 2 ? "h2" : "h3",
 		    "rack", "", "slice", "", "free_accel", h == 0 ? 0 : 4, "alloc_accel", 4,
-		    "ready", 1, "partitions", "2x2x2", h < 2 ? "p0" : "p1", "2x2x4", "q0")));
+		    "ready", 1, "partitions", "2x2x2", h < 2 ? "p0" : "p1", "2x2x4", "q0"));
 	add(&f, "d", "us-central1", "gke", 1, mkrow("ironwood", "tpu-v7x", false, 48, 4, 4, 4,
 	    -1, 12, json_pack("{s:o}", "nodes", nodes)));
 	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"tpu-v7x\",\"count\":8,"
