@@ -350,10 +350,8 @@ dispatch_signal_delete(const struct prov_cluster *pc, const char *ns, const char
 			return false;
 	}
 	/* issue 26: the attempt's Slices (cluster-scoped), "-0" on until the first absent one;
-	 * GKE members only (a GKE cluster id is projects/P/locations/L/clusters/C).  A member
-	 * that serves no Slice kind answers 404: nothing existed */
-	existed = pc->provider_cluster_id != NULL &&
-	    strncmp(pc->provider_cluster_id, "projects/", 9) == 0;
+	 * GKE members only.  A member that serves no Slice kind answers 404: nothing existed */
+	existed = pc->provider != NULL && strcmp(pc->provider, "gke") == 0;
 	for (int i = 0; existed && i < KUBERAY_MAX_RACKS; i++) {
 		char sn[64];
 

@@ -310,7 +310,8 @@ bool			 sched_pool_add_node(struct sched_model *m, struct sched_cluster *c,
 void			 sched_node_set_partition(struct sched_model *m, struct sched_cluster *c,
 			    int k, const char *id);
 /* 1 + the index in sched_tpu_part_shapes of the partitions a slice job's allocations
- * al[0..n) on c use (sched_placement.part_shape), 0 when they are fixed slices. */
+ * al[0..n) on c use (sched_placement.part_shape), 0 when they are fixed slices (a node of a
+ * dynamic-slicing sub-block is in no fixed slice: providers/kube.c). */
 int			 sched_slice_part_of(const struct sched_model *m,
 			    const struct sched_job *j, const struct sched_cluster *c,
 			    const struct sched_alloc *al, size_t n);

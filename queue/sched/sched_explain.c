@@ -89,9 +89,9 @@ topology_json(const struct sched_model *m, const struct sched_job *j, int cluste
 		name = j->topo == SCHED_TOPO_HOST ? nd->id :
 		    j->topo == SCHED_TOPO_RACK || j->topo == SCHED_TOPO_PACK ?
 		    sched_model_name(m, nd->rack) :
-		    j->topo == SCHED_TOPO_SLICE ? sched_model_name(m, nd->slice >= 0 ? nd->slice :
-		    sched_tpu_part_of(m, j->shape) >= 0 ? nd->part[sched_tpu_part_of(m,
-		    j->shape)] : -1) : NULL;
+		    j->topo == SCHED_TOPO_SLICE ? sched_model_name(m, sched_tpu_part_of(m,
+		    j->shape) >= 0 && nd->part[sched_tpu_part_of(m, j->shape)] >= 0 ?
+		    nd->part[sched_tpu_part_of(m, j->shape)] : nd->slice) : NULL;
 		if (name == NULL)
 			continue;
 		json_array_foreach(where, k, v)

@@ -435,8 +435,7 @@ sched_slice_part_of(const struct sched_model *m, const struct sched_job *j,
 
 	for (size_t i = 0; k >= 0 && i < n; i++)
 		if (j->groups[al[i].group].pod.v[SCHED_ACCEL] > 0 && al[i].node >= 0 &&
-		    (size_t)al[i].node < c->n_nodes && c->nodes[al[i].node].slice < 0 &&
-		    c->nodes[al[i].node].part[k] >= 0)
+		    (size_t)al[i].node < c->n_nodes && c->nodes[al[i].node].part[k] >= 0)
 			return k + 1;
 	return 0;
 }

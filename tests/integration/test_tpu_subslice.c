@@ -73,9 +73,10 @@ submit(const char *name, const char *shape, int replicas)
 {
 	char b[1024];
 
-	snprintf(b, sizeof(b), "{\"environment\":\"" ENV "\",\"kind\":\"RayJob\","
+	/* RayClusters: they run until cancelled */
+	snprintf(b, sizeof(b), "{\"environment\":\"" ENV "\",\"kind\":\"RayCluster\","
 	    "\"queue\":\"tpu\",\"name\":\"%s\",\"ray_version\":\"2.52.0\","
-	    "\"entrypoint\":\"python t.py\",\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
+	    "\"head\":{\"cpu\":\"1\",\"memory\":\"2Gi\"},"
 	    "\"worker_groups\":[{\"name\":\"tpu\",\"replicas\":%d,\"cpu\":\"100\","
 	    "\"memory\":\"400Gi\",\"accelerator\":{\"flavor\":\"tpu-v7x\",\"count\":4}}],"
 	    "\"topology\":{\"type\":\"slice\",\"shape\":\"%s\"},\"constraints\":"
