@@ -16,7 +16,7 @@ static void
 batch_probe(struct cluster_input *in, const char *token)
 {
 	struct prov_cluster k = { NULL, in->name, in->api_server, in->ca_cert, token,
-		in->provider_cluster_id };
+		in->provider_cluster_id, NULL };
 
 	json_decref(in->probe);
 	in->probe = token ? cluster_batch_probe(&k, in->batch_scheduler, in->kueue_elastic,

@@ -45,6 +45,8 @@ struct cs_pool {
 	int		 racks_per_block;	/* racks per scale unit (IB block); 0 = one
 						 * block for the whole pool */
 	char		 tpu_topology[16];
+	bool		 dynamic_slicing;	/* TPU7x sub-blocks of an All Capacity mode
+						 * reservation (tpuslice.c) */
 	char		 rack_prefix[48];
 	int		 next_index;
 	double		 scale_at;		/* sim time of the pending scale-up, 0 = none */
@@ -447,6 +449,12 @@ void	 cs_plain_put(struct cs *cs, struct cs_cluster *cl, const char *plural, con
 void	 cs_plain_del(struct cs_cluster *cl, const char *plural, const char *ns,
 	    const char *name);
 void	 cs_ns_create(struct cs *cs, struct cs_cluster *cl, const char *ns);
+/* tpuslice.c: GKE dynamic slicing (issue 26).  The Slice kind is served where a pool has
+ * dynamic_slicing; its nodes carry the partition labels; the tick forms and dissolves
+ * Slices. */
+bool	 cs_slices_on(const struct cs_cluster *cl);
+void	 cs_tpu_partition_labels(json_t *labels, const struct cs_pool *p, int idx);
+void	 cs_slice_tick(struct cs *cs, struct cs_cluster *cl, double now);
 /* kueue.c: Kueue on clusters whose batch_scheduler is "kueue" (issue 13). */
 bool	 cs_kueue_on(const struct cs_cluster *cl);
 /* Namespace kueue-system, ConfigMap kueue-manager-config (featureGates

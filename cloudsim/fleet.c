@@ -116,7 +116,12 @@ node_labels(struct cs_node *n, const struct cs_pool *p, int idx)
 		    json_sprintf("%08x", hash_str(n->name)));
 		if (p->spot)
 			json_object_set_new(l, "cloud.google.com/gke-spot", json_string("true"));
-		if (mt->accel != NULL && mt->tpu) {
+		if (mt->accel != NULL && mt->tpu && p->dynamic_slicing) {
+			/* no slice until a Slice forms one (tpuslice.c) */
+			json_object_set_new(l, "cloud.google.com/gke-tpu-accelerator",
+			    json_string(mt->accel));
+			cs_tpu_partition_labels(l, p, idx);
+		} else if (mt->accel != NULL && mt->tpu) {
 			json_object_set_new(l, "cloud.google.com/gke-tpu-accelerator",
 			    json_string(mt->accel));
 			json_object_set_new(l, "cloud.google.com/gke-tpu-topology",
@@ -332,6 +337,13 @@ load_pool(struct cs *cs, struct cs_cluster *cl, struct cs_pool *p, json_t *j, st
 		return err_set(e, 400, "cloudsim.fleet", "cluster %s: machine type %s is not "
 		    "sold by %s", cl->name, mt, cs_provider_name(cl->provider));
 	cs_copy(p->tpu_topology, sizeof(p->tpu_topology), jstr(j, "tpu_topology", ""));
+	/* "dynamic_slicing": true — a TPU7x pool of 4x4x4 sub-blocks (16 nodes each) in an All
+	 * Capacity mode reservation, provisioned without a slice (tpuslice.c) */
+	p->dynamic_slicing = json_is_true(json_object_get(j, "dynamic_slicing"));
+	if (p->dynamic_slicing && (!p->mt->tpu || cl->provider != CS_GKE ||
+	    p->mt->accel == NULL || strcmp(p->mt->accel, "tpu7x") != 0))
+		return err_set(e, 400, "cloudsim.fleet", "cluster %s: pool %s: dynamic slicing "
+		    "needs a GKE TPU7x machine type", cl->name, p->name);
 	n = (int)jnum(j, "nodes", 0);
 	if (p->mt->tpu && p->tpu_topology[0] != '\0' && json_object_get(j, "nodes") == NULL) {
 		int a = 1, b = 1, c = 1;

@@ -42,6 +42,8 @@ static const struct group_res {
 	 * in https://github.com/kubernetes/autoscaler) */
 	{ "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", true,
 	  false, NULL, "provreq,provreqs" },
+	/* issue 26: the slice controller's CRD (GKE dynamic slicing, tpuslice.c) */
+	{ "accelerator.gke.io", "v1beta1", "slices", "Slice", false, false, NULL, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true, true, NULL, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false, true, NULL, NULL },
 	{ "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", false,
@@ -60,7 +62,8 @@ group_served(const struct cs_cluster *cl, const char *group)
 {
 	for (size_t i = 0; i < NGROUPS; i++)
 		if (strcmp(groups[i].group, group) == 0)
-			return !groups[i].kueue || cs_kueue_on(cl);
+			return strcmp(group, "accelerator.gke.io") == 0 ? cs_slices_on(cl) :
+			    !groups[i].kueue || cs_kueue_on(cl);
 	return false;
 }
 

@@ -30,6 +30,8 @@ static const struct {
 	{ "autoscaling.x-k8s.io", "v1", "provisioningrequests", "ProvisioningRequest", true },
 	{ "rbac.authorization.k8s.io", "v1", "roles", "Role", true },
 	{ "rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true },
+	/* issue 26: GKE dynamic slicing's Slice (tpuslice.c), where the slice controller runs */
+	{ "accelerator.gke.io", "v1beta1", "slices", "Slice", false },
 	{ "kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue", true },
 	{ "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", false },
 	{ "kueue.x-k8s.io", "v1beta1", "workloadpriorityclasses", "WorkloadPriorityClass", false },
@@ -463,8 +465,9 @@ cs_kplain_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 			continue;
 		if (kinds[k].namespaced && ns == NULL && rest == 2)
 			return false;
-		if (strcmp(kinds[k].group, "kueue.x-k8s.io") == 0 && !cs_kueue_on(cl)) {
-			cs_reply_no_resource(rq);	/* no Kueue CRDs here */
+		if ((strcmp(kinds[k].group, "kueue.x-k8s.io") == 0 && !cs_kueue_on(cl)) ||
+		    (strcmp(kinds[k].group, "accelerator.gke.io") == 0 && !cs_slices_on(cl))) {
+			cs_reply_no_resource(rq);	/* no Kueue (or Slice) CRDs here */
 			return true;
 		}
 		if (ns != NULL && !cs_ns_exists(cl, ns)) {

@@ -484,8 +484,23 @@ pod_affinity_ok(struct cs_cluster *cl, const struct cs_pod *p, const struct cs_n
 	return true;
 }
 
-/* GKE multi-host TPU: each replica is one whole slice (one node pool): a node whose pool
- * runs TPU pods of another replica, or not the pool of this replica's placed pods, is out. */
+/* The slice node n is in: its node pool, or on a dynamic-slicing pool (tpuslice.c) the
+ * Slice formed on it (cloud.google.com/gke-tpu-slice), NULL when none is. */
+static bool
+same_slice(const struct cs_node *a, const struct cs_node *b)
+{
+	const char *x, *y;
+
+	if (!a->pool->dynamic_slicing && !b->pool->dynamic_slicing)
+		return a->pool == b->pool;
+	x = json_string_value(json_object_get(a->labels, "cloud.google.com/gke-tpu-slice"));
+	y = json_string_value(json_object_get(b->labels, "cloud.google.com/gke-tpu-slice"));
+	return x != NULL && y != NULL && strcmp(x, y) == 0;
+}
+
+/* GKE multi-host TPU: each replica is one whole slice (one node pool, or one Slice of a
+ * dynamic-slicing pool): a node whose slice runs TPU pods of another replica, or not the
+ * slice of this replica's placed pods, is out. */
 static bool
 slice_ok(struct cs_cluster *cl, const struct cs_pod *p, const struct cs_node *n)
 {
@@ -505,9 +520,9 @@ slice_ok(struct cs_cluster *cl, const struct cs_pod *p, const struct cs_node *n)
 			continue;
 		same = strcmp(q->owner_uid, p->owner_uid) == 0 && strcmp(q->group, p->group) == 0 &&
 		    q->replica == p->replica;
-		if (same && qn->pool != n->pool)
+		if (same && !same_slice(qn, n))
 			return false;	/* the replica's other hosts are on another slice */
-		if (!same && qn->pool == n->pool)
+		if (!same && same_slice(qn, n))
 			return false;	/* the slice belongs to another replica */
 	}
 	return true;
@@ -991,6 +1006,7 @@ cs_tick(struct cs *cs)
 		cs_spot_tick(cs, cl, now);	/* spot.c: reclaims whose notice ran out */
 		cs_node_controllers(cs, cl);	/* NotReady, NoExecute evictions, pod GC */
 		provisioning_tick(cs, cl, now);
+		cs_slice_tick(cs, cl, now);	/* tpuslice.c: GKE dynamic slicing */
 		scale(cs, cl, now);
 		for (i = 0; i < cl->objects.n; i++)
 			reconcile(cs, cl, cl->objects.v[i]);

@@ -180,6 +180,43 @@ label(json_t *labels, const char *key, char *out, size_t n)
 	snprintf(out, n, "%s", v ? v : "");
 }
 
+const char *const kube_tpu_part_shapes[KUBE_TPU_PARTS] = { "2x2x1", "2x2x2", "2x2x4",
+    "2x4x4", "4x4x4" };
+
+int
+kube_tpu_part_index(const char *shape)
+{
+	for (int i = 0; shape != NULL && i < KUBE_TPU_PARTS; i++)
+		if (strcmp(shape, kube_tpu_part_shapes[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* The node's dynamic-slicing partitions (kube.h); true when it has any.  A partition whose
+ * state is not HEALTHY or DEGRADED is left out: no slice can be formed on it. */
+static bool
+partitions(json_t *labels, struct kube_node *n)
+{
+	bool any = false;
+
+	for (int i = 0; i < KUBE_TPU_PARTS; i++) {
+		char key[96], st[24];
+
+		snprintf(key, sizeof(key), "cloud.google.com/gke-tpu-partition-%s-id",
+		    kube_tpu_part_shapes[i]);
+		label(labels, key, n->parts[i], sizeof(n->parts[i]));
+		if (n->parts[i][0] == '\0')
+			continue;
+		any = true;
+		snprintf(key, sizeof(key), "cloud.google.com/gke-tpu-partition-%s-state",
+		    kube_tpu_part_shapes[i]);
+		label(labels, key, st, sizeof(st));
+		if (st[0] != '\0' && strcmp(st, "HEALTHY") != 0 && strcmp(st, "DEGRADED") != 0)
+			n->parts[i][0] = '\0';
+	}
+	return any;
+}
+
 static bool
 parse_node(json_t *it, struct kube_capacity *out)
 {
@@ -215,6 +252,10 @@ parse_node(json_t *it, struct kube_capacity *out)
 	    sizeof(n->instance_type));
 	label(labels, "cloud.google.com/gke-tpu-topology", n->tpu_topology,
 	    sizeof(n->tpu_topology));
+	/* a node of a dynamic-slicing sub-block belongs to no fixed slice: the slice controller
+	 * labels gke-tpu-topology on the nodes of each slice it forms, for that slice's life */
+	if (partitions(labels, n))
+		n->tpu_topology[0] = '\0';
 	if (n->tpu_topology[0] != '\0')	/* a multi-host TPU slice is one node pool */
 		snprintf(n->slice, sizeof(n->slice), "%s", n->pool);
 	n->ready = node_ready(it);

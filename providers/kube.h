@@ -12,6 +12,19 @@
 #include "core/err.h"
 #include "providers/provider.h"
 
+/* GKE dynamic slicing (TPU7x sub-blocks of an All Capacity mode reservation): each node of
+ * a 4x4x4 sub-block carries, for every shape a slice can be carved in, the id of its
+ * partition of that shape and the partition's state, cloud.google.com/gke-tpu-partition-
+ * <shape>-id and -state (HEALTHY, DEGRADED: usable; UNHEALTHY, UNSET, INCOMPLETE: not):
+ * https://docs.cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices
+ * ("Verify the status of the nodes and the partitions") and
+ * https://docs.cloud.google.com/kubernetes-engine/docs/concepts/dynamic-slicing (sub-slicing:
+ * 2x2x1, 2x2x2, 2x2x4, 2x4x4 inside one sub-block). */
+#define KUBE_TPU_PARTS	5
+extern const char *const kube_tpu_part_shapes[KUBE_TPU_PARTS];	/* smallest first */
+/* Index of shape in kube_tpu_part_shapes, -1 when no partition of it is labelled. */
+int	 kube_tpu_part_index(const char *shape);
+
 struct kube_node {
 	char		name[254];
 	char		pool[96];	/* from the provider's pool label, "" when absent */
@@ -19,6 +32,8 @@ struct kube_node {
 	char		block[128];	/* scale unit / InfiniBand block label, "" when absent */
 	char		slice[128];	/* TPU slice (the pool of a multi-host slice), else "" */
 	char		tpu_topology[24];
+	char		parts[KUBE_TPU_PARTS][64];	/* dynamic slicing: the node's usable
+						 * partition of each shape, "" none */
 	char		instance_type[96];
 	long long	alloc_cpu_m, alloc_mem, alloc_accel;
 	long long	used_cpu_m, used_mem, used_accel;	/* requests of live pods */

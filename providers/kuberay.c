@@ -559,6 +559,19 @@ worker_selectors(const struct ctx *c, const struct jobspec_group *g, json_t *sel
 			    json_string(p->tpu_accelerator));
 			json_object_set_new(sel, "cloud.google.com/gke-tpu-topology", json_string(
 			    p->tpu_topology != NULL ? p->tpu_topology : c->s->slice_shape));
+			/* a slice carved out of a dynamic-slicing sub-block: the Slice formed on
+			 * its partition, as the GKE page's workload selects it
+			 * (https://docs.cloud.google.com/kubernetes-engine/docs/how-to/
+			 * create-dynamic-slices, "Run workloads on dynamic slicing"); several
+			 * replicas: worker_placement requires one of theirs */
+			if (p->ntpu_partitions == 1) {
+				char sn[64];
+
+				if (kuberay_tpu_slice_name(c->in->job_id, c->in->attempt, 0, sn,
+				    sizeof(sn)))
+					json_object_set_new(sel, "cloud.google.com/gke-tpu-slice",
+					    json_string(sn));
+			}
 		} else if (g->accel_flavor != NULL) {
 			json_object_set_new(sel, "cloud.google.com/gke-accelerator", json_string(
 			    p->accelerator != NULL ? p->accelerator :
@@ -646,6 +659,20 @@ worker_placement(const struct ctx *c, const struct jobspec_group *g, json_t *spe
 		pin = NULL;
 	} else if (c->s->topology == JOBSPEC_TOPO_HOST) {
 		json_object_set_new(spec, "affinity", host_affinity(c));
+	}
+	if (g->accel_flavor != NULL && c->s->topology == JOBSPEC_TOPO_SLICE &&
+	    c->p->provider == KUBERAY_GKE && c->p->ntpu_partitions > 1) {
+		json_t *names = json_array();
+
+		for (size_t i = 0; i < c->p->ntpu_partitions; i++) {
+			char sn[64];
+
+			if (kuberay_tpu_slice_name(c->in->job_id, c->in->attempt, (int)i, sn,
+			    sizeof(sn)))
+				json_array_append_new(names, json_string(sn));
+		}
+		json_array_append_new(ex, json_pack("{s:s, s:s, s:o}", "key",
+		    "cloud.google.com/gke-tpu-slice", "operator", "In", "values", names));
 	}
 	if (pin != NULL)
 		json_array_append_new(ex, pin);
@@ -735,6 +762,20 @@ worker_group(const struct ctx *c, const struct jobspec_group *g)
 	json_object_set_new(o, "rayStartParams", g->ray_start_params != NULL ?
 	    json_deep_copy(g->ray_start_params) : json_object());
 	json_object_set_new(o, "template", pod_template(c, g));
+	/* a dynamic slice: the GKE page's workloads carry the slice's shape as
+	 * cloud.google.com/gke-tpu-slice-topology (create-dynamic-slices, above) */
+	if (c->s->topology == JOBSPEC_TOPO_SLICE && g->accel_flavor != NULL &&
+	    c->p->ntpu_partitions > 0 && c->p->provider == KUBERAY_GKE) {
+		json_t *md = json_object_get(json_object_get(o, "template"), "metadata");
+		json_t *ann = json_object_get(md, "annotations");
+
+		if (!json_is_object(ann)) {
+			ann = json_object();
+			json_object_set_new(md, "annotations", ann);
+		}
+		json_object_set_new(ann, "cloud.google.com/gke-tpu-slice-topology", json_string(
+		    c->p->tpu_topology != NULL ? c->p->tpu_topology : c->s->slice_shape));
+	}
 	/* flex-start with queued provisioning: the pods consume the attempt's
 	 * ProvisioningRequest, named by these two annotations:
 	 * https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest */

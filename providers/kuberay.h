@@ -59,6 +59,12 @@ struct kuberay_placement {
 	const char	*tpu_accelerator; /* slice (GKE): gke-tpu-accelerator, e.g. tpu-v5p-slice */
 	const char	*tpu_topology;	/* slice: gke-tpu-topology; NULL = the job's slice shape */
 	int		 tpu_hosts;	/* slice: hosts per slice; 0 = derived from the spec */
+	/* slice (GKE dynamic slicing, issue 26): the partitions of the job's shape the
+	 * scheduler carved out of reserved TPU7x sub-blocks, one per replica (borrowed); the
+	 * attempt forms one Slice on each (kuberay_tpu_slice_objects) and its pods select
+	 * them.  0: fixed slices (a node pool of the shape) */
+	const char	*tpu_partitions[KUBERAY_MAX_RACKS];
+	size_t		 ntpu_partitions;
 	/* The nodes the scheduler chose (one placement truth): a group whose allocations all
 	 * name a node is pinned to them (required kubernetes.io/hostname In [...]), so the
 	 * member's scheduler puts each pod where fleetd accounted it; NULL: no pins. */
@@ -167,6 +173,14 @@ json_t		*kuberay_signal_objects(const struct kuberay_input *in,
  * a podSet per group; kuberay_signal_objects appends them.  An empty array otherwise. */
 #define KUBERAY_PROVREQ_CLASS	"queued-provisioning.gke.io"
 json_t		*kuberay_provisioning_objects(const struct kuberay_input *in, struct err *e);
+/* The Slice (accelerator.gke.io/v1beta1, cluster-scoped) the attempt forms on partition i:
+ * fleet-slice-<16 hex digits of the job id>-<attempt>-<i> (at most 49 characters, as the
+ * Slice reference requires); false on a bad id or attempt. */
+bool		 kuberay_tpu_slice_name(const char *job_id, int attempt, int i, char *buf,
+		    size_t len);
+/* The attempt's Slices, one per placement.tpu_partitions (an empty array when it has none):
+ * https://docs.cloud.google.com/kubernetes-engine/docs/reference/crds/slice. */
+json_t		*kuberay_tpu_slice_objects(const struct kuberay_input *in, struct err *e);
 
 /* kuberay_history.c. Validates an environment's history_server object {storage,
  * collector_image, url?, s3_region?} (400/422 naming ptr's members) into *canon (new

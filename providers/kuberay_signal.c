@@ -169,6 +169,73 @@ kuberay_signal_objects(const struct kuberay_input *in, const struct kuberay_sign
 	}
 	json_array_extend(out, o);
 	json_decref(o);
+	/* issue 26: the Slices of the partitions a TPU7x slice job was carved out of */
+	if ((o = kuberay_tpu_slice_objects(in, e)) == NULL) {
+		json_decref(out);
+		return NULL;
+	}
+	json_array_extend(out, o);
+	json_decref(o);
+	return out;
+}
+
+bool
+kuberay_tpu_slice_name(const char *job_id, int attempt, int i, char *buf, size_t len)
+{
+	char hex[17];
+	int n = 0;
+
+	for (const char *s = job_id; s != NULL && *s != '\0' && n < 16; s++)
+		if (isxdigit((unsigned char)*s))
+			hex[n++] = (char)tolower((unsigned char)*s);
+	hex[n] = '\0';
+	if (n < 16 || attempt < 1 || i < 0)
+		return false;
+	return snprintf(buf, len, "fleet-slice-%s-%d-%d", hex, attempt, i) < (int)len;
+}
+
+/* GKE dynamic slicing with a custom scheduler
+ * (https://docs.cloud.google.com/kubernetes-engine/docs/how-to/create-dynamic-slices): a
+ * Slice {type: tpu7x, topology: <shape>, partitionIds: [<the partition's id>]} activates the
+ * interconnect of one partition (a sub-slice smaller than 4x4x4 is one partition of its
+ * shape, the cloud.google.com/gke-tpu-partition-<shape>-id label of its nodes); the slice
+ * controller then labels those nodes cloud.google.com/gke-tpu-slice: <name> and
+ * gke-tpu-topology: <shape>, which the pods select.  Cluster-scoped: no namespace;
+ * slice.gke.io/retry-on-failure asks the controller to retry a failed formation. */
+json_t *
+kuberay_tpu_slice_objects(const struct kuberay_input *in, struct err *e)
+{
+	const struct kuberay_placement *p = &in->placement;
+	json_t *out = json_array();
+	char ns[64], sig[64], at[16];
+
+	if (p->ntpu_partitions == 0 || p->provider != KUBERAY_GKE)
+		return out;
+	if (!kuberay_signal_where(in, ns, sizeof(ns), sig, sizeof(sig), e)) {
+		json_decref(out);
+		return NULL;
+	}
+	snprintf(at, sizeof(at), "%d", in->attempt);
+	for (size_t i = 0; i < p->ntpu_partitions; i++) {
+		const char *shape = p->tpu_topology ? p->tpu_topology : in->spec->slice_shape;
+		char name[64];
+
+		if (!kuberay_tpu_slice_name(in->job_id, in->attempt, (int)i, name, sizeof(name))) {
+			json_decref(out);
+			err_set(e, 422, "kuberay.bad_input", "slices need a uuid job id and attempt "
+			    ">= 1");
+			return NULL;
+		}
+		json_array_append_new(out, json_pack("{s:s, s:s, s:{s:s, s:{s:s},"
+		    " s:{s:s, s:s, s:s, s:s, s:s}}, s:{s:s, s:s, s:[s]}}",
+		    "apiVersion", "accelerator.gke.io/v1beta1", "kind", "Slice", "metadata",
+		    "name", name, "annotations", "slice.gke.io/retry-on-failure", "true",
+		    "labels", "app.kubernetes.io/managed-by", "fleetd", "fleet.io/job-id",
+		    in->job_id, "fleet.io/attempt", at, "fleet.io/environment", in->environment,
+		    "fleet.io/namespace", ns,
+		    "spec", "type", "tpu7x", "topology", shape, "partitionIds",
+		    p->tpu_partitions[i]));
+	}
 	return out;
 }
 

@@ -43,6 +43,7 @@ struct prov_cluster {
 	const char	*ca_pem;
 	const char	*token;			/* decrypted bearer token */
 	const char	*provider_cluster_id;	/* GKE path, AKS resource id, HyperPod ARN */
+	const char	*provider;		/* "gke", "aks", "hyperpod"; NULL = not said */
 };
 
 /* Credentials for one cloud's control-plane identity. */

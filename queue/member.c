@@ -101,6 +101,7 @@ member_load(struct db *c, const char *cluster_id, struct member **out,
 	t->pc.ca_pem = t->ca_pem;
 	t->pc.token = t->token;
 	t->pc.provider_cluster_id = "";
+	t->pc.provider = t->provider;
 	*out = t;
 	return true;
 }

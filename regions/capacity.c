@@ -277,9 +277,11 @@ capacity_request_parse(const json_t *request, struct capacity_req *q, struct err
 		q->topology = CAP_TOPO_RACK;
 	} else if (strcmp(topo, "slice") == 0) {
 		q->topology = CAP_TOPO_SLICE;
+	} else if (strcmp(topo, "pack") == 0) {
+		q->topology = CAP_TOPO_PACK;
 	} else {
 		return err_field(e, 400, "capacity.bad_topology", "/topology",
-		    "topology must be none, host, rack or slice");
+		    "topology must be none, host, rack, pack or slice");
 	}
 	if (q->topology == CAP_TOPO_SLICE) {
 		if (slice == NULL)

@@ -37,11 +37,13 @@ bool	capacity_summary_text(struct db *c, const struct capacity_filter *f, struct
 	    char **out, size_t *len, struct err *e);
 
 /* POST /v1/capacity/search.  request: {"environment", "flavor", "count", "per_node"?,
- * "topology": "none"|"host"|"rack"|"slice", "slice_topology"?, "regions"?, "providers"?,
- * "spot"?, "max_price"? (USD per accelerator-hour)}.
+ * "topology": "none"|"host"|"rack"|"pack"|"slice", "slice_topology"?, "regions"?,
+ * "providers"?, "spot"?, "max_price"? (USD per accelerator-hour)}.  pack: the fewest racks
+ * of one scale unit, racks no other gang uses first (the scheduler's topology pack).
  * Answer: {"request", "candidates": [{rank, cluster_id, cluster, region, provider, pool,
- * machine_type, spot, fit ("now" | "after_scale_up"), free, rack?, slice?, price_hour,
- * price_per_accel_hour, why}], "rejected": [{cluster_id, cluster, region, provider,
+ * machine_type, spot, fit ("now" | "after_scale_up"), free, rack?, slice?, racks? and
+ * scale_unit? (pack), price_hour, price_per_accel_hour, why}], "rejected": [{cluster_id,
+ * cluster, region, provider,
  * reason, detail}], "environment_max", "exceeds_environment", "message"?}.
  * reason is one of wrong_flavor, insufficient_capacity, topology_split, over_quota,
  * region_not_allowed, provider_not_allowed, spot_mismatch, over_price, unreachable, stale,

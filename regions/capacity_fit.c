@@ -14,7 +14,10 @@ struct cand {
 	bool				 now;		/* fits free capacity now */
 	int				 free;		/* in the chosen group */
 	int				 leftover;	/* free left in the group after placing */
-	char				 group[160];	/* rack, slice or node; "" for the pool */
+	char				 group[160];	/* rack, slice, node or scale unit (pack);
+							 * "" for the pool */
+	char				 racks[2048];	/* pack: the racks chosen, comma-separated */
+	int				 nracks;	/* pack: how many */
 	double				 ppa;		/* price per accelerator-hour */
 	char				 why[400];
 };
@@ -45,6 +48,47 @@ units(int free, int per)
 	return per > 1 ? free / per * per : free;
 }
 
+static bool fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c);
+
+/* topology slice on GKE dynamic slicing (issue 26): a free partition of the shape in a
+ * reserved TPU7x sub-block (the nodes' "partitions", providers/kube.h) — every host of it
+ * ready and free, as the scheduler carves one (queue/sched/sched_pack.c). */
+static bool
+fit_partition(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
+{
+	json_t *nodes = json_object_get(r->topology, "nodes"), *n, *parts = json_object(), *v;
+	const char *id;
+	size_t i;
+	bool have = false;
+
+	json_array_foreach(nodes, i, n) {
+		const char *pid = json_string_value(json_object_get(json_object_get(n,
+		    "partitions"), q->slice_topology));
+		int f = (int)json_integer_value(json_object_get(n, "free_accel"));
+		json_t *e;
+
+		if (pid == NULL)
+			continue;
+		if ((e = json_object_get(parts, pid)) == NULL) {
+			e = json_pack("[i, b]", 0, 1);
+			json_object_set_new(parts, pid, e);
+		}
+		json_array_set_new(e, 0, json_integer(json_integer_value(json_array_get(e, 0)) + 1));
+		if (!json_is_true(json_object_get(n, "ready")) || f < q->slice.chips_per_host)
+			json_array_set_new(e, 1, json_false());
+	}
+	json_object_foreach(parts, id, v)
+		if (!have && json_integer_value(json_array_get(v, 0)) == q->slice.hosts &&
+		    json_is_true(json_array_get(v, 1))) {
+			have = true;
+			snprintf(c->group, sizeof(c->group), "%s", id);
+			c->free = q->slice.chips;
+			c->leftover = 0;
+		}
+	json_decref(parts);
+	return have;
+}
+
 /* Best group of row for q (smallest that fits); true when one fits. */
 static bool
 fit_now(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
@@ -56,9 +100,13 @@ fit_now(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
 	int best = -1, total = 0;
 
 	c->group[0] = '\0';
+	if (q->topology == CAP_TOPO_PACK) {
+		json_decref(groups);
+		return fit_pack(q, r, c);
+	}
 	if (q->topology == CAP_TOPO_SLICE && (tt == NULL || strcmp(tt, q->slice_topology) != 0)) {
 		json_decref(groups);
-		return false;
+		return fit_partition(q, r, c);
 	}
 	json_array_foreach(nodes, i, n) {
 		int f = (int)json_integer_value(json_object_get(n, "free_accel")), u;
@@ -101,6 +149,134 @@ fit_now(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
 	c->free = q->topology == CAP_TOPO_SLICE ? best * q->slice.chips_per_host : best;
 	c->leftover = c->free - q->count;
 	return true;
+}
+
+#define PACK_MAX_RACKS	256	/* racks of one scale unit looked at */
+
+struct prack {
+	const char	*name;
+	int		 cap;		/* free units */
+	bool		 shared;	/* another gang uses part of it */
+};
+
+static int
+prack_desc(const void *a, const void *b)
+{
+	const struct prack *x = *(const struct prack *const *)a,
+	    *y = *(const struct prack *const *)b;
+
+	if (x->cap != y->cap)
+		return x->cap > y->cap ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* The first k of v (cap descending) with the last swapped for the smallest rack that still
+ * completes need (best fit); false when k of them cannot hold it. */
+static bool
+pack_take(struct prack **v, int nv, int k, int need, struct prack **out, int *sum)
+{
+	int total = 0, best;
+
+	if (k > nv)
+		return false;
+	for (int i = 0; i < k; i++)
+		total += v[i]->cap;
+	if (total < need)
+		return false;
+	best = k - 1;
+	for (int i = k; i < nv; i++)
+		if (total - v[k - 1]->cap + v[i]->cap >= need && v[i]->cap < v[best]->cap)
+			best = i;
+	for (int i = 0; i < k; i++)
+		out[i] = i == k - 1 ? v[best] : v[i];
+	*sum = total - v[k - 1]->cap + v[best]->cap;
+	return true;
+}
+
+/* topology pack, as queue/sched/sched_blocks.c chooses: in each scale unit (block; a row's
+ * racks without one are one unit) the fewest racks whose free room holds the request, racks
+ * no other gang uses when they suffice, then the least room left; the best unit wins by the
+ * same order. */
+static bool
+fit_pack(const struct capacity_req *q, const struct cap_row *r, struct cand *c)
+{
+	json_t *nodes = json_object_get(r->topology, "nodes"), *n, *byunit = json_object();
+	json_t *u;
+	const char *bname;
+	size_t i;
+	int best_k = 0, best_shared = 0, best_left = 0;
+	bool have = false;
+
+	json_array_foreach(nodes, i, n) {
+		const char *rack = json_string_value(json_object_get(n, "rack")),
+		    *blk = json_string_value(json_object_get(n, "block"));
+		int f = (int)json_integer_value(json_object_get(n, "free_accel"));
+		json_t *al = json_object_get(n, "alloc_accel"), *rk, *unit;
+
+		if (!json_is_true(json_object_get(n, "ready")) || rack == NULL || rack[0] == '\0')
+			continue;
+		if ((unit = json_object_get(byunit, blk ? blk : "")) == NULL) {
+			unit = json_object();
+			json_object_set_new(byunit, blk ? blk : "", unit);
+		}
+		if ((rk = json_object_get(unit, rack)) == NULL) {
+			rk = json_pack("[i, b]", 0, 0);
+			json_object_set_new(unit, rack, rk);
+		}
+		json_array_set_new(rk, 0, json_integer(json_integer_value(json_array_get(rk, 0)) +
+		    units(f, q->per_node)));
+		if (json_is_integer(al) && f < json_integer_value(al))
+			json_array_set_new(rk, 1, json_true());
+	}
+	json_object_foreach(byunit, bname, u) {
+		struct prack rk[PACK_MAX_RACKS], *all[PACK_MAX_RACKS], *unused[PACK_MAX_RACKS];
+		struct prack *pick[PACK_MAX_RACKS];
+		const char *rname;
+		json_t *v;
+		int nr = 0, nu = 0, k = 0, sum = 0, shared = 0;
+
+		json_object_foreach(u, rname, v) {
+			if (nr == PACK_MAX_RACKS || json_integer_value(json_array_get(v, 0)) <= 0)
+				continue;
+			rk[nr] = (struct prack){ rname, (int)json_integer_value(json_array_get(v, 0)),
+			    json_is_true(json_array_get(v, 1)) };
+			all[nr] = &rk[nr];
+			nr++;
+		}
+		qsort(all, (size_t)nr, sizeof(all[0]), prack_desc);
+		for (int t = 0; t < nr && sum < q->count; t++, k++)
+			sum += all[t]->cap;
+		if (sum < q->count)
+			continue;
+		for (int t = 0; t < nr; t++)
+			if (!all[t]->shared)
+				unused[nu++] = all[t];
+		if (!pack_take(unused, nu, k, q->count, pick, &sum) &&
+		    !pack_take(all, nr, k, q->count, pick, &sum))
+			continue;
+		for (int t = 0; t < k; t++)
+			shared += pick[t]->shared;
+		if (have && (k > best_k || (k == best_k && (shared > best_shared ||
+		    (shared == best_shared && sum - q->count >= best_left)))))
+			continue;
+		have = true;
+		best_k = k;
+		best_shared = shared;
+		best_left = sum - q->count;
+		c->free = sum;
+		c->leftover = sum - q->count;
+		c->nracks = k;
+		snprintf(c->group, sizeof(c->group), "%s", bname[0] ? bname : "");
+		c->racks[0] = '\0';
+		for (int t = 0; t < k; t++) {
+			size_t l = strlen(c->racks);
+
+			snprintf(c->racks + l, sizeof(c->racks) - l, "%s%s", t ? "," : "",
+			    pick[t]->name);
+		}
+	}
+	json_decref(byunit);
+	return have;
 }
 
 /* Accelerators the row can still add by scaling up, within its quota. */
@@ -155,7 +331,7 @@ reject(json_t *rej, const struct cap_cluster *cl, const char *reason, const char
 static const char *
 topo_word(const struct capacity_req *q)
 {
-	static const char *const w[] = { "pool", "node", "rack", "slice" };
+	static const char *const w[] = { "pool", "node", "rack", "slice", "scale unit" };
 
 	return w[q->topology];
 }
@@ -186,6 +362,15 @@ no_fit(const struct capacity_req *q, const struct cap_cluster *cl, const struct 
 static void
 describe(const struct capacity_req *q, struct cand *c)
 {
+	if (q->topology == CAP_TOPO_PACK) {
+		snprintf(c->why, sizeof(c->why), "fits now: %d rack%s of %s%.64s of pool %.64s "
+		    "have %d free %.48s for %d; $%.2f per accelerator-hour; leaves %d free there",
+		    c->nracks,
+		    c->nracks == 1 ? "" : "s", c->group[0] ? "scale unit " : "the racks without a "
+		    "scale unit", c->group, c->row->pool, c->free, q->flavor, q->count, c->ppa,
+		    c->leftover);
+		return;
+	}
 	snprintf(c->why, sizeof(c->why), "%s: %s%s%s of pool %s has %d free %s for %d; $%.2f per "
 	    "accelerator-hour; leaves %d free there", c->now ? "fits now" :
 	    "fits after scale-up", c->group[0] ? topo_word(q) : "", c->group[0] ? " " : "",
@@ -288,6 +473,47 @@ cmp(const void *a, const void *b)
 	return strcmp(x->cl->name, y->cl->name);
 }
 
+/* Some node of r is in a dynamic-slicing partition of shape (a TPU7x sub-block). */
+static bool
+has_partition(const struct cap_row *r, const char *shape)
+{
+	json_t *n;
+	size_t i;
+
+	json_array_foreach(json_object_get(r->topology, "nodes"), i, n)
+		if (json_object_get(json_object_get(n, "partitions"), shape) != NULL)
+			return true;
+	return false;
+}
+
+/* The largest scale unit of r at allocatable: the racked nodes of one block (pack never
+ * grows nodes). */
+static int
+unit_max(const struct cap_row *r)
+{
+	json_t *nodes = json_object_get(r->topology, "nodes"), *n, *sums = json_object(), *v;
+	const char *k;
+	size_t i;
+	int best = 0;
+
+	json_array_foreach(nodes, i, n) {
+		const char *rack = json_string_value(json_object_get(n, "rack")),
+		    *blk = json_string_value(json_object_get(n, "block"));
+		json_t *al = json_object_get(n, "alloc_accel");
+		long long a = json_is_integer(al) ? json_integer_value(al) : r->accel_per_node;
+
+		if (rack == NULL || rack[0] == '\0')
+			continue;
+		json_object_set_new(sums, blk ? blk : "", json_integer(json_integer_value(
+		    json_object_get(sums, blk ? blk : "")) + a));
+	}
+	json_object_foreach(sums, k, v)
+		if (json_integer_value(v) > best)
+			best = (int)json_integer_value(v);
+	json_decref(sums);
+	return best;
+}
+
 /* Most the environment could ever hold for this request, every cluster at max size. */
 static int
 environment_max(const struct capacity_req *q, const struct cap_cluster *v, size_t n)
@@ -308,9 +534,11 @@ environment_max(const struct capacity_req *q, const struct cap_cluster *v, size_
 				best = r->accel_per_node;
 			if (q->topology == CAP_TOPO_RACK && all > best)
 				best = all;
-			if (q->topology == CAP_TOPO_SLICE && tt != NULL &&
-			    strcmp(tt, q->slice_topology) == 0)
+			if (q->topology == CAP_TOPO_SLICE && ((tt != NULL &&
+			    strcmp(tt, q->slice_topology) == 0) || has_partition(r, q->slice_topology)))
 				best = q->slice.chips;
+			if (q->topology == CAP_TOPO_PACK && unit_max(r) > best)
+				best = unit_max(r);
 		}
 	return q->topology == CAP_TOPO_NONE ? sum : best;
 }
@@ -353,6 +581,17 @@ capacity_rank(const struct capacity_req *q, const struct cap_cluster *v, size_t 
 			json_object_set_new(o, "slice", json_string(c->group));
 		if (c->group[0] != '\0' && q->topology == CAP_TOPO_HOST)
 			json_object_set_new(o, "node", json_string(c->group));
+		if (q->topology == CAP_TOPO_PACK) {
+			json_t *rl = json_array();
+			char buf[sizeof(c->racks)], *save = NULL, *tok;
+
+			snprintf(buf, sizeof(buf), "%s", c->racks);
+			for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+				json_array_append_new(rl, json_string(tok));
+			json_object_set_new(o, "racks", rl);
+			json_object_set_new(o, "scale_unit", c->group[0] ? json_string(c->group) :
+			    json_null());
+		}
 		json_array_append_new(list, o);
 	}
 	out = json_pack("{s:o, s:o, s:i, s:b}", "candidates", list, "rejected", rej,

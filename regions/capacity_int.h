@@ -10,7 +10,9 @@
 #include "core/err.h"
 #include "regions/catalog.h"
 
-enum cap_topology { CAP_TOPO_NONE, CAP_TOPO_HOST, CAP_TOPO_RACK, CAP_TOPO_SLICE };
+/* pack (issue 26): the fewest racks of one scale unit, as the scheduler places topology pack
+ * (queue/sched/sched_blocks.c) */
+enum cap_topology { CAP_TOPO_NONE, CAP_TOPO_HOST, CAP_TOPO_RACK, CAP_TOPO_SLICE, CAP_TOPO_PACK };
 
 /* A validated search request; strings and arrays are borrowed from the body. */
 struct capacity_req {

@@ -300,7 +300,8 @@ load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 			j->perr = j->kerr;
 			j->prov_done = j->kube_done = true;
 		}
-		j->k = (struct prov_cluster){ j->id, j->name, j->api, j->ca, j->token, j->pcid };
+		j->k = (struct prov_cluster){ j->id, j->name, j->api, j->ca, j->token, j->pcid,
+		    NULL };
 		j->pj = (struct prov_pool_job){ &j->cloud, &j->k, &j->creds, &j->pools };
 	}
 	*out = v;

@@ -119,6 +119,19 @@ pool_nodes(const struct kube_capacity *kube, const char *pool, int *count, long 
 		if (k->tpu_topology[0] != '\0')
 			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1), "shape",
 			    json_string(k->tpu_topology));
+		/* GKE dynamic slicing: the node's partition of each sub-slice shape (the
+		 * scheduler carves a slice job's shape out of a reserved sub-block) */
+		for (int ps = 0; ps < KUBE_TPU_PARTS; ps++) {
+			json_t *nd = json_array_get(nodes, json_array_size(nodes) - 1), *pt;
+
+			if (k->parts[ps][0] == '\0')
+				continue;
+			if ((pt = json_object_get(nd, "partitions")) == NULL) {
+				pt = json_object();
+				json_object_set_new(nd, "partitions", pt);
+			}
+			json_object_set_new(pt, kube_tpu_part_shapes[ps], json_string(k->parts[ps]));
+		}
 		/* the scale unit (InfiniBand block) holding the rack: topology pack */
 		if (k->block[0] != '\0')
 			json_object_set_new(json_array_get(nodes, json_array_size(nodes) - 1), "block",

@@ -122,6 +122,15 @@ fill_input(const struct dispatch_job *j, const struct member *t, struct kuberay_
 			snprintf(tpu, tn, "%s%s", f, n > 6 && strcmp(f + n - 6, "-slice") == 0 ?
 			    "" : "-slice");
 		p->tpu_accelerator = tpu;
+		/* issue 26: partitions carved out of GKE dynamic-slicing sub-blocks */
+		for (size_t i = 0; i < json_array_size(json_object_get(pl, "tpu_partitions")) &&
+		    p->ntpu_partitions < KUBERAY_MAX_RACKS; i++) {
+			const char *id = json_string_value(json_array_get(json_object_get(pl,
+			    "tpu_partitions"), i));
+
+			if (id != NULL && id[0] != '\0')
+				p->tpu_partitions[p->ntpu_partitions++] = id;
+		}
 	}
 	return true;
 }
@@ -396,6 +405,18 @@ dispatch_signal_delete(const struct prov_cluster *pc, const char *ns, const char
 
 		snprintf(tn, sizeof(tn), "%s-w%d", name, i);
 		if (!kube_delete_object(pc, "v1", "PodTemplate", ns, tn, &existed, e))
+			return false;
+	}
+	/* issue 26: the attempt's Slices (cluster-scoped), "-0" on until the first absent one;
+	 * GKE members only.  A member that serves no Slice kind answers 404: nothing existed */
+	existed = pc->provider != NULL && strcmp(pc->provider, "gke") == 0;
+	for (int i = 0; existed && i < KUBERAY_MAX_RACKS; i++) {
+		char sn[64];
+
+		if (!kuberay_tpu_slice_name(job_id, attempt, i, sn, sizeof(sn)))
+			break;
+		if (!kube_delete_object(pc, "accelerator.gke.io/v1beta1", "Slice", NULL, sn,
+		    &existed, e))
 			return false;
 	}
 	return true;

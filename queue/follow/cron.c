@@ -314,6 +314,7 @@ place_runs(struct db *c, const struct member *t, const struct status_job *j,
 		pl.cluster = k->idx;
 		pl.allocs = al;
 		pl.n_allocs = na;
+		pl.part_shape = sched_slice_part_of(m, probe, k, al, na);	/* issue 26 */
 		v[i].place = scheduler_placement_json(m, &pl, pools);
 	}
 	for (size_t i = 0; i < n && replace_failed; i++)

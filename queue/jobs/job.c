@@ -43,6 +43,90 @@ job_manifest(struct db *c, const char *id, json_t **out, struct err *e)
 	return false;
 }
 
+/* topology pack (issue 26): the accelerator gang of each flavor must fit the racks of one
+ * scale unit (InfiniBand block; a cluster's racks without a block label are one unit) of a
+ * cluster the job allows (spot, providers, regions), as
+ * queue/sched/sched_blocks.c places it: only nodes with a rack count, and a pack gang never
+ * grows nodes.  400 topology.too_large at /topology naming the largest scale unit known;
+ * nothing is refused while no node of the flavor carries a rack (the fleet has not said what
+ * it holds: the job waits and explain says why). */
+static bool
+pack_fits(struct db *c, const char *env, const struct job_spec *s, const char *providers,
+    struct err *e)
+{
+	static const char sql[] =
+	    "SELECT u.name, u.blk, u.accel, u.racks FROM"
+	    " (SELECT k.name, coalesce(x->>'block', '') AS blk,"
+	    "  sum(coalesce((x->>'alloc_accel')::bigint, cap.accel_per_node)) AS accel,"
+	    "  count(DISTINCT x->>'rack') AS racks"
+	    " FROM capacity cap JOIN clusters k ON k.id = cap.cluster_id"
+	    " JOIN clouds cl ON cl.id = k.cloud_id,"
+	    " jsonb_array_elements(cap.topology->'nodes') x"
+	    " WHERE cl.environment = $1 AND cap.flavor = $2 AND ($3::boolean IS NULL OR"
+	    " cap.spot = $3::boolean) AND ($4::text[] IS NULL OR cl.provider = ANY($4::text[]))"
+	    " AND ($5::text[] IS NULL OR cl.region = ANY($5::text[]))"
+	    " AND coalesce(x->>'rack', '') <> ''"
+	    " GROUP BY k.id, k.name, blk) u ORDER BY u.accel DESC, u.name, u.blk LIMIT 1";
+	const char *spot = s->spot == JOBSPEC_SPOT_ONLY ? "true" :
+	    s->spot == JOBSPEC_SPOT_NEVER ? "false" : NULL;
+	char regs[600] = "{";
+
+	/* only the regions the job allows count, as its providers */
+	for (size_t i = 0; i < s->nregions && strlen(regs) + 66 < sizeof(regs); i++)
+		snprintf(regs + strlen(regs), sizeof(regs) - strlen(regs), "%s%.64s", i ? "," : "",
+		    s->regions[i]);
+	strcat(regs, "}");
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const char *fl = s->groups[i].accel_flavor;
+		const char *p[5] = { env, fl, spot, providers, s->nregions > 0 ? regs : NULL };
+		long long need = 0, most;
+		PGresult *r = NULL;
+		bool seen = false;
+
+		if (fl == NULL)
+			continue;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = s->groups[k].accel_flavor != NULL &&
+			    strcmp(s->groups[k].accel_flavor, fl) == 0;
+		if (seen)
+			continue;	/* this flavor's gang was checked with its first group */
+		for (size_t k = i; k < s->ngroups; k++)
+			if (s->groups[k].accel_flavor != NULL &&
+			    strcmp(s->groups[k].accel_flavor, fl) == 0)
+				need += (long long)s->groups[k].min_replicas *
+				    s->groups[k].accel_count;
+		if (!db_exec(c, sql, 5, p, &r, e))
+			return false;
+		if (PQntuples(r) == 0) {	/* no rack of the flavor known: it waits */
+			PQclear(r);
+			continue;
+		}
+		most = atoll(PQgetvalue(r, 0, 2));
+		if (need > most) {
+			char unit[160];
+
+			if (PQgetvalue(r, 0, 1)[0] != '\0')
+				snprintf(unit, sizeof(unit), "block %.64s of cluster %.64s",
+				    PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 0));
+			else
+				snprintf(unit, sizeof(unit), "the racks of cluster %.64s (no block "
+				    "label)", PQgetvalue(r, 0, 0));
+			err_field(e, 400, "topology.too_large", "/topology", "topology pack: the "
+			    "gang needs %lld %s in one scale unit but the largest in %s (%s) "
+			    "holds %lld", need, fl, env, unit, most);
+			err_detail(e, "topology pack places the accelerator gang on the fewest racks "
+			    "(NVLink domains) of one scale unit (InfiniBand block) and never spans "
+			    "two; the largest scale unit known is %s: %lld %s on %lld racks. Use "
+			    "topology none, or a smaller gang", unit, most, fl,
+			    atoll(PQgetvalue(r, 0, 3)));
+			PQclear(r);
+			return false;
+		}
+		PQclear(r);
+	}
+	return true;
+}
+
 /* Refuses a job that no cluster of the environment could ever hold, with the reason.
  * While a cluster of the environment has never been observed, nothing is refused: what
  * it can hold is not known yet (a cluster just registered). */
@@ -159,7 +243,7 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 			    "%lld %s in one rack but the largest rack in %s holds %lld", need,
 			    g->accel_flavor, env, rack);
 	}
-	return true;
+	return s->topology != JOBSPEC_TOPO_PACK || pack_fits(c, env, s, pl, e);
 }
 
 /* topology host: the accelerator gang at its maximum (elastic growth stays on the node)

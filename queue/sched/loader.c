@@ -97,6 +97,10 @@ add_pool(struct sched_model *m, struct sched_cluster *k, PGresult *r, int i, str
 		    json_string_value(json_object_get(n, "shape")), al, fr, e))
 			goto cleanup;
 		sched_node_set_block(m, k, json_string_value(json_object_get(n, "block")));
+		/* GKE dynamic slicing: the node's partition of each sub-slice shape */
+		for (int s = 0; s < SCHED_TPU_PARTS; s++)
+			sched_node_set_partition(m, k, s, json_string_value(json_object_get(
+			    json_object_get(n, "partitions"), sched_tpu_part_shapes[s])));
 		if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0)
 			p->node_alloc = al;
 	}

@@ -107,6 +107,12 @@ struct sched_config {
 
 void	sched_config_default(struct sched_config *c);
 
+/* GKE dynamic slicing (TPU7x, All Capacity mode): a 4x4x4 sub-block's nodes name their
+ * partition of each of these shapes (providers/kube.h lists the same, smallest first); a
+ * slice job of one of them is carved out of a free partition (sched_pack.c). */
+#define SCHED_TPU_PARTS	5
+extern const char *const sched_tpu_part_shapes[SCHED_TPU_PARTS];
+
 struct sched_node {
 	const char		*id;		/* NULL for a node grown this cycle */
 	int			 pool;
@@ -115,6 +121,8 @@ struct sched_node {
 						 * holding the rack (none: one per cluster) */
 	int			 slice;		/* interned slice id, -1 none */
 	int			 shape;		/* interned slice shape, -1 none */
+	int			 part[SCHED_TPU_PARTS];	/* interned dynamic-slicing partition
+							 * of each shape, -1 none */
 	struct sched_vec	 alloc;		/* allocatable */
 	struct sched_vec	 free;		/* free now (snapshot minus in-flight) */
 };
@@ -300,6 +308,18 @@ bool			 sched_pool_add_node(struct sched_model *m, struct sched_cluster *c,
 			    const char *slice, const char *shape, struct sched_vec alloc,
 			    struct sched_vec free, struct err *e);
 
+/* Names the partition of shape sched_tpu_part_shapes[k] that c's last added node belongs
+ * to (GKE dynamic slicing); NULL = none. */
+void			 sched_node_set_partition(struct sched_model *m, struct sched_cluster *c,
+			    int k, const char *id);
+/* 1 + the index in sched_tpu_part_shapes of the partitions a slice job's allocations
+ * al[0..n) on c use (sched_placement.part_shape), 0 when they are fixed slices (a node of a
+ * dynamic-slicing sub-block is in no fixed slice: providers/kube.c). */
+int			 sched_slice_part_of(const struct sched_model *m,
+			    const struct sched_job *j, const struct sched_cluster *c,
+			    const struct sched_alloc *al, size_t n);
+/* Index in sched_tpu_part_shapes of the interned shape, -1 when none. */
+int			 sched_tpu_part_of(const struct sched_model *m, int shape);
 /* Names the scale unit (InfiniBand block, GKE block, AWS layer 2) of c's last added node;
  * NULL = none. */
 void			 sched_node_set_block(struct sched_model *m, struct sched_cluster *c,
@@ -415,6 +435,10 @@ struct sched_placement {
 	 * not known) */
 	int			 racks_used;
 	int			 racks_scattered;
+	/* topology slice carved out of dynamic-slicing sub-blocks: 1 + the index in
+	 * sched_tpu_part_shapes of the partitions the allocations use; 0: whole fixed slices
+	 * (or no slice) */
+	int			 part_shape;
 };
 
 /* Static filter for j on c: the first failing check, or SCHED_R_CHOSEN. */

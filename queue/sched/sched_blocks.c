@@ -227,3 +227,48 @@ sched_racks_of(const struct sched_job *j, const struct sched_cluster *c,
 	}
 	return ns;
 }
+
+int64_t
+sched_blocks_largest(const struct sched_model *m, const struct sched_job *j,
+		     const struct sched_cluster *c, int *block, int *racks, int64_t *need)
+{
+	struct unit { int block; int64_t accel; int racks; } u[MAX_BLOCKS];
+	int seen[MAX_SEEN][2], ns = 0, nu = 0, best = -1;
+
+	*block = -1;
+	*racks = 0;
+	*need = 0;
+	for (int g = 0; g < j->n_groups; g++)
+		if (j->groups[g].pod.v[SCHED_ACCEL] > 0)
+			*need += sched_group_pods(j, g) * j->groups[g].pod.v[SCHED_ACCEL];
+	for (size_t i = 0; i < c->n_nodes; i++) {
+		const struct sched_node *nd = &c->nodes[i];
+		int k, b;
+
+		if (nd->rack < 0 || !gang_pool(m, j, &c->pools[nd->pool]))
+			continue;
+		for (b = 0; b < nu && u[b].block != nd->block; b++)
+			;
+		if (b == nu) {
+			if (nu == MAX_BLOCKS)
+				continue;
+			u[nu++] = (struct unit){ .block = nd->block };
+		}
+		u[b].accel += nd->alloc.v[SCHED_ACCEL];
+		for (k = 0; k < ns && (seen[k][0] != nd->rack || seen[k][1] != nd->block); k++)
+			;
+		if (k == ns && ns < MAX_SEEN) {
+			seen[ns][0] = nd->rack;
+			seen[ns++][1] = nd->block;
+			u[b].racks++;
+		}
+	}
+	for (int b = 0; b < nu; b++)
+		if (best < 0 || u[b].accel > u[best].accel)
+			best = b;
+	if (best < 0)
+		return 0;
+	*block = u[best].block;
+	*racks = u[best].racks;
+	return u[best].accel;
+}

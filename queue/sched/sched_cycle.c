@@ -466,6 +466,8 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		pl.cluster = pp.cluster;
 		pl.allocs = pp.allocs;
 		pl.n_allocs = pp.n_allocs;
+		pl.part_shape = sched_slice_part_of(m, j, m->clusters[pp.cluster], pp.allocs,
+		    pp.n_allocs);
 		d->victims = pp.victims;
 		d->n_victims = pp.n_victims;
 		d->reason = SCHED_R_CHOSEN;

@@ -89,7 +89,9 @@ topology_json(const struct sched_model *m, const struct sched_job *j, int cluste
 		name = j->topo == SCHED_TOPO_HOST ? nd->id :
 		    j->topo == SCHED_TOPO_RACK || j->topo == SCHED_TOPO_PACK ?
 		    sched_model_name(m, nd->rack) :
-		    j->topo == SCHED_TOPO_SLICE ? sched_model_name(m, nd->slice) : NULL;
+		    j->topo == SCHED_TOPO_SLICE ? sched_model_name(m, sched_tpu_part_of(m,
+		    j->shape) >= 0 && nd->part[sched_tpu_part_of(m, j->shape)] >= 0 ?
+		    nd->part[sched_tpu_part_of(m, j->shape)] : nd->slice) : NULL;
 		if (name == NULL)
 			continue;
 		json_array_foreach(where, k, v)
@@ -213,6 +215,31 @@ blocking(struct sched_model *m, const struct sched_job *j, const struct sched_cl
 	return why;
 }
 
+/* Why topology pack waits on c (issue 26): no racks known, a largest scale unit smaller
+ * than the gang (submission refuses that when the fleet reported it; a cluster that shrank
+ * or a job submitted before its racks were known waits here), or no room now. */
+static json_t *
+pack_detail(const struct sched_model *m, const struct sched_job *j,
+	    const struct sched_cluster *c, enum sched_reason why)
+{
+	int block, racks;
+	int64_t need, most = sched_blocks_largest(m, j, c, &block, &racks, &need);
+
+	if (most == 0)
+		return json_string("no node of the gang's pools here carries a rack (NVLink "
+		    "domain) label: topology pack waits until the cluster reports its racks");
+	if (need > most)
+		return json_sprintf("the largest scale unit here (%s%s, %d racks) holds %lld "
+		    "accelerators, fewer than the gang's %lld: topology pack never spans two "
+		    "scale units, so it waits until a larger one joins", block >= 0 ? "block " :
+		    "racks without a block label", block >= 0 ? sched_model_name(m, block) : "",
+		    racks, (long long)most, (long long)need);
+	return json_string(why == SCHED_R_TOPOLOGY_SPLIT ? "the capacity exists but no "
+	    "scale unit (InfiniBand block) has racks with room for the whole accelerator gang "
+	    "now; topology pack never spans two" : "not enough free accelerators on the racks "
+	    "of any scale unit now");
+}
+
 json_t *
 sched_explain_job(struct sched_model *m, const struct sched_job *j)
 {
@@ -254,10 +281,9 @@ sched_explain_job(struct sched_model *m, const struct sched_job *j)
 		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_HOST)
 			json_object_set_new(ref, "detail", json_string("the capacity exists but no "
 			    "single node holds the accelerator gang (at max_replicas) now"));
-		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_PACK)
-			json_object_set_new(ref, "detail", json_string("the capacity exists but no "
-			    "scale unit (InfiniBand block) has racks with room for the whole "
-			    "accelerator gang now; topology pack never spans two"));
+		else if ((why == SCHED_R_TOPOLOGY_SPLIT || why == SCHED_R_INSUFFICIENT_CAPACITY) &&
+		    j->topo == SCHED_TOPO_PACK)
+			json_object_set_new(ref, "detail", pack_detail(m, j, c, why));
 		else if (why == SCHED_R_TOPOLOGY_SPLIT && j->topo == SCHED_TOPO_SLICE)
 			json_object_set_new(ref, "detail", json_string("fewer whole free slices of "
 			    "the shape than replicas"));

@@ -94,6 +94,8 @@ grow_node(struct sched_cluster *c, int pool)
 	memset(n, 0, sizeof(*n));
 	n->pool = pool;
 	n->rack = n->block = n->slice = n->shape = -1;
+	for (int k = 0; k < SCHED_TPU_PARTS; k++)
+		n->part[k] = -1;
 	n->alloc = p->node_alloc;
 	n->free = p->node_alloc;
 	if (p->grow_nodes > 0)

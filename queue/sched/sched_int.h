@@ -122,5 +122,11 @@ struct sched_rackset {
  * another gang (a gang of more than one rack), then the least room left over. */
 size_t	 sched_blocks_choose(const struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c, struct sched_rackset *out, size_t max);
+/* The largest scale unit of c for j's accelerator gang, counted at allocatable (what it
+ * could ever hold): its accelerators over the racked nodes of the gang's pools (0: no node of
+ * them carries a rack); *block its interned name (-1: the racks without a block label),
+ * *racks how many racks it has.  *need: the gang's accelerators. */
+int64_t	 sched_blocks_largest(const struct sched_model *m, const struct sched_job *j,
+	    const struct sched_cluster *c, int *block, int *racks, int64_t *need);
 
 #endif

@@ -428,11 +428,35 @@ sched_pool_add_node(struct sched_model *m, struct sched_cluster *c, struct sched
 	n->block = -1;
 	n->slice = sched_model_intern(m, slice);
 	n->shape = sched_model_intern(m, shape);
+	for (int k = 0; k < SCHED_TPU_PARTS; k++)
+		n->part[k] = -1;
 	n->alloc = alloc;
 	n->free = free;
 	if (p->node_alloc.v[SCHED_ACCEL] == 0 && p->node_alloc.v[SCHED_CPU] == 0)
 		p->node_alloc = alloc;
 	return true;
+}
+
+const char *const sched_tpu_part_shapes[SCHED_TPU_PARTS] = { "2x2x1", "2x2x2", "2x2x4",
+    "2x4x4", "4x4x4" };
+
+void
+sched_node_set_partition(struct sched_model *m, struct sched_cluster *c, int k,
+			 const char *id)
+{
+	if (c->n_nodes > 0 && k >= 0 && k < SCHED_TPU_PARTS)
+		c->nodes[c->n_nodes - 1].part[k] = sched_model_intern(m, id);
+}
+
+int
+sched_tpu_part_of(const struct sched_model *m, int shape)
+{
+	const char *s = shape >= 0 ? sched_model_name(m, shape) : NULL;
+
+	for (int k = 0; s != NULL && k < SCHED_TPU_PARTS; k++)
+		if (strcmp(s, sched_tpu_part_shapes[k]) == 0)
+			return k;
+	return -1;
 }
 
 void

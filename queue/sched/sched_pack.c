@@ -82,6 +82,8 @@ struct try {
 	int		host_grow;	/* pool to grow the host node from, -1 = existing */
 	int		slices[MAX_SLICES];
 	int		n_slices;
+	int		part;		/* slices are dynamic-slicing partitions of this
+					 * shape index too, -1 = fixed slices only */
 	size_t		base;		/* real nodes; virtual (grown) nodes follow */
 	size_t		n_virt;
 	size_t		n_allocs;
@@ -99,10 +101,18 @@ rack_chosen(const struct try *t, int rack)
 static bool
 slice_chosen(const struct try *t, int slice)
 {
-	for (int i = 0; i < t->n_slices; i++)
+	for (int i = 0; slice >= 0 && i < t->n_slices; i++)
 		if (t->slices[i] == slice)
 			return true;
 	return false;
+}
+
+/* The node is in one of the chosen slices: a fixed slice, or the partition of the job's
+ * shape it belongs to (GKE dynamic slicing). */
+static bool
+node_sliced(const struct try *t, const struct sched_node *nd)
+{
+	return slice_chosen(t, nd->slice) || (t->part >= 0 && slice_chosen(t, nd->part[t->part]));
 }
 
 /* Puts group g on existing and already grown nodes, best fit first. */
@@ -126,7 +136,7 @@ place_existing(struct sched_model *m, const struct sched_job *j, const struct sc
 		    (i >= t->base || (t->n_racks > 0 && !rack_chosen(t, c->nodes[i].rack))))
 			continue;
 		if (bound && t->topo == SCHED_TOPO_SLICE &&
-		    (i >= t->base || !slice_chosen(t, c->nodes[i].slice) || m->s_used[i]))
+		    (i >= t->base || !node_sliced(t, &c->nodes[i]) || m->s_used[i]))
 			continue;
 		if (sched_vec_count(&m->s_free[i], &gr->pod) < 1)
 			continue;
@@ -275,7 +285,7 @@ static bool
 pack_racks(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	   size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1, .part = -1 };
 	int best = -1, seen[256];
 	int64_t best_left = INT64_MAX, left;
 	size_t i, n_seen = 0, k;
@@ -310,7 +320,7 @@ static bool
 pack_blocks(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	    size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1, .part = -1 };
 	struct sched_rackset sets[8];
 	size_t n = sched_blocks_choose(m, j, c, sets, sizeof(sets) / sizeof(sets[0])), i;
 	bool gang = false;
@@ -341,12 +351,39 @@ slice_replicas(const struct sched_job *j)
 	return n;
 }
 
+#define MAX_SEEN_PARTS	512	/* partitions one pass looks at once each */
+
+/* Hosts of a partition of each shape of sched_tpu_part_shapes (4 chips per TPU7x host). */
+static const int part_hosts[SCHED_TPU_PARTS] = { 1, 2, 4, 8, 16 };
+
+/* Partition id of shape k is whole (every one of its hosts present, as the partition's
+ * INCOMPLETE state would say otherwise) and no pod of another job is on it. */
+static bool
+part_free(const struct sched_cluster *c, int k, int id)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].part[k] == id) {
+			if (c->nodes[i].free.v[SCHED_ACCEL] < c->nodes[i].alloc.v[SCHED_ACCEL])
+				return false;
+			n++;
+		}
+	return n == part_hosts[k];
+}
+
+/* topology slice: each replica a whole free slice of the job's shape.  First fixed slices
+ * (a node pool of that shape); then, on GKE dynamic slicing (TPU7x sub-blocks of an All
+ * Capacity mode reservation, https://docs.cloud.google.com/kubernetes-engine/docs/concepts/
+ * dynamic-slicing), free partitions of that shape carved out of a larger reserved
+ * sub-block, in sub-blocks another job already uses first so that whole sub-blocks stay
+ * whole for whole-sub-block jobs. */
 static bool
 pack_slices(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	    size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
-	int want = slice_replicas(j);
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1, .part = -1 };
+	int want = slice_replicas(j), k = sched_tpu_part_of(m, j->shape), top = SCHED_TPU_PARTS - 1;
 	size_t i;
 
 	if (want < 1 || want > MAX_SLICES)
@@ -359,9 +396,48 @@ pack_slices(struct sched_model *m, const struct sched_job *j, const struct sched
 			continue;
 		t.slices[t.n_slices++] = nd->slice;
 	}
+	/* the replicas are all fixed slices or all partitions (each partition gets a Slice) */
+	if (t.n_slices < want && k >= 0)
+		t.n_slices = 0;
+	for (int pass = 0; k >= 0 && pass < 2 && t.n_slices < want; pass++) {
+		int seen[MAX_SEEN_PARTS], ns = 0;
+
+		for (i = 0; i < c->n_nodes && t.n_slices < want; i++) {
+			const struct sched_node *nd = &c->nodes[i];
+			bool whole, dup = false;
+
+			if (nd->part[k] < 0 || slice_chosen(&t, nd->part[k]) ||
+			    !uses_pool_of(m, j, &c->pools[nd->pool]))
+				continue;
+			for (int x = 0; x < ns && !dup; x++)	/* each partition looked at once */
+				dup = seen[x] == nd->part[k];
+			if (dup)
+				continue;
+			if (ns < MAX_SEEN_PARTS)
+				seen[ns++] = nd->part[k];
+			whole = k == top || (nd->part[top] >= 0 && part_free(c, top, nd->part[top]));
+			if ((pass == 0) == whole || !part_free(c, k, nd->part[k]))
+				continue;
+			t.slices[t.n_slices++] = nd->part[k];
+			t.part = k;
+		}
+	}
 	if (t.n_slices < want)
 		return false;
 	return try_pack(m, j, c, &t, n_allocs, NULL);
+}
+
+int
+sched_slice_part_of(const struct sched_model *m, const struct sched_job *j,
+		    const struct sched_cluster *c, const struct sched_alloc *al, size_t n)
+{
+	int k = j->topo == SCHED_TOPO_SLICE ? sched_tpu_part_of(m, j->shape) : -1;
+
+	for (size_t i = 0; k >= 0 && i < n; i++)
+		if (j->groups[al[i].group].pod.v[SCHED_ACCEL] > 0 && al[i].node >= 0 &&
+		    (size_t)al[i].node < c->n_nodes && c->nodes[al[i].node].part[k] >= 0)
+			return k + 1;
+	return 0;
 }
 
 /* Accelerator pods of j at their minimum (now) or maximum (elastic growth) count. */
@@ -401,7 +477,7 @@ static bool
 pack_hosts(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	   size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1, .part = -1 };
 	struct sched_vec lo, hi;
 	int64_t best_left = INT64_MAX, left;
 	int best = -1, best_grow = -1;
@@ -446,7 +522,7 @@ enum sched_reason
 sched_pack_scratch(struct sched_model *m, const struct sched_job *j, const struct sched_cluster *c,
 	     size_t *n_allocs)
 {
-	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1 };
+	struct try t = { .topo = j->topo, .host = -1, .host_grow = -1, .part = -1 };
 	bool ok;
 
 	if (j->topo == SCHED_TOPO_RACK)

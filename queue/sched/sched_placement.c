@@ -384,6 +384,7 @@ racks_compared(struct sched_model *m, const struct sched_job *j, struct sched_pl
 
 	out->racks_used = sched_racks_of(j, c, out->allocs, out->n_allocs);
 	out->racks_scattered = out->racks_used;
+	out->part_shape = sched_slice_part_of(m, j, c, out->allocs, out->n_allocs);
 	if (j->topo != SCHED_TOPO_RACK && j->topo != SCHED_TOPO_PACK)
 		return;
 	loose = *j;

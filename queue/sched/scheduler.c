@@ -196,6 +196,24 @@ scheduler_placement_json(struct sched_model *m, const struct sched_placement *pl
 		json_object_set_new(out, "racks_if_scattered", json_integer(place->racks_scattered));
 	if (ctype != NULL)	/* issue 27: what the capacity preference ranks */
 		json_object_set_new(out, "capacity_type", json_string(ctype));
+	/* issue 26: slices carved out of GKE dynamic-slicing sub-blocks: the partition of each
+	 * (the renderer forms one Slice per partition and pins the pods to it) */
+	if (place->part_shape > 0 && place->part_shape <= SCHED_TPU_PARTS) {
+		int sk = place->part_shape - 1;
+		json_t *parts = json_array();
+
+		for (size_t i = 0; i < place->n_allocs; i++) {
+			const struct sched_alloc *a = &place->allocs[i];
+			const struct sched_node *n = a->node >= 0 && !a->grown &&
+			    (size_t)a->node < k->n_nodes ? &k->nodes[a->node] : NULL;
+
+			if (a->res.v[SCHED_ACCEL] > 0 && n != NULL && n->part[sk] >= 0)
+				note_rack(parts, sched_model_name(m, n->part[sk]));
+		}
+		json_object_set_new(out, "tpu_partition_shape",
+		    json_string(sched_tpu_part_shapes[sk]));
+		json_object_set_new(out, "tpu_partitions", parts);
+	}
 	return out;
 }
 

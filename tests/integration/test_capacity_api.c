@@ -331,6 +331,36 @@ test_search_rack(void **state)
 	json_decref(sim);
 }
 
+/* topology pack (issue 26): the fewest racks of one scale unit.  test-hp-usw2 has 8 + 8
+ * free H100 in two racks of one unit: topology rack rejects it (topology_split), pack takes
+ * both racks and names them and the unit; test-aks-eus holds 16 in one rack. */
+static void
+test_search_pack(void **state)
+{
+	json_t *c;
+
+	(void)state;
+	assert_int_equal(harness_call("POST", admin, "{\"environment\":\"" ENV
+	    "\",\"flavor\":\"" H100 "\",\"count\":16,\"topology\":\"pack\"}",
+	    "/v1/capacity/search"), 200);
+	c = find_named(harness_jp(harness_r.json, "candidates"), "test-hp-usw2");
+	if (c == NULL)
+		fail_msg("pack over two racks of one unit: %s", harness_r.body);
+	assert_int_equal(json_array_size(harness_jp(c, "racks")), 2);
+	assert_non_null(json_object_get(c, "scale_unit"));
+	assert_string_equal(harness_js(c, "fit"), "now");
+	assert_non_null(strstr(harness_js(c, "why"), "2 racks"));
+	c = find_named(harness_jp(harness_r.json, "candidates"), "test-aks-eus");
+	assert_non_null(c);
+	assert_int_equal(json_array_size(harness_jp(c, "racks")), 1);
+	/* the ceiling is one scale unit, not the environment's sum */
+	assert_int_equal(harness_call("POST", admin, "{\"environment\":\"" ENV
+	    "\",\"flavor\":\"" H100 "\",\"count\":100000,\"topology\":\"pack\"}",
+	    "/v1/capacity/search"), 200);
+	assert_true(json_is_true(harness_jp(harness_r.json, "exceeds_environment")));
+	assert_non_null(strstr(harness_js(harness_r.json, "message"), "scale unit"));
+}
+
 /* More than the environment could ever hold, at every cluster's maximum size. */
 static void
 test_larger_than_environment(void **state)
@@ -437,6 +467,7 @@ main(void)
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_summary_cache_follows_commits),
 		cmocka_unit_test(test_search_rack),
+		cmocka_unit_test(test_search_pack),
 		cmocka_unit_test(test_larger_than_environment),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_other_environment),

@@ -44,7 +44,7 @@ setup(void **state)
 		if (strcmp(harness_js(c, "name"), CLUSTER) == 0)
 			json_array_append_new(json_object_get(c, "pools"), json_pack("{s:s, s:s,"
 			    " s:i, s:i, s:f, s:i, s:{s:s, s:s}}", "name", "gb200",
-			    "machine_type", "Standard_ND128isr_NDR_GB200_v6", "nodes", 18, "max", 18,
+			    "machine_type", "Standard_ND128isr_NDR_GB200_v6", "nodes", 18, "max", 36,
 			    "price_per_hour", 62.0, "nodes_per_rack", 18, "labels",
 			    "nvidia.com/gpu.clique", CLIQUE, "site.example/ib-block", "ib-7"));
 	harness_cs_start_json(&cs, fleet, "10");
@@ -129,11 +129,47 @@ test_declared_keys(void **state)
 	free(id);
 }
 
+/* A topology pack gang larger than every scale unit of its flavor would wait forever: it is
+ * refused at submit (400 topology.too_large at /topology) naming the largest scale unit
+ * known (block ib-7: 72 GPUs on one rack), although the cluster could grow to hold it
+ * scattered (max 36 nodes: 144); a gang of exactly that size is taken.  Runs after
+ * test_declared_keys, which registered the cluster and waited for its capacity. */
+static void
+test_pack_too_large(void **state)
+{
+	char *text;
+	json_t *body;
+
+	(void)state;
+	text = harness_job_body(ENV, "gb", "nvidia-gb200", 4,
+	    "{\"name\":\"huge\",\"topology\":\"pack\",\"worker_groups\":[{\"name\":\"w\","
+	    "\"replicas\":36,\"cpu\":\"8\",\"memory\":\"64Gi\",\"accelerator\":{\"flavor\":"
+	    "\"nvidia-gb200\",\"count\":4}}]}");
+	body = json_loads(text, 0, NULL);
+	free(text);
+	assert_non_null(body);
+	harness_call_json("POST", R.admin, body, "/v1/jobs");
+	harness_expect_problem(NULL, 400, "topology.too_large", "/topology");
+	if (strstr(harness_r.body, "ib-7") == NULL || strstr(harness_r.body, "72") == NULL ||
+	    strstr(harness_r.body, "144") == NULL)
+		fail_msg("the refusal does not name the largest scale unit: %s", harness_r.body);
+	/* 72 GPUs: exactly the scale unit */
+	json_object_set_new(body, "topology", json_string("pack"));
+	json_object_set_new(json_array_get(json_object_get(body, "worker_groups"), 0),
+	    "replicas", json_integer(18));
+	json_object_set_new(body, "name", json_string("whole-unit"));
+	if (harness_call_json("POST", R.admin, body, "/v1/jobs") != 201)
+		fail_msg("a gang of the scale unit's size: %ld %s", harness_r.status,
+		    harness_r.body);
+	json_decref(body);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_declared_keys),
+		cmocka_unit_test(test_pack_too_large),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -503,7 +503,7 @@ test_kube_endless_and_truncated(void **state)
 {
 	struct fake f;
 	struct kube_capacity c;
-	struct prov_cluster k = { "id", "c", NULL, NULL, "tok", NULL };
+	struct prov_cluster k = { "id", "c", NULL, NULL, "tok", NULL, NULL };
 	struct err e = { 0 };
 	char url[64];
 

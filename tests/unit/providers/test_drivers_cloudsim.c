@@ -54,7 +54,7 @@ member(const char *name, const char *cloud_id, struct member *m)
 	    harness_js(c, "iam.cluster_role.resource_id") : harness_js(c,
 	    "iam.cluster_role.role_arn"), &e));
 	m->k = (struct prov_cluster){ cloud_id, name, harness_js(c, "api_server"), L.ca_pem,
-	    harness_js(c, "token"), harness_js(c, "provider_cluster_id") };
+	    harness_js(c, "token"), harness_js(c, "provider_cluster_id"), NULL };
 }
 
 static const char *const NAMES[] = { "test-gke-usc1", "test-aks-eus", "test-hp-usw2",

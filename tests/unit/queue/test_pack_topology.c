@@ -1,7 +1,8 @@
 /* test_pack_topology: topology pack and rack over the hierarchy host < rack (NVLink
  * domain) < scale unit (InfiniBand block), as each provider's fleet has it: GB200 NVL72
  * racks (18 trays x 4 GPUs, two scale units of 4 racks), H100 hosts (8 GPUs, racks of 4
- * hosts), TPU v6e slices (GKE only, whole slices: test_tpu_v6e).  A table: fits one rack, spans N racks of one scale
+ * hosts), TPU v6e slices (GKE only, whole slices: test_tpu_v6e), TPU7x sub-slices carved out
+ * of dynamic-slicing sub-blocks (test_tpu7x_subslice).  A table: fits one rack, spans N racks of one scale
  * unit (never two units), does not fit a scale unit; then the choice among racks (whole
  * racks for a multi-rack gang, best fit for a one-rack gang) and the scattered count. */
 #include "sched_fixture.h"
@@ -256,6 +257,119 @@ test_tpu_v6e(void **state)
 	arena_free(a);
 }
 
+/* GKE dynamic slicing (issue 26): two TPU7x sub-blocks of 16 hosts (4x4x4 chips), each
+ * host labelled with its partition of every shape as GKE labels them (cloudsim/tpuslice.c
+ * nests them the same way).  A slice job of a sub-slice shape is carved out of a free
+ * partition of its shape; sub-blocks another job already uses are carved first, so a
+ * whole-sub-block job still finds one whole; a partition with a busy host is not free. */
+static struct sched_cluster *
+dyn_cluster(struct sched_model *m, int subs, const int *busy)
+{
+	static const char *const shapes[] = { "2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4" };
+	struct err e = { 0 };
+	struct sched_cluster *c = sched_model_add_cluster(m, "tpu7x", "prod", "r1", "gke", &e);
+	struct sched_pool *p = sched_cluster_add_pool(m, c, "tpu-v7x", false, 12.0, &e);
+
+	assert_non_null(p);
+	for (int sb = 0; sb < subs; sb++)
+		for (int q = 0; q < 16; q++) {
+			int hx = q % 2, hy = q / 2 % 2, hz = q / 4;
+			int idx[5] = { q, hx + 2 * hy + 4 * (hz / 2), hx + 2 * hy, hx, 0 };
+			bool b = false;
+			char nid[32];
+
+			for (const int *x = busy; x != NULL && *x >= 0; x++)
+				b |= *x == sb * 16 + q;
+			snprintf(nid, sizeof(nid), "sb%d-h%d", sb, q);
+			assert_true(sched_pool_add_node(m, c, p, nid, NULL, NULL, NULL,
+			    fx_vec(4, 200000, 900 * 1024), fx_vec(b ? 0 : 4, 200000, 900 * 1024), &e));
+			for (int k = 0; k < 5; k++) {
+				char id[32];
+
+				snprintf(id, sizeof(id), "sb%d-%s-%d", sb, shapes[k], idx[k]);
+				sched_node_set_partition(m, c, k, id);
+			}
+		}
+	return c;
+}
+
+static void
+test_tpu7x_subslice(void **state)
+{
+	static const int none[] = { -1 }, sb0_used[] = { 5, -1 }, both_used[] = { 5, 21, -1 };
+	static const struct {
+		const char	*shape;
+		int		 hosts, replicas;
+		const int	*busy;
+		const char	*want;
+		const char	*sub;		/* the sub-block every pod lands in; NULL any */
+	} rows[] = {
+		{ "2x2x1", 1, 1, none, "chosen", NULL },
+		{ "2x2x2", 2, 1, none, "chosen", NULL },
+		{ "2x2x4", 4, 3, none, "chosen", NULL },
+		{ "2x4x4", 8, 2, none, "chosen", NULL },
+		{ "4x4x4", 16, 2, none, "chosen", NULL },
+		{ "4x4x4", 16, 3, none, "insufficient_capacity", NULL },
+		/* sub-block 0 partly used: a sub-slice is carved there, sub-block 1 stays whole */
+		{ "2x2x2", 2, 1, sb0_used, "chosen", "sb0-" },
+		{ "2x4x4", 8, 1, sb0_used, "chosen", "sb0-" },
+		{ "4x4x4", 16, 1, sb0_used, "chosen", "sb1-" },
+		/* a busy host in each: the chips are there, no whole 4x4x4 partition is */
+		{ "4x4x4", 16, 1, both_used, "topology_split", NULL },
+		/* 2x4x4: each sub-block has one whole half left */
+		{ "2x4x4", 8, 2, both_used, "chosen", NULL },
+		{ "2x4x4", 8, 3, both_used, "topology_split", NULL },
+	};
+	struct arena *a = arena_new();
+
+	(void)state;
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		struct sched_model *m = fx_model();
+		struct sched_cluster *c = dyn_cluster(m, 2, rows[r].busy);
+		struct sched_alloc *al;
+		struct sched_job *j;
+		size_t n;
+		int k;
+
+		fx_queue(m, "q", NULL, 1, "tpu-v7x", 1000, U, U);
+		j = fx_job(m, "j", "q", 0, FX_NOW, "tpu-v7x", rows[r].replicas * rows[r].hosts, 4);
+		j->groups[0].hosts = rows[r].hosts;
+		j->topo = SCHED_TOPO_SLICE;
+		j->shape = sched_model_intern(m, rows[r].shape);
+		fx_finalize(m);
+		k = sched_tpu_part_of(m, j->shape);
+		assert_true(k >= 0);
+		if (strcmp(sched_reason_code(sched_pack(m, j, c, a, &al, &n)), rows[r].want) != 0)
+			fail_msg("row %zu (%s x%d): %s", r, rows[r].shape, rows[r].replicas,
+			    sched_reason_code(sched_pack(m, j, c, a, &al, &n)));
+		if (strcmp(rows[r].want, "chosen") == 0) {
+			const char *seen[8] = { NULL };
+			int ns = 0;
+
+			assert_int_equal(n, (size_t)(rows[r].replicas * rows[r].hosts));
+			for (size_t i = 0; i < n; i++) {
+				const struct sched_node *nd = &c->nodes[al[i].node];
+				const char *id = sched_model_name(m, nd->part[k]);
+				int x;
+
+				assert_int_equal(al[i].pods, 1);	/* one pod per host */
+				assert_int_equal(nd->free.v[SCHED_ACCEL], 4);	/* never a busy one */
+				if (rows[r].sub != NULL)
+					assert_memory_equal(nd->id, rows[r].sub, 4);
+				for (x = 0; x < ns && strcmp(seen[x], id) != 0; x++)
+					;
+				if (x == ns && ns < 8)
+					seen[ns++] = id;
+			}
+			/* each replica one whole partition of the shape */
+			assert_int_equal(ns, rows[r].replicas);
+			assert_int_equal(sched_slice_part_of(m, j, c, al, n), k + 1);
+		}
+		sched_model_free(m);
+	}
+	arena_free(a);
+}
+
 int
 main(void)
 {
@@ -264,6 +378,7 @@ main(void)
 		cmocka_unit_test(test_choice),
 		cmocka_unit_test(test_units_never_mix),
 		cmocka_unit_test(test_tpu_v6e),
+		cmocka_unit_test(test_tpu7x_subslice),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -455,6 +455,132 @@ test_flex_start_template(void **state)
 	kube_capacity_cleanup(&k);
 }
 
+/* Nodes "name:block:rack:free:alloc" (block "-": none) into a topology object. */
+static json_t *
+ptopo(const char *spec)
+{
+	json_t *nodes = json_array();
+	char *dup = strdup(spec), *save = NULL, *tok;
+
+	for (tok = strtok_r(dup, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		char name[32], block[32], rack[32];
+		int free = 0, alloc = 0;
+		json_t *n;
+
+		sscanf(tok, "%31[^:]:%31[^:]:%31[^:]:%d:%d", name, block, rack, &free, &alloc);
+		n = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:b}", "name", name, "rack", rack,
+		    "slice", "", "free_accel", free, "alloc_accel", alloc, "free_cpu_m", 1000,
+		    "free_mem", 1000, "ready", 1);
+		if (strcmp(block, "-") != 0)
+			json_object_set_new(n, "block", json_string(block));
+		json_array_append_new(nodes, n);
+	}
+	free(dup);
+	return json_pack("{s:o}", "nodes", nodes);
+}
+
+/* topology pack (issue 26): the fewest racks of one scale unit, racks no other gang uses
+ * first, best fit; the candidate names its racks and scale unit; larger than every scale
+ * unit is rejected and exceeds the environment (the largest unit, not the sum). */
+static void
+test_pack(void **state)
+{
+	struct fleet f;
+	json_t *ans, *c0, *racks;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	/* g: block b1 has racks r1 (8 free of 8), r2 (8 of 8), r3 (4 of 8: another gang uses
+	 * it) and r4 (8 of 8); block b2 has r5 and r6 (8 of 8 each) */
+	add(&f, "g", "us-central1", "gke", 1, mkrow("gb", "nvidia-gb200", false, 60, 4, 12, 12,
+	    -1, 44, ptopo("n1:b1:r1:4:4 n2:b1:r1:4:4 n3:b1:r2:4:4 n4:b1:r2:4:4 n5:b1:r3:0:4 "
+	    "n6:b1:r3:4:4 n7:b1:r4:4:4 n8:b1:r4:4:4 n9:b2:r5:4:4 n10:b2:r5:4:4 n11:b2:r6:4:4 "
+	    "n12:b2:r6:4:4")));
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"nvidia-gb200\",\"count\":20,"
+	    "\"topology\":\"pack\"}");
+	c0 = json_array_get(json_object_get(ans, "candidates"), 0);
+	if (c0 == NULL)
+		fail_msg("no candidate: %s", json_dumps(ans, 0));
+	/* 20 needs three racks: only b1 has three; the shared r3 is left out */
+	assert_string_equal(json_string_value(json_object_get(c0, "scale_unit")), "b1");
+	racks = json_object_get(c0, "racks");
+	assert_int_equal(json_array_size(racks), 3);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_not_equal(json_string_value(json_array_get(racks, i)), "r3");
+	assert_int_equal(json_integer_value(json_object_get(c0, "free")), 24);
+	assert_non_null(strstr(json_string_value(json_object_get(c0, "why")), "3 racks"));
+	json_decref(ans);
+
+	/* 8: one whole rack with nothing left over (r3, shared, has only 4 free) */
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"nvidia-gb200\",\"count\":8,"
+	    "\"topology\":\"pack\"}");
+	c0 = json_array_get(json_object_get(ans, "candidates"), 0);
+	assert_non_null(c0);
+	assert_int_equal(json_array_size(json_object_get(c0, "racks")), 1);
+	assert_int_equal(json_integer_value(json_object_get(c0, "free")), 8);
+	json_decref(ans);
+
+	/* 40: more than any unit holds (b1: 32 at allocatable) though the cluster has 48 */
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"nvidia-gb200\",\"count\":40,"
+	    "\"topology\":\"pack\"}");
+	assert_int_equal(json_array_size(json_object_get(ans, "candidates")), 0);
+	assert_string_equal(reason_of(ans, "g"), "topology_split");	/* 44 free in all */
+	assert_int_equal(json_integer_value(json_object_get(ans, "environment_max")), 32);
+	assert_true(json_is_true(json_object_get(ans, "exceeds_environment")));
+	assert_non_null(strstr(json_string_value(json_object_get(ans, "message")),
+	    "scale unit"));
+	json_decref(ans);
+
+	/* 28: b1 has 28 free but needs all four racks, shared r3 included: still one unit */
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"nvidia-gb200\",\"count\":28,"
+	    "\"topology\":\"pack\"}");
+	c0 = json_array_get(json_object_get(ans, "candidates"), 0);
+	assert_non_null(c0);
+	assert_int_equal(json_array_size(json_object_get(c0, "racks")), 4);
+	json_decref(ans);
+
+	/* 30: 44 free in the cluster, but 28 in b1 and 16 in b2: no one unit holds it */
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"nvidia-gb200\",\"count\":30,"
+	    "\"topology\":\"pack\"}");
+	assert_int_equal(json_array_size(json_object_get(ans, "candidates")), 0);
+	assert_string_equal(reason_of(ans, "g"), "topology_split");
+	json_decref(ans);
+	fleet_free(&f);
+}
+
+/* topology slice on GKE dynamic slicing (issue 26): a TPU7x sub-block of 4 hosts shown
+ * here (2x2x2 partitions p0 = h0+h1, p1 = h2+h3); p0 has a busy host, p1 is free: the
+ * search names p1; a 2x2x4 (4 hosts) partition is not whole free. */
+static void
+test_partition(void **state)
+{
+	struct fleet f;
+	json_t *nodes = json_array(), *ans, *c0;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	for (int h = 0; h < 4; h++)
+		json_array_append_new(nodes, json_pack("{s:s, s:s, s:s, s:i, s:i, s:b,"
+		    " s:{s:s, s:s}}", "name", h == 0 ? "h0" : h == 1 ? "h1" : h == 2 ? "h2" : "h3",
+		    "rack", "", "slice", "", "free_accel", h == 0 ? 0 : 4, "alloc_accel", 4,
+		    "ready", 1, "partitions", "2x2x2", h < 2 ? "p0" : "p1", "2x2x4", "q0"));
+	add(&f, "d", "us-central1", "gke", 1, mkrow("ironwood", "tpu-v7x", false, 48, 4, 4, 4,
+	    -1, 12, json_pack("{s:o}", "nodes", nodes)));
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"tpu-v7x\",\"count\":8,"
+	    "\"topology\":\"slice\",\"slice_topology\":\"2x2x2\"}");
+	c0 = json_array_get(json_object_get(ans, "candidates"), 0);
+	if (c0 == NULL)
+		fail_msg("no candidate: %s", json_dumps(ans, 0));
+	assert_string_equal(json_string_value(json_object_get(c0, "slice")), "p1");
+	assert_int_equal(json_integer_value(json_object_get(c0, "free")), 8);
+	json_decref(ans);
+	ans = search(&f, "{\"environment\":\"prod\",\"flavor\":\"tpu-v7x\",\"count\":16,"
+	    "\"topology\":\"slice\",\"slice_topology\":\"2x2x4\"}");
+	assert_int_equal(json_array_size(json_object_get(ans, "candidates")), 0);
+	json_decref(ans);
+	fleet_free(&f);
+}
+
 int
 main(void)
 {
@@ -463,6 +589,8 @@ main(void)
 		cmocka_unit_test(test_rack_search),
 		cmocka_unit_test(test_host_growth_and_ceiling),
 		cmocka_unit_test(test_slice),
+		cmocka_unit_test(test_pack),
+		cmocka_unit_test(test_partition),
 		cmocka_unit_test(test_poller_rows),
 		cmocka_unit_test(test_flex_start_template),
 	};
