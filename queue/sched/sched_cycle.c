@@ -417,6 +417,24 @@ preempt_plan(struct sched_model *m, struct sched_job *j, struct arena *a,
 	return false;
 }
 
+/* A whole job preempted takes its admitted grow requests with it (the database releases
+ * them with the job's state change, migration 0026): their room comes back too. */
+static void
+release_grows(struct sched_model *m, const struct sched_job *v)
+{
+	if (v->grow_of >= 0)
+		return;
+	for (size_t i = 0; i < m->n_jobs; i++) {
+		struct sched_job *g = m->jobs[i];
+
+		if (g->grow_of != v->idx ||
+		    (g->state != SCHED_ADMITTED && g->state != SCHED_RUNNING))
+			continue;	/* a pending one's admission fails at commit */
+		sched_release(m, g);
+		g->state = SCHED_PREEMPTED;
+	}
+}
+
 /* *reopened: capacity or quota came back during the cycle (evictions, a released hold).
  * *gen moves on whenever the model changes (an admission, eviction or hold). */
 static void
@@ -452,6 +470,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 			sched_release(m, v);
 			v->state = SCHED_PREEMPTED;
 			sched_job_evicted_by(m, v, j->id);
+			release_grows(m, v);
 		}
 		unhold(m, j);
 		*reopened = true;
