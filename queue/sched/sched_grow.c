@@ -61,7 +61,7 @@ sched_model_add_grow(struct sched_model *m, const char *id, struct sched_job *p,
 	const struct sched_group *pg;
 	struct sched_job *g;
 
-	if (group <= 0 || group >= p->n_groups || p->groups[group].head || pods < 1) {
+	if (group < 0 || group >= p->n_groups || p->groups[group].head || pods < 1) {
 		err_set(e, 400, "queue.bad_grow", "grow %s names no worker group of its job", id);
 		return NULL;
 	}
