@@ -70,13 +70,16 @@ victims_seen(const char *id, bool now)
 }
 
 /* Whether jobs the scheduler or a move preempted for j still hold their room on j's
- * cluster (state preempted, the reason naming j: queue/sched/scheduler.c). */
+ * cluster (state preempted, the reason naming j: queue/sched/scheduler.c), or grown workers
+ * it took back are still being shrunk (job_grows shrinking for j, issue 26). */
 static bool
 victims_leaving(const struct member *t, const struct status_job *j)
 {
 	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id ="
 	    " $1::uuid AND state = 'preempted' AND reason LIKE 'preempted by %' AND"
-	    " right(reason, 36) = $2)";
+	    " right(reason, 36) = $2) OR EXISTS (SELECT 1 FROM job_grows g JOIN jobs k"
+	    " ON k.id = g.job_id WHERE k.cluster_id = $1::uuid AND g.state = 'shrinking'"
+	    " AND g.by_job = $2)";
 	const char *p[2] = { t->id, j->id };
 	struct err e = { 0 };
 	struct db *c = db_acquire(5000, &e);
