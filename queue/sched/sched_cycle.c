@@ -487,7 +487,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		settle(m, a, d, false);
 		return;
 	}
-	if (j->hold_cluster < 0 && *holds < m->cfg.max_holds &&
+	if (j->hold_cluster < 0 && j->grow_of < 0 && *holds < m->cfg.max_holds &&
 	    m->now - j->enqueued_at >= m->cfg.starve_after &&
 	    (d->reason == SCHED_R_INSUFFICIENT_CAPACITY || d->reason == SCHED_R_RESERVED ||
 	     d->reason == SCHED_R_TOPOLOGY_SPLIT)) {

@@ -52,13 +52,16 @@ static const char sql_pending[] =
     "UPDATE jobs j SET reason = x->>'reason' FROM jsonb_array_elements($1::jsonb) x"
     " WHERE j.id = (x->>'id')::uuid AND j.state = 'pending'"
     " AND j.reason IS DISTINCT FROM x->>'reason'";
-/* Victims still placed (and, when $4, whose preemptor is still pending), locked first so
- * that the event names the state each one really left. */
+/* Victims still placed (and, when $4, whose preemptor is still pending: a job, or the grow
+ * request "grow" of the job "by", issue 26), locked first so that the event names the state
+ * each one really left. */
 static const char sql_preempt[] =
-    "WITH v AS (SELECT (x->>'id')::uuid AS id, x->>'by' AS by FROM jsonb_array_elements($1::jsonb) x),"
+    "WITH v AS (SELECT (x->>'id')::uuid AS id, x->>'by' AS by, (x->>'grow')::bigint AS grow"
+    "  FROM jsonb_array_elements($1::jsonb) x),"
     " o AS (SELECT j.id, j.state, v.by FROM jobs j JOIN v ON v.id = j.id"
     "  WHERE j.state IN " JOB_STATES_PLACED_SQL " AND (NOT $4::boolean OR EXISTS (SELECT 1"
-    "  FROM jobs p WHERE p.id = v.by::uuid AND p.state = 'pending')) FOR UPDATE OF j),"
+    "  FROM jobs p WHERE p.id = v.by::uuid AND p.state = 'pending') OR EXISTS (SELECT 1"
+    "  FROM job_grows g WHERE g.id = v.grow AND g.state = 'pending')) FOR UPDATE OF j),"
     " u AS (UPDATE jobs j SET state = 'preempted', version = j.version + 1, updated_at = now(),"
     "  reason = $2 || o.by, next_try_at = now(), checkpoint_deadline = now() +"
     "  make_interval(secs => coalesce((j.spec->'checkpoint'->>'grace_seconds')::int, $5::int))"
@@ -406,7 +409,8 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			if (sched_job_is_grow(vj))	/* shrunk back, not preempted */
 				add(&both[1], json_pack("{s:s, s:s}", "id", grow_no(vj->id), "by", by));
 			else if (strchr(vj->id, '#') == NULL)	/* a move's reservation: not a job */
-				add(&both[0], json_pack("{s:s, s:s}", "id", vj->id, "by", by));
+				add(&both[0], json_pack("{s:s, s:s, s:s?}", "id", vj->id, "by", by,
+				    "grow", grow ? grow_no(j->id) : NULL));
 		}
 		if (grow) {
 			add(&both[3], grow_row(m, j, &d->place, pools));

@@ -31,6 +31,7 @@ static char kubeconfig[300];
 static int
 setup(void **state)
 {
+	harness_ctl_home_make();
 	harness_fleet_start(&F, "grow", FLEETD_SOURCE_DIR "/tests/fixtures/fleets/grow.json",
 	    TIME_SCALE, NULL);
 	oper = harness_fleet_token(&F, "operator", ENV);
@@ -44,6 +45,7 @@ teardown(void **state)
 {
 	if (kubeconfig[0] != '\0')
 		unlink(kubeconfig);
+	harness_ctl_home_drop();
 	return harness_fleet_teardown(state);
 }
 
@@ -374,6 +376,19 @@ test_growth_held_without_room(void **state)
 	assert_int_equal(harness_ji(x, "elastic.0.desired_replicas"), 2);
 	assert_string_equal(harness_js(x, "elastic.0.waiting.reason"), "over_quota");
 	assert_true(strstr(harness_js(x, "elastic.0.waiting.detail"), "quota") != NULL);
+	{	/* fleetctl jobs explain says it */
+		struct harness_ctl r;
+		char env_url[600], env_tok[200];
+
+		snprintf(env_url, sizeof(env_url), "FLEET_URL=%s", harness_url(&F.fd, "%s", ""));
+		snprintf(env_tok, sizeof(env_tok), "FLEET_TOKEN=%s", viewer);
+		harness_ctl_run(&r, NULL, (const char *const[]){ env_url, env_tok, NULL },
+		    (const char *const[]){ "jobs", "explain", id, NULL });
+		if (r.rc != 0 || strstr(r.out, "Elastic group w: 1 admitted, 2 desired") == NULL ||
+		    strstr(r.out, "waits (over_quota)") == NULL)
+			fail_msg("fleetctl jobs explain: rc %d\n%s\n%s", r.rc, r.out, r.err);
+		harness_ctl_free(&r);
+	}
 	json_decref(w);
 	cancel(id);
 	free(id);
