@@ -151,10 +151,12 @@ read_rows(const struct status_job *j, json_t **grows, json_t **placement, struct
 {
 	static const char sql_job[] = "SELECT coalesce(placement, '{}')::text FROM jobs"
 	    " WHERE id = $1::uuid AND attempt = $2::int AND state IN ('dispatched', 'running')";
+	/* the attempt's newest 200 (released ones too: the newest row keeps the desired
+	 * replicas explain shows), oldest first */
 	static const char sql_grows[] = "SELECT json_build_object('id', id, 'grp', grp, 'state',"
-	    " state, 'replicas', replicas, 'pods', pods, 'placement', placement)::text"
-	    " FROM job_grows WHERE job_id = $1::uuid AND attempt = $2::int"
-	    " AND state <> 'released' ORDER BY id";
+	    " state, 'replicas', replicas, 'pods', pods, 'desired', desired, 'placement',"
+	    " placement)::text FROM (SELECT * FROM job_grows WHERE job_id = $1::uuid AND"
+	    " attempt = $2::int ORDER BY id DESC LIMIT 200) g ORDER BY id";
 	char at[16];
 	const char *p[2] = { j->id, at };
 	PGresult *r = NULL;
@@ -297,6 +299,23 @@ release(const struct member *t, const struct status_job *j, long long gid, const
 	record(&w, st);
 }
 
+/* The autoscaler's replicas as last seen, kept on the group's newest row (explain). */
+static void
+note_desired(const struct member *t, const struct status_job *j, long long gid, int desired,
+	     struct status_stats *st)
+{
+	static const char sql[] = "UPDATE job_grows SET desired = $2::int, updated_at = now()"
+	    " WHERE id = $1::bigint AND desired <> $2::int RETURNING id";
+	struct write w = { .j = j, .cluster_id = t->id, .sql = sql, .n = 2 };
+	char id[32], des[16];
+
+	snprintf(id, sizeof(id), "%lld", gid);
+	snprintf(des, sizeof(des), "%d", desired);
+	w.p[0] = id;
+	w.p[1] = des;
+	record(&w, st);
+}
+
 /* ---- the member */
 
 /* The pods of group g of the attempt (borrowed from seen). */
@@ -356,17 +375,14 @@ live_group(json_t *groups, const char *name)
 	return NULL;
 }
 
-/* Patches the object the autoscaler scales: the groups' pins, and for a shrink their
- * replicas and workersToDelete.  true when nothing needed changing or the patch landed. */
-static bool
-patch_groups(const struct member *t, const struct status_job *j, json_t *target,
-	     const char *tkind, struct ggroup *gs, int ng, bool *shrunk)
+/* The object's worker groups with the pins and shrinks gs ask for (new), NULL when nothing
+ * needs changing; *shrunk: a group's replicas are lowered. */
+static json_t *
+changed_groups(json_t *obj, const char *tkind, struct ggroup *gs, int ng, bool *shrunk)
 {
-	json_t *groups = json_deep_copy(json_object_get(ray_cluster_spec(target, tkind),
-	    "workerGroupSpecs")), *patch = NULL, *wg, *vals;
-	struct err e = { 0 };
-	bool change = false, ok = true;
-	const char *rv = jsonx_meta_str(target, "resourceVersion");
+	json_t *groups = json_deep_copy(json_object_get(ray_cluster_spec(obj, tkind),
+	    "workerGroupSpecs")), *wg, *vals;
+	bool change = false;
 
 	*shrunk = false;
 	for (int i = 0; i < ng; i++) {
@@ -386,22 +402,63 @@ patch_groups(const struct member *t, const struct status_job *j, json_t *target,
 			*shrunk = true;
 		}
 	}
-	if (!change)
+	if (!change) {
+		json_decref(groups);
+		return NULL;
+	}
+	return groups;
+}
+
+/* Patches the object the autoscaler scales: the groups' pins, and for a shrink their
+ * replicas and workersToDelete.  What the view shows decides whether to; the patch is made
+ * on the object as read just before, naming its resourceVersion (a merge patch replaces the
+ * whole group list: a write of the autoscaler's in between is not overwritten, the patch
+ * is refused with 409 and made again next pass).  true when nothing needed changing or the
+ * patch landed. */
+static bool
+patch_groups(const struct member *t, const struct status_job *j, json_t *view,
+	     const char *tkind, struct ggroup *gs, int ng, bool *shrunk)
+{
+	json_t *groups = changed_groups(view, tkind, gs, ng, shrunk), *fresh = NULL,
+	    *patch = NULL;
+	const char *name = jsonx_meta_str(view, "name"), *rv;
+	struct err e = { 0 };
+	bool ok = true;
+
+	if (groups == NULL)
+		return true;
+	json_decref(groups);
+	if (!(ok = kube_get_object(&t->pc, "ray.io/v1", tkind, j->ns, name, &fresh, &e)))
 		goto cleanup;
+	if ((groups = changed_groups(fresh, tkind, gs, ng, shrunk)) == NULL)
+		goto cleanup;	/* changed meanwhile: nothing left to do */
+	rv = jsonx_meta_str(fresh, "resourceVersion");
 	patch = strcmp(tkind, "RayJob") == 0 ?
-	    json_pack("{s:{s:{s:O}}}", "spec", "rayClusterSpec", "workerGroupSpecs", groups) :
-	    json_pack("{s:{s:O}}", "spec", "workerGroupSpecs", groups);
-	if (rv != NULL)	/* the autoscaler's replicas as read: a later write of its wins */
+	    json_pack("{s:{s:{s:o}}}", "spec", "rayClusterSpec", "workerGroupSpecs", groups) :
+	    json_pack("{s:{s:o}}", "spec", "workerGroupSpecs", groups);
+	if (rv != NULL)
 		json_object_set_new(patch, "metadata", json_pack("{s:s}", "resourceVersion", rv));
-	ok = kube_patch_object(&t->pc, "ray.io/v1", tkind, j->ns, jsonx_meta_str(target, "name"),
-	    patch, &e);
+	ok = kube_patch_object(&t->pc, "ray.io/v1", tkind, j->ns, name, patch, &e);
+cleanup:
 	if (!ok && e.status != 409)
 		log_warn(NULL, "status", "cannot patch an elastic group", "{s:s, s:s}", "job", j->id,
 		    "error", e.msg);
-cleanup:
 	json_decref(patch);
-	json_decref(groups);
+	json_decref(fresh);
 	return ok;
+}
+
+/* Oldest pod first (creationTimestamp, then name). */
+static int
+pod_cmp(const void *a, const void *b)
+{
+	json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	const char *tx = jsonx_meta_str(x, "creationTimestamp"),
+	    *ty = jsonx_meta_str(y, "creationTimestamp"),
+	    *nx = jsonx_meta_str(x, "name"), *ny = jsonx_meta_str(y, "name");
+	int c = strcmp(tx ? tx : "", ty ? ty : "");
+
+	return c != 0 ? c : strcmp(nx ? nx : "", ny ? ny : "");
 }
 
 /* Lifts the gate from the group's gated pods pinned as the group is now, oldest first,
@@ -410,8 +467,8 @@ static void
 ungate(const struct member *t, const struct status_job *j, const struct status_seen *seen,
        const struct ggroup *g)
 {
-	json_t *p, *gates, *x;
-	size_t i, k;
+	json_t *p, *gates, *x, **order;
+	size_t i, k, n = json_array_size(seen->pods);
 	int open = 0, room;
 
 	json_array_foreach(seen->pods, i, p)
@@ -419,9 +476,16 @@ ungate(const struct member *t, const struct status_job *j, const struct status_s
 		    !has(g->drop, jsonx_meta_str(p, "name") ? jsonx_meta_str(p, "name") : ""))
 			open++;
 	room = g->keep * g->hosts - open;
-	json_array_foreach(seen->pods, i, p) {
-		json_t *sp = json_object_get(p, "spec"), *mine = pins_of(sp), *patch;
+	if (room <= 0 || n == 0 || (order = calloc(n, sizeof(*order))) == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		order[i] = json_array_get(seen->pods, i);
+	qsort(order, n, sizeof(*order), pod_cmp);
+	for (i = 0; i < n; i++) {
+		json_t *sp = json_object_get(order[i], "spec"), *mine = pins_of(sp), *patch;
 		struct err e = { 0 };
+
+		p = order[i];
 
 		if (room <= 0)
 			break;
@@ -444,6 +508,7 @@ ungate(const struct member *t, const struct status_job *j, const struct status_s
 			    "s:s}", "job", j->id, "pod", jsonx_meta_str(p, "name"), "error", e.msg);
 		json_decref(patch);
 	}
+	free(order);
 }
 
 /* The object whose workerGroupSpecs the autoscaler changes: a RayCluster is its own; a
@@ -520,6 +585,8 @@ status_grow(const struct member *t, struct status_job *j, const struct status_se
 		struct ggroup *g = &gs[n];
 		json_t *wg = live_group(json_object_get(ray_cluster_spec(target, tkind),
 		    "workerGroupSpecs"), g->name);
+		long long newest = 0;
+		int newest_desired = -1;
 
 		g->pins = json_array();
 		g->drop = json_array();
@@ -533,14 +600,13 @@ status_grow(const struct member *t, struct status_job *j, const struct status_se
 		json_array_foreach(grows, i, r) {
 			if (num(r, "grp", -1) != g->grp)
 				continue;
+			newest = (long long)json_integer_value(json_object_get(r, "id"));
+			newest_desired = num(r, "desired", -1);
 			if (strcmp(str(r, "state"), "pending") == 0) {
 				g->pending_id = (long long)json_integer_value(json_object_get(r, "id"));
 				g->pending = num(r, "replicas", 0);
 			} else if (strcmp(str(r, "state"), "admitted") == 0) {
 				g->admitted += num(r, "replicas", 0);
-				json_array_foreach(json_object_get(json_object_get(r, "placement"),
-				    "allocs"), k, a)
-					add_node(g->pins, str(a, "node"));
 			} else if (strcmp(str(r, "state"), "shrinking") == 0 && g->n_shrinking < 8) {
 				g->shrinking[g->n_shrinking++] =
 				    (long long)json_integer_value(json_object_get(r, "id"));
@@ -562,7 +628,16 @@ status_grow(const struct member *t, struct status_job *j, const struct status_se
 			    "growth it no longer uses is released", json_pack("{s:s, s:O, s:i}",
 			    "group", g->name, "grow", json_object_get(r, "id"), "desired_replicas",
 			    g->desired), st);
+			json_object_set_new(r, "state", json_string("released"));
 		}
+		/* the pin: the job's own nodes of the group and those of its admitted grows */
+		json_array_foreach(grows, i, r)
+			if (num(r, "grp", -1) == g->grp && strcmp(str(r, "state"), "admitted") == 0)
+				json_array_foreach(json_object_get(json_object_get(r, "placement"),
+				    "allocs"), k, a)
+					add_node(g->pins, str(a, "node"));
+		if (newest > 0 && newest_desired != g->desired && g->pending_id != newest)
+			note_desired(t, j, newest, g->desired, st);
 		if (g->pending_id > 0 && g->desired <= g->admitted)
 			release(t, j, g->pending_id, "pending", "grow_withdrawn", "the autoscaler no "
 			    "longer asks for the growth that waited", json_pack("{s:s, s:i}", "group",
