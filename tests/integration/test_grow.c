@@ -419,10 +419,20 @@ test_shrink_before_preemption(void **state)
 	/* the grown worker was deleted by name, the job runs at its minimum, never preempted */
 	rc = ray_cluster(low);
 	assert_int_equal(harness_ji(rc, "spec.workerGroupSpecs.0.replicas"), 1);
-	assert_int_equal(json_array_size(harness_jp(rc,
-	    "spec.workerGroupSpecs.0.scaleStrategy.workersToDelete")), 1);
 	json_decref(rc);
+	assert_int_equal(harness_sql_long("SELECT jsonb_array_length(data->'deleted') FROM"
+	    " job_events WHERE job_id = '%s' AND type = 'grow_released' ORDER BY id DESC LIMIT 1",
+	    low), 1);
 	wait_running_workers(low, 1, 60);
+	{	/* the worker deleted by name is the one on the grown node */
+		json_t *w = workers(low), *p;
+		size_t i;
+
+		json_array_foreach(w, i, p)
+			if (strcmp(harness_js(p, "phase"), "Running") == 0)
+				assert_false(has(nodes, harness_js(p, "node")));
+		json_decref(w);
+	}
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_events WHERE job_id = '%s'"
 	    " AND to_state = 'preempted'", low), 0);
 	assert_int_equal(harness_sql_long("SELECT attempt FROM jobs WHERE id = '%s'", low), 1);
