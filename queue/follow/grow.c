@@ -23,11 +23,14 @@
  *
  * No transaction is held across a call to the member: rows are read, the connection given
  * back, the member patched, and each record written in its own fenced transaction. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
+#include "core/mono.h"
 #include "providers/kube.h"
 #include "providers/kuberay.h"
 #include "queue/follow/status_int.h"
@@ -511,9 +514,50 @@ ungate(const struct member *t, const struct status_job *j, const struct status_s
 	free(order);
 }
 
+/* RayJobs whose RayCluster the member did not have (by a hash of job and attempt -> when):
+ * asked again after MISSING_RETRY_S, not on every pass. */
+#define MISSING_SLOTS	256
+#define MISSING_RETRY_S	30.0
+
+static struct {
+	pthread_mutex_t	 mu;
+	uint64_t	 h[MISSING_SLOTS];
+	double		 at[MISSING_SLOTS];
+} M = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static uint64_t
+job_hash(const struct status_job *j)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const char *c = j->id; *c != '\0'; c++)
+		h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+	h = (h ^ (uint64_t)(unsigned)j->attempt) * 0x100000001b3ULL;
+	return h ? h : 1;
+}
+
+/* Whether j's RayCluster was missing less than MISSING_RETRY_S ago; with mark, it is now. */
+static bool
+missing(const struct status_job *j, bool mark)
+{
+	uint64_t h = job_hash(j);
+	size_t i = h % MISSING_SLOTS;
+	bool recent;
+
+	pthread_mutex_lock(&M.mu);
+	recent = M.h[i] == h && mono_s() - M.at[i] < MISSING_RETRY_S;
+	if (mark) {
+		M.h[i] = h;
+		M.at[i] = mono_s();
+	}
+	pthread_mutex_unlock(&M.mu);
+	return recent;
+}
+
 /* The object whose workerGroupSpecs the autoscaler changes: a RayCluster is its own; a
- * RayJob's is the RayCluster it created, else (not created yet, or not readable) the
- * RayJob's rayClusterSpec.  *tkind gets the kind; a new reference, NULL none. */
+ * RayJob's is the RayCluster it created (status.rayClusterName), else (not created yet, or
+ * not there: an emulator that runs the RayJob's pods itself) the RayJob's rayClusterSpec.
+ * *tkind gets the kind; a new reference. */
 static json_t *
 scaled_object(const struct member *t, const struct status_job *j,
 	      const struct status_seen *seen, const char **tkind)
@@ -525,9 +569,13 @@ scaled_object(const struct member *t, const struct status_job *j,
 
 	*tkind = j->kind;
 	if (strcmp(j->kind, "RayJob") == 0 && name != NULL && name[0] != '\0' &&
-	    kube_get_object(&t->pc, "ray.io/v1", "RayCluster", j->ns, name, &rc, &e)) {
-		*tkind = "RayCluster";
-		return rc;
+	    !missing(j, false)) {
+		if (kube_get_object(&t->pc, "ray.io/v1", "RayCluster", j->ns, name, &rc, &e)) {
+			*tkind = "RayCluster";
+			return rc;
+		}
+		if (e.status == 404)
+			missing(j, true);
 	}
 	return json_incref(seen->live);
 }
