@@ -690,7 +690,7 @@ status_grow(const struct member *t, struct status_job *j, const struct status_se
 			release(t, j, g->pending_id, "pending", "grow_withdrawn", "the autoscaler no "
 			    "longer asks for the growth that waited", json_pack("{s:s, s:i}", "group",
 			    g->name, "desired_replicas", g->desired), st);
-		else
+		else if (g->n_shrinking == 0)	/* a shrink lowers the replicas first */
 			request(t, j, g, st);
 		if (g->n_shrinking > 0)
 			choose_drop(seen, g, shrunk_nodes);
