@@ -604,15 +604,85 @@ gated_groups(const struct status_job *j, struct ggroup *gs)
 	return n;
 }
 
+/* What this pass does for group g: its admitted replicas and pins from the rows, grows the
+ * autoscaler no longer uses released, the request made or resized (or withdrawn), the pods a
+ * shrink deletes chosen. */
+static void
+plan_group(const struct member *t, const struct status_job *j, const struct status_seen *seen,
+	   struct ggroup *g, json_t *grows, json_t *placement, json_t *wg, json_t *shrunk_nodes,
+	   struct status_stats *st)
+{
+	json_t *r, *a;
+	size_t i, k;
+	long long newest = 0;
+	int newest_desired = -1;
+
+	g->pins = json_array();
+	g->drop = json_array();
+	g->desired = num(wg, "replicas", g->min);
+	if (g->desired < g->min)
+		g->desired = g->min;
+	g->admitted = g->min;
+	json_array_foreach(json_object_get(placement, "allocs"), i, a)
+		if (num(a, "group", -1) == g->grp && !json_is_true(json_object_get(a, "grown")))
+			add_node(g->pins, str(a, "node"));
+	json_array_foreach(grows, i, r) {
+		if (num(r, "grp", -1) != g->grp)
+			continue;
+		newest = (long long)json_integer_value(json_object_get(r, "id"));
+		newest_desired = num(r, "desired", -1);
+		if (strcmp(str(r, "state"), "pending") == 0) {
+			g->pending_id = newest;
+			g->pending = num(r, "replicas", 0);
+		} else if (strcmp(str(r, "state"), "admitted") == 0) {
+			g->admitted += num(r, "replicas", 0);
+		} else if (strcmp(str(r, "state"), "shrinking") == 0 && g->n_shrinking < 8) {
+			g->shrinking[g->n_shrinking++] = newest;
+			json_array_foreach(json_object_get(json_object_get(r, "placement"), "allocs"),
+			    k, a)
+				add_node(shrunk_nodes, str(a, "node"));
+		}
+	}
+	g->keep = g->admitted;
+	/* the autoscaler lowered the replicas: the newest grows it no longer needs */
+	for (k = json_array_size(grows); k-- > 0 && g->desired < g->keep;) {
+		r = json_array_get(grows, k);
+		if (num(r, "grp", -1) != g->grp || strcmp(str(r, "state"), "admitted") != 0 ||
+		    g->keep - num(r, "replicas", 0) < g->desired)
+			continue;
+		g->keep -= num(r, "replicas", 0);
+		release(t, j, (long long)json_integer_value(json_object_get(r, "id")), "admitted",
+		    "grow_released", "the autoscaler lowered the replicas: the growth it no longer "
+		    "uses is released", json_pack("{s:s, s:O, s:i}", "group", g->name, "grow",
+		    json_object_get(r, "id"), "desired_replicas", g->desired), st);
+		json_object_set_new(r, "state", json_string("released"));
+	}
+	/* the pin: the job's own nodes of the group and those of its admitted grows */
+	json_array_foreach(grows, i, r)
+		if (num(r, "grp", -1) == g->grp && strcmp(str(r, "state"), "admitted") == 0)
+			json_array_foreach(json_object_get(json_object_get(r, "placement"), "allocs"),
+			    k, a)
+				add_node(g->pins, str(a, "node"));
+	if (newest > 0 && newest_desired != g->desired && g->pending_id != newest)
+		note_desired(t, j, newest, g->desired, st);
+	if (g->pending_id > 0 && g->desired <= g->admitted)
+		release(t, j, g->pending_id, "pending", "grow_withdrawn", "the autoscaler no longer "
+		    "asks for the growth that waited", json_pack("{s:s, s:i}", "group", g->name,
+		    "desired_replicas", g->desired), st);
+	else if (g->n_shrinking == 0)	/* a shrink lowers the replicas first */
+		request(t, j, g, st);
+	if (g->n_shrinking > 0)
+		choose_drop(seen, g, shrunk_nodes);
+}
+
 void
 status_grow(const struct member *t, struct status_job *j, const struct status_seen *seen,
 	    struct status_stats *st)
 {
 	struct ggroup gs[MAX_GROUPS];
-	json_t *grows = NULL, *placement = NULL, *target = NULL, *r, *a, *shrunk_nodes = NULL;
+	json_t *grows = NULL, *placement = NULL, *target = NULL, *shrunk_nodes = NULL;
 	const char *tkind = NULL;
 	struct err e = { 0 };
-	size_t i, k;
 	int ng;
 	bool shrunk = false;
 
@@ -626,75 +696,12 @@ status_grow(const struct member *t, struct status_job *j, const struct status_se
 			    "error", e.msg);
 		return;
 	}
-	if ((target = scaled_object(t, j, seen, &tkind)) == NULL)
-		goto cleanup;
+	target = scaled_object(t, j, seen, &tkind);
 	shrunk_nodes = json_array();
-	for (int n = 0; n < ng; n++) {
-		struct ggroup *g = &gs[n];
-		json_t *wg = live_group(json_object_get(ray_cluster_spec(target, tkind),
-		    "workerGroupSpecs"), g->name);
-		long long newest = 0;
-		int newest_desired = -1;
-
-		g->pins = json_array();
-		g->drop = json_array();
-		g->desired = num(wg, "replicas", g->min);
-		if (g->desired < g->min)
-			g->desired = g->min;
-		g->admitted = g->min;
-		json_array_foreach(json_object_get(placement, "allocs"), i, a)
-			if (num(a, "group", -1) == g->grp && !json_is_true(json_object_get(a, "grown")))
-				add_node(g->pins, str(a, "node"));
-		json_array_foreach(grows, i, r) {
-			if (num(r, "grp", -1) != g->grp)
-				continue;
-			newest = (long long)json_integer_value(json_object_get(r, "id"));
-			newest_desired = num(r, "desired", -1);
-			if (strcmp(str(r, "state"), "pending") == 0) {
-				g->pending_id = (long long)json_integer_value(json_object_get(r, "id"));
-				g->pending = num(r, "replicas", 0);
-			} else if (strcmp(str(r, "state"), "admitted") == 0) {
-				g->admitted += num(r, "replicas", 0);
-			} else if (strcmp(str(r, "state"), "shrinking") == 0 && g->n_shrinking < 8) {
-				g->shrinking[g->n_shrinking++] =
-				    (long long)json_integer_value(json_object_get(r, "id"));
-				json_array_foreach(json_object_get(json_object_get(r, "placement"),
-				    "allocs"), k, a)
-					add_node(shrunk_nodes, str(a, "node"));
-			}
-		}
-		g->keep = g->admitted;
-		/* the autoscaler lowered the replicas: the newest grows it no longer needs */
-		for (k = json_array_size(grows); k-- > 0 && g->desired < g->keep;) {
-			r = json_array_get(grows, k);
-			if (num(r, "grp", -1) != g->grp || strcmp(str(r, "state"), "admitted") != 0 ||
-			    g->keep - num(r, "replicas", 0) < g->desired)
-				continue;
-			g->keep -= num(r, "replicas", 0);
-			release(t, j, (long long)json_integer_value(json_object_get(r, "id")),
-			    "admitted", "grow_released", "the autoscaler lowered the replicas: the "
-			    "growth it no longer uses is released", json_pack("{s:s, s:O, s:i}",
-			    "group", g->name, "grow", json_object_get(r, "id"), "desired_replicas",
-			    g->desired), st);
-			json_object_set_new(r, "state", json_string("released"));
-		}
-		/* the pin: the job's own nodes of the group and those of its admitted grows */
-		json_array_foreach(grows, i, r)
-			if (num(r, "grp", -1) == g->grp && strcmp(str(r, "state"), "admitted") == 0)
-				json_array_foreach(json_object_get(json_object_get(r, "placement"),
-				    "allocs"), k, a)
-					add_node(g->pins, str(a, "node"));
-		if (newest > 0 && newest_desired != g->desired && g->pending_id != newest)
-			note_desired(t, j, newest, g->desired, st);
-		if (g->pending_id > 0 && g->desired <= g->admitted)
-			release(t, j, g->pending_id, "pending", "grow_withdrawn", "the autoscaler no "
-			    "longer asks for the growth that waited", json_pack("{s:s, s:i}", "group",
-			    g->name, "desired_replicas", g->desired), st);
-		else if (g->n_shrinking == 0)	/* a shrink lowers the replicas first */
-			request(t, j, g, st);
-		if (g->n_shrinking > 0)
-			choose_drop(seen, g, shrunk_nodes);
-	}
+	for (int n = 0; n < ng; n++)
+		plan_group(t, j, seen, &gs[n], grows, placement, live_group(json_object_get(
+		    ray_cluster_spec(target, tkind), "workerGroupSpecs"), gs[n].name), shrunk_nodes,
+		    st);
 	if (!patch_groups(t, j, target, tkind, gs, ng, &shrunk))
 		goto cleanup;
 	for (int n = 0; n < ng; n++) {
