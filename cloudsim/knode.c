@@ -300,6 +300,7 @@ pod_patch_status(struct cs_cluster *cl, struct cs_req *rq, struct cs_pod *p)
 	cs_reply_json(rq, 200, cs_pod_json(p));
 cleanup:
 	json_decref(cur);
+	json_decref(before);
 }
 
 bool
@@ -328,13 +329,13 @@ gate_named(json_t *gates, json_t *g)
 static void
 pod_patch(struct cs_cluster *cl, struct cs_req *rq, struct cs_pod *p)
 {
-	json_t *cur = cs_pod_json(p), *spec, *old, *a, *b, *g, *md;
+	json_t *cur = cs_pod_json(p), *before = cs_pod_json(p), *spec, *old, *a, *b, *g, *md;
 	size_t i;
 
 	if (!apply_patch(rq, cur))
 		goto cleanup;
 	spec = json_object_get(cur, "spec");
-	old = json_object_get(p->obj, "spec");
+	old = json_object_get(before, "spec");	/* as served (nodeName set by the scheduler) */
 	a = json_deep_copy(spec);
 	b = json_deep_copy(old);
 	json_object_del(a, "schedulingGates");
@@ -360,6 +361,7 @@ pod_patch(struct cs_cluster *cl, struct cs_req *rq, struct cs_pod *p)
 			    "name")) ? json_string_value(json_object_get(g, "name")) : "");
 			goto cleanup;
 		}
+	old = json_object_get(p->obj, "spec");
 	if (json_array_size(json_object_get(spec, "schedulingGates")) > 0)
 		json_object_set(old, "schedulingGates", json_object_get(spec, "schedulingGates"));
 	else
@@ -377,6 +379,7 @@ pod_patch(struct cs_cluster *cl, struct cs_req *rq, struct cs_pod *p)
 	cs_reply_json(rq, 200, cs_pod_json(p));
 cleanup:
 	json_decref(cur);
+	json_decref(before);
 }
 
 bool
