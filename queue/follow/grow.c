@@ -604,6 +604,85 @@ gated_groups(const struct status_job *j, struct ggroup *gs)
 	return n;
 }
 
+/* Jobs whose last read found no grow of their attempt still held (by job_hash -> when): a
+ * pass over such a RayCluster whose groups run at their minimum with no pod gated has
+ * nothing to do, and reads no row.  Rows are made by the status worker of the replica that
+ * leases the job's cluster, so the slot is right until that worker itself makes one (after
+ * which the replicas are above the minimum); a replica that takes the lease over has no
+ * slot and reads. */
+#define IDLE_SLOTS	4096
+#define IDLE_TTL_S	300.0
+
+static struct {
+	pthread_mutex_t	 mu;
+	uint64_t	 h[IDLE_SLOTS];
+	double		 at[IDLE_SLOTS];
+} I = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static bool
+idle_known(const struct status_job *j)
+{
+	uint64_t h = job_hash(j);
+	bool out;
+
+	pthread_mutex_lock(&I.mu);
+	out = I.h[h % IDLE_SLOTS] == h && mono_s() - I.at[h % IDLE_SLOTS] < IDLE_TTL_S;
+	pthread_mutex_unlock(&I.mu);
+	return out;
+}
+
+static void
+idle_set(const struct status_job *j, bool idle)
+{
+	uint64_t h = job_hash(j);
+
+	pthread_mutex_lock(&I.mu);
+	if (idle) {
+		I.h[h % IDLE_SLOTS] = h;
+		I.at[h % IDLE_SLOTS] = mono_s();
+	} else if (I.h[h % IDLE_SLOTS] == h) {
+		I.h[h % IDLE_SLOTS] = 0;
+	}
+	pthread_mutex_unlock(&I.mu);
+}
+
+/* Every gated group of the live RayCluster asks for its minimum and no pod of it waits
+ * gated: with no grow held, nothing to do. */
+static bool
+at_minimum(const struct status_job *j, const struct status_seen *seen, struct ggroup *gs,
+	   int ng)
+{
+	json_t *p;
+	size_t i;
+
+	if (strcmp(j->kind, "RayCluster") != 0)
+		return false;	/* a RayJob's autoscaler scales its RayCluster: read below */
+	for (int n = 0; n < ng; n++) {
+		json_t *wg = live_group(json_object_get(ray_cluster_spec(seen->live, j->kind),
+		    "workerGroupSpecs"), gs[n].name);
+
+		if (wg == NULL || num(wg, "replicas", gs[n].min) > gs[n].min)
+			return false;
+		json_array_foreach(seen->pods, i, p)
+			if (of_group(p, gs[n].name) && gated(json_object_get(p, "spec")))
+				return false;
+	}
+	return true;
+}
+
+/* Whether a grow of the attempt is still held (pending, admitted or shrinking). */
+static bool
+any_held(json_t *grows)
+{
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(grows, i, r)
+		if (strcmp(str(r, "state"), "released") != 0)
+			return true;
+	return false;
+}
+
 /* What this pass does for group g: its admitted replicas and pins from the rows, grows the
  * autoscaler no longer uses released, the request made or resized (or withdrawn), the pods a
  * shrink deletes chosen. */
@@ -690,12 +769,15 @@ status_grow(const struct member *t, struct status_job *j, const struct status_se
 	    (j->state != JOB_DISPATCHED && j->state != JOB_RUNNING) ||
 	    (ng = gated_groups(j, gs)) == 0)
 		return;
+	if (idle_known(j) && at_minimum(j, seen, gs, ng))
+		return;
 	if (!read_rows(j, &grows, &placement, &e)) {
 		if (e.status != 409)
 			log_warn(NULL, "status", "cannot read growth", "{s:s, s:s}", "job", j->id,
 			    "error", e.msg);
 		return;
 	}
+	idle_set(j, !any_held(grows));
 	target = scaled_object(t, j, seen, &tkind);
 	shrunk_nodes = json_array();
 	for (int n = 0; n < ng; n++)
