@@ -372,12 +372,13 @@ same_class(const struct sched_job *a, const struct sched_job *b)
 	return true;
 }
 
-/* A job that holds pools (they are open to it alone) or that was evicted (it never evicts
- * its evictors back: its own candidate list) is never memoized. */
+/* A job that holds pools (they are open to it alone), that was evicted (it never evicts
+ * its evictors back: its own candidate list) or a grow request is never memoized. */
 static bool
 memoizable(const struct sched_job *j)
 {
-	return j->hold_cluster < 0 && j->n_evicted_by == 0;
+	/* a grow's search is bound to its job's cluster and domain, which the class omits */
+	return j->hold_cluster < 0 && j->n_evicted_by == 0 && j->grow_of < 0;
 }
 
 static bool
