@@ -42,13 +42,13 @@ grow(struct sched_model *m, struct sched_job *p, const char *n, int pods,
 	return g;
 }
 
-/* Node n of c1 holds `busy` accelerators of another tenant (outside the model's jobs). */
+/* Node n of the cluster shows `used` accelerators in use (the snapshot of a running job). */
 static void
-busy(struct sched_model *m, const char *cluster, int n, int64_t busy)
+busy(struct sched_model *m, const char *cluster, int n, int64_t used)
 {
 	struct sched_cluster *c = sched_model_find_cluster(m, cluster);
 
-	c->nodes[n].free.v[SCHED_ACCEL] -= busy;
+	c->nodes[n].free.v[SCHED_ACCEL] -= used;
 	sched_cluster_refresh(c);
 }
 
