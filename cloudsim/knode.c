@@ -300,7 +300,6 @@ pod_patch_status(struct cs_cluster *cl, struct cs_req *rq, struct cs_pod *p)
 	cs_reply_json(rq, 200, cs_pod_json(p));
 cleanup:
 	json_decref(cur);
-	json_decref(before);
 }
 
 bool

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonx.h"
 #include "core/log.h"
 #include "core/mono.h"
 #include "providers/kube.h"

@@ -1,4 +1,4 @@
-/* test_grow: grow requests of elastic groups (issue 26) in the scheduler's model — admitted
+/* test_sched_grow: grow requests of elastic groups (issue 26) in the scheduler's model — admitted
  * and charged to the queue like a job, held when the queue has no quota or the group's
  * domain no room (never placed on another pool or cluster), and taken back before any
  * whole job is preempted. */
