@@ -425,7 +425,7 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			/* The candidates are stored once, beside the decision (explain shows both). */
 			cands = cands ? json_incref(cands) : json_array();
 			json_object_del(dec, "candidates");
-			add(&both[1], json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
+			add(&both[2], json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
 			    "cluster", sched_model_cluster(m, (size_t)d->place.cluster)->id,
 			    "placement", scheduler_placement_json(m, &d->place, pools), "decision", dec,
 			    "candidates", cands));
