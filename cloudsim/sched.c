@@ -945,9 +945,10 @@ cs_tick(struct cs *cs)
 		for (i = 0; i < cl->pods.n; i++) {
 			struct cs_pod *p = cl->pods.v[i];
 
-			if (p->node[0] == '\0' && !cs_pod_gated(p))
-				schedule(cs, cl, p, now);
-			else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s &&
+			if (p->node[0] == '\0') {
+				if (!cs_pod_gated(p))	/* a gated pod waits, on no node */
+					schedule(cs, cl, p, now);
+			} else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s &&
 			    !image_pull_fails(cs, cl, p) && !crash_loops(cs, cl, p, now)) {
 				p->running_at = now;
 				snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);

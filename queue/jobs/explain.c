@@ -376,7 +376,7 @@ explain_growth(struct db *c, const char *id, json_t *job, json_t *out, struct er
 			json_array_foreach(json_object_get(pl, "allocs"), k, a)
 				if (json_is_string(json_object_get(a, "node")))
 					json_array_append(nodes, json_object_get(a, "node"));
-			json_array_append_new(grows, json_pack("{s:I, s:s, s:i, s:i, s:s, s:o, s:s?}",
+			json_array_append_new(grows, json_pack("{s:I, s:s, s:i, s:i, s:s, s:o, s:s*}",
 			    "id", (json_int_t)atoll(PQgetvalue(r, i, 7)), "state", st, "replicas",
 			    atoi(PQgetvalue(r, i, 2)), "pods", atoi(PQgetvalue(r, i, 3)),
 			    "requested_at", PQgetvalue(r, i, 9), "nodes", nodes, "shrunk_for",
@@ -385,7 +385,7 @@ explain_growth(struct db *c, const char *id, json_t *job, json_t *out, struct er
 				const char *why = PQgetisnull(r, i, 5) ? NULL : PQgetvalue(r, i, 5);
 
 				json_decref(pending);
-				pending = json_pack("{s:i, s:s?, s:s}", "replicas",
+				pending = json_pack("{s:i, s:s*, s:s}", "replicas",
 				    atoi(PQgetvalue(r, i, 2)), "reason", why, "detail",
 				    grow_wait_detail(why));
 			}

@@ -171,7 +171,7 @@ workers(const char *id)
 		json_array_foreach(json_object_get(sp, "schedulingGates"), k, g)
 			gated |= json_is_string(json_object_get(g, "name")) &&
 			    strcmp(json_string_value(json_object_get(g, "name")), GATE) == 0;
-		json_array_append_new(out, json_pack("{s:s?, s:s?, s:s?, s:b}", "name",
+		json_array_append_new(out, json_pack("{s:s?, s:s*, s:s?, s:b}", "name",
 		    json_string_value(json_object_get(json_object_get(p, "metadata"), "name")),
 		    "node", json_string_value(json_object_get(sp, "nodeName")), "phase",
 		    json_string_value(json_object_get(json_object_get(p, "status"), "phase")),
@@ -200,10 +200,22 @@ static void
 wait_running_workers(const char *id, int n, double timeout_s)
 {
 	double end = harness_now_s() + timeout_s;
+	int have, last = -1;
 
-	while (running_workers(id) != n && harness_now_s() < end)
+	while ((have = running_workers(id)) != n && harness_now_s() < end) {
+		if (have != last) {
+			json_t *w = workers(id);
+			char *s = json_dumps(w, JSON_COMPACT);
+
+			printf("# %.1f: job %s has %d running workers: %s\n", harness_now_s(), id, have,
+			    s);
+			free(s);
+			json_decref(w);
+			last = have;
+		}
 		usleep(200 * 1000);
-	if (running_workers(id) != n) {
+	}
+	if (have != n) {
 		json_t *w = workers(id);
 		char *s = json_dumps(w, JSON_COMPACT), *ev = harness_sql_str("SELECT coalesce("
 		    "string_agg(type || ': ' || message, E'\\n' ORDER BY id), '') FROM job_events"
