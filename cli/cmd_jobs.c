@@ -207,6 +207,23 @@ print_failure(const json_t *x)
 	if (w != NULL)	/* a lost node with no spare in its domain (queue/follow/repair.c) */
 		printf("Waiting for a spare in %s: node %s lost (%s)\n  %s\n\n", s_of(w, "domain"),
 		    s_of(w, "lost_node"), s_of(w, "why"), s_of(w, "reason"));
+	/* autoscaled groups: what fleetd admitted, what the autoscaler asks, why growth waits
+	 * (issue 26, queue/follow/grow.c) */
+	json_array_foreach(json_object_get(x, "elastic"), i, g) {
+		const json_t *wt = json_object_get(g, "waiting");
+
+		printf("Elastic group %s: %lld admitted, %lld desired (min %lld, max %lld)\n",
+		    s_of(g, "group"), json_integer_value(json_object_get(g, "admitted_replicas")),
+		    json_integer_value(json_object_get(g, "desired_replicas")),
+		    json_integer_value(json_object_get(g, "min_replicas")),
+		    json_integer_value(json_object_get(g, "max_replicas")));
+		if (json_is_object(wt))
+			printf("  growth of %lld waits (%s): %s\n",
+			    json_integer_value(json_object_get(wt, "replicas")), s_of(wt, "reason"),
+			    s_of(wt, "detail"));
+		if (i + 1 == json_array_size(json_object_get(x, "elastic")))
+			printf("\n");
+	}
 	if (f == NULL) {
 		f = json_object_get(x, "last_failure");
 		title = "Last failure (retried or moved on):";

@@ -469,6 +469,8 @@ void	 cs_kueue_gate(struct cs *cs, struct cs_cluster *cl, struct cs_object *o);
 void	 cs_kueue_tick(struct cs *cs, struct cs_cluster *cl, struct cs_object *o);
 json_t	*cs_node_json(const struct cs_node *n);
 json_t	*cs_pod_json(const struct cs_pod *p);
+/* The pod has scheduling gates (spec.schedulingGates not empty): the scheduler skips it. */
+bool	 cs_pod_gated(const struct cs_pod *p);
 void	 cs_kube_ray(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *ns,
 	    const char *plural, const char *name, const char *sub);
 

@@ -303,6 +303,85 @@ cleanup:
 }
 
 bool
+cs_pod_gated(const struct cs_pod *p)
+{
+	return json_array_size(json_object_get(json_object_get(p->obj, "spec"),
+	    "schedulingGates")) > 0;
+}
+
+static bool
+gate_named(json_t *gates, json_t *g)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(gates, i, x)
+		if (json_equal(json_object_get(x, "name"), json_object_get(g, "name")))
+			return true;
+	return false;
+}
+
+/* PATCH of a pod (merge patch, as `kubectl patch pod --type merge`): the API server lets a
+ * client change a pod's labels and annotations, and remove scheduling gates but never add
+ * one (https://kubernetes.io/docs/concepts/scheduling-eviction/pod-scheduling-readiness/);
+ * every other spec field here is immutable. */
+static void
+pod_patch(struct cs_cluster *cl, struct cs_req *rq, struct cs_pod *p)
+{
+	json_t *cur = cs_pod_json(p), *before = cs_pod_json(p), *spec, *old, *a, *b, *g, *md;
+	size_t i;
+
+	if (!apply_patch(rq, cur))
+		goto cleanup;
+	spec = json_object_get(cur, "spec");
+	old = json_object_get(before, "spec");	/* as served (nodeName set by the scheduler) */
+	a = json_deep_copy(spec);
+	b = json_deep_copy(old);
+	json_object_del(a, "schedulingGates");
+	json_object_del(b, "schedulingGates");
+	if (!json_equal(a, b)) {
+		json_decref(a);
+		json_decref(b);
+		cs_reply_error(rq, 422, "Invalid", "Pod \"%s\" is invalid: spec: Forbidden: pod "
+		    "updates may not change fields other than `spec.containers[*].image`, "
+		    "`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, "
+		    "`spec.tolerations` (only additions to existing tolerations), "
+		    "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+		    "previously negative) and `spec.schedulingGates` (only deletion)", p->name);
+		goto cleanup;
+	}
+	json_decref(a);
+	json_decref(b);
+	json_array_foreach(json_object_get(spec, "schedulingGates"), i, g)
+		if (!gate_named(json_object_get(old, "schedulingGates"), g)) {
+			cs_reply_error(rq, 422, "Invalid", "Pod \"%s\" is invalid: "
+			    "spec.schedulingGates: Forbidden: only deletion is allowed, but found new "
+			    "scheduling gate '%s'", p->name, json_string_value(json_object_get(g,
+			    "name")) ? json_string_value(json_object_get(g, "name")) : "");
+			goto cleanup;
+		}
+	old = json_object_get(p->obj, "spec");
+	if (json_array_size(json_object_get(spec, "schedulingGates")) > 0)
+		json_object_set(old, "schedulingGates", json_object_get(spec, "schedulingGates"));
+	else
+		json_object_del(old, "schedulingGates");
+	md = json_object_get(cur, "metadata");
+	if (json_is_object(json_object_get(p->obj, "metadata"))) {
+		if (json_object_get(md, "labels") != NULL)
+			json_object_set(json_object_get(p->obj, "metadata"), "labels",
+			    json_object_get(md, "labels"));
+		if (json_object_get(md, "annotations") != NULL)
+			json_object_set(json_object_get(p->obj, "metadata"), "annotations",
+			    json_object_get(md, "annotations"));
+	}
+	snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);
+	cs_reply_json(rq, 200, cs_pod_json(p));
+cleanup:
+	json_decref(cur);
+	json_decref(before);
+}
+
+bool
 cs_knode_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 {
 	const char *m = rq->method;
@@ -344,6 +423,8 @@ cs_knode_handle(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq)
 		json_decref(j);
 	} else if (strcmp(m, "PATCH") == 0 && rq->nseg == 9) {
 		pod_patch_status(cl, rq, p);
+	} else if (strcmp(m, "PATCH") == 0 && rq->nseg == 8) {
+		pod_patch(cl, rq, p);
 	} else if (strcmp(m, "DELETE") == 0 && rq->nseg == 8) {
 		cs_reply_json(rq, 200, cs_pod_json(p));	/* the pod as it was, like the API */
 		cs_vec_del(&cl->pods, at);

@@ -555,10 +555,20 @@ patch(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const char *plura
     const char *ns, const char *name, json_t *body)
 {
 	struct cs_object *o = cs_object_find(cl, plural, ns, name);
+	const char *brv = cs_jpath(body, "metadata.resourceVersion");
 	json_t *next;
+	char msg[512];
 
 	if (o == NULL) {
 		not_found(rq, plural, name);
+		return;
+	}
+	/* a patch naming a resourceVersion is a precondition, as the API server takes it */
+	if (brv != NULL && strtoll(brv, NULL, 10) != o->rv) {
+		snprintf(msg, sizeof(msg), "Operation cannot be fulfilled on %s.ray.io \"%s\": the "
+		    "object has been modified; please apply your changes to the latest version "
+		    "and try again", plural, name);
+		conflict(rq, plural, name, msg, NULL);
 		return;
 	}
 	next = json_deep_copy(o->live);

@@ -140,6 +140,13 @@ cs_pod_json(const struct cs_pod *p)
 		    "type", "Ready", "status", "False", "containerStatuses", "name",
 		    cs_pod_container(p), "ready", 0, "state", "waiting", "reason",
 		    p->waiting[0] ? p->waiting : "ContainerCreating");
+	} else if (cs_pod_gated(p)) {
+		/* https://kubernetes.io/docs/concepts/scheduling-eviction/pod-scheduling-readiness/:
+		 * not considered for scheduling while it has a gate (kubectl: SchedulingGated) */
+		st = json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",
+		    "conditions", "type", "PodScheduled", "status", "False", "reason",
+		    "SchedulingGated", "message", "Scheduling is blocked due to non-empty scheduling "
+		    "gates");
 	} else {
 		/* the scheduler's last verdict, as on a real Pending pod */
 		st = json_pack("{s:s, s:[{s:s, s:s, s:s, s:s}]}", "phase", "Pending",

@@ -165,6 +165,34 @@ trim_group(struct cs_cluster *cl, const char *uid, const char *group, bool head,
 	}
 }
 
+/* A scale-down deletes the pods the autoscaler named in scaleStrategy.workersToDelete
+ * first (KubeRay, https://github.com/ray-project/kuberay/pull/208), at most `over` of
+ * them; the rest as before.  Returns the group's pods left. */
+static int
+delete_named(struct cs_cluster *cl, const char *uid, const char *group, json_t *names,
+	     int over, int have)
+{
+	json_t *v;
+	size_t k, i;
+
+	json_array_foreach(names, k, v) {
+		if (over <= 0 || !json_is_string(v))
+			break;
+		for (i = 0; i < cl->pods.n; i++) {
+			struct cs_pod *p = cl->pods.v[i];
+
+			if (strcmp(p->owner_uid, uid) == 0 && !p->head &&
+			    strcmp(p->group, group) == 0 && strcmp(p->name, json_string_value(v)) == 0) {
+				pod_remove(cl, i);
+				over--;
+				have--;
+				break;
+			}
+		}
+	}
+	return have;
+}
+
 /* Desired worker pods of group g (replicas clamped, times numOfHosts). */
 int
 cs_group_want(json_t *g)
@@ -209,6 +237,9 @@ reconcile(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 		if (name == NULL)
 			continue;
 		have = owned(cl, o->uid, name, false);
+		if (have > want)
+			have = delete_named(cl, o->uid, name, json_object_get(json_object_get(g,
+			    "scaleStrategy"), "workersToDelete"), have - want, have);
 		for (; have < want; have++) {
 			json_t *h = json_object_get(g, "numOfHosts");
 			int hosts = json_is_integer(h) && json_integer_value(h) > 1 ?
@@ -1018,9 +1049,10 @@ cs_tick(struct cs *cs)
 		for (i = 0; i < cl->pods.n; i++) {
 			struct cs_pod *p = cl->pods.v[i];
 
-			if (p->node[0] == '\0')
-				schedule(cs, cl, p, now);
-			else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s &&
+			if (p->node[0] == '\0') {
+				if (!cs_pod_gated(p))	/* a gated pod waits, on no node */
+					schedule(cs, cl, p, now);
+			} else if (p->running_at == 0 && now >= p->scheduled_at + cs->cfg.pod_start_s &&
 			    !image_pull_fails(cs, cl, p) && !crash_loops(cs, cl, p, now)) {
 				p->running_at = now;
 				snprintf(p->rv, sizeof(p->rv), "%lld", ++cl->rv);

@@ -745,6 +745,18 @@ pod_template(const struct ctx *c, const struct jobspec_group *g)
 
 /* ------------------------------------------------------------------ specs */
 
+bool
+kuberay_grow_gated(const struct kuberay_input *in, const struct jobspec_group *g)
+{
+	const char *why;
+
+	if (!g->elastic || g->min_replicas >= g->max_replicas || in->spec == NULL)
+		return false;
+	if (in->spec->kind != JOBSPEC_RAYCLUSTER && in->spec->kind != JOBSPEC_RAYJOB)
+		return false;
+	return !kuberay_kueue_gated(in, &why);	/* Kueue's workload slices admit growth */
+}
+
 static json_t *
 worker_group(const struct ctx *c, const struct jobspec_group *g)
 {
@@ -776,6 +788,15 @@ worker_group(const struct ctx *c, const struct jobspec_group *g)
 		json_object_set_new(ann, "cloud.google.com/gke-tpu-slice-topology", json_string(
 		    c->p->tpu_topology != NULL ? c->p->tpu_topology : c->s->slice_shape));
 	}
+	/* issue 26: every pod of an autoscaled group is created with fleetd's scheduling gate;
+	 * the status worker lifts it from as many pods as fleetd admitted (the minimum, plus
+	 * the grows the scheduler admitted), so a pod the autoscaler adds above that stays
+	 * SchedulingGated (Pending) until its growth is admitted and charged.  A gate can only
+	 * be set when the pod is created and only be removed afterwards:
+	 * https://kubernetes.io/docs/concepts/scheduling-eviction/pod-scheduling-readiness/ */
+	if (kuberay_grow_gated(c->in, g))
+		json_object_set_new(json_object_get(json_object_get(o, "template"), "spec"),
+		    "schedulingGates", json_pack("[{s:s}]", "name", KUBERAY_GROW_GATE));
 	/* flex-start with queued provisioning: the pods consume the attempt's
 	 * ProvisioningRequest, named by these two annotations:
 	 * https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest */

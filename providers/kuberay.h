@@ -143,6 +143,13 @@ struct kuberay_signal {
  * placement that cannot express the spec (slice off GKE, rack without a rack id, bad
  * ids) fills e with 422 "kuberay.*" and returns NULL. Caller owns the result. */
 json_t		*kuberay_render(const struct kuberay_input *in, struct err *e);
+/* The scheduling gate of an autoscaled worker group's pods (issue 26): fleetd lifts it from
+ * as many pods as it admitted (queue/follow/grow.c). */
+#define KUBERAY_GROW_GATE	"fleet.io/admission"
+/* Whether group g of in's spec is rendered with KUBERAY_GROW_GATE: an autoscaled group
+ * (min_replicas < max_replicas) of a RayCluster or RayJob that Kueue does not gate. */
+bool		 kuberay_grow_gated(const struct kuberay_input *in,
+		    const struct jobspec_group *g);
 
 /* "fleet-signal-<first 8 hex of job_id>-<attempt>"; false on a bad id or attempt < 1. */
 bool		 kuberay_signal_name(const char *job_id, int attempt, char *buf, size_t len);

@@ -849,6 +849,7 @@ status_act(const struct member *t, struct status_job *j,
 		act_vanished(t, j, st);
 	} else {
 		status_repair(t, j, seen, st);
+		status_grow(t, j, seen, st);
 		act_live(t, j, seen, st);
 	}
 }

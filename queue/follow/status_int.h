@@ -86,6 +86,11 @@ void	status_note_once(const struct status_job *j, const char *type, const char *
  * domain re-pinned and recorded, or one waiting_for_spare event. */
 void	status_repair(const struct member *t, struct status_job *j,
 	    const struct status_seen *seen, struct status_stats *st);
+/* grow.c (issue 26): an autoscaled group's replicas above what fleetd admitted become a
+ * grow request; admitted grows widen the group's pin and lift the gate of that many pods;
+ * grows the scheduler shrank, or the autoscaler no longer uses, are released. */
+void	status_grow(const struct member *t, struct status_job *j,
+	    const struct status_seen *seen, struct status_stats *st);
 /* Reports once per attempt that the cluster could not be read (why: e->code). */
 void	status_unreadable(const struct status_job *j, const char *cluster, const struct err *why);
 

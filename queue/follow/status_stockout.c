@@ -72,20 +72,26 @@ victims_seen(const char *id, bool now)
 }
 
 /* Whether jobs the scheduler or a move preempted for j still hold their room on j's
- * cluster (state preempted, the reason naming j: queue/sched/scheduler.c). */
+ * cluster (state preempted, the reason naming j: queue/sched/scheduler.c), or grown workers
+ * it took back are being shrunk or were just now (job_grows by_job j, issue 26). */
 static bool
 victims_leaving(const struct member *t, const struct status_job *j)
 {
 	static const char sql[] = "SELECT EXISTS (SELECT 1 FROM jobs WHERE cluster_id ="
 	    " $1::uuid AND state = 'preempted' AND reason LIKE 'preempted by %' AND"
-	    " right(reason, 36) = $2)";
-	const char *p[2] = { t->id, j->id };
+	    " right(reason, 36) = $2) OR EXISTS (SELECT 1 FROM job_grows g JOIN jobs k"
+	    " ON k.id = g.job_id WHERE k.cluster_id = $1::uuid AND g.by_job = $2 AND"
+	    " (g.state = 'shrinking' OR g.released_at > now() - make_interval(secs =>"
+	    " $3::int)))";
+	char settle[16];
+	const char *p[3] = { t->id, j->id, settle };
 	struct err e = { 0 };
 	struct db *c = db_acquire(5000, &e);
 	PGresult *r = NULL;
 	bool out = true;	/* unknown: not withdrawn on a signal now */
 
-	if (c != NULL && db_exec(c, sql, 2, p, &r, &e) && PQntuples(r) == 1)
+	snprintf(settle, sizeof(settle), "%d", (int)VICTIM_SETTLE_S);
+	if (c != NULL && db_exec(c, sql, 3, p, &r, &e) && PQntuples(r) == 1)
 		out = PQgetvalue(r, 0, 0)[0] == 't';
 	if (e.status != 0)
 		log_warn(NULL, "status", "cannot read a job's victims", "{s:s, s:s}", "job", j->id,

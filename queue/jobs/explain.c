@@ -301,6 +301,111 @@ explain_prefs(struct db *c, json_t *job, json_t *out, struct err *e)
 	return true;
 }
 
+/* Why a grow request waits, from the scheduler's reason code (sched_reason_code). */
+static const char *
+grow_wait_detail(const char *code)
+{
+	static const struct { const char *code, *text; } t[] = {
+		{ "over_quota", "the queue has no quota left for the growth: its nominal quota is "
+		    "used and the cohort has nothing to lend" },
+		{ "borrowing_limit", "the growth would take the queue past its borrowing limit" },
+		{ "insufficient_capacity", "no node of the group's domain (its pool; its node or "
+		    "racks under topology host, rack or pack) has room for the extra workers: the "
+		    "growth waits for existing nodes there" },
+		{ "topology_split", "the extra workers fit only outside the group's domain" },
+		{ "reserved", "the room is held for an older job that waits" },
+		{ "queue_blocked", "the queue is strict FIFO and an older job waits at its head" },
+		{ "not_attempted", "the scheduler has not reached it yet" },
+		{ "cordoned", "the job's cluster is cordoned: it takes no new work" },
+		{ "stale", "the job's cluster's capacity snapshot is stale" },
+		{ "not_ready", "the job's cluster is not ready" },
+		{ "unreachable", "the job's cluster is unreachable" },
+	};
+
+	for (size_t i = 0; code != NULL && i < sizeof(t) / sizeof(t[0]); i++)
+		if (strcmp(code, t[i].code) == 0)
+			return t[i].text;
+	return code == NULL ? "the scheduler has not decided on it yet" : "see the reason code";
+}
+
+/* Elastic growth of a placed job (issue 26, migration 0026): each autoscaled group's
+ * admitted and desired replicas, its grow requests, and why a waiting one waits. */
+static bool
+explain_growth(struct db *c, const char *id, json_t *job, json_t *out, struct err *e)
+{
+	static const char sql[] = "SELECT g.grp, g.state, g.replicas, g.pods, g.desired,"
+	    " g.reason, coalesce(g.placement, '{}')::text, g.id, g.by_job,"
+	    " to_char(g.requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+	    " FROM job_grows g JOIN jobs j ON j.id = g.job_id AND j.attempt = g.attempt"
+	    " WHERE g.job_id = $1::uuid ORDER BY g.id";
+	const char *p[1] = { id };
+	PGresult *r = NULL;
+	struct job_spec s;
+	struct err se = { 0 };
+	json_t *arr = json_array();
+	bool ok = false;
+
+	memset(&s, 0, sizeof(s));
+	if (!jobspec_from_json(json_object_get(job, "spec"), &s, &se) || !db_exec(c, sql, 1, p,
+	    &r, e)) {
+		ok = !err_is_set(e);
+		goto cleanup;
+	}
+	for (size_t gi = 0; gi < s.ngroups; gi++) {
+		const struct jobspec_group *g = &s.groups[gi];
+		int admitted = g->min_replicas, desired = g->min_replicas;
+		json_t *grows = json_array(), *pending = json_null();
+
+		if (!g->elastic || g->min_replicas >= g->max_replicas) {
+			json_decref(grows);
+			continue;
+		}
+		for (int i = 0; i < PQntuples(r); i++) {
+			const char *st = PQgetvalue(r, i, 1);
+			json_t *pl = json_loads(PQgetvalue(r, i, 6), 0, NULL), *nodes = json_array(), *a;
+			size_t k;
+
+			if (atoi(PQgetvalue(r, i, 0)) != (int)gi + 1) {
+				json_decref(pl);
+				json_decref(nodes);
+				continue;
+			}
+			desired = atoi(PQgetvalue(r, i, 4));
+			if (strcmp(st, "admitted") == 0)
+				admitted += atoi(PQgetvalue(r, i, 2));
+			json_array_foreach(json_object_get(pl, "allocs"), k, a)
+				if (json_is_string(json_object_get(a, "node")))
+					json_array_append(nodes, json_object_get(a, "node"));
+			json_array_append_new(grows, json_pack("{s:I, s:s, s:i, s:i, s:s, s:o, s:s*}",
+			    "id", (json_int_t)atoll(PQgetvalue(r, i, 7)), "state", st, "replicas",
+			    atoi(PQgetvalue(r, i, 2)), "pods", atoi(PQgetvalue(r, i, 3)),
+			    "requested_at", PQgetvalue(r, i, 9), "nodes", nodes, "shrunk_for",
+			    PQgetisnull(r, i, 8) ? NULL : PQgetvalue(r, i, 8)));
+			if (strcmp(st, "pending") == 0) {
+				const char *why = PQgetisnull(r, i, 5) ? NULL : PQgetvalue(r, i, 5);
+
+				json_decref(pending);
+				pending = json_pack("{s:i, s:s*, s:s}", "replicas",
+				    atoi(PQgetvalue(r, i, 2)), "reason", why, "detail",
+				    grow_wait_detail(why));
+			}
+			json_decref(pl);
+		}
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:i, s:i, s:i, s:o, s:o}", "group",
+		    g->name, "min_replicas", g->min_replicas, "max_replicas", g->max_replicas,
+		    "admitted_replicas", admitted, "desired_replicas", desired, "waiting", pending,
+		    "grows", grows));
+	}
+	if (json_array_size(arr) > 0)
+		json_object_set(out, "elastic", arr);
+	ok = true;
+cleanup:
+	json_decref(arr);
+	jobspec_cleanup(&s);
+	PQclear(r);
+	return ok;
+}
+
 static bool
 explain_job_plain(struct db *c, json_t *job, json_t **out, struct err *e)
 {
@@ -312,7 +417,8 @@ explain_job_plain(struct db *c, json_t *job, json_t **out, struct err *e)
 	if (state != JOB_PENDING) {
 		if (!explain_placed(c, id, job, out, e))
 			return false;
-		if (!job_state_is_final(state) && !explain_prefs(c, job, *out, e)) {
+		if (!job_state_is_final(state) && (!explain_prefs(c, job, *out, e) ||
+		    !explain_growth(c, id, job, *out, e))) {
 			json_decref(*out);
 			*out = NULL;
 			return false;

@@ -601,6 +601,79 @@ cleanup:
 	return ok;
 }
 
+/* Grow requests of elastic groups (migration 0026, queue/follow/grow.c) of the jobs placed
+ * on a cluster: "<job id>#grow:<n>" beside their job (queue/sched/sched_grow.c), pending or
+ * admitted with the nodes they were given.  An admitted grow's pods start once the status
+ * worker has widened the pin and lifted their gates: the snapshot shows them about a minute
+ * after the admission at the latest; until then its room is in flight. */
+#define GROW_IN_FLIGHT_S	60
+static const char sql_grows[] =
+    "SELECT g.id, g.job_id::text, g.grp, g.pods, g.state, coalesce(g.placement, '{}')::text,"
+    " extract(epoch from g.requested_at)::bigint,"
+    " coalesce(extract(epoch from g.admitted_at)::bigint, 0), j.cluster_id::text"
+    " FROM job_grows g JOIN jobs j ON j.id = g.job_id AND j.attempt = g.attempt"
+    " WHERE g.state IN ('pending', 'admitted') AND j.state IN ('dispatched', 'running')"
+    " AND j.cluster_id IS NOT NULL AND ($1::text IS NULL OR j.environment = $1) ORDER BY g.id";
+
+static bool
+load_grow(struct sched_model *m, PGresult *r, int i, struct err *e)
+{
+	struct sched_job *p = sched_model_find_job(m, PQgetvalue(r, i, 1)), *g;
+	struct sched_cluster *k = sched_model_find_cluster(m, PQgetvalue(r, i, 8));
+	bool admitted = strcmp(PQgetvalue(r, i, 4), "admitted") == 0;
+	int64_t at = atoll(PQgetvalue(r, i, 7));
+	bool in_flight = k == NULL || k->observed_at < at + GROW_IN_FLIGHT_S;
+	json_t *pl, *a;
+	char id[96];
+	size_t n;
+	bool ok = true;
+
+	if (p == NULL || p->cluster < 0 || k == NULL)
+		return true;	/* its job was skipped, or its cluster is not in the snapshot */
+	snprintf(id, sizeof(id), "%s#grow:%s", PQgetvalue(r, i, 1), PQgetvalue(r, i, 0));
+	g = sched_model_add_grow(m, id, p, atoi(PQgetvalue(r, i, 2)), atoi(PQgetvalue(r, i, 3)),
+	    !admitted ? SCHED_PENDING : in_flight ? SCHED_ADMITTED : SCHED_RUNNING,
+	    admitted ? at : atoll(PQgetvalue(r, i, 6)), e);
+	if (g == NULL) {
+		log_warn(NULL, "scheduler", "grow skipped", "{s:s, s:s}", "grow", id, "error",
+		    e->msg);
+		err_clear(e);
+		return true;
+	}
+	if (!admitted)
+		return true;
+	if (!sched_job_set_cluster(m, g, k->id, in_flight, at, e))
+		return false;
+	pl = json_loads(PQgetvalue(r, i, 5), 0, NULL);
+	json_array_foreach(json_object_get(pl, "allocs"), n, a) {
+		ok = sched_job_add_alloc(m, g, 0, json_string_value(json_object_get(a, "node")),
+		    (int)json_integer_value(json_object_get(a, "pods")), e);
+		if (!ok && strcmp(e->code, "queue.node_not_found") == 0) {
+			err_clear(e);	/* a node lost since holds nothing */
+			ok = true;
+		}
+		if (!ok)
+			break;
+	}
+	json_decref(pl);
+	return ok;
+}
+
+static bool
+load_grows(struct db *c, struct sched_model *m, const char *env, struct err *e)
+{
+	const char *p[1] = { env };
+	PGresult *r = NULL;
+	bool ok = true;
+
+	if (!db_exec(c, sql_grows, 1, p, &r, e))
+		return false;
+	for (int i = 0; i < PQntuples(r) && ok; i++)
+		ok = load_grow(m, r, i, e);
+	PQclear(r);
+	return ok;
+}
+
 bool
 loader_model(struct db *c, const char *env, int stale_after, struct sched_model **out,
 	     struct err *e)
@@ -651,7 +724,7 @@ loader_model_cfg(struct db *c, const char *env, const struct sched_config *conf,
 	/* the pools' flavors are what the poller mapped with the catalog; flavors an admin
 	 * added since the last tick are loaded before the model is built */
 	if (!flavor_sync(c, e) || !load_clusters(c, m, env, pools ? *pools : NULL, e) || !load_queues(c, m, env, e) ||
-	    !load_jobs(c, m, env, e) || !sched_model_finalize(m, e)) {
+	    !load_jobs(c, m, env, e) || !load_grows(c, m, env, e) || !sched_model_finalize(m, e)) {
 		sched_model_free(m);
 		if (pools != NULL) {
 			json_decref(*pools);

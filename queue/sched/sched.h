@@ -224,7 +224,7 @@ struct sched_flavor_req {
 };
 
 /* Laid out by size (pointers and 64-bit values, then 32-, 16- and 8-bit ones, the flags as
- * bits) so that no padding is left: 192 bytes.  At 100,000 pending jobs every byte here is
+ * bits) so that no padding is left: 224 bytes (192 before the grow fields).  At 100,000 pending jobs every byte here is
  * 100 kB of the scheduler's peak (issue 29: 64 MiB; tests/unit/queue/test_sched_memory.c
  * bounds it). */
 struct sched_job {
@@ -246,6 +246,7 @@ struct sched_job {
 	/* Nodes its earlier attempts failed on (infrastructure, preemption): pairs of cluster
 	 * id and node name, in the arena; never used for it again (issue 24). */
 	const char		**avoid;
+	int			*grow_racks;	/* a grow's interned racks allowed, in the arena */
 	int64_t			 enqueued_at, admitted_at;
 	int64_t			 started_at;	/* running since (unix s), 0 unknown */
 	int64_t			 migrated_at;	/* last migration (unix s), 0 none */
@@ -258,6 +259,18 @@ struct sched_job {
 	int			 cluster;	/* -1 none */
 	int			 hold_cluster;	/* cluster held for it across cycles, -1 none;
 						 * the caller persists sched_decision.hold_cluster */
+	/* A grow request (sched_grow.c, issue 26): "<job id>#grow:<n>", the workers an
+	 * autoscaler added above what its job was admitted with, as a gang of their own: same
+	 * queue, priority and preemption class as the job, placed on the job's cluster only,
+	 * in the group's domain (its pool; the job's node for topology host, its racks for
+	 * rack and pack, grow_racks), on nodes that exist (never a node still to grow: the
+	 * group's pin must name it).  A higher-priority job takes grows before whole jobs. */
+	int			 grow_of;	/* the job's index, -1: not a grow */
+	int			 grow_group;	/* the job's group it grows (placement group) */
+	int			 grow_cluster;	/* cluster index, -1 none */
+	int			 grow_pool;	/* pool index there, -1 any */
+	int			 grow_node;	/* node index there, -1 any */
+	int			 n_grow_racks;	/* 0: any */
 	int			 rank;		/* derived: position in its queue's pending order */
 	int			 min_run_s, cooldown_s;	/* seconds, at most a week (jobspec) */
 	short			 n_groups, cap_groups;
@@ -363,6 +376,14 @@ bool			 sched_job_allow_region(struct sched_model *m, struct sched_job *j,
 			    const char *region, struct err *e);
 bool			 sched_job_allow_provider(struct sched_model *m, struct sched_job *j,
 			    const char *provider, struct err *e);
+/* Grow requests (sched_grow.c).  Adds the grow id of job `parent` (placed, its allocations
+ * loaded): `pods` more pods of the parent's group `group`, pending (enqueued at `at`) or
+ * admitted (then give it its cluster and allocations, group 0, as for a job).  NULL with e
+ * when the group is not one of the parent's worker groups. */
+struct sched_job	*sched_model_add_grow(struct sched_model *m, const char *id,
+			    struct sched_job *parent, int group, int pods, enum sched_state st,
+			    int64_t at, struct err *e);
+bool			 sched_job_is_grow(const struct sched_job *j);
 /* Placement of an admitted/running job; then one alloc per (group, node).
  * node NULL = a node grown from the first pool of the group's flavor with headroom. */
 bool			 sched_job_set_cluster(struct sched_model *m, struct sched_job *j,

@@ -377,12 +377,13 @@ same_class(const struct sched_job *a, const struct sched_job *b)
 	return true;
 }
 
-/* A job that holds pools (they are open to it alone) or that was evicted (it never evicts
- * its evictors back: its own candidate list) is never memoized. */
+/* A job that holds pools (they are open to it alone), that was evicted (it never evicts
+ * its evictors back: its own candidate list) or a grow request is never memoized. */
 static bool
 memoizable(const struct sched_job *j)
 {
-	return j->hold_cluster < 0 && j->n_evicted_by == 0;
+	/* a grow's search is bound to its job's cluster and domain, which the class omits */
+	return j->hold_cluster < 0 && j->n_evicted_by == 0 && j->grow_of < 0;
 }
 
 static bool
@@ -422,6 +423,24 @@ preempt_plan(struct sched_model *m, struct sched_job *j, struct arena *a,
 	return false;
 }
 
+/* A whole job preempted takes its admitted grow requests with it (the database releases
+ * them with the job's state change, migration 0026): their room comes back too. */
+static void
+release_grows(struct sched_model *m, const struct sched_job *v)
+{
+	if (v->grow_of >= 0)
+		return;
+	for (size_t i = 0; i < m->n_jobs; i++) {
+		struct sched_job *g = m->jobs[i];
+
+		if (g->grow_of != v->idx ||
+		    (g->state != SCHED_ADMITTED && g->state != SCHED_RUNNING))
+			continue;	/* a pending one's admission fails at commit */
+		sched_release(m, g);
+		g->state = SCHED_PREEMPTED;
+	}
+}
+
 /* *reopened: capacity or quota came back during the cycle (evictions, a released hold).
  * *gen moves on whenever the model changes (an admission, eviction or hold). */
 static void
@@ -458,6 +477,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 			sched_release(m, v);
 			v->state = SCHED_PREEMPTED;
 			sched_job_evicted_by(m, v, j->id);
+			release_grows(m, v);
 		}
 		unhold(m, j);
 		*reopened = true;
@@ -476,7 +496,7 @@ attempt(struct sched_model *m, struct sched_job *j, struct arena *a, struct sche
 		d->place = keep_place(m, a, &pl, d->outcome, NULL);
 		return;
 	}
-	if (j->hold_cluster < 0 && *holds < m->cfg.max_holds &&
+	if (j->hold_cluster < 0 && j->grow_of < 0 && *holds < m->cfg.max_holds &&
 	    m->now - j->enqueued_at >= m->cfg.starve_after &&
 	    (d->reason == SCHED_R_INSUFFICIENT_CAPACITY || d->reason == SCHED_R_RESERVED ||
 	     d->reason == SCHED_R_TOPOLOGY_SPLIT)) {

@@ -110,6 +110,10 @@ bool	 sched_pool_open(const struct sched_model *m, const struct sched_job *j,
 enum sched_reason sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 	    const struct sched_cluster *c);
 
+/* Grow requests (sched_grow.c): whether node i of c is in grow j's domain (true for a job
+ * that is not a grow). */
+bool	 sched_grow_node_ok(const struct sched_job *j, const struct sched_cluster *c, size_t i);
+
 /* Topology pack (sched_blocks.c): a set of racks of one scale unit to try. */
 #define SCHED_MAX_RACKS	64	/* racks one pack job may span */
 struct sched_rackset {

@@ -531,6 +531,7 @@ sched_model_add_job(struct sched_model *m, const char *id, const char *queue, in
 	j->shape = -1;
 	j->cluster = -1;
 	j->hold_cluster = -1;
+	j->grow_of = j->grow_cluster = j->grow_pool = j->grow_node = -1;
 	j->max_migrations = m->cfg.migrate_max;
 	j->min_run_s = m->cfg.migrate_min_run_s;
 	j->cooldown_s = m->cfg.migrate_cooldown_s;

@@ -226,6 +226,9 @@ try_pack(struct sched_model *m, const struct sched_job *j, const struct sched_cl
 		/* a node an earlier attempt failed on holds nothing of this job */
 		if (j->n_avoid > 0 && sched_job_avoids(j, c->id, c->nodes[i].id))
 			memset(&m->s_free[i], 0, sizeof(m->s_free[i]));
+		/* a grow request: only its job's domain (sched_grow.c) */
+		if (j->grow_of >= 0 && !sched_grow_node_ok(j, c, i))
+			memset(&m->s_free[i], 0, sizeof(m->s_free[i]));
 	}
 	if (t->topo == SCHED_TOPO_HOST && t->host_grow >= 0) {
 		/* the host is a node still to grow from pool host_grow */
@@ -241,7 +244,8 @@ try_pack(struct sched_model *m, const struct sched_job *j, const struct sched_cl
 		bool bound = j->groups[gi].pod.v[SCHED_ACCEL] > 0 && t->topo != SCHED_TOPO_NONE;
 		int64_t left = place_existing(m, j, c, t, gi, sched_group_pods(j, gi));
 
-		if (left > 0 && !bound)
+		/* a grow takes nodes that exist: the group's pin must name them */
+		if (left > 0 && !bound && j->grow_of < 0)
 			left = place_grown(m, j, c, t, gi, left);
 		if (left > 0)
 			return false;

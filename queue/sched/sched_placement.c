@@ -145,7 +145,7 @@ sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 
 	for (g = 0; g < j->n_groups; g++) {
 		const struct sched_group *gr = &j->groups[g];
-		bool grow = !flavor_bound(j, gr->flavor), mine = false, any = false;
+		bool grow = !flavor_bound(j, gr->flavor) && j->grow_of < 0, mine = false, any = false;
 
 		for (p = 0; p < c->n_pools; p++) {
 			const struct sched_pool *pp = &c->pools[p];
@@ -164,7 +164,7 @@ sched_quick_fit(const struct sched_model *m, const struct sched_job *j,
 	}
 	for (k = 0; k < j->n_req; k++) {
 		struct sched_vec open = { { 0 } }, all = { { 0 } };
-		bool grow = !flavor_bound(j, j->req[k].flavor);
+		bool grow = !flavor_bound(j, j->req[k].flavor) && j->grow_of < 0;
 
 		for (p = 0; p < c->n_pools; p++) {
 			const struct sched_pool *pp = &c->pools[p];
@@ -283,6 +283,8 @@ evaluate(struct sched_model *m, const struct sched_job *j, enum sched_reason quo
 
 		if (c->env != env)
 			continue;
+		if (j->grow_of >= 0 && c->idx != j->grow_cluster)
+			continue;	/* a grow request: its job's cluster only */
 		(*visited)++;
 		memset(rw, 0, sizeof(*rw));
 		rw->cluster = c->idx;
@@ -433,7 +435,8 @@ sched_place(struct sched_model *m, const struct sched_job *j, enum sched_reason 
 	for (i = 0; i < n; i++)
 		if ((int)i != win && rows[i].why == SCHED_R_CHOSEN)
 			rows[i].why = SCHED_R_OUTSCORED;
-	if (env >= 0 && (size_t)env < m->n_env && m->env_clusters[env] > visited)
+	if (env >= 0 && (size_t)env < m->n_env && m->env_clusters[env] > visited &&
+	    j->grow_of < 0)
 		out->counts[SCHED_R_WRONG_FLAVOR] += (uint16_t)(m->env_clusters[env] - visited);
 	out->reason = out->counts[SCHED_R_WRONG_FLAVOR] ? SCHED_R_WRONG_FLAVOR : SCHED_R_NOT_ATTEMPTED;
 	for (i = 0; i < n; i++) {

@@ -22,13 +22,17 @@ sched_victim_cmp(const struct sched_job *x, const struct sched_job *y)
 	return x->idx - y->idx;
 }
 
-/* Cohort borrowers first, then the victim order. */
+/* Grown workers first (issue 26: a job shrinks back to what it was admitted with before
+ * any whole job is preempted), then cohort borrowers, then the victim order. */
 static int
 cand_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sched_model *m = arg;
 	const struct cand *x = a, *y = b;
+	bool gx = m->jobs[x->job]->grow_of >= 0, gy = m->jobs[y->job]->grow_of >= 0;
 
+	if (gx != gy)
+		return gx ? -1 : 1;
 	if (x->cross != y->cross)
 		return x->cross ? -1 : 1;
 	return sched_victim_cmp(m->jobs[x->job], m->jobs[y->job]);
@@ -107,7 +111,8 @@ evicted_me(const struct sched_job *j, const struct sched_job *v)
 }
 
 static size_t
-collect(const struct sched_model *m, const struct sched_job *j, struct cand **out)
+collect(const struct sched_model *m, const struct sched_job *j, enum sched_preemptor by,
+	struct cand **out)
 {
 	const struct sched_queue *q = m->queues[j->queue];
 	struct cand *c = NULL;
@@ -123,8 +128,12 @@ collect(const struct sched_model *m, const struct sched_job *j, struct cand **ou
 		    evicted_me(j, v))
 			continue;
 		/* "<id>#move", "#upgrade", "#run:<name>" (queue/sched/loader.c): footprints held for a
-		 * job, not jobs; the commit cannot evict them, so a plan must not count on it */
-		if (strchr(v->id, '#') != NULL)
+		 * job, not jobs; the commit cannot evict them, so a plan must not count on it.
+		 * "#grow:<n>" is evicted by shrinking it (queue/sched/scheduler.c) */
+		if (strchr(v->id, '#') != NULL && (v->grow_of < 0 || by == SCHED_PREEMPT_MOVE))
+			continue;	/* a move preempts whole jobs only (queue/change/move.c) */
+		/* a grow never takes its own job's room, nor a sibling grow's */
+		if (j->grow_of >= 0 && (v->idx == j->grow_of || v->grow_of == j->grow_of))
 			continue;
 		if (vq == q) {
 			if (!j->can_preempt || v->priority >= j->priority)
@@ -222,14 +231,30 @@ try_cluster(struct sched_model *m, const struct sched_job *j, struct sched_clust
 	return k;
 }
 
+static size_t
+whole_jobs(const struct sched_model *m, const int *v, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += m->jobs[v[i]]->grow_of < 0;
+	return k;
+}
+
+/* Fewer whole jobs preempted first (shrinking grown workers costs no job its run), then
+ * fewer victims, then lower priorities. */
 static bool
 better(const struct sched_model *m, const int *a, size_t na, const int *b, size_t nb)
 {
 	int pa = -2147483647, pb = -2147483647;
-	size_t i;
+	size_t i, wa, wb;
 
 	if (nb == 0)
 		return true;
+	wa = whole_jobs(m, a, na);
+	wb = whole_jobs(m, b, nb);
+	if (wa != wb)
+		return wa < wb;
 	if (na != nb)
 		return na < nb;
 	for (i = 0; i < na; i++) {
@@ -265,7 +290,7 @@ sched_preempt_plan(struct sched_model *m, const struct sched_job *j, enum sched_
 	out->cluster = -1;
 	if (by == SCHED_PREEMPT_MOVE && !j->can_preempt)
 		return false;
-	if ((n = collect(m, j, &cs)) == 0)
+	if ((n = collect(m, j, by, &cs)) == 0)
 		goto cleanup;
 	vic = calloc(n, sizeof(*vic));
 	best = calloc(n, sizeof(*best));
@@ -276,6 +301,8 @@ sched_preempt_plan(struct sched_model *m, const struct sched_job *j, enum sched_
 		struct sched_cluster *c = m->clusters[m->jobs[cs[i].job]->cluster];
 
 		if (seen[c->idx]++ || sched_cluster_filter(m, j, c) != SCHED_R_CHOSEN)
+			continue;
+		if (j->grow_of >= 0 && c->idx != j->grow_cluster)
 			continue;
 		if ((k = try_cluster(m, j, c, cs, n, vic)) == 0)
 			continue;

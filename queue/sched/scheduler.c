@@ -63,13 +63,16 @@ static const char sql_pending[] =
     "UPDATE jobs j SET reason = x->>'reason' FROM jsonb_array_elements($1::jsonb) x"
     " WHERE j.id = (x->>'id')::uuid AND j.state = 'pending'"
     " AND j.reason IS DISTINCT FROM x->>'reason'";
-/* Victims still placed (and, when $4, whose preemptor is still pending), locked first so
- * that the event names the state each one really left. */
+/* Victims still placed (and, when $4, whose preemptor is still pending: a job, or the grow
+ * request "grow" of the job "by", issue 26), locked first so that the event names the state
+ * each one really left. */
 static const char sql_preempt[] =
-    "WITH v AS (SELECT (x->>'id')::uuid AS id, x->>'by' AS by FROM jsonb_array_elements($1::jsonb) x),"
+    "WITH v AS (SELECT (x->>'id')::uuid AS id, x->>'by' AS by, (x->>'grow')::bigint AS grow"
+    "  FROM jsonb_array_elements($1::jsonb) x),"
     " o AS (SELECT j.id, j.state, v.by FROM jobs j JOIN v ON v.id = j.id"
     "  WHERE j.state IN " JOB_STATES_PLACED_SQL " AND (NOT $4::boolean OR EXISTS (SELECT 1"
-    "  FROM jobs p WHERE p.id = v.by::uuid AND p.state = 'pending')) FOR UPDATE OF j),"
+    "  FROM jobs p WHERE p.id = v.by::uuid AND p.state = 'pending') OR EXISTS (SELECT 1"
+    "  FROM job_grows g WHERE g.id = v.grow AND g.state = 'pending')) FOR UPDATE OF j),"
     " u AS (UPDATE jobs j SET state = 'preempted', version = j.version + 1, updated_at = now(),"
     "  reason = $2 || o.by, next_try_at = now(), checkpoint_deadline = now() +"
     "  make_interval(secs => coalesce((j.spec->'checkpoint'->>'grace_seconds')::int, $5::int))"
@@ -78,6 +81,68 @@ static const char sql_preempt[] =
     "  SELECT u.id, 'state', u.old, 'preempted', u.attempt, $3, jsonb_build_object('by', u.by)"
     "  FROM u)"
     " SELECT count(*) FROM u";
+
+/* Grow requests (migration 0026, queue/sched/sched_grow.c): an admission charges the grow
+ * with the nodes it was given (while its job still runs the attempt it grows); a grow a
+ * preemptor takes is set shrinking, and the status worker lowers the replicas on the
+ * member (queue/follow/grow.c); a waiting one keeps the reason. */
+static const char sql_grow_admit[] =
+    "WITH d AS (SELECT (x->>'id')::bigint AS id, x->'placement' AS placement, x->'nodes' AS nodes"
+    "  FROM jsonb_array_elements($1::jsonb) x),"
+    " u AS (UPDATE job_grows g SET state = 'admitted', placement = d.placement,"
+    "  admitted_at = now(), reason = NULL, version = g.version + 1, updated_at = now()"
+    "  FROM d, jobs j WHERE g.id = d.id AND g.state = 'pending' AND j.id = g.job_id"
+    "  AND j.attempt = g.attempt AND j.state IN ('dispatched', 'running')"
+    "  RETURNING g.id, g.job_id, g.attempt, g.group_name, g.replicas, g.pods, d.nodes),"
+    " ev AS (INSERT INTO job_events (job_id, type, attempt, message, data)"
+    "  SELECT u.job_id, 'grow_admitted', u.attempt, 'growth admitted by the scheduler',"
+    "  jsonb_build_object('grow', u.id, 'group', u.group_name, 'replicas', u.replicas,"
+    "  'pods', u.pods, 'nodes', u.nodes, 'by', $2::text) FROM u)"
+    " SELECT count(*) FROM u";
+static const char sql_grow_shrink[] =
+    "WITH v AS (SELECT (x->>'id')::bigint AS id, x->>'by' AS by"
+    "  FROM jsonb_array_elements($1::jsonb) x),"
+    " u AS (UPDATE job_grows g SET state = 'shrinking', by_job = v.by, version = g.version + 1,"
+    "  updated_at = now() FROM v WHERE g.id = v.id AND g.state = 'admitted'"
+    "  RETURNING g.id, g.job_id, g.attempt, g.group_name, g.replicas, g.pods, v.by),"
+    " ev AS (INSERT INTO job_events (job_id, type, attempt, message, data)"
+    "  SELECT u.job_id, 'grow_shrunk', u.attempt,"
+    "  'grown workers shrunk back for a higher priority job', jsonb_build_object('grow', u.id,"
+    "  'group', u.group_name, 'replicas', u.replicas, 'pods', u.pods, 'by', u.by) FROM u)"
+    " SELECT count(*) FROM u";
+static const char sql_grow_pending[] =
+    "UPDATE job_grows g SET reason = x->>'reason' FROM jsonb_array_elements($1::jsonb) x"
+    " WHERE g.id = (x->>'id')::bigint AND g.state = 'pending'"
+    " AND g.reason IS DISTINCT FROM x->>'reason'";
+
+/* The grow number of "<job id>#grow:<n>", NULL when id is not a grow's. */
+static const char *
+grow_no(const char *id)
+{
+	const char *h = strstr(id, "#grow:");
+
+	return h != NULL ? h + 6 : NULL;
+}
+
+/* A grow's admission row: its allocations as the job's group (the renderer's pins), and
+ * the nodes for the event. */
+static json_t *
+grow_row(struct sched_model *m, const struct sched_job *g, const struct sched_placement *pl,
+	 json_t *pools)
+{
+	json_t *full = scheduler_placement_json(m, pl, pools), *allocs, *a, *nodes = json_array();
+	size_t i;
+
+	allocs = json_incref(json_object_get(full, "allocs"));
+	json_decref(full);
+	json_array_foreach(allocs, i, a) {
+		json_object_set_new(a, "group", json_integer(g->grow_group));
+		if (json_is_string(json_object_get(a, "node")))
+			json_array_append(nodes, json_object_get(a, "node"));
+	}
+	return json_pack("{s:s, s:{s:o}, s:o}", "id", grow_no(g->id), "placement", "allocs",
+	    allocs, "nodes", nodes);
+}
 
 /* What each preemptor writes: the victim's reason (followed by the preemptor's id), the
  * message of its state event, and whether the preemptor must still be pending. */
@@ -312,7 +377,7 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 		if (!any && !(ok = db_begin(c, e) && fenced(c, b[i].fence, e)))
 			break;
 		any = true;
-		wake |= b[i].sql != sql_pending;
+		wake |= b[i].sql != sql_pending && b[i].sql != sql_grow_pending;
 		if (b[i].sql == sql_preempt) {
 			size_t preempted = 0;
 
@@ -321,7 +386,8 @@ flush(struct db *c, struct batch *b, int n, const char *who, struct err *e)
 				*b[i].count += preempted;
 			continue;
 		}
-		ok = db_exec(c, b[i].sql, b[i].sql == sql_admit ? 2 : 1, p, &r, e);
+		ok = db_exec(c, b[i].sql, b[i].sql == sql_admit || b[i].sql == sql_grow_admit ? 2 : 1,
+		    p, &r, e);
 		if (ok && b[i].count != NULL && PQntuples(r) == 1)
 			*b[i].count += (size_t)atol(PQgetvalue(r, 0, 0));
 		else if (ok && b[i].count != NULL)
@@ -344,28 +410,42 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 	     size_t step, json_t *pools, const char *who, const struct fence *f,
 	     struct sched_stats *st, struct err *e)
 {
-	struct batch both[2] = { { .sql = sql_preempt, .fence = f, .count = &st->preempted },
-		{ .sql = sql_admit, .fence = f, .count = &st->admitted } };
-	struct batch reasons = { .sql = sql_pending, .fence = f };
+	/* in one transaction, in this order: victims, shrunk grows, admissions, grows */
+	struct batch both[4] = { { .sql = sql_preempt, .fence = f, .count = &st->preempted },
+		{ .sql = sql_grow_shrink, .fence = f },
+		{ .sql = sql_admit, .fence = f, .count = &st->admitted },
+		{ .sql = sql_grow_admit, .fence = f } };
+	struct batch reasons[2] = { { .sql = sql_pending, .fence = f },
+		{ .sql = sql_grow_pending, .fence = f } };
 	bool ok = true;
 
 	for (size_t i = first; i < cy->n && ok; i += step) {
 		const struct sched_decision *d = &cy->d[i];
 		const struct sched_job *j = sched_model_job(m, (size_t)d->job);
+		bool grow = sched_job_is_grow(j);
 
 		if (d->outcome == SCHED_OUT_PENDING) {
-			add(&reasons, json_pack("{s:s, s:s}", "id", j->id, "reason",
-			    sched_reason_code(d->reason)));
-			if (reasons.n >= BATCH || reasons.len >= BATCH_BYTES)
-				ok = flush(c, &reasons, 1, who, e);
+			add(&reasons[grow], json_pack("{s:s, s:s}", "id", grow ? grow_no(j->id) :
+			    j->id, "reason", sched_reason_code(d->reason)));
+			if (reasons[grow].n >= BATCH || reasons[grow].len >= BATCH_BYTES)
+				ok = flush(c, &reasons[grow], 1, who, e);
 			continue;
 		}
 		for (size_t v = 0; v < d->n_victims; v++) {
-			const char *vid = sched_model_job(m, (size_t)d->victims[v])->id;
+			const struct sched_job *vj = sched_model_job(m, (size_t)d->victims[v]);
+			const char *by = grow ? sched_model_job(m, (size_t)j->grow_of)->id : j->id;
 
-			if (strchr(vid, '#') != NULL)	/* a move's reservation, not a job */
-				continue;
-			add(&both[0], json_pack("{s:s, s:s}", "id", vid, "by", j->id));
+			if (sched_job_is_grow(vj))	/* shrunk back, not preempted */
+				add(&both[1], json_pack("{s:s, s:s}", "id", grow_no(vj->id), "by", by));
+			else if (strchr(vj->id, '#') == NULL)	/* a move's reservation: not a job */
+				add(&both[0], json_pack("{s:s, s:s, s:s?}", "id", vj->id, "by", by,
+				    "grow", grow ? grow_no(j->id) : NULL));
+		}
+		if (grow) {
+			add(&both[3], grow_row(m, j, d->place, pools));
+			if (both[3].n >= BATCH)
+				ok = flush(c, both, 4, who, e);
+			continue;
 		}
 		{
 			json_t *dec = sched_decision_to_json(m, d);
@@ -374,19 +454,21 @@ commit_cycle(struct db *c, struct sched_model *m, const struct sched_cycle *cy, 
 			/* The candidates are stored once, beside the decision (explain shows both). */
 			cands = cands ? json_incref(cands) : json_array();
 			json_object_del(dec, "candidates");
-			add(&both[1], json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
+			add(&both[2], json_pack("{s:s, s:s, s:o, s:O, s:o}", "id", j->id,
 			    "cluster", sched_model_cluster(m, (size_t)d->place->cluster)->id,
 			    "placement", scheduler_placement_json(m, d->place, pools), "decision", dec,
 			    "candidates", cands));
 			json_decref(dec);
 		}
-		if (both[1].n >= BATCH || both[0].len + both[1].len >= BATCH_BYTES)
-			ok = flush(c, both, 2, who, e);
+		if (both[2].n >= BATCH || both[0].len + both[1].len + both[2].len + both[3].len >=
+		    BATCH_BYTES)
+			ok = flush(c, both, 4, who, e);
 	}
-	ok = ok && flush(c, both, 2, who, e) && flush(c, &reasons, 1, who, e);
-	free(both[0].buf);
-	free(both[1].buf);
-	free(reasons.buf);
+	ok = ok && flush(c, both, 4, who, e) && flush(c, reasons, 2, who, e);
+	for (int k = 0; k < 4; k++)
+		free(both[k].buf);
+	free(reasons[0].buf);
+	free(reasons[1].buf);
 	return ok;
 }
 

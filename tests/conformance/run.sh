@@ -275,6 +275,49 @@ has "kubectl: get pods -w streams (initial ADDED events)" "^ADDED +[a-z]"
 run "kubectl: delete -f (JSON)" kubectl delete -f "$fx"
 fail "kubectl: delete again is NotFound" 'NotFound|not found' kubectl delete -f "$fx"
 
+# ---- issue 26: scheduling gates.  fleetd creates an autoscaled group's pods gated and lifts
+# the gate (a merge patch of the pod) from as many as it admitted: a gated pod waits
+# SchedulingGated on no node, a gate can be removed but never added, and a pod without gates
+# is scheduled (https://kubernetes.io/docs/concepts/scheduling-eviction/pod-scheduling-readiness/)
+cat >"$work/gated.yaml" <<'EOT'
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: gated}
+spec:
+  headGroupSpec:
+    rayStartParams: {}
+    template: {spec: {containers: [{name: ray-head, image: "rayproject/ray:2.52.0", resources: {requests: {cpu: "1", memory: 1Gi}}}]}}
+  workerGroupSpecs:
+  - groupName: w
+    replicas: 1
+    minReplicas: 1
+    maxReplicas: 2
+    rayStartParams: {}
+    template: {spec: {schedulingGates: [{name: fleet.io/admission}], containers: [{name: ray-worker, image: "rayproject/ray:2.52.0", resources: {requests: {cpu: "1", memory: 1Gi}}}]}}
+EOT
+run "kubectl: apply a RayCluster whose workers are created gated" \
+	kubectl apply --server-side -f "$work/gated.yaml"
+gp=""
+for _ in $(seq 100); do
+	gp=$(kubectl get pods -l ray.io/cluster=gated,ray.io/group=w -o name 2>/dev/null | head -1)
+	[ -n "$gp" ] && break
+	sleep 0.1
+done
+run "kubectl: the gated worker's PodScheduled reason" \
+	kubectl get "$gp" -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].reason}'
+has "kubectl: a gated pod waits SchedulingGated" "^SchedulingGated$"
+fail "kubectl: a scheduling gate cannot be added" "only deletion is allowed" \
+	kubectl patch "$gp" --type merge -p '{"spec":{"schedulingGates":[{"name":"fleet.io/admission"},{"name":"example.com/more"}]}}'
+run "kubectl: the gate is lifted (merge patch)" \
+	kubectl patch "$gp" --type merge -p '{"spec":{"schedulingGates":null}}'
+for _ in $(seq 100); do
+	out=$(kubectl get "$gp" -o jsonpath='{.spec.nodeName}' 2>&1)
+	[ -n "$out" ] && break
+	sleep 0.1
+done
+has "kubectl: the ungated worker is scheduled" "^[a-z0-9]"
+run "kubectl: delete the gated RayCluster" kubectl delete raycluster gated
+
 # ---- issue 13: ConfigMaps and Kueue's kinds in discovery; a KubeRay sample with its
 # ConfigMap applied as a user would; Kueue's webhook on the GKE cluster (batch scheduler
 # kueue, elastic jobs off) refuses a queue-name with in-tree autoscaling

@@ -91,6 +91,64 @@ render_case(struct corpus_case *c, int kind, int prov, int spot, int topo, int e
 	case_init(c, kind, prov, spot, topo, el, idx);
 }
 
+/* The scheduling gates of worker group name in manifest m of kind k (borrowed), NULL. */
+static json_t *
+gates_of(json_t *m, int k, const char *name)
+{
+	json_t *spec = json_object_get(m, "spec"), *wg;
+	size_t i;
+
+	if (k == 0)
+		spec = json_object_get(spec, "rayClusterSpec");
+	else if (k == 2)
+		spec = json_object_get(spec, "rayClusterConfig");
+	else if (k == 3)
+		spec = json_object_get(json_object_get(spec, "jobTemplate"), "rayClusterSpec");
+	json_array_foreach(json_object_get(spec, "workerGroupSpecs"), i, wg)
+		if (strcmp(str_at(wg, "groupName"), name) == 0)
+			return json_object_get(json_object_get(json_object_get(wg, "template"),
+			    "spec"), "schedulingGates");
+	return NULL;
+}
+
+/* Issue 26: an autoscaled group of a RayCluster or RayJob is created gated (fleetd lifts
+ * the gate from the pods it admitted); a fixed group, a RayService, a RayCronJob and a job
+ * Kueue gates itself are not. */
+static void
+test_grow_gate(void **state)
+{
+	struct corpus_case c;
+	struct err e = { 0 };
+	json_t *m, *g;
+
+	(void)state;
+	for (int k = 0; k < 4; k++)
+		for (int el = 0; el < 2; el++) {
+			render_case(&c, k, 0, 0, 0, el, 4);	/* idx 4: no batch scheduler */
+			m = kuberay_render(&c.in, &e);
+			assert_non_null(m);
+			g = gates_of(m, k, "gpu");
+			if (el && k < 2) {
+				assert_int_equal(json_array_size(g), 1);
+				assert_string_equal(str_at(json_array_get(g, 0), "name"),
+				    KUBERAY_GROW_GATE);
+			} else {
+				assert_null(g);
+			}
+			assert_null(gates_of(m, k, "cpu"));	/* fixed: 2 replicas */
+			json_decref(m);
+			jobspec_cleanup(&c.spec);
+		}
+	render_case(&c, 1, 0, 0, 0, 1, 4);
+	c.in.batch.kind = KUBERAY_SCHED_KUEUE;
+	c.in.batch.kueue_elastic = true;	/* Kueue's workload slices admit the growth */
+	m = kuberay_render(&c.in, &e);
+	assert_non_null(m);
+	assert_null(gates_of(m, 1, "gpu"));
+	json_decref(m);
+	jobspec_cleanup(&c.spec);
+}
+
 static void
 test_refusals(void **state)
 {
@@ -455,6 +513,7 @@ main(void)
 		cmocka_unit_test(test_gcs_and_job_fields),
 		cmocka_unit_test(test_pins),
 		cmocka_unit_test(test_flex_start),
+		cmocka_unit_test(test_grow_gate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,13 +13,14 @@
 #define NJOBS		20000
 #define NQUEUES		30
 #define NCLUSTERS	10
-/* Bytes per pending job, model and cycle together.  Measured 330 (sched_job 192, its id 37,
+/* Bytes per pending job, model and cycle together.  Measured 362 (sched_job 224 since the
+ * grow fields of issue 26 — 330 with the 192-byte sched_job before them —, its id 37,
  * its slot in the job table and the jobs array 26, its decision 48, its place in the
  * queue's order 4, the admissions' detail spread over all); before issue 29 the same count
  * gives about 510 (sched_job 272, id 48 in the arena, a 12-byte slot in a string map, a
  * decision of 120 with its placement inline, each admission's groups and allocations copied
  * once more). */
-#define BOUND_PER_JOB	350
+#define BOUND_PER_JOB	380
 
 static const char *const flavors[3] = { "nvidia-h100-80gb", "nvidia-a100-80gb", "nvidia-l4" };
 
@@ -135,7 +136,7 @@ test_bytes_per_pending_job(void **state)
 	print_message("%d jobs, %zu admitted: model %zu bytes, cycle %zu bytes: %zu per job "
 	    "(sched_job %zu, sched_decision %zu)\n", NJOBS, cy.admitted, model, cycle,
 	    (model + cycle) / NJOBS, sizeof(struct sched_job), sizeof(struct sched_decision));
-	assert_true(sizeof(struct sched_job) <= 192);
+	assert_true(sizeof(struct sched_job) <= 224);
 	assert_true(sizeof(struct sched_decision) <= 48);
 	assert_true((model + cycle) / NJOBS <= BOUND_PER_JOB);
 	arena_free(a);
