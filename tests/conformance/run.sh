@@ -411,11 +411,17 @@ fail "kubectl: the invalid request was not stored" 'provisioningrequests.autosca
 run "kubectl: get provreq (short name, server-side Table)" kubectl get provreq
 has "kubectl: the CRD's columns (NAME, AGE)" "^NAME +AGE$"
 has "kubectl: the request listed" "^conf-pr +[0-9]+[smh]$"
+# Accepted at once; Provisioned only once a flex-start pool the PodTemplate selects has room
+# for every pod (this template selects none: integration/test_flex_start follows a request
+# to Provisioned and its nodes)
 for _ in $(seq 60); do
-	out=$(kubectl get provisioningrequest conf-pr -o jsonpath='{.status.conditions[?(@.type=="Provisioned")].status}' 2>&1)
+	out=$(kubectl get provisioningrequest conf-pr -o jsonpath='{.status.conditions[?(@.type=="Accepted")].status}' 2>&1)
 	[ "$out" = True ] && break; sleep 1
 done
-has "kubectl: queued provisioning sets Provisioned=True" "^True$"
+has "kubectl: queued provisioning sets Accepted=True" "^True$"
+run "kubectl: get provreq -o jsonpath (no Provisioned without a pool to grow)" \
+	kubectl get provisioningrequest conf-pr -o jsonpath='{.status.conditions[?(@.type=="Provisioned")].status}'
+[ "$out" = True ] && bad "kubectl: Provisioned=True without a flex-start pool the template selects"
 run "kubectl: get provisioningrequests -o name" kubectl get provisioningrequests.autoscaling.x-k8s.io -o name
 has "kubectl: the fully qualified resource name works" "^provisioningrequest.autoscaling.x-k8s.io/conf-pr$"
 fail "kubectl: the request's spec is immutable (the CRD's transition rule)" \

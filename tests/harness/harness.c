@@ -104,6 +104,12 @@ pg_private_destroy(void)
 	g_priv_dir[0] = g_priv_url[0] = '\0';
 }
 
+const char *
+harness_pg_dir(void)
+{
+	return g_priv_dir[0] != '\0' ? g_priv_dir : getenv("FLEETD_TEST_PGDIR");
+}
+
 void
 harness_pg_private(void)
 {

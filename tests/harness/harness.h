@@ -63,6 +63,9 @@ void	harness_db_drop(const char *url);
  * (pg_current_snapshot: a commit of another test's database changes it too), since tests run
  * beside each other.  Destroyed when the process exits. */
 void	harness_pg_private(void);
+/* The folder of the Postgres this test's databases are on (the private one once started,
+ * else tests/run.sh's shared server): what `scripts/pg.sh stop|start` takes. */
+const char *harness_pg_dir(void);
 
 /* ---- processes */
 

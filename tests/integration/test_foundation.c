@@ -25,6 +25,9 @@ static int
 setup(void **state)
 {
 	(void)state;
+	/* test_readyz_db_restart stops and starts its server: its own, not the one the tests
+	 * running beside this one use (they answered 503 db.unavailable meanwhile) */
+	harness_pg_private();
 	harness_db_create("foundation", dburl, sizeof(dburl));
 	harness_fleetd_start(&fd, dburl, NULL);
 	admin = harness_keep(harness_token(dburl, "admin", "*"));
@@ -352,7 +355,7 @@ test_secrets_not_logged(void **state)
 static void
 test_readyz_db_restart(void **state)
 {
-	const char *pgdir = getenv("FLEETD_TEST_PGDIR");
+	const char *pgdir = harness_pg_dir();
 	struct http_result r;
 	int ok = 0;
 
