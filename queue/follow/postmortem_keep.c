@@ -66,7 +66,7 @@ status_postmortem_keep(const struct member *t, const char *job, int attempt, con
 				json_array_append(mine, ev);
 	}
 	{
-		json_t *findings = status_classify(pods, NULL, mine);
+		json_t *findings = status_classify(pods, NULL, mine, NULL);
 
 		rec = status_postmortem(pods, mine, NULL, kind, NULL, trigger, "", findings);
 		json_decref(findings);

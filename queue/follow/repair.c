@@ -238,6 +238,27 @@ first_lost(json_t *manifest, const char *kind, json_t *nodes, int *group, const 
 	return NULL;
 }
 
+json_t *
+status_pins(json_t *manifest, const char *kind)
+{
+	json_t *cs = cluster_spec(manifest, kind), *out = json_array(), *v;
+	int ng = (int)json_array_size(json_object_get(cs, "workerGroupSpecs")) + 1;
+	size_t i;
+
+	for (int g = 0; cs != NULL && g < ng; g++) {
+		json_t *tmpl = group_template(manifest, kind, g);
+		const char *host = json_string_value(json_object_get(json_object_get(json_object_get(
+		    tmpl, "spec"), "nodeSelector"), HOSTNAME));
+
+		if (host != NULL && !names(out, host))
+			json_array_append_new(out, json_string(host));
+		json_array_foreach(pin_values(tmpl), i, v)
+			if (json_is_string(v) && !names(out, json_string_value(v)))
+				json_array_append(out, v);
+	}
+	return out;
+}
+
 /* ---- choosing the spare: the scheduler's model and packing */
 
 struct plan {

@@ -33,9 +33,11 @@ const char *status_phase_name(enum status_phase p);
 
 /* queue/follow/status_class.c: classified failure signals of one attempt — pods (array of
  * Pod objects), nodes (name -> Node, NULL when unread), events (Warning events of the pods
- * and their nodes).  A new array of {key, class, reason, message, pods, ranks, nodes,
- * evidence}; key is stable across cycles (class:reason:node). */
-json_t	*status_classify(json_t *pods, json_t *nodes, json_t *events);
+ * and their nodes), pinned (array of the node names the job's manifest pins it to, or
+ * NULL: their reclaim signals count though no pod of the job sits there).  A new array of
+ * {key, class, reason, message, pods, ranks, nodes, evidence}; key is stable across cycles
+ * (class:reason:node). */
+json_t	*status_classify(json_t *pods, json_t *nodes, json_t *events, json_t *pinned);
 /* Which class most likely ended an attempt: lower first (infrastructure ... capacity). */
 int	status_class_rank(const char *cls);
 /* Whether a failure of class cls gets a new attempt (infrastructure, preemption). */

@@ -560,7 +560,7 @@ static json_t *
 surface(const struct status_job *j, const struct status_seen *seen,
     const struct status_obs *obs, struct status_stats *st)
 {
-	json_t *ev, *d, *findings, *f;
+	json_t *ev, *d, *findings, *f, *pins;
 	size_t i;
 	char key[160], msg[700];
 
@@ -584,7 +584,9 @@ surface(const struct status_job *j, const struct status_seen *seen,
 		status_note_once(j, "cluster_event", name, msg, d, st);
 		json_decref(d);
 	}
-	findings = status_classify(seen->pods, seen->nodes, seen->events);
+	pins = j->manifest != NULL ? status_pins(j->manifest, j->kind) : NULL;
+	findings = status_classify(seen->pods, seen->nodes, seen->events, pins);
+	json_decref(pins);
 	json_array_foreach(findings, i, f) {
 		finding_text(f, msg, sizeof(msg));
 		d = json_deep_copy(f);

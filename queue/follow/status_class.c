@@ -344,9 +344,9 @@ event_signal(json_t *out, json_t *pods, json_t *ev)
 }
 
 json_t *
-status_classify(json_t *pods, json_t *nodes, json_t *events)
+status_classify(json_t *pods, json_t *nodes, json_t *events, json_t *pinned)
 {
-	json_t *out = json_array(), *p, *seen = json_object(), *ev;
+	json_t *out = json_array(), *p, *seen = json_object(), *ev, *v;
 	size_t i;
 
 	json_array_foreach(pods, i, p)
@@ -358,6 +358,25 @@ status_classify(json_t *pods, json_t *nodes, json_t *events)
 			continue;
 		json_object_set_new(seen, node, json_true());
 		node_signals(out, pods, nodes, node);
+	}
+	/* a node the job is pinned to but holds none of its pods now: AWS's termination
+	 * handler and AKS's node auto-drain drain a reclaimed node at the notice, so its
+	 * reclaim signal is the job's though no pod sits there (only that signal: a pinned
+	 * node gone or NotReady is repair's, follow/repair.c) */
+	json_array_foreach(pinned, i, v) {
+		const char *node = json_string_value(v);
+		json_t *mine, *f;
+		size_t k;
+
+		if (node == NULL || json_object_get(seen, node) != NULL)
+			continue;
+		json_object_set_new(seen, node, json_true());
+		mine = json_array();
+		node_signals(mine, pods, nodes, node);
+		json_array_foreach(mine, k, f)
+			if (is(str(f, "class"), "preemption"))
+				json_array_append(out, f);
+		json_decref(mine);
 	}
 	json_array_foreach(events, i, ev) {
 		json_t *io = json_object_get(ev, "involvedObject");

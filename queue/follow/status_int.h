@@ -86,6 +86,9 @@ void	status_note_once(const struct status_job *j, const char *type, const char *
  * domain re-pinned and recorded, or one waiting_for_spare event. */
 void	status_repair(const struct member *t, struct status_job *j,
 	    const struct status_seen *seen, struct status_stats *st);
+/* repair.c: the node names the manifest pins the job's groups to (hostname In values and
+ * host nodeSelectors; a new array, empty for an unpinned job). */
+json_t	*status_pins(json_t *manifest, const char *kind);
 /* grow.c (issue 26): an autoscaled group's replicas above what fleetd admitted become a
  * grow request; admitted grows widen the group's pin and lift the gate of that many pods;
  * grows the scheduler shrank, or the autoscaler no longer uses, are released. */

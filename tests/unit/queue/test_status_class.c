@@ -105,7 +105,7 @@ test_classes(void **state)
 			json_array_append_new(events, json_pack("{s:s, s:s, s:{s:s, s:s}}", "reason",
 			    c->event_reason, "message", "pod didn't trigger scale-up",
 			    "involvedObject", "kind", "Pod", "name", "j-gpu-worker-a"));
-		out = status_classify(pods, nodes, events);
+		out = status_classify(pods, nodes, events, NULL);
 		json_array_foreach(out, k, f)
 			if (strcmp(json_string_value(json_object_get(f, "class")), c->want_class) == 0)
 				hit = f;
@@ -226,11 +226,48 @@ test_postmortem_kubelet_oom(void **state)
 	json_decref(events);
 }
 
+/* AWS's termination handler and AKS's node auto-drain drain a reclaimed node at the notice:
+ * no pod of the job sits there any more, yet the job is pinned to it.  The reclaim taint is
+ * the job's preemption through its pins; a pinned node that is merely gone is not a finding
+ * here (repair's); without the pins nothing is found (the drill's six jobs before). */
+static void
+test_pinned_drained_node(void **state)
+{
+	json_t *pods = json_array(), *nodes = json_object(), *events = json_array(),
+	    *pins = json_pack("[s, s, s]", "n-gpu-1", "n-gpu-2", "n-gone"), *out, *f;
+
+	(void)state;
+	json_array_append_new(pods, pod("j-head-a", "head", "n-cpu", NULL));
+	json_array_append_new(pods, pod("j-gpu-worker-b", "worker", "n-gpu-1", NULL));
+	json_object_set_new(nodes, "n-cpu", node("n-cpu", NULL, "True"));
+	json_object_set_new(nodes, "n-gpu-1", node("n-gpu-1", "nvidia.com/gpu", "True"));
+	json_object_set_new(nodes, "n-gpu-2", node("n-gpu-2",
+	    "aws-node-termination-handler/spot-itn", "True"));
+	out = status_classify(pods, nodes, events, NULL);
+	assert_int_equal(json_array_size(out), 0);
+	json_decref(out);
+	out = status_classify(pods, nodes, events, pins);
+	assert_int_equal(json_array_size(out), 1);
+	f = json_array_get(out, 0);
+	assert_string_equal(json_string_value(json_object_get(f, "class")), "preemption");
+	assert_string_equal(json_string_value(json_object_get(f, "reason")), "ReclaimTaint");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(f, "nodes"), 0)),
+	    "n-gpu-2");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(f, "evidence"),
+	    "taint")), "aws-node-termination-handler/spot-itn=true:NoSchedule");
+	json_decref(out);
+	json_decref(pins);
+	json_decref(pods);
+	json_decref(nodes);
+	json_decref(events);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classes),
+		cmocka_unit_test(test_pinned_drained_node),
 		cmocka_unit_test(test_postmortem_bounded),
 		cmocka_unit_test(test_postmortem_kubelet_oom),
 	};
