@@ -261,10 +261,10 @@ read_pods(const struct member *t, const char *ns, struct nsview *v, struct err *
 	return member_list(&t->pc, path, "fieldSelector=type%3DWarning", &v->events, e);
 }
 
-/* The cluster's nodes (name -> Node), listed at most once per NODES_TTL_S per cluster and
- * shared by the cycles meanwhile: taints, conditions and labels are where providers say a
- * node is lost or reclaimed (queue/follow/status_class.c).  A new reference, NULL when the
- * cluster's nodes cannot be read (then nothing is said about them). */
+/* The cluster's nodes (name -> Node) without their watch (watches off, refused, not in
+ * sync yet): listed at most once per NODES_TTL_S per cluster and shared by the cycles
+ * meanwhile.  A new reference, NULL when the cluster's nodes cannot be read (then nothing
+ * is said about them). */
 #define NODES_TTL_S	2.0
 
 static struct {
@@ -305,6 +305,28 @@ nodes_of(const struct member *t, bool fresh)
 	    out));
 	pthread_mutex_unlock(&N.mu);
 	return out;
+}
+
+/* The cluster's nodes for a namespace sync (a new reference, NULL unread): taints,
+ * conditions and labels are where providers say a node is lost or reclaimed
+ * (queue/follow/status_class.c, repair.c).  From the node watch when it is in sync (a
+ * taint, a condition or a deletion arrives by it and has the cluster's jobs looked at:
+ * no list per sync), else listed; then a reclaim notice among events has the node's
+ * taint read now, not from the last list. */
+static json_t *
+read_nodes(const struct member *t, json_t *events)
+{
+	json_t *out, *ev;
+	size_t i;
+	bool notice = false;
+
+	status_watch_want(t->id, "Node");
+	if ((out = status_watch_nodes(t->id)) != NULL)
+		return out;
+	json_array_foreach(events, i, ev)
+		notice = notice || status_event_spot(json_string_value(json_object_get(ev,
+		    "reason")), json_string_value(json_object_get(ev, "message")));
+	return nodes_of(t, notice);
 }
 
 /* What the namespace view says about job j. */
@@ -379,17 +401,8 @@ sync_ns(const struct member *t, struct batch *b, const char *ns)
 		ok = read_objects(t, ns, kinds[k], &v, &e);
 	if (ok && need)
 		ok = read_pods(t, ns, &v, &e);
-	if (ok && need) {
-		json_t *ev;
-		size_t i;
-		bool notice = false;
-
-		/* a reclaim notice: the node's taint is read now, not from the cache */
-		json_array_foreach(v.events, i, ev)
-			notice = notice || status_event_spot(json_string_value(json_object_get(ev,
-			    "reason")), json_string_value(json_object_get(ev, "message")));
-		v.nodes = nodes_of(t, notice);
-	}
+	if (ok && need)
+		v.nodes = read_nodes(t, v.events);
 	if (ok && crons) {
 		char path[256];
 

@@ -53,10 +53,17 @@ struct status_seen {
 bool	status_watch_start(struct err *e);	/* no-op when status-watch is 0 */
 void	status_watch_stop(void);
 bool	status_watch_on(void);
-/* The status cycle needs kind ("RayJob", "Pod", "Event", ...) of this cluster. */
+/* The status cycle needs kind ("RayJob", "Pod", "Event", "Node", ...) of this cluster:
+ * watched from now until it is not asked for IDLE_DROP_S (status_watch.c). */
 void	status_watch_want(const char *cluster_id, const char *kind);
 /* A new array of the kind's objects in ns when its watch is in sync, else NULL (list it). */
 json_t	*status_watch_list(const char *cluster_id, const char *kind, const char *ns);
+/* A new object of the cluster's nodes (name -> Node) when its node watch is in sync, else
+ * NULL (list them). */
+json_t	*status_watch_nodes(const char *cluster_id);
+/* A new object: what the watch cache keeps of object o of kind (the fields the status
+ * path reads; values shared with o). */
+json_t	*status_watch_trim(const char *kind, json_t *o);
 /* Moves what the watches saw change since the last call into jobs (job id -> true: the
  * jobs the events concern) and clusters (cluster id -> true: relisted, every job there is
  * looked at); true when anything changed. */

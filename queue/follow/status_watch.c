@@ -1,8 +1,12 @@
 /* status_watch: the status worker's view of its member clusters, kept by watches — one
- * list then one watch per cluster and kind (the four ray.io kinds, pods, Warning events;
- * only fleetd's objects), resumed from the last resourceVersion, relisted after 410
- * Expired, in bounded memory. Each event marks the job it concerns (its fleet.io/job-id
- * label, or the pod's an Event involves) so that the status loop looks at that job only.
+ * list then one watch per cluster and kind (the four ray.io kinds, pods, Warning events,
+ * nodes; only fleetd's objects but nodes), resumed from the last resourceVersion, relisted
+ * after 410 Expired, in bounded memory.  A kind is watched on a cluster only while the
+ * status cycle asks for it (a followed job of that kind is there), and its cache keeps
+ * only the fields the status path reads (trim).  Each event marks the job it concerns (its
+ * fleet.io/job-id label, or the pod's an Event involves) so that the status loop looks at
+ * that job only; a node's change (taints, conditions, labels, deletion) has every job of
+ * its cluster looked at (a job pinned to a drained node holds no pod there).
  * A cluster that refuses watches is polled instead (the status cycle lists it each turn).
  * One thread drives every stream (libcurl multi); the lists that start them run up to
  * LIST_THREADS at once, so that a start or a takeover lists every cluster in parallel. */
@@ -23,9 +27,9 @@
 #include "core/worker_thread.h"
 #include "queue/follow/status_int.h"
 
-#define NKINDS		6
+#define NKINDS		7
 #define WATCH_TIMEOUT_S	300	/* the server ends a watch after this; we resume */
-#define IDLE_DROP_S	30	/* no job on the cluster for this long: its watches close */
+#define IDLE_DROP_S	30	/* a kind not asked for this long: its watch closes */
 #define REFUSED_RETRY_S	60	/* a cluster that refused a watch is polled this long */
 #define MAX_LINE	(8u << 20)
 #define MAX_EVENTS	2000	/* Warning events kept per cluster */
@@ -42,6 +46,7 @@ static const struct {
 	{ "RayCronJob", "/apis/ray.io/v1/raycronjobs", STATUS_SEL_MANAGED },
 	{ "Pod", "/api/v1/pods", STATUS_SEL_MANAGED },
 	{ "Event", "/api/v1/events", "fieldSelector=type%3DWarning" },
+	{ "Node", "/api/v1/nodes", NULL },
 };
 
 struct wcluster;
@@ -56,6 +61,7 @@ struct wstream {
 	size_t		 len, cap;
 	long		 status;
 	double		 retry_at;
+	double		 wanted_at;	/* the status cycle last asked for this kind */
 	int		 fails;
 };
 
@@ -63,7 +69,6 @@ struct wcluster {
 	char			 id[40];
 	struct member	*t;
 	struct wstream		 s[NKINDS];
-	double			 wanted_at;
 	double			 refused_until;
 	bool			 dirty;		/* relisted: every job there is looked at */
 	json_t			*dirty_jobs;	/* job id -> true: what watch events concerned */
@@ -129,7 +134,7 @@ status_watch_want(const char *cluster_id, const char *kind)
 	pthread_mutex_lock(&W.mu);
 	c = cluster(cluster_id, true);
 	c->s[k].want = true;
-	c->wanted_at = mono_s();
+	c->s[k].wanted_at = mono_s();
 	pthread_mutex_unlock(&W.mu);
 }
 
@@ -156,6 +161,25 @@ status_watch_list(const char *cluster_id, const char *kind, const char *ns)
 				json_array_append(out, v);
 	}
 	pthread_mutex_unlock(&W.mu);
+	return out;
+}
+
+json_t *
+status_watch_nodes(const char *cluster_id)
+{
+	json_t *items = status_watch_list(cluster_id, "Node", ""), *it, *out;
+	size_t i;
+
+	if (items == NULL)
+		return NULL;
+	out = json_object();
+	json_array_foreach(items, i, it) {
+		const char *name = jsonx_meta_str(it, "name");
+
+		if (name != NULL)
+			json_object_set(out, name, it);
+	}
+	json_decref(items);
 	return out;
 }
 
@@ -207,6 +231,89 @@ status_watch_polled(const char *cluster_id)
 	return polled;
 }
 
+/* ---- what the caches keep: the fields the status path reads (status.c, status_act.c,
+ * status_class.c, status_postmortem.c, status_stockout.c, repair.c, grow.c), not whole
+ * objects: a pod's containers, env and volumes, a node's images and info, every object's
+ * managedFields are most of their bytes, and nothing there reads them. */
+
+static const char *const pod_keep[] = {
+	"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",
+	"metadata.labels", "metadata.creationTimestamp", "metadata.deletionTimestamp",
+	"metadata.ownerReferences", "spec.nodeName", "spec.schedulingGates", "spec.affinity",
+	"spec.nodeSelector", "status", NULL
+};
+
+static const char *const event_keep[] = {
+	"metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",
+	"metadata.creationTimestamp", "involvedObject", "type", "reason", "message", "count",
+	"firstTimestamp", "lastTimestamp", "eventTime", NULL
+};
+
+static const char *const node_keep[] = {
+	"metadata.name", "metadata.uid", "metadata.resourceVersion", "metadata.labels",
+	"spec.taints", "spec.unschedulable", "status.conditions", NULL
+};
+
+/* A new object of the members of o that paths name ("a" or "a.b"), sharing their values. */
+static json_t *
+pick(json_t *o, const char *const *paths)
+{
+	json_t *out = json_object(), *v, *sub;
+	char top[32];
+
+	for (; *paths != NULL; paths++) {
+		const char *dot = strchr(*paths, '.');
+
+		if (dot == NULL) {
+			if ((v = json_object_get(o, *paths)) != NULL)
+				json_object_set(out, *paths, v);
+			continue;
+		}
+		snprintf(top, sizeof(top), "%.*s", (int)(dot - *paths), *paths);
+		if ((v = json_object_get(json_object_get(o, top), dot + 1)) == NULL)
+			continue;
+		if ((sub = json_object_get(out, top)) == NULL) {
+			sub = json_object();
+			json_object_set_new(out, top, sub);
+		}
+		json_object_set(sub, dot + 1, v);
+	}
+	return out;
+}
+
+/* A Ray object without what the API server keeps for itself (managedFields, the last
+ * applied configuration): the rest is read (status, the spec repair and grow compare,
+ * annotations). */
+static json_t *
+ray_trimmed(json_t *o)
+{
+	json_t *out = json_copy(o), *md = json_copy(json_object_get(o, "metadata")), *an;
+
+	if (!json_is_object(out) || md == NULL) {
+		json_decref(md);
+		return out;
+	}
+	json_object_del(md, "managedFields");
+	if ((an = json_copy(json_object_get(md, "annotations"))) != NULL) {
+		json_object_del(an, "kubectl.kubernetes.io/last-applied-configuration");
+		json_object_set_new(md, "annotations", an);
+	}
+	json_object_set_new(out, "metadata", md);
+	return out;
+}
+
+json_t *
+status_watch_trim(const char *kind, json_t *o)
+{
+	if (strcmp(kind, "Pod") == 0)
+		return pick(o, pod_keep);
+	if (strcmp(kind, "Event") == 0)
+		return pick(o, event_keep);
+	if (strcmp(kind, "Node") == 0)
+		return pick(o, node_keep);
+	return ray_trimmed(o);
+}
+
 /* ---- stream callbacks (watcher thread, W.mu not held on entry) */
 
 static void
@@ -234,43 +341,78 @@ mark_label(json_t *dirty, json_t *subject)
 		json_object_set_new(dirty, id, json_true());
 }
 
+/* A node's Warning event concerns the jobs with pods on it (locked). */
+static void
+mark_node(struct wcluster *c, const char *name)
+{
+	json_t *p;
+	const char *key;
+
+	if (name == NULL)
+		return;
+	json_object_foreach(c->s[kind_index("Pod")].items, key, p) {
+		const char *node = json_string_value(json_object_get(json_object_get(p, "spec"),
+		    "nodeName"));
+
+		if (node != NULL && strcmp(node, name) == 0)
+			mark_label(c->dirty_jobs, p);
+	}
+}
+
 static void
 mark_job(struct wstream *s, json_t *o)
 {
-	json_t *io = json_object_get(o, "involvedObject"), *pods, *p;
-	const char *kind, *ns, *name, *key;
+	json_t *io = json_object_get(o, "involvedObject");
+	const char *kind, *ns, *name;
 	char pk[400];
 
 	if (strcmp(kinds[s->k].kind, "Event") != 0) {
 		mark_label(s->c->dirty_jobs, o);
 		return;
 	}
-	pods = s->c->s[kind_index("Pod")].items;
 	kind = json_string_value(json_object_get(io, "kind"));
 	ns = json_string_value(json_object_get(io, "namespace"));
 	name = json_string_value(json_object_get(io, "name"));
 	if (name == NULL)
 		return;
 	if (kind != NULL && strcmp(kind, "Node") == 0) {
-		/* a node's trouble concerns the jobs with pods on it */
-		json_object_foreach(pods, key, p) {
-			const char *node = json_string_value(json_object_get(json_object_get(p,
-			    "spec"), "nodeName"));
-
-			if (node != NULL && strcmp(node, name) == 0)
-				mark_label(s->c->dirty_jobs, p);
-		}
+		mark_node(s->c, name);
 		return;
 	}
 	snprintf(pk, sizeof(pk), "%s/%s", ns ? ns : "", name);
-	mark_label(s->c->dirty_jobs, json_object_get(pods, pk));
+	mark_label(s->c->dirty_jobs, json_object_get(s->c->s[kind_index("Pod")].items, pk));
+}
+
+/* Whether a Node's change (old and now as cached, NULL when absent) can concern a job: it
+ * came or went, its taints, unschedulable or labels changed, or a condition's status — not
+ * the kubelet's heartbeat times alone, which move every few minutes on every node. */
+static bool
+node_changed(json_t *old, json_t *now)
+{
+	json_t *a, *b, *c;
+	size_t i;
+
+	if (old == NULL || now == NULL ||
+	    !json_equal(json_object_get(old, "spec"), json_object_get(now, "spec")) ||
+	    !json_equal(jsonx_meta(old, "labels"), jsonx_meta(now, "labels")))
+		return true;
+	a = json_object_get(json_object_get(old, "status"), "conditions");
+	b = json_object_get(json_object_get(now, "status"), "conditions");
+	if (json_array_size(a) != json_array_size(b))
+		return true;
+	json_array_foreach(a, i, c)
+		if (!json_equal(json_object_get(c, "type"), json_object_get(json_array_get(b, i),
+		    "type")) || !json_equal(json_object_get(c, "status"), json_object_get(
+		    json_array_get(b, i), "status")))
+			return true;
+	return false;
 }
 
 /* Applies one watch event line (locked). */
 static void
 apply_line(struct wstream *s, const char *line, size_t len)
 {
-	json_t *ev = json_loadb(line, len, 0, NULL), *o;
+	json_t *ev = json_loadb(line, len, 0, NULL), *o, *old = NULL;
 	const char *type, *rv;
 	char key[400];
 
@@ -291,10 +433,11 @@ apply_line(struct wstream *s, const char *line, size_t len)
 	if (strcmp(type, "BOOKMARK") == 0)
 		goto out;
 	key_of(o, key, sizeof(key));
+	old = json_incref(json_object_get(s->items, key));
 	if (strcmp(type, "DELETED") == 0)
 		json_object_del(s->items, key);
 	else
-		json_object_set(s->items, key, o);
+		json_object_set_new(s->items, key, status_watch_trim(kinds[s->k].kind, o));
 	if (json_object_size(s->items) > (strcmp(kinds[s->k].kind, "Event") == 0 ? MAX_EVENTS :
 	    MAX_OBJECTS)) {	/* bounded: the oldest entry goes */
 		void *it = json_object_iter(s->items);
@@ -302,9 +445,13 @@ apply_line(struct wstream *s, const char *line, size_t len)
 		if (it != NULL)
 			json_object_del(s->items, json_object_iter_key(it));
 	}
-	mark_job(s, o);
+	if (strcmp(kinds[s->k].kind, "Node") != 0)
+		mark_job(s, o);
+	else if (node_changed(old, json_object_get(s->items, key)))
+		s->c->dirty = true;
 	atomic_fetch_add(&W.events, 1);
 out:
+	json_decref(old);
 	json_decref(ev);
 }
 
@@ -321,6 +468,10 @@ on_chunk(void *user, long status, const char *data, size_t len)
 		ok = !s->stop;
 		goto out;
 	}
+	/* resumed from its version after a failure: nothing was missed, the cache is served
+	 * again (not only after the stream's end, WATCH_TIMEOUT_S later: the cluster would be
+	 * listed on every sync meanwhile) */
+	s->fails = 0;
 	if (s->len + len + 1 > MAX_LINE) {	/* a runaway line: drop the stream, relist */
 		s->synced = false;
 		s->len = 0;
@@ -416,10 +567,11 @@ list_stream(struct wstream *s)
 		char key[400];
 
 		key_of(it, key, sizeof(key));
-		json_object_set(s->items, key, it);
+		json_object_set_new(s->items, key, status_watch_trim(kinds[s->k].kind, it));
 	}
 	snprintf(s->rv, sizeof(s->rv), "%s", rv);
 	s->synced = true;
+	s->fails = 0;
 	s->c->dirty = true;
 	pthread_mutex_unlock(&W.mu);
 	json_decref(items);
@@ -447,8 +599,8 @@ open_stream(struct wstream *s)
 	while (n > 0 && t->api_server[n - 1] == '/')
 		n--;
 	snprintf(url, sizeof(url), "%.*s%s?watch=1&allowWatchBookmarks=true&timeoutSeconds=%d"
-	    "&resourceVersion=%s&%s", (int)n, t->api_server, kinds[s->k].path, WATCH_TIMEOUT_S,
-	    rv, kinds[s->k].query);
+	    "&resourceVersion=%s%s%s", (int)n, t->api_server, kinds[s->k].path, WATCH_TIMEOUT_S,
+	    rv, kinds[s->k].query ? "&" : "", kinds[s->k].query ? kinds[s->k].query : "");
 	rq.url = url;
 	rq.bearer = t->token;
 	rq.ca_pem = t->ca_pem;
@@ -528,15 +680,15 @@ loop(void *arg)
 
 		pthread_mutex_lock(&W.mu);
 		for (struct wcluster *c = W.all; c != NULL && n < MAX_TURN; c = c->next) {
-			bool idle = now - c->wanted_at > IDLE_DROP_S;
-
 			for (int k = 0; k < NKINDS && n < MAX_TURN; k++) {
 				struct wstream *s = &c->s[k];
 
-				if (idle && s->want) {	/* no job there any more */
+				if (s->want && now - s->wanted_at > IDLE_DROP_S) {
+					/* no job of this kind there any more */
 					s->want = false;
 					s->stop = true;	/* the open stream aborts on its next piece */
 					s->synced = false;
+					json_object_clear(s->items);
 				}
 				if (s->want && !s->open && now >= s->retry_at &&
 				    c->refused_until <= now) {
@@ -607,9 +759,37 @@ status_watch_count_list(void)
 	atomic_fetch_add(&W.lists, 1);
 }
 
+/* The open streams and cached objects of each kind, over the clusters. */
+static void
+gauges(char **buf, size_t *len, size_t *cap)
+{
+	size_t open[NKINDS] = { 0 }, objects[NKINDS] = { 0 };
+
+	pthread_mutex_lock(&W.mu);
+	for (struct wcluster *c = W.all; c != NULL; c = c->next)
+		for (int k = 0; k < NKINDS; k++) {
+			open[k] += c->s[k].open;
+			objects[k] += json_object_size(c->s[k].items);
+		}
+	pthread_mutex_unlock(&W.mu);
+	textbuf_appendf(buf, len, cap,
+	    "# HELP fleetd_status_watch_streams Watch streams open, by kind.\n"
+	    "# TYPE fleetd_status_watch_streams gauge\n");
+	for (int k = 0; k < NKINDS; k++)
+		textbuf_appendf(buf, len, cap, "fleetd_status_watch_streams{kind=\"%s\"} %zu\n",
+		    kinds[k].kind, open[k]);
+	textbuf_appendf(buf, len, cap,
+	    "# HELP fleetd_status_watch_objects Objects the watch caches keep, by kind.\n"
+	    "# TYPE fleetd_status_watch_objects gauge\n");
+	for (int k = 0; k < NKINDS; k++)
+		textbuf_appendf(buf, len, cap, "fleetd_status_watch_objects{kind=\"%s\"} %zu\n",
+		    kinds[k].kind, objects[k]);
+}
+
 void
 status_watch_metrics(char **buf, size_t *len, size_t *cap)
 {
+	gauges(buf, len, cap);
 	textbuf_appendf(buf, len, cap,
 	    "# HELP fleetd_status_member_calls_total Member-cluster API calls of the status "
 	    "worker (list: a list request, watch: a watch opened).\n"
