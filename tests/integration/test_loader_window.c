@@ -40,13 +40,13 @@ setup(void **state)
 		return -1;
 	}
 	db_release(c);
-	harness_sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'w');"
+	harness_sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'win');"
 	    " INSERT INTO priority_classes (id, name, value) VALUES (gen_random_uuid(), 'default', 0)"
 	    " ON CONFLICT DO NOTHING;"
 	    " INSERT INTO queues (id, name, environment, weight, nominal_quota) SELECT"
-	    " gen_random_uuid(), n, 'w', 1, '{}' FROM unnest(ARRAY['qa', 'qb']) n;"
+	    " gen_random_uuid(), n, 'win', 1, '{}' FROM unnest(ARRAY['qa', 'qb']) n;"
 	    " INSERT INTO jobs (id, name, environment, queue_id, kind, priority_class, priority,"
-	    " spec, enqueued_at) SELECT gen_random_uuid(), q.name || '-' || i, 'w', q.id, 'RayJob',"
+	    " spec, enqueued_at) SELECT gen_random_uuid(), q.name || '-' || i, 'win', q.id, 'RayJob',"
 	    " 'default', i %% 2, jsonb_build_object('kind', 'RayJob', 'queue', q.name, 'name',"
 	    " q.name || '-' || i, 'ray_version', '2.52.0', 'entrypoint', 'python x.py', 'head',"
 	    " jsonb_build_object('cpu', '1', 'memory', '1Gi'), 'worker_groups', jsonb_build_array("
@@ -76,7 +76,7 @@ load(size_t window)
 	assert_non_null(c);
 	sched_config_default(&conf);
 	conf.pending_window = window;
-	if (!loader_model_cfg(c, "w", &conf, &m, NULL, &e))
+	if (!loader_model_cfg(c, "win", &conf, &m, NULL, &e))
 		fail_msg("load: %s: %s", e.code, e.msg);
 	db_release(c);
 	return m;
