@@ -196,6 +196,13 @@ test_same_name_again(void **state)
 	free(attempt);
 }
 
+/* Whether the /metrics sample (name, labels and the space) is at least 1. */
+static bool
+counted(void *sample)
+{
+	return harness_metric(sample) >= 1;
+}
+
 /* FLEETD_ORPHAN_SWEEP=report: the orphan is recorded and counted, not deleted. */
 static void
 test_report_mode(void **state)
@@ -206,7 +213,8 @@ test_report_mode(void **state)
 	assert_int_equal(harness_wait_long(10, 1, "SELECT count(*) FROM orphans WHERE name ="
 	    " 'late-apply-2' AND state = 'reported'"), 1);
 	assert_int_equal(objects_named("late-apply-2"), 1);
-	assert_true(harness_metric("fleetd_orphans_reported_total ") >= 1);
+	/* counted just after the row commits (queue/follow/sweep.c: sweep_cluster) */
+	assert_true(harness_wait(counted, "fleetd_orphans_reported_total ", 10));
 	assert_true(in_state(live_id, "running"));
 	restart_fleetd("delete");
 	assert_true(harness_wait(object_gone, "late-apply-2", 20));
