@@ -11,8 +11,9 @@
 # DRILL_JOBS (200), DRILL_SPOT (20), DRILL_OOM (10), DRILL_BAD_IMAGE (5), DRILL_TIME_SCALE
 # (4: fleetd's own waits run on the wall clock, so a higher scale stretches them in simulated
 # time and shortens a 30 s spot notice below one status cycle), DRILL_SETTLE (wall seconds
-# per phase, 300), BENCH_BUILD (build/rel), BENCH_KEEP=1 keeps the logs; BENCH_RECORD=1 appends
-# the block to bench/RESULTS.md (default: print only).  tests/scripts/failure_drill.sh is the
+# per phase, 300), DRILL_SEED (the faults' random seed; default the clock), BENCH_BUILD
+# (build/rel), BENCH_KEEP=1 keeps the logs; BENCH_RECORD=1 appends the block to
+# bench/RESULTS.md (default: print only).  tests/scripts/failure_drill.sh is the
 # short form `make test` runs.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,7 @@ rc=0
 python3 "$top/tests/chaos/chaos.py" failuredrill --build "$build" --workdir "$work/w" \
 	--jobs "$jobs" --spot-reclaims "${DRILL_SPOT:-20}" --ooms "${DRILL_OOM:-10}" \
 	--bad-images "${DRILL_BAD_IMAGE:-5}" --time-scale "${DRILL_TIME_SCALE:-4}" \
-	--settle "${DRILL_SETTLE:-300}" || rc=$?
+	--settle "${DRILL_SETTLE:-300}" ${DRILL_SEED:+--seed "$DRILL_SEED"} || rc=$?
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
 [ -s "$work/result-failuredrill.json" ] || { echo "no result (rc $rc)" >&2; exit 1; }
 block=$(

@@ -21,8 +21,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_erro
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$top/tests/lsan.supp}
 # Tests run beside each other (tests/schedule.txt: the longest first; one wall-clock-bound
-# test at a time): most of a test's time is spent waiting on simulated clusters, so as many
-# at once as there are cores (nproc + 1 made timing-bound tests fail on a loaded machine).
-# FLEETD_TEST_JOBS=1 runs them one at a time.
-jobs=${FLEETD_TEST_JOBS:-$(nproc)}
+# test at a time): most of a test's time is spent waiting on simulated clusters, so two
+# slots per core, a test taking one (a timing test two, with its core to itself but for
+# waiting tests or one CPU-bound tool; nproc + 1 tests of one slot each, any of them, made
+# timing-bound tests fail on a loaded machine).  FLEETD_TEST_JOBS=1 runs them one at a time.
+jobs=${FLEETD_TEST_JOBS:-$((2 * $(nproc)))}
 cd "$build" && ctest --output-on-failure -j"$jobs" "$@"

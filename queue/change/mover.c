@@ -19,6 +19,7 @@
 #include "providers/kube.h"
 #include "queue/change/change.h"
 #include "queue/dispatch/dispatch.h"
+#include "queue/follow/status.h"
 #include "queue/jobs/job.h"
 #include "queue/sched/scheduler.h"
 
@@ -132,10 +133,24 @@ source_reapply(struct mjob *m, const struct member *src, const char *annotation,
 	return ok || e->status == 404;	/* a vanished source has nothing left to stop */
 }
 
+/* The source attempt's post-mortem, kept before it is stopped (once per attempt): a
+ * suspend or a delete makes KubeRay remove its pods, and with them what a moved or
+ * cancelled attempt looked like. */
+static void
+source_postmortem(struct mjob *m, const struct member *src)
+{
+	const char *ns = jsonx_at(m->manifest, "metadata", "namespace");
+
+	if (ns != NULL)
+		status_postmortem_keep(src, m->id, m->attempt, ns, m->kind, m->cancel ?
+		    "cancelled" : "moved");
+}
+
 /* The source's object, then its attempt's signal objects (the acknowledgement is read). */
 static bool
 source_delete(struct mjob *m, const struct member *src, struct err *e)
 {
+	source_postmortem(m, src);
 	if (!kube_delete_object(&src->pc, "ray.io/v1", m->kind,
 	    jsonx_at(m->manifest, "metadata", "namespace"),
 	    jsonx_at(m->manifest, "metadata", "name"), NULL, e))
@@ -456,6 +471,7 @@ ph_checkpointing(struct mjob *m, struct ends *x, struct err *e)
 	}
 	if (strcmp(m->kind, "RayJob") == 0) {
 		/* the event says so: the suspend is a re-apply of the source attempt's object */
+		source_postmortem(m, x->src);
 		if (!source_reapply(m, x->src, NULL, true, NULL, 0, e))
 			return OUT_RETRY;
 		why = strcmp(why, "stopped at the source") == 0 ? "suspended and stopped at the "

@@ -38,7 +38,6 @@
 #include "queue/jobs/job.h"
 #include "regions/lease.h"
 
-#define HOSTNAME	"kubernetes.io/hostname"
 #define MAX_GROUPS	16
 
 static const char *
@@ -80,23 +79,6 @@ gated(json_t *podspec)
 		if (strcmp(str(g, "name"), KUBERAY_GROW_GATE) == 0)
 			return true;
 	return false;
-}
-
-/* The values of the required hostname In expression of a pod spec (borrowed), NULL. */
-static json_t *
-pins_of(json_t *podspec)
-{
-	json_t *terms = json_object_get(json_object_get(json_object_get(json_object_get(
-	    podspec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
-	    "nodeSelectorTerms"), *t, *x;
-	size_t i, k;
-
-	json_array_foreach(terms, i, t)
-		json_array_foreach(json_object_get(t, "matchExpressions"), k, x)
-			if (strcmp(str(x, "key"), HOSTNAME) == 0 && strcmp(str(x, "operator"),
-			    "In") == 0)
-				return json_object_get(x, "values");
-	return NULL;
 }
 
 static bool
@@ -392,7 +374,7 @@ changed_groups(json_t *obj, const char *tkind, struct ggroup *gs, int ng, bool *
 	for (int i = 0; i < ng; i++) {
 		if ((wg = live_group(groups, gs[i].name)) == NULL)
 			continue;
-		vals = pins_of(json_object_get(json_object_get(wg, "template"), "spec"));
+		vals = status_pin_values(json_object_get(wg, "template"));
 		if (vals != NULL && json_array_size(gs[i].pins) > 0 && !same_set(vals, gs[i].pins)) {
 			json_array_clear(vals);
 			json_array_extend(vals, gs[i].pins);
@@ -486,7 +468,8 @@ ungate(const struct member *t, const struct status_job *j, const struct status_s
 		order[i] = json_array_get(seen->pods, i);
 	qsort(order, n, sizeof(*order), pod_cmp);
 	for (i = 0; i < n; i++) {
-		json_t *sp = json_object_get(order[i], "spec"), *mine = pins_of(sp), *patch;
+		json_t *sp = json_object_get(order[i], "spec"), *patch,
+		    *mine = status_pin_values(order[i]);
 		struct err e = { 0 };
 
 		p = order[i];

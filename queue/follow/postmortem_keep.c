@@ -47,6 +47,8 @@ status_postmortem_keep(const struct member *t, const char *job, int attempt, con
 	snprintf(at, sizeof(at), "%d", attempt);
 	if (c == NULL || kept(c, job, at))
 		goto cleanup;
+	db_release(c);	/* no connection held across the member's calls */
+	c = NULL;
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
 	snprintf(sel, sizeof(sel), "labelSelector=fleet.io%%2Fjob-id%%3D%s%%2Cfleet.io%%2F"
 	    "attempt%%3D%d", job, attempt);
@@ -75,7 +77,8 @@ status_postmortem_keep(const struct member *t, const char *job, int attempt, con
 	{
 		const char *p[5] = { job, at, t->id, trigger, txt };
 
-		if (txt == NULL || !db_exec(c, sql, 5, p, NULL, &e))
+		if (txt == NULL || (c = db_acquire(5000, &e)) == NULL ||
+		    !db_exec(c, sql, 5, p, NULL, &e))
 			goto cleanup;
 	}
 cleanup:

@@ -181,9 +181,8 @@ group_template(json_t *o, const char *kind, int g)
 	    (size_t)g - 1), "template");
 }
 
-/* The values array of the template's required hostname In expression (borrowed), NULL. */
-static json_t *
-pin_values(json_t *tmpl)
+json_t *
+status_pin_values(json_t *tmpl)
 {
 	json_t *aff = json_object_get(json_object_get(json_object_get(tmpl, "spec"),
 	    "affinity"), "nodeAffinity"), *terms = json_object_get(json_object_get(aff,
@@ -229,7 +228,7 @@ first_lost(json_t *manifest, const char *kind, json_t *nodes, int *group, const 
 			*group = g;
 			return host;
 		}
-		json_array_foreach(pin_values(tmpl), i, v)
+		json_array_foreach(status_pin_values(tmpl), i, v)
 			if ((*why = lost_why(nodes, json_string_value(v), now)) != NULL) {
 				*group = g;
 				return json_string_value(v);
@@ -252,7 +251,7 @@ status_pins(json_t *manifest, const char *kind)
 
 		if (host != NULL && !names(out, host))
 			json_array_append_new(out, json_string(host));
-		json_array_foreach(pin_values(tmpl), i, v)
+		json_array_foreach(status_pin_values(tmpl), i, v)
 			if (json_is_string(v) && !names(out, json_string_value(v)))
 				json_array_append(out, v);
 	}
@@ -511,7 +510,8 @@ cleanup:
 static json_t *
 repinned(json_t *manifest, const char *kind, int g, const char *lost, const char *spare)
 {
-	json_t *m = json_deep_copy(manifest), *vals = pin_values(group_template(m, kind, g)), *v;
+	json_t *m = json_deep_copy(manifest), *v,
+	    *vals = status_pin_values(group_template(m, kind, g));
 	size_t i;
 
 	json_array_foreach(vals, i, v)
@@ -527,8 +527,8 @@ static const char *
 live_spare(json_t *live, json_t *manifest, const char *kind, int g, const char *lost,
     bool *still)
 {
-	json_t *lv = pin_values(group_template(live, kind, g)),
-	    *mv = pin_values(group_template(manifest, kind, g)), *v;
+	json_t *lv = status_pin_values(group_template(live, kind, g)),
+	    *mv = status_pin_values(group_template(manifest, kind, g)), *v;
 	size_t i;
 
 	*still = names(lv, lost);
@@ -584,17 +584,17 @@ drop_stale(const struct member *t, const struct status_job *j, const struct stat
 
 	json_array_foreach(seen->pods, i, p) {
 		json_t *md = json_object_get(p, "metadata"), *lb = json_object_get(md, "labels");
-		json_t *mine = pin_values(p), *want = NULL;
+		json_t *mine = status_pin_values(p), *want = NULL;
 		struct err e = { 0 };
 
 		if (mine == NULL || str(json_object_get(p, "spec"), "nodeName")[0] != '\0')
 			continue;
 		if (strcmp(str(lb, "ray.io/node-type"), "head") == 0)
-			want = pin_values(group_template(seen->live, j->kind, 0));
+			want = status_pin_values(group_template(seen->live, j->kind, 0));
 		else
 			json_array_foreach(json_object_get(cs, "workerGroupSpecs"), k, wg)
 				if (strcmp(str(wg, "groupName"), str(lb, "ray.io/group")) == 0)
-					want = pin_values(json_object_get(wg, "template"));
+					want = status_pin_values(json_object_get(wg, "template"));
 		if (want == NULL || json_equal(mine, want))
 			continue;
 		if (!kube_delete_object(&t->pc, "v1", "Pod", j->ns, str(md, "name"), NULL, &e))

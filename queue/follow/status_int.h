@@ -93,6 +93,9 @@ void	status_note_once(const struct status_job *j, const char *type, const char *
  * domain re-pinned and recorded, or one waiting_for_spare event. */
 void	status_repair(const struct member *t, struct status_job *j,
 	    const struct status_seen *seen, struct status_stats *st);
+/* repair.c: the values of the required kubernetes.io/hostname In expression of a pod
+ * template or a Pod (an object with a spec; borrowed), NULL when it has none. */
+json_t	*status_pin_values(json_t *tmpl);
 /* repair.c: the node names the manifest pins the job's groups to (hostname In values and
  * host nodeSelectors; a new array, empty for an unpinned job). */
 json_t	*status_pins(json_t *manifest, const char *kind);

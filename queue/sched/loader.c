@@ -1,6 +1,8 @@
 /* loader: Postgres rows -> a sched model (queue/sched/sched_model.c builds the model itself and
  * knows no SQL; this file is the only reader of the tables for it).  Memory is counted in
  * MiB, cpu in millicores. */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,7 +28,9 @@ static const char sql_queues[] =
     " borrowing_limit::text, lending_limit::text, capacity_preference::text FROM queues"
     " WHERE ($1::text IS NULL OR environment = $1)";
 /* Read through a cursor 2,000 rows at a time, so that the specs of every job are never
- * held at once (WITH HOLD: also outside a transaction, where the server keeps the rows). */
+ * held at once (WITH HOLD: also outside a transaction, where the server keeps the rows).
+ * The last column is a pending job's rank in its queue's order when the model keeps a
+ * window of each queue (sql_jobs_window), else NULL. */
 #define SQL_JOBS \
     "SELECT j.id::text, j.queue_id::text, j.priority, coalesce(p.preempt, false)," \
     " extract(epoch from j.enqueued_at)::bigint, j.state, j.spec::text," \
@@ -40,12 +44,26 @@ static const char sql_queues[] =
     " CASE WHEN j.kind = 'RayCronJob' AND j.state = 'running' THEN" \
     " coalesce(j.cron_runs, '[]'::jsonb) END::text," \
     " CASE WHEN j.state = 'pending' THEN j.avoid_nodes END::text," \
-    " j.capacity_migrations, coalesce(extract(epoch from j.migrated_at)::bigint, 0)" \
+    " j.capacity_migrations, coalesce(extract(epoch from j.migrated_at)::bigint, 0)"
+#define SQL_JOBS_FROM \
     " FROM jobs j LEFT JOIN priority_classes p ON p.name = j.priority_class" \
-    " LEFT JOIN clusters k ON k.id = j.cluster_id" \
+    " LEFT JOIN clusters k ON k.id = j.cluster_id"
+#define SQL_JOBS_WHERE \
     " WHERE j.state IN " JOB_STATES_LIVE_SQL \
     " AND ($1::text IS NULL OR j.environment = $1)"
-static const char sql_jobs[] = "DECLARE loader_jobs NO SCROLL CURSOR WITH HOLD FOR " SQL_JOBS;
+static const char sql_jobs[] = "DECLARE loader_jobs NO SCROLL CURSOR WITH HOLD FOR "
+    SQL_JOBS ", NULL::bigint" SQL_JOBS_FROM SQL_JOBS_WHERE;
+/* Pending jobs: the first $2 of each queue in the model's order (priority, then age in
+ * seconds: sched_cycle.c:pending_cmp), one more than the window so that the loader knows
+ * the queue was cut (issue 29: at 100,000 pending, 30 MB of the scheduler's peak). */
+static const char sql_jobs_window[] = "DECLARE loader_jobs NO SCROLL CURSOR WITH HOLD FOR "
+    SQL_JOBS ", w.rn" SQL_JOBS_FROM
+    " LEFT JOIN (SELECT id, row_number() OVER (PARTITION BY queue_id ORDER BY priority DESC,"
+    " extract(epoch from enqueued_at)::bigint, id) AS rn FROM jobs WHERE state = 'pending'"
+    " AND ($1::text IS NULL OR environment = $1)) w ON w.id = j.id"
+    SQL_JOBS_WHERE " AND (w.rn IS NULL OR w.rn <= $2::bigint)";
+/* The window gives each queue at least this many pending jobs. */
+#define WINDOW_MIN	64
 
 static int64_t
 mib(int64_t bytes)
@@ -513,9 +531,10 @@ load_cron_runs(struct sched_model *m, PGresult *r, int i, struct err *e)
 	return ok;
 }
 
-/* One row of sql_jobs into m; false only on a failure that stops the load. */
+/* One row of sql_jobs into m; false only on a failure that stops the load.  A pending
+ * job ranked past window in its queue is not loaded: its queue is marked cut. */
 static bool
-load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
+load_job_row(struct sched_model *m, PGresult *r, int i, long long window, struct err *e)
 {
 	enum job_state state = job_state_parse(PQgetvalue(r, i, 5));
 	bool pending = state == JOB_PENDING;
@@ -525,6 +544,13 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 	json_t *spec;
 	struct sched_job *j;
 
+	if (!PQgetisnull(r, i, 17) && atoll(PQgetvalue(r, i, 17)) > window) {
+		struct sched_queue *q = sched_model_find_queue(m, PQgetvalue(r, i, 1));
+
+		if (q != NULL)
+			q->more = true;
+		return true;
+	}
 	if (!PQgetisnull(r, i, 13))
 		return load_cron_runs(m, r, i, e);
 	/* A running job is in the snapshot once the snapshot is newer than the moment its
@@ -576,22 +602,32 @@ load_job_row(struct sched_model *m, PGresult *r, int i, struct err *e)
 	return PQgetisnull(r, i, 10) || load_move_target(m, r, i, e);
 }
 
+/* Every live job; of the pending ones, with window > 0, the head of each queue: window
+ * shared among the model's queues, at least WINDOW_MIN each. */
 static bool
-load_jobs(struct db *c, struct sched_model *m, const char *env, struct err *e)
+load_jobs(struct db *c, struct sched_model *m, const char *env, size_t window,
+	  struct err *e)
 {
-	const char *p[1] = { env };
+	size_t nq = sched_model_n_queues(m);
+	long long per = window == 0 ? LLONG_MAX : (long long)(window / (nq > 0 ? nq : 1));
+	char cut[24];
+	const char *p[2] = { env, cut };
 	PGresult *r = NULL;
 	struct err ignored = { 0 };
 	bool ok = false;
 
-	if (!db_exec(c, sql_jobs, 1, p, NULL, e))
+	if (per < WINDOW_MIN)
+		per = WINDOW_MIN;
+	snprintf(cut, sizeof(cut), "%lld", per == LLONG_MAX ? 0 : per + 1);
+	if (!db_exec(c, window == 0 ? sql_jobs : sql_jobs_window, window == 0 ? 1 : 2, p, NULL,
+	    e))
 		return false;
 	do {
 		PQclear(r);
 		if (!db_exec(c, "FETCH 2000 FROM loader_jobs", 0, NULL, &r, e))
 			goto cleanup;
 		for (int i = 0; i < PQntuples(r); i++)
-			if (!load_job_row(m, r, i, e))
+			if (!load_job_row(m, r, i, per, e))
 				goto cleanup;
 	} while (PQntuples(r) > 0);
 	ok = true;
@@ -724,7 +760,7 @@ loader_model_cfg(struct db *c, const char *env, const struct sched_config *conf,
 	/* the pools' flavors are what the poller mapped with the catalog; flavors an admin
 	 * added since the last tick are loaded before the model is built */
 	if (!flavor_sync(c, e) || !load_clusters(c, m, env, pools ? *pools : NULL, e) || !load_queues(c, m, env, e) ||
-	    !load_jobs(c, m, env, e) || !load_grows(c, m, env, e) || !sched_model_finalize(m, e)) {
+	    !load_jobs(c, m, env, cfg.pending_window, e) || !load_grows(c, m, env, e) || !sched_model_finalize(m, e)) {
 		sched_model_free(m);
 		if (pools != NULL) {
 			json_decref(*pools);

@@ -1,5 +1,6 @@
 /* loader: builds the scheduler's in-memory model of one environment from Postgres —
- * fresh capacity snapshots, queues with quotas, and every job that waits or holds. */
+ * fresh capacity snapshots, queues with quotas, every job that holds, and the jobs that
+ * wait (with sched_config.pending_window, the head of each queue's). */
 #ifndef FLEET_QUEUE_LOADER_H
 #define FLEET_QUEUE_LOADER_H
 

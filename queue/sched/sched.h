@@ -103,6 +103,9 @@ struct sched_config {
 					 * allocations, only their reason and counts (false):
 					 * the scheduler stores nothing else of them, and at
 					 * 100,000 pending they would take 15 MiB */
+	size_t	pending_window;		/* queue/sched/loader.c: pending jobs loaded, in all,
+					 * shared evenly among the queues (at least 64 each):
+					 * each queue's head in its order (0: every one) */
 };
 
 void	sched_config_default(struct sched_config *c);
@@ -183,6 +186,12 @@ struct sched_queue {
 	int			*pending;		/* sorted pending job indices */
 	size_t			 n_pending, cursor;
 	bool			 blocked;
+	/* The loader's pending window (sched_config.pending_window) left jobs of this queue
+	 * out: the cycle stops before the point where the next of them would be tried
+	 * (sched_cycle.c:next_queue) */
+	bool			 more;
+	bool			 open;			/* derived: more, and its last loaded job
+							 * (grows aside) admitted this cycle */
 	uint64_t		 gen;			/* bumped when usage changes */
 	uint64_t		 memo_gen;		/* share of the head, cached */
 	int			 memo_job;
@@ -407,6 +416,7 @@ struct sched_queue	*sched_model_queue(const struct sched_model *m, size_t i);
 struct sched_job	*sched_model_job(const struct sched_model *m, size_t i);
 struct sched_job	*sched_model_find_job(const struct sched_model *m, const char *id);
 struct sched_cluster	*sched_model_find_cluster(const struct sched_model *m, const char *id);
+struct sched_queue	*sched_model_find_queue(const struct sched_model *m, const char *id);
 
 /* Bytes the model holds now: its arena, job id pool, arrays and tables (not a cycle's arena,
  * nor the lean_pending scratch arena, which is renewed past 1 MiB).  At 100,000 pending jobs

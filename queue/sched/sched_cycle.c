@@ -1,7 +1,9 @@
 /* sched_cycle: one scheduling pass.  Queue heads are served in fair-share order
  * (lowest share after admission; then not borrowing, priority, age); within a
  * queue priority then age; strict_fifo blocks behind its head; a head that has
- * waited starve_after holds a cluster so smaller jobs cannot starve it. */
+ * waited starve_after holds a cluster so smaller jobs cannot starve it.  When the
+ * loader held back the tail of a queue (sched_queue.more), the pass stops where that
+ * tail would be served (next_queue). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,7 +29,7 @@ build_queues(struct sched_model *m)
 
 	for (i = 0; i < m->n_queues; i++) {
 		m->queues[i]->n_pending = m->queues[i]->cursor = 0;
-		m->queues[i]->blocked = false;
+		m->queues[i]->blocked = m->queues[i]->open = false;
 		m->queues[i]->memo_job = -1;
 	}
 	for (i = 0; i < m->n_jobs; i++)
@@ -182,6 +184,46 @@ choose_hold(struct sched_model *m, struct sched_job *j)
 		hold_pools(m, j, m->clusters[best]);
 }
 
+/* Whether the next pending job of q that the loader left out might be served before bj
+ * (NULL: none left), whose share after admission is bs: next_queue's order with each
+ * unknown taken at its most favourable.  That job's share and borrowing are at least q's
+ * now; its priority at most, its age at most, those of q's last loaded job. */
+static bool
+cut_first(const struct sched_model *m, const struct sched_queue *q, const struct sched_job *bj,
+	  double bs, bool bb)
+{
+	const struct sched_job *last = NULL;
+	double s;
+	bool b;
+	size_t k;
+
+	for (k = q->n_pending; k > 0 && last == NULL; k--)
+		if (m->jobs[q->pending[k - 1]]->grow_of < 0)	/* grows are all loaded */
+			last = m->jobs[q->pending[k - 1]];
+	s = sched_share(m, q, NULL, &b);
+	if (bj == NULL || last == NULL || s < bs)
+		return true;
+	if (s > bs || b > bb)
+		return false;
+	if (b < bb)
+		return true;
+	if (last->priority != bj->priority)
+		return last->priority > bj->priority;
+	return last->enqueued_at <= bj->enqueued_at;
+}
+
+/* The last job of q the loader loaded was just tried (grow requests aside). */
+static bool
+last_loaded(const struct sched_model *m, const struct sched_queue *q)
+{
+	size_t k;
+
+	for (k = q->cursor; k < q->n_pending; k++)
+		if (m->jobs[q->pending[k]]->grow_of < 0)
+			return false;
+	return true;
+}
+
 static struct sched_queue *
 next_queue(struct sched_model *m, double *share, bool *borrowing)
 {
@@ -215,6 +257,15 @@ next_queue(struct sched_model *m, double *share, bool *borrowing)
 		bs = s;
 		bb = b;
 	}
+	/* A queue the loader's window cut and that still admitted its last loaded job would be
+	 * served here if its next job came first: that job is not in the model, so the cycle
+	 * stops.  Up to here every decision is the one a model of every pending job gives; the
+	 * next cycle goes on from there.  A cut queue whose last loaded job stayed pending is
+	 * done for the cycle: a later job of it fits where that one did not only when smaller
+	 * or of another flavor, and stopping for it could stop every cycle. */
+	for (i = 0; i < m->n_queues; i++)
+		if (m->queues[i]->open && cut_first(m, m->queues[i], bj, bs, bb))
+			return NULL;
 	*share = bs;
 	*borrowing = bb;
 	return best;
@@ -610,6 +661,8 @@ sched_cycle_run(struct sched_model *m, struct arena *a, struct sched_cycle *out)
 		attempt(m, j, a, d, &holds, &reopened, nofit, &gen, out);
 		if (d->outcome == SCHED_OUT_PENDING && q->strategy == SCHED_STRICT_FIFO)
 			q->blocked = true;
+		if (q->more && d->outcome == SCHED_OUT_ADMIT && j->grow_of < 0 && last_loaded(m, q))
+			q->open = true;
 	}
 	while (reopened)
 		reopened = second_chance(m, a, out);

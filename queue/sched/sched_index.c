@@ -364,6 +364,14 @@ sched_model_find_cluster(const struct sched_model *m, const char *id)
 	return i < 0 ? NULL : m->clusters[i];
 }
 
+struct sched_queue *
+sched_model_find_queue(const struct sched_model *m, const char *id)
+{
+	int i = sched_map_get(&m->queue_ids, id);
+
+	return i < 0 ? NULL : m->queues[i];
+}
+
 /* The job leaves: quota and capacity come back. */
 void
 sched_model_finish_job(struct sched_model *m, struct sched_job *j)

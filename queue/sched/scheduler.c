@@ -31,6 +31,11 @@
 #define CANDIDATES	8	/* kept per admission: the winner and 7 runners-up; the
 				 * decision's "rejections" still counts every other cluster */
 #define MAX_ENVS	64
+/* Pending jobs a cycle loads, shared among the environment's queues (each its head,
+ * loader.c): at 100,000 pending every one took 30 MB of the peak (issue 29's 64 MiB); a
+ * cycle that reaches the end of a cut queue stops there and the next one goes on
+ * (sched_cycle.c:next_queue). */
+#define PENDING_WINDOW	30000
 /* A cycle over at least this many jobs gives its freed pages back at its end (malloc_trim):
  * glibc keeps a thread's freed small blocks in its heap, where the next cycle's model and
  * the other workers' allocations (other heaps) add to it rather than reuse it. */
@@ -573,6 +578,7 @@ cycle(const char *env, const char *who, const struct fence *f, struct sched_stat
 		conf.stale_after = cfg.snapshot_max_age_s;
 	conf.max_candidates = CANDIDATES;
 	conf.lean_pending = true;	/* a pending job's row keeps its reason only */
+	conf.pending_window = PENDING_WINDOW;
 	if ((c = db_acquire(5000, e)) == NULL)
 		return false;
 	if (snap != NULL)

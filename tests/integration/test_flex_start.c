@@ -24,7 +24,8 @@
 #define CLUSTER		"fs-gke-usc1"
 #define POOL		"h100-flex"
 #define NS		"fleet-" ENV "-ml"
-#define TIME_SCALE	"4"	/* autoscale_delay_s 120 of the fixture: 30 s here */
+#define TIME_SCALE	"8"	/* autoscale_delay_s 120 of the fixture: 15 s here, past the
+				 * stockout backstop of 6 s below */
 
 static struct harness_fleet F;
 static const char *oper;

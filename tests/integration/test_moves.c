@@ -152,6 +152,10 @@ test_move_rayjob(void **state)
 			assert_string_equal(harness_js(x, "after.state"), "moving");
 		}
 	json_decref(j);
+	/* the moved-away attempt keeps its post-mortem (its pods, from the source) */
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_postmortems WHERE job_id ="
+	    " '%s' AND attempt = 1 AND trigger = 'moved' AND cluster_id = '%s' AND"
+	    " jsonb_array_length(record->'pods') > 0", train_id, F.cluster_id[USW2]), 1);
 }
 
 /* dry_run answers the plan and changes nothing. */
@@ -547,6 +551,10 @@ test_cancel_ends_move(void **state)
 	    " 'cancelled during the move%%'", id), 1);
 	assert_int_equal(harness_sql_long("SELECT count(*) FROM jobs WHERE id = '%s' AND move IS"
 	    " NULL AND object_uid IS NULL AND attempt = 1", id), 1);
+	/* the source attempt's post-mortem outlives it (before: none was kept) */
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM job_postmortems WHERE job_id ="
+	    " '%s' AND attempt = 1 AND trigger = 'cancelled' AND jsonb_array_length(record->"
+	    "'pods') > 0", id), 1);
 }
 
 int

@@ -24,7 +24,8 @@
 #define CLUSTER		"fl-gke-usc1"
 #define POOL		"h100"
 #define TIME_SCALE	"4"
-#define GRACE_S		12	/* fleetd's NotReady grace in this test */
+#define GRACE_S		8	/* fleetd's NotReady grace in this test: 2 s of NotReady and two
+				 * kubectl calls stay well within it */
 #define STR_(x)		#x
 #define STR(x)		STR_(x)
 

@@ -196,6 +196,13 @@ test_same_name_again(void **state)
 	free(attempt);
 }
 
+/* Whether the /metrics sample (name, labels and the space) is at least 1. */
+static bool
+counted(void *sample)
+{
+	return harness_metric(sample) >= 1;
+}
+
 /* FLEETD_ORPHAN_SWEEP=report: the orphan is recorded and counted, not deleted. */
 static void
 test_report_mode(void **state)
@@ -206,7 +213,8 @@ test_report_mode(void **state)
 	assert_int_equal(harness_wait_long(10, 1, "SELECT count(*) FROM orphans WHERE name ="
 	    " 'late-apply-2' AND state = 'reported'"), 1);
 	assert_int_equal(objects_named("late-apply-2"), 1);
-	assert_true(harness_metric("fleetd_orphans_reported_total ") >= 1);
+	/* counted just after the row commits (queue/follow/sweep.c: sweep_cluster) */
+	assert_true(harness_wait(counted, "fleetd_orphans_reported_total ", 10));
 	assert_true(in_state(live_id, "running"));
 	restart_fleetd("delete");
 	assert_true(harness_wait(object_gone, "late-apply-2", 20));
@@ -287,6 +295,22 @@ test_evacuation_refusals(void **state)
 	json_decref(fault);
 }
 
+/* Whether every capacity row of the job's cluster was observed after the job was seen
+ * running, compared as queue/sched/loader.c compares them (whole seconds): until then the
+ * scheduler charges the job on top of a snapshot that may already show its pods. */
+static bool
+counted_by_snapshot(void *arg)
+{
+	return harness_sql_long("SELECT count(*) FROM jobs j WHERE j.id = '%s' AND"
+	    " (SELECT min(extract(epoch FROM c.observed_at)::bigint) FROM capacity c WHERE"
+	    " c.cluster_id = j.cluster_id) > extract(epoch FROM j.started_at)::bigint",
+	    (const char *)arg) == 1;
+}
+
+/* A running job of gpus in pclass, placed on cluster and counted once by the scheduler.
+ * Charged twice (the snapshot holding its pods, and in flight), a filler of 4 GPUs on the
+ * 8 of TARGET leaves no room for the next one, which then preempts it (priority "low")
+ * instead of running beside it. */
 static char *
 running_job(const char *name, const char *pclass, int gpus, const char *cluster)
 {
@@ -295,6 +319,7 @@ running_job(const char *name, const char *pclass, int gpus, const char *cluster)
 	wait_state(id, "running", 60);
 	assert_string_equal(harness_js(harness_get_ok(F.admin, "/v1/jobs/%s", id), "cluster_id"),
 	    cluster);
+	assert_true(harness_wait(counted_by_snapshot, id, 30));
 	return id;
 }
 
@@ -421,11 +446,10 @@ test_move_preempts(void **state)
 	mover = running_job("mover", "default", 4, cluster_id);
 	big = running_job("big", "default", 8, cluster_id);
 	harness_cordon(oper, target_id, false);
-	/* the plan reads the capacity snapshot: wait until one taken after the fillers ran
-	 * shows the target's node full (a snapshot fetched while their pods were still being
-	 * bound showed it free, and the dry run found room without a victim under load) */
-	assert_int_equal(harness_wait_long(120, 0, "SELECT coalesce(sum(free_accel), -1) FROM"
-	    " capacity WHERE cluster_id = '%s' AND pool = 'p5'", target_id), 0);
+	/* the plan reads the capacity snapshot: running_job waited for one taken after each
+	 * filler ran, which shows the target's node full */
+	assert_int_equal(harness_sql_long("SELECT coalesce(sum(free_accel), -1) FROM capacity"
+	    " WHERE cluster_id = '%s' AND pool = 'p5'", target_id), 0);
 
 	snprintf(body, sizeof(body), "{\"target\":{\"cluster_id\":\"%s\"},\"dry_run\":true}",
 	    target_id);
