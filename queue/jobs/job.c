@@ -410,7 +410,7 @@ job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, j
 	/* a team budget counts the queue's team, else the job's labels.team */
 	if ((budget_team = json_string_value(json_object_get(queue, "team"))) == NULL)
 		budget_team = jsonx_at(canon, "labels", "team");
-	if (!budget_admit(c, env, s.queue, budget_team, e))
+	if (qs.budgets && !budget_admit(c, env, s.queue, budget_team, e))
 		goto cleanup;
 	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	uuid_generate_random(u);
@@ -423,7 +423,7 @@ job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, j
 		    pcname ? pcname : "default", prio, spec_s, actor ? actor : "" };
 
 		if (!db_exec(c, sql, 9, p, &r, e) ||
-		    !budget_announce(c, id, env, s.queue, budget_team, e) ||
+		    (qs.budgets && !budget_announce(c, id, env, s.queue, budget_team, e)) ||
 		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}

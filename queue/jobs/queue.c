@@ -358,7 +358,8 @@ queue_for_submit(struct db *c, const char *env, const char *name, const char *pc
 	 * is the nearest scope there */
 	static const char sql[] = "SELECT " QUEUE_JSON ", (SELECT " PC_JSON " FROM"
 	    " priority_classes WHERE name = coalesce($3, q.default_priority_class)),"
-	    " (SELECT gen FROM catalog_generation)"
+	    " (SELECT gen FROM catalog_generation),"
+	    " EXISTS (SELECT 1 FROM budgets b WHERE b.environment = $1)"
 	    " FROM queues q WHERE q.environment = $1 AND q.name = $2";
 	const char *p[3] = { env, name, pc };
 	PGresult *r = NULL;
@@ -375,6 +376,7 @@ queue_for_submit(struct db *c, const char *env, const char *name, const char *pc
 	out->queue = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
 	out->pc = PQgetisnull(r, 0, 1) ? NULL : json_loads(PQgetvalue(r, 0, 1), 0, NULL);
 	out->catalog_gen = atoll(PQgetvalue(r, 0, 2));
+	out->budgets = strcmp(PQgetvalue(r, 0, 3), "t") == 0;
 	if (out->queue == NULL || (!PQgetisnull(r, 0, 1) && out->pc == NULL)) {
 		err_set(e, 500, "db.bad_row", "cannot read the queue");
 		goto cleanup;

@@ -30,10 +30,15 @@ struct queue_submit {
 	json_t		*pc;		/* the class pc names, else the queue's default; NULL
 					 * when neither names one or the named one is gone */
 	long long	 catalog_gen;	/* for flavor_sync_at */
+	bool		 budgets;	/* the environment has a budget (queue/cost/budget.c):
+					 * without one, submission skips budget_admit and
+					 * budget_announce, whose plans (spend over cost_runs)
+					 * cost more to start than the rest of the submission */
 };
 
 /* Queue name of env (404 "queue.not_found" at /queue), the priority class pc (NULL: the
- * queue's default) and the catalog generation; queue_submit_cleanup frees what it holds. */
+ * queue's default), the catalog generation and whether env has budgets;
+ * queue_submit_cleanup frees what it holds. */
 bool	queue_for_submit(struct db *c, const char *env, const char *name, const char *pc,
 	    struct queue_submit *out, struct err *e);
 void	queue_submit_cleanup(struct queue_submit *q);
