@@ -189,7 +189,7 @@ async def main():
     made = await create_all(tmpl)
     dt = time.monotonic() - t0
     print("CLOUDSIM created %d RayJobs in %.1f s (%.0f/s), cloudsim CPU %.1f ms per create" % (
-        made, dt, made / dt, 1000 * (cpu_s() - c0) / made), flush=True)
+        made, dt, made / dt, 1000 * (cpu_s() - c0) / max(made, 1)), flush=True)
     await asyncio.sleep(10)	# pods scheduled and started
     await measure("running", window)
     t0 = time.monotonic()
