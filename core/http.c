@@ -51,6 +51,8 @@ struct http_batch {
 	int		 max;
 	int		 running;
 	struct call	*queue;		/* waiting to start, in order */
+	struct call	**qtail;	/* the last queued call's next (&queue when
+					 * empty): a refresh queues thousands of calls */
 	struct call	*active;	/* attached to multi */
 };
 
@@ -531,12 +533,9 @@ unlink_active(struct http_batch *b, struct call *c)
 static void
 enqueue(struct http_batch *b, struct call *c)
 {
-	struct call **pp = &b->queue;
-
-	while (*pp != NULL)
-		pp = &(*pp)->next;
 	c->next = NULL;
-	*pp = c;
+	*b->qtail = c;
+	b->qtail = &c->next;
 }
 
 /* Wait before the next attempt: Retry-After for 429/503 when given, otherwise
@@ -625,6 +624,8 @@ start_due(struct http_batch *b)
 
 		if (c->not_before <= now) {
 			*pp = c->next;
+			if (b->qtail == &c->next)
+				b->qtail = pp;
 			if (!call_start(b, c)) {
 				struct err e = { 0 };
 
@@ -719,6 +720,7 @@ http_batch_new(int max_concurrency)
 	if (b == NULL)
 		return NULL;
 	b->max = max_concurrency > 0 ? max_concurrency : HTTP_CONCURRENCY_DEFAULT;
+	b->qtail = &b->queue;
 	b->multi = curl_multi_init();
 	/* the cap applies to the thread's shared cache; curl's default (4 per handle of
 	 * this multi) closed the connections of a finished round down to a few */
