@@ -66,7 +66,8 @@ register() {	# register DBURL PREFIX [CLUSTER]
 	FLEET_URL=http://127.0.0.1:$port FLEET_TOKEN=$tok py register "$work/cs" "$2" ${3:+"$3"}
 	stop_fleetd
 }
-# wait_refresh LOG N: waits for the N-th poller "refresh" line; prints "epoch_of_line ms ok failed"
+# wait_refresh LOG N: waits for the N-th poller "refresh" line; prints "epoch_of_line ms ok failed
+# calls"
 wait_refresh() {
 	python3 - "$1" "$2" <<'PY'
 import datetime, json, sys, time
@@ -78,7 +79,7 @@ while time.time() < end:
         l = lines[n - 1]
         t = datetime.datetime.strptime(l["ts"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
             tzinfo=datetime.timezone.utc).timestamp()
-        print("%.3f %.1f %d %d" % (t, l["ms"], l["ok"], l["failed"]))
+        print("%.3f %.1f %d %d %d" % (t, l["ms"], l["ok"], l["failed"], l.get("calls", -1)))
         sys.exit(0)
     time.sleep(0.05)
 sys.exit("no refresh %d in %s" % (n, log))
@@ -88,12 +89,12 @@ PY
 conns() { curl -sf -H "Authorization: Bearer $FLEETD_METRICS_TOKEN" "http://127.0.0.1:$port/metrics" | awk '/^fleetd_http_client_connections_total/ {print $2; f = 1} END {if (!f) print 0}'; }
 # measure DBURL LOG CONC: cold refresh at start, then $refreshes NOTIFY-triggered ones.
 # Sets cold_ms, warm_ms (median network phase), warm_wall (median NOTIFY -> logged, ms),
-# ok_n, fail_n, cpu_fleetd / cpu_cloudsim (CPU seconds per warm refresh), conns_warm
-# (connections opened per warm refresh).
+# ok_n, fail_n, calls_n (HTTP calls of the last warm refresh), cpu_fleetd / cpu_cloudsim (CPU
+# seconds per warm refresh), conns_warm (connections opened per warm refresh).
 measure() {
 	local t0 line walls=() nets=() c0 s0
 	start_fleetd "$1" poller "$2" "${3/#solo/256}"
-	read -r _ cold_ms ok_n fail_n <<<"$(wait_refresh "$2" 1)"
+	read -r _ cold_ms ok_n fail_n _ <<<"$(wait_refresh "$2" 1)"
 	c0=$(cpu_s "$fpid"); s0=$(cpu_s "$cspid"); n0=$(conns)
 	[ "$3" = solo ] || perf_begin "$fpid" "$2.perf"	# where fleetd's CPU goes
 	# one psql session notifies and says when (server clock), so no client start-up counts
@@ -104,7 +105,7 @@ measure() {
 		echo "SELECT extract(epoch FROM clock_timestamp()); NOTIFY fleet_poll;" >&"${PQ[1]}"
 		read -r t0 <&"${PQ[0]}"
 		line=$(wait_refresh "$2" "$i")
-		read -r t ms ok_n fail_n <<<"$line"
+		read -r t ms ok_n fail_n calls_n <<<"$line"
 		walls+=("$(python3 -c "print(round(($t - $t0) * 1000))")")
 		nets+=("$ms")
 	done
@@ -127,8 +128,8 @@ for p in gke aks hyperpod; do
 	register "$db" solo "solo-$p" >/dev/null
 	measure "$db" "$work/solo-$p.log" solo
 	stop_fleetd
-	echo "solo $p: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n"
-	solo_rows+="| single $p cluster, alone | ${cold_ms%.*} ms | ${warm_ms%.*} ms | ${warm_wall} ms | $ok_n ok | | fleetd ${cpu_fleetd} s | |"$'\n'
+	echo "solo $p: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n, $calls_n calls"
+	solo_rows+="| single $p cluster, alone | ${cold_ms%.*} ms | ${warm_ms%.*} ms | ${warm_wall} ms | $ok_n ok | | fleetd ${cpu_fleetd} s; $calls_n calls | |"$'\n'
 	slow_cold=$(python3 -c "print(max($slow_cold, $cold_ms))")
 	slow_warm=$(python3 -c "print(max($slow_warm, $warm_wall))")
 done
@@ -154,10 +155,10 @@ for l in sys.stdin:
     if m:
         (s if m.group(1) == "sum" else c)[m.group(2)] = float(m.group(3))
 print(", ".join("%s %.0f ms" % (k, 1000 * s[k] / c[k]) for k in s if c.get(k)))')
-	echo "fleet, $dc connections: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n failed $fail_n, VmHWM ${rss} kB, CPU/refresh fleetd ${cpu_fleetd}s cloudsim ${cpu_cloudsim}s, connections opened/refresh ${conns_warm}; mean call latency: $lat_avg"
+	echo "fleet, $dc connections: cold ${cold_ms} ms, warm ${warm_ms} ms (wall ${warm_wall} ms), ok $ok_n failed $fail_n, VmHWM ${rss} kB, CPU/refresh fleetd ${cpu_fleetd}s cloudsim ${cpu_cloudsim}s, connections opened/refresh ${conns_warm}, calls/refresh $calls_n; mean call latency: $lat_avg"
 	ratio_cold=$(python3 -c "print(f'{$cold_ms / $slow_cold:.1f}')")
 	ratio_warm=$(python3 -c "print(f'{$warm_wall / $slow_warm:.1f}')")
-	rows+="| all $nreg clusters, $dc poller connections | ${cold_ms%.*} ms (${ratio_cold}x) | ${warm_ms%.*} ms | ${warm_wall} ms (${ratio_warm}x) | $ok_n ok, $fail_n failed | $((rss / 1024)) MB | fleetd ${cpu_fleetd} s, cloudsim ${cpu_cloudsim} s; ${conns_warm} connections opened | $lat_avg |"$'\n'
+	rows+="| all $nreg clusters, $dc poller connections | ${cold_ms%.*} ms (${ratio_cold}x) | ${warm_ms%.*} ms | ${warm_wall} ms (${ratio_warm}x) | $ok_n ok, $fail_n failed | $((rss / 1024)) MB | fleetd ${cpu_fleetd} s, cloudsim ${cpu_cloudsim} s; ${conns_warm} connections opened; $calls_n calls | $lat_avg |"$'\n'
 	[ "$dc" = "${concs##* }" ] || stop_fleetd
 done
 
@@ -196,7 +197,7 @@ stop_fleetd
 	echo
 	echo "cloudsim fleet from \`bench/capacity_fleet.py gen\`: $ncl clouds (environment x provider x region; $nreal distinct real catalog regions, each used by up to 4 environments because fleetd allows one cloud per environment, provider and region), $nreg member clusters of the three providers, ${lat} ms added to every provider, identity and Kubernetes call. Registration through the API (phase 1, \`/_sim/iam\`, phase 2, clusters). Refresh: cold = first after start (credentials fetched), warm = median of $refreshes NOTIFY-triggered ones; network = the poller's own \`ms\`, wall = NOTIFY until the refresh is logged (rows written). Ratios: cold network / slowest solo cold, warm wall / slowest solo warm wall (target ≤ 3x); search / ${lat} ms (target ≤ 1.5x)."
 	echo
-	echo "| refresh | cold (network) | warm (network) | warm (wall) | clusters | fleetd VmHWM | CPU (and connections opened) per warm refresh | mean call latency |"
+	echo "| refresh | cold (network) | warm (network) | warm (wall) | clusters | fleetd VmHWM | CPU (connections opened, calls) per warm refresh | mean call latency |"
 	echo "|---|---|---|---|---|---|---|---|"
 	printf '%s' "$solo_rows"
 	printf '%s' "$rows"

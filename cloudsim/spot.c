@@ -138,6 +138,7 @@ cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notic
 	else
 		aks(cs, cl, n, when);
 	cl->rv++;
+	cl->nodes_gen++;
 	return true;
 }
 
@@ -160,5 +161,6 @@ cs_spot_tick(struct cs *cs, struct cs_cluster *cl, double now)
 		cs_vec_del(&cl->nodes, i);
 		cs_node_free(n);
 		cl->rv++;
+		cl->nodes_gen++;
 	}
 }

@@ -55,7 +55,8 @@ bool	 db_delete_unused(struct db *c, const char *id, const char *sql_used, const
 /* NOTIFY channel, payload: at once outside a transaction, after a successful COMMIT inside
  * one (dropped on rollback).  A NOTIFY inside a transaction makes the commits of all
  * notifying transactions wait for each other, WAL flush included (Postgres holds one lock
- * from pre-commit to the end): with fsync on that caps them at one flush each. */
+ * from pre-commit to the end): with fsync on that caps them at one flush each.  Sent in a
+ * transaction of their own that commits without waiting for the flush. */
 bool	 db_notify(struct db *c, const char *channel, const char *payload, struct err *e);
 
 PGconn	*db_conn(struct db *c);	/* for LISTEN/NOTIFY and COPY only */

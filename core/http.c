@@ -25,6 +25,12 @@
  * until http_size_caches shares the process's open-file limit among the threads. */
 #define KEEP_CONNS_MAX		2000
 #define KEEP_CONNS_MIN		16
+/* The upload buffer a transfer allocates and frees (libcurl 7.88 copies every HTTPS
+ * request into it, body included): curl's least, 16 KiB, instead of its default 64 KiB,
+ * whose free (at glibc's 64 KiB consolidation threshold) merged the heap's fastbins once
+ * per apply (malloc_consolidate in bench/profiles/dispatch.txt).  A larger body goes out
+ * in pieces of this size. */
+#define UPLOAD_BUFFER		16384L
 
 /* One request and its current attempt; owns deep copies of everything in req. */
 struct call {
@@ -45,6 +51,8 @@ struct http_batch {
 	int		 max;
 	int		 running;
 	struct call	*queue;		/* waiting to start, in order */
+	struct call	**qtail;	/* the last queued call's next (&queue when
+					 * empty): a refresh queues thousands of calls */
 	struct call	*active;	/* attached to multi */
 };
 
@@ -485,6 +493,7 @@ call_start(struct http_batch *b, struct call *c)
 	    curl_easy_setopt(h, CURLOPT_HEADERDATA, c) == CURLE_OK &&
 	    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
 	    (curl_off_t)r->max_body) == CURLE_OK &&
+	    curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, UPLOAD_BUFFER) == CURLE_OK &&
 	    curl_easy_setopt(h, CURLOPT_HTTPHEADER, c->slist) == CURLE_OK &&
 	    set_method(h, r);
 	if (ok && r->ca_pem != NULL) {
@@ -524,12 +533,9 @@ unlink_active(struct http_batch *b, struct call *c)
 static void
 enqueue(struct http_batch *b, struct call *c)
 {
-	struct call **pp = &b->queue;
-
-	while (*pp != NULL)
-		pp = &(*pp)->next;
 	c->next = NULL;
-	*pp = c;
+	*b->qtail = c;
+	b->qtail = &c->next;
 }
 
 /* Wait before the next attempt: Retry-After for 429/503 when given, otherwise
@@ -618,6 +624,8 @@ start_due(struct http_batch *b)
 
 		if (c->not_before <= now) {
 			*pp = c->next;
+			if (b->qtail == &c->next)
+				b->qtail = pp;
 			if (!call_start(b, c)) {
 				struct err e = { 0 };
 
@@ -712,6 +720,7 @@ http_batch_new(int max_concurrency)
 	if (b == NULL)
 		return NULL;
 	b->max = max_concurrency > 0 ? max_concurrency : HTTP_CONCURRENCY_DEFAULT;
+	b->qtail = &b->queue;
 	b->multi = curl_multi_init();
 	/* the cap applies to the thread's shared cache; curl's default (4 per handle of
 	 * this multi) closed the connections of a finished round down to a few */

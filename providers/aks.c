@@ -321,7 +321,18 @@ aks_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
 	if (!prov_cluster_id_ok(job, "/subscriptions/", "aks cluster id is not an arm resource "
 	    "id", e))
 		return false;
-	if (!arm_get(f, job, 0, NULL) || !arm_get(f, job, 1, NULL) || !arm_get(f, job, 2, NULL)) {
+	if (!arm_get(f, job, 0, NULL)) {
+		*e = f->err;
+		return false;
+	}
+	return true;
+}
+
+/* The SKUs offered in the region and the region's usages (quota). */
+static bool
+aks_region_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
+{
+	if (!arm_get(f, job, 1, NULL) || !arm_get(f, job, 2, NULL)) {
 		*e = f->err;
 		return false;
 	}
@@ -539,5 +550,6 @@ const struct prov_ops prov_aks_ops = {
 	.block_label = "fleet.io/block",
 	.verify_pair = aks_verify_pair,
 	.pools_begin = aks_pools_begin,
+	.region_begin = aks_region_begin,
 	.pools_finish = aks_pools_finish,
 };

@@ -139,6 +139,19 @@ prov_gke_parse_node_pools(const char *body, size_t len, struct prov_pools *out, 
 	return true;
 }
 
+/* A zone listed twice is read once (its reservations would count twice). */
+static bool
+has_zone(json_t *zones, const char *z)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(zones, i, v)
+		if (strcmp(json_string_value(v), z) == 0)
+			return true;
+	return false;
+}
+
 bool
 prov_gke_parse_region(const char *body, size_t len, struct prov_pools *out, struct err *e)
 {
@@ -164,7 +177,7 @@ prov_gke_parse_region(const char *body, size_t len, struct prov_pools *out, stru
 
 		z = slash ? slash + 1 : z;
 		if (z != NULL && z[0] != '\0' && strlen(z) < 64 && strspn(z,
-		    "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(z))
+		    "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(z) && !has_zone(zones, z))
 			json_array_append_new(zones, json_string(z));
 	}
 	json_object_set_new(out->extra, "zones", zones);
@@ -277,8 +290,9 @@ prov_gke_finish(struct prov_pools *out)
 
 /* ---- requests */
 
-/* The three reads of a cluster's pools: its node pools and its region's quotas (both at
- * once), then the reservations of each zone the region lists. */
+/* The three reads of a cluster's pools: its node pools (the cluster's own) and its
+ * region's quotas (the cloud's, at the same time), then the reservations of each zone the
+ * region lists. */
 enum page {
 	PAGE_NODE_POOLS,
 	PAGE_REGION,
@@ -376,8 +390,18 @@ gke_pools_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
 	if (!prov_cluster_id_ok(job, "projects/", "gke cluster id is not "
 	    "projects/P/locations/L/clusters/C", e))
 		return false;
-	if (!gke_get(f, job, PAGE_NODE_POOLS, NULL, NULL) ||
-	    !gke_get(f, job, PAGE_REGION, NULL, NULL)) {
+	if (!gke_get(f, job, PAGE_NODE_POOLS, NULL, NULL)) {
+		*e = f->err;
+		return false;
+	}
+	return true;
+}
+
+/* The region's quotas, then the reservations of each of its zones. */
+static bool
+gke_region_begin(struct prov_fetch *f, struct prov_pool_job *job, struct err *e)
+{
+	if (!gke_get(f, job, PAGE_REGION, NULL, NULL)) {
 		*e = f->err;
 		return false;
 	}
@@ -583,5 +607,6 @@ const struct prov_ops prov_gke_ops = {
 	.block_label = "cloud.google.com/gce-topology-block",
 	.verify_pair = gke_verify_pair,
 	.pools_begin = gke_pools_begin,
+	.region_begin = gke_region_begin,
 	.pools_finish = gke_pools_finish,
 };

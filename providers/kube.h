@@ -117,9 +117,11 @@ bool	 kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e);
 bool	 kube_ref_scan(const char *body, size_t len, struct kube_ref *ref);
 /* Server-side apply of every object of the array at once, each with its own outcome:
  * refs[i] as kube_apply fills it (refs may be NULL: the answers are then not parsed),
- * or errs[i] (status != 0) when object i was refused or its call failed. */
+ * or errs[i] (status != 0) when object i was refused or its call failed.  texts (may be
+ * NULL): texts[i] gets object i's compact JSON as sent (malloc'd, the caller frees it;
+ * NULL when none was made), for a caller that stores the object too. */
 void	 kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *refs,
-	    struct err *errs);
+	    struct err *errs, char **texts);
 /* GET of an API path (discovery, any object): true when the cluster answered, with its
  * HTTP status in *status and, on 200, the JSON object in *out (new); false with e when
  * no answer came or a 200 carried no JSON object. */

@@ -478,7 +478,7 @@ kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e)
 
 	if (errs == NULL)
 		return err_set(e, 500, "kube.oom", "out of memory");
-	kube_apply_each(k, objs, NULL, errs);
+	kube_apply_each(k, objs, NULL, errs, NULL);
 	for (i = 0; i < n && ok; i++)	/* the first failure, in the objects' order */
 		if (errs[i].status != 0) {
 			if (e != NULL)
@@ -491,7 +491,7 @@ kube_apply_all(const struct prov_cluster *k, json_t *objs, struct err *e)
 
 void
 kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *refs,
-    struct err *errs)
+    struct err *errs, char **texts)
 {
 	size_t n = json_array_size(objs), i;
 	struct apply_one *a = calloc(n ? n : 1, sizeof(*a));
@@ -511,8 +511,12 @@ kube_apply_each(const struct prov_cluster *k, json_t *objs, struct kube_ref *ref
 	}
 	for (i = 0; a != NULL && i < n; i++)
 		free(a[i].body);
-	for (i = 0; bodies != NULL && i < n; i++)
-		free(bodies[i]);
+	for (i = 0; i < n; i++) {
+		if (texts != NULL)
+			texts[i] = bodies != NULL ? bodies[i] : NULL;	/* moved */
+		else if (bodies != NULL)
+			free(bodies[i]);
+	}
 	free(a);
 	free(bodies);
 }

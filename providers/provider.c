@@ -67,6 +67,23 @@ prov_pools_add_quota(struct prov_pools *p, const char *metric, double limit, dou
 	p->nq++;
 }
 
+void
+prov_pools_add_region(struct prov_pools *p, const struct prov_pools *region)
+{
+	const char *k;
+	json_t *v;
+
+	for (size_t i = 0; i < region->nq; i++)
+		prov_pools_add_quota(p, region->q[i].metric, region->q[i].limit,
+		    region->q[i].usage);
+	if (region->extra == NULL)
+		return;
+	if (p->extra == NULL)
+		p->extra = json_object();
+	json_object_foreach(region->extra, k, v)
+		json_object_set_new(p->extra, k, json_deep_copy(v));
+}
+
 /* The index of metric's quota in p, p->nq when none. */
 static size_t
 quota_index(const struct prov_pools *p, const char *metric)
@@ -361,7 +378,8 @@ list_once(const struct prov_ops *ops, const struct prov_cloud *c,
 	if (f.b == NULL)
 		return err_set(e, 500, "prov.oom", "out of memory");
 	f.retry = (struct http_retry){ 3, 200, 5000 };
-	if (!ops->pools_begin(&f, &job, e))
+	if (!ops->pools_begin(&f, &job, e) ||
+	    (ops->region_begin != NULL && !ops->region_begin(&f, &job, e)))
 		goto cleanup;
 	if (!prov_fetch_run_sync(&f, e))
 		goto cleanup;

@@ -103,6 +103,9 @@ void	 prov_pools_add_quota(struct prov_pools *p, const char *metric, double limi
  * it (gke.c). */
 const struct prov_quota *prov_pools_quota(const struct prov_pools *p, const char *metric);
 struct prov_quota *prov_pools_quota_mut(struct prov_pools *p, const char *metric);
+/* Adds copies of region's quotas and extra members (what region_begin read) to p, before
+ * pools_finish; region is only read. */
+void	 prov_pools_add_region(struct prov_pools *p, const struct prov_pools *region);
 
 /* ---- fetch: a set of requests sharing one batch, finishing with one callback */
 
@@ -191,8 +194,13 @@ struct prov_ops {
 	 * (checks say what to fix), or 502/504 when the provider could not be asked. */
 	bool	(*verify_pair)(const struct prov_cloud *c, const char *control_plane_role,
 		    const char *cluster_role, json_t *checks, struct err *e);
-	/* Queues the provider calls of one cluster into f (paging included). */
+	/* Queues the provider calls of one cluster's own pools into f (paging included). */
 	bool	(*pools_begin)(struct prov_fetch *f, struct prov_pool_job *job, struct err *e);
+	/* Queues the reads of the cloud's region, the same for every cluster of the cloud
+	 * (GKE quotas and reservations, AKS SKUs and usages), into f, filling job->out's
+	 * quotas and extra; job->cluster is not read.  NULL when the provider has none.  The
+	 * poller reads them once per cloud and refresh (prov_pools_add_region). */
+	bool	(*region_begin)(struct prov_fetch *f, struct prov_pool_job *job, struct err *e);
 	/* After the fetch: quota_left and reservations per pool from the raw lines. */
 	void	(*pools_finish)(struct prov_pool_job *job);
 };

@@ -15,16 +15,24 @@ bool
 flavor_sync(struct db *c, struct err *e)
 {
 	static const char gen_sql[] = "SELECT gen FROM catalog_generation";
-	static const char rows_sql[] = "SELECT coalesce(jsonb_object_agg(name, spec), '{}')::text,"
-	    " (SELECT gen FROM catalog_generation) FROM flavors";
 	PGresult *r = NULL;
-	json_t *rows;
 	long long gen;
 
 	if (!db_exec(c, gen_sql, 0, NULL, &r, e))
 		return false;
 	gen = atoll(PQgetvalue(r, 0, 0));
 	PQclear(r);
+	return flavor_sync_at(c, gen, e);
+}
+
+bool
+flavor_sync_at(struct db *c, long long gen, struct err *e)
+{
+	static const char rows_sql[] = "SELECT coalesce(jsonb_object_agg(name, spec), '{}')::text,"
+	    " (SELECT gen FROM catalog_generation) FROM flavors";
+	PGresult *r = NULL;
+	json_t *rows;
+
 	if (gen == catalog_overlay_gen())
 		return true;
 	if (!db_exec(c, rows_sql, 0, NULL, &r, e))

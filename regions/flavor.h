@@ -16,6 +16,8 @@
  * load (one primary-key read otherwise).  Readers call it before catalog lookups:
  * submission, the scheduler's loader, the poller. */
 bool	flavor_sync(struct db *c, struct err *e);
+/* As flavor_sync, gen being catalog_generation as read in this transaction already. */
+bool	flavor_sync_at(struct db *c, long long gen, struct err *e);
 /* Validates body (a PUT body) for flavor name; *spec gets the normalized spec (new
  * reference) on success.  422 "catalog.bad_flavor" with the member's pointer otherwise. */
 bool	flavor_spec_valid(const char *name, json_t *body, json_t **spec, struct err *e);

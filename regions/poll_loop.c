@@ -72,8 +72,9 @@ loop(void *arg)
 		    !poller_refresh_all(cfg.poll_concurrency, held, &st, &e))
 			log_warn(NULL, "poller", "refresh failed", "{s:s}", "error", e.msg);
 		else if (strcmp(held, "{}") != 0)
-			log_debug(NULL, "poller", "refresh", "{s:i, s:i, s:i, s:f}", "clusters",
-			    st.clusters, "ok", st.ok, "failed", st.failed, "ms", st.elapsed_ms);
+			log_debug(NULL, "poller", "refresh", "{s:i, s:i, s:i, s:i, s:f}",
+			    "clusters", st.clusters, "ok", st.ok, "failed", st.failed, "calls",
+			    st.calls, "ms", st.elapsed_ms);
 		free(held);
 		P.gen = gen;
 		wait_for(c, cfg.poll_interval_ms);

@@ -1,6 +1,7 @@
 /* poller: one refresh of every member cluster — read clusters and clouds, close the
  * transaction, run credentials, provider and Kubernetes calls of all clusters on one
- * http_batch; as each cluster finishes, a writer thread replaces its capacity rows in its
+ * http_batch, the reads of a cloud's region (quotas, reservations, SKUs) once for all its
+ * clusters; as each cluster finishes, a writer thread replaces its capacity rows in its
  * own short transaction while the other clusters' calls go on. */
 #include <pthread.h>
 #include <stdio.h>
@@ -26,6 +27,24 @@
 
 struct job;
 
+/* The reads of one cloud's region (quotas, reservations, SKUs): made once per refresh for
+ * all the cloud's clusters, each of which gets a copy before it is written. */
+struct region {
+	const struct prov_cloud	*cloud;		/* the lead's */
+	const struct prov_ops	*ops;
+	struct prov_creds	 creds;
+	struct prov_pools	 pools;
+	struct prov_pool_job	 pj;
+	struct prov_fetch	 fc, fr;
+	bool			 retried;	/* credentials refreshed once after a 401 */
+	bool			 done;
+	struct err		 err;
+	struct job		*lead;		/* the member whose cloud it reads and whose
+						 * metrics count its calls */
+	struct job		*first;		/* members: first .. first + n - 1 */
+	size_t			 n;
+};
+
 /* Finished clusters waiting for a writer. */
 struct wq {
 	pthread_mutex_t	 mu;
@@ -46,6 +65,7 @@ struct job {
 	struct prov_creds	 creds;
 	struct prov_pools	 pools;
 	struct kube_capacity	 kube;
+	struct region		*region;	/* its cloud's shared reads, or NULL */
 	struct prov_pool_job	 pj;
 	struct prov_fetch	 fc, fp, fk;
 	bool			 retried;	/* credentials refreshed once after a 401 */
@@ -74,13 +94,13 @@ poller_set_limits(long timeout_ms, int attempts)
 
 static void
 fetch_init(struct prov_fetch *f, struct http_batch *b, void (*done)(struct prov_fetch *),
-    struct job *j)
+    void *user)
 {
 	prov_fetch_init(f, b);
 	f->timeout_ms = call_timeout_ms;
 	f->retry = (struct http_retry){ max_attempts, 200, 5000 };
 	f->done = done;
-	f->user = j;
+	f->user = user;
 }
 
 static void
@@ -93,13 +113,21 @@ account(struct job *j, int side, const struct prov_fetch *f)
 
 static void creds_start(struct job *j, struct http_batch *b);
 
-/* Hands the cluster to a writer once both its provider and Kubernetes sides are done; the
+/* Hands the cluster to a writer once its provider and Kubernetes sides and its cloud's
+ * region reads are done, with a copy of the latter (made here, on the batch's thread); the
  * batch no longer touches the job's pools or nodes after that. */
 static void
 settle(struct job *j)
 {
-	if (!j->prov_done || !j->kube_done || j->queued || j->q == NULL)
+	if (!j->prov_done || !j->kube_done || j->queued || j->q == NULL ||
+	    (j->region != NULL && !j->region->done))
 		return;
+	if (j->region != NULL && !err_is_set(&j->perr)) {
+		if (err_is_set(&j->region->err))
+			j->perr = j->region->err;
+		else
+			prov_pools_add_region(&j->pools, &j->region->pools);
+	}
 	j->queued = true;
 	pthread_mutex_lock(&j->q->mu);
 	j->q->v[j->q->tail++] = j;
@@ -158,6 +186,58 @@ creds_start(struct job *j, struct http_batch *b)
 		prov_fetch_fail(&j->fc, &e);
 	if (j->fc.pending == 0)		/* cached, or failed before any call */
 		creds_finished(&j->fc);
+}
+
+static void region_start(struct region *r, struct http_batch *b);
+
+/* The region's reads ended: each member that is otherwise done goes to a writer. */
+static void
+region_finished(struct prov_fetch *f)
+{
+	struct region *r = f->user;
+
+	account(r->lead, 0, f);
+	if (f->failed && f->err.status == 401 && !r->retried) {
+		r->retried = true;	/* expired or revoked: fresh credentials, once */
+		prov_creds_invalidate(r->cloud->id);
+		prov_pools_cleanup(&r->pools);
+		prov_pools_init(&r->pools);
+		region_start(r, f->b);
+		return;
+	}
+	if (f->failed)
+		r->err = f->err;
+	r->done = true;
+	for (size_t i = 0; i < r->n; i++)
+		settle(&r->first[i]);
+}
+
+static void
+region_creds_finished(struct prov_fetch *f)
+{
+	struct region *r = f->user;
+	struct err e = { 0 };
+
+	account(r->lead, 0, f);
+	fetch_init(&r->fr, f->b, region_finished, r);
+	if (f->failed)
+		prov_fetch_fail(&r->fr, &f->err);
+	else if (!r->ops->region_begin(&r->fr, &r->pj, &e))
+		prov_fetch_fail(&r->fr, &e);
+	if (r->fr.pending == 0)		/* failed before any call */
+		region_finished(&r->fr);
+}
+
+static void
+region_start(struct region *r, struct http_batch *b)
+{
+	struct err e = { 0 };
+
+	fetch_init(&r->fc, b, region_creds_finished, r);
+	if (!prov_creds_begin(&r->fc, r->cloud, NULL, &r->creds, &e))
+		prov_fetch_fail(&r->fc, &e);
+	if (r->fc.pending == 0)		/* cached, or failed before any call */
+		region_creds_finished(&r->fc);
 }
 
 static void
@@ -230,6 +310,8 @@ dup(const PGresult *r, int row, int col)
 	return strdup(v ? v : "");
 }
 
+/* Reads every cluster (only: those listed) with its cloud, the clusters of a cloud next
+ * to each other. */
 static bool
 load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 {
@@ -243,7 +325,7 @@ load_jobs(const char *only, struct job **out, size_t *n, struct err *e)
 	    " coalesce(k.labels->>'fleet.io/block-key', '')"
 	    " FROM clusters k JOIN clouds c ON c.id = k.cloud_id"
 	    " LEFT JOIN iam_pairs p ON p.cloud_id = c.id"
-	    " WHERE $1::uuid[] IS NULL OR k.id = ANY($1::uuid[]) ORDER BY k.id";
+	    " WHERE $1::uuid[] IS NULL OR k.id = ANY($1::uuid[]) ORDER BY c.id, k.id";
 	struct db *c = NULL;
 	PGresult *r = NULL;
 	uint8_t key[32];
@@ -312,6 +394,50 @@ cleanup:
 	PQclear(r);
 	db_release(c);
 	return ok;
+}
+
+/* Groups the clusters of each cloud (adjacent, see load_jobs) under one region when the
+ * provider has region reads and a member will call it; *nr regions in the new array. */
+static struct region *
+regions_make(struct job *v, size_t n, size_t *nr)
+{
+	struct region *rv = calloc(n ? n : 1, sizeof(*rv));
+	size_t i = 0, k;
+
+	if (rv == NULL)
+		abort();
+	*nr = 0;
+	for (; i < n; i = k) {
+		struct region *r = &rv[*nr];
+		struct job *lead = NULL;
+
+		for (k = i; k < n && strcmp(v[k].cloud.id, v[i].cloud.id) == 0; k++)
+			if (lead == NULL && !v[k].prov_done && v[k].ops->region_begin != NULL)
+				lead = &v[k];
+		if (lead == NULL)
+			continue;
+		r->lead = lead;
+		r->cloud = &lead->cloud;
+		r->ops = lead->ops;
+		prov_pools_init(&r->pools);
+		r->pj = (struct prov_pool_job){ r->cloud, &lead->k, &r->creds, &r->pools };
+		r->first = &v[i];
+		r->n = k - i;
+		for (size_t m = i; m < k; m++)
+			v[m].region = r;
+		(*nr)++;
+	}
+	return rv;
+}
+
+static void
+regions_free(struct region *rv, size_t nr)
+{
+	for (size_t i = 0; rv != NULL && i < nr; i++) {
+		prov_pools_cleanup(&rv[i].pools);
+		memset(&rv[i].creds, 0, sizeof(rv[i].creds));
+	}
+	free(rv);
 }
 
 /* ---- metrics */
@@ -429,7 +555,8 @@ record(struct job *j)
 
 	res->cluster_id = j->id;
 	res->age_s = (now_ms() - j->began_ms) / 1e3;
-	if (err_is_set(&j->kerr) || err_is_set(&j->perr) || !j->prov_done || !j->kube_done) {
+	if (err_is_set(&j->kerr) || err_is_set(&j->perr) || !j->prov_done || !j->kube_done ||
+	    (j->region != NULL && !j->region->done)) {
 		const struct err *fe = err_is_set(&j->kerr) ? &j->kerr : &j->perr;
 
 		snprintf(res->error, sizeof(res->error), "%s: %s",
@@ -522,10 +649,11 @@ poller_refresh_all(int concurrency, const char *only, struct poller_stats *st, s
 {
 	struct wq q = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 	struct job *v = NULL;
+	struct region *rv = NULL;
 	struct http_batch *b = NULL;
 	pthread_t w[WRITERS];
 	int nw = 0;
-	size_t n = 0;
+	size_t n = 0, nr = 0;
 	double t0;
 	bool ok = false;
 
@@ -536,6 +664,7 @@ poller_refresh_all(int concurrency, const char *only, struct poller_stats *st, s
 	for (size_t i = 0; i < n; i++)
 		v[i].res.fenced = only != NULL;
 	st->clusters = (int)n;
+	rv = regions_make(v, n, &nr);
 	b = batch_take(concurrency > 0 ? concurrency : 128);
 	q.v = calloc(n ? n : 1, sizeof(*q.v));
 	if (b == NULL || q.v == NULL) {
@@ -545,8 +674,11 @@ poller_refresh_all(int concurrency, const char *only, struct poller_stats *st, s
 	while (nw < WRITERS && (size_t)nw < n && pthread_create(&w[nw], NULL, writer, &q) == 0)
 		nw++;
 	t0 = now_ms();
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		v[i].q = &q;
+	for (size_t i = 0; i < nr; i++)
+		region_start(&rv[i], b);
+	for (size_t i = 0; i < n; i++) {
 		if (!v[i].prov_done || !v[i].kube_done)
 			job_start(&v[i], b);
 		else
@@ -578,6 +710,7 @@ cleanup:
 		kept = NULL;
 	}
 	pthread_mutex_unlock(&batch_mu);
+	regions_free(rv, nr);
 	for (size_t i = 0; i < n; i++)
 		job_free(&v[i]);
 	free(v);

@@ -1,6 +1,7 @@
 /* poller: refreshes every member cluster's capacity concurrently on one http_batch
- * (provider pools + Kubernetes nodes and pods), then writes one short transaction per
- * cluster; keeps per-provider call metrics and per-cluster snapshot ages. */
+ * (provider pools + Kubernetes nodes and pods; a cloud's region quotas, reservations and
+ * SKUs read once for all its clusters), then writes one short transaction per cluster;
+ * keeps per-provider call metrics and per-cluster snapshot ages. */
 #ifndef FLEET_REGIONS_POLLER_H
 #define FLEET_REGIONS_POLLER_H
 

@@ -201,7 +201,8 @@ budget_announce(struct db *c, const char *job_id, const char *env, const char *q
 	    " SELECT k.job_id, " THRESHOLD_EVENT;
 	const char *p[4] = { env, queue, team, job_id };
 
-	return db_exec(c, sql, 4, p, NULL, e);
+	/* nothing reads its answer: it goes with the transaction's next round trip */
+	return db_exec_later(c, sql, 4, p, e);
 }
 
 static bool

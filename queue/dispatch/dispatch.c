@@ -120,6 +120,7 @@ struct outcome {
 	const struct member	*t;
 	const char			*who;
 	json_t				*manifest;
+	char				*text;		/* manifest's JSON as applied, or NULL */
 	struct kube_ref			 ref;
 	bool				 reused;
 	json_t				*warning;	/* the image warning of the render */
@@ -661,7 +662,7 @@ many_signals(struct many *mb, struct dispatch_stats *st)
 		return;
 	if ((errs = calloc(k, sizeof(*errs))) == NULL)
 		abort();
-	kube_apply_each(&mb->t->pc, mb->sig, NULL, errs);
+	kube_apply_each(&mb->t->pc, mb->sig, NULL, errs, NULL);
 	for (size_t i = 0; i < k; i++)
 		if (errs[i].status != 0 && mb->state[mb->owner[i]] == M_LIVE)
 			many_fail(mb, mb->owner[i], &errs[i], false, st);
@@ -725,8 +726,9 @@ many_apply(struct many *mb, struct dispatch_stats *st)
 	struct kube_ref *refs = calloc(mb->n, sizeof(*refs));
 	struct err *errs = calloc(mb->n, sizeof(*errs));
 	size_t *job = calloc(mb->n, sizeof(*job)), i, k = 0;
+	char **texts = calloc(mb->n, sizeof(*texts));
 
-	if (ray == NULL || refs == NULL || errs == NULL || job == NULL)
+	if (ray == NULL || refs == NULL || errs == NULL || job == NULL || texts == NULL)
 		abort();
 	for (i = 0; i < mb->n; i++)
 		if (mb->state[i] == M_LIVE) {
@@ -734,10 +736,11 @@ many_apply(struct many *mb, struct dispatch_stats *st)
 			json_array_append(ray, mb->o[i].manifest);
 		}
 	if (k > 0)
-		kube_apply_each(&mb->t->pc, ray, refs, errs);
+		kube_apply_each(&mb->t->pc, ray, refs, errs, texts);
 	for (i = 0; i < k; i++) {
 		struct outcome *o = &mb->o[job[i]];
 
+		o->text = texts[i];	/* the record stores the text the member took */
 		if (errs[i].status != 0) {
 			if (errs[i].status == 404)	/* the namespace went away */
 				ns_forget(mb->t, jsonx_meta_str(o->manifest, "namespace"));
@@ -751,6 +754,53 @@ many_apply(struct many *mb, struct dispatch_stats *st)
 	free(refs);
 	free(errs);
 	free(job);
+	free(texts);
+}
+
+/* The rows record_many_tx's UPDATE reads, as JSON text: each applied job's fields and its
+ * manifest, spliced in as the text its apply sent (dumped here only for an object found
+ * already there) instead of dumping every manifest a second time.  *out NULL when no job
+ * of the batch is applied; false (e) when one cannot be encoded. */
+static bool
+rows_text(const struct many *mb, char **out, struct err *e)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	*out = NULL;
+	for (size_t i = 0; i < mb->n; i++) {
+		const struct outcome *o = &mb->o[i];
+		json_t *f;
+		char *row, *own = NULL;
+		const char *m;
+
+		if (mb->state[i] != M_APPLIED)
+			continue;
+		f = json_pack("{s:s, s:i, s:s?, s:s, s:s}", "id", o->j->id, "attempt",
+		    o->j->attempt, "name", jsonx_meta_str(o->manifest, "name"), "uid", o->ref.uid,
+		    "rv", o->ref.resource_version);
+		row = f != NULL ? json_dumps(f, JSON_COMPACT) : NULL;
+		json_decref(f);
+		m = o->text != NULL ? o->text : (own = json_dumps(o->manifest, JSON_COMPACT));
+		if (row == NULL || m == NULL) {
+			free(row);
+			free(own);
+			free(buf);
+			return err_set(e, 500, "dispatch.oom", "cannot encode the batch");
+		}
+		/* {"id":…,"rv":"…"} becomes {"id":…,"rv":"…","manifest":{…}} */
+		textbuf_append(&buf, &len, &cap, len == 0 ? "[" : ",", 1);
+		textbuf_append(&buf, &len, &cap, row, strlen(row) - 1);
+		textbuf_append(&buf, &len, &cap, ",\"manifest\":", 12);
+		textbuf_append(&buf, &len, &cap, m, strlen(m));
+		textbuf_append(&buf, &len, &cap, "}", 1);
+		free(row);
+		free(own);
+	}
+	if (buf != NULL)
+		textbuf_append(&buf, &len, &cap, "]", 1);
+	*out = buf;
+	return true;
 }
 
 /* Records every applied job of the batch in one transaction: one UPDATE of all their rows
@@ -766,30 +816,18 @@ record_many_tx(struct db *c, void *arg, struct err *e)
 	    " WHERE j.id = x.id AND j.state = 'admitted' AND j.attempt = x.attempt"
 	    " AND j.claimed_by = $2 AND NOT j.cancel_requested RETURNING j.id::text";
 	struct many *mb = arg;
-	json_t *rows = json_array();
 	char *text = NULL;
 	const char *p[2];
 	PGresult *r = NULL;
 	bool any = false, ok = false;
 
-	for (size_t i = 0; i < mb->n; i++) {
-		const struct outcome *o = &mb->o[i];
-
+	for (size_t i = 0; i < mb->n; i++)
 		if (mb->state[i] == M_RECORDED || mb->state[i] == M_CHANGED)
 			mb->state[i] = M_APPLIED;	/* a retried transaction starts over */
-		if (mb->state[i] != M_APPLIED)
-			continue;
-		json_array_append_new(rows, json_pack("{s:s, s:i, s:s?, s:s, s:s, s:O}", "id",
-		    o->j->id, "attempt", o->j->attempt, "name", jsonx_meta_str(o->manifest,
-		    "name"), "uid", o->ref.uid, "rv", o->ref.resource_version, "manifest",
-		    o->manifest));
-	}
-	if (json_array_size(rows) == 0) {
-		ok = true;
+	if (!rows_text(mb, &text, e))
 		goto cleanup;
-	}
-	if ((text = json_dumps(rows, JSON_COMPACT)) == NULL) {
-		err_set(e, 500, "dispatch.oom", "cannot encode the batch");
+	if (text == NULL) {
+		ok = true;
 		goto cleanup;
 	}
 	p[0] = text;
@@ -812,7 +850,6 @@ record_many_tx(struct db *c, void *arg, struct err *e)
 cleanup:
 	PQclear(r);
 	free(text);
-	json_decref(rows);
 	return ok;
 }
 
@@ -888,6 +925,7 @@ dispatch_many(const char *who, struct dispatch_job **jobs, size_t n, struct disp
 	for (size_t i = 0; i < n; i++) {
 		json_decref(mb.o[i].manifest);
 		json_decref(mb.o[i].warning);
+		free(mb.o[i].text);
 	}
 	free(mb.o);
 	free(mb.state);

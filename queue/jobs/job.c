@@ -131,7 +131,8 @@ pack_fits(struct db *c, const char *env, const struct job_spec *s, const char *p
  * While a cluster of the environment has never been observed, nothing is refused: what
  * it can hold is not known yet (a cluster just registered). */
 static bool
-admissible(struct db *c, const char *env, const struct job_spec *s, struct err *e)
+admissible(struct db *c, const char *env, const struct job_spec *s, long long catalog_gen,
+	   struct err *e)
 {
 	static const char sql_unseen[] = "SELECT count(*) FROM clusters k JOIN clouds c"
 	    " ON c.id = k.cloud_id WHERE c.environment = $1 AND NOT EXISTS (SELECT 1 FROM"
@@ -144,7 +145,7 @@ admissible(struct db *c, const char *env, const struct job_spec *s, struct err *
 
 	/* the catalog is data (regions/flavor.c): an unknown flavor is refused whatever the
 	 * fleet has seen */
-	if (!flavor_sync(c, e))
+	if (!flavor_sync_at(c, catalog_gen, e))
 		return false;
 	for (size_t i = 0; i < s->ngroups; i++) {
 		char fp[64];
@@ -370,7 +371,8 @@ job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, j
 	    " LEFT JOIN clusters k ON k.id = j.cluster_id LEFT JOIN clouds c ON c.id = k.cloud_id";
 	PGresult *r = NULL;
 	struct job_spec s;
-	json_t *spec_in = NULL, *queue = NULL, *pc = NULL, *canon = NULL;
+	struct queue_submit qs = { 0 };
+	json_t *spec_in = NULL, *queue, *canon = NULL;
 	const char *env = NULL, *pcname, *budget_team;
 	char id[37], prio[24], *spec_s = NULL;
 	uuid_t u;
@@ -383,8 +385,11 @@ job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, j
 	json_object_del(spec_in, "environment");
 	if (!jobspec_from_json(spec_in, &s, e))
 		goto cleanup;
-	if (!queue_get_by_name(c, env, s.queue, &queue, e) || !pod_policy_ok(c, env, &s, e))
+	/* the queue, the priority class and the catalog's generation in one round trip */
+	if (!queue_for_submit(c, env, s.queue, s.priority_class, &qs, e) ||
+	    !pod_policy_ok(c, env, &s, e))
 		goto cleanup;
+	queue = qs.queue;
 	if (team != NULL && (json_string_value(json_object_get(queue, "team")) == NULL ||
 	    strcmp(team, json_string_value(json_object_get(queue, "team"))) != 0)) {
 		err_field(e, 404, "queue.not_found", "/queue", "queue %.64s not found in "
@@ -393,27 +398,24 @@ job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, j
 	}
 	pcname = s.priority_class ? s.priority_class :
 	    json_string_value(json_object_get(queue, "default_priority_class"));
-	if (pcname != NULL) {
-		if (!queue_pc_get(c, pcname, false, &pc, e)) {
-			if (e->status == 404)
-				err_field(e, 404, "pc.not_found", "/priority_class",
-				    "priority class %.64s not found", pcname);
-			goto cleanup;
-		}
+	if (pcname != NULL && qs.pc == NULL) {
+		err_field(e, 404, "pc.not_found", "/priority_class",
+		    "priority class %.64s not found", pcname);
+		goto cleanup;
 	}
-	if (!admissible(c, env, &s, e) ||
+	if (!admissible(c, env, &s, qs.catalog_gen, e) ||
 	    (s.topology == JOBSPEC_TOPO_HOST && !host_fits(c, env, &s, e)))
 		goto cleanup;
 	canon = jobspec_to_json(&s);
 	/* a team budget counts the queue's team, else the job's labels.team */
 	if ((budget_team = json_string_value(json_object_get(queue, "team"))) == NULL)
 		budget_team = jsonx_at(canon, "labels", "team");
-	if (!budget_admit(c, env, s.queue, budget_team, e))
+	if (qs.budgets && !budget_admit(c, env, s.queue, budget_team, e))
 		goto cleanup;
 	spec_s = json_dumps(canon, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	uuid_generate_random(u);
 	uuid_unparse_lower(u, id);
-	snprintf(prio, sizeof(prio), "%lld", pc ? json_integer_value(json_object_get(pc,
+	snprintf(prio, sizeof(prio), "%lld", qs.pc ? json_integer_value(json_object_get(qs.pc,
 	    "value")) : 0LL);
 	{
 		const char *p[9] = { id, s.name, env,
@@ -421,7 +423,7 @@ job_submit_by(struct db *c, json_t *body, const char *team, const char *actor, j
 		    pcname ? pcname : "default", prio, spec_s, actor ? actor : "" };
 
 		if (!db_exec(c, sql, 9, p, &r, e) ||
-		    !budget_announce(c, id, env, s.queue, budget_team, e) ||
+		    (qs.budgets && !budget_announce(c, id, env, s.queue, budget_team, e)) ||
 		    !db_notify(c, "fleet_sched", env, e))
 			goto cleanup;
 	}
@@ -434,8 +436,7 @@ cleanup:
 	PQclear(r);
 	jobspec_cleanup(&s);
 	json_decref(spec_in);
-	json_decref(queue);
-	json_decref(pc);
+	queue_submit_cleanup(&qs);
 	json_decref(canon);
 	free(spec_s);
 	return ok;

@@ -351,6 +351,53 @@ queue_get_by_name(struct db *c, const char *env, const char *name, json_t **out,
 }
 
 bool
+queue_for_submit(struct db *c, const char *env, const char *name, const char *pc,
+		 struct queue_submit *out, struct err *e)
+{
+	/* the priority class's columns are unqualified inside its subquery: priority_classes
+	 * is the nearest scope there */
+	static const char sql[] = "SELECT " QUEUE_JSON ", (SELECT " PC_JSON " FROM"
+	    " priority_classes WHERE name = coalesce($3, q.default_priority_class)),"
+	    " (SELECT gen FROM catalog_generation),"
+	    " EXISTS (SELECT 1 FROM budgets b WHERE b.environment = $1)"
+	    " FROM queues q WHERE q.environment = $1 AND q.name = $2";
+	const char *p[3] = { env, name, pc };
+	PGresult *r = NULL;
+	bool ok = false;
+
+	memset(out, 0, sizeof(*out));
+	if (!db_exec(c, sql, 3, p, &r, e))
+		return false;
+	if (PQntuples(r) == 0) {
+		err_field(e, 404, "queue.not_found", "/queue", "queue %.64s not found in "
+		    "environment %.64s", name, env);
+		goto cleanup;
+	}
+	out->queue = json_loads(PQgetvalue(r, 0, 0), 0, NULL);
+	out->pc = PQgetisnull(r, 0, 1) ? NULL : json_loads(PQgetvalue(r, 0, 1), 0, NULL);
+	out->catalog_gen = atoll(PQgetvalue(r, 0, 2));
+	out->budgets = strcmp(PQgetvalue(r, 0, 3), "t") == 0;
+	if (out->queue == NULL || (!PQgetisnull(r, 0, 1) && out->pc == NULL)) {
+		err_set(e, 500, "db.bad_row", "cannot read the queue");
+		goto cleanup;
+	}
+	ok = true;
+cleanup:
+	if (!ok)
+		queue_submit_cleanup(out);
+	PQclear(r);
+	return ok;
+}
+
+void
+queue_submit_cleanup(struct queue_submit *q)
+{
+	json_decref(q->queue);
+	json_decref(q->pc);
+	memset(q, 0, sizeof(*q));
+}
+
+bool
 queue_list(struct db *c, int limit, const char *after, const char *environment,
 	   const char *team, const char *const *envs, int nenvs, json_t **out, struct err *e)
 {

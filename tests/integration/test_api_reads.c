@@ -223,6 +223,32 @@ test_filters_and_scope(void **state)
 	    harness_sql_long("SELECT count(*) FROM jobs WHERE cluster_id"
 	    " IS NOT NULL AND state = 'running'"));
 	json_decref(all);
+	/* a queue name of two environments: the jobs of both queues, in id order, each page
+	 * read from each queue's own (queue_id, id) order (migrations/0027) */
+	harness_sql("INSERT INTO queues (id, name, environment, cohort, weight, nominal_quota)"
+	    " VALUES (gen_random_uuid(), 'qs', 'ra', 'c', 1, '{}'), (gen_random_uuid(), 'qs', 'rb',"
+	    " 'c', 1, '{}')");
+	harness_sql("CREATE TABLE moved AS SELECT id, queue_id FROM jobs WHERE name IN ('job-1',"
+	    " 'job-2', 'job-3', 'job-4', 'job-5', 'job-8', 'job-9', 'job-10', 'job-11')");
+	harness_sql("UPDATE jobs j SET queue_id = q.id FROM queues q WHERE q.name = 'qs'"
+	    " AND q.environment = j.environment AND j.id IN (SELECT id FROM moved)");
+	all = all_pages(admin, "queue=qs", 2);
+	assert_int_equal(json_array_size(all), 9);
+	json_array_foreach(all, i, it) {
+		assert_string_equal(json_string_value(json_object_get(it, "queue")), "qs");
+		if (i > 0)
+			assert_true(strcmp(json_string_value(json_object_get(json_array_get(all,
+			    i - 1), "id")), json_string_value(json_object_get(it, "id"))) < 0);
+		same_as_reference(it);
+	}
+	json_decref(all);
+	all = all_pages(viewer_b, "queue=qs", 2);
+	assert_int_equal(json_array_size(all), harness_sql_long("SELECT count(*) FROM moved m"
+	    " JOIN jobs j ON j.id = m.id WHERE j.environment = 'rb'"));
+	json_decref(all);
+	harness_sql("UPDATE jobs j SET queue_id = m.queue_id FROM moved m WHERE m.id = j.id");
+	harness_sql("DROP TABLE moved");
+	harness_sql("DELETE FROM queues WHERE name = 'qs'");
 	/* a viewer of rb sees rb's jobs only; a job of ra is not found */
 	all = all_pages(viewer_b, "", 6);
 	assert_int_equal(json_array_size(all),

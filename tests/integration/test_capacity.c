@@ -1,7 +1,8 @@
 /* test_capacity: the poller against cloudsim and a scratch database — capacity rows equal
- * cloudsim's ground truth; 429 with Retry-After; a hanging API server times out without
- * holding up the others; a wrong CA is refused; N failures make a cluster unreachable and
- * a success makes it ready; the summary and the search read the rows. */
+ * cloudsim's ground truth; a cloud's region is read once per refresh for all its clusters;
+ * 429 with Retry-After; a hanging API server times out without holding up the others; a
+ * wrong CA is refused; N failures make a cluster unreachable and a success makes it ready;
+ * the summary and the search read the rows. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,10 @@
 static struct harness_cs L;
 static char dburl[512];
 static char ids[8][40];		/* cluster ids by clusters.json order */
+
+/* test.json and a second GKE cluster in the first one's cloud (same project and region),
+ * with an H100 pool of no node: it must get the region's quota and reservations too. */
+#define GKE_B	4		/* its index in clusters.json */
 
 static void
 exec_sql(const char *sql, int n, const char *const *p)
@@ -58,16 +63,17 @@ query1(const char *sql, int n, const char *const *p)
 	return v;
 }
 
-/* Registers cloudsim's cluster i: a cloud, its locked pair and the member cluster. */
+/* Registers cloudsim's cluster i: a cloud (unless i joins cloud_i's), its locked pair and
+ * the member cluster. */
 static void
-register_cluster(size_t i, json_t *cj, const uint8_t key[32])
+register_cluster(size_t i, size_t cloud_i, json_t *cj, const uint8_t key[32])
 {
 	const char *prov = harness_js(cj, "provider");
 	char cloud[48], acct[300], ext[64], name[80], *sealed, cred[256], body[512];
 	const char *cp, *cr;
 	struct err e = { 0 };
 
-	snprintf(cloud, sizeof(cloud), "c0000000-0000-4000-8000-%012d", (int)i % 1000);
+	snprintf(cloud, sizeof(cloud), "c0000000-0000-4000-8000-%012d", (int)cloud_i % 1000);
 	snprintf(ids[i], sizeof(ids[i]), "d0000000-0000-4000-8000-%012d", (int)i % 1000);
 	snprintf(ext, sizeof(ext), "ext-%zu-0123456789abcdef", i);
 	snprintf(name, sizeof(name), "cloud-%zu", i);
@@ -89,12 +95,15 @@ register_cluster(size_t i, json_t *cj, const uint8_t key[32])
 		    "\"external_id\":\"%s\"}", cp, ext);
 		assert_int_equal(harness_sim(&L, "POST", "/_sim/iam", body, NULL), 200);
 	}
+	if (cloud_i != i)
+		goto cluster;
 	exec_sql("INSERT INTO clouds (id, name, environment, provider, region, account,"
 	    " external_id, state, required) VALUES ($1, $2, 'test', $3, $4, $5::jsonb, $6,"
 	    " 'active', '{}')", 6, (const char *const[]){ cloud, name, prov,
 	    harness_js(cj, "region"), acct, ext });
 	exec_sql("INSERT INTO iam_pairs (cloud_id, control_plane_role, cluster_role)"
 	    " VALUES ($1, $2, $3)", 3, (const char *const[]){ cloud, cp, cr });
+cluster:
 	snprintf(cred, sizeof(cred), "{\"token\":\"%s\"}", harness_js(cj, "token"));
 	sealed = crypto_seal(key, cred, ids[i], &e);
 	assert_non_null(sealed);
@@ -113,7 +122,7 @@ setup(void **state)
 	struct db *c;
 	uint8_t key[32];
 	char *b64;
-	json_t *cj;
+	json_t *cj, *fleet, *gke_b;
 	size_t i;
 	int applied = 0;
 
@@ -134,12 +143,23 @@ setup(void **state)
 		return -1;
 	}
 	db_release(c);
-	harness_cs_start(&L, NULL, NULL);
+	fleet = harness_fleet_json();
+	gke_b = json_deep_copy(harness_jp(fleet, "clusters.0"));
+	json_object_set_new(gke_b, "name", json_string("test-gke-usc1-b"));
+	json_object_set_new(gke_b, "pools", json_pack("[{s:s, s:s, s:i}, {s:s, s:s, s:f}]",
+	    "name", "system", "machine_type", "e2-standard-8", "nodes", 1,
+	    "name", "h100", "machine_type", "a3-highgpu-8g", "price_per_hour", 88.49));
+	json_array_append_new(json_object_get(fleet, "clusters"), gke_b);
+	harness_cs_start_json(&L, fleet, NULL);
+	json_decref(fleet);
 	harness_cs_config(&L);
 	exec_sql("INSERT INTO environments (id, name) VALUES (gen_random_uuid(), 'test')", 0,
 	    NULL);
 	json_array_foreach(L.clusters, i, cj)
-		register_cluster(i, cj, key);
+		register_cluster(i, strcmp(harness_js(cj, "name"), "test-gke-usc1-b") == 0 ? 0 : i,
+		    cj, key);
+	assert_string_equal(harness_js(json_array_get(L.clusters, GKE_B), "name"),
+	    "test-gke-usc1-b");
 	memset(key, 0, sizeof(key));
 	return 0;
 }
@@ -241,6 +261,46 @@ test_ground_truth(void **state)
 		    " WHERE cluster_id = $1 AND pool = 'h100'", 1,
 		    (const char *const[]){ ids[0] });
 
+		assert_string_equal(q, "40:16:nvidia-h100-80gb");
+		free(q);
+	}
+}
+
+/* fleetd_provider_calls_total of provider so far. */
+static long
+calls_of(const char *provider)
+{
+	char *m = NULL, want[96], *at;
+	size_t len = 0, cap = 0;
+	long n;
+
+	poller_metrics(&m, &len, &cap);
+	snprintf(want, sizeof(want), "fleetd_provider_calls_total{provider=\"%s\"} ", provider);
+	at = strstr(m, want);
+	assert_non_null(at);
+	n = atol(at + strlen(want));
+	free(m);
+	return n;
+}
+
+/* The two GKE clusters of one cloud read its region once per refresh: their node pools
+ * (one call each), the region (one) and the reservations of its zone (two pages of two),
+ * 5 calls, where each cluster read the region and its zone again (listed once per
+ * cluster): 12.  Both clusters' H100 pools get the quota and the reservations. */
+static void
+test_region_read_once(void **state)
+{
+	long before;
+	char *q;
+
+	(void)state;
+	refresh();	/* credentials cached */
+	before = calls_of("gke");
+	refresh();
+	assert_int_equal(calls_of("gke") - before, 2 + 1 + 2);
+	for (size_t i = 0; i <= GKE_B; i += GKE_B) {
+		q = query1("SELECT quota_left || ':' || reserved || ':' || flavor FROM capacity"
+		    " WHERE cluster_id = $1 AND pool = 'h100'", 1, (const char *const[]){ ids[i] });
 		assert_string_equal(q, "40:16:nvidia-h100-80gb");
 		free(q);
 	}
@@ -433,6 +493,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_ground_truth, clean),
+		cmocka_unit_test_setup(test_region_read_once, clean),
 		cmocka_unit_test_setup(test_expired_tokens, clean),
 		cmocka_unit_test_setup(test_throttled, clean),
 		cmocka_unit_test_setup(test_observed_when_fetched, clean),

@@ -220,6 +220,50 @@ test_rollback_and_first_failure(void **state)
 	db_release(c);
 }
 
+/* synchronous_commit of c's connection, as its next transaction would commit. */
+static void
+durable(struct db *c)
+{
+	struct err e = { 0 };
+	PGresult *r = NULL;
+
+	assert_true(db_exec(c, "SELECT current_setting('synchronous_commit')", 0, NULL, &r, &e));
+	assert_string_equal(PQgetvalue(r, 0, 0), "on");
+	PQclear(r);
+}
+
+/* A notification's own transaction commits without waiting for the disk; that setting
+ * ends with it, in a pipeline after COMMIT and alone outside a transaction: the
+ * connection's next commits are durable, and the notifications arrive. */
+static void
+test_notify_leaves_commits_durable(void **state)
+{
+	struct err e = { 0 };
+	struct db *c = acquire();
+	char got[256];
+
+	(void)state;
+	notes(100, got, sizeof(got));	/* drain */
+	for (int round = 0; round < 3; round++) {	/* unnamed, prepare, prepared */
+		assert_true(db_begin(c, &e));
+		ins(c, false, 700 + round, "notified");
+		assert_true(db_notify(c, "pipe_test", "in-tx", &e));
+		assert_true(db_notify(c, "pipe_test", "in-tx-2", &e));
+		assert_true(db_commit(c, &e));
+		durable(c);
+		assert_true(db_notify(c, "pipe_test", "alone", &e));
+		durable(c);
+		notes(2000, got, sizeof(got));
+		assert_non_null(strstr(got, "in-tx,"));
+		assert_non_null(strstr(got, "in-tx-2,"));
+		assert_non_null(strstr(got, "alone,"));
+	}
+	assert_int_equal(harness_sql_long("SELECT count(*) FROM t WHERE id IN (700, 701, 702)"),
+	    3);
+	usable(c);
+	db_release(c);
+}
+
 int
 main(void)
 {
@@ -227,6 +271,7 @@ main(void)
 		cmocka_unit_test(test_commit_with_queued),
 		cmocka_unit_test(test_queued_failure_fails_commit),
 		cmocka_unit_test(test_rollback_and_first_failure),
+		cmocka_unit_test(test_notify_leaves_commits_durable),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -193,16 +193,34 @@ wait_readable(int fd)
 	return false;
 }
 
+/* Reads and drops the rest of a request body (n bytes) from ssl; false when it ends
+ * first. */
+static bool
+tls_skip(SSL *ssl, long n)
+{
+	char scratch[4096];
+
+	while (n > 0) {
+		int r = SSL_read(ssl, scratch, n < (long)sizeof(scratch) ? (int)n :
+		    (int)sizeof(scratch));
+
+		if (r <= 0)
+			return false;
+		n -= r;
+	}
+	return true;
+}
+
 /* TLS connections are kept alive and answer every request with "tls" once the handshake
- * succeeded ("/slow" after 100 ms; "/close" then closes); the server counts them and how
- * many resumed a TLS session. */
+ * succeeded ("/slow" after 100 ms; "/close" then closes; "/len" with the length of the
+ * body it received); the server counts them and how many resumed a TLS session. */
 static void
 conn_tls(int fd, SSL_CTX *ctx)
 {
 	static const char answer[] = "HTTP/1.1 200 X\r\nContent-Length: 3\r\n\r\ntls",
 	    last[] = "HTTP/1.1 200 X\r\nContent-Length: 3\r\nConnection: close\r\n\r\ntls";
 	SSL *ssl = SSL_new(ctx);
-	char req[8192], *end;
+	char req[8192], *end, cl[32], sized[128];
 	int len = 0;
 
 	SSL_set_fd(ssl, fd);
@@ -223,6 +241,7 @@ conn_tls(int fd, SSL_CTX *ctx)
 		req[len] = '\0';
 		while ((end = strstr(req, "\r\n\r\n")) != NULL) {
 			int used = (int)(end + 4 - req);
+			long body, here;
 
 			if (strncmp(req, "GET /close", 10) == 0) {
 				SSL_write(ssl, last, (int)strlen(last));
@@ -230,7 +249,21 @@ conn_tls(int fd, SSL_CTX *ctx)
 			}
 			if (strncmp(req, "GET /slow", 9) == 0)
 				sleep_ms(100);
-			SSL_write(ssl, answer, (int)strlen(answer));
+			end[2] = '\0';		/* the head only */
+			req_header(req, "Content-Length", cl, sizeof(cl));
+			body = atol(cl);
+			here = body < len - used ? body : len - used;
+			used += (int)here;
+			if (!tls_skip(ssl, body - here))
+				goto done;
+			if (strstr(req, " /len ") != NULL) {
+				snprintf(cl, sizeof(cl), "%ld", body);
+				snprintf(sized, sizeof(sized), "HTTP/1.1 200 X\r\nContent-Length:"
+				    " %zu\r\n\r\n%s", strlen(cl), cl);
+				SSL_write(ssl, sized, (int)strlen(sized));
+			} else {
+				SSL_write(ssl, answer, (int)strlen(answer));
+			}
 			memmove(req, req + used, (size_t)(len - used) + 1);
 			len -= used;
 		}
