@@ -155,14 +155,8 @@ struct cs_cluster {
 	struct cs_vec	 objects;		/* struct cs_object * */
 	json_t		*namespaces;		/* array of namespace objects */
 	json_t		*events;		/* array of event objects */
-	json_t		*ev_changed;		/* events added or counted since the watch
-						 * cache's last sync (kwatch.c) */
 	json_t		*plain;			/* kplain.c objects by "plural/ns/name", or NULL */
 	long long	 rv;
-	unsigned long	 nodes_gen;		/* moves with every change of a node or of the
-						 * node list (kwatch.c rebuilds nodes then) */
-	long long	 tick_rv;		/* rv after its last tick (sched.c) */
-	double		 tick_at;		/* sim time of that tick */
 	json_t		*iam;			/* identities for phase 2 (owned) */
 	double		 created;
 	struct cs_wcache *wc;			/* watch cache and event history (kwatch.c) */
@@ -278,7 +272,6 @@ struct cs {
 	char		 kube_url[96];		/* https://127.0.0.1:PORT */
 	struct cs_cluster *clusters;
 	size_t		 nclusters;
-	json_t		*cluster_index;		/* name -> index in clusters (fleet.c) */
 	struct cs_vec	 gsas, roles, users, apps, mis, subs, tokens, faults;
 	int		 next_fault;
 	json_t		*fleetd;		/* fleetd's base identity block */

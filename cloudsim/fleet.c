@@ -31,14 +31,15 @@ cs_block_label(enum cs_provider p)
 	    p == CS_AKS ? "fleet.io/block" : "topology.k8s.aws/network-node-layer-2";
 }
 
-/* By name through cs->cluster_index: every request and every wake of a watch looks its
- * cluster up, which a scan would make O(clusters) at bench/fleet.sh's 1,000. */
 struct cs_cluster *
 cs_cluster_find(struct cs *cs, const char *name)
 {
-	json_t *i = name != NULL ? json_object_get(cs->cluster_index, name) : NULL;
+	size_t i;
 
-	return i != NULL ? &cs->clusters[json_integer_value(i)] : NULL;
+	for (i = 0; name != NULL && i < cs->nclusters; i++)
+		if (strcmp(cs->clusters[i].name, name) == 0)
+			return &cs->clusters[i];
+	return NULL;
 }
 
 struct cs_gsa *
@@ -240,7 +241,6 @@ cs_node_add(struct cs_pool *p, double now)
 	struct cs_node *n = cs_node_build(p, p->next_index++, now);
 
 	cs_vec_push(&p->cl->nodes, n);
-	p->cl->nodes_gen++;
 	return n;
 }
 
@@ -409,10 +409,8 @@ ns_add(struct cs_cluster *cl, const char *name, double now)
 void
 cs_ns_create(struct cs *cs, struct cs_cluster *cl, const char *ns)
 {
-	if (!cs_ns_exists(cl, ns)) {
+	if (!cs_ns_exists(cl, ns))
 		ns_add(cl, ns, cs_now(cs));
-		cl->rv++;	/* the watch cache syncs when rv moves */
-	}
 }
 
 static bool
@@ -461,7 +459,6 @@ load_cluster(struct cs *cs, struct cs_cluster *cl, json_t *j, struct err *e)
 	cl->created = cs_now(cs);
 	cl->namespaces = json_array();
 	cl->events = json_array();
-	cl->ev_changed = json_array();
 	cl->rv = 100;
 	if (json_is_object(json_object_get(j, "iam")))
 		cl->iam = json_deep_copy(json_object_get(j, "iam"));
@@ -522,17 +519,14 @@ cs_fleet_load(struct cs *cs, const char *path, struct err *e)
 		return err_set(e, 400, "cloudsim.fleet", "fleet file has no clusters");
 	cs->nclusters = json_array_size(clusters);
 	cs->clusters = calloc(cs->nclusters, sizeof(*cs->clusters));
-	cs->cluster_index = json_object();
 	if (cs->clusters == NULL)
 		abort();
 	for (i = 0; i < cs->nclusters; i++) {
 		if (!load_cluster(cs, &cs->clusters[i], json_array_get(clusters, i), e))
 			return false;
-		if (cs_cluster_find(cs, cs->clusters[i].name) != NULL)
+		if (cs_cluster_find(cs, cs->clusters[i].name) != &cs->clusters[i])
 			return err_set(e, 400, "cloudsim.fleet", "cluster %s defined twice",
 			    cs->clusters[i].name);
-		json_object_set_new(cs->cluster_index, cs->clusters[i].name,
-		    json_integer((json_int_t)i));
 	}
 	return cs_ident_load(cs, root, e);
 }
@@ -559,15 +553,12 @@ cs_fleet_free(struct cs *cs)
 		free(cl->pools);
 		json_decref(cl->namespaces);
 		json_decref(cl->events);
-		json_decref(cl->ev_changed);
 		json_decref(cl->plain);
 		json_decref(cl->iam);
 		cs_watch_free(cl);
 	}
 	free(cs->clusters);
 	cs->clusters = NULL;
-	json_decref(cs->cluster_index);
-	cs->cluster_index = NULL;
 	cs_ident_free(cs);
 	json_decref(cs->fleet);
 	cs->fleet = NULL;

@@ -13,7 +13,6 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 
 #include "cloudsim/cs.h"
 #include "core/crypto.h"
@@ -463,11 +462,8 @@ inject(struct cs *cs, struct cs_req *rq)
 	if (rq->fam == FAM_SIM)
 		return false;
 	pthread_mutex_lock(&cs->lock);
-	hit = cs->faults.n > 0;	/* scope() scans every cluster for a body: not without faults */
-	if (hit) {
-		scope(cs, rq);
-		hit = fault_for(cs, rq, &f);
-	}
+	scope(cs, rq);
+	hit = fault_for(cs, rq, &f);
 	pthread_mutex_unlock(&cs->lock);
 	if (!hit)
 		return false;
@@ -598,9 +594,7 @@ access_cb(void *cls, struct MHD_Connection *con, const char *url, const char *me
 	if (rq->drop)
 		return MHD_NO;
 	if (rq->stream != NULL) {	/* a watch: chunked, one JSON event per line */
-		/* MHD keeps a buffer of the block size per open watch (fleetd keeps six per
-		 * cluster): 8 KiB, a longer line goes out in several blocks */
-		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 8 * 1024, stream_cb,
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 32 * 1024, stream_cb,
 		    rq->stream, stream_free);
 		rq->stream = NULL;
 		MHD_add_response_header(resp, "Content-Type", "application/json");
@@ -662,27 +656,6 @@ done_cb(void *cls, struct MHD_Connection *con, void **req_cls,
 	*req_cls = NULL;
 }
 
-/* Connections each daemon accepts: libmicrohttpd's default is FD_SETSIZE - 4 (1,020), and
- * fleetd keeps six watches open per member cluster (6,000 at 1,000 clusters), so the
- * open-file soft limit is raised to the hard one and shared: three quarters for the
- * Kubernetes port, the rest for the provider APIs. */
-static unsigned
-conn_limit(bool tls)
-{
-	struct rlimit rl;
-	rlim_t n = 1024;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-		if (rl.rlim_cur < rl.rlim_max) {
-			rl.rlim_cur = rl.rlim_max;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-		n = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536 ? 65536 : rl.rlim_cur;
-	}
-	n = n > 256 ? n - 128 : 128;
-	return (unsigned)(tls ? n * 3 / 4 : n / 4);
-}
-
 static struct MHD_Daemon *
 start(const char *host, int port, const char *key, const char *cert, void *marker)
 {
@@ -700,12 +673,11 @@ start(const char *host, int port, const char *key, const char *cert, void *marke
 		    access_cb, marker, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_URI_LOG_CALLBACK,
 		    uri_cb, marker, MHD_OPTION_NOTIFY_COMPLETED, done_cb, NULL,
 		    MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_MEM_CERT, cert,
-		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_LIMIT,
-		    conn_limit(true), MHD_OPTION_END);
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
 	return MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, access_cb, marker,
 	    MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_URI_LOG_CALLBACK, uri_cb, marker,
 	    MHD_OPTION_NOTIFY_COMPLETED, done_cb, NULL, MHD_OPTION_CONNECTION_TIMEOUT,
-	    (unsigned)120, MHD_OPTION_CONNECTION_LIMIT, conn_limit(false), MHD_OPTION_END);
+	    (unsigned)120, MHD_OPTION_END);
 }
 
 static int

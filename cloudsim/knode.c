@@ -257,7 +257,6 @@ node_patch(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, struct cs_no
 		}
 	}
 	cl->rv++;
-	cl->nodes_gen++;
 	cs_reply_json(rq, 200, cs_node_json(n));
 cleanup:
 	json_decref(cur);
@@ -278,7 +277,6 @@ node_delete(struct cs_cluster *cl, struct cs_req *rq, struct cs_node *n, size_t 
 	cs_vec_del(&cl->nodes, at);
 	cs_node_free(n);
 	cl->rv++;
-	cl->nodes_gen++;
 	cs_reply_json(rq, 200, st);
 }
 
@@ -524,10 +522,8 @@ lifecycle(struct cs *cs, struct cs_cluster *cl, struct cs_node *n)
 		json_array_append_new(n->taints, t);
 		changed = true;
 	}
-	if (changed) {
+	if (changed)
 		cl->rv++;
-		cl->nodes_gen++;
-	}
 }
 
 /* Taint-based eviction: a pod on n that does not tolerate one of its NoExecute taints is

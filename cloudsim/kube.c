@@ -467,7 +467,6 @@ cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char *kind,
 			json_object_set_new(v, "lastTimestamp", json_string(ts));
 			json_object_set_new(json_object_get(v, "metadata"), "resourceVersion",
 			    json_sprintf("%lld", ++cl->rv));
-			json_array_append(cl->ev_changed, v);
 			return;
 		}
 	}
@@ -486,10 +485,9 @@ cs_event(struct cs *cs, struct cs_cluster *cl, const char *ns, const char *kind,
 	    "reason", reason, "message", msg, "type", type, "source", "component",
 	    component(reason),
 	    "firstTimestamp", ts, "lastTimestamp", ts, "count", 1, "reportingComponent", ""));
-	v = json_array_get(cl->events, json_array_size(cl->events) - 1);
-	json_object_set_new(json_object_get(v, "metadata"), "resourceVersion",
+	json_object_set_new(json_object_get(json_array_get(cl->events,
+	    json_array_size(cl->events) - 1), "metadata"), "resourceVersion",
 	    json_sprintf("%lld", ++cl->rv));
-	json_array_append(cl->ev_changed, v);
 }
 
 /* A GET of nodes or pods (items, taken): the one named (404 when items is empty), or with

@@ -3,7 +3,6 @@
  * bounded history — and the ?watch=1 streams that follow it: chunked JSON lines, resume
  * from a resourceVersion, BOOKMARK events, timeoutSeconds, and 410 Expired for a version
  * older than the history. */
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,31 +14,27 @@
 #include "core/mono.h"
 
 #define HIST_MAX	512	/* events kept per cluster (the real cache keeps ~100/kind) */
+#define FULL_SYNC_S	1.0	/* resync even when the cluster's rv did not move */
 #define BOOKMARK_S	5.0
-#define WAIT_MAX_S	1.0	/* a quiet stream looks at cs_http_stopping() this often */
 #define MAX_TIMEOUT_S	1800
 
-/* One event of the history.  The object is kept as its compact JSON text (owned): a
- * parsed jansson tree is four to six times larger, and 512 of them per cluster made most
- * of cloudsim's memory at 1,000 clusters; streams send the text as it is. */
 struct wev {
 	long long	 rv;
 	char		 res[24];
 	char		 ns[64];
 	const char	*type;		/* ADDED MODIFIED DELETED */
-	char		*text;
+	json_t		*obj;		/* owned */
 };
 
 struct cs_wcache {
 	long long	 synced_rv;	/* cl->rv after the last sync */
 	long long	 oldest;	/* a watch from below this is 410 Expired */
+	double		 synced_at;	/* wall */
 	json_t		*items;		/* "res\x1fns\x1fname" -> object (not events) */
 	json_t		*log;		/* "plural/ns/name" -> [[state, wall ms], ...] */
 	unsigned	 gen;		/* bumped by /_sim/watch-compact */
-	unsigned long	 nodes_gen;	/* cl->nodes_gen when nodes were last compared */
 	struct wev	*hist;
 	size_t		 n;
-	pthread_cond_t	 changed;	/* broadcast when hist grows: this cluster's streams */
 };
 
 struct cs_stream {
@@ -55,6 +50,8 @@ struct cs_stream {
 	bool		 bookmarks, done;
 	unsigned	 gen;
 };
+
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
 
 static long long
 rv_of(json_t *o)
@@ -86,7 +83,6 @@ struct changes {
 	size_t		 n, cap;
 };
 
-/* Records a change of obj (reference stolen) at rv. */
 static void
 change(struct changes *c, const char *res, const char *type, json_t *obj, long long rv)
 {
@@ -102,9 +98,7 @@ change(struct changes *c, const char *res, const char *type, json_t *obj, long l
 	snprintf(c->v[c->n].res, sizeof(c->v[0].res), "%s", res);
 	snprintf(c->v[c->n].ns, sizeof(c->v[0].ns), "%s", ns ? ns : "");
 	c->v[c->n].type = type;
-	if ((c->v[c->n].text = json_dumps(obj, JSON_COMPACT)) == NULL)
-		abort();
-	json_decref(obj);
+	c->v[c->n].obj = obj;
 	c->n++;
 }
 
@@ -190,16 +184,6 @@ observe(struct cs_cluster *cl, struct changes *c, json_t *seen, const char *res,
 		log_state(w, res, old, obj);
 }
 
-/* An event counted again before the sync is listed again: only its last entry counts. */
-static bool
-listed_after(json_t *list, size_t i, json_t *ev)
-{
-	for (size_t j = i + 1; j < json_array_size(list); j++)
-		if (json_array_get(list, j) == ev)
-			return true;
-	return false;
-}
-
 static int
 by_rv(const void *a, const void *b)
 {
@@ -223,7 +207,7 @@ append(struct cs_wcache *w, struct changes *c)
 			drop = HIST_MAX / 4;
 			w->oldest = w->hist[drop - 1].rv;
 			for (size_t j = 0; j < drop; j++)
-				free(w->hist[j].text);
+				json_decref(w->hist[j].obj);
 			memmove(w->hist, w->hist + drop, (w->n - drop) * sizeof(*w->hist));
 			w->n -= drop;
 		}
@@ -251,25 +235,14 @@ cs_watch_sync(struct cs *cs, struct cs_cluster *cl)
 		w->items = json_object();
 		w->log = json_object();
 		w->synced_rv = -1;
-		pthread_cond_init(&w->changed, NULL);
 	}
-	if (cl->rv == w->synced_rv)	/* every change of what is watched moves cl->rv */
+	if (cl->rv == w->synced_rv && mono_s() - w->synced_at < FULL_SYNC_S)
 		return;
 	seen = json_object();
 	json_array_foreach(cl->namespaces, i, v)
 		observe(cl, &c, seen, "namespaces", json_deep_copy(v), false);
-	for (i = 0; i < cl->nodes.n; i++) {	/* rebuilt only when a node changed */
-		struct cs_node *n = cl->nodes.v[i];
-		char key[400];
-
-		snprintf(key, sizeof(key), "nodes\x1f\x1f%s", n->name);
-		if (!first && w->nodes_gen == cl->nodes_gen &&
-		    json_object_get(w->items, key) != NULL)
-			json_object_set_new(seen, key, json_true());
-		else
-			observe(cl, &c, seen, "nodes", cs_node_json(n), false);
-	}
-	w->nodes_gen = cl->nodes_gen;
+	for (i = 0; i < cl->nodes.n; i++)
+		observe(cl, &c, seen, "nodes", cs_node_json(cl->nodes.v[i]), false);
 	for (i = 0; i < cl->pods.n; i++) {
 		struct cs_pod *p = cl->pods.v[i];
 		char key[400];
@@ -312,24 +285,23 @@ cs_watch_sync(struct cs *cs, struct cs_cluster *cl)
 			json_object_del(w->items, k);
 		}
 	json_decref(seen);
-	/* events are only appended or counted again, each time with a new rv: cs_event lists
-	 * them in ev_changed (once per change), so the sync need not read all 5,000 */
-	json_array_foreach(cl->ev_changed, i, v)
-		if (!first && !listed_after(cl->ev_changed, i, v))
+	/* events are only appended or counted again, each time with a new rv */
+	json_array_foreach(cl->events, i, v)
+		if (!first && rv_of(v) > w->synced_rv)
 			change(&c, "events", json_integer_value(json_object_get(v, "count")) > 1 ?
-			    "MODIFIED" : "ADDED", json_incref(v), rv_of(v));
-	json_array_clear(cl->ev_changed);
+			    "MODIFIED" : "ADDED", json_deep_copy(v), rv_of(v));
 	if (first) {
 		for (i = 0; i < c.n; i++)
-			free(c.v[i].text);
+			json_decref(c.v[i].obj);
 		c.n = 0;
 		w->oldest = cl->rv;
 	}
-	if (!first && c.n > 0)
-		pthread_cond_broadcast(&w->changed);
 	append(w, &c);
 	free(c.v);
 	w->synced_rv = cl->rv;
+	w->synced_at = mono_s();
+	if (!first)
+		pthread_cond_broadcast(&changed);
 }
 
 void
@@ -350,11 +322,10 @@ cs_watch_free(struct cs_cluster *cl)
 	if (w == NULL)
 		return;
 	for (i = 0; i < w->n; i++)
-		free(w->hist[i].text);
+		json_decref(w->hist[i].obj);
 	free(w->hist);
 	json_decref(w->items);
 	json_decref(w->log);
-	pthread_cond_destroy(&w->changed);
 	free(w);
 	cl->wc = NULL;
 }
@@ -369,33 +340,23 @@ cs_is_watch(struct cs_req *rq)
 	return w != NULL && (strcmp(w, "1") == 0 || strcmp(w, "true") == 0);
 }
 
-/* Appends the line {"type":TYPE,"object":TEXT} (TEXT: an object's compact JSON). */
-static void
-emit_text(struct cs_stream *s, const char *type, const char *text)
-{
-	size_t n = strlen(text), need = s->len + strlen(type) + n + 32;
-
-	if (need > s->cap) {
-		s->cap = need * 2;
-		if ((s->buf = realloc(s->buf, s->cap)) == NULL)
-			abort();
-	}
-	s->len += (size_t)sprintf(s->buf + s->len, "{\"type\":\"%s\",\"object\":", type);
-	memcpy(s->buf + s->len, text, n);
-	s->len += n;
-	s->buf[s->len++] = '}';
-	s->buf[s->len++] = '\n';
-}
-
 static void
 emit(struct cs_stream *s, const char *type, json_t *obj)
 {
-	char *text = json_dumps(obj, JSON_COMPACT);
+	json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
+	char *line = json_dumps(ev, JSON_COMPACT);
+	size_t n = strlen(line);
 
-	if (text == NULL)
-		abort();
-	emit_text(s, type, text);
-	free(text);
+	if (s->len + n + 2 > s->cap) {
+		s->cap = (s->len + n + 2) * 2;
+		if ((s->buf = realloc(s->buf, s->cap)) == NULL)
+			abort();
+	}
+	memcpy(s->buf + s->len, line, n);
+	s->len += n;
+	s->buf[s->len++] = '\n';
+	free(line);
+	json_decref(ev);
 }
 
 static void
@@ -418,24 +379,6 @@ wanted(const struct cs_stream *s, const char *res, const char *ns, json_t *obj)
 	    cs_kube_filter(s->ls, s->fs, obj);
 }
 
-/* wanted() for a history event: its text is parsed only for a selector. */
-static bool
-wanted_text(const struct cs_stream *s, const struct wev *e)
-{
-	json_t *obj;
-	bool ok;
-
-	if (strcmp(e->res, s->res) != 0 || (s->ns[0] != '\0' && strcmp(e->ns, s->ns) != 0))
-		return false;
-	if (s->ls == NULL && s->fs == NULL)
-		return true;
-	if ((obj = json_loads(e->text, 0, NULL)) == NULL)
-		abort();
-	ok = cs_kube_filter(s->ls, s->fs, obj);
-	json_decref(obj);
-	return ok;
-}
-
 static const char *
 kind_of_res(const char *res)
 {
@@ -449,25 +392,19 @@ static void
 pull(struct cs_stream *s, struct cs_cluster *cl)
 {
 	struct cs_wcache *w = cl->wc;
-	size_t i, lo = 0, hi = w->n;
+	size_t i;
 
 	if (s->last < w->oldest || s->gen != w->gen) {
 		expired(s, s->last, w->oldest);
 		return;
 	}
-	while (lo < hi) {	/* hist is in rv order: the first event after s->last */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (w->hist[mid].rv <= s->last)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (i = lo; i < w->n; i++) {
+	for (i = 0; i < w->n; i++) {
 		struct wev *e = &w->hist[i];
 
-		if (wanted_text(s, e))
-			emit_text(s, e->type, e->text);
+		if (e->rv <= s->last)
+			continue;
+		if (wanted(s, e->res, e->ns, e->obj))
+			emit(s, e->type, e->obj);
 		s->last = e->rv;
 	}
 	if (w->synced_rv > s->last)
@@ -534,32 +471,6 @@ cs_watch_start(struct cs *cs, struct cs_cluster *cl, struct cs_req *rq, const ch
 	rq->ctype = "application/json";
 }
 
-/* Sleeps (lock held, released meanwhile) until cl's history grows, the next bookmark or
- * the deadline is due, or WAIT_MAX_S passed: only the streams of a cluster that changed
- * wake, not every stream of the fleet. */
-static void
-wait_change(struct cs_stream *s, struct cs_cluster *cl)
-{
-	double now = mono_s(), wait = s->deadline - now, whole;
-	struct timespec ts;
-
-	if (s->bookmarks && s->next_bookmark - now < wait)
-		wait = s->next_bookmark - now;
-	if (wait > WAIT_MAX_S)
-		wait = WAIT_MAX_S;
-	if (wait < 0.001)
-		wait = 0.001;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	wait = modf(wait, &whole);
-	ts.tv_sec += (time_t)whole;
-	ts.tv_nsec += (long)(wait * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(&cl->wc->changed, &s->cs->lock, &ts);
-}
-
 long
 cs_stream_read(struct cs_stream *s, char *buf, size_t max)
 {
@@ -596,8 +507,17 @@ cs_stream_read(struct cs_stream *s, char *buf, size_t max)
 			json_decref(b);
 			s->next_bookmark = mono_s() + BOOKMARK_S;
 		}
-		if (s->len == 0)
-			wait_change(s, cl);
+		if (s->len == 0) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 500 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&changed, &cs->lock, &ts);
+		}
 		pthread_mutex_unlock(&cs->lock);
 	}
 }
@@ -629,11 +549,11 @@ cs_watch_sim(struct cs *cs, struct cs_req *rq, const char *what, json_t *body)
 		}
 		cs_watch_sync(cs, cl);
 		for (i = 0; i < cl->wc->n; i++)
-			free(cl->wc->hist[i].text);
+			json_decref(cl->wc->hist[i].obj);
 		cl->wc->n = 0;
 		cl->wc->oldest = cl->rv;
 		cl->wc->gen++;
-		pthread_cond_broadcast(&cl->wc->changed);
+		pthread_cond_broadcast(&changed);
 		cs_reply_json(rq, 200, json_pack("{s:I}", "oldest", (json_int_t)cl->rv));
 	} else if (strcmp(what, "log") == 0 && strcmp(rq->method, "GET") == 0) {
 		json_t *out = json_object(), *v;

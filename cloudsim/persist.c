@@ -7,14 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "cloudsim/cs.h"
 #include "core/log.h"
 
 #define SAVE_EVERY_S	2.0
 
-static long long *saved_rv;		/* each cluster's rv when its file was last written */
+static long long saved_sum = -1;	/* sum of the clusters' rv at the last save */
 static double saved_at;
 static json_t *saved_iam;		/* the IAM part last written */
 
@@ -93,82 +92,56 @@ object_json(const struct cs_object *o)
 	    "spawned", o->spawned, "next_cron", o->next_cron);
 }
 
-/* DIR/clusters/NAME.json: one cluster's rv, namespaces and Ray objects.  Each cluster has
- * its own file, written only when its rv moved: one state.json of every cluster was 240 MB
- * at bench/fleet.sh's size, serialized under the lock every 2 s. */
-static void
-save_cluster(struct cs *cs, struct cs_cluster *cl)
-{
-	json_t *objs = json_array(), *doc;
-	struct err e = { 0 };
-	char name[96], *text;
-	size_t j;
-
-	for (j = 0; j < cl->objects.n; j++)
-		if (!((struct cs_object *)cl->objects.v[j])->deleted)
-			json_array_append_new(objs, object_json(cl->objects.v[j]));
-	doc = json_pack("{s:I, s:O, s:o}", "rv", (json_int_t)cl->rv, "namespaces",
-	    cl->namespaces, "objects", objs);
-	snprintf(name, sizeof(name), "clusters/%s.json", cl->name);
-	text = json_dumps(doc, JSON_COMPACT);
-	if (text == NULL || !cs_write_file(cs->state_dir, name, text, &e))
-		log_warn(NULL, "cloudsim", "cannot save state", "{s:s, s:s}", "cluster", cl->name,
-		    "error", e.msg);
-	free(text);
-	json_decref(doc);
-}
-
 void
 cs_persist_save(struct cs *cs)
 {
-	json_t *doc;
+	json_t *clusters = json_object(), *doc, *objs;
 	struct err e = { 0 };
-	char dir[1024];
-	size_t i;
+	size_t i, j;
 	char *text;
 
-	if (saved_rv == NULL) {
-		if ((saved_rv = calloc(cs->nclusters, sizeof(*saved_rv))) == NULL)
-			abort();
-		for (i = 0; i < cs->nclusters; i++)
-			saved_rv[i] = -1;
-		snprintf(dir, sizeof(dir), "%s/clusters", cs->state_dir);
-		mkdir(dir, 0700);
+	for (i = 0; i < cs->nclusters; i++) {
+		struct cs_cluster *cl = &cs->clusters[i];
+
+		objs = json_array();
+		for (j = 0; j < cl->objects.n; j++)
+			if (!((struct cs_object *)cl->objects.v[j])->deleted)
+				json_array_append_new(objs, object_json(cl->objects.v[j]));
+		json_object_set_new(clusters, cl->name, json_pack("{s:I, s:O, s:o}", "rv",
+		    (json_int_t)cl->rv, "namespaces", cl->namespaces, "objects", objs));
 	}
-	for (i = 0; i < cs->nclusters; i++)
-		if (saved_rv[i] != cs->clusters[i].rv) {
-			save_cluster(cs, &cs->clusters[i]);
-			saved_rv[i] = cs->clusters[i].rv;
-		}
 	json_decref(saved_iam);
 	saved_iam = iam_json(cs);
-	doc = json_pack("{s:i, s:{s:i, s:i}, s:O, s:O}", "version", 1, "ports", "http",
-	    port_of(cs->base_url), "kube", port_of(cs->kube_url), "iam", saved_iam,
-	    "apply_counts", cs->apply_counts);
+	doc = json_pack("{s:i, s:{s:i, s:i}, s:O, s:o, s:O}", "version", 1, "ports", "http",
+	    port_of(cs->base_url), "kube", port_of(cs->kube_url), "iam", saved_iam, "clusters",
+	    clusters, "apply_counts", cs->apply_counts);
 	text = json_dumps(doc, JSON_COMPACT);
 	if (text == NULL || !cs_write_file(cs->state_dir, "state.json", text, &e))
 		log_warn(NULL, "cloudsim", "cannot save state", "{s:s}", "error", e.msg);
 	free(text);
 	json_decref(doc);
 	saved_at = cs_wall(cs);
+	saved_sum = 0;
+	for (i = 0; i < cs->nclusters; i++)
+		saved_sum += cs->clusters[i].rv;
 }
 
 void
 cs_persist_tick(struct cs *cs)
 {
+	long long sum = 0;
 	json_t *now;
 	size_t i;
-	bool moved;
+	bool iam_moved;
 
-	if (cs_wall(cs) - saved_at < SAVE_EVERY_S && saved_rv != NULL)
+	if (cs_wall(cs) - saved_at < SAVE_EVERY_S && saved_sum >= 0)
 		return;
-	moved = saved_rv == NULL;
-	for (i = 0; !moved && i < cs->nclusters; i++)
-		moved = saved_rv[i] != cs->clusters[i].rv;
+	for (i = 0; i < cs->nclusters; i++)
+		sum += cs->clusters[i].rv;
 	now = iam_json(cs);
-	moved = moved || !json_equal(now, saved_iam);
+	iam_moved = !json_equal(now, saved_iam);
 	json_decref(now);
-	if (moved)
+	if (sum != saved_sum || iam_moved)
 		cs_persist_save(cs);
 	else
 		saved_at = cs_wall(cs);
@@ -346,7 +319,6 @@ cs_persist_load(struct cs *cs, struct err *e)
 	char path[1024], *text;
 	json_t *doc, *c;
 	const char *k;
-	size_t i;
 
 	snprintf(path, sizeof(path), "%s/state.json", cs->state_dir);
 	if ((text = cs_read_file(path, NULL)) == NULL)
@@ -365,22 +337,11 @@ cs_persist_load(struct cs *cs, struct err *e)
 	    loaded_kube_port > 65535)
 		loaded_port = loaded_kube_port = 0;
 	load_iam(cs, json_object_get(doc, "iam"));
-	json_object_foreach(json_object_get(doc, "clusters"), k, c) {	/* one file, before */
+	json_object_foreach(json_object_get(doc, "clusters"), k, c) {
 		struct cs_cluster *cl = cs_cluster_find(cs, k);
 
 		if (cl != NULL)
 			load_cluster(cs, cl, c);
-	}
-	for (i = 0; i < cs->nclusters; i++) {
-		snprintf(path, sizeof(path), "%s/clusters/%s.json", cs->state_dir,
-		    cs->clusters[i].name);
-		if ((text = cs_read_file(path, NULL)) == NULL)
-			continue;
-		c = json_loads(text, 0, NULL);
-		free(text);
-		if (json_is_object(c))
-			load_cluster(cs, &cs->clusters[i], c);
-		json_decref(c);
 	}
 	if (json_is_object(json_object_get(doc, "apply_counts")))
 		json_object_update(cs->apply_counts, json_object_get(doc, "apply_counts"));

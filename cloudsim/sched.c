@@ -61,13 +61,11 @@ cs_container_started(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p)
 	cs_event(cs, cl, p->ns, "Pod", p->name, p->uid, "Normal", "Started", msg);
 }
 
-/* Removes pod i; rv moves so that the watch cache sees it go (kwatch.c syncs on rv). */
 static void
 pod_remove(struct cs_cluster *cl, size_t i)
 {
 	cs_pod_free(cl->pods.v[i]);
 	cs_vec_del(&cl->pods, i);
-	cl->rv++;
 }
 
 static void
@@ -153,21 +151,17 @@ owned(struct cs_cluster *cl, const char *uid, const char *group, bool head)
 	return n;
 }
 
-/* Removes the group's newest pods beyond keep (counted once: this runs at every tick). */
 static void
 trim_group(struct cs_cluster *cl, const char *uid, const char *group, bool head, int keep)
 {
 	size_t i = cl->pods.n;
-	int have = owned(cl, uid, group, head);
 
-	while (have > keep && i-- > 0) {
+	while (i-- > 0) {
 		struct cs_pod *p = cl->pods.v[i];
 
 		if (strcmp(p->owner_uid, uid) == 0 && p->head == head &&
-		    (head || strcmp(p->group, group) == 0)) {
+		    (head || strcmp(p->group, group) == 0) && owned(cl, uid, group, head) > keep)
 			pod_remove(cl, i);
-			have--;
-		}
 	}
 }
 
@@ -261,8 +255,7 @@ reconcile(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 				    "ray.io/worker-group-replica-index",
 				    json_sprintf("%d", p->replica));
 		}
-		if (have > want)
-			trim_group(cl, o->uid, name, false, want);
+		trim_group(cl, o->uid, name, false, want);
 	}
 }
 
@@ -1032,12 +1025,6 @@ crash_loops(struct cs *cs, struct cs_cluster *cl, struct cs_pod *p, double now)
 	return true;
 }
 
-/* A cluster where nothing moved since its last tick (its rv did not) is ticked once per
- * simulated second, not every 100 ms: what remains to do there is time-driven (a pod's
- * start, a job's end), and the timestamps the API shows have one-second resolution.  Each
- * tick builds every Ray object's status, which at 1,000 clusters took more than a core. */
-#define QUIET_TICK_S	1.0
-
 void
 cs_tick(struct cs *cs)
 {
@@ -1047,8 +1034,6 @@ cs_tick(struct cs *cs)
 	for (c = 0; c < cs->nclusters; c++) {
 		struct cs_cluster *cl = &cs->clusters[c];
 
-		if (cl->rv == cl->tick_rv && now - cl->tick_at < QUIET_TICK_S && now >= cl->tick_at)
-			continue;
 		cs_spot_tick(cs, cl, now);	/* spot.c: reclaims whose notice ran out */
 		cs_node_controllers(cs, cl);	/* NotReady, NoExecute evictions, pod GC */
 		provisioning_tick(cs, cl, now);
@@ -1078,7 +1063,5 @@ cs_tick(struct cs *cs)
 			cs_kueue_tick(cs, cl, cl->objects.v[i]);
 		for (i = 0; i < cl->objects.n; i++)
 			cs_status_update(cs, cl, cl->objects.v[i]);
-		cl->tick_rv = cl->rv;
-		cl->tick_at = now;
 	}
 }

@@ -138,7 +138,6 @@ cs_preempt(struct cs *cs, struct cs_cluster *cl, struct cs_node *n, double notic
 	else
 		aks(cs, cl, n, when);
 	cl->rv++;
-	cl->nodes_gen++;
 	return true;
 }
 
@@ -161,6 +160,5 @@ cs_spot_tick(struct cs *cs, struct cs_cluster *cl, double now)
 		cs_vec_del(&cl->nodes, i);
 		cs_node_free(n);
 		cl->rv++;
-		cl->nodes_gen++;
 	}
 }

@@ -355,30 +355,11 @@ serve_service(struct cs *cs, struct cs_cluster *cl, const struct cs_object *o)
 	    "protocol", "TCP"));
 }
 
-/* Whether the stored status old equals st but for old's lastUpdateTime; compared in place,
- * as this runs for every object at every tick. */
-static bool
-status_same(json_t *old, json_t *st)
-{
-	const char *k;
-	json_t *v;
-
-	if (!json_is_object(old))
-		return json_equal(old, st);
-	if (json_object_size(old) - (json_object_get(old, "lastUpdateTime") != NULL) !=
-	    json_object_size(st))
-		return false;
-	json_object_foreach(st, k, v)
-		if (strcmp(k, "lastUpdateTime") == 0 || !json_equal(json_object_get(old, k), v))
-			return false;
-	return true;
-}
-
 void
 cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 {
 	double now = cs_now(cs);
-	json_t *st = json_object(), *old = json_object_get(o->live, "status");
+	json_t *st = json_object(), *old = json_object_get(o->live, "status"), *cmp;
 	bool ready = false;
 	const char *invalid = NULL;
 	char ts[32];
@@ -449,7 +430,10 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 	} else {
 		cron_status(cs, cl, o, st, now);
 	}
-	if (!status_same(old, st)) {
+	cmp = json_deep_copy(old);
+	if (json_is_object(cmp))
+		json_object_del(cmp, "lastUpdateTime");
+	if (!json_equal(cmp, st)) {
 		if (invalid != NULL)
 			cs_event(cs, cl, o->ns, o->kind, o->name, o->uid, "Warning",
 			    strcmp(o->kind, "RayJob") == 0 ? "InvalidRayJobSpec" :
@@ -461,6 +445,7 @@ cs_status_update(struct cs *cs, struct cs_cluster *cl, struct cs_object *o)
 		json_object_set_new(json_object_get(o->live, "metadata"), "resourceVersion",
 		    json_sprintf("%lld", o->rv));
 	}
+	json_decref(cmp);
 done:
 	json_decref(st);
 }

@@ -209,7 +209,6 @@ cs_slice_tick(struct cs *cs, struct cs_cluster *cl, double now)
 			    json_string(name));
 			json_object_set_new(n->labels, "cloud.google.com/gke-tpu-topology",
 			    json_string(json_string_value(json_object_get(spec, "topology"))));
-			cl->nodes_gen++;
 		}
 		free(take);
 		set_status(cl, o, true, "ACTIVE", "", now);
@@ -224,6 +223,5 @@ cs_slice_tick(struct cs *cs, struct cs_cluster *cl, double now)
 		json_object_del(n->labels, "cloud.google.com/gke-tpu-slice");
 		json_object_del(n->labels, "cloud.google.com/gke-tpu-topology");
 		cl->rv++;
-		cl->nodes_gen++;
 	}
 }
