@@ -275,10 +275,9 @@ static struct {
 static json_t *
 nodes_of(const struct member *t, bool fresh)
 {
-	json_t *c, *items = NULL, *it, *out = NULL;
+	json_t *c, *items = NULL, *out = NULL;
 	struct err e = { 0 };
 	double now = mono_s();
-	size_t i;
 
 	pthread_mutex_lock(&N.mu);
 	if (N.by_cluster == NULL)
@@ -292,14 +291,7 @@ nodes_of(const struct member *t, bool fresh)
 	status_watch_count_list();
 	if (!member_list(&t->pc, "/api/v1/nodes", NULL, &items, &e))
 		return NULL;
-	out = json_object();
-	json_array_foreach(items, i, it) {
-		const char *name = jsonx_meta_str(it, "name");
-
-		if (name != NULL)
-			json_object_set(out, name, it);
-	}
-	json_decref(items);
+	out = status_nodes_by_name(items);
 	pthread_mutex_lock(&N.mu);
 	json_object_set_new(N.by_cluster, t->id, json_pack("{s:f, s:O}", "at", now, "nodes",
 	    out));

@@ -61,6 +61,8 @@ json_t	*status_watch_list(const char *cluster_id, const char *kind, const char *
 /* A new object of the cluster's nodes (name -> Node) when its node watch is in sync, else
  * NULL (list them). */
 json_t	*status_watch_nodes(const char *cluster_id);
+/* A Node list (array, reference stolen) as name -> Node (a new object). */
+json_t	*status_nodes_by_name(json_t *items);
 /* A new object: what the watch cache keeps of object o of kind (the fields the status
  * path reads; values shared with o). */
 json_t	*status_watch_trim(const char *kind, json_t *o);

@@ -167,12 +167,17 @@ status_watch_list(const char *cluster_id, const char *kind, const char *ns)
 json_t *
 status_watch_nodes(const char *cluster_id)
 {
-	json_t *items = status_watch_list(cluster_id, "Node", ""), *it, *out;
+	json_t *items = status_watch_list(cluster_id, "Node", "");
+
+	return items != NULL ? status_nodes_by_name(items) : NULL;
+}
+
+json_t *
+status_nodes_by_name(json_t *items)
+{
+	json_t *out = json_object(), *it;
 	size_t i;
 
-	if (items == NULL)
-		return NULL;
-	out = json_object();
 	json_array_foreach(items, i, it) {
 		const char *name = jsonx_meta_str(it, "name");
 
